@@ -1,0 +1,76 @@
+/* pacer page config (DESIGN §4): which pages to measure, their initial APIs,
+ * the main page, splash windows and thresholds.
+ *
+ *   <pacer>
+ *     <page id="HomeActivity" tag="1"> <api id="/api/config"/> </page>
+ *     <splash id="ShopSplashWindow"/>
+ *     <thresholds jank-ms="700" hang-ms="5000" page-deadline-ms="30000"/>
+ *   </pacer>
+ *
+ * The root element is optional: the seed's bare list of <page> elements is
+ * accepted as written. A config is immutable once loaded and reference
+ * counted, so a page being measured can keep the snapshot it started with
+ * while a new config is swapped in.
+ */
+#ifndef PACER_CONFIG_H
+#define PACER_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#include <pacer/export.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pacer_config pacer_config;
+
+#define PACER_DEFAULT_JANK_MS 700
+#define PACER_DEFAULT_HANG_MS 5000
+#define PACER_DEFAULT_PAGE_DEADLINE_MS 30000
+
+/* Parses a config from memory. On success returns a config with one
+ * reference. On failure returns NULL and, when ret_error is not NULL, stores
+ * a malloc'd message "LINE:COLUMN: reason" (the caller frees it). */
+PACER_API pacer_config *pacer_config_parse(const char *xml, size_t len, char **ret_error);
+
+/* Reads and parses a file. Errors read "PATH:LINE:COLUMN: reason", or
+ * "PATH: <strerror>" when the file cannot be read. */
+PACER_API pacer_config *pacer_config_load(const char *path, char **ret_error);
+
+/* An empty config: no pages, default thresholds. */
+PACER_API pacer_config *pacer_config_new_empty(void);
+
+PACER_API pacer_config *pacer_config_ref(pacer_config *cfg);   /* thread-safe; accepts NULL */
+PACER_API void pacer_config_unref(pacer_config *cfg);          /* thread-safe; accepts NULL */
+
+/* Pages, in file order. Index functions return NULL / 0 when out of range. */
+PACER_API size_t pacer_config_page_count(const pacer_config *cfg);
+PACER_API const char *pacer_config_page_id(const pacer_config *cfg, size_t page);
+PACER_API bool pacer_config_page_is_main(const pacer_config *cfg, size_t page); /* tag="1" */
+PACER_API size_t pacer_config_page_api_count(const pacer_config *cfg, size_t page);
+/* The API as written in the file. */
+PACER_API const char *pacer_config_page_api(const pacer_config *cfg, size_t page, size_t api);
+
+/* Finds the page configured for a class name: an exact id match, or a match
+ * of the last dot-separated component on either side (the seed's simple name
+ * vs full class path). Returns the page index or -1. */
+PACER_API long pacer_config_find_page(const pacer_config *cfg, const char *class_name);
+
+/* Splash windows (class names), in file order. */
+PACER_API size_t pacer_config_splash_count(const pacer_config *cfg);
+PACER_API const char *pacer_config_splash(const pacer_config *cfg, size_t i);
+PACER_API bool pacer_config_is_splash(const pacer_config *cfg, const char *class_name);
+
+/* Thresholds, in milliseconds (defaults above when not set). */
+PACER_API uint32_t pacer_config_jank_ms(const pacer_config *cfg);
+PACER_API uint32_t pacer_config_hang_ms(const pacer_config *cfg);
+PACER_API uint32_t pacer_config_page_deadline_ms(const pacer_config *cfg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,142 @@
+/* pacer — automatic performance monitoring for native Linux applications.
+ *
+ * This is the public API of libpacer. An application (or the LD_PRELOAD agent
+ * acting for it) creates one pacer instance, feeds it lifecycle events — page
+ * creation and draws, request start and end, start-up marks — and pacer turns
+ * them into records (page load times, start-up costs, …) that a background
+ * thread writes as JSON Lines. docs/records.md describes every record field;
+ * docs/events.md describes the event vocabulary.
+ *
+ * Threads: every function taking a pacer_t may be called from any thread, at
+ * the same time as any other, except pacer_free(), which must be the last call
+ * on an instance. No function performs file or network I/O on the caller's
+ * thread; records are queued and written by the instance's writer thread.
+ *
+ * Clocks: event times are CLOCK_MONOTONIC nanoseconds (pacer_now_ns()).
+ *
+ * Errors: functions returning int return 0 on success and a negative errno
+ * value on failure; they never print.
+ */
+#ifndef PACER_PACER_H
+#define PACER_PACER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#include <pacer/export.h>
+
+#include <pacer/config.h>
+#include <pacer/event.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PACER_VERSION "0.1.0"
+
+typedef struct pacer pacer_t;
+
+/* Called on the writer thread for every record, after it was written to the
+ * output file (if any). `line` is one JSON object without a trailing newline,
+ * valid only during the call. */
+typedef void (*pacer_record_fn)(const char *line, size_t len, void *user_data);
+
+typedef struct pacer_options {
+    const char *app_name;      /* "app" field of every record; NULL → "unknown" */
+    const char *app_version;   /* "version" field; NULL → "unknown" */
+    const char *config_path;   /* XML page config (DESIGN §4); NULL → zero config */
+    const char *out_path;      /* JSON Lines output, appended; "-" = stdout; NULL = none */
+    pacer_record_fn on_record; /* optional: receives every record */
+    void *user_data;           /* passed to on_record */
+    /* Session id written to every record; NULL → a random 16-hex-digit id. */
+    const char *session;
+    /* Maximum records waiting for the writer; beyond it new records are
+     * dropped and counted (pacer_stats). 0 → 65536. */
+    size_t queue_limit;
+    /* When true, the writer thread also checks page deadlines against the
+     * monotonic clock (live use). Replay leaves it false: there the event
+     * times alone drive deadlines. */
+    bool live_deadlines;
+} pacer_options;
+
+/* Creates an instance. On success *ret is set and 0 returned. A config file
+ * that cannot be loaded fails the call with -EINVAL, and `*ret_error` (when
+ * not NULL) receives a malloc'd message naming the file, line and reason,
+ * which the caller frees. An output file that cannot be opened gives -errno. */
+PACER_API int pacer_new(const pacer_options *opts, pacer_t **ret, char **ret_error);
+
+/* Reports every page still measuring (status "incomplete", or
+ * "deadline_exceeded" when its deadline passed by the latest event time) and
+ * the start-up record if it is still pending, writes everything queued, stops
+ * the writer thread and frees the instance. Accepts NULL. */
+PACER_API void pacer_free(pacer_t *p);
+
+/* Feeds one event through the model. Events with t_ns == 0 take the current
+ * monotonic time. Returns 0, or -EINVAL for an event missing a field its type
+ * requires (the event is ignored). */
+PACER_API int pacer_submit(pacer_t *p, const pacer_event *ev);
+
+/* Convenience wrappers around pacer_submit() stamped with pacer_now_ns(). */
+PACER_API int pacer_mark(pacer_t *p, pacer_event_type mark);  /* LAUNCH … APP_CREATED */
+PACER_API int pacer_page_create(pacer_t *p, uint64_t page, const char *class_name, pacer_page_kind kind);
+PACER_API int pacer_page_view_created(pacer_t *p, uint64_t page);
+PACER_API int pacer_page_draw(pacer_t *p, uint64_t page);
+PACER_API int pacer_page_select(pacer_t *p, uint64_t page);
+PACER_API int pacer_page_scroll(pacer_t *p, uint64_t page);
+PACER_API int pacer_page_destroy(pacer_t *p, uint64_t page);
+PACER_API int pacer_request_start(pacer_t *p, const char *url, uint64_t req);
+/* status: the HTTP status, or 0 (or negative) for a transport failure. A
+ * failed request counts as finished. */
+PACER_API int pacer_request_end(pacer_t *p, const char *url, uint64_t req, int status);
+
+/* Emits a record of the given type. `fields_json` holds extra members as the
+ * inside of a JSON object (e.g. "\"url\":\"/x\",\"ms\":1.5") or NULL; the common
+ * fields (type, ts, app, version, session, pid) are added. Returns -EINVAL when
+ * type is empty or fields_json does not look like object members. */
+PACER_API int pacer_emit(pacer_t *p, const char *type, const char *fields_json);
+
+/* Replaces the config at run time (atomic swap). Pages already measuring keep
+ * the snapshot they were created with; new pages use the new config. The
+ * instance takes its own reference to `cfg`. */
+PACER_API void pacer_set_config(pacer_t *p, pacer_config *cfg);
+
+/* Loads `path` and swaps it in. On failure the old config stays in force and
+ * *ret_error (when not NULL) receives a malloc'd message. */
+PACER_API int pacer_reload_config(pacer_t *p, const char *path, char **ret_error);
+
+/* Blocks until every record queued so far was written. Not for use on a
+ * latency-sensitive thread. */
+PACER_API void pacer_flush(pacer_t *p);
+
+typedef struct pacer_stats {
+    uint64_t events;          /* events accepted */
+    uint64_t records;         /* records produced */
+    uint64_t records_dropped; /* records dropped because the queue was full */
+    uint64_t write_errors;    /* records the writer failed to write */
+} pacer_stats;
+
+PACER_API void pacer_get_stats(pacer_t *p, pacer_stats *ret);
+
+/* CLOCK_MONOTONIC now, in nanoseconds. */
+PACER_API int64_t pacer_now_ns(void);
+
+/* The launch time of this process on the CLOCK_MONOTONIC scale: the value of
+ * the environment variable PACER_LAUNCH_NS when set and valid (stamped by
+ * `pacer run` before execve), otherwise the kernel's start time of the
+ * process from /proc/self/stat. Returns 0 when neither is available. */
+PACER_API int64_t pacer_launch_time_ns(void);
+
+/* Process-wide default instance, for code that has no place to keep a
+ * pacer_t (the agent, or an application's main()). pacer_init() creates it
+ * once (a second call returns -EALREADY); pacer_default() returns it or NULL;
+ * pacer_shutdown() frees it. */
+PACER_API int pacer_init(const pacer_options *opts, char **ret_error);
+PACER_API pacer_t *pacer_default(void);
+PACER_API void pacer_shutdown(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

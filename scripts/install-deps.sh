@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs every Debian package pacer needs to build, test, benchmark and run
+# its demo. Idempotent: packages already installed are left alone, and
+# nothing is downloaded when nothing is missing.
+set -euo pipefail
+
+packages=(
+  # build
+  gcc make pkg-config meson ninja-build
+  libexpat1-dev libjansson-dev
+  # tests: unit tests, sanitizers, fuzzers, CLI tests
+  libcmocka-dev clang libclang-rt-14-dev python3
+  # agent, demo app and its tests
+  libglib2.0-dev libgtk-4-dev libsoup-3.0-dev libcurl4-openssl-dev libmicrohttpd-dev
+  xvfb xauth gtk-4-examples
+  # function tracing: symbols, compression, the peer benchmarked against
+  libelf-dev libdw-dev libzstd-dev uftrace
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+  [ "$status" = "installed" ] || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"

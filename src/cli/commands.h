@@ -1,0 +1,29 @@
+/* The pacer command line: one file per subcommand, dispatched from the table
+ * in main.c, which also produces `pacer --help`.
+ *
+ * Each command receives argv with argv[0] = the command name. Exit codes:
+ * 0 success, 1 the work ran but found problems (e.g. skipped input lines),
+ * 2 usage or input errors (bad config, unreadable file). */
+#ifndef PACER_CLI_COMMANDS_H
+#define PACER_CLI_COMMANDS_H
+
+#include <stdio.h>
+
+typedef struct cli_command {
+    const char *name;
+    const char *summary; /* one line for `pacer --help` */
+    const char *usage;   /* full help text for `pacer CMD --help` */
+    int (*run)(int argc, char **argv);
+} cli_command;
+
+extern const cli_command cmd_config;
+extern const cli_command cmd_replay;
+extern const cli_command cmd_report;
+
+/* Prints cmd->usage to `out`. */
+void cli_usage(const cli_command *cmd, FILE *out);
+
+/* True when argv holds -h or --help before any "--". */
+int cli_wants_help(int argc, char **argv);
+
+#endif

@@ -1,0 +1,13 @@
+/* Internal clock helpers (the public ones are in pacer.h). */
+#ifndef PACER_CORE_CLOCK_H
+#define PACER_CORE_CLOCK_H
+
+#include <stdint.h>
+
+/* CLOCK_REALTIME now, in nanoseconds since the epoch. */
+int64_t clock_wall_ns(void);
+
+/* Strict decimal parse of a whole string. Returns 0 or -EINVAL. */
+int parse_i64(const char *s, int64_t *ret);
+
+#endif
