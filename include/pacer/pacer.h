@@ -47,6 +47,9 @@ typedef struct pacer_options {
     const char *app_version;   /* "version" field; NULL → "unknown" */
     const char *config_path;   /* XML page config (DESIGN §4); NULL → zero config */
     const char *out_path;      /* JSON Lines output, appended; "-" = stdout; NULL = none */
+    /* When set, every event accepted by pacer_submit() is also written, as an
+     * event line (docs/events.md), to this file, so a run can be replayed. */
+    const char *raw_events_path;
     pacer_record_fn on_record; /* optional: receives every record */
     void *user_data;           /* passed to on_record */
     /* Session id written to every record; NULL → a random 16-hex-digit id. */
@@ -58,6 +61,9 @@ typedef struct pacer_options {
      * monotonic clock (live use). Replay leaves it false: there the event
      * times alone drive deadlines. */
     bool live_deadlines;
+    /* When true, event times are always taken as given, 0 included (replay
+     * of recorded events); otherwise t_ns == 0 means "now". */
+    bool explicit_times;
 } pacer_options;
 
 /* Creates an instance. On success *ret is set and 0 returned. A config file
@@ -73,7 +79,7 @@ PACER_API int pacer_new(const pacer_options *opts, pacer_t **ret, char **ret_err
 PACER_API void pacer_free(pacer_t *p);
 
 /* Feeds one event through the model. Events with t_ns == 0 take the current
- * monotonic time. Returns 0, or -EINVAL for an event missing a field its type
+ * monotonic time (unless the instance was created with explicit_times). Returns 0, or -EINVAL for an event missing a field its type
  * requires (the event is ignored). */
 PACER_API int pacer_submit(pacer_t *p, const pacer_event *ev);
 
@@ -129,8 +135,11 @@ PACER_API int64_t pacer_launch_time_ns(void);
 
 /* Process-wide default instance, for code that has no place to keep a
  * pacer_t (the agent, or an application's main()). pacer_init() creates it
- * once (a second call returns -EALREADY); pacer_default() returns it or NULL;
- * pacer_shutdown() frees it. */
+ * once (a second call returns -EALREADY); pacer_default() returns it or NULL.
+ * pacer_shutdown() reports what is pending (as pacer_free() does) and waits
+ * until every record is written; later calls on the instance are ignored
+ * with -ESHUTDOWN. Its memory stays allocated, so threads still holding the
+ * pointer while the process exits do no harm. Call it at exit. */
 PACER_API int pacer_init(const pacer_options *opts, char **ret_error);
 PACER_API pacer_t *pacer_default(void);
 PACER_API void pacer_shutdown(void);

@@ -1,11 +1,337 @@
-/* pacer report — to be written. */
+/* pacer report: summarise a records file.
+ *
+ * The file is read one line at a time (getline) and every line is parsed,
+ * checked and folded into the summary of its record type before the next one
+ * is read; the raw text is never kept (see report.h for the section model).
+ *
+ * A line that cannot be used is reported as `pacer report: FILE:LINE: reason`
+ * and skipped; everything else is still summarised and the exit status is 1.
+ * After MAX_SHOWN such messages the rest are only counted, so a file of
+ * garbage cannot flood the terminal.
+ */
 #include "commands.h"
+#include "report.h"
+#include "report_fields.h"
+#include "report_index.h"
+#include "report_stats.h"
 
-static int run(int argc, char **argv)
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Record type -> summariser. A type missing here is counted under "other". */
+static const report_section *const sections[] = {
+    &report_page_section,
+    &report_startup_section,
+};
+#define N_SECTIONS (sizeof(sections) / sizeof(sections[0]))
+
+#define MAX_SHOWN 50
+
+typedef enum { FORMAT_TEXT, FORMAT_JSON } report_format;
+
+typedef struct other_type {
+    char *name; /* the record type; first member, see report_index.h */
+    size_t count;
+} other_type;
+
+typedef struct report_run {
+    report_options opt;
+    const char *label; /* FILE as messages name it */
+    void *state[N_SECTIONS];
+    report_index other;
+    size_t records; /* well-formed records that passed --app */
+    size_t skipped; /* lines reported and skipped */
+} report_run;
+
+static void bad_line(report_run *run, size_t lineno, const char *reason)
 {
-    (void)argc;
-    (void)argv;
+    if (run->skipped++ < MAX_SHOWN)
+        fprintf(stderr, "pacer report: %s:%zu: %s\n", run->label, lineno, reason);
+}
+
+/* Checks one parsed record and adds it to its section.
+ * Returns 0 (added, or filtered out), -EINVAL with `reason` filled when the
+ * record is malformed, or -ENOMEM. */
+static int take_record(report_run *run, json_t *rec, char *reason)
+{
+    int r;
+    if ((r = report_check_string(rec, "type", 1, reason)) < 0 ||
+        (r = report_check_string(rec, "app", 0, reason)) < 0)
+        return r;
+
+    const char *type = json_string_value(report_field(rec, "type"));
+    size_t i;
+    for (i = 0; i < N_SECTIONS; i++)
+        if (strcmp(type, sections[i]->type) == 0)
+            break;
+    /* Checked before the filters, so --app and --page never hide bad input. */
+    if (i < N_SECTIONS && (r = sections[i]->check(rec, reason)) < 0)
+        return r;
+
+    if (run->opt.app) {
+        json_t *app = report_field(rec, "app");
+        if (!app || strcmp(json_string_value(app), run->opt.app) != 0)
+            return 0;
+    }
+    run->records++;
+    if (i < N_SECTIONS)
+        return sections[i]->add(run->state[i], rec, &run->opt);
+
+    other_type *o = report_index_get(&run->other, type, sizeof(*o));
+    if (!o)
+        return -ENOMEM;
+    o->count++;
+    return 0;
+}
+
+static int is_blank(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (!strchr(" \t\r\n", s[i]) || s[i] == '\0')
+            return 0;
+    return 1;
+}
+
+/* Reads every line of `in`. Returns 0, or -errno on a read error or when out
+ * of memory (already reported). Bad lines are reported and counted. */
+static int read_records(report_run *run, FILE *in)
+{
+    char *line = NULL;
+    size_t cap = 0, lineno = 0;
+    ssize_t len;
+    int r = 0;
+
+    /* errno is cleared before each read so that, on a read error, it holds
+     * getline's error rather than something left over from parsing. */
+    while ((errno = 0, len = getline(&line, &cap, in)) >= 0) {
+        lineno++;
+        if (is_blank(line, (size_t)len))
+            continue;
+
+        char reason[REPORT_REASON_MAX];
+        json_error_t err;
+        json_t *rec = json_loadb(line, (size_t)len, JSON_DECODE_ANY, &err);
+        if (!rec) {
+            snprintf(reason, sizeof(reason), "not valid JSON (column %d): %s", err.column, err.text);
+            bad_line(run, lineno, reason);
+            continue;
+        }
+        if (!json_is_object(rec)) {
+            snprintf(reason, sizeof(reason), "not a JSON object");
+            r = -EINVAL;
+        } else {
+            r = take_record(run, rec, reason);
+        }
+        json_decref(rec);
+        if (r == -ENOMEM) {
+            fprintf(stderr, "pacer report: out of memory at %s:%zu\n", run->label, lineno);
+            goto out;
+        }
+        if (r < 0)
+            bad_line(run, lineno, reason);
+        r = 0;
+    }
+    if (ferror(in)) {
+        r = errno ? -errno : -EIO;
+        fprintf(stderr, "pacer report: cannot read %s: %s\n", run->label, strerror(-r));
+    }
+out:
+    free(line);
+    if (run->skipped > MAX_SHOWN)
+        fprintf(stderr, "pacer report: %s: %zu more bad lines not shown\n", run->label, run->skipped - MAX_SHOWN);
+    if (run->skipped > 0)
+        fprintf(stderr, "pacer report: %s: skipped %zu bad line%s\n", run->label, run->skipped,
+                run->skipped == 1 ? "" : "s");
+    return r;
+}
+
+static void print_text(report_run *run, FILE *out)
+{
+    fprintf(out, "%s: %zu record%s", run->label, run->records, run->records == 1 ? "" : "s");
+    if (run->opt.app)
+        fprintf(out, " of app %s", run->opt.app);
+    if (run->skipped)
+        fprintf(out, ", %zu bad line%s skipped", run->skipped, run->skipped == 1 ? "" : "s");
+    fprintf(out, "\n");
+
+    for (size_t i = 0; i < N_SECTIONS; i++) {
+        fprintf(out, "\n");
+        sections[i]->print_text(run->state[i], out, &run->opt);
+    }
+
+    fprintf(out, "\nOther records:");
+    other_type **other = (other_type **)report_index_sorted(&run->other);
+    for (size_t i = 0; i < run->other.n; i++)
+        fprintf(out, "%s %s %zu", i ? "," : "", other[i]->name, other[i]->count);
+    fprintf(out, "%s\n", run->other.n ? "" : " none");
+}
+
+/* Returns 0, or -ENOMEM. */
+static int print_json(report_run *run, FILE *out)
+{
+    json_t *doc = json_object(), *other = json_object();
+    int r = (doc && other) ? 0 : -ENOMEM;
+
+    for (size_t i = 0; r == 0 && i < N_SECTIONS; i++)
+        r = report_json_set(doc, sections[i]->json_key, sections[i]->to_json(run->state[i], &run->opt));
+
+    other_type **types = (other_type **)report_index_sorted(&run->other);
+    for (size_t i = 0; r == 0 && i < run->other.n; i++)
+        r = report_json_set(other, types[i]->name, json_integer((json_int_t)types[i]->count));
+    if (r == 0) {
+        r = report_json_set(doc, "other", other);
+        other = NULL;
+    }
+    if (r == 0)
+        r = report_json_set(doc, "records", json_integer((json_int_t)run->records));
+    if (r == 0)
+        r = report_json_set(doc, "skipped", json_integer((json_int_t)run->skipped));
+    /* 15 significant digits give back the 3-decimal values of the records
+     * exactly (12.345, not 12.345000000000001). */
+    if (r == 0 && (json_dumpf(doc, out, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) < 0 || fputc('\n', out) == EOF))
+        r = -EIO;
+    json_decref(other);
+    json_decref(doc);
+    return r;
+}
+
+static const char usage[] =
+    "usage: pacer report [--format text|json] [--page CLASS] [--app NAME] FILE\n"
+    "\n"
+    "Summarise a records file (JSON Lines, as written by 'pacer run --out FILE').\n"
+    "FILE '-' reads standard input.\n"
+    "\n"
+    "Pages, by class: record count, count by status, and n, p50, p90, p99, max of\n"
+    "initial_draw_ms, api_load_ms, final_draw_ms and total_ms; per API URL the\n"
+    "calls, n, p50, p90 of ms and failures (status >= 400, <= 0 or absent).\n"
+    "Start-up: cold and warm starts with the percentiles of cold_ms,\n"
+    "first_screen_ms, app_cost_ms, full_display_ms and warm_ms. Starts flagged\n"
+    "\"outlier\" are counted but left out of every percentile.\n"
+    "Records of other types are counted per type.\n"
+    "\n"
+    "Percentiles are nearest-rank: the p-th percentile of n values sorted\n"
+    "ascending is the value at 1-based rank ceil(p/100 * n), always a measured\n"
+    "value (for 1..100: p50 = 50, p90 = 90, p99 = 99). A metric a record lacks\n"
+    "is not counted; each metric has its own n. Times are in milliseconds.\n"
+    "\n"
+    "Options:\n"
+    "  --format text|json  an aligned table (default), or one JSON document\n"
+    "  --page CLASS        only pages of class CLASS (start-up is still shown)\n"
+    "  --app NAME          only records whose \"app\" is NAME\n"
+    "  -h, --help          show this help\n"
+    "\n"
+    "A line that is not a JSON object, or a record with a field of the wrong\n"
+    "type, is reported on stderr as 'pacer report: FILE:LINE: reason' and\n"
+    "skipped; the rest is still summarised. Empty lines are ignored.\n"
+    "\n"
+    "Exit status: 0 success, 1 some lines were skipped, 2 usage error or\n"
+    "unreadable file.\n";
+
+enum { OPT_FORMAT = 256, OPT_PAGE, OPT_APP };
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "pacer report: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nRun 'pacer report --help' for usage.\n");
     return 2;
 }
 
-const cli_command cmd_report = {"report", "(not yet available)", "usage: pacer report\n", run};
+static int run(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"format", required_argument, NULL, OPT_FORMAT},
+        {"page", required_argument, NULL, OPT_PAGE},
+        {"app", required_argument, NULL, OPT_APP},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    report_run rr = {0};
+    report_format format = FORMAT_TEXT;
+    int c;
+
+    opterr = 0;
+    optind = 0; /* full re-initialisation (glibc), whatever ran before */
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_FORMAT:
+            if (strcmp(optarg, "text") == 0)
+                format = FORMAT_TEXT;
+            else if (strcmp(optarg, "json") == 0)
+                format = FORMAT_JSON;
+            else
+                return usage_error("unknown --format '%s' (expected text or json)", optarg);
+            break;
+        case OPT_PAGE:
+            rr.opt.page = optarg;
+            break;
+        case OPT_APP:
+            rr.opt.app = optarg;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return 0;
+        case ':':
+            return usage_error("option '%s' needs a value", argv[optind - 1]);
+        default:
+            return usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1)
+        return usage_error("%s", optind == argc ? "expected one records FILE ('-' for stdin)"
+                                                : "expected exactly one records FILE");
+
+    const char *path = argv[optind];
+    FILE *in = stdin;
+    rr.label = "<stdin>";
+    if (strcmp(path, "-") != 0) {
+        rr.label = path;
+        in = fopen(path, "r");
+        if (!in) {
+            fprintf(stderr, "pacer report: cannot open %s: %s\n", path, strerror(errno));
+            return 2;
+        }
+    }
+
+    int ret = 2, r;
+    for (size_t i = 0; i < N_SECTIONS; i++) {
+        rr.state[i] = sections[i]->state_new();
+        if (!rr.state[i]) {
+            fprintf(stderr, "pacer report: out of memory\n");
+            goto out;
+        }
+    }
+    if (read_records(&rr, in) < 0)
+        goto out;
+
+    if (format == FORMAT_JSON) {
+        r = print_json(&rr, stdout);
+        if (r == -ENOMEM) {
+            fprintf(stderr, "pacer report: out of memory\n");
+            goto out;
+        }
+    } else {
+        print_text(&rr, stdout);
+    }
+    if (fflush(stdout) == EOF || ferror(stdout)) {
+        fprintf(stderr, "pacer report: cannot write the report: %s\n", strerror(errno));
+        goto out;
+    }
+    ret = rr.skipped ? 1 : 0;
+out:
+    if (in != stdin)
+        fclose(in);
+    for (size_t i = 0; i < N_SECTIONS; i++)
+        sections[i]->state_free(rr.state[i]);
+    report_index_release(&rr.other, NULL);
+    return ret;
+}
+
+const cli_command cmd_report = {
+    "report",
+    "Summarise a records file: page and start-up percentiles",
+    usage,
+    run,
+};

@@ -1,1 +1,343 @@
-/* to be written */
+/* The public API (pacer.h): an instance is a model behind one mutex plus a
+ * writer thread.
+ *
+ * Locking: `mu` guards the model. Callers on any thread take it for the
+ * duration of one event — a few hash lookups and, when a page finishes, the
+ * formatting of one record — and never for I/O: records leave the model
+ * through writer_push(), which only links a node into the writer's queue.
+ * The writer thread takes `mu` only from its tick (live deadlines), never
+ * while holding its own queue lock, so the two locks have one order.
+ */
+#include "clock.h"
+#include "model.h"
+#include "writer.h"
+
+#include <pacer/pacer.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct pacer {
+    pthread_mutex_t mu;
+    model *model;
+    writer *writer;
+    bool raw_events;
+    bool explicit_times;
+    uint64_t events;
+    bool finished;
+};
+
+static void on_model_record(char *line, size_t len, void *user_data)
+{
+    pacer_t *p = user_data;
+    writer_push(p->writer, WRITER_RECORD, line, len);
+}
+
+static void on_writer_tick(void *user_data)
+{
+    pacer_t *p = user_data;
+    pthread_mutex_lock(&p->mu);
+    if (!p->finished)
+        model_tick(p->model, pacer_now_ns());
+    pthread_mutex_unlock(&p->mu);
+}
+
+static void random_session(char out[17])
+{
+    uint64_t v = 0;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || read(fd, &v, sizeof(v)) != (ssize_t)sizeof(v))
+        v = (uint64_t)clock_wall_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)pacer_now_ns();
+    if (fd >= 0)
+        close(fd);
+    snprintf(out, 17, "%016llx", (unsigned long long)v);
+}
+
+static char *error_printf(const char *fmt, const char *a, const char *b)
+{
+    size_t n = strlen(fmt) + strlen(a) + strlen(b) + 1;
+    char *s = malloc(n);
+    if (s)
+        snprintf(s, n, fmt, a, b);
+    return s;
+}
+
+PACER_API int pacer_new(const pacer_options *opts, pacer_t **ret, char **ret_error)
+{
+    pacer_options none = {0};
+    if (!opts)
+        opts = &none;
+    if (ret_error)
+        *ret_error = NULL;
+
+    pacer_config *cfg = NULL;
+    if (opts->config_path) {
+        cfg = pacer_config_load(opts->config_path, ret_error);
+        if (!cfg)
+            return -EINVAL;
+    }
+
+    pacer_t *p = calloc(1, sizeof(*p));
+    if (!p) {
+        pacer_config_unref(cfg);
+        return -ENOMEM;
+    }
+    pthread_mutex_init(&p->mu, NULL);
+    p->raw_events = opts->raw_events_path != NULL;
+    p->explicit_times = opts->explicit_times;
+
+    char session[17];
+    if (!opts->session)
+        random_session(session);
+    model_info info = {
+        .app = opts->app_name,
+        .version = opts->app_version,
+        .session = opts->session ? opts->session : session,
+        .pid = getpid(),
+        .wall_offset_ns = clock_wall_ns() - pacer_now_ns(),
+    };
+    p->model = model_new(&info, cfg, on_model_record, p);
+    pacer_config_unref(cfg);
+    if (!p->model) {
+        pthread_mutex_destroy(&p->mu);
+        free(p);
+        return -ENOMEM;
+    }
+
+    writer_options wo = {
+        .records_path = opts->out_path,
+        .events_path = opts->raw_events_path,
+        .on_record = opts->on_record,
+        .user_data = opts->user_data,
+        .on_tick = opts->live_deadlines ? on_writer_tick : NULL,
+        .tick_data = p,
+        .tick_ms = opts->live_deadlines ? 250 : 0,
+        .queue_limit = opts->queue_limit,
+    };
+    const char *failed = NULL;
+    int r = writer_new(&wo, &p->writer, &failed);
+    if (r < 0) {
+        if (ret_error && failed)
+            *ret_error = error_printf("%s: %s", failed, strerror(-r));
+        model_free(p->model);
+        pthread_mutex_destroy(&p->mu);
+        free(p);
+        return r;
+    }
+    *ret = p;
+    return 0;
+}
+
+PACER_API void pacer_free(pacer_t *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    model_finish(p->model);
+    p->finished = true;
+    pthread_mutex_unlock(&p->mu);
+    writer_free(p->writer); /* writes everything queued, joins the thread */
+    model_free(p->model);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
+
+static char *format_event(const pacer_event *ev, size_t *ret_len)
+{
+    char small[512];
+    int n = pacer_event_format(ev, small, sizeof(small));
+    if (n < 0)
+        return NULL;
+    char *line = malloc((size_t)n + 1);
+    if (!line)
+        return NULL;
+    if ((size_t)n < sizeof(small))
+        memcpy(line, small, (size_t)n + 1);
+    else
+        pacer_event_format(ev, line, (size_t)n + 1);
+    if (n > 0 && line[n - 1] == '\n')
+        line[--n] = '\0';
+    *ret_len = (size_t)n;
+    return line;
+}
+
+PACER_API int pacer_submit(pacer_t *p, const pacer_event *ev)
+{
+    if (!p || !ev)
+        return -EINVAL;
+    pacer_event e = *ev;
+    pthread_mutex_lock(&p->mu);
+    /* Stamped under the lock, so the model sees live events in time order
+     * whichever thread they come from. */
+    if (e.t_ns == 0 && !p->explicit_times)
+        e.t_ns = pacer_now_ns();
+    int r = p->finished ? -ESHUTDOWN : model_submit(p->model, &e);
+    if (r == 0) {
+        p->events++;
+        if (p->raw_events) {
+            size_t len;
+            char *line = format_event(&e, &len);
+            if (line)
+                writer_push(p->writer, WRITER_EVENT, line, len);
+        }
+    }
+    pthread_mutex_unlock(&p->mu);
+    return r;
+}
+
+PACER_API int pacer_mark(pacer_t *p, pacer_event_type mark)
+{
+    if (mark < PACER_EV_LAUNCH || mark > PACER_EV_APP_CREATED)
+        return -EINVAL;
+    pacer_event ev = {.type = mark};
+    return pacer_submit(p, &ev);
+}
+
+PACER_API int pacer_page_create(pacer_t *p, uint64_t page, const char *class_name, pacer_page_kind kind)
+{
+    pacer_event ev = {.type = PACER_EV_PAGE_CREATE, .page = page, .class_name = class_name, .kind = kind};
+    return pacer_submit(p, &ev);
+}
+
+static int page_event(pacer_t *p, pacer_event_type type, uint64_t page)
+{
+    pacer_event ev = {.type = type, .page = page};
+    return pacer_submit(p, &ev);
+}
+
+PACER_API int pacer_page_view_created(pacer_t *p, uint64_t page)
+{
+    return page_event(p, PACER_EV_PAGE_VIEW_CREATED, page);
+}
+
+PACER_API int pacer_page_draw(pacer_t *p, uint64_t page)
+{
+    return page_event(p, PACER_EV_PAGE_DRAW, page);
+}
+
+PACER_API int pacer_page_select(pacer_t *p, uint64_t page)
+{
+    return page_event(p, PACER_EV_PAGE_SELECT, page);
+}
+
+PACER_API int pacer_page_scroll(pacer_t *p, uint64_t page)
+{
+    return page_event(p, PACER_EV_PAGE_SCROLL, page);
+}
+
+PACER_API int pacer_page_destroy(pacer_t *p, uint64_t page)
+{
+    return page_event(p, PACER_EV_PAGE_DESTROY, page);
+}
+
+PACER_API int pacer_request_start(pacer_t *p, const char *url, uint64_t req)
+{
+    pacer_event ev = {.type = PACER_EV_API_START, .url = url, .req = req};
+    return pacer_submit(p, &ev);
+}
+
+PACER_API int pacer_request_end(pacer_t *p, const char *url, uint64_t req, int status)
+{
+    pacer_event ev = {.type = PACER_EV_API_END, .url = url, .req = req, .status = status};
+    return pacer_submit(p, &ev);
+}
+
+PACER_API int pacer_emit(pacer_t *p, const char *type, const char *fields_json)
+{
+    if (!p)
+        return -EINVAL;
+    int64_t now = pacer_now_ns();
+    pthread_mutex_lock(&p->mu);
+    int r = p->finished ? -ESHUTDOWN : model_emit(p->model, type, fields_json, now);
+    pthread_mutex_unlock(&p->mu);
+    return r;
+}
+
+PACER_API void pacer_set_config(pacer_t *p, pacer_config *cfg)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    model_set_config(p->model, cfg);
+    pthread_mutex_unlock(&p->mu);
+}
+
+PACER_API int pacer_reload_config(pacer_t *p, const char *path, char **ret_error)
+{
+    if (!p || !path)
+        return -EINVAL;
+    pacer_config *cfg = pacer_config_load(path, ret_error);
+    if (!cfg)
+        return -EINVAL;
+    pacer_set_config(p, cfg);
+    pacer_config_unref(cfg);
+    return 0;
+}
+
+PACER_API void pacer_flush(pacer_t *p)
+{
+    if (p)
+        writer_flush(p->writer);
+}
+
+PACER_API void pacer_get_stats(pacer_t *p, pacer_stats *ret)
+{
+    memset(ret, 0, sizeof(*ret));
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    ret->events = p->events;
+    ret->records = model_record_count(p->model);
+    pthread_mutex_unlock(&p->mu);
+    writer_stats ws;
+    writer_get_stats(p->writer, &ws);
+    ret->records_dropped = ws.dropped;
+    ret->write_errors = ws.errors;
+}
+
+/* ---- the process-wide default instance ---- */
+
+static _Atomic(pacer_t *) default_instance;
+static pthread_mutex_t default_mu = PTHREAD_MUTEX_INITIALIZER;
+
+PACER_API int pacer_init(const pacer_options *opts, char **ret_error)
+{
+    pthread_mutex_lock(&default_mu);
+    int r = -EALREADY;
+    if (!atomic_load(&default_instance)) {
+        pacer_t *p;
+        r = pacer_new(opts, &p, ret_error);
+        if (r == 0)
+            atomic_store(&default_instance, p);
+    }
+    pthread_mutex_unlock(&default_mu);
+    return r;
+}
+
+PACER_API pacer_t *pacer_default(void)
+{
+    return atomic_load(&default_instance);
+}
+
+PACER_API void pacer_shutdown(void)
+{
+    pthread_mutex_lock(&default_mu);
+    pacer_t *p = atomic_load(&default_instance);
+    if (p) {
+        pthread_mutex_lock(&p->mu);
+        bool was_finished = p->finished;
+        if (!was_finished)
+            model_finish(p->model);
+        p->finished = true;
+        pthread_mutex_unlock(&p->mu);
+        if (!was_finished)
+            writer_flush(p->writer);
+    }
+    pthread_mutex_unlock(&default_mu);
+}

@@ -6,17 +6,17 @@
 size_t url_path(const char *url, const char **ret_path)
 {
     const char *p = url ? url : "";
-    const char *scheme_end = strstr(p, "://");
-    /* "scheme://" only counts when the scheme is letters, digits, + - . */
-    if (scheme_end) {
-        const char *s = p;
-        while (s < scheme_end && (strchr("+-.", *s) || (*s >= 'a' && *s <= 'z') ||
-                                  (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9')))
+    /* "scheme://": the scheme is a letter, then letters, digits, + - . */
+    const char *s = p;
+    const char *scheme_end = NULL;
+    if ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')) {
+        while ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+               *s == '+' || *s == '-' || *s == '.')
             s++;
-        if (s == scheme_end && s > p)
-            p = scheme_end + 3;
-        else
-            scheme_end = NULL;
+        if (s[0] == ':' && s[1] == '/' && s[2] == '/') {
+            scheme_end = s;
+            p = s + 3;
+        }
     }
     if (scheme_end || (p[0] == '/' && p[1] == '/')) {
         if (!scheme_end)

@@ -1,1 +1,295 @@
-/* to be written */
+/* The record writer (writer.h).
+ *
+ * Producers push malloc'd lines onto a FIFO under a mutex held only for the
+ * list operation, and make no system call: the writer thread wakes on its
+ * own every WRITER_LATENCY_MS (so a record reaches the file within that
+ * time), or earlier when WRITER_WAKE_BATCH lines are waiting, a flush is
+ * requested or the writer stops. It takes the whole list at once, writes it
+ * with stdio (one fflush per batch) and calls the record callback.
+ *
+ * Sequence numbers make flush exact: `pushed` counts lines queued, `done`
+ * lines written or failed by the thread; writer_flush() waits for done ≥ the
+ * pushed count it saw.
+ *
+ * The thread also runs on_tick every tick_ms (live page deadlines) without
+ * holding the queue lock, so the tick may push lines itself.
+ */
+#include "writer.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define WRITER_LATENCY_MS 100
+#define WRITER_WAKE_BATCH 512
+
+typedef struct wline {
+    struct wline *next;
+    writer_stream stream;
+    size_t len;
+    char *text;
+} wline;
+
+struct writer {
+    pthread_mutex_t mu;
+    pthread_cond_t wake;     /* to the thread: work or stop */
+    pthread_cond_t done_cv;  /* from the thread: progress */
+    pthread_t thread;
+    wline *head, *tail;
+    size_t queued;
+    uint64_t pushed, done;
+    bool stopping;
+    bool flush_requested;
+
+    FILE *records;
+    bool records_is_stdout;
+    FILE *events;
+    writer_options opts;
+
+    uint64_t written, dropped, errors; /* under mu */
+};
+
+static void timespec_in_ms(struct timespec *ts, unsigned ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000;
+    if (ts->tv_nsec >= 1000000000) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000;
+    }
+}
+
+/* Writes a batch; returns the number of lines that failed. */
+static uint64_t write_batch(writer *w, wline *batch)
+{
+    uint64_t errors = 0;
+    bool wrote_records = false, wrote_events = false;
+    for (wline *l = batch; l; l = l->next) {
+        FILE *f = l->stream == WRITER_RECORD ? w->records : w->events;
+        if (f) {
+            if (fwrite(l->text, 1, l->len, f) != l->len || fputc('\n', f) == EOF)
+                errors++;
+            if (l->stream == WRITER_RECORD)
+                wrote_records = true;
+            else
+                wrote_events = true;
+        }
+        if (l->stream == WRITER_RECORD && w->opts.on_record)
+            w->opts.on_record(l->text, l->len, w->opts.user_data);
+    }
+    if (wrote_records && fflush(w->records) != 0)
+        errors++;
+    if (wrote_events && fflush(w->events) != 0)
+        errors++;
+    return errors;
+}
+
+static bool reached(const struct timespec *now, const struct timespec *t)
+{
+    return now->tv_sec > t->tv_sec || (now->tv_sec == t->tv_sec && now->tv_nsec >= t->tv_nsec);
+}
+
+static void *writer_main(void *arg)
+{
+    writer *w = arg;
+    struct timespec next_write, next_tick, now;
+    timespec_in_ms(&next_tick, w->opts.tick_ms);
+
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        timespec_in_ms(&next_write, WRITER_LATENCY_MS);
+        if (w->opts.tick_ms && reached(&next_write, &next_tick))
+            next_write = next_tick;
+        while (!w->stopping && !w->flush_requested && w->queued < WRITER_WAKE_BATCH) {
+            if (pthread_cond_timedwait(&w->wake, &w->mu, &next_write) == ETIMEDOUT)
+                break;
+        }
+        wline *batch = w->head;
+        uint64_t n = w->queued;
+        w->head = w->tail = NULL;
+        w->queued = 0;
+        w->flush_requested = false;
+        bool stopping = w->stopping;
+        pthread_mutex_unlock(&w->mu);
+
+        uint64_t errors = batch ? write_batch(w, batch) : 0;
+        while (batch) {
+            wline *next = batch->next;
+            free(batch->text);
+            free(batch);
+            batch = next;
+        }
+
+        if (w->opts.tick_ms && !stopping) {
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if (reached(&now, &next_tick)) {
+                w->opts.on_tick(w->opts.tick_data);
+                timespec_in_ms(&next_tick, w->opts.tick_ms);
+            }
+        }
+
+        pthread_mutex_lock(&w->mu);
+        w->done += n;
+        w->written += n - (errors > n ? n : errors);
+        w->errors += errors;
+        pthread_cond_broadcast(&w->done_cv);
+        if (stopping && !w->head)
+            break;
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+static FILE *open_append(const char *path)
+{
+    FILE *f = fopen(path, "ae");
+    if (f)
+        setvbuf(f, NULL, _IOFBF, 1 << 16);
+    return f;
+}
+
+int writer_new(const writer_options *opts, writer **ret, const char **ret_path_failed)
+{
+    writer *w = calloc(1, sizeof(*w));
+    if (!w)
+        return -ENOMEM;
+    w->opts = *opts;
+    if (!w->opts.queue_limit)
+        w->opts.queue_limit = 65536;
+    if (!w->opts.on_tick)
+        w->opts.tick_ms = 0;
+    int r;
+    if (opts->records_path && strcmp(opts->records_path, "-") == 0) {
+        w->records = stdout;
+        w->records_is_stdout = true;
+    } else if (opts->records_path) {
+        w->records = open_append(opts->records_path);
+        if (!w->records) {
+            r = -errno;
+            if (ret_path_failed)
+                *ret_path_failed = opts->records_path;
+            goto fail;
+        }
+    }
+    if (opts->events_path) {
+        w->events = open_append(opts->events_path);
+        if (!w->events) {
+            r = -errno;
+            if (ret_path_failed)
+                *ret_path_failed = opts->events_path;
+            goto fail;
+        }
+    }
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->wake, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_cond_init(&w->done_cv, NULL);
+
+    /* The thread must not take signals meant for the host application. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    r = -pthread_create(&w->thread, NULL, writer_main, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (r < 0) {
+        pthread_cond_destroy(&w->wake);
+        pthread_cond_destroy(&w->done_cv);
+        pthread_mutex_destroy(&w->mu);
+        goto fail;
+    }
+    *ret = w;
+    return 0;
+fail:
+    if (w->records && !w->records_is_stdout)
+        fclose(w->records);
+    if (w->events)
+        fclose(w->events);
+    free(w);
+    return r;
+}
+
+void writer_free(writer *w)
+{
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->mu);
+    w->stopping = true;
+    pthread_cond_signal(&w->wake);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->thread, NULL);
+    if (w->records && !w->records_is_stdout)
+        fclose(w->records);
+    else if (w->records)
+        fflush(w->records);
+    if (w->events)
+        fclose(w->events);
+    pthread_cond_destroy(&w->wake);
+    pthread_cond_destroy(&w->done_cv);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+}
+
+bool writer_push(writer *w, writer_stream stream, char *line, size_t len)
+{
+    wline *l = malloc(sizeof(*l));
+    if (!l) {
+        free(line);
+        pthread_mutex_lock(&w->mu);
+        w->dropped++;
+        pthread_mutex_unlock(&w->mu);
+        return false;
+    }
+    l->next = NULL;
+    l->stream = stream;
+    l->len = len;
+    l->text = line;
+    pthread_mutex_lock(&w->mu);
+    if (w->stopping || w->queued >= w->opts.queue_limit) {
+        w->dropped++;
+        pthread_mutex_unlock(&w->mu);
+        free(line);
+        free(l);
+        return false;
+    }
+    if (w->tail)
+        w->tail->next = l;
+    else
+        w->head = l;
+    w->tail = l;
+    w->queued++;
+    w->pushed++;
+    if (w->queued == WRITER_WAKE_BATCH)
+        pthread_cond_signal(&w->wake);
+    pthread_mutex_unlock(&w->mu);
+    return true;
+}
+
+void writer_flush(writer *w)
+{
+    pthread_mutex_lock(&w->mu);
+    uint64_t target = w->pushed;
+    if (w->done < target) {
+        w->flush_requested = true;
+        pthread_cond_signal(&w->wake);
+    }
+    while (w->done < target)
+        pthread_cond_wait(&w->done_cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+}
+
+void writer_get_stats(writer *w, writer_stats *ret)
+{
+    pthread_mutex_lock(&w->mu);
+    ret->written = w->written;
+    ret->dropped = w->dropped;
+    ret->errors = w->errors;
+    pthread_mutex_unlock(&w->mu);
+}

@@ -1,1 +1,343 @@
-# placeholder
+#!/usr/bin/env python3
+"""`pacer report FILE.jsonl`: run the real binary on records files with known
+values and check the numbers it prints (JSON exactly, text by row)."""
+
+import json
+import os
+import random
+import re
+import subprocess
+import tempfile
+import unittest
+
+PACER = os.environ.get("PACER", "pacer")
+SOURCE_ROOT = os.environ.get("PACER_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
+SAMPLE = os.path.join(SOURCE_ROOT, "tests", "data", "report-sample.jsonl")
+
+
+def common(rtype, app="demo"):
+    return {"type": rtype, "ts": 1733000000000000000, "app": app, "version": "1.0",
+            "session": "s1", "pid": 100}
+
+
+def page(name, status="complete", app="demo", **fields):
+    r = common("page", app)
+    r.update(page=name, instance=1, kind="page", status=status, main=False)
+    r.update(fields)
+    return r
+
+
+def startup(kind, app="demo", outlier=False, **fields):
+    r = common("startup", app)
+    r.update(kind=kind, outlier=outlier, phases={})
+    r.update(fields)
+    return r
+
+
+def metric(m):
+    return m["n"], m["p50"], m["p90"], m["p99"], m["max"]
+
+
+class ReportTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, records, name="records.jsonl"):
+        """Writes records (dicts, or raw strings taken as lines) to a file."""
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "w") as f:
+            for r in records:
+                f.write((r if isinstance(r, str) else json.dumps(r)) + "\n")
+        return path
+
+    def run_report(self, *args, stdin=None):
+        return subprocess.run([PACER, "report", *args], input=stdin, capture_output=True,
+                              text=True, timeout=60)
+
+    def report_json(self, *args, rc=0, stdin=None):
+        p = self.run_report("--format", "json", *args, stdin=stdin)
+        self.assertEqual(p.returncode, rc, p.stderr)
+        return json.loads(p.stdout), p
+
+    def page_of(self, doc, name):
+        for pg in doc["pages"]:
+            if pg["page"] == name:
+                return pg
+        self.fail(f"no page {name} in {doc['pages']}")
+
+    # --- percentiles ---------------------------------------------------------
+
+    def test_percentiles_1_to_100(self):
+        values = list(range(1, 101))
+        random.Random(7).shuffle(values)  # the report must sort
+        path = self.write([page("Main", total_ms=float(v)) for v in values])
+        doc, _ = self.report_json(path)
+        self.assertEqual(metric(self.page_of(doc, "Main")["metrics"]["total_ms"]), (100, 50, 90, 99, 100))
+
+        p = self.run_report(path)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"(?m)^\s+total_ms\s+100\s+50\.0\s+90\.0\s+99\.0\s+100\.0$")
+        self.assertRegex(p.stdout, r"(?m)^\s+metric \(ms\)\s+n\s+p50\s+p90\s+p99\s+max$")
+
+    def test_nearest_rank_small_sets(self):
+        # 5 values: p50 rank ceil(2.5)=3, p90 rank ceil(4.5)=5, p99 rank 5.
+        # 10 values: p50 rank 5, p90 rank 9, p99 rank 10. 1 value: all ranks 1.
+        recs = [page("Five", initial_draw_ms=v) for v in (50.5, 10.25, 40.0, 20.125, 30.0)]
+        recs += [page("Ten", initial_draw_ms=float(v)) for v in range(10, 0, -1)]
+        recs += [page("One", initial_draw_ms=12.345)]
+        doc, p = self.report_json(self.write(recs))
+        self.assertEqual(metric(self.page_of(doc, "Five")["metrics"]["initial_draw_ms"]), (5, 30.0, 50.5, 50.5, 50.5))
+        self.assertEqual(metric(self.page_of(doc, "Ten")["metrics"]["initial_draw_ms"]), (10, 5, 9, 10, 10))
+        self.assertEqual(metric(self.page_of(doc, "One")["metrics"]["initial_draw_ms"]), (1, 12.345, 12.345, 12.345, 12.345))
+        # three decimals come back as written, not as 12.345000000000001
+        self.assertIn("12.345,", p.stdout)
+        self.assertNotIn("12.34500", p.stdout)
+
+    def test_help_documents_nearest_rank(self):
+        p = subprocess.run([PACER, "report", "--help"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0)
+        self.assertIn("nearest-rank", p.stdout)
+        self.assertIn("ceil(p/100 * n)", p.stdout)
+        top = subprocess.run([PACER, "--help"], capture_output=True, text=True)
+        self.assertIn("Summarise a records file: page and start-up percentiles", top.stdout)
+
+    # --- pages ---------------------------------------------------------------
+
+    def test_status_counts_and_sorted_pages(self):
+        recs = [page("Zeta", "complete")] * 3 + [page("Zeta", "deadline_exceeded")] * 2
+        recs += [page("Zeta", "abandoned"), page("Zeta", "incomplete"), page("Alpha", "complete")]
+        path = self.write(recs)
+        doc, _ = self.report_json(path)
+        self.assertEqual([pg["page"] for pg in doc["pages"]], ["Alpha", "Zeta"])
+        zeta = self.page_of(doc, "Zeta")
+        self.assertEqual(zeta["count"], 7)
+        self.assertEqual(zeta["status"], {"complete": 3, "deadline_exceeded": 2, "abandoned": 1, "incomplete": 1})
+
+        out = self.run_report(path).stdout
+        self.assertIn("Zeta: 7 records (complete 3, deadline_exceeded 2, abandoned 1, incomplete 1)", out)
+        self.assertLess(out.index("Alpha:"), out.index("Zeta:"))
+
+    def test_absent_metrics(self):
+        recs = [page("P", initial_draw_ms=10.0, total_ms=10.0),
+                page("P", initial_draw_ms=20.0, api_load_ms=100.0, final_draw_ms=5.0, total_ms=125.0),
+                page("P", initial_draw_ms=30.0, api_load_ms=None)]  # null counts as absent
+        path = self.write(recs)
+        doc, _ = self.report_json(path)
+        m = self.page_of(doc, "P")["metrics"]
+        self.assertEqual(metric(m["initial_draw_ms"]), (3, 20, 30, 30, 30))
+        self.assertEqual(metric(m["api_load_ms"]), (1, 100, 100, 100, 100))
+        self.assertEqual(metric(m["total_ms"]), (2, 10, 125, 125, 125))
+
+        only_init = self.write([page("Q", initial_draw_ms=1.0)], "q.jsonl")
+        doc, _ = self.report_json(only_init)
+        self.assertEqual(metric(self.page_of(doc, "Q")["metrics"]["final_draw_ms"]), (0, None, None, None, None))
+        out = self.run_report(only_init).stdout
+        self.assertRegex(out, r"(?m)^\s+final_draw_ms\s+0\s+-\s+-\s+-\s+-$")
+
+    def test_api_times_and_failures(self):
+        statuses = [200, 404, 500, 0, -1, None, 399, 204]
+        recs = []
+        for i, st in enumerate(statuses, 1):
+            api = {"url": "/v1/items", "ms": float(i * 10)}
+            if st is not None:
+                api["status"] = st
+            recs.append(page("P", apis=[api, {"url": "/v1/never"}]))
+        path = self.write(recs)
+        doc, _ = self.report_json(path)
+        apis = self.page_of(doc, "P")["apis"]
+        self.assertEqual([a["url"] for a in apis], ["/v1/items", "/v1/never"])
+        items, never = apis
+        # failures: 404, 500, 0, -1 and the absent status; 200, 399, 204 succeed
+        self.assertEqual((items["calls"], items["n"], items["p50"], items["p90"], items["failures"]),
+                         (8, 8, 40, 80, 5))
+        self.assertEqual((never["calls"], never["n"], never["p50"], never["p90"], never["failures"]),
+                         (8, 0, None, None, 8))
+
+        out = self.run_report(path).stdout
+        self.assertRegex(out, r"(?m)^\s+api\s+calls\s+n\s+p50\s+p90\s+failures$")
+        self.assertRegex(out, r"(?m)^\s+/v1/items\s+8\s+8\s+40\.0\s+80\.0\s+5$")
+        self.assertRegex(out, r"(?m)^\s+/v1/never\s+8\s+0\s+-\s+-\s+8$")
+
+    # --- start-up ------------------------------------------------------------
+
+    def test_cold_warm_and_outliers(self):
+        recs = [startup("cold", cold_ms=float(v), first_screen_ms=float(v) / 2, app_cost_ms=float(v) / 4)
+                for v in range(100, 1100, 100)]  # 10 cold starts: 100..1000
+        recs.append(startup("cold", outlier=True, cold_ms=45000.0, first_screen_ms=44000.0))
+        recs += [startup("warm", warm_ms=v) for v in (80.5, 60.25, 70.0)]
+        recs.append(startup("warm", outlier=True, warm_ms=99999.0))
+        recs.append(startup("cold", full_display_ms=1500.0))  # a cold start with only TTFD
+        path = self.write(recs)
+        doc, _ = self.report_json(path)
+        su = doc["startup"]
+        self.assertEqual(su["outliers"], 2)
+        self.assertEqual((su["cold"]["count"], su["cold"]["outliers"]), (12, 1))
+        self.assertEqual((su["warm"]["count"], su["warm"]["outliers"]), (4, 1))
+        cm = su["cold"]["metrics"]
+        self.assertEqual(metric(cm["cold_ms"]), (10, 500, 900, 1000, 1000))
+        self.assertEqual(metric(cm["first_screen_ms"]), (10, 250, 450, 500, 500))
+        self.assertEqual(metric(cm["app_cost_ms"]), (10, 125, 225, 250, 250))
+        self.assertEqual(metric(cm["full_display_ms"]), (1, 1500, 1500, 1500, 1500))
+        self.assertEqual(metric(su["warm"]["metrics"]["warm_ms"]), (3, 70, 80.5, 80.5, 80.5))
+
+        out = self.run_report(path).stdout
+        self.assertIn("cold starts: 12 (1 outlier)", out)
+        self.assertIn("warm starts: 4 (1 outlier)", out)
+        self.assertIn("outliers: 2 (excluded from the percentiles above)", out)
+        self.assertRegex(out, r"(?m)^\s+cold_ms\s+10\s+500\.0\s+900\.0\s+1000\.0\s+1000\.0$")
+        self.assertRegex(out, r"(?m)^\s+warm_ms\s+3\s+70\.0\s+80\.5\s+80\.5\s+80\.5$")
+        self.assertNotIn("45000", out)
+        self.assertNotIn("99999", out)
+
+    # --- other types, filters --------------------------------------------------
+
+    def test_other_types_counted(self):
+        recs = [common("net")] * 3 + [common("jank"), common("frames"), common("leak"), common("brand_new")]
+        path = self.write(recs + [page("P")])
+        doc, _ = self.report_json(path)
+        self.assertEqual(doc["other"], {"brand_new": 1, "frames": 1, "jank": 1, "leak": 1, "net": 3})
+        self.assertEqual(doc["records"], 8)
+        self.assertIn("Other records: brand_new 1, frames 1, jank 1, leak 1, net 3", self.run_report(path).stdout)
+
+    def test_page_filter(self):
+        recs = [page("A", total_ms=1.0), page("B", total_ms=2.0), page("B", total_ms=3.0),
+                startup("warm", warm_ms=5.0)]
+        path = self.write(recs)
+        doc, _ = self.report_json("--page", "B", path)
+        self.assertEqual([pg["page"] for pg in doc["pages"]], ["B"])
+        self.assertEqual(doc["pages"][0]["count"], 2)
+        self.assertEqual(doc["startup"]["warm"]["count"], 1)  # start-up is still shown
+
+        out = self.run_report(path, "--page=B").stdout
+        self.assertIn("B: 2 records", out)
+        self.assertNotIn("A: 1 record", out)
+        self.assertIn("no page records of class Nope", self.run_report("--page", "Nope", path).stdout)
+
+    def test_app_filter(self):
+        recs = [page("P", app="one", total_ms=10.0), page("P", app="two", total_ms=20.0),
+                startup("cold", app="two", cold_ms=300.0), common("net", app="one"),
+                {"type": "net"}]  # no app: never matches --app
+        path = self.write(recs)
+        doc, _ = self.report_json("--app", "two", path)
+        self.assertEqual(metric(self.page_of(doc, "P")["metrics"]["total_ms"]), (1, 20, 20, 20, 20))
+        self.assertEqual(doc["startup"]["cold"]["count"], 1)
+        self.assertEqual(doc["other"], {})
+        self.assertEqual(doc["records"], 2)
+        self.assertIn("of app two", self.run_report("--app", "two", path).stdout)
+
+        doc, _ = self.report_json(path)  # no filter: everything
+        self.assertEqual(self.page_of(doc, "P")["count"], 2)
+        self.assertEqual(doc["other"], {"net": 2})
+
+    def test_sample_file(self):
+        doc, _ = self.report_json("--app", "notes", SAMPLE)
+        notes = self.page_of(doc, "NoteListPage")
+        self.assertEqual(notes["count"], 5)
+        self.assertEqual(metric(notes["metrics"]["initial_draw_ms"]), (5, 40.125, 50, 50, 50))
+        self.assertEqual(metric(notes["metrics"]["total_ms"]), (5, 163.0, 266.625, 266.625, 266.625))
+        self.assertEqual([(a["url"], a["calls"], a["n"], a["failures"]) for a in notes["apis"]],
+                         [("/v1/notes", 5, 3, 2), ("/v1/tags", 5, 5, 2)])
+        self.assertEqual(doc["startup"]["cold"]["metrics"]["app_cost_ms"]["p50"], 120.125)
+        self.assertEqual(doc["other"], {"jank": 1, "net": 1})
+
+    # --- bad input -------------------------------------------------------------
+
+    def test_bad_lines_reported_and_skipped(self):
+        lines = [
+            json.dumps(page("P", total_ms=1.0)),                        # 1
+            "this is not json",                                          # 2
+            "[1, 2]",                                                    # 3
+            json.dumps(page("P", total_ms="5")),                         # 4
+            "",                                                          # 5 (ignored)
+            json.dumps(page("P", apis=[{"url": "/a", "ms": 1}, {"url": "/b", "ms": "x"}])),  # 6
+            json.dumps(page("P", status="finished")),                    # 7
+            json.dumps({"ts": 1, "page": "P"}),                          # 8 (no type)
+            json.dumps(startup("lukewarm")),                             # 9
+            json.dumps(startup("cold", outlier="no")),                   # 10
+            json.dumps(page("P", total_ms=-3.0)),                        # 11
+            '{"type": "page", "page": "P", "status": "complete", "total_ms": 3',  # 12 (cut short)
+            json.dumps(page("P", total_ms=2.0)),                         # 13
+            json.dumps(page("P", total_ms=3.0, app="elsewhere")),        # 14
+            json.dumps(page("P", total_ms="7", app="elsewhere")),        # 15 bad even if filtered out
+        ]
+        path = self.write(lines)
+        p = self.run_report(path)
+        self.assertEqual(p.returncode, 1)
+        err = p.stderr
+        for n in (2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 15):
+            self.assertIn(f"pacer report: {path}:{n}: ", err)
+        for n in (1, 5, 13, 14):
+            self.assertNotIn(f"{path}:{n}:", err)
+        self.assertIn(f"{path}:2: not valid JSON", err)
+        self.assertIn(f"{path}:3: not a JSON object", err)
+        self.assertIn(f'{path}:4: field "total_ms" is a string, expected a number', err)
+        self.assertIn(f'{path}:6: apis[1]: field "ms" is a string', err)
+        self.assertIn(f'{path}:7: field "status" is "finished", expected one of complete', err)
+        self.assertIn(f'{path}:8: missing field "type"', err)
+        self.assertIn(f'{path}:11: field "total_ms" is negative', err)
+        self.assertIn("skipped 11 bad lines", err)
+        self.assertIn("3 records, 11 bad lines skipped", p.stdout)
+        self.assertRegex(p.stdout, r"(?m)^\s+total_ms\s+3\s+2\.0\s+3\.0\s+3\.0\s+3\.0$")
+
+        doc, p = self.report_json("--app", "demo", path, rc=1)  # filters do not hide bad input
+        self.assertEqual(metric(self.page_of(doc, "P")["metrics"]["total_ms"]), (2, 1, 2, 2, 2))
+        self.assertEqual(doc["skipped"], 11)
+
+    def test_many_bad_lines_are_capped(self):
+        path = self.write(["garbage"] * 120 + [json.dumps(page("P"))])
+        p = self.run_report(path)
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.stderr.count("not valid JSON"), 50)
+        self.assertIn("70 more bad lines not shown", p.stderr)
+        self.assertIn("skipped 120 bad lines", p.stderr)
+        self.assertIn("P: 1 record", p.stdout)
+
+    def test_empty_file(self):
+        path = self.write([])
+        doc, p = self.report_json(path)
+        self.assertEqual(p.stderr, "")
+        self.assertEqual(doc["pages"], [])
+        self.assertEqual(doc["startup"]["cold"]["count"], 0)
+        self.assertEqual(doc["startup"]["outliers"], 0)
+        self.assertEqual(doc["other"], {})
+        self.assertEqual((doc["records"], doc["skipped"]), (0, 0))
+        p = self.run_report(path)
+        self.assertEqual(p.returncode, 0)
+        self.assertIn("no page records", p.stdout)
+        self.assertIn("no start-up records", p.stdout)
+
+        blank = self.write(["", "   ", "\t"], "blank.jsonl")
+        self.assertEqual(self.run_report(blank).returncode, 0)
+
+    def test_unreadable_file(self):
+        missing = os.path.join(self.tmp.name, "nope.jsonl")
+        p = self.run_report(missing)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn(f"pacer report: cannot open {missing}", p.stderr)
+        self.assertEqual(p.stdout, "")
+        p = self.run_report(self.tmp.name)  # a directory opens but cannot be read
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("cannot read", p.stderr)
+
+    def test_usage_errors(self):
+        path = self.write([page("P")])
+        for args in ([], [path, path], ["--format", "xml", path], ["--bogus", path], [path, "--format"]):
+            p = self.run_report(*args)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn("pacer report: ", p.stderr)
+            self.assertEqual(p.stdout, "", args)
+
+    def test_stdin(self):
+        text = "\n".join(json.dumps(page("P", total_ms=float(v))) for v in range(1, 11)) + "\n"
+        doc, _ = self.report_json("-", stdin=text)
+        self.assertEqual(metric(self.page_of(doc, "P")["metrics"]["total_ms"]), (10, 5, 9, 10, 10))
+        p = self.run_report("-", stdin=text + "oops\n")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("pacer report: <stdin>:11: not valid JSON", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -89,3 +89,48 @@ const char *rec_str(json_t *rec, const char *key)
         fail_msg("record has no string \"%s\"", key);
     return s;
 }
+
+pacer_t *test_pacer_new(rec_capture *c, const char *xml)
+{
+    rec_capture_init(c);
+    pacer_options o = {
+        .app_name = "test", .app_version = "1.0", .session = "s1",
+        .on_record = rec_capture_fn, .user_data = c, .explicit_times = true,
+    };
+    pacer_t *p = NULL;
+    char *err = NULL;
+    if (pacer_new(&o, &p, &err) < 0)
+        fail_msg("pacer_new: %s", err ? err : "?");
+    if (xml) {
+        pacer_config *cfg = pacer_config_parse(xml, strlen(xml), &err);
+        if (!cfg)
+            fail_msg("config: %s", err);
+        pacer_set_config(p, cfg);
+        pacer_config_unref(cfg);
+    }
+    return p;
+}
+
+static int64_t ms_to_ns(double ms)
+{
+    return (int64_t)(ms * 1e6 + (ms >= 0 ? 0.5 : -0.5));
+}
+
+void ev_at(pacer_t *p, double ms, pacer_event_type type, uint64_t page)
+{
+    pacer_event ev = {.t_ns = ms_to_ns(ms), .type = type, .page = page};
+    assert_int_equal(pacer_submit(p, &ev), 0);
+}
+
+void ev_create(pacer_t *p, double ms, uint64_t page, const char *cls, pacer_page_kind kind)
+{
+    pacer_event ev = {.t_ns = ms_to_ns(ms), .type = PACER_EV_PAGE_CREATE, .page = page,
+                      .class_name = cls, .kind = kind};
+    assert_int_equal(pacer_submit(p, &ev), 0);
+}
+
+void ev_api(pacer_t *p, double ms, pacer_event_type type, const char *url, uint64_t req, int status)
+{
+    pacer_event ev = {.t_ns = ms_to_ns(ms), .type = type, .url = url, .req = req, .status = status};
+    assert_int_equal(pacer_submit(p, &ev), 0);
+}

@@ -28,4 +28,16 @@ double rec_num(json_t *rec, const char *key);
 int rec_has(json_t *rec, const char *key);
 const char *rec_str(json_t *rec, const char *key);
 
+
+#include <pacer/pacer.h>
+
+/* A pacer instance for tests: explicit event times, records captured into
+ * `c`, config parsed from `xml` (NULL: none). Fails the test on error. */
+pacer_t *test_pacer_new(rec_capture *c, const char *xml);
+
+/* Submits an event at `ms` milliseconds (explicit time). */
+void ev_at(pacer_t *p, double ms, pacer_event_type type, uint64_t page);
+void ev_create(pacer_t *p, double ms, uint64_t page, const char *cls, pacer_page_kind kind);
+void ev_api(pacer_t *p, double ms, pacer_event_type type, const char *url, uint64_t req, int status);
+
 #endif
