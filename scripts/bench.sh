@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# make bench: builds a release tree (build-bench/) and runs every benchmark.
+# Each prints medians of repeated runs and ratios against a floor or a peer
+# measured in the same run. Benchmarks are never part of `make test`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+dir=build-bench
+if [ ! -f "$dir/build.ninja" ]; then
+  meson setup "$dir" -Dbuildtype=release -Dtests=false >/dev/null
+fi
+ninja -C "$dir" >/dev/null
+
+# One entry per benchmark: "title|command". Commands run from the source root.
+benchmarks=(
+  "core model: cost of one event|$dir/bench/bench-model"
+)
+
+for b in "${benchmarks[@]}"; do
+  title=${b%%|*}
+  cmd=${b#*|}
+  echo
+  echo "== $title"
+  echo "   \$ $cmd"
+  eval "$cmd"
+done
