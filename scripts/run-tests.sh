@@ -55,7 +55,7 @@ else
 fi
 
 stage "fuzzers, ${FUZZ_SECONDS}s each (build-fuzz/)"
-if CC=clang setup build-fuzz -Dfuzz=true -Dtests=false -Dbuildtype=debugoptimized; then
+if CC=clang setup build-fuzz -Dfuzz=true -Dtests=false -Dbuildtype=debugoptimized -Db_lundef=false; then
   for f in build-fuzz/tests/fuzz/fuzz-*; do
     [ -x "$f" ] || continue
     name=$(basename "$f")

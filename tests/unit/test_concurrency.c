@@ -52,11 +52,11 @@ static void *requester(void *arg)
 static void *drawer(void *arg)
 {
     (void)arg;
-    while (!atomic_load(&stop_drawing)) {
+    do { /* at least one pass, however fast the requesters are */
         for (int i = 0; i < N_PAGES; i++)
             submit_ok(pacer_page_draw(P, (uint64_t)i + 1));
         pacer_emit(P, "tick", "\"n\":1");
-    }
+    } while (!atomic_load(&stop_drawing));
     return NULL;
 }
 
