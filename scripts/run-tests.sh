@@ -57,7 +57,7 @@ fi
 stage "fuzzers, ${FUZZ_SECONDS}s each (build-fuzz/)"
 if CC=clang setup build-fuzz -Dfuzz=true -Dtests=false -Dbuildtype=debugoptimized -Db_lundef=false; then
   for f in build-fuzz/tests/fuzz/fuzz-*; do
-    [ -x "$f" ] || continue
+    [ -f "$f" ] && [ -x "$f" ] || continue
     name=$(basename "$f")
     corpus_seed="tests/fuzz/corpus/${name#fuzz-}"
     work="build-fuzz/corpus-${name#fuzz-}"
