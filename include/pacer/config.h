@@ -33,7 +33,8 @@ typedef struct pacer_config pacer_config;
 
 /* Parses a config from memory. On success returns a config with one
  * reference. On failure returns NULL and, when ret_error is not NULL, stores
- * a malloc'd message "LINE:COLUMN: reason" (the caller frees it). */
+ * a malloc'd message "LINE:COLUMN: reason" (the caller frees it; NULL when
+ * even the message could not be allocated). */
 PACER_API pacer_config *pacer_config_parse(const char *xml, size_t len, char **ret_error);
 
 /* Reads and parses a file. Errors read "PATH:LINE:COLUMN: reason", or
@@ -54,9 +55,12 @@ PACER_API size_t pacer_config_page_api_count(const pacer_config *cfg, size_t pag
 /* The API as written in the file. */
 PACER_API const char *pacer_config_page_api(const pacer_config *cfg, size_t page, size_t api);
 
-/* Finds the page configured for a class name: an exact id match, or a match
- * of the last dot-separated component on either side (the seed's simple name
- * vs full class path). Returns the page index or -1. */
+/* Finds the page configured for a class name. An exact id match anywhere in
+ * the config wins; otherwise one side may be a bare name equal to the last
+ * dot-separated component of the other (the seed's simple name vs full class
+ * path: "MerchantFragment" matches "com.test.MerchantFragment", but
+ * "com.a.X" does not match "com.b.X"). Returns the page index or -1.
+ * pacer_config_is_splash() matches the same way. */
 PACER_API long pacer_config_find_page(const pacer_config *cfg, const char *class_name);
 
 /* Splash windows (class names), in file order. */

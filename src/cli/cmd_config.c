@@ -59,13 +59,12 @@ static void print_config(const char *path, const pacer_config *cfg)
            (unsigned)pacer_config_hang_ms(cfg), (unsigned)pacer_config_page_deadline_ms(cfg));
 }
 
-static int usage_error(const char *fmt, const char *arg)
+/* Prints "pacer config: PROBLEM 'ARG'" (when there is a problem) and the
+ * usage to stderr; returns the usage-error exit code. */
+static int usage_error(const char *problem, const char *arg)
 {
-    if (fmt) {
-        fputs("pacer config: ", stderr);
-        fprintf(stderr, fmt, arg);
-        fputs("\n\n", stderr);
-    }
+    if (problem)
+        fprintf(stderr, arg ? "pacer config: %s '%s'\n\n" : "pacer config: %s\n\n", problem, arg);
     fputs(usage_text, stderr);
     return 2;
 }
@@ -77,11 +76,11 @@ static int check(int argc, char **argv)
     if (i < argc && strcmp(argv[i], "--") == 0)
         i++;
     else if (i < argc && argv[i][0] == '-' && argv[i][1] != '\0')
-        return usage_error("unknown option '%s'", argv[i]);
+        return usage_error("unknown option", argv[i]);
     if (i >= argc)
         return usage_error("check needs a FILE", NULL);
     if (i + 1 < argc)
-        return usage_error("unexpected argument '%s'", argv[i + 1]);
+        return usage_error("unexpected argument", argv[i + 1]);
 
     const char *path = argv[i];
     char *error = NULL;
@@ -106,7 +105,7 @@ static int run(int argc, char **argv)
         return usage_error(NULL, NULL);
     if (strcmp(argv[1], "check") == 0)
         return check(argc - 1, argv + 1);
-    return usage_error("unknown subcommand '%s'", argv[1]);
+    return usage_error("unknown subcommand", argv[1]);
 }
 
 const cli_command cmd_config = {

@@ -558,13 +558,13 @@ static void XMLCALL on_start(void *user, const XML_Char *name, const XML_Char **
              elem_names[parent]);
         return;
     case ELEM_PAGE:
+        if (kind == ELEM_API)
+            break;
         if (kind == ELEM_PAGE)
             fail(st, "nested <page>: the <page> on line %lu is not closed yet", parent_line);
-        else if (kind != ELEM_API)
+        else
             fail(st, "<%s> inside a <page> (line %lu); only <api> belongs there", name, parent_line);
-        if (kind != ELEM_API)
-            return;
-        break;
+        return;
     case ELEM_PACER:
         if (kind == ELEM_PACER) {
             fail(st, "nested <pacer> (the root is on line %lu)", parent_line);
