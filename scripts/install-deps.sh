@@ -7,11 +7,11 @@ set -euo pipefail
 packages=(
   # build
   gcc make pkg-config meson ninja-build
-  libexpat1-dev libjansson-dev
+  libexpat1-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev
   # tests: unit tests, sanitizers, fuzzers, CLI tests
   libcmocka-dev clang libclang-rt-14-dev python3
   # agent, demo app and its tests
-  libglib2.0-dev libgtk-4-dev libsoup-3.0-dev libcurl4-openssl-dev libmicrohttpd-dev
+  libglib2.0-dev libgtk-4-dev libsoup-3.0-dev libmicrohttpd-dev
   xvfb xauth gtk-4-examples
   # function tracing: symbols, compression, the peer benchmarked against
   libelf-dev libdw-dev libzstd-dev uftrace

@@ -5,6 +5,7 @@
  *     <page id="HomeActivity" tag="1"> <api id="/api/config"/> </page>
  *     <splash id="ShopSplashWindow"/>
  *     <thresholds jank-ms="700" hang-ms="5000" page-deadline-ms="30000"/>
+ *     <upload config-poll-ms="60000" spool-max-kb="65536"/>
  *   </pacer>
  *
  * The root element is optional: the seed's bare list of <page> elements is
@@ -30,6 +31,8 @@ typedef struct pacer_config pacer_config;
 #define PACER_DEFAULT_JANK_MS 700
 #define PACER_DEFAULT_HANG_MS 5000
 #define PACER_DEFAULT_PAGE_DEADLINE_MS 30000
+#define PACER_DEFAULT_CONFIG_POLL_MS 60000
+#define PACER_DEFAULT_SPOOL_MAX_KB 65536
 
 /* Parses a config from memory. On success returns a config with one
  * reference. On failure returns NULL and, when ret_error is not NULL, stores
@@ -72,6 +75,11 @@ PACER_API bool pacer_config_is_splash(const pacer_config *cfg, const char *class
 PACER_API uint32_t pacer_config_jank_ms(const pacer_config *cfg);
 PACER_API uint32_t pacer_config_hang_ms(const pacer_config *cfg);
 PACER_API uint32_t pacer_config_page_deadline_ms(const pacer_config *cfg);
+
+/* Upload settings: how often a running app polls the server for a new
+ * config (ms), and the size cap of the on-disk spool (KiB). */
+PACER_API uint32_t pacer_config_config_poll_ms(const pacer_config *cfg);
+PACER_API uint32_t pacer_config_spool_max_kb(const pacer_config *cfg);
 
 #ifdef __cplusplus
 }

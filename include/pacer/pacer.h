@@ -64,6 +64,15 @@ typedef struct pacer_options {
     /* When true, event times are always taken as given, 0 included (replay
      * of recorded events); otherwise t_ns == 0 means "now". */
     bool explicit_times;
+    /* Upload (docs/otlp-mapping.md). With server_url set ("http://host:port"),
+     * records also go to an on-disk spool and a background thread sends them
+     * to the server as OTLP/HTTP JSON, with retries; the page config is
+     * fetched from GET /v1/config/{app_name}, polled, applied live and cached
+     * beside the spool for offline starts (the cached server config takes
+     * precedence over config_path). */
+    const char *server_url;
+    const char *server_key;    /* the app's ingest key (Authorization: Bearer) */
+    const char *spool_path;    /* NULL: $XDG_STATE_HOME/pacer/spool.db or ~/.local/state/pacer/ */
 } pacer_options;
 
 /* Creates an instance. On success *ret is set and 0 returned. A config file
@@ -120,6 +129,11 @@ typedef struct pacer_stats {
     uint64_t records;         /* records produced */
     uint64_t records_dropped; /* records dropped because the queue was full */
     uint64_t write_errors;    /* records the writer failed to write */
+    uint64_t batches_sent;    /* upload: batches the server accepted */
+    uint64_t batches_refused; /* upload: batches refused for good (dropped) */
+    uint64_t upload_retries;  /* upload: failed attempts that will be retried */
+    uint64_t configs_applied; /* upload: configs received from the server */
+    uint64_t spool_errors;    /* records that could not be spooled */
 } pacer_stats;
 
 PACER_API void pacer_get_stats(pacer_t *p, pacer_stats *ret);

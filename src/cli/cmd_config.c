@@ -57,6 +57,8 @@ static void print_config(const char *path, const pacer_config *cfg)
     }
     printf("thresholds jank-ms=%u hang-ms=%u page-deadline-ms=%u\n", (unsigned)pacer_config_jank_ms(cfg),
            (unsigned)pacer_config_hang_ms(cfg), (unsigned)pacer_config_page_deadline_ms(cfg));
+    printf("upload config-poll-ms=%u spool-max-kb=%u\n", (unsigned)pacer_config_config_poll_ms(cfg),
+           (unsigned)pacer_config_spool_max_kb(cfg));
 }
 
 /* Prints "pacer config: PROBLEM 'ARG'" (when there is a problem) and the

@@ -27,6 +27,10 @@ static const char usage[] =
     "      --app NAME         app name written in records (default \"replay\")\n"
     "      --app-version V    version written in records (default \"unknown\")\n"
     "      --session ID       session id written in records (default: random)\n"
+    "      --server URL       also upload the records to a pacer server (OTLP/HTTP\n"
+    "                         JSON, docs/otlp-mapping.md), e.g. http://127.0.0.1:4318\n"
+    "      --key KEY          the app's ingest key for --server (or PACER_KEY)\n"
+    "      --spool FILE       the upload spool (default ~/.local/state/pacer/spool.db)\n"
     "  -h, --help             show this help\n"
     "\n"
     "Lines that cannot be read are reported on standard error as FILE:LINE:\n"
@@ -42,6 +46,9 @@ static int run(int argc, char **argv)
         {"app", required_argument, NULL, 'a'},
         {"app-version", required_argument, NULL, 'V'},
         {"session", required_argument, NULL, 's'},
+        {"server", required_argument, NULL, 'S'},
+        {"key", required_argument, NULL, 'k'},
+        {"spool", required_argument, NULL, 'p'},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
@@ -55,10 +62,15 @@ static int run(int argc, char **argv)
         case 'a': opts.app_name = optarg; break;
         case 'V': opts.app_version = optarg; break;
         case 's': opts.session = optarg; break;
+        case 'S': opts.server_url = optarg; break;
+        case 'k': opts.server_key = optarg; break;
+        case 'p': opts.spool_path = optarg; break;
         case 'h': fputs(usage, stdout); return 0;
         default: fputs(usage, stderr); return 2;
         }
     }
+    if (opts.server_url && !opts.server_key)
+        opts.server_key = getenv("PACER_KEY");
     if (argc - optind != 1) {
         fprintf(stderr, "pacer replay: expected one EVENTS file\n\n%s", usage);
         return 2;
@@ -126,7 +138,7 @@ static int run(int argc, char **argv)
 
     pacer_stats st;
     pacer_get_stats(p, &st);
-    pacer_free(p); /* reports pending pages, writes everything */
+    pacer_free(p); /* reports pending pages, writes everything, tries to upload */
     if (st.write_errors) {
         fprintf(stderr, "pacer replay: %llu records could not be written\n",
                 (unsigned long long)st.write_errors);

@@ -73,6 +73,8 @@ struct pacer_config {
     uint32_t jank_ms;
     uint32_t hang_ms;
     uint32_t page_deadline_ms;
+    uint32_t config_poll_ms;
+    uint32_t spool_max_kb;
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -209,6 +211,7 @@ typedef enum elem_kind {
     ELEM_API,
     ELEM_SPLASH,
     ELEM_THRESHOLDS,
+    ELEM_UPLOAD,
 } elem_kind;
 
 static const char *const elem_names[] = {
@@ -219,6 +222,7 @@ static const char *const elem_names[] = {
     [ELEM_API] = "api",
     [ELEM_SPLASH] = "splash",
     [ELEM_THRESHOLDS] = "thresholds",
+    [ELEM_UPLOAD] = "upload",
 };
 
 #define STACK_MAX 8
@@ -254,6 +258,7 @@ typedef struct parse_state {
     size_t main_page; /* index + 1 of the tag="1" page, 0 if none yet */
     unsigned long main_line;
     unsigned long thresholds_line;
+    unsigned long upload_line;
 
     size_t cap_pages, cap_apis, cap_splash;
     strset page_ids, api_ids, splash_ids;
@@ -486,9 +491,8 @@ static void start_splash(parse_state *st, const char **atts, unsigned long line)
     }
 }
 
-/* Parses a threshold: decimal digits only, 1..THRESHOLD_MAX_MS. Returns 0 or
- * -EINVAL. */
-static int parse_ms(const char *s, uint32_t *ret)
+/* Parses decimal digits only, within min..max. Returns 0 or -EINVAL. */
+static int parse_range(const char *s, uint32_t min, uint32_t max, uint32_t *ret)
 {
     uint32_t v = 0;
     if (!*s)
@@ -497,13 +501,19 @@ static int parse_ms(const char *s, uint32_t *ret)
         if (*s < '0' || *s > '9')
             return -EINVAL;
         v = v * 10 + (uint32_t)(*s - '0');
-        if (v > THRESHOLD_MAX_MS)
+        if (v > max)
             return -EINVAL;
     }
-    if (v == 0)
+    if (v < min)
         return -EINVAL;
     *ret = v;
     return 0;
+}
+
+/* A threshold: 1..THRESHOLD_MAX_MS. */
+static int parse_ms(const char *s, uint32_t *ret)
+{
+    return parse_range(s, 1, THRESHOLD_MAX_MS, ret);
 }
 
 static void start_thresholds(parse_state *st, const char **atts, unsigned long line)
@@ -529,6 +539,31 @@ static void start_thresholds(parse_state *st, const char **atts, unsigned long l
     }
 }
 
+/* <upload config-poll-ms spool-max-kb>: how often a running app asks the
+ * server for a new config, and the size cap of the on-disk spool. */
+static void start_upload(parse_state *st, const char **atts, unsigned long line)
+{
+    static const char *const allowed[] = {"config-poll-ms", "spool-max-kb", NULL};
+    static const uint32_t min[] = {100, 64}, max[] = {86400000, 16777216};
+    if (!check_attributes(st, "upload", atts, allowed, "config-poll-ms and spool-max-kb"))
+        return;
+    if (st->upload_line) {
+        fail(st, "more than one <upload> (the first is on line %lu)", st->upload_line);
+        return;
+    }
+    st->upload_line = line;
+    uint32_t *fields[] = {&st->cfg->config_poll_ms, &st->cfg->spool_max_kb};
+    for (size_t i = 0; i < 2; i++) {
+        const char *v = attribute(atts, allowed[i]);
+        if (v && parse_range(v, min[i], max[i], fields[i]) < 0) {
+            char q[QUOTE_MAX + 8];
+            quote(q, sizeof(q), v);
+            fail(st, "%s=\"%s\" on <upload>: use a whole number from %u to %u", allowed[i], q, min[i], max[i]);
+            return;
+        }
+    }
+}
+
 static void XMLCALL on_start(void *user, const XML_Char *name, const XML_Char **atts)
 {
     parse_state *st = user;
@@ -542,7 +577,7 @@ static void XMLCALL on_start(void *user, const XML_Char *name, const XML_Char **
     if (kind == ELEM_UNKNOWN) {
         char q[QUOTE_MAX + 8];
         quote(q, sizeof(q), name);
-        fail(st, "unknown element <%s> (expected <page>, <api>, <splash>, <thresholds> or a <pacer> root)", q);
+        fail(st, "unknown element <%s> (expected <page>, <api>, <splash>, <thresholds>, <upload> or a <pacer> root)", q);
         return;
     }
     elem_kind parent = st->stack[st->depth - 1];
@@ -554,6 +589,7 @@ static void XMLCALL on_start(void *user, const XML_Char *name, const XML_Char **
     case ELEM_API:
     case ELEM_SPLASH:
     case ELEM_THRESHOLDS:
+    case ELEM_UPLOAD:
         fail(st, "<%s> inside <%s> (line %lu); <%s> takes no child elements", name, elem_names[parent], parent_line,
              elem_names[parent]);
         return;
@@ -612,6 +648,9 @@ static void XMLCALL on_start(void *user, const XML_Char *name, const XML_Char **
         break;
     case ELEM_THRESHOLDS:
         start_thresholds(st, atts, line);
+        break;
+    case ELEM_UPLOAD:
+        start_upload(st, atts, line);
         break;
     case ELEM_UNKNOWN:
     case ELEM_TOP:
@@ -794,6 +833,8 @@ static pacer_config *config_alloc(void)
     cfg->jank_ms = PACER_DEFAULT_JANK_MS;
     cfg->hang_ms = PACER_DEFAULT_HANG_MS;
     cfg->page_deadline_ms = PACER_DEFAULT_PAGE_DEADLINE_MS;
+    cfg->config_poll_ms = PACER_DEFAULT_CONFIG_POLL_MS;
+    cfg->spool_max_kb = PACER_DEFAULT_SPOOL_MAX_KB;
     return cfg;
 }
 
@@ -1092,4 +1133,14 @@ PACER_API uint32_t pacer_config_hang_ms(const pacer_config *cfg)
 PACER_API uint32_t pacer_config_page_deadline_ms(const pacer_config *cfg)
 {
     return cfg ? cfg->page_deadline_ms : PACER_DEFAULT_PAGE_DEADLINE_MS;
+}
+
+PACER_API uint32_t pacer_config_config_poll_ms(const pacer_config *cfg)
+{
+    return cfg ? cfg->config_poll_ms : PACER_DEFAULT_CONFIG_POLL_MS;
+}
+
+PACER_API uint32_t pacer_config_spool_max_kb(const pacer_config *cfg)
+{
+    return cfg ? cfg->spool_max_kb : PACER_DEFAULT_SPOOL_MAX_KB;
 }

@@ -7,9 +7,16 @@
  * through writer_push(), which only links a node into the writer's queue.
  * The writer thread takes `mu` only from its tick (live deadlines), never
  * while holding its own queue lock, so the two locks have one order.
+ *
+ * Upload: with a server, the writer thread also appends each record to the
+ * spool (its own SQLite connection) and kicks the uploader thread, which has
+ * another connection and does all network I/O. At the end the writer is
+ * drained first, then the uploader gets a short time to deliver.
  */
 #include "clock.h"
 #include "model.h"
+#include "spool.h"
+#include "uploader.h"
 #include "writer.h"
 
 #include <pacer/pacer.h>
@@ -23,10 +30,18 @@
 #include <string.h>
 #include <unistd.h>
 
+#define UPLOAD_DRAIN_MS 3000
+
 struct pacer {
     pthread_mutex_t mu;
     model *model;
     writer *writer;
+    /* upload (NULL without a server) */
+    spool *spool;         /* writer thread only */
+    uploader *uploader;
+    uint64_t spool_errors; /* writer thread only */
+    pacer_record_fn user_on_record;
+    void *user_data;
     bool raw_events;
     bool explicit_times;
     uint64_t events;
@@ -37,6 +52,27 @@ static void on_model_record(char *line, size_t len, void *user_data)
 {
     pacer_t *p = user_data;
     writer_push(p->writer, WRITER_RECORD, line, len);
+}
+
+/* Writer thread: every record, after it reached the output file. */
+static void on_writer_record(const char *line, size_t len, void *user_data)
+{
+    pacer_t *p = user_data;
+    if (p->user_on_record)
+        p->user_on_record(line, len, p->user_data);
+    if (p->spool) {
+        if (spool_add(p->spool, line, len) < 0)
+            p->spool_errors++;
+        uploader *u = __atomic_load_n(&p->uploader, __ATOMIC_ACQUIRE);
+        if (u)
+            uploader_kick(u);
+    }
+}
+
+/* Uploader thread: a config from the server. */
+static void on_server_config(pacer_config *cfg, void *user_data)
+{
+    pacer_set_config(user_data, cfg);
 }
 
 static void on_writer_tick(void *user_data)
@@ -68,6 +104,69 @@ static char *error_printf(const char *fmt, const char *a, const char *b)
     return s;
 }
 
+/* "<dir of spool>/config-<app>.xml": the last good config from the server. */
+static char *config_cache_path(const char *spool_path, const char *app)
+{
+    const char *slash = strrchr(spool_path, '/');
+    size_t dir = slash ? (size_t)(slash - spool_path) : 1;
+    const char *d = slash ? spool_path : ".";
+    size_t n = dir + strlen(app) + sizeof("/config-.xml");
+    char *path = malloc(n);
+    if (!path)
+        return NULL;
+    snprintf(path, n, "%.*s/config-", (int)dir, d);
+    /* keep the app name a plain file name */
+    size_t at = strlen(path);
+    for (const char *c = app; *c; c++)
+        path[at++] = (*c == '/' || *c == '\\' || (c == app && *c == '.')) ? '_' : *c;
+    strcpy(path + at, ".xml");
+    return path;
+}
+
+/* Starts the spool and the uploader. Returns 0 or a negative errno with
+ * *ret_error set. Called before the writer starts. */
+static int start_upload(pacer_t *p, const pacer_options *opts, pacer_config **cfg, char **ret_error)
+{
+    char *spool_path = opts->spool_path ? strdup(opts->spool_path) : spool_default_path();
+    if (!spool_path) {
+        if (ret_error)
+            *ret_error = strdup("no place for the upload spool: set XDG_STATE_HOME or HOME, or a spool path");
+        return -ENOENT;
+    }
+    const char *app = opts->app_name ? opts->app_name : "unknown";
+    char *cache = config_cache_path(spool_path, app);
+    /* offline start: the server's last config wins over the local file */
+    if (cache && access(cache, R_OK) == 0) {
+        pacer_config *cached = pacer_config_load(cache, NULL);
+        if (cached) {
+            pacer_config_unref(*cfg);
+            *cfg = cached;
+        }
+    }
+    int64_t cap = (int64_t)pacer_config_spool_max_kb(*cfg) * 1024;
+    int r = spool_open(spool_path, cap, &p->spool, ret_error);
+    if (r == 0) {
+        uploader_options uo = {
+            .server_url = opts->server_url,
+            .key = opts->server_key,
+            .app = app,
+            .spool_path = spool_path,
+            .config_cache = cache,
+            .on_config = on_server_config,
+            .user_data = p,
+            .config_poll_ms = pacer_config_config_poll_ms(*cfg),
+        };
+        r = uploader_new(&uo, &p->uploader, ret_error);
+        if (r < 0) {
+            spool_close(p->spool);
+            p->spool = NULL;
+        }
+    }
+    free(cache);
+    free(spool_path);
+    return r;
+}
+
 PACER_API int pacer_new(const pacer_options *opts, pacer_t **ret, char **ret_error)
 {
     pacer_options none = {0};
@@ -89,6 +188,17 @@ PACER_API int pacer_new(const pacer_options *opts, pacer_t **ret, char **ret_err
         return -ENOMEM;
     }
     pthread_mutex_init(&p->mu, NULL);
+    p->user_on_record = opts->on_record;
+    p->user_data = opts->user_data;
+    if (opts->server_url) {
+        int r = start_upload(p, opts, &cfg, ret_error);
+        if (r < 0) {
+            pacer_config_unref(cfg);
+            pthread_mutex_destroy(&p->mu);
+            free(p);
+            return r;
+        }
+    }
     p->raw_events = opts->raw_events_path != NULL;
     p->explicit_times = opts->explicit_times;
 
@@ -105,6 +215,8 @@ PACER_API int pacer_new(const pacer_options *opts, pacer_t **ret, char **ret_err
     p->model = model_new(&info, cfg, on_model_record, p);
     pacer_config_unref(cfg);
     if (!p->model) {
+        uploader_free(p->uploader, 0);
+        spool_close(p->spool);
         pthread_mutex_destroy(&p->mu);
         free(p);
         return -ENOMEM;
@@ -113,8 +225,8 @@ PACER_API int pacer_new(const pacer_options *opts, pacer_t **ret, char **ret_err
     writer_options wo = {
         .records_path = opts->out_path,
         .events_path = opts->raw_events_path,
-        .on_record = opts->on_record,
-        .user_data = opts->user_data,
+        .on_record = (opts->on_record || p->spool) ? on_writer_record : NULL,
+        .user_data = p,
         .on_tick = opts->live_deadlines ? on_writer_tick : NULL,
         .tick_data = p,
         .tick_ms = opts->live_deadlines ? 250 : 0,
@@ -126,6 +238,8 @@ PACER_API int pacer_new(const pacer_options *opts, pacer_t **ret, char **ret_err
         if (ret_error && failed)
             *ret_error = error_printf("%s: %s", failed, strerror(-r));
         model_free(p->model);
+        uploader_free(p->uploader, 0);
+        spool_close(p->spool);
         pthread_mutex_destroy(&p->mu);
         free(p);
         return r;
@@ -142,7 +256,9 @@ PACER_API void pacer_free(pacer_t *p)
     model_finish(p->model);
     p->finished = true;
     pthread_mutex_unlock(&p->mu);
-    writer_free(p->writer); /* writes everything queued, joins the thread */
+    writer_free(p->writer); /* writes (and spools) everything queued, joins the thread */
+    uploader_free(p->uploader, UPLOAD_DRAIN_MS);
+    spool_close(p->spool);
     model_free(p->model);
     pthread_mutex_destroy(&p->mu);
     free(p);
@@ -299,6 +415,15 @@ PACER_API void pacer_get_stats(pacer_t *p, pacer_stats *ret)
     writer_get_stats(p->writer, &ws);
     ret->records_dropped = ws.dropped;
     ret->write_errors = ws.errors;
+    if (p->uploader) {
+        uploader_stats us;
+        uploader_get_stats(p->uploader, &us);
+        ret->batches_sent = us.batches_sent;
+        ret->batches_refused = us.batches_refused;
+        ret->upload_retries = us.retries;
+        ret->configs_applied = us.configs;
+    }
+    ret->spool_errors = p->spool_errors;
 }
 
 /* ---- the process-wide default instance ---- */
@@ -336,8 +461,12 @@ PACER_API void pacer_shutdown(void)
             model_finish(p->model);
         p->finished = true;
         pthread_mutex_unlock(&p->mu);
-        if (!was_finished)
+        if (!was_finished) {
             writer_flush(p->writer);
+            /* no record can follow now: let the uploader deliver and stop */
+            uploader *u = __atomic_exchange_n(&p->uploader, NULL, __ATOMIC_ACQ_REL);
+            uploader_free(u, UPLOAD_DRAIN_MS);
+        }
     }
     pthread_mutex_unlock(&default_mu);
 }

@@ -22,6 +22,7 @@ page HomeActivity (main)
 page com.test.MerchantFragment
   api /api/test1
 thresholds jank-ms=700 hang-ms=5000 page-deadline-ms=30000
+upload config-poll-ms=60000 spool-max-kb=65536
 """
 
 SHOP_OUTPUT = """\
@@ -33,6 +34,7 @@ page ShopMerchantPage
   api /api/test1
 splash ShopSplashWindow
 thresholds jank-ms=700 hang-ms=5000 page-deadline-ms=30000
+upload config-poll-ms=60000 spool-max-kb=65536
 """
 
 
@@ -88,7 +90,8 @@ class ConfigCheckTest(unittest.TestCase):
         self.write("one.xml", '<page id="A"><api id="/x"/></page>\n<thresholds hang-ms="100"/>\n')
         self.assertEqual(
             self.check_ok("one.xml", cwd=self.tmp.name),
-            "one.xml: OK, 1 page, 1 API\npage A\n  api /x\nthresholds jank-ms=700 hang-ms=100 page-deadline-ms=30000\n",
+            "one.xml: OK, 1 page, 1 API\npage A\n  api /x\nthresholds jank-ms=700 hang-ms=100 page-deadline-ms=30000\n"
+            "upload config-poll-ms=60000 spool-max-kb=65536\n",
         )
 
     def test_empty_file_is_an_empty_config(self):

@@ -284,9 +284,9 @@ static void test_error_structure(void **state)
 static void test_error_unknown(void **state)
 {
     expect_error("<page id=\"a\">\n  <apis id=\"x\"/>\n</page>",
-                 "2:3: unknown element <apis> (expected <page>, <api>, <splash>, <thresholds> or a <pacer> root)");
+                 "2:3: unknown element <apis> (expected <page>, <api>, <splash>, <thresholds>, <upload> or a <pacer> root)");
     expect_error("<config>\n" SEED_XML "</config>",
-                 "1:1: unknown element <config> (expected <page>, <api>, <splash>, <thresholds> or a <pacer> root)");
+                 "1:1: unknown element <config> (expected <page>, <api>, <splash>, <thresholds>, <upload> or a <pacer> root)");
     expect_error("\n<page id=\"a\" name=\"x\"/>", "2:1: unknown attribute \"name\" on <page> (it accepts id and tag)");
     expect_error("<page id=\"a\">\n <api id=\"x\" method=\"GET\"/></page>",
                  "2:2: unknown attribute \"method\" on <api> (it accepts only id)");
@@ -365,6 +365,26 @@ static void test_error_thresholds(void **state)
     }
 }
 
+static void test_upload_settings(void **state)
+{
+    pacer_config *cfg = parse_ok("<page id=\"A\"/>");
+    assert_int_equal(pacer_config_config_poll_ms(cfg), PACER_DEFAULT_CONFIG_POLL_MS);
+    assert_int_equal(pacer_config_spool_max_kb(cfg), PACER_DEFAULT_SPOOL_MAX_KB);
+    pacer_config_unref(cfg);
+    cfg = parse_ok("<pacer>\n<upload config-poll-ms=\"250\" spool-max-kb=\"64\"/>\n</pacer>");
+    assert_int_equal(pacer_config_config_poll_ms(cfg), 250);
+    assert_int_equal(pacer_config_spool_max_kb(cfg), 64);
+    pacer_config_unref(cfg);
+    expect_error("<upload config-poll-ms=\"99\"/>",
+                 "1:1: config-poll-ms=\"99\" on <upload>: use a whole number from 100 to 86400000");
+    expect_error("<upload spool-max-kb=\"16777217\"/>",
+                 "1:1: spool-max-kb=\"16777217\" on <upload>: use a whole number from 64 to 16777216");
+    expect_error("<upload/>\n<upload/>", "2:1: more than one <upload> (the first is on line 1)");
+    expect_error("<upload every=\"1\"/>",
+                 "1:1: unknown attribute \"every\" on <upload> (it accepts config-poll-ms and spool-max-kb)");
+    expect_error("<page id=\"a\">\n<upload/>\n</page>", "2:1: <upload> inside a <page> (line 1); only <api> belongs there");
+}
+
 static void test_error_text(void **state)
 {
     expect_error("<page id=\"a\">\n  HomeActivity\n</page>",
@@ -425,7 +445,7 @@ static void test_error_columns_after_prologue(void **state)
     expect_error("<?xml version=\"1.0\"\n  encoding=\"UTF-8\"?><api id=\"x\"/>", "2:21: <api> outside of a <page>");
     expect_error("<?xml version=\"1.0\"?>\n<api id=\"x\"/>", "2:1: <api> outside of a <page>");
     expect_error("<?xml version=\"1.0\"?><page id=\"é\"><x/></page>",
-                 "1:35: unknown element <x> (expected <page>, <api>, <splash>, <thresholds> or a <pacer> root)");
+                 "1:35: unknown element <x> (expected <page>, <api>, <splash>, <thresholds>, <upload> or a <pacer> root)");
     expect_error("<?xml version=\"1.0\"?><page id=\"a\">", "1:35: end of file inside <page> (opened on line 1)");
     expect_error("\r\n\r\n<api id=\"x\"/>", "3:1: <api> outside of a <page>");
     expect_error("\r\r<api id=\"x\"/>", "3:1: <api> outside of a <page>");
@@ -582,6 +602,7 @@ int main(void)
         cmocka_unit_test(test_error_ids),
         cmocka_unit_test(test_error_duplicates),
         cmocka_unit_test(test_error_thresholds),
+        cmocka_unit_test(test_upload_settings),
         cmocka_unit_test(test_error_text),
         cmocka_unit_test(test_error_malformed),
         cmocka_unit_test(test_error_columns_after_prologue),

@@ -1,0 +1,494 @@
+/* The on-disk spool (spool.h).
+ *
+ * Schema (SQLite, WAL, one file per user, shared by every process):
+ *   record(id INTEGER PRIMARY KEY AUTOINCREMENT, signal, body, bytes)
+ *   pending(signal PRIMARY KEY, first_id, last_id, batch)
+ *   meta(key PRIMARY KEY, value): uuid, bytes, dropped, sent
+ *
+ * Invariants:
+ *  1. Ids only grow (AUTOINCREMENT): a range first_id..last_id of one signal
+ *     names the same records until they are deleted, whoever inserts later.
+ *  2. A batch, once chosen, is written to `pending` with its id (a hash of
+ *     the spool's uuid, the signal and the range), and every retry sends the
+ *     records of that range under that id, until spool_ack()/spool_drop()
+ *     deletes them together with the pending row. A server that stored the
+ *     id before stores nothing again, so a retry never duplicates, even
+ *     across a crash of the app between sending and acking.
+ *  3. meta.bytes is the sum of `bytes` of the records; spool_add() keeps it
+ *     under the cap by deleting the oldest records first and adding them to
+ *     meta.dropped, in the same transaction as the insert.
+ */
+#include "spool.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_MAX_BYTES (64LL * 1024 * 1024)
+
+struct spool {
+    sqlite3 *db;
+    int64_t max_bytes;
+    char uuid[33];
+};
+
+spool_signal spool_signal_of(const char *record, size_t len)
+{
+    static const char prefix[] = "{\"type\":\"";
+    size_t n = sizeof(prefix) - 1;
+    if (len <= n || memcmp(record, prefix, n) != 0)
+        return SIGNAL_TRACES;
+    const char *t = record + n;
+    size_t rest = len - n;
+#define IS(name) (rest > sizeof(name) - 1 && memcmp(t, name "\"", sizeof(name)) == 0)
+    if (IS("jank") || IS("leak"))
+        return SIGNAL_LOGS;
+    if (IS("frames"))
+        return SIGNAL_METRICS;
+#undef IS
+    return SIGNAL_TRACES;
+}
+
+static int exec(spool *s, const char *sql)
+{
+    return sqlite3_exec(s->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
+}
+
+static int64_t meta_get(spool *s, const char *key)
+{
+    sqlite3_stmt *st;
+    int64_t v = 0;
+    if (sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = ?", -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+static int meta_add(spool *s, const char *key, int64_t delta)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db,
+                           "INSERT INTO meta(key, value) VALUES (?1, ?2) "
+                           "ON CONFLICT(key) DO UPDATE SET value = value + ?2",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, delta);
+    int r = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+    sqlite3_finalize(st);
+    return r;
+}
+
+static void random_hex(char out[33])
+{
+    unsigned char b[16] = {0};
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        if (read(fd, b, sizeof(b)) != (ssize_t)sizeof(b))
+            memset(b, 0, sizeof(b));
+        close(fd);
+    }
+    uint64_t mix = (uint64_t)getpid() * 0x9e3779b97f4a7c15ULL ^ (uint64_t)time(NULL);
+    for (int i = 0; i < 16; i++) {
+        b[i] ^= (unsigned char)(mix >> ((i % 8) * 8));
+        snprintf(out + 2 * i, 3, "%02x", b[i]);
+    }
+}
+
+static int select_uuid(spool *s)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = 'uuid'", -1, &st, NULL) != SQLITE_OK)
+        return -EIO;
+    int r = -ENOENT;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_bytes(st, 0) == 32) {
+        memcpy(s->uuid, sqlite3_column_text(st, 0), 32);
+        s->uuid[32] = '\0';
+        r = 0;
+    }
+    sqlite3_finalize(st);
+    return r;
+}
+
+/* The spool's identity, part of every batch id: created once per file (the
+ * first process to get there wins; others read it). */
+static int load_uuid(spool *s)
+{
+    if (select_uuid(s) == 0)
+        return 0;
+    char u[33];
+    sqlite3_stmt *st;
+    random_hex(u);
+    if (sqlite3_prepare_v2(s->db, "INSERT OR IGNORE INTO meta(key, value) VALUES ('uuid', ?)", -1, &st,
+                           NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_text(st, 1, u, 32, SQLITE_TRANSIENT);
+    sqlite3_step(st);
+    sqlite3_finalize(st);
+    return select_uuid(s);
+}
+
+static char *errorf(const char *path, const char *what)
+{
+    size_t n = strlen(path) + strlen(what) + 3;
+    char *m = malloc(n);
+    if (m)
+        snprintf(m, n, "%s: %s", path, what);
+    return m;
+}
+
+int spool_open(const char *path, int64_t max_bytes, spool **ret, char **ret_error)
+{
+    spool *s = calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    s->max_bytes = max_bytes > 0 ? max_bytes : DEFAULT_MAX_BYTES;
+    int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                             NULL);
+    if (rc != SQLITE_OK)
+        goto fail;
+    sqlite3_busy_timeout(s->db, 5000);
+    if (exec(s, "PRAGMA journal_mode=WAL") < 0 || exec(s, "PRAGMA synchronous=NORMAL") < 0 ||
+        exec(s, "CREATE TABLE IF NOT EXISTS record("
+                "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+                "  signal INTEGER NOT NULL, body TEXT NOT NULL, bytes INTEGER NOT NULL);"
+                "CREATE INDEX IF NOT EXISTS record_signal ON record(signal, id);"
+                "CREATE TABLE IF NOT EXISTS pending("
+                "  signal INTEGER PRIMARY KEY, first_id INTEGER, last_id INTEGER, batch TEXT);"
+                "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;") < 0 ||
+        load_uuid(s) < 0) {
+        rc = sqlite3_errcode(s->db);
+        goto fail;
+    }
+    *ret = s;
+    return 0;
+fail:
+    if (ret_error)
+        *ret_error = errorf(path, s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+    sqlite3_close(s->db);
+    free(s);
+    return -EIO;
+}
+
+void spool_close(spool *s)
+{
+    if (!s)
+        return;
+    sqlite3_close(s->db);
+    free(s);
+}
+
+/* Deletes the oldest records until meta.bytes ≤ cap. Inside a transaction. */
+static int enforce_cap(spool *s)
+{
+    int64_t bytes = meta_get(s, "bytes");
+    while (bytes > s->max_bytes) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(s->db, "SELECT id, bytes FROM record ORDER BY id LIMIT 64", -1, &st, NULL) !=
+            SQLITE_OK)
+            return -EIO;
+        int64_t last = -1, freed = 0, n = 0;
+        while (bytes - freed > s->max_bytes && sqlite3_step(st) == SQLITE_ROW) {
+            last = sqlite3_column_int64(st, 0);
+            freed += sqlite3_column_int64(st, 1);
+            n++;
+        }
+        sqlite3_finalize(st);
+        if (n == 0)
+            break;
+        if (sqlite3_prepare_v2(s->db, "DELETE FROM record WHERE id <= ?", -1, &st, NULL) != SQLITE_OK)
+            return -EIO;
+        sqlite3_bind_int64(st, 1, last);
+        int ok = sqlite3_step(st) == SQLITE_DONE;
+        sqlite3_finalize(st);
+        if (!ok || meta_add(s, "bytes", -freed) < 0 || meta_add(s, "dropped", n) < 0)
+            return -EIO;
+        bytes -= freed;
+    }
+    return 0;
+}
+
+int spool_add(spool *s, const char *record, size_t len)
+{
+    sqlite3_stmt *st;
+    if (exec(s, "BEGIN IMMEDIATE") < 0)
+        return -EIO;
+    int r = -EIO;
+    if (sqlite3_prepare_v2(s->db, "INSERT INTO record(signal, body, bytes) VALUES (?, ?, ?)", -1, &st,
+                           NULL) != SQLITE_OK)
+        goto out;
+    sqlite3_bind_int(st, 1, (int)spool_signal_of(record, len));
+    sqlite3_bind_text(st, 2, record, (int)len, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, (int64_t)len);
+    int ok = sqlite3_step(st) == SQLITE_DONE;
+    sqlite3_finalize(st);
+    if (ok && meta_add(s, "bytes", (int64_t)len) == 0)
+        r = enforce_cap(s);
+out:
+    if (r == 0 && exec(s, "COMMIT") == 0)
+        return 0;
+    exec(s, "ROLLBACK");
+    return -EIO;
+}
+
+/* FNV-1a over the batch's identity, twice with different offsets: 128 bits. */
+static void batch_id(const spool *s, spool_signal sig, int64_t first, int64_t last, char out[33])
+{
+    char key[128];
+    int n = snprintf(key, sizeof(key), "%s:%d:%" PRId64 ":%" PRId64, s->uuid, (int)sig, first, last);
+    uint64_t h[2] = {0xcbf29ce484222325ULL, 0x84222325cbf29ce4ULL};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < n; i++) {
+            h[k] ^= (unsigned char)key[i];
+            h[k] *= 0x100000001b3ULL;
+        }
+    snprintf(out, 33, "%016" PRIx64 "%016" PRIx64, h[0], h[1]);
+}
+
+static int load_pending(spool *s, spool_signal sig, spool_batch *b)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "SELECT first_id, last_id, batch FROM pending WHERE signal = ?", -1, &st,
+                           NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int(st, 1, (int)sig);
+    int r = 0;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_bytes(st, 2) == 32) {
+        b->first_id = sqlite3_column_int64(st, 0);
+        b->last_id = sqlite3_column_int64(st, 1);
+        memcpy(b->id, sqlite3_column_text(st, 2), 33);
+        r = 1;
+    }
+    sqlite3_finalize(st);
+    return r;
+}
+
+static int choose_batch(spool *s, spool_signal sig, size_t max_records, spool_batch *b)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT min(id), max(id), count(*) FROM "
+                           "(SELECT id FROM record WHERE signal = ? ORDER BY id LIMIT ?)",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int(st, 1, (int)sig);
+    sqlite3_bind_int64(st, 2, (int64_t)max_records);
+    int r = 0;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 2) > 0) {
+        b->first_id = sqlite3_column_int64(st, 0);
+        b->last_id = sqlite3_column_int64(st, 1);
+        r = 1;
+    }
+    sqlite3_finalize(st);
+    if (r != 1)
+        return r;
+    batch_id(s, sig, b->first_id, b->last_id, b->id);
+    if (sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO pending(signal, first_id, last_id, batch) "
+                                  "VALUES (?, ?, ?, ?)", -1, &st, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int(st, 1, (int)sig);
+    sqlite3_bind_int64(st, 2, b->first_id);
+    sqlite3_bind_int64(st, 3, b->last_id);
+    sqlite3_bind_text(st, 4, b->id, 32, SQLITE_STATIC);
+    r = sqlite3_step(st) == SQLITE_DONE ? 1 : -EIO;
+    sqlite3_finalize(st);
+    return r;
+}
+
+static int load_records(spool *s, spool_batch *b)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT body FROM record WHERE signal = ? AND id BETWEEN ? AND ? ORDER BY id", -1,
+                           &st, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int(st, 1, (int)b->signal);
+    sqlite3_bind_int64(st, 2, b->first_id);
+    sqlite3_bind_int64(st, 3, b->last_id);
+    size_t cap = 0;
+    int r = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (b->n == cap) {
+            cap = cap ? cap * 2 : 64;
+            char **v = realloc(b->records, cap * sizeof(*v));
+            if (!v) {
+                r = -ENOMEM;
+                break;
+            }
+            b->records = v;
+        }
+        const char *body = (const char *)sqlite3_column_text(st, 0);
+        b->records[b->n] = strdup(body ? body : "");
+        if (!b->records[b->n]) {
+            r = -ENOMEM;
+            break;
+        }
+        b->n++;
+    }
+    sqlite3_finalize(st);
+    return r;
+}
+
+static int delete_pending(spool *s, spool_signal sig)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "DELETE FROM pending WHERE signal = ?", -1, &st, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int(st, 1, (int)sig);
+    int r = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+    sqlite3_finalize(st);
+    return r;
+}
+
+int spool_next_batch(spool *s, spool_signal sig, size_t max_records, spool_batch *ret)
+{
+    memset(ret, 0, sizeof(*ret));
+    ret->signal = sig;
+    /* Twice at most: a pending batch whose records were all evicted is
+     * forgotten and a new one chosen. */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (exec(s, "BEGIN IMMEDIATE") < 0)
+            return -EIO;
+        int r = load_pending(s, sig, ret);
+        if (r == 0)
+            r = choose_batch(s, sig, max_records, ret);
+        if (r == 1)
+            r = load_records(s, ret) < 0 ? -EIO : 1;
+        if (r == 1 && ret->n == 0)
+            r = delete_pending(s, sig) < 0 ? -EIO : 2;
+        if (r < 0 || exec(s, "COMMIT") < 0) {
+            exec(s, "ROLLBACK");
+            spool_batch_clear(ret);
+            return -EIO;
+        }
+        if (r != 2)
+            return r;
+    }
+    return 0;
+}
+
+void spool_batch_clear(spool_batch *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        free(b->records[i]);
+    free(b->records);
+    b->records = NULL;
+    b->n = 0;
+}
+
+static int finish_batch(spool *s, const spool_batch *b, const char *counter)
+{
+    sqlite3_stmt *st;
+    if (exec(s, "BEGIN IMMEDIATE") < 0)
+        return -EIO;
+    int r = -EIO;
+    int64_t bytes = 0, n = 0;
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT coalesce(sum(bytes), 0), count(*) FROM record "
+                           "WHERE signal = ? AND id BETWEEN ? AND ?", -1, &st, NULL) != SQLITE_OK)
+        goto out;
+    sqlite3_bind_int(st, 1, (int)b->signal);
+    sqlite3_bind_int64(st, 2, b->first_id);
+    sqlite3_bind_int64(st, 3, b->last_id);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        bytes = sqlite3_column_int64(st, 0);
+        n = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    if (sqlite3_prepare_v2(s->db, "DELETE FROM record WHERE signal = ? AND id BETWEEN ? AND ?", -1, &st,
+                           NULL) != SQLITE_OK)
+        goto out;
+    sqlite3_bind_int(st, 1, (int)b->signal);
+    sqlite3_bind_int64(st, 2, b->first_id);
+    sqlite3_bind_int64(st, 3, b->last_id);
+    int ok = sqlite3_step(st) == SQLITE_DONE;
+    sqlite3_finalize(st);
+    if (!ok)
+        goto out;
+    /* only the batch it was asked about: another process may have moved on */
+    if (sqlite3_prepare_v2(s->db, "DELETE FROM pending WHERE signal = ? AND batch = ?", -1, &st, NULL) !=
+        SQLITE_OK)
+        goto out;
+    sqlite3_bind_int(st, 1, (int)b->signal);
+    sqlite3_bind_text(st, 2, b->id, 32, SQLITE_STATIC);
+    ok = sqlite3_step(st) == SQLITE_DONE;
+    sqlite3_finalize(st);
+    if (ok && meta_add(s, "bytes", -bytes) == 0 && meta_add(s, counter, n) == 0)
+        r = 0;
+out:
+    if (r == 0 && exec(s, "COMMIT") == 0)
+        return 0;
+    exec(s, "ROLLBACK");
+    return -EIO;
+}
+
+int spool_ack(spool *s, const spool_batch *b)
+{
+    return finish_batch(s, b, "sent");
+}
+
+int spool_drop(spool *s, const spool_batch *b)
+{
+    return finish_batch(s, b, "dropped");
+}
+
+int spool_get_stats(spool *s, spool_stats *ret)
+{
+    sqlite3_stmt *st;
+    memset(ret, 0, sizeof(*ret));
+    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM record", -1, &st, NULL) != SQLITE_OK)
+        return -EIO;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        ret->records = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    ret->bytes = meta_get(s, "bytes");
+    ret->dropped = meta_get(s, "dropped");
+    ret->sent = meta_get(s, "sent");
+    return 0;
+}
+
+static int mkdir_p(char *path)
+{
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        int r = mkdir(path, 0700);
+        *p = '/';
+        if (r < 0 && errno != EEXIST)
+            return -errno;
+    }
+    if (mkdir(path, 0700) < 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+char *spool_default_path(void)
+{
+    const char *state = getenv("XDG_STATE_HOME");
+    const char *home = getenv("HOME");
+    char dir[4096];
+    if (state && *state == '/')
+        snprintf(dir, sizeof(dir), "%s/pacer", state);
+    else if (home && *home)
+        snprintf(dir, sizeof(dir), "%s/.local/state/pacer", home);
+    else
+        return NULL;
+    if (mkdir_p(dir) < 0)
+        return NULL;
+    size_t n = strlen(dir) + sizeof("/spool.db");
+    char *path = malloc(n);
+    if (path)
+        snprintf(path, n, "%s/spool.db", dir);
+    return path;
+}

@@ -1,0 +1,65 @@
+/* The on-disk spool: records wait in a SQLite database (WAL) until the
+ * uploader has delivered them. See spool.c for the schema and the batch
+ * rules. A spool handle is used by one thread at a time; several processes
+ * may open the same file. */
+#ifndef PACER_CORE_SPOOL_H
+#define PACER_CORE_SPOOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct spool spool;
+
+/* What a record travels as (docs/otlp-mapping.md). */
+typedef enum spool_signal { SIGNAL_TRACES = 0, SIGNAL_LOGS, SIGNAL_METRICS, N_SIGNALS } spool_signal;
+
+/* The signal of a record line produced by the model ({"type":"…",…}). */
+spool_signal spool_signal_of(const char *record, size_t len);
+
+/* Opens (creating when needed) the spool at `path`, with a size cap of
+ * `max_bytes` of record text (0 = 64 MiB). Returns 0 or a negative errno,
+ * with *ret_error (malloc'd) naming the file and the reason. */
+int spool_open(const char *path, int64_t max_bytes, spool **ret, char **ret_error);
+void spool_close(spool *s);
+
+/* Appends a record. When the cap is exceeded the oldest records are deleted
+ * and counted. Returns 0 or -EIO. */
+int spool_add(spool *s, const char *record, size_t len);
+
+/* A batch: consecutive records of one signal, with a stable id. */
+typedef struct spool_batch {
+    spool_signal signal;
+    int64_t first_id, last_id;
+    char id[33];        /* 32 hex digits */
+    size_t n;
+    char **records;     /* n record lines, NUL-terminated */
+} spool_batch;
+
+/* Fills *ret with the pending batch of `signal` (the same one again until it
+ * is acked or dropped) or a new one of at most `max_records`. Returns 1 when
+ * a batch was filled, 0 when the spool holds nothing of that signal, or a
+ * negative errno. */
+int spool_next_batch(spool *s, spool_signal signal, size_t max_records, spool_batch *ret);
+void spool_batch_clear(spool_batch *b);
+
+/* The batch was delivered (ack) or refused for good (drop): its records are
+ * deleted; dropped ones are counted. */
+int spool_ack(spool *s, const spool_batch *b);
+int spool_drop(spool *s, const spool_batch *b);
+
+typedef struct spool_stats {
+    int64_t records;   /* waiting */
+    int64_t bytes;     /* waiting */
+    int64_t dropped;   /* deleted unsent: cap exceeded or refused by the server */
+    int64_t sent;      /* delivered */
+} spool_stats;
+
+int spool_get_stats(spool *s, spool_stats *ret);
+
+/* The default location: $XDG_STATE_HOME/pacer/spool.db, else
+ * ~/.local/state/pacer/spool.db. Creates the folder. Returns a malloc'd path
+ * or NULL. */
+char *spool_default_path(void);
+
+#endif

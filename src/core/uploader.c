@@ -1,0 +1,484 @@
+/* The uploader thread (uploader.h).
+ *
+ * Delivery (docs/otlp-mapping.md):
+ *  - Batches come from the spool (spool.c): the same batch, with the same id
+ *    in X-Pacer-Batch-Id, until the server accepts it (2xx → ack) or refuses
+ *    it for good (4xx other than 408/429 → drop, counted). So a retry never
+ *    stores twice, and nothing is deleted before the server has it.
+ *  - 429 and 503 wait for Retry-After (seconds) when given; other failures
+ *    (network, 5xx, 408) wait an exponential backoff with full jitter:
+ *    a random delay in [0, min(60 s, 500 ms · 2^k)].
+ *  - Records of earlier runs left in the spool are sent at start.
+ *  - The thread is the only one that touches the network; the app's threads
+ *    only append to the spool (through the writer thread) and kick.
+ *
+ * Config: GET /v1/config/{app} with If-None-Match at start and every
+ * config_poll_ms. A 200 is validated (pacer_config_parse), cached on disk
+ * (atomic rename, ETag beside it) and handed to on_config; a bad config from
+ * the server is ignored and the old one stays.
+ *
+ * Shutdown: uploader_free() asks the thread to stop; unless it is backing
+ * off, it first tries to send what is spooled for at most drain_ms (curl's
+ * progress callback aborts a transfer that runs past it).
+ */
+#include "uploader.h"
+
+#include "clock.h"
+#include "otlp.h"
+#include "spool.h"
+
+#include <pacer/pacer.h>
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BACKOFF_BASE_MS 500
+#define BACKOFF_MAX_MS 60000
+
+struct uploader {
+    char *server, *key, *app, *spool_path, *config_cache;
+    uploader_config_fn on_config;
+    void *user_data;
+    unsigned batch_records;
+
+    spool *sp;
+    CURL *curl;
+    unsigned rand_state;
+
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stopping;
+    bool kicked;
+    unsigned poll_ms;
+    int64_t drain_deadline;   /* ns, when stopping */
+
+    /* thread-private */
+    int64_t next_send;        /* no sending before (backoff) */
+    unsigned failures;        /* consecutive */
+    char etag[256];
+
+    uploader_stats stats;     /* under mu */
+};
+
+typedef struct response {
+    long status;
+    long retry_after_s;       /* -1: absent */
+    char etag[256];
+    char *body;
+    size_t len;
+} response;
+
+static int64_t ms_ns(int64_t ms)
+{
+    return ms * 1000000;
+}
+
+static size_t on_header(char *buf, size_t size, size_t n, void *ud)
+{
+    response *r = ud;
+    size_t len = size * n;
+    if (len > 12 && strncasecmp(buf, "Retry-After:", 12) == 0) {
+        long v = strtol(buf + 12, NULL, 10);
+        if (v >= 0)
+            r->retry_after_s = v > 3600 ? 3600 : v;
+    } else if (len > 5 && strncasecmp(buf, "ETag:", 5) == 0) {
+        const char *v = buf + 5;
+        while (*v == ' ')
+            v++;
+        size_t vl = len - (size_t)(v - buf);
+        while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
+            vl--;
+        if (vl < sizeof(r->etag)) {
+            memcpy(r->etag, v, vl);
+            r->etag[vl] = '\0';
+        }
+    }
+    return len;
+}
+
+static size_t on_body(char *buf, size_t size, size_t n, void *ud)
+{
+    response *r = ud;
+    size_t len = size * n;
+    if (r->len + len > (4u << 20))
+        return 0; /* nothing we fetch is that big */
+    char *b = realloc(r->body, r->len + len + 1);
+    if (!b)
+        return 0;
+    memcpy(b + r->len, buf, len);
+    r->body = b;
+    r->len += len;
+    b[r->len] = '\0';
+    return len;
+}
+
+static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+    uploader *u = ud;
+    pthread_mutex_lock(&u->mu);
+    bool abort_now = u->stopping && pacer_now_ns() > u->drain_deadline;
+    pthread_mutex_unlock(&u->mu);
+    return abort_now;
+}
+
+/* One request. Returns the HTTP status, or 0 for a transport failure. */
+static long request(uploader *u, const char *path, const char *body, size_t len, const char *batch,
+                    const char *if_none_match, response *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->retry_after_s = -1;
+    char url[2048], auth[1024], bid[128], inm[300];
+    snprintf(url, sizeof(url), "%s%s", u->server, path);
+    struct curl_slist *h = NULL;
+    if (body)
+        h = curl_slist_append(h, "Content-Type: application/json");
+    if (u->key) {
+        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", u->key);
+        h = curl_slist_append(h, auth);
+    }
+    if (batch) {
+        snprintf(bid, sizeof(bid), "X-Pacer-Batch-Id: %s", batch);
+        h = curl_slist_append(h, bid);
+    }
+    if (if_none_match && *if_none_match) {
+        snprintf(inm, sizeof(inm), "If-None-Match: %s", if_none_match);
+        h = curl_slist_append(h, inm);
+    }
+    h = curl_slist_append(h, "Expect:");
+    CURL *c = u->curl;
+    curl_easy_reset(c);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 15000L);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, u);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "pacer/" PACER_VERSION);
+    if (body) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    }
+    CURLcode rc = curl_easy_perform(c);
+    if (rc == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+    curl_slist_free_all(h);
+    pthread_mutex_lock(&u->mu);
+    u->stats.requests++;
+    pthread_mutex_unlock(&u->mu);
+    return rc == CURLE_OK ? r->status : 0;
+}
+
+static void backoff(uploader *u, long retry_after_s)
+{
+    int64_t delay_ms;
+    if (retry_after_s >= 0) {
+        delay_ms = retry_after_s * 1000;
+    } else {
+        int64_t cap = BACKOFF_BASE_MS;
+        for (unsigned i = 0; i < u->failures && cap < BACKOFF_MAX_MS; i++)
+            cap *= 2;
+        if (cap > BACKOFF_MAX_MS)
+            cap = BACKOFF_MAX_MS;
+        delay_ms = (int64_t)(rand_r(&u->rand_state) % (unsigned)(cap + 1));
+    }
+    u->failures++;
+    u->next_send = pacer_now_ns() + ms_ns(delay_ms);
+    pthread_mutex_lock(&u->mu);
+    u->stats.retries++;
+    pthread_mutex_unlock(&u->mu);
+}
+
+/* Sends batches until the spool is empty (true) or a failure asks to wait
+ * (false). */
+static bool send_all(uploader *u)
+{
+    for (int sig = 0; sig < N_SIGNALS; sig++) {
+        for (;;) {
+            spool_batch b;
+            int r = spool_next_batch(u->sp, (spool_signal)sig, u->batch_records, &b);
+            if (r < 0) {
+                backoff(u, -1);
+                return false;
+            }
+            if (r == 0)
+                break;
+            spool_stats st;
+            spool_get_stats(u->sp, &st);
+            size_t len, skipped;
+            char *body = otlp_encode((spool_signal)sig, b.records, b.n, b.id, st.dropped, &len, &skipped);
+            if (!body) {
+                spool_batch_clear(&b);
+                backoff(u, -1);
+                return false;
+            }
+            response resp;
+            long status = request(u, otlp_path((spool_signal)sig), body, len, b.id, NULL, &resp);
+            free(body);
+            free(resp.body);
+            if (status >= 200 && status < 300) {
+                spool_ack(u->sp, &b);
+                u->failures = 0;
+                pthread_mutex_lock(&u->mu);
+                u->stats.batches_sent++;
+                pthread_mutex_unlock(&u->mu);
+            } else if (status == 429 || status == 503) {
+                spool_batch_clear(&b);
+                backoff(u, resp.retry_after_s);
+                return false;
+            } else if (status >= 400 && status < 500 && status != 408) {
+                /* refused for good (bad batch, bad key): retrying cannot help */
+                spool_drop(u->sp, &b);
+                pthread_mutex_lock(&u->mu);
+                u->stats.batches_refused++;
+                pthread_mutex_unlock(&u->mu);
+            } else {
+                spool_batch_clear(&b);
+                backoff(u, -1);
+                return false;
+            }
+            spool_batch_clear(&b);
+        }
+    }
+    return true;
+}
+
+static int write_file_atomic(const char *path, const char *data, size_t len)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+    FILE *f = fopen(tmp, "we");
+    if (!f)
+        return -errno;
+    bool ok = fwrite(data, 1, len, f) == len;
+    ok = (fflush(f) == 0) && ok;
+    ok = (fsync(fileno(f)) == 0) && ok;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path) < 0) {
+        unlink(tmp);
+        return -EIO;
+    }
+    return 0;
+}
+
+static void fetch_config(uploader *u)
+{
+    if (!u->app)
+        return;
+    char *esc = curl_easy_escape(u->curl, u->app, 0);
+    if (!esc)
+        return;
+    char path[1024];
+    snprintf(path, sizeof(path), "/v1/config/%s", esc);
+    curl_free(esc);
+    response r;
+    long status = request(u, path, NULL, 0, NULL, u->etag, &r);
+    if (status == 200 && r.body) {
+        pacer_config *cfg = pacer_config_parse(r.body, r.len, NULL);
+        if (cfg) {
+            snprintf(u->etag, sizeof(u->etag), "%s", r.etag);
+            if (u->config_cache) {
+                char etag_path[4096];
+                snprintf(etag_path, sizeof(etag_path), "%s.etag", u->config_cache);
+                if (write_file_atomic(u->config_cache, r.body, r.len) == 0)
+                    write_file_atomic(etag_path, u->etag, strlen(u->etag));
+            }
+            if (u->on_config)
+                u->on_config(cfg, u->user_data);
+            pthread_mutex_lock(&u->mu);
+            u->poll_ms = pacer_config_config_poll_ms(cfg);
+            pthread_mutex_unlock(&u->mu);
+            pacer_config_unref(cfg);
+            pthread_mutex_lock(&u->mu);
+            u->stats.configs++;
+            pthread_mutex_unlock(&u->mu);
+        }
+    }
+    free(r.body);
+}
+
+static void *uploader_main(void *arg)
+{
+    uploader *u = arg;
+    int64_t next_poll = 0; /* fetch the config at once */
+    u->next_send = 0;      /* and send what earlier runs left */
+    bool pending = true;   /* something may wait in the spool */
+    for (;;) {
+        int64_t now = pacer_now_ns();
+        if (u->app && now >= next_poll) {
+            fetch_config(u);
+            pthread_mutex_lock(&u->mu);
+            unsigned poll = u->poll_ms;
+            pthread_mutex_unlock(&u->mu);
+            next_poll = poll ? pacer_now_ns() + ms_ns(poll) : INT64_MAX;
+        }
+        if (pending && pacer_now_ns() >= u->next_send)
+            pending = !send_all(u);
+
+        pthread_mutex_lock(&u->mu);
+        if (u->kicked) {
+            u->kicked = false;
+            pending = true;
+        }
+        if (u->stopping) {
+            /* One last try within the drain time, after any backoff that
+             * ends inside it. */
+            bool try_drain = pending && u->next_send < u->drain_deadline;
+            while (try_drain && pacer_now_ns() < u->next_send) {
+                struct timespec ts = {.tv_sec = u->next_send / 1000000000,
+                                      .tv_nsec = u->next_send % 1000000000};
+                pthread_cond_timedwait(&u->cv, &u->mu, &ts);
+            }
+            pthread_mutex_unlock(&u->mu);
+            if (try_drain)
+                send_all(u);
+            break;
+        }
+        int64_t wake = u->app ? next_poll : INT64_MAX;
+        if (pending && u->next_send < wake)
+            wake = u->next_send;
+        if (!u->kicked && pacer_now_ns() < wake) {
+            struct timespec ts;
+            int64_t w = wake == INT64_MAX ? pacer_now_ns() + ms_ns(3600000) : wake;
+            ts.tv_sec = w / 1000000000;
+            ts.tv_nsec = w % 1000000000;
+            pthread_cond_timedwait(&u->cv, &u->mu, &ts);
+        }
+        pthread_mutex_unlock(&u->mu);
+    }
+    return NULL;
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+static void read_cached_etag(uploader *u)
+{
+    if (!u->config_cache)
+        return;
+    char p[4096];
+    snprintf(p, sizeof(p), "%s.etag", u->config_cache);
+    FILE *f = fopen(p, "re");
+    if (!f)
+        return;
+    size_t n = fread(u->etag, 1, sizeof(u->etag) - 1, f);
+    u->etag[n] = '\0';
+    fclose(f);
+}
+
+static void curl_global_init_once(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+int uploader_new(const uploader_options *o, uploader **ret, char **ret_error)
+{
+    static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+    pthread_once(&curl_once, curl_global_init_once);
+    uploader *u = calloc(1, sizeof(*u));
+    if (!u)
+        return -ENOMEM;
+    u->server = strdup(o->server_url);
+    u->key = dup_or_null(o->key);
+    u->app = dup_or_null(o->app);
+    u->spool_path = strdup(o->spool_path);
+    u->config_cache = dup_or_null(o->config_cache);
+    u->on_config = o->on_config;
+    u->user_data = o->user_data;
+    u->poll_ms = o->config_poll_ms;
+    u->batch_records = o->batch_records ? o->batch_records : 500;
+    u->rand_state = (unsigned)(pacer_now_ns() ^ getpid());
+    size_t sl = u->server ? strlen(u->server) : 0;
+    while (sl && u->server[sl - 1] == '/')
+        u->server[--sl] = '\0';
+    int r = -ENOMEM;
+    if (!u->server || !u->spool_path || !(u->curl = curl_easy_init()))
+        goto fail;
+    r = spool_open(u->spool_path, 0, &u->sp, ret_error);
+    if (r < 0)
+        goto fail;
+    read_cached_etag(u);
+    pthread_mutex_init(&u->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&u->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    r = -pthread_create(&u->thread, NULL, uploader_main, u);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (r < 0) {
+        pthread_cond_destroy(&u->cv);
+        pthread_mutex_destroy(&u->mu);
+        goto fail;
+    }
+    *ret = u;
+    return 0;
+fail:
+    spool_close(u->sp);
+    if (u->curl)
+        curl_easy_cleanup(u->curl);
+    free(u->server);
+    free(u->key);
+    free(u->app);
+    free(u->spool_path);
+    free(u->config_cache);
+    free(u);
+    return r;
+}
+
+void uploader_kick(uploader *u)
+{
+    pthread_mutex_lock(&u->mu);
+    u->kicked = true;
+    pthread_cond_signal(&u->cv);
+    pthread_mutex_unlock(&u->mu);
+}
+
+void uploader_free(uploader *u, unsigned drain_ms)
+{
+    if (!u)
+        return;
+    pthread_mutex_lock(&u->mu);
+    u->stopping = true;
+    u->kicked = true;
+    u->drain_deadline = pacer_now_ns() + ms_ns(drain_ms);
+    pthread_cond_signal(&u->cv);
+    pthread_mutex_unlock(&u->mu);
+    pthread_join(u->thread, NULL);
+    spool_close(u->sp);
+    curl_easy_cleanup(u->curl);
+    pthread_cond_destroy(&u->cv);
+    pthread_mutex_destroy(&u->mu);
+    free(u->server);
+    free(u->key);
+    free(u->app);
+    free(u->spool_path);
+    free(u->config_cache);
+    free(u);
+}
+
+void uploader_get_stats(uploader *u, uploader_stats *ret)
+{
+    pthread_mutex_lock(&u->mu);
+    *ret = u->stats;
+    pthread_mutex_unlock(&u->mu);
+}

@@ -1,0 +1,261 @@
+"""Upload from the SDK side: spool → OTLP/HTTP JSON → server, against a
+scriptable HTTP peer on loopback (it answers what each test needs: 503 with
+Retry-After, 400, being down, a config with an ETag). The mapping checked is
+docs/otlp-mapping.md. pacerd itself is exercised end to end by the server
+tests."""
+import http.server
+import json
+import os
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+PACER = os.environ["PACER"]
+ROOT = os.environ["PACER_SOURCE_ROOT"]
+PROBE = os.environ["UPLOAD_PROBE"]
+SHOP = os.path.join(ROOT, "tests", "data", "shop.xml")
+EVENTS = os.path.join(ROOT, "examples", "events", "shop-events.jsonl")
+
+
+class Peer:
+    """A loopback HTTP server recording every request."""
+
+    def __init__(self):
+        self.requests = []
+        self.script = []          # statuses for the next POSTs, then 200
+        self.retry_after = None
+        self.config = None        # (etag, body) served on GET /v1/config/…
+        self.lock = threading.Lock()
+        peer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def reply(self, status, body=b"{}", headers=()):
+                self.send_response(status)
+                for k, v in headers:
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                with peer.lock:
+                    status = peer.script.pop(0) if peer.script else 200
+                    peer.requests.append({"method": "POST", "path": self.path, "time": time.monotonic(),
+                                          "headers": dict(self.headers), "body": body, "status": status})
+                hdrs = [("Retry-After", str(peer.retry_after))] if status in (429, 503) and peer.retry_after else []
+                self.reply(status, b"{}", hdrs)
+
+            def do_GET(self):
+                with peer.lock:
+                    peer.requests.append({"method": "GET", "path": self.path, "time": time.monotonic(),
+                                          "headers": dict(self.headers), "body": b""})
+                    cfg = peer.config
+                if not cfg or not self.path.startswith("/v1/config/"):
+                    return self.reply(404, b"")
+                etag, text = cfg
+                if self.headers.get("If-None-Match") == etag:
+                    return self.reply(304, b"", [("ETag", etag)])
+                self.reply(200, text.encode(), [("ETag", etag), ("Content-Type", "application/xml")])
+
+            def log_message(self, *a):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def posts(self, path="/v1/traces"):
+        with self.lock:
+            return [r for r in self.requests if r["method"] == "POST" and r["path"] == path]
+
+    def spans(self):
+        """Spans of the requests the peer accepted (2xx), as a server stores them."""
+        out = []
+        for r in self.posts():
+            if r["status"] != 200:
+                continue
+            doc = json.loads(r["body"])
+            for rs in doc["resourceSpans"]:
+                res = {a["key"]: a["value"] for a in rs["resource"]["attributes"]}
+                for ss in rs["scopeSpans"]:
+                    for sp in ss["spans"]:
+                        sp["_resource"] = res
+                        sp["_attrs"] = {a["key"]: a["value"] for a in sp["attributes"]}
+                        out.append(sp)
+        return out
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Upload(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.spool = os.path.join(self.dir.name, "spool.db")
+        self.peer = Peer()
+
+    def tearDown(self):
+        self.peer.close()
+        self.dir.cleanup()
+
+    def replay(self, server, session, events=EVENTS):
+        p = subprocess.run([PACER, "replay", "--config", SHOP, "--app", "shop", "--app-version", "2.0",
+                            "--session", session, "--server", server, "--key", "k-shop",
+                            "--spool", self.spool, events],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return [json.loads(l) for l in p.stdout.splitlines()]
+
+    def test_records_arrive_as_spans(self):
+        records = self.replay(self.peer.url, "s-one")
+        spans = self.peer.spans()
+        self.assertEqual(len(spans), len(records))
+        post = self.peer.posts()[0]
+        self.assertEqual(post["headers"]["Authorization"], "Bearer k-shop")
+        self.assertRegex(post["headers"]["X-Pacer-Batch-Id"], r"^[0-9a-f]{32}$")
+        self.assertEqual(post["headers"]["Content-Type"], "application/json")
+        home = [s for s in spans if s["name"] == "page ShopHomeWindow"]
+        self.assertEqual(len(home), 1)
+        a = home[0]["_attrs"]
+        rec = [r for r in records if r["type"] == "page" and r["page"] == "ShopHomeWindow"][0]
+        self.assertEqual(a["pacer.type"], {"stringValue": "page"})
+        self.assertEqual(a["pacer.status"], {"stringValue": "complete"})
+        self.assertEqual(a["pacer.main"], {"boolValue": True})
+        self.assertAlmostEqual(a["pacer.total_ms"]["doubleValue"], rec["total_ms"])
+        self.assertAlmostEqual(a["pacer.api_load_ms"]["doubleValue"], rec["api_load_ms"])
+        self.assertEqual(int(home[0]["startTimeUnixNano"]), rec["ts"])
+        self.assertEqual(int(home[0]["endTimeUnixNano"]) - rec["ts"], round(rec["total_ms"] * 1e6))
+        self.assertEqual([e["name"] for e in home[0]["events"]], ["api", "api"])
+        res = home[0]["_resource"]
+        self.assertEqual(res["service.name"], {"stringValue": "shop"})
+        self.assertEqual(res["service.version"], {"stringValue": "2.0"})
+        self.assertEqual(res["pacer.session"], {"stringValue": "s-one"})
+        cold = [s for s in spans if s["name"] == "startup cold"][0]
+        self.assertAlmostEqual(cold["_attrs"]["pacer.cold_ms"]["doubleValue"], 872.9)
+        self.assertEqual(cold["_attrs"]["pacer.phases.launch"], {"intValue": "1000000000"})
+        # the config service was asked for this app
+        gets = [r for r in self.peer.requests if r["method"] == "GET"]
+        self.assertTrue(any(r["path"] == "/v1/config/shop" for r in gets))
+
+    def test_server_down_then_next_run_delivers(self):
+        down = "http://127.0.0.1:%d" % free_port()
+        first = self.replay(down, "s-down")
+        self.assertEqual(self.peer.spans(), [])
+        second = self.replay(self.peer.url, "s-up")
+        spans = self.peer.spans()
+        self.assertEqual(len(spans), len(first) + len(second))
+        sessions = sorted({s["_resource"]["pacer.session"]["stringValue"] for s in spans})
+        self.assertEqual(sessions, ["s-down", "s-up"])
+        # nothing twice
+        ids = [(s["traceId"], s["spanId"]) for s in spans]
+        self.assertEqual(len(ids), len(set(ids)))
+
+    def test_retry_keeps_batch_id_and_body(self):
+        self.peer.script = [503]
+        self.peer.retry_after = 1
+        self.replay(self.peer.url, "s-retry")   # 503, and Retry-After ends after the drain? not here: 1 s < 3 s
+        posts = self.peer.posts()
+        self.assertGreaterEqual(len(posts), 2, "the 503 batch was retried")
+        self.assertEqual(posts[0]["headers"]["X-Pacer-Batch-Id"], posts[1]["headers"]["X-Pacer-Batch-Id"])
+        self.assertEqual(posts[0]["body"], posts[1]["body"])
+        # Retry-After: 1 was honoured
+        self.assertGreaterEqual(posts[1]["time"] - posts[0]["time"], 0.95)
+        # the spool is empty now: a new run sends only its own records
+        self.peer.requests.clear()
+        records = self.replay(self.peer.url, "s-after")
+        self.assertEqual(len(self.peer.spans()), len(records))
+
+    def test_refused_batch_is_dropped_not_retried(self):
+        self.peer.script = [400]
+        self.replay(self.peer.url, "s-bad")
+        self.assertEqual(len(self.peer.posts()), 1)
+        self.peer.requests.clear()
+        records = self.replay(self.peer.url, "s-next")
+        self.assertEqual(len(self.peer.spans()), len(records))
+
+    def test_backoff_in_a_long_running_app(self):
+        # the first two attempts fail (503 without Retry-After, then 500): the
+        # app keeps producing, and everything arrives once the server recovers
+        self.peer.script = [503, 500]
+        p = subprocess.run([PROBE, self.peer.url, self.spool, "probe", "pages", "20", "50"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("retries=2", p.stdout)
+        spans = self.peer.spans()
+        names = [s["_attrs"]["pacer.instance"]["intValue"] for s in spans if s["name"] == "page ProbeWindow"]
+        self.assertEqual(sorted(int(n) for n in names), list(range(1, 21)))
+        # the failed batch was resent under its id
+        posts = self.peer.posts()
+        self.assertEqual(posts[0]["headers"]["X-Pacer-Batch-Id"], posts[2]["headers"]["X-Pacer-Batch-Id"])
+
+    def test_config_from_server_applied_live_and_cached(self):
+        self.peer.config = ("\"v1\"", "<page id=\"Other\"/>")
+
+        def switch():
+            time.sleep(1.0)
+            self.peer.config = ("\"v2\"", "<pacer><page id=\"LatePage\"/>"
+                                          "<upload config-poll-ms=\"200\"/></pacer>")
+        # poll quickly from the start: the first config sets the interval
+        self.peer.config = ("\"v1\"", "<pacer><page id=\"Other\"/><upload config-poll-ms=\"200\"/></pacer>")
+        t = threading.Thread(target=switch)
+        t.start()
+        p = subprocess.run([PROBE, self.peer.url, self.spool, "cfgapp", "await", "LatePage", "20"],
+                           capture_output=True, text=True, timeout=60)
+        t.join()
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        gets = [r for r in self.peer.requests if r["method"] == "GET"]
+        self.assertTrue(any(r["headers"].get("If-None-Match") == "\"v1\"" for r in gets))
+        cache = os.path.join(self.dir.name, "config-cfgapp.xml")
+        with open(cache) as f:
+            self.assertIn("LatePage", f.read())
+        # offline start: the cached config is used without a server
+        self.peer.close()
+        self.peer = Peer()
+        down = "http://127.0.0.1:%d" % free_port()
+        p = subprocess.run([PROBE, down, self.spool, "cfgapp", "await", "LatePage", "3"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+    def test_spool_cap_drops_oldest_and_counts(self):
+        # 64 KiB cap, server down: the spool keeps the newest records only
+        events = os.path.join(self.dir.name, "many.jsonl")
+        with open(events, "w") as f:
+            for i in range(1, 1501):
+                f.write(json.dumps({"t": i * 10, "ev": "page_create", "page": i, "class": "W%04d" % i,
+                                    "kind": "window"}) + "\n")
+                f.write(json.dumps({"t": i * 10 + 5, "ev": "page_draw", "page": i}) + "\n")
+        cfg = os.path.join(self.dir.name, "cap.xml")
+        with open(cfg, "w") as f:
+            f.write("<pacer><upload spool-max-kb=\"64\"/></pacer>")
+        down = "http://127.0.0.1:%d" % free_port()
+        p = subprocess.run([PACER, "replay", "--config", cfg, "--server", down, "--spool", self.spool,
+                            "--app", "cap", events], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.replay(self.peer.url, "s-cap", events=os.path.join(ROOT, "tests", "data", "empty.jsonl"))
+        spans = self.peer.spans()
+        names = sorted(s["_attrs"]["pacer.page"]["stringValue"] for s in spans if s["name"].startswith("page W"))
+        self.assertTrue(0 < len(names) < 1500, len(names))
+        self.assertEqual(names[-1], "W1500")            # the newest kept
+        self.assertNotIn("W0001", names)                # the oldest dropped
+        dropped = int(spans[0]["_resource"]["pacer.spool.dropped"]["intValue"])
+        self.assertEqual(dropped, 1500 + 1 - len([s for s in spans if s["_resource"]["service.name"]["stringValue"] == "cap"]))
+
+
+if __name__ == "__main__":
+    unittest.main()
