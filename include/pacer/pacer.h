@@ -138,6 +138,11 @@ typedef struct pacer_stats {
 
 PACER_API void pacer_get_stats(pacer_t *p, pacer_stats *ret);
 
+/* True on pacer's own threads (the record writer, the uploader): what they
+ * do — file writes, HTTP requests through libcurl — is pacer's, and
+ * instrumentation must not record it as the application's. */
+PACER_API bool pacer_thread_is_internal(void);
+
 /* CLOCK_MONOTONIC now, in nanoseconds. */
 PACER_API int64_t pacer_now_ns(void);
 

@@ -19,6 +19,18 @@ static int64_t clock_ns(clockid_t id)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+static __thread bool internal_thread;
+
+void clock_mark_internal_thread(void)
+{
+    internal_thread = true;
+}
+
+PACER_API bool pacer_thread_is_internal(void)
+{
+    return internal_thread;
+}
+
 PACER_API int64_t pacer_now_ns(void)
 {
     return clock_ns(CLOCK_MONOTONIC);

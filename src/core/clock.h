@@ -7,6 +7,9 @@
 /* CLOCK_REALTIME now, in nanoseconds since the epoch. */
 int64_t clock_wall_ns(void);
 
+/* Marks the calling thread as one of pacer's own (pacer_thread_is_internal). */
+void clock_mark_internal_thread(void);
+
 /* Strict decimal parse of a whole string. Returns 0 or -EINVAL. */
 int parse_i64(const char *s, int64_t *ret);
 

@@ -314,6 +314,7 @@ static void fetch_config(uploader *u)
 static void *uploader_main(void *arg)
 {
     uploader *u = arg;
+    clock_mark_internal_thread();
     int64_t next_poll = 0; /* fetch the config at once */
     u->next_send = 0;      /* and send what earlier runs left */
     bool pending = true;   /* something may wait in the spool */

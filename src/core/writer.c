@@ -16,6 +16,8 @@
  */
 #include "writer.h"
 
+#include "clock.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -97,6 +99,7 @@ static bool reached(const struct timespec *now, const struct timespec *t)
 static void *writer_main(void *arg)
 {
     writer *w = arg;
+    clock_mark_internal_thread();
     struct timespec next_write, next_tick, now;
     timespec_in_ms(&next_tick, w->opts.tick_ms);
 

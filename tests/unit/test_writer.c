@@ -2,6 +2,8 @@
  * piece, flush is exact, the queue limit drops and counts, ticks run. */
 #include "writer.h"
 
+#include <pacer/pacer.h>
+
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -23,9 +25,13 @@ static writer *W;
 static atomic_int callbacks;
 static atomic_int ticks;
 
+static atomic_int not_internal;
+
 static void on_line(const char *line, size_t len, void *ud)
 {
     (void)ud;
+    if (!pacer_thread_is_internal())
+        atomic_fetch_add(&not_internal, 1);
     assert_true(len > 0 && line[len] == '\0');
     atomic_fetch_add(&callbacks, 1);
 }
@@ -88,6 +94,9 @@ static void test_many_threads(void **state)
     for (int i = 0; i < THREADS * PER_THREAD; i++)
         assert_int_equal(seen[i], 1);
     assert_int_equal(atomic_load(&callbacks), THREADS * PER_THREAD / 2);
+    /* the writer thread is marked as pacer's own; the test's are not */
+    assert_int_equal(atomic_load(&not_internal), 0);
+    assert_false(pacer_thread_is_internal());
     usleep(50000);
     assert_true(atomic_load(&ticks) > 0);
     writer_stats st;
