@@ -14,6 +14,7 @@ ninja -C "$dir" >/dev/null
 # One entry per benchmark: "title|command". Commands run from the source root.
 benchmarks=(
   "core model: cost of one event|$dir/bench/bench-model"
+  "trace: ns per traced call, pacer vs floor vs uftrace|bench/trace/run.sh $dir"
 )
 
 for b in "${benchmarks[@]}"; do

@@ -19,6 +19,7 @@ typedef struct cli_command {
 extern const cli_command cmd_config;
 extern const cli_command cmd_replay;
 extern const cli_command cmd_report;
+extern const cli_command cmd_trace;
 
 /* Prints cmd->usage to `out`. */
 void cli_usage(const cli_command *cmd, FILE *out);

@@ -1,0 +1,146 @@
+/* The chunk pool: bounded memory between the hooks and the writer thread.
+ *
+ *  - One mmap reserves the whole pool (PACER_TRACE_BUFFER_MB, default 64 MiB)
+ *    with MAP_NORESERVE: a chunk costs memory only once it is first used, and
+ *    then stays resident for reuse. Descriptors live in a static array.
+ *    The writer thread pre-faults the first 16 MiB at start, so the program
+ *    does not take a page fault every 4 KiB of events; acquire prefers the
+ *    lowest free chunk, so a writer that keeps up keeps the program in that
+ *    warm part of the pool.
+ *  - A chunk moves FREE -> FILLING (pt_chunk_acquire, by CAS on its state:
+ *    no ABA, no lock) -> FULL (pt_chunk_publish, pushed on a lock-free
+ *    stack) -> FREE (pt_chunk_release by the writer, after zeroing it).
+ *  - The writer takes the whole stack at once (exchange with NULL) and
+ *    reverses it. A thread publishes its chunks one after another, so the
+ *    reversed list keeps each thread's chunks in order.
+ *  - When every chunk is in use, acquire wakes the writer and sleeps in
+ *    100 us steps for up to ~2 s (the program slows down rather than losing
+ *    events), then gives up and the caller counts the event as lost.
+ */
+#include "runtime.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#define MAX_CHUNKS 16384u
+
+static struct pt_chunk chunks[MAX_CHUNKS];
+static unsigned n_chunks;
+static unsigned free_hint; /* atomic: a low index that was freed recently */
+static struct pt_chunk *published; /* atomic stack head */
+
+int pt_chunks_init(size_t max_bytes)
+{
+    size_t chunk_bytes = PT_CHUNK_WORDS * sizeof(uint64_t);
+    size_t n = max_bytes / chunk_bytes;
+    if (n < 4)
+        n = 4;
+    if (n > MAX_CHUNKS)
+        n = MAX_CHUNKS;
+    /* One chunk more than needed, to align the pool to the chunk size. */
+    void *raw = mmap(NULL, (n + 1) * chunk_bytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED)
+        return -errno;
+    void *mem = (void *)(((uintptr_t)raw + chunk_bytes - 1) & ~(uintptr_t)(chunk_bytes - 1));
+    for (size_t i = 0; i < n; i++) {
+        chunks[i].words = (uint64_t *)mem + i * PT_CHUNK_WORDS;
+        chunks[i].state = PT_CHUNK_FREE;
+    }
+    n_chunks = (unsigned)n;
+    return 0;
+}
+
+PT_NOINSTR static struct pt_chunk *try_acquire(void)
+{
+    unsigned start = __atomic_load_n(&free_hint, __ATOMIC_RELAXED);
+    for (unsigned k = 0; k < n_chunks; k++) {
+        unsigned i = start + k;
+        if (i >= n_chunks)
+            i -= n_chunks;
+        struct pt_chunk *c = &chunks[i];
+        uint32_t expect = PT_CHUNK_FREE;
+        if (__atomic_load_n(&c->state, __ATOMIC_RELAXED) == PT_CHUNK_FREE &&
+            __atomic_compare_exchange_n(&c->state, &expect, PT_CHUNK_FILLING, false,
+                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+            __atomic_store_n(&free_hint, i + 1 < n_chunks ? i + 1 : 0, __ATOMIC_RELAXED);
+            return c;
+        }
+    }
+    return NULL;
+}
+
+void pt_chunks_prefault(size_t bytes)
+{
+    size_t chunk_bytes = PT_CHUNK_WORDS * sizeof(uint64_t);
+    size_t n = bytes / chunk_bytes;
+    if (n > n_chunks)
+        n = n_chunks;
+    if (n == 0)
+        return;
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+    if (madvise(chunks[0].words, n * chunk_bytes, MADV_POPULATE_WRITE) == 0)
+        return;
+    /* Older kernels: touch one word per page. The pages are zero already,
+     * so writing zero changes nothing a hook could see. */
+    for (size_t i = 0; i < n; i++)
+        for (size_t w = 0; w < PT_CHUNK_WORDS; w += 4096 / sizeof(uint64_t))
+            __atomic_store_n(&chunks[i].words[w], 0, __ATOMIC_RELAXED);
+}
+
+struct pt_chunk *pt_chunk_acquire(uint32_t tid)
+{
+    struct pt_chunk *c = try_acquire();
+    for (int i = 0; !c && i < 20000; i++) {
+        pt_writer_kick();
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+        c = try_acquire();
+    }
+    if (c) {
+        c->tid = tid;
+        c->used = 0;
+        c->lost = 0;
+        c->name[0] = '\0';
+        c->next = NULL;
+    }
+    return c;
+}
+
+void pt_chunk_publish(struct pt_chunk *c, uint32_t used, uint32_t lost)
+{
+    c->used = used;
+    c->lost = lost;
+    __atomic_store_n(&c->state, PT_CHUNK_FULL, __ATOMIC_RELAXED);
+    struct pt_chunk *head = __atomic_load_n(&published, __ATOMIC_RELAXED);
+    do {
+        c->next = head;
+    } while (!__atomic_compare_exchange_n(&published, &head, c, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+}
+
+struct pt_chunk *pt_chunks_take(void)
+{
+    struct pt_chunk *list = __atomic_exchange_n(&published, NULL, __ATOMIC_ACQUIRE);
+    struct pt_chunk *rev = NULL;
+    while (list) {
+        struct pt_chunk *next = list->next;
+        list->next = rev;
+        rev = list;
+        list = next;
+    }
+    return rev;
+}
+
+void pt_chunk_release(struct pt_chunk *c)
+{
+    memset(c->words, 0, (size_t)c->used * sizeof(uint64_t));
+    c->used = 0;
+    unsigned idx = (unsigned)(c - chunks);
+    __atomic_store_n(&c->state, PT_CHUNK_FREE, __ATOMIC_RELEASE);
+    if (idx < __atomic_load_n(&free_hint, __ATOMIC_RELAXED))
+        __atomic_store_n(&free_hint, idx, __ATOMIC_RELAXED);
+}
