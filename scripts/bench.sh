@@ -15,6 +15,7 @@ ninja -C "$dir" >/dev/null
 benchmarks=(
   "core model: cost of one event|$dir/bench/bench-model"
   "trace: ns per traced call, pacer vs floor vs uftrace|bench/trace/run.sh $dir"
+  "agent: time to first frame of the demo app, with vs without the agent|bench/agent/ttff.py $dir"
 )
 
 for b in "${benchmarks[@]}"; do

@@ -20,6 +20,7 @@ extern const cli_command cmd_config;
 extern const cli_command cmd_replay;
 extern const cli_command cmd_report;
 extern const cli_command cmd_trace;
+extern const cli_command cmd_run;
 
 /* Prints cmd->usage to `out`. */
 void cli_usage(const cli_command *cmd, FILE *out);

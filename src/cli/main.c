@@ -10,6 +10,7 @@ static const cli_command *const commands[] = {
     &cmd_replay,
     &cmd_report,
     &cmd_config,
+    &cmd_run,
     &cmd_trace,
 };
 

@@ -1,0 +1,394 @@
+/* Page life cycle on GTK 4 (DESIGN §2, §3.1): which GTK moment is which
+ * page event, for windows (kind "window") and stack / notebook pages (kind
+ * "page").
+ *
+ *   event          window                          page
+ *   -------------  ------------------------------  ---------------------------------
+ *   create         GtkWindow's instance_init       its type's instance_init (types.c),
+ *                  starts (types.c)                or gtk_stack_add_named/_titled with
+ *                                                  a configured name
+ *   view_created   child set: gtk_window_set_child  gets a parent (notify::parent):
+ *                  called by the app, else         added to its stack / notebook
+ *                  notify::child
+ *   draw           after-paint of the widget's frame clock, in a frame that
+ *                  painted, while the widget is mapped (handlers connected
+ *                  on map, dropped on unmap)
+ *   select+scroll  —                               becomes the visible child of its
+ *                                                  stack (notify::visible-child; also
+ *                                                  AdwViewStack) or the current page
+ *                                                  of its notebook (switch-page)
+ *   destroy        leaves gtk_window_get_toplevels() ("destroy" signal)
+ *                  or "destroy"
+ *
+ * Draw events are thinned at the source: a page reports its first draw and
+ * then one draw after each request end anywhere in the process
+ * (agent_net_epoch), which is all the model uses (initial draw, final draw =
+ * first draw after the page's APIs ended). An idle app with a spinner thus
+ * sends no event per frame.
+ *
+ * State: one `page` per instance, attached as qdata and freed with the
+ * object (page_free also drops every handler on other objects). All of it
+ * runs on the GTK thread.
+ */
+#include "agent.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct page {
+    GObject *obj; /* not a reference: the page lives as long as obj */
+    bool window;
+    bool view_created;
+    bool destroyed;
+    bool drawn;
+    bool painted;
+    bool visible; /* visible child of its container (pages) */
+    bool in_toplevels;
+    uint64_t drawn_epoch;
+    uint64_t paint_epoch;
+    GdkFrameClock *clock; /* a reference while the handlers are connected */
+    gulong paint_id, after_paint_id;
+    GObject *container; /* weak pointer: stack or notebook */
+    gulong container_id;
+    struct page *next_window;
+} page;
+
+static GQuark page_quark;
+static page *windows; /* window pages, for the toplevel list check */
+static bool toplevels_watched;
+
+static page *page_of(gpointer obj)
+{
+    return obj && page_quark ? g_object_get_qdata(obj, page_quark) : NULL;
+}
+
+static void submit_page(pacer_event_type type, page *pg, const char *class_name)
+{
+    pacer_event ev = {
+        .type = type,
+        .t_ns = pacer_now_ns(),
+        .page = (uint64_t)(uintptr_t)pg->obj,
+        .class_name = class_name,
+        .kind = pg->window ? PACER_PAGE_WINDOW : PACER_PAGE_PAGE,
+    };
+    agent_submit(&ev);
+}
+
+/* ---- draws ---- */
+
+static void on_paint(GdkFrameClock *clock, gpointer data)
+{
+    page *pg = data;
+    pg->painted = true;
+    pg->paint_epoch = atomic_load(&agent_net_epoch);
+}
+
+static void on_after_paint(GdkFrameClock *clock, gpointer data)
+{
+    page *pg = data;
+    if (!pg->painted || pg->destroyed)
+        return;
+    pg->painted = false;
+    if (!gtk_widget_get_mapped(GTK_WIDGET(pg->obj)))
+        return;
+    if (pg->drawn && pg->drawn_epoch == pg->paint_epoch)
+        return;
+    pg->drawn = true;
+    pg->drawn_epoch = pg->paint_epoch;
+    agent_in_hook++;
+    submit_page(PACER_EV_PAGE_DRAW, pg, NULL);
+    agent_in_hook--;
+}
+
+static void clock_disconnect(page *pg)
+{
+    if (!pg->clock)
+        return;
+    g_signal_handler_disconnect(pg->clock, pg->paint_id);
+    g_signal_handler_disconnect(pg->clock, pg->after_paint_id);
+    g_object_unref(pg->clock);
+    pg->clock = NULL;
+}
+
+static void on_map(GtkWidget *w, gpointer data)
+{
+    page *pg = data;
+    if (pg->destroyed || pg->clock)
+        return;
+    GdkFrameClock *clock = gtk_widget_get_frame_clock(w);
+    if (!clock)
+        return;
+    pg->clock = g_object_ref(clock);
+    pg->paint_id = g_signal_connect_data(clock, "paint", G_CALLBACK(on_paint), pg, NULL, 0);
+    pg->after_paint_id = g_signal_connect_data(clock, "after-paint", G_CALLBACK(on_after_paint), pg, NULL, 0);
+}
+
+static void on_unmap(GtkWidget *w, gpointer data)
+{
+    clock_disconnect(data);
+}
+
+/* ---- destroy ---- */
+
+static void page_gone(page *pg)
+{
+    if (pg->destroyed)
+        return;
+    pg->destroyed = true;
+    clock_disconnect(pg);
+    agent_in_hook++;
+    submit_page(PACER_EV_PAGE_DESTROY, pg, NULL);
+    agent_in_hook--;
+}
+
+static void on_destroy(GtkWidget *w, gpointer data)
+{
+    page_gone(data);
+}
+
+/* gtk_window_destroy() drops GTK's reference and removes the window from
+ * the toplevel list, but the "destroy" signal waits for the last reference
+ * (which the app may hold): leaving the list is the reliable moment. */
+static void on_toplevels_changed(GListModel *list, guint pos, guint removed, guint added, gpointer data)
+{
+    guint n = g_list_model_get_n_items(list);
+    for (page *pg = windows; pg; pg = pg->next_window) {
+        if (pg->destroyed)
+            continue;
+        bool present = false;
+        for (guint i = 0; i < n && !present; i++) {
+            gpointer item = g_list_model_get_item(list, i);
+            present = item == (gpointer)pg->obj;
+            if (item)
+                g_object_unref(item);
+        }
+        if (present)
+            pg->in_toplevels = true;
+        else if (pg->in_toplevels)
+            page_gone(pg);
+    }
+}
+
+/* ---- selection (pages in a stack or notebook) ---- */
+
+static bool is_inside(GtkWidget *w, GObject *ancestor_or_self, GObject *stop)
+{
+    for (int depth = 0; w && depth < 8; depth++, w = gtk_widget_get_parent(w)) {
+        if ((GObject *)w == ancestor_or_self)
+            return true;
+        if ((GObject *)w == stop)
+            break;
+    }
+    return false;
+}
+
+static void set_visible(page *pg, bool visible)
+{
+    if (visible && !pg->visible && !pg->destroyed) {
+        agent_in_hook++;
+        submit_page(PACER_EV_PAGE_SELECT, pg, NULL);
+        /* A stack or notebook shows the page at once: being scrolled to is
+         * the same moment as being selected (DESIGN §2). */
+        submit_page(PACER_EV_PAGE_SCROLL, pg, NULL);
+        agent_in_hook--;
+    }
+    pg->visible = visible;
+}
+
+static void on_visible_child(GObject *stack, GParamSpec *pspec, gpointer data)
+{
+    page *pg = data;
+    GtkWidget *vc = NULL;
+    g_object_get(stack, "visible-child", &vc, NULL);
+    set_visible(pg, vc && is_inside(GTK_WIDGET(pg->obj), (GObject *)vc, stack));
+    if (vc)
+        g_object_unref(vc);
+}
+
+static void on_switch_page(GtkNotebook *nb, GtkWidget *child, guint num, gpointer data)
+{
+    page *pg = data;
+    set_visible(pg, child && is_inside(GTK_WIDGET(pg->obj), (GObject *)child, (GObject *)nb));
+}
+
+static void container_disconnect(page *pg)
+{
+    if (!pg->container)
+        return;
+    g_signal_handler_disconnect(pg->container, pg->container_id);
+    g_object_remove_weak_pointer(pg->container, (gpointer *)&pg->container);
+    pg->container = NULL;
+}
+
+/* Finds the stack (anything with a "visible-child" property: GtkStack,
+ * AdwViewStack) or notebook the page sits in, a few levels up. */
+static void container_connect(page *pg)
+{
+    GType notebook = gtk_notebook_get_type ? gtk_notebook_get_type() : 0;
+    GtkWidget *w = gtk_widget_get_parent(GTK_WIDGET(pg->obj));
+    for (int depth = 0; w && depth < 4; depth++, w = gtk_widget_get_parent(w)) {
+        GObject *o = (GObject *)w;
+        if (o == pg->container)
+            return;
+        bool is_stack = g_object_class_find_property(G_OBJECT_GET_CLASS(o), "visible-child") != NULL;
+        bool is_notebook = notebook && g_type_is_a(G_OBJECT_TYPE(o), notebook);
+        if (!is_stack && !is_notebook)
+            continue;
+        container_disconnect(pg);
+        pg->container = o;
+        g_object_add_weak_pointer(o, (gpointer *)&pg->container);
+        if (is_stack) {
+            pg->container_id =
+                g_signal_connect_data(o, "notify::visible-child", G_CALLBACK(on_visible_child), pg, NULL, 0);
+            on_visible_child(o, NULL, pg);
+        } else {
+            pg->container_id = g_signal_connect_data(o, "switch-page", G_CALLBACK(on_switch_page), pg, NULL, 0);
+        }
+        return;
+    }
+}
+
+/* ---- view created ---- */
+
+static void view_created(page *pg)
+{
+    if (pg->view_created || pg->destroyed)
+        return;
+    pg->view_created = true;
+    submit_page(PACER_EV_PAGE_VIEW_CREATED, pg, NULL);
+}
+
+static void on_child_notify(GObject *win, GParamSpec *pspec, gpointer data)
+{
+    if (gtk_window_get_child(GTK_WINDOW(win)))
+        view_created(data);
+}
+
+static void on_parent_notify(GObject *w, GParamSpec *pspec, gpointer data)
+{
+    page *pg = data;
+    if (!gtk_widget_get_parent(GTK_WIDGET(w)))
+        return;
+    agent_in_hook++;
+    view_created(pg);
+    container_connect(pg);
+    agent_in_hook--;
+}
+
+/* ---- creation ---- */
+
+static void page_free(gpointer data)
+{
+    page *pg = data;
+    clock_disconnect(pg);
+    container_disconnect(pg);
+    for (page **it = &windows; *it; it = &(*it)->next_window) {
+        if (*it == pg) {
+            *it = pg->next_window;
+            break;
+        }
+    }
+    free(pg);
+}
+
+static void page_track(GObject *obj, const char *class_name, bool window)
+{
+    if (!page_quark)
+        page_quark = g_quark_from_static_string("pacer-agent-page");
+    if (page_of(obj))
+        return;
+    page *pg = calloc(1, sizeof(*pg));
+    if (!pg) {
+        agent_note_once("oom", "out of memory; some pages are not measured");
+        return;
+    }
+    pg->obj = obj;
+    pg->window = window;
+    submit_page(PACER_EV_PAGE_CREATE, pg, class_name);
+    g_object_set_qdata_full(obj, page_quark, pg, page_free);
+    g_signal_connect_data(obj, "map", G_CALLBACK(on_map), pg, NULL, 0);
+    g_signal_connect_data(obj, "unmap", G_CALLBACK(on_unmap), pg, NULL, 0);
+    g_signal_connect_data(obj, "destroy", G_CALLBACK(on_destroy), pg, NULL, 0);
+    if (window) {
+        g_signal_connect_data(obj, "notify::child", G_CALLBACK(on_child_notify), pg, NULL, 0);
+        pg->next_window = windows;
+        windows = pg;
+        if (!toplevels_watched) {
+            toplevels_watched = true;
+            g_signal_connect_data(gtk_window_get_toplevels(), "items-changed", G_CALLBACK(on_toplevels_changed),
+                                  NULL, NULL, 0);
+        }
+    } else {
+        g_signal_connect_data(obj, "notify::parent", G_CALLBACK(on_parent_notify), pg, NULL, 0);
+    }
+}
+
+void pages_on_construct(GTypeInstance *instance, gpointer klass, bool window)
+{
+    start_install(); /* normally done at main(); a no-op then */
+    page_track((GObject *)instance, g_type_name(G_TYPE_FROM_CLASS(klass)), window);
+}
+
+void pages_on_window_child(GtkWindow *window)
+{
+    page *pg = page_of(window);
+    if (pg && gtk_window_get_child(window))
+        view_created(pg);
+}
+
+void pages_on_stack_add(GtkStack *stack, GtkWidget *child, const char *name)
+{
+    pacer_config *cfg = agent_config();
+    if (!name || !cfg || !child || page_of(child) || pacer_config_find_page(cfg, name) < 0)
+        return;
+    /* Configured by its stack page name: created when it is added. */
+    page_track((GObject *)child, name, false);
+}
+
+/* ---- GTK calls made by the application (GTK's own calls are bound
+ * inside libgtk and never come here; the signals above cover them). ---- */
+
+typedef void (*set_child_fn)(GtkWindow *, GtkWidget *);
+typedef GtkStackPage *(*add_named_fn)(GtkStack *, GtkWidget *, const char *);
+typedef GtkStackPage *(*add_titled_fn)(GtkStack *, GtkWidget *, const char *, const char *);
+static set_child_fn real_gtk_window_set_child;
+static add_named_fn real_gtk_stack_add_named;
+static add_titled_fn real_gtk_stack_add_titled;
+
+AGENT_EXPORT void gtk_window_set_child(GtkWindow *window, GtkWidget *child)
+{
+    if (!real_gtk_window_set_child)
+        real_gtk_window_set_child = (set_child_fn)dlsym(RTLD_NEXT, "gtk_window_set_child");
+    real_gtk_window_set_child(window, child);
+    if (!agent_in_hook && agent_active() && agent_on_gtk_thread()) {
+        agent_in_hook++;
+        pages_on_window_child(window);
+        agent_in_hook--;
+    }
+}
+
+AGENT_EXPORT GtkStackPage *gtk_stack_add_named(GtkStack *stack, GtkWidget *child, const char *name)
+{
+    if (!real_gtk_stack_add_named)
+        real_gtk_stack_add_named = (add_named_fn)dlsym(RTLD_NEXT, "gtk_stack_add_named");
+    if (!agent_in_hook && agent_active() && agent_on_gtk_thread()) {
+        agent_in_hook++;
+        pages_on_stack_add(stack, child, name);
+        agent_in_hook--;
+    }
+    return real_gtk_stack_add_named(stack, child, name);
+}
+
+AGENT_EXPORT GtkStackPage *gtk_stack_add_titled(GtkStack *stack, GtkWidget *child, const char *name,
+                                                const char *title)
+{
+    if (!real_gtk_stack_add_titled)
+        real_gtk_stack_add_titled = (add_titled_fn)dlsym(RTLD_NEXT, "gtk_stack_add_titled");
+    if (!agent_in_hook && agent_active() && agent_on_gtk_thread()) {
+        agent_in_hook++;
+        pages_on_stack_add(stack, child, name);
+        agent_in_hook--;
+    }
+    return real_gtk_stack_add_titled(stack, child, name, title);
+}

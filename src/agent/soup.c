@@ -1,0 +1,234 @@
+/* libsoup-3.0 requests, whichever way the app sends them (send, send_async,
+ * send_and_read, send_and_read_async, splice, websockets): every path
+ * queues the message on its session, and every message finishes.
+ *
+ *   start  emission hook on SoupSession::request-queued (emitted inside the
+ *          send call, on the caller's thread — so a request a page starts in
+ *          its own init is seen while that init runs);
+ *   end    emission hook on SoupMessage::finished (after the body was read,
+ *          before the app's callback runs); SoupSession::request-unqueued
+ *          ends a request that never finished (should not happen).
+ *
+ * Emission hooks are per signal, not per object: nothing is connected to
+ * the app's sessions or messages. The agent sets SOUP_MESSAGE_COLLECT_METRICS
+ * on each queued message so the `net` record has DNS / connect / TLS /
+ * first-byte times and byte counts; it changes nothing else on the message.
+ * Per-request state rides on the message as qdata.
+ *
+ * Only libsoup-3.0 is supported; a program using libsoup-2.4 is told once.
+ * libsoup functions are looked up with dlsym when libsoup-3.0 is loaded.
+ */
+#include "agent.h"
+
+#include <libsoup/soup.h>
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct req {
+    char *url;
+    int64_t t_start;
+    bool ended;
+} req;
+
+static struct {
+    GType (*session_get_type)(void);
+    GType (*message_get_type)(void);
+    GUri *(*get_uri)(SoupMessage *);
+    const char *(*get_method)(SoupMessage *);
+    guint (*get_status)(SoupMessage *);
+    const char *(*get_reason_phrase)(SoupMessage *);
+    void (*add_flags)(SoupMessage *, SoupMessageFlags);
+    SoupMessageMetrics *(*get_metrics)(SoupMessage *);
+    SoupMessageHeaders *(*get_response_headers)(SoupMessage *);
+    const char *(*headers_get_content_type)(SoupMessageHeaders *, GHashTable **);
+    guint64 (*m_dns_start)(SoupMessageMetrics *), (*m_dns_end)(SoupMessageMetrics *);
+    guint64 (*m_connect_start)(SoupMessageMetrics *), (*m_connect_end)(SoupMessageMetrics *);
+    guint64 (*m_tls_start)(SoupMessageMetrics *);
+    guint64 (*m_response_start)(SoupMessageMetrics *), (*m_response_end)(SoupMessageMetrics *);
+    guint64 (*m_req_header_bytes)(SoupMessageMetrics *), (*m_req_body_bytes)(SoupMessageMetrics *);
+    guint64 (*m_resp_header_bytes)(SoupMessageMetrics *), (*m_resp_body_bytes)(SoupMessageMetrics *);
+} S;
+
+static GQuark req_quark;
+
+static void req_free(gpointer data)
+{
+    req *r = data;
+    free(r->url);
+    free(r);
+}
+
+static int64_t us_span_ns(guint64 from_us, guint64 to_us)
+{
+    if (!from_us || !to_us || to_us < from_us)
+        return 0; /* phase did not happen: reused connection, plain HTTP */
+    return (int64_t)(to_us - from_us) * 1000;
+}
+
+static void request_done(SoupMessage *msg, req *r, const char *error)
+{
+    r->ended = true;
+    int64_t t_end = pacer_now_ns();
+    int status = (int)S.get_status(msg);
+    net_request_end(r->url, msg, status, t_end);
+
+    net_info n = {
+        .lib = "soup",
+        .method = S.get_method(msg),
+        .url = r->url,
+        .status = status,
+        .bytes_sent = -1,
+        .bytes_received = -1,
+        .body_received = -1,
+        .dns_ns = -1,
+        .connect_ns = -1,
+        .tls_ns = -1,
+        .first_byte_ns = -1,
+        .total_ns = t_end - r->t_start,
+        .error = error,
+    };
+    SoupMessageHeaders *h = S.get_response_headers(msg);
+    if (h && status > 0)
+        n.content_type = S.headers_get_content_type(h, NULL);
+    if (!n.error && status <= 0) {
+        const char *reason = S.get_reason_phrase(msg);
+        n.error = reason && *reason ? reason : "transport failure";
+    }
+    SoupMessageMetrics *m = S.get_metrics(msg);
+    if (m) {
+        guint64 tls = S.m_tls_start(m);
+        guint64 connect_end = S.m_connect_end(m);
+        n.dns_ns = us_span_ns(S.m_dns_start(m), S.m_dns_end(m));
+        n.connect_ns = us_span_ns(S.m_connect_start(m), tls ? tls : connect_end);
+        n.tls_ns = us_span_ns(tls, connect_end);
+        guint64 start_us = (guint64)(r->t_start / 1000);
+        if (S.m_response_start(m))
+            n.first_byte_ns = us_span_ns(start_us, S.m_response_start(m));
+        if (S.m_response_end(m))
+            n.total_ns = us_span_ns(start_us, S.m_response_end(m));
+        n.bytes_sent = (int64_t)(S.m_req_header_bytes(m) + S.m_req_body_bytes(m));
+        n.body_received = (int64_t)S.m_resp_body_bytes(m);
+        n.bytes_received = (int64_t)S.m_resp_header_bytes(m) + n.body_received;
+    }
+    net_emit(&n);
+}
+
+static gboolean on_request_queued(GSignalInvocationHint *hint, guint n, const GValue *params, gpointer data)
+{
+    if (!agent_active() || agent_in_hook || n < 2)
+        return TRUE;
+    SoupMessage *msg = g_value_get_object(&params[1]);
+    if (!msg)
+        return TRUE;
+    agent_in_hook++;
+    req *r = g_object_get_qdata((GObject *)msg, req_quark);
+    if (!r || r->ended) {
+        /* A new request, or the app sending the same message again. */
+        r = calloc(1, sizeof(*r));
+        char *url = r ? g_uri_to_string_partial(S.get_uri(msg), G_URI_HIDE_PASSWORD | G_URI_HIDE_AUTH_PARAMS) : NULL;
+        if (r && url) {
+            r->url = strdup(url);
+            r->t_start = pacer_now_ns();
+            g_object_set_qdata_full((GObject *)msg, req_quark, r, req_free);
+            S.add_flags(msg, SOUP_MESSAGE_COLLECT_METRICS);
+            net_request_start(r->url, msg, r->t_start);
+        } else {
+            free(r);
+        }
+        g_free(url);
+    }
+    agent_in_hook--;
+    return TRUE;
+}
+
+static gboolean on_finished(GSignalInvocationHint *hint, guint n, const GValue *params, gpointer data)
+{
+    if (!agent_active() || agent_in_hook || n < 1)
+        return TRUE;
+    SoupMessage *msg = g_value_get_object(&params[0]);
+    req *r = msg ? g_object_get_qdata((GObject *)msg, req_quark) : NULL;
+    if (r && !r->ended && r->url) {
+        agent_in_hook++;
+        request_done(msg, r, NULL);
+        agent_in_hook--;
+    }
+    return TRUE;
+}
+
+static gboolean on_request_unqueued(GSignalInvocationHint *hint, guint n, const GValue *params, gpointer data)
+{
+    if (!agent_active() || agent_in_hook || n < 2)
+        return TRUE;
+    SoupMessage *msg = g_value_get_object(&params[1]);
+    req *r = msg ? g_object_get_qdata((GObject *)msg, req_quark) : NULL;
+    if (r && !r->ended && r->url) {
+        agent_in_hook++;
+        request_done(msg, r, "unqueued before it finished");
+        agent_in_hook--;
+    }
+    return TRUE;
+}
+
+#define RESOLVE(field, name)                              \
+    do {                                                  \
+        *(void **)&S.field = dlsym(RTLD_DEFAULT, name);   \
+        if (!S.field)                                     \
+            missing = name;                               \
+    } while (0)
+
+void soup_install(void)
+{
+    void *h = dlopen("libsoup-3.0.so.0", RTLD_LAZY | RTLD_NOLOAD);
+    if (!h) {
+        void *old = dlopen("libsoup-2.4.so.1", RTLD_LAZY | RTLD_NOLOAD);
+        if (old) {
+            dlclose(old);
+            agent_note_once("soup2", "libsoup-2.4 is not supported; its requests are not measured");
+        }
+        return;
+    }
+    dlclose(h); /* the program keeps it loaded */
+    const char *missing = NULL;
+    RESOLVE(session_get_type, "soup_session_get_type");
+    RESOLVE(message_get_type, "soup_message_get_type");
+    RESOLVE(get_uri, "soup_message_get_uri");
+    RESOLVE(get_method, "soup_message_get_method");
+    RESOLVE(get_status, "soup_message_get_status");
+    RESOLVE(get_reason_phrase, "soup_message_get_reason_phrase");
+    RESOLVE(add_flags, "soup_message_add_flags");
+    RESOLVE(get_metrics, "soup_message_get_metrics");
+    RESOLVE(get_response_headers, "soup_message_get_response_headers");
+    RESOLVE(headers_get_content_type, "soup_message_headers_get_content_type");
+    RESOLVE(m_dns_start, "soup_message_metrics_get_dns_start");
+    RESOLVE(m_dns_end, "soup_message_metrics_get_dns_end");
+    RESOLVE(m_connect_start, "soup_message_metrics_get_connect_start");
+    RESOLVE(m_connect_end, "soup_message_metrics_get_connect_end");
+    RESOLVE(m_tls_start, "soup_message_metrics_get_tls_start");
+    RESOLVE(m_response_start, "soup_message_metrics_get_response_start");
+    RESOLVE(m_response_end, "soup_message_metrics_get_response_end");
+    RESOLVE(m_req_header_bytes, "soup_message_metrics_get_request_header_bytes_sent");
+    RESOLVE(m_req_body_bytes, "soup_message_metrics_get_request_body_bytes_sent");
+    RESOLVE(m_resp_header_bytes, "soup_message_metrics_get_response_header_bytes_received");
+    RESOLVE(m_resp_body_bytes, "soup_message_metrics_get_response_body_bytes_received");
+    if (missing || !g_uri_to_string_partial) {
+        agent_note_once("soup", "libsoup-3.0 lacks %s; requests are not measured", missing ? missing : "GUri");
+        return;
+    }
+    req_quark = g_quark_from_static_string("pacer-agent-request");
+    GType session = S.session_get_type(), message = S.message_get_type();
+    g_type_class_ref(session); /* signals exist once the classes do */
+    g_type_class_ref(message);
+    guint queued = g_signal_lookup("request-queued", session);
+    guint unqueued = g_signal_lookup("request-unqueued", session);
+    guint finished = g_signal_lookup("finished", message);
+    if (!queued || !finished) {
+        agent_note_once("soup", "libsoup-3.0 has no request-queued/finished signal; requests are not measured");
+        return;
+    }
+    g_signal_add_emission_hook(queued, 0, on_request_queued, NULL, NULL);
+    g_signal_add_emission_hook(finished, 0, on_finished, NULL, NULL);
+    if (unqueued)
+        g_signal_add_emission_hook(unqueued, 0, on_request_unqueued, NULL, NULL);
+}

@@ -1,0 +1,125 @@
+"""Shared harness of the agent tests: a private Xvfb display, the demo API
+server on a free port, `pacer run` of a program, and reading its records.
+
+Paths come from the environment set in tests/agent/meson.build: PACER,
+SHOP_APP, SHOP_API_SERVER, SHOP_CONFIG. Tests that need Xvfb skip (meson
+exit code 77) when it is missing.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+PACER = os.environ["PACER"]
+SHOP_APP = os.environ["SHOP_APP"]
+SHOP_API_SERVER = os.environ["SHOP_API_SERVER"]
+SHOP_CONFIG = os.environ["SHOP_CONFIG"]
+
+# A headless session has no D-Bus session bus: without this, GIO's proxy
+# lookup for the first request may wait on D-Bus activation (seen: 1 s),
+# which is real time the agent would rightly report, but not the ground
+# truth the tests compare against (the server's delays).
+APP_ENV = {"GIO_USE_PROXY_RESOLVER": "dummy", "NO_AT_BRIDGE": "1"}
+
+
+def skip_unless(ok, why):
+    """Skips (meson's exit 77) on a developer machine without Xvfb; in CI,
+    where the install script provides it, its absence is a failure."""
+    if not ok:
+        if os.environ.get("CI"):
+            print("FAIL:", why)
+            sys.exit(1)
+        print("SKIP:", why)
+        sys.exit(77)
+
+
+class Xvfb:
+    """A private X server; .display is ":N"."""
+
+    def __enter__(self):
+        skip_unless(shutil.which("Xvfb"), "Xvfb is not installed")
+        r, w = os.pipe()
+        self.proc = subprocess.Popen(
+            ["Xvfb", "-displayfd", str(w), "-screen", "0", "1024x768x24", "-nolisten", "tcp"],
+            pass_fds=(w,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(w)
+        buf = b""
+        deadline = time.monotonic() + 30
+        while not buf.endswith(b"\n") and time.monotonic() < deadline:
+            chunk = os.read(r, 16)
+            if not chunk:
+                break
+            buf += chunk
+        os.close(r)
+        if not buf.strip():
+            self.proc.kill()
+            raise RuntimeError("Xvfb did not start")
+        self.display = ":" + buf.decode().strip()
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+class ApiServer:
+    """The demo API server with per-path delays; .base is its URL."""
+
+    def __init__(self, delays):
+        self.delays = delays
+
+    def __enter__(self):
+        args = [SHOP_API_SERVER, "--port", "0", "--quiet"]
+        for path, ms in self.delays.items():
+            args += ["--delay", "%s=%d" % (path, ms)]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if "listening on " not in line:
+            self.proc.kill()
+            raise RuntimeError("API server did not start: %r" % line)
+        self.base = line.split("listening on ", 1)[1].strip()
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def read_jsonl(path):
+    if not os.path.exists(path):
+        return []
+    out = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                out.append(json.loads(line))
+    return out
+
+
+def pacer_run(display, program, args=(), config=None, timeout=60, extra_env=None, workdir=None):
+    """Runs PROGRAM under `pacer run` to completion. Returns
+    (returncode, records, events, stderr)."""
+    workdir = workdir or tempfile.mkdtemp(prefix="pacer-agent-test-")
+    out = os.path.join(workdir, "records.jsonl")
+    raw = os.path.join(workdir, "events.jsonl")
+    cmd = [PACER, "run", "--out", out, "--raw-events", raw]
+    if config:
+        cmd += ["--config", config]
+    cmd += ["--", program] + list(args)
+    env = dict(os.environ, DISPLAY=display, **APP_ENV, **(extra_env or {}))
+    env.pop("WAYLAND_DISPLAY", None)
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=timeout)
+    return p.returncode, read_jsonl(out), read_jsonl(raw), p.stderr
+
+
+def of_type(records, t, **match):
+    return [r for r in records if r.get("type") == t and all(r.get(k) == v for k, v in match.items())]
