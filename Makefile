@@ -1,7 +1,7 @@
 # pacer — entry points. `make test` is what CI runs.
 BUILD ?= build
 
-.PHONY: all deps build test demo bench install clean
+.PHONY: all deps build test demo demo-replay bench install clean
 
 all: build
 
@@ -15,7 +15,13 @@ build: deps
 test: deps
 	@scripts/run-tests.sh
 
+# The demo shop app, unmodified, under `pacer run` against the demo API
+# server (on Xvfb when there is no display), then `pacer report`.
 demo: build
+	@scripts/demo-app.sh $(BUILD)
+
+# The same report from a recorded session, without GTK or a display.
+demo-replay: build
 	@scripts/demo.sh $(BUILD)
 
 bench: deps

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The live demo (issue 3; what `make demo` becomes): starts the demo API
+# make demo: starts the demo API
 # server with known delays, runs the unmodified GTK4 shop app under
 # `pacer run` — on a virtual X display (Xvfb) when there is no display —
 # lets it close itself, and prints `pacer report` of its records plus the

@@ -12,10 +12,17 @@ packages=(
   libcmocka-dev clang libclang-rt-14-dev python3
   # agent, demo app and its tests
   libglib2.0-dev libgtk-4-dev libsoup-3.0-dev libmicrohttpd-dev
-  xvfb xauth gtk-4-examples
+  xvfb xauth dbus-daemon gtk-4-examples
   # function tracing: symbols, compression, the peer benchmarked against
   libelf-dev libdw-dev libzstd-dev uftrace
+  # pacerd: storage
+  libsqlite3-dev
 )
+# node + npm run the OpenTelemetry client test of pacerd. Debian's nodejs is
+# installed only when no node is present (a node from elsewhere is kept).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -23,7 +30,18 @@ for p in "${packages[@]}"; do
   [ "$status" = "installed" ] || missing+=("$p")
 done
 
+# The OpenTelemetry JS client pacerd's tests export with, pinned by its
+# package-lock.json (npm registry).
+npm_deps() {
+  if [ ! -d tests/server/otel/node_modules ] && command -v npm >/dev/null; then
+    echo "install-deps: npm ci --prefix tests/server/otel"
+    npm ci --prefix tests/server/otel --no-audit --no-fund >/dev/null
+  fi
+}
+cd "$(dirname "$0")/.."
+
 if [ ${#missing[@]} -eq 0 ]; then
+  npm_deps
   exit 0
 fi
 
@@ -36,4 +54,5 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+npm_deps
 echo "install-deps: done"

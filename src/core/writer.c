@@ -5,7 +5,9 @@
  * own every WRITER_LATENCY_MS (so a record reaches the file within that
  * time), or earlier when WRITER_WAKE_BATCH lines are waiting, a flush is
  * requested or the writer stops. It takes the whole list at once, writes it
- * with stdio (one fflush per batch) and calls the record callback.
+ * with one write(2) per file and batch (no stdio buffer: a child that
+ * forks from the app and calls exit() has nothing of ours to flush twice)
+ * and calls the record callback.
  *
  * Sequence numbers make flush exact: `pushed` counts lines queued, `done`
  * lines written or failed by the thread; writer_flush() waits for done ≥ the
@@ -17,6 +19,10 @@
 #include "writer.h"
 
 #include "clock.h"
+#include "json_out.h"
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <errno.h>
 #include <pthread.h>
@@ -47,9 +53,9 @@ struct writer {
     bool stopping;
     bool flush_requested;
 
-    FILE *records;
-    bool records_is_stdout;
-    FILE *events;
+    int records_fd;         /* -1: none */
+    bool records_owned;     /* false for stdout */
+    int events_fd;          /* -1: none */
     writer_options opts;
 
     uint64_t written, dropped, errors; /* under mu */
@@ -66,28 +72,43 @@ static void timespec_in_ms(struct timespec *ts, unsigned ms)
     }
 }
 
+static bool write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t k = write(fd, p, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return false;
+        p += k;
+        n -= (size_t)k;
+    }
+    return true;
+}
+
 /* Writes a batch; returns the number of lines that failed. */
 static uint64_t write_batch(writer *w, wline *batch)
 {
-    uint64_t errors = 0;
-    bool wrote_records = false, wrote_events = false;
+    jbuf out[2];
+    uint64_t lines[2] = {0, 0}, errors = 0;
+    int fds[2] = {w->records_fd, w->events_fd};
+    jbuf_init(&out[0]);
+    jbuf_init(&out[1]);
     for (wline *l = batch; l; l = l->next) {
-        FILE *f = l->stream == WRITER_RECORD ? w->records : w->events;
-        if (f) {
-            if (fwrite(l->text, 1, l->len, f) != l->len || fputc('\n', f) == EOF)
-                errors++;
-            if (l->stream == WRITER_RECORD)
-                wrote_records = true;
-            else
-                wrote_events = true;
+        int s = l->stream == WRITER_RECORD ? 0 : 1;
+        if (fds[s] >= 0) {
+            jbuf_raw(&out[s], l->text, l->len);
+            jbuf_raw(&out[s], "\n", 1);
+            lines[s]++;
         }
         if (l->stream == WRITER_RECORD && w->opts.on_record)
             w->opts.on_record(l->text, l->len, w->opts.user_data);
     }
-    if (wrote_records && fflush(w->records) != 0)
-        errors++;
-    if (wrote_events && fflush(w->events) != 0)
-        errors++;
+    for (int s = 0; s < 2; s++) {
+        if (lines[s] && (out[s].failed || !write_all(fds[s], out[s].data, out[s].len)))
+            errors += lines[s];
+        jbuf_free(&out[s]);
+    }
     return errors;
 }
 
@@ -148,12 +169,9 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-static FILE *open_append(const char *path)
+static int open_append(const char *path)
 {
-    FILE *f = fopen(path, "ae");
-    if (f)
-        setvbuf(f, NULL, _IOFBF, 1 << 16);
-    return f;
+    return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 }
 
 int writer_new(const writer_options *opts, writer **ret, const char **ret_path_failed)
@@ -167,12 +185,14 @@ int writer_new(const writer_options *opts, writer **ret, const char **ret_path_f
     if (!w->opts.on_tick)
         w->opts.tick_ms = 0;
     int r;
+    w->records_fd = w->events_fd = -1;
     if (opts->records_path && strcmp(opts->records_path, "-") == 0) {
-        w->records = stdout;
-        w->records_is_stdout = true;
+        fflush(stdout);
+        w->records_fd = STDOUT_FILENO;
     } else if (opts->records_path) {
-        w->records = open_append(opts->records_path);
-        if (!w->records) {
+        w->records_owned = true;
+        w->records_fd = open_append(opts->records_path);
+        if (w->records_fd < 0) {
             r = -errno;
             if (ret_path_failed)
                 *ret_path_failed = opts->records_path;
@@ -180,8 +200,8 @@ int writer_new(const writer_options *opts, writer **ret, const char **ret_path_f
         }
     }
     if (opts->events_path) {
-        w->events = open_append(opts->events_path);
-        if (!w->events) {
+        w->events_fd = open_append(opts->events_path);
+        if (w->events_fd < 0) {
             r = -errno;
             if (ret_path_failed)
                 *ret_path_failed = opts->events_path;
@@ -211,10 +231,10 @@ int writer_new(const writer_options *opts, writer **ret, const char **ret_path_f
     *ret = w;
     return 0;
 fail:
-    if (w->records && !w->records_is_stdout)
-        fclose(w->records);
-    if (w->events)
-        fclose(w->events);
+    if (w->records_owned && w->records_fd >= 0)
+        close(w->records_fd);
+    if (w->events_fd >= 0)
+        close(w->events_fd);
     free(w);
     return r;
 }
@@ -228,12 +248,10 @@ void writer_free(writer *w)
     pthread_cond_signal(&w->wake);
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->thread, NULL);
-    if (w->records && !w->records_is_stdout)
-        fclose(w->records);
-    else if (w->records)
-        fflush(w->records);
-    if (w->events)
-        fclose(w->events);
+    if (w->records_owned)
+        close(w->records_fd);
+    if (w->events_fd >= 0)
+        close(w->events_fd);
     pthread_cond_destroy(&w->wake);
     pthread_cond_destroy(&w->done_cv);
     pthread_mutex_destroy(&w->mu);
