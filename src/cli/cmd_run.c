@@ -37,7 +37,8 @@
 
 static const char usage[] =
     "usage: pacer run [--config FILE] [--out FILE.jsonl] [--app NAME] [--app-version V]\n"
-    "                 [--raw-events FILE] -- PROGRAM [ARGS...]\n"
+    "                 [--raw-events FILE] [--server URL [--key KEY] [--spool FILE]]\n"
+    "                 -- PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM with the pacer agent preloaded. A GTK4 program needs no change:\n"
     "its windows, configured pages, start-up and HTTP requests (libsoup-3.0,\n"
@@ -50,6 +51,12 @@ static const char usage[] =
     "  --app NAME          \"app\" field of the records (default: PROGRAM's name)\n"
     "  --app-version V     \"version\" field of the records\n"
     "  --raw-events FILE   also write the raw event stream, for `pacer replay`\n"
+    "  --server URL        also send the records to a pacer server (pacerd, or any\n"
+    "                      OTLP/HTTP JSON receiver), e.g. http://127.0.0.1:4318; the\n"
+    "                      page config then comes from the server too\n"
+    "  --key KEY           the app's ingest key for --server (default: $PACER_KEY)\n"
+    "  --spool FILE        where records wait until delivered\n"
+    "                      (default: ~/.local/state/pacer/spool.db)\n"
     "\n"
     "Environment: PACER_AGENT_LIB overrides where libpacer-agent.so is found.\n";
 
@@ -112,6 +119,7 @@ static int set_path_env(const char *name, const char *path)
 static int run(int argc, char **argv)
 {
     const char *config = NULL, *out = "pacer.jsonl", *app = NULL, *version = NULL, *raw = NULL;
+    const char *server = NULL, *key = getenv("PACER_KEY"), *spool = NULL;
     int i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
@@ -129,6 +137,12 @@ static int run(int argc, char **argv)
             slot = &version;
         } else if (strcmp(a, "--raw-events") == 0) {
             slot = &raw;
+        } else if (strcmp(a, "--server") == 0) {
+            slot = &server;
+        } else if (strcmp(a, "--key") == 0) {
+            slot = &key;
+        } else if (strcmp(a, "--spool") == 0) {
+            slot = &spool;
         } else if (a[0] != '-') {
             break; /* PROGRAM without "--" */
         } else {
@@ -175,6 +189,22 @@ static int run(int argc, char **argv)
         unsetenv("PACER_CONFIG");
     if (!raw)
         unsetenv("PACER_RAW_EVENTS");
+    if (server && strncmp(server, "http://", 7) != 0 && strncmp(server, "https://", 8) != 0) {
+        fprintf(stderr, "pacer run: --server wants an http:// or https:// URL, not '%s'\n", server);
+        return 2;
+    }
+    if (server)
+        setenv("PACER_SERVER_URL", server, 1);
+    else
+        unsetenv("PACER_SERVER_URL");
+    if (server && key)
+        setenv("PACER_SERVER_KEY", key, 1);
+    else
+        unsetenv("PACER_SERVER_KEY");
+    if (spool && set_path_env("PACER_SPOOL", spool) < 0)
+        return 2;
+    if (!spool)
+        unsetenv("PACER_SPOOL");
     setenv("PACER_APP", app ? app : base, 1);
     if (version)
         setenv("PACER_APP_VERSION", version, 1);
