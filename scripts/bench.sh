@@ -14,6 +14,7 @@ ninja -C "$dir" >/dev/null
 # One entry per benchmark: "title|command". Commands run from the source root.
 benchmarks=(
   "core model: cost of one event|$dir/bench/bench-model"
+  "pacerd: ingest spans/s and query latency over 1,000,000 page loads|bench/server/run.sh $dir"
   "trace: ns per traced call, pacer vs floor vs uftrace|bench/trace/run.sh $dir"
   "agent: time to first frame of the demo app, with vs without the agent|bench/agent/ttff.py $dir"
 )

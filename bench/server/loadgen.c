@@ -1,0 +1,285 @@
+/* pacerd load generator: POSTs OTLP/HTTP JSON page spans (the SDK's
+ * mapping, docs/server.md) over keep-alive loopback connections, one thread
+ * per connection, each request with its own X-Pacer-Batch-Id.
+ *
+ *   loadgen --port P --key KEY [--app A] [--connections N] [--batch SPANS]
+ *           [--spans TOTAL] [--pages N] [--versions N] [--days N] [--fresh]
+ *
+ * Bodies: by default a pool of 32 pre-built bodies per connection is sent
+ * over and over (what is measured is pacerd, not the generator); --fresh
+ * builds every body anew, with new values and timestamps spread over the
+ * last --days days (the query benchmark's data set). Values are log-normal,
+ * so percentiles are spread out as real page loads are.
+ *
+ * Prints: "spans=N seconds=S spans_per_s=R rejected=N retries_429=N".
+ * Exit status 1 when a request failed (not 200/429) or the server closed.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <strings.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct config {
+    int port;
+    const char *key, *app;
+    int connections, batch, pages, versions, days;
+    long long total;
+    bool fresh;
+} config;
+
+static config cfg = {.app = "bench", .connections = 4, .batch = 1000, .total = 500000, .pages = 20, .versions = 2,
+                     .days = 30};
+static atomic_llong next_batch, sent_spans, retries;
+static atomic_bool failed;
+static int64_t now_s;
+
+typedef struct buf {
+    char *p;
+    size_t len, cap;
+} buf;
+
+static void put(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(buf *b, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if ((size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        b->cap = b->cap * 2 + (size_t)n + 1;
+        b->p = realloc(b->p, b->cap);
+        if (!b->p)
+            abort();
+    }
+}
+
+static double uniform(unsigned *seed)
+{
+    return (rand_r(seed) + 1.0) / ((double)RAND_MAX + 2.0);
+}
+
+static double lognormal(unsigned *seed, double median, double sigma)
+{
+    double z = sqrt(-2 * log(uniform(seed))) * cos(2 * M_PI * uniform(seed));
+    return median * exp(sigma * z);
+}
+
+/* One request body of cfg.batch page spans. */
+static void build_body(buf *b, unsigned *seed)
+{
+    b->len = 0;
+    int version = rand_r(seed) % cfg.versions;
+    put(b, "{\"resourceSpans\":[{\"resource\":{\"attributes\":["
+           "{\"key\":\"service.name\",\"value\":{\"stringValue\":\"%s\"}},"
+           "{\"key\":\"service.version\",\"value\":{\"stringValue\":\"1.%d\"}},"
+           "{\"key\":\"pacer.session\",\"value\":{\"stringValue\":\"%08x%08x\"}}]},"
+           "\"scopeSpans\":[{\"scope\":{\"name\":\"pacer\"},\"spans\":[",
+        cfg.app, version, rand_r(seed), rand_r(seed));
+    for (int i = 0; i < cfg.batch; i++) {
+        int page = rand_r(seed) % cfg.pages;
+        double initial = lognormal(seed, 40 + page, 0.5);
+        double api = lognormal(seed, 300 + 10 * page, 0.6);
+        double final = lognormal(seed, 15, 0.4);
+        double total = initial + api + final;
+        int64_t ts = (now_s - (int64_t)(uniform(seed) * cfg.days * 86400)) * 1000000000LL + rand_r(seed) % 1000000000;
+        put(b, "%s{\"traceId\":\"%08x%08x%08x%08x\",\"spanId\":\"%08x%08x\",\"name\":\"Page%d\",\"kind\":1,"
+               "\"startTimeUnixNano\":\"%lld\",\"endTimeUnixNano\":\"%lld\",\"attributes\":["
+               "{\"key\":\"pacer.type\",\"value\":{\"stringValue\":\"page\"}},"
+               "{\"key\":\"pacer.page\",\"value\":{\"stringValue\":\"Page%d\"}},"
+               "{\"key\":\"pacer.instance\",\"value\":{\"intValue\":\"%d\"}},"
+               "{\"key\":\"pacer.kind\",\"value\":{\"stringValue\":\"window\"}},"
+               "{\"key\":\"pacer.status\",\"value\":{\"stringValue\":\"complete\"}},"
+               "{\"key\":\"pacer.main\",\"value\":{\"boolValue\":%s}},"
+               "{\"key\":\"pacer.initial_draw_ms\",\"value\":{\"doubleValue\":%.3f}},"
+               "{\"key\":\"pacer.api_load_ms\",\"value\":{\"doubleValue\":%.3f}},"
+               "{\"key\":\"pacer.final_draw_ms\",\"value\":{\"doubleValue\":%.3f}},"
+               "{\"key\":\"pacer.total_ms\",\"value\":{\"doubleValue\":%.3f}}]}",
+            i ? "," : "", rand_r(seed), rand_r(seed), rand_r(seed), rand_r(seed) | 1, rand_r(seed), rand_r(seed) | 1,
+            page, (long long)ts, (long long)(ts + (int64_t)(total * 1e6)), page, i + 1, page == 0 ? "true" : "false",
+            initial, api, final, total);
+    }
+    put(b, "]}]}]}");
+}
+
+static int connect_to(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)cfg.port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+        perror("loadgen: connect");
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Reads one response; returns its status (0 on a closed connection). */
+static int read_response(int fd, int *retry_after)
+{
+    char hdr[8192];
+    size_t n = 0;
+    char *end = NULL;
+    while (!end) {
+        ssize_t r = read(fd, hdr + n, sizeof hdr - 1 - n);
+        if (r <= 0)
+            return 0;
+        n += (size_t)r;
+        hdr[n] = 0;
+        end = strstr(hdr, "\r\n\r\n");
+        if (!end && n == sizeof hdr - 1)
+            return 0;
+    }
+    int status = atoi(hdr + 9);
+    size_t content_length = 0;
+    for (char *l = strstr(hdr, "\r\n"); l && l < end; l = strstr(l + 2, "\r\n")) {
+        if (strncasecmp(l + 2, "Content-Length:", 15) == 0)
+            content_length = strtoul(l + 17, NULL, 10);
+        if (strncasecmp(l + 2, "Retry-After:", 12) == 0)
+            *retry_after = atoi(l + 14);
+    }
+    size_t have = n - (size_t)(end + 4 - hdr);
+    while (have < content_length) {
+        char sink[4096];
+        size_t want = content_length - have < sizeof sink ? content_length - have : sizeof sink;
+        ssize_t r = read(fd, sink, want);
+        if (r <= 0)
+            return 0;
+        have += (size_t)r;
+    }
+    return status;
+}
+
+static void *worker(void *arg)
+{
+    unsigned seed = (unsigned)(uintptr_t)arg * 7919u + 17;
+    enum { POOL = 32 };
+    buf bodies[POOL] = {0};
+    int pool = cfg.fresh ? 1 : POOL;
+    for (int i = 0; i < pool; i++)
+        build_body(&bodies[i], &seed);
+    int fd = connect_to();
+    if (fd < 0) {
+        failed = true;
+        return NULL;
+    }
+    for (long long k = 0;; k++) {
+        long long id = atomic_fetch_add(&next_batch, 1);
+        if (id * cfg.batch >= cfg.total)
+            break;
+        buf *b = &bodies[k % pool];
+        if (cfg.fresh && k)
+            build_body(b, &seed);
+        char head[512];
+        int hn = snprintf(head, sizeof head,
+                          "POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
+                          "Content-Type: application/json\r\nX-Pacer-Batch-Id: lg-%d-%lld-%lld\r\n"
+                          "Content-Length: %zu\r\n\r\n",
+                          cfg.key, (int)getpid(), (long long)now_s, id, b->len);
+        for (;;) {
+            struct iovec iov[2] = {{head, (size_t)hn}, {b->p, b->len}};
+            size_t total = (size_t)hn + b->len, done = 0;
+            while (done < total) {
+                ssize_t w = writev(fd, iov, 2);
+                if (w <= 0) {
+                    perror("loadgen: write");
+                    failed = true;
+                    goto out;
+                }
+                done += (size_t)w;
+                for (int i = 0; i < 2; i++) {
+                    size_t t = (size_t)w < iov[i].iov_len ? (size_t)w : iov[i].iov_len;
+                    iov[i].iov_base = (char *)iov[i].iov_base + t;
+                    iov[i].iov_len -= t;
+                    w -= (ssize_t)t;
+                }
+            }
+            int retry_after = 1;
+            int status = read_response(fd, &retry_after);
+            if (status == 200) {
+                atomic_fetch_add(&sent_spans, cfg.batch);
+                break;
+            }
+            if (status == 429 || status == 503) {
+                atomic_fetch_add(&retries, 1);
+                usleep(100000); /* shorter than Retry-After: the benchmark wants the server saturated */
+                continue;
+            }
+            fprintf(stderr, "loadgen: HTTP status %d\n", status);
+            failed = true;
+            goto out;
+        }
+    }
+out:
+    close(fd);
+    for (int i = 0; i < pool; i++)
+        free(bodies[i].p);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"port", required_argument, NULL, 'p'}, {"key", required_argument, NULL, 'k'},
+        {"app", required_argument, NULL, 'a'}, {"connections", required_argument, NULL, 'c'},
+        {"batch", required_argument, NULL, 'b'}, {"spans", required_argument, NULL, 'n'},
+        {"pages", required_argument, NULL, 'g'}, {"versions", required_argument, NULL, 'v'},
+        {"days", required_argument, NULL, 'd'}, {"fresh", no_argument, NULL, 'f'}, {0},
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'p': cfg.port = atoi(optarg); break;
+        case 'k': cfg.key = optarg; break;
+        case 'a': cfg.app = optarg; break;
+        case 'c': cfg.connections = atoi(optarg); break;
+        case 'b': cfg.batch = atoi(optarg); break;
+        case 'n': cfg.total = atoll(optarg); break;
+        case 'g': cfg.pages = atoi(optarg); break;
+        case 'v': cfg.versions = atoi(optarg); break;
+        case 'd': cfg.days = atoi(optarg); break;
+        case 'f': cfg.fresh = true; break;
+        default: fprintf(stderr, "loadgen: bad option (see the top of bench/server/loadgen.c)\n"); return 2;
+        }
+    }
+    if (!cfg.port || !cfg.key || cfg.connections < 1 || cfg.connections > 64 || cfg.batch < 1 || cfg.pages < 1 ||
+        cfg.versions < 1 || cfg.days < 1 || cfg.total < 1) {
+        fprintf(stderr, "loadgen: --port and --key are required; counts must be positive\n");
+        return 2;
+    }
+    now_s = time(NULL);
+    pthread_t t[64];
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (int i = 0; i < cfg.connections; i++)
+        pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)(i + 1));
+    for (int i = 0; i < cfg.connections; i++)
+        pthread_join(t[i], NULL);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double s = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+    long long n = atomic_load(&sent_spans);
+    printf("spans=%lld seconds=%.3f spans_per_s=%.0f retries_429=%lld\n", n, s, (double)n / s,
+           (long long)atomic_load(&retries));
+    return failed ? 1 : 0;
+}

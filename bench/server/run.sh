@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# pacerd benchmarks (make bench): ingest throughput and query latency.
+#   bench/server/run.sh BUILD_DIR
+# Ingest: RUNS fresh databases, each filled by the load generator with
+# 200,000 page spans (1,000 per request, 4 keep-alive connections on
+# loopback); prints every run, the median spans/s and its ratio to the
+# target (100,000 spans/s). Query: a database of 1,000,000 page loads
+# (20 pages, 2 versions, 30 days; built once, kept under BUILD_DIR), then
+# the latency of /api/v1/pages for one app over all time, one version, and
+# a range that cuts days (raw rows for the cut parts); median of 50 each,
+# ratio to the target (50 ms).
+set -euo pipefail
+build=${1:-build-bench}
+runs=${RUNS:-5}
+pacerd=$build/src/server/pacerd
+loadgen=$build/bench/server/pacerd-loadgen
+querybench=$build/bench/server/pacerd-querybench
+work=$build/pacerd-bench
+mkdir -p "$work"
+echo "admin-$RANDOM$RANDOM$RANDOM" > "$work/admin"
+echo "bench benchkey-$RANDOM$RANDOM" > "$work/keys"
+key=$(cut -d' ' -f2 "$work/keys")
+admin=$(cat "$work/admin")
+pid=
+start() { # db
+  "$pacerd" --listen 127.0.0.1:0 --db "$1" --admin-token-file "$work/admin" --keys-file "$work/keys" \
+    > "$work/out" 2> "$work/err" &
+  pid=$!
+  for _ in $(seq 50); do grep -q listening "$work/out" 2>/dev/null && break; sleep 0.1; done
+  port=$(sed -n 's/.*:\([0-9]*\)$/\1/p' "$work/out")
+  [ -n "$port" ] || { cat "$work/err"; exit 1; }
+}
+stop() { kill "$pid"; wait "$pid" || true; }
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+echo "ingest: $runs runs of 200000 page spans, 1000 per request, 4 connections"
+rates=()
+for i in $(seq "$runs"); do
+  rm -f "$work/ingest.db"*
+  start "$work/ingest.db"
+  line=$("$loadgen" --port "$port" --key "$key" --app bench --spans 200000 --batch 1000 --connections 4)
+  stop
+  echo "  run $i: $line"
+  rates+=("$(sed -n 's/.*spans_per_s=\([0-9]*\).*/\1/p' <<<"$line")")
+done
+m=$(printf '%s\n' "${rates[@]}" | median)
+awk -v m="$m" 'BEGIN {printf "  median %d spans/s = %.2f x the target of 100000 spans/s\n", m, m / 100000}'
+
+db=$work/pages-1m.db
+if [ ! -f "$db" ] || [ "$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT COUNT(*) FROM page_loads").fetchone()[0])' "$db" 2>/dev/null || echo 0)" -lt 1000000 ]; then
+  rm -f "$db"*
+  echo "query: building $db (1,000,000 page loads over 30 days, through the ingest path)"
+  start "$db"
+  "$loadgen" --port "$port" --key "$key" --app bench --spans 1000000 --batch 2000 --connections 2 --fresh \
+    --pages 20 --versions 2 --days 30 | sed 's/^/  /'
+  stop
+fi
+start "$db"
+now=$(date +%s)
+echo "query: /api/v1/pages over 1,000,000 page loads, 50 requests each"
+for q in "app=bench" "app=bench&version=1.1" "app=bench&from=$((now - 20 * 86400 - 4000))&to=$((now - 86400 * 3 + 7000))"; do
+  line=$("$querybench" --port "$port" --token "$admin" --path "/api/v1/pages?$q" --n 50)
+  p50=$(sed -n 's/.*p50_ms=\([0-9.]*\).*/\1/p' <<<"$line")
+  echo "  $q: $line"
+  awk -v m="$p50" 'BEGIN {printf "    median %.2f ms = %.3f x the target of 50 ms\n", m, m / 50}'
+done
+stop

@@ -1,0 +1,301 @@
+/* DDSketch (sketch.h): dense buckets, collapsing the lowest when full. */
+#include "sketch.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* gamma = (1 + a) / (1 - a); log_gamma(x) = log(x) * inv_log_gamma. */
+static double gamma_v, inv_log_gamma;
+
+static void constants(void)
+{
+    if (gamma_v == 0) {
+        double g = (1 + SKETCH_ALPHA) / (1 - SKETCH_ALPHA);
+        inv_log_gamma = 1.0 / log(g);
+        gamma_v = g; /* written last: a racing reader recomputes the same */
+    }
+}
+
+void sketch_init(sketch *s)
+{
+    memset(s, 0, sizeof *s);
+    constants();
+}
+
+void sketch_reset(sketch *s)
+{
+    free(s->bins);
+    sketch_init(s);
+}
+
+static int32_t index_of(double x)
+{
+    double l = ceil(log(x) * inv_log_gamma);
+    if (l > 1e9) /* unreachable for finite doubles (|l| < 36000); keeps the cast defined */
+        l = 1e9;
+    if (l < -1e9)
+        l = -1e9;
+    return (int32_t)l;
+}
+
+static double value_of(int32_t i)
+{
+    return 2.0 * pow(gamma_v, i) / (gamma_v + 1.0);
+}
+
+/* Makes the buckets cover [lo, hi], collapsing indices below the lowest
+ * kept one into it when the span exceeds SKETCH_MAX_BINS. Stores the lowest
+ * kept index (values below it are counted there). Returns 0 or -ENOMEM with
+ * the sketch unchanged. */
+static int reserve(sketch *s, int32_t lo, int32_t hi, int32_t *ret_floor)
+{
+    if (s->n_bins) {
+        int32_t cur_hi = s->offset + (int32_t)s->n_bins - 1;
+        if (s->offset < lo)
+            lo = s->offset;
+        if (cur_hi > hi)
+            hi = cur_hi;
+    }
+    int64_t span = (int64_t)hi - lo + 1;
+    if (span > SKETCH_MAX_BINS) {
+        lo = hi - SKETCH_MAX_BINS + 1;
+        span = SKETCH_MAX_BINS;
+    }
+    if (s->n_bins && lo == s->offset && (uint32_t)span == s->n_bins) {
+        *ret_floor = lo;
+        return 0;
+    }
+    uint32_t n = (uint32_t)span;
+    uint64_t *bins = calloc(n, sizeof *bins);
+    if (!bins)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < s->n_bins; i++) {
+        int32_t idx = s->offset + (int32_t)i;
+        if (idx < lo)
+            idx = lo;
+        bins[idx - lo] += s->bins[i];
+    }
+    free(s->bins);
+    s->bins = bins;
+    s->cap_bins = n;
+    s->n_bins = n;
+    s->offset = lo;
+    *ret_floor = lo;
+    return 0;
+}
+
+static void note_value(sketch *s, double v)
+{
+    if (s->count == 0 || v < s->min)
+        s->min = v;
+    if (s->count == 0 || v > s->max)
+        s->max = v;
+    s->sum += v;
+    s->count++;
+}
+
+int sketch_add(sketch *s, double value)
+{
+    if (!(value >= 0) || isinf(value))
+        return -EINVAL;
+    if (value <= SKETCH_MIN_VALUE) {
+        s->zero_count++;
+        note_value(s, value);
+        return 0;
+    }
+    int32_t i = index_of(value);
+    if (s->n_bins && i >= s->offset && i < s->offset + (int32_t)s->n_bins) {
+        s->bins[i - s->offset]++;
+    } else {
+        int32_t floor_idx;
+        int r = reserve(s, i, i, &floor_idx);
+        if (r < 0)
+            return r;
+        s->bins[(i < floor_idx ? floor_idx : i) - s->offset]++;
+    }
+    note_value(s, value);
+    return 0;
+}
+
+int sketch_merge(sketch *dst, const sketch *src)
+{
+    if (src->count == 0)
+        return 0;
+    if (src->n_bins) {
+        int32_t floor_idx;
+        int r = reserve(dst, src->offset, src->offset + (int32_t)src->n_bins - 1, &floor_idx);
+        if (r < 0)
+            return r;
+        for (uint32_t k = 0; k < src->n_bins; k++) {
+            int32_t i = src->offset + (int32_t)k;
+            dst->bins[(i < floor_idx ? floor_idx : i) - dst->offset] += src->bins[k];
+        }
+    }
+    if (dst->count == 0 || src->min < dst->min)
+        dst->min = src->min;
+    if (dst->count == 0 || src->max > dst->max)
+        dst->max = src->max;
+    dst->sum += src->sum;
+    dst->count += src->count;
+    dst->zero_count += src->zero_count;
+    return 0;
+}
+
+double sketch_quantile(const sketch *s, double q)
+{
+    if (s->count == 0)
+        return 0;
+    if (!(q >= 0))
+        q = 0;
+    if (q > 1)
+        q = 1;
+    uint64_t rank = (uint64_t)floor(q * (double)(s->count - 1));
+    if (rank == 0)
+        return s->min; /* the extremes are known exactly */
+    if (rank >= s->count - 1)
+        return s->max;
+    double v = s->max;
+    if (rank < s->zero_count) {
+        v = 0;
+    } else {
+        uint64_t cum = s->zero_count;
+        for (uint32_t k = 0; k < s->n_bins; k++) {
+            cum += s->bins[k];
+            if (cum > rank) {
+                v = value_of(s->offset + (int32_t)k);
+                break;
+            }
+        }
+    }
+    /* The exact extremes bound every quantile; clamping only moves the
+     * estimate closer to the true value. */
+    if (v < s->min)
+        v = s->min;
+    if (v > s->max)
+        v = s->max;
+    return v;
+}
+
+/* Encoding: 'D' 1 | varint count | varint zero_count | f64 sum min max |
+ * zigzag varint offset | varint n_bins | n_bins varint counts. */
+
+static size_t put_varint(uint8_t *p, uint64_t v)
+{
+    size_t n = 0;
+    while (v >= 0x80) {
+        p[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (uint8_t)v;
+    return n;
+}
+
+static int get_varint(const uint8_t *buf, size_t len, size_t *pos, uint64_t *ret)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+        if (*pos >= len)
+            return -EBADMSG;
+        uint8_t b = buf[(*pos)++];
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *ret = v;
+            return 0;
+        }
+    }
+    return -EBADMSG;
+}
+
+static void put_double(uint8_t *p, double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(u >> (8 * i));
+}
+
+static int get_double(const uint8_t *buf, size_t len, size_t *pos, double *ret)
+{
+    if (*pos > len || len - *pos < 8)
+        return -EBADMSG;
+    uint64_t u = 0;
+    for (int i = 0; i < 8; i++)
+        u |= (uint64_t)buf[*pos + (size_t)i] << (8 * i);
+    *pos += 8;
+    memcpy(ret, &u, 8);
+    return 0;
+}
+
+int sketch_encode(const sketch *s, uint8_t **ret_buf, size_t *ret_len)
+{
+    size_t cap = 2 + 10 * 2 + 24 + 5 + 5 + (size_t)s->n_bins * 10;
+    uint8_t *buf = malloc(cap);
+    if (!buf)
+        return -ENOMEM;
+    size_t n = 0;
+    buf[n++] = 'D';
+    buf[n++] = 1;
+    n += put_varint(buf + n, s->count);
+    n += put_varint(buf + n, s->zero_count);
+    put_double(buf + n, s->sum);
+    put_double(buf + n + 8, s->min);
+    put_double(buf + n + 16, s->max);
+    n += 24;
+    uint32_t zz = ((uint32_t)s->offset << 1) ^ (uint32_t)(s->offset >> 31);
+    n += put_varint(buf + n, zz);
+    n += put_varint(buf + n, s->n_bins);
+    for (uint32_t k = 0; k < s->n_bins; k++)
+        n += put_varint(buf + n, s->bins[k]);
+    *ret_buf = buf;
+    *ret_len = n;
+    return 0;
+}
+
+int sketch_decode(sketch *s, const uint8_t *buf, size_t len)
+{
+    sketch_reset(s);
+    size_t pos = 2;
+    uint64_t count, zero, zz, n_bins;
+    double sum, mn, mx;
+    if (len < 2 || buf[0] != 'D' || buf[1] != 1)
+        return -EBADMSG;
+    if (get_varint(buf, len, &pos, &count) < 0 || get_varint(buf, len, &pos, &zero) < 0 ||
+        get_double(buf, len, &pos, &sum) < 0 || get_double(buf, len, &pos, &mn) < 0 ||
+        get_double(buf, len, &pos, &mx) < 0 || get_varint(buf, len, &pos, &zz) < 0 ||
+        get_varint(buf, len, &pos, &n_bins) < 0)
+        return -EBADMSG;
+    if (zz > UINT32_MAX || n_bins > SKETCH_MAX_BINS || zero > count)
+        return -EBADMSG;
+    int32_t offset = (int32_t)((uint32_t)(zz >> 1) ^ -(uint32_t)(zz & 1));
+    if ((int64_t)offset + (int64_t)n_bins > INT32_MAX || (n_bins == 0) != (count == zero))
+        return -EBADMSG;
+    uint64_t *bins = NULL;
+    if (n_bins) {
+        bins = calloc(n_bins, sizeof *bins);
+        if (!bins)
+            return -ENOMEM;
+    }
+    uint64_t total = zero;
+    for (uint64_t k = 0; k < n_bins; k++) {
+        if (get_varint(buf, len, &pos, &bins[k]) < 0 || bins[k] > count - total) {
+            free(bins);
+            return -EBADMSG;
+        }
+        total += bins[k];
+    }
+    if (pos != len || total != count || (count && !(mn <= mx))) {
+        free(bins);
+        return -EBADMSG;
+    }
+    s->count = count;
+    s->zero_count = zero;
+    s->sum = sum;
+    s->min = mn;
+    s->max = mx;
+    s->offset = offset;
+    s->n_bins = s->cap_bins = (uint32_t)n_bins;
+    s->bins = bins;
+    return 0;
+}

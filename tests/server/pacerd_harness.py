@@ -1,0 +1,148 @@
+"""Runs the real pacerd on a free loopback port for a test, and talks to it
+over HTTP with the standard library only."""
+import json
+import os
+import random
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+PACERD = os.environ.get("PACERD", "build/src/server/pacerd")
+ADMIN = "admin-" + "%016x" % random.getrandbits(64)
+KEYS = {"shop": "shop-" + "%016x" % random.getrandbits(64), "other": "other-" + "%016x" % random.getrandbits(64)}
+
+
+class Pacerd:
+    """pacerd with a fresh database in a temporary directory (kept across
+    restart(), removed by close())."""
+
+    def __init__(self, extra_args=(), db=None):
+        self.dir = tempfile.mkdtemp(prefix="pacerd-test-")
+        self.db = db or os.path.join(self.dir, "pacer.db")
+        self.admin_file = os.path.join(self.dir, "admin-token")
+        self.keys_file = os.path.join(self.dir, "keys")
+        with open(self.admin_file, "w") as f:
+            f.write(ADMIN + "\n")
+        with open(self.keys_file, "w") as f:
+            f.write("# app key\n")
+            for app, key in KEYS.items():
+                f.write("%s %s\n" % (app, key))
+        self.extra_args = list(extra_args)
+        self.proc = None
+        self.start()
+
+    def start(self, port=0):
+        self.stderr_path = os.path.join(self.dir, "stderr.%d" % time.monotonic_ns())
+        self.stderr = open(self.stderr_path, "w")
+        self.proc = subprocess.Popen(
+            [PACERD, "--listen", "127.0.0.1:%d" % port, "--db", self.db, "--admin-token-file", self.admin_file,
+             "--keys-file", self.keys_file] + self.extra_args,
+            stdout=subprocess.PIPE, stderr=self.stderr, text=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith("pacerd: listening on http://127.0.0.1:"):
+            self.proc.kill()
+            raise RuntimeError("pacerd did not start: %r; stderr: %s" % (line, open(self.stderr_path).read()))
+        self.port = int(line.rsplit(":", 1)[1])
+        self.base = "http://127.0.0.1:%d" % self.port
+
+    def kill(self, sig=9):
+        self.proc.send_signal(sig)
+        self.proc.wait(timeout=30)
+        self.stderr.close()
+
+    def restart(self):
+        self.kill(15)
+        self.start()
+
+    def stderr_text(self):
+        self.stderr.flush()
+        out = ""
+        for name in sorted(os.listdir(self.dir)):
+            if name.startswith("stderr."):
+                out += open(os.path.join(self.dir, name)).read()
+        return out
+
+    def close(self):
+        if self.proc and self.proc.poll() is None:
+            self.kill(15)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def request(self, method, path, body=None, token=None, headers=None, content_type="application/json"):
+        """Returns (status, headers, body bytes); never raises on an HTTP status."""
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body).encode()
+        elif isinstance(body, str):
+            body = body.encode()
+        req = urllib.request.Request(self.base + path, data=body, method=method)
+        if body is not None and content_type:
+            req.add_header("Content-Type", content_type)
+        if token:
+            req.add_header("Authorization", "Bearer " + token)
+        for k, v in (headers or {}).items():
+            req.add_header(k, v)
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status, r.headers, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers, e.read()
+
+    def json(self, method, path, body=None, token=None, headers=None, expect=200):
+        status, _, data = self.request(method, path, body, token, headers)
+        if status != expect:
+            raise AssertionError("%s %s: HTTP %d, want %d: %s" % (method, path, status, expect, data[:500]))
+        return json.loads(data) if data else None
+
+    def query(self, path):
+        return self.json("GET", path, token=ADMIN)
+
+    def ingest(self, endpoint, body, app="shop", batch_id=None, expect=200):
+        headers = {"X-Pacer-Batch-Id": batch_id} if batch_id else None
+        return self.json("POST", endpoint, body, token=KEYS[app], headers=headers, expect=expect)
+
+
+def attr(key, value):
+    if isinstance(value, bool):
+        v = {"boolValue": value}
+    elif isinstance(value, int):
+        v = {"intValue": str(value)}
+    elif isinstance(value, float):
+        v = {"doubleValue": value}
+    else:
+        v = {"stringValue": value}
+    return {"key": key, "value": v}
+
+
+def resource(app="shop", version="1.0", session="00000000deadbeef"):
+    return {"attributes": [attr("service.name", app), attr("service.version", version),
+                           attr("pacer.session", session)]}
+
+
+def span(name, start_ns, dur_ns, attrs=(), status=0, trace=None, span_id=None):
+    return {"traceId": trace or "%032x" % (random.getrandbits(127) | 1),
+            "spanId": span_id or "%016x" % (random.getrandbits(63) | 1),
+            "name": name, "kind": 1, "startTimeUnixNano": str(start_ns), "endTimeUnixNano": str(start_ns + dur_ns),
+            "attributes": list(attrs), "status": {"code": status}}
+
+
+def page_span(page, ts_ns, total_ms, initial_ms=None, status="complete", extra=()):
+    attrs = [attr("pacer.type", "page"), attr("pacer.page", page), attr("pacer.status", status),
+             attr("pacer.kind", "window"), attr("pacer.instance", 1)]
+    if total_ms is not None:
+        attrs.append(attr("pacer.total_ms", float(total_ms)))
+    if initial_ms is not None:
+        attrs.append(attr("pacer.initial_draw_ms", float(initial_ms)))
+    attrs.extend(extra)
+    return span(page, ts_ns, int((total_ms or 0) * 1e6), attrs)
+
+
+def traces(spans, app="shop", version="1.0", session="00000000deadbeef"):
+    return {"resourceSpans": [{"resource": resource(app, version, session),
+                               "scopeSpans": [{"scope": {"name": "pacer"}, "spans": list(spans)}]}]}
+
+
+def exact_quantile(values, q):
+    s = sorted(values)
+    return s[int(q * (len(s) - 1))]

@@ -1,0 +1,180 @@
+/* DDSketch (src/server/sketch.c) against exact quantiles of the same data:
+ * every quantile within 1 % relative error, merge equal to one sketch of
+ * all values, encode/decode round trip, corrupt encodings rejected. */
+#include "sketch.h"
+
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static uint64_t rng = 88172645463325252ULL;
+
+static double next_uniform(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return ((double)(rng >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Exact quantile with the sketch's rank definition. */
+static double exact(const double *sorted, size_t n, double q)
+{
+    return sorted[(size_t)floor(q * (double)(n - 1))];
+}
+
+static void check_quantiles(const sketch *s, double *values, size_t n, const char *what)
+{
+    static const double qs[] = {0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 1};
+    qsort(values, n, sizeof *values, cmp_double);
+    assert_int_equal(s->count, n);
+    for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
+        double want = exact(values, n, qs[i]);
+        double got = sketch_quantile(s, qs[i]);
+        double err = want == 0 ? fabs(got) : fabs(got - want) / want;
+        if (err > SKETCH_ALPHA + 1e-12)
+            fail_msg("%s: q=%g: got %.6f, exact %.6f (relative error %.4f > %.2f)", what, qs[i], got, want, err,
+                     SKETCH_ALPHA);
+    }
+}
+
+static void test_accuracy(void **state)
+{
+    (void)state;
+    enum { N = 50000 };
+    double *v = malloc(N * sizeof *v);
+    static const char *const names[] = {"uniform 0-1000 ms", "log-normal around 300 ms", "exponential",
+                                        "tiny values 1e-6..1e-3 ms", "with zeros", "wide: 0.001 ms to 1e7 ms"};
+    for (int dist = 0; dist < 6; dist++) {
+        sketch s;
+        sketch_init(&s);
+        for (size_t i = 0; i < N; i++) {
+            double u = next_uniform();
+            switch (dist) {
+            case 0: v[i] = u * 1000; break;
+            case 1: v[i] = 300 * exp(0.8 * sqrt(-2 * log(u)) * cos(2 * M_PI * next_uniform())); break;
+            case 2: v[i] = -50 * log(u); break;
+            case 3: v[i] = 1e-6 * pow(1000, u); break;
+            case 4: v[i] = i % 3 == 0 ? 0 : u * 10; break;
+            case 5: v[i] = 1e-3 * pow(1e10, u); break;
+            }
+            assert_int_equal(sketch_add(&s, v[i]), 0);
+        }
+        check_quantiles(&s, v, N, names[dist]);
+        sketch_reset(&s);
+    }
+    free(v);
+}
+
+static void test_merge_equals_single(void **state)
+{
+    (void)state;
+    enum { N = 20000, PARTS = 7 };
+    sketch all, parts[PARTS], merged;
+    sketch_init(&all);
+    sketch_init(&merged);
+    for (int p = 0; p < PARTS; p++)
+        sketch_init(&parts[p]);
+    double *v = malloc(N * sizeof *v);
+    for (size_t i = 0; i < N; i++) {
+        /* parts hold different ranges, so merging must widen the buckets */
+        size_t p = i % PARTS;
+        v[i] = (1 + (double)p * 100) * (0.5 + next_uniform());
+        sketch_add(&all, v[i]);
+        sketch_add(&parts[p], v[i]);
+    }
+    for (int p = 0; p < PARTS; p++)
+        assert_int_equal(sketch_merge(&merged, &parts[p]), 0);
+    assert_int_equal(merged.count, all.count);
+    for (double q = 0; q <= 1.0; q += 0.01)
+        assert_true(sketch_quantile(&merged, q) == sketch_quantile(&all, q));
+    check_quantiles(&merged, v, N, "merged");
+    for (int p = 0; p < PARTS; p++)
+        sketch_reset(&parts[p]);
+    sketch_reset(&all);
+    sketch_reset(&merged);
+    free(v);
+}
+
+static void test_encode_roundtrip(void **state)
+{
+    (void)state;
+    sketch s, t;
+    sketch_init(&s);
+    sketch_init(&t);
+    for (int i = 0; i < 1000; i++)
+        sketch_add(&s, i % 10 == 0 ? 0 : 1 + i * 0.37);
+    uint8_t *buf;
+    size_t len;
+    assert_int_equal(sketch_encode(&s, &buf, &len), 0);
+    assert_int_equal(sketch_decode(&t, buf, len), 0);
+    assert_int_equal(t.count, s.count);
+    assert_int_equal(t.zero_count, s.zero_count);
+    assert_true(t.sum == s.sum && t.min == s.min && t.max == s.max);
+    for (double q = 0; q <= 1.0; q += 0.05)
+        assert_true(sketch_quantile(&t, q) == sketch_quantile(&s, q));
+    /* every truncation and every single-byte change either decodes to a
+     * consistent sketch or is rejected, never read out of bounds (ASan) */
+    for (size_t cut = 0; cut < len; cut++)
+        assert_int_equal(sketch_decode(&t, buf, cut), -EBADMSG);
+    for (size_t i = 0; i < len; i++) {
+        uint8_t saved = buf[i];
+        buf[i] ^= 0x5a;
+        if (sketch_decode(&t, buf, len) == 0) {
+            uint64_t total = t.zero_count;
+            for (uint32_t k = 0; k < t.n_bins; k++)
+                total += t.bins[k];
+            assert_int_equal(total, t.count);
+        }
+        buf[i] = saved;
+    }
+    free(buf);
+    sketch_reset(&s);
+    sketch_reset(&t);
+}
+
+static void test_edges(void **state)
+{
+    (void)state;
+    sketch s;
+    sketch_init(&s);
+    assert_true(sketch_quantile(&s, 0.5) == 0);
+    assert_int_equal(sketch_add(&s, -1), -EINVAL);
+    assert_int_equal(sketch_add(&s, NAN), -EINVAL);
+    assert_int_equal(sketch_add(&s, INFINITY), -EINVAL);
+    assert_int_equal(s.count, 0);
+    sketch_add(&s, 42.5);
+    assert_true(sketch_quantile(&s, 0) == 42.5); /* one value: clamped to the exact min/max */
+    assert_true(sketch_quantile(&s, 1) == 42.5);
+    /* a range wider than the bucket limit collapses the lowest buckets but keeps the count */
+    sketch_add(&s, 1e-8);
+    sketch_add(&s, 1e300);
+    assert_true(s.n_bins <= SKETCH_MAX_BINS);
+    assert_int_equal(s.count, 3);
+    assert_true(sketch_quantile(&s, 1) == 1e300);
+    sketch_reset(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_accuracy),
+        cmocka_unit_test(test_merge_equals_single),
+        cmocka_unit_test(test_encode_roundtrip),
+        cmocka_unit_test(test_edges),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
