@@ -15,8 +15,6 @@ packages=(
   xvfb xauth dbus-daemon gtk-4-examples
   # function tracing: symbols, compression, the peer benchmarked against
   libelf-dev libdw-dev libzstd-dev uftrace
-  # pacerd: storage
-  libsqlite3-dev
 )
 # node + npm run the OpenTelemetry client test of pacerd. Debian's nodejs is
 # installed only when no node is present (a node from elsewhere is kept).
