@@ -183,8 +183,13 @@ class Upload(unittest.TestCase):
 
     def test_refused_batch_is_dropped_not_retried(self):
         self.peer.script = [400]
-        self.replay(self.peer.url, "s-bad")
-        self.assertEqual(len(self.peer.posts()), 1)
+        first = self.replay(self.peer.url, "s-bad")
+        posts = self.peer.posts()
+        refused = posts[0]["headers"]["X-Pacer-Batch-Id"]
+        # the records the refused batch held were not sent again; the rest were
+        refused_n = len(json.loads(posts[0]["body"])["resourceSpans"][0]["scopeSpans"][0]["spans"])
+        self.assertNotIn(refused, [p["headers"]["X-Pacer-Batch-Id"] for p in posts[1:]])
+        self.assertEqual(len(self.peer.spans()), len(first) - refused_n)
         self.peer.requests.clear()
         records = self.replay(self.peer.url, "s-next")
         self.assertEqual(len(self.peer.spans()), len(records))
