@@ -1,0 +1,129 @@
+"""The SDK and pacerd together, on loopback: records produced by a running
+program reach pacerd exactly once whatever happens to the server (killed with
+SIGKILL mid-upload and restarted; down for a whole run), a config changed on
+the server reaches a running program, and the demo app under `pacer run
+--server` shows up in the query API with the numbers it recorded."""
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "server"))
+sys.path.insert(0, os.path.join(HERE, "..", "agent"))
+from pacerd_harness import ADMIN, KEYS, Pacerd  # noqa: E402
+
+PACER = os.environ["PACER"]
+PROBE = os.environ["UPLOAD_PROBE"]
+
+
+def probe(server, spool, *mode, timeout=90):
+    env = dict(os.environ, PACER_KEY=KEYS["shop"])
+    return subprocess.Popen([PROBE, server, spool, "shop"] + list(mode), env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def page_count(d, page):
+    for p in d.query("/api/v1/pages?app=shop")["pages"]:
+        if p["page"] == page:
+            return p["count"]
+    return 0
+
+
+class SdkToPacerd(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.spool = os.path.join(self.tmp.name, "spool.db")
+        self.d = Pacerd()
+
+    def tearDown(self):
+        self.d.close()
+        self.tmp.cleanup()
+
+    def finish(self, p):
+        out, err = p.communicate(timeout=90)
+        self.assertEqual(p.returncode, 0, out + err)
+        return out
+
+    def test_sigkill_mid_upload_exactly_once(self):
+        port = self.d.port
+        p = probe(self.d.base, self.spool, "pages", "300", "10")   # ~3 s of records
+        time.sleep(1.0)
+        self.d.kill(9)                       # mid-upload
+        time.sleep(0.7)
+        self.d.start(port=port)              # same address, same database
+        out = self.finish(p)
+        self.assertNotIn("retries=0", out)   # uploads did fail while it was down
+        # what the run could not deliver before it exited waits in the spool:
+        # the next run sends it first
+        for _ in range(5):
+            if page_count(self.d, "ProbeWindow") >= 300:
+                break
+            self.finish(probe(self.d.base, self.spool, "pages", "0", "0"))
+        self.assertEqual(page_count(self.d, "ProbeWindow"), 300)
+
+    def test_server_down_for_a_whole_run(self):
+        port = self.d.port
+        self.d.kill(9)
+        out = self.finish(probe(self.d.base, self.spool, "pages", "40", "5"))
+        self.assertIn("batches_sent=0", out)
+        self.d.start(port=port)
+        self.finish(probe(self.d.base, self.spool, "pages", "10", "5"))
+        self.assertEqual(page_count(self.d, "ProbeWindow"), 50)
+
+    def test_config_change_reaches_running_app(self):
+        v1 = '<pacer><page id="Other"/><upload config-poll-ms="200"/></pacer>'
+        v2 = '<pacer><page id="LatePage"/><upload config-poll-ms="200"/></pacer>'
+        self.d.request("PUT", "/v1/config/shop", v1, token=ADMIN, content_type="application/xml")
+        p = probe(self.d.base, self.spool, "await", "LatePage", "30")
+        time.sleep(1.5)
+        self.assertIsNone(p.poll(), "LatePage was measured before the server's config named it")
+        status, _, body = self.d.request("PUT", "/v1/config/shop", v2, token=ADMIN,
+                                         content_type="application/xml")
+        self.assertIn(status, (200, 201, 204), body)
+        out = self.finish(p)
+        self.assertRegex(out, r"configs=[2-9]")
+
+
+class DemoAppToPacerd(unittest.TestCase):
+    def test_demo_app_under_pacer_run_server(self):
+        from agentlib import SHOP_APP, SHOP_CONFIG, APP_ENV, ApiServer, Xvfb, read_jsonl
+        d = Pacerd()
+        tmp = tempfile.TemporaryDirectory()
+        try:
+            out = os.path.join(tmp.name, "records.jsonl")
+            with Xvfb() as x, ApiServer({"/api/config": 200, "/api/list": 300, "/api/test1": 300}) as api:
+                env = dict(os.environ, DISPLAY=x.display, **APP_ENV)
+                env.pop("WAYLAND_DISPLAY", None)
+                p = subprocess.run([PACER, "run", "--config", SHOP_CONFIG, "--out", out, "--app", "shop",
+                                    "--app-version", "e2e", "--server", d.base, "--key", KEYS["shop"],
+                                    "--spool", os.path.join(tmp.name, "spool.db"), "--",
+                                    SHOP_APP, "--api", api.base, "--auto-exit"],
+                                   env=env, capture_output=True, text=True, timeout=120)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            records = read_jsonl(out)
+            pages = {r["page"]: r for r in records if r["type"] == "page"}
+            self.assertIn("ShopHomeWindow", pages)
+            got = {p["page"]: p for p in d.query("/api/v1/pages?app=shop&version=e2e")["pages"]}
+            home = got["ShopHomeWindow"]
+            self.assertEqual(home["count"], 1)
+            self.assertEqual(got["ShopMerchantPage"]["count"], 2)
+            # one page load: every percentile is that load, within DDSketch's 1 %
+            want = pages["ShopHomeWindow"]["total_ms"]
+            for q in ("p50", "p90", "p99"):
+                self.assertAlmostEqual(home["metrics"]["total_ms"][q], want, delta=want * 0.01)
+            cold = [r for r in records if r["type"] == "startup" and r["kind"] == "cold"][0]
+            st = {g["kind"]: g for g in d.query("/api/v1/startup?app=shop&version=e2e")["startup"]}
+            self.assertEqual(st["cold"]["count"], 1)
+            self.assertAlmostEqual(st["cold"]["metrics"]["cold_ms"]["p50"], cold["cold_ms"],
+                                   delta=cold["cold_ms"] * 0.01)
+        finally:
+            d.close()
+            tmp.cleanup()
+
+
+if __name__ == "__main__":
+    unittest.main()
