@@ -30,7 +30,11 @@
  * a child that exits through exit(), and spawn a second shop-app that runs
  * briefly: neither may be reported), --first-frame-exit (for the overhead
  * benchmark: print "first_frame_us=T", T = CLOCK_MONOTONIC µs of the first
- * window's first frame, and quit). */
+ * window's first frame, and quit), --jank-ms N (once everything loaded,
+ * press the "Recommendations" button by itself: its handler blocks the main
+ * loop N ms inside shop_compute_recommendations(), the main-loop jank the
+ * agent must report with that function in its stack; pressed by hand it
+ * blocks 1000 ms). */
 #include <curl/curl.h>
 #include <gtk/gtk.h>
 #include <libsoup/soup.h>
@@ -51,7 +55,8 @@ static struct {
     gboolean sync_config;
     gboolean children;
     gboolean first_frame_exit;
-} opt = {"http://127.0.0.1:8080", 400, 1500, 800, FALSE, FALSE, FALSE, FALSE, FALSE, FALSE};
+    guint jank_ms;
+} opt = {"http://127.0.0.1:8080", 400, 1500, 800, FALSE, FALSE, FALSE, FALSE, FALSE, FALSE, 0};
 
 static GtkApplication *app;
 static SoupSession *session;
@@ -184,6 +189,7 @@ struct _ShopHomeWindow {
     GtkWidget *title;
     GtkWidget *list;
     GtkWidget *stack;
+    GtkWidget *recommend;
     GCancellable *cancel;
     guint lazy_source;
     int steps_left; /* list loaded, 2 merchants loaded, lazy page shown */
@@ -193,14 +199,39 @@ G_DEFINE_TYPE(ShopHomeWindow, shop_home_window, GTK_TYPE_APPLICATION_WINDOW)
 
 static void finish_run(void);
 
+/* The slow code of the demo: ranks made-up products on the GTK thread for
+ * `ms` milliseconds of CPU time, freezing the window meanwhile (a busy loop,
+ * not a sleep: what a real computation does). Kept a separate, static,
+ * non-inlined function so that it has its own frame in the stack. */
+static __attribute__((noinline)) double shop_compute_recommendations(guint ms)
+{
+    gint64 until = g_get_monotonic_time() + (gint64)ms * 1000;
+    double score = 0;
+    for (unsigned i = 1; g_get_monotonic_time() < until; i++)
+        score += (double)(i % 97) / (double)(i % 89 + 1); /* the "ranking" */
+    return score;
+}
+
+static void on_recommend(GtkButton *button, gpointer user)
+{
+    guint ms = opt.jank_ms ? opt.jank_ms : 1000;
+    double score = shop_compute_recommendations(ms);
+    char label[64];
+    snprintf(label, sizeof(label), "Recommendations (%.0f)", score);
+    gtk_button_set_label(button, label);
+}
+
 static void home_step_done(GtkWidget *any_child)
 {
     GtkRoot *root = gtk_widget_get_root(any_child);
     if (!root || !SHOP_IS_HOME_WINDOW(root))
         return;
     ShopHomeWindow *self = SHOP_HOME_WINDOW(root);
-    if (--self->steps_left == 0)
+    if (--self->steps_left == 0) {
+        if (opt.jank_ms)
+            gtk_widget_activate(self->recommend); /* "clicked", as by the user */
         finish_run();
+    }
 }
 
 static void list_fill(ShopHomeWindow *self, const char *json)
@@ -338,6 +369,10 @@ static void shop_home_window_init(ShopHomeWindow *self)
     gtk_stack_switcher_set_stack(GTK_STACK_SWITCHER(switcher), GTK_STACK(self->stack));
     gtk_box_append(GTK_BOX(box), switcher);
     gtk_box_append(GTK_BOX(box), self->stack);
+
+    self->recommend = gtk_button_new_with_label("Recommendations");
+    g_signal_connect(self->recommend, "clicked", G_CALLBACK(on_recommend), NULL);
+    gtk_box_append(GTK_BOX(box), self->recommend);
 
     self->list = gtk_list_box_new();
     GtkWidget *scroller = gtk_scrolled_window_new();
@@ -554,11 +589,13 @@ int main(int argc, char **argv)
             opt.children = TRUE;
         else if (strcmp(a, "--first-frame-exit") == 0)
             opt.first_frame_exit = TRUE;
+        else if (strcmp(a, "--jank-ms") == 0 && v)
+            opt.jank_ms = parse_ms(argv[++i], a);
         else {
             fprintf(stderr,
                     "usage: shop-app [--api URL] [--splash-ms N] [--lazy-ms N] [--linger-ms N]\n"
                     "                [--auto-exit] [--exit-mode quit|exit] [--warm] [--sync-config]\n"
-                    "                [--children] [--first-frame-exit]\n");
+                    "                [--children] [--first-frame-exit] [--jank-ms N]\n");
             return strcmp(a, "--help") == 0 ? 0 : 2;
         }
     }

@@ -17,6 +17,7 @@ benchmarks=(
   "pacerd: ingest spans/s and query latency over 1,000,000 page loads|bench/server/run.sh $dir"
   "trace: ns per traced call, pacer vs floor vs uftrace|bench/trace/run.sh $dir"
   "agent: time to first frame of the demo app, with vs without the agent|bench/agent/ttff.py $dir"
+  "agent: ns per main-loop iteration, with vs without the jank monitor|bench/agent/loop.py $dir"
 )
 
 for b in "${benchmarks[@]}"; do

@@ -116,6 +116,12 @@ PACER_API int pacer_emit(pacer_t *p, const char *type, const char *fields_json);
  * instance takes its own reference to `cfg`. */
 PACER_API void pacer_set_config(pacer_t *p, pacer_config *cfg);
 
+/* The config in force now (the last one swapped in, an empty config when
+ * there is none), as a new reference the caller releases with
+ * pacer_config_unref(). NULL only when p is NULL. Takes the instance mutex:
+ * poll it from a background thread, not per frame. */
+PACER_API pacer_config *pacer_get_config(pacer_t *p);
+
 /* Loads `path` and swaps it in. On failure the old config stays in force and
  * *ret_error (when not NULL) receives a malloc'd message. */
 PACER_API int pacer_reload_config(pacer_t *p, const char *path, char **ret_error);

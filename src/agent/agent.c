@@ -121,6 +121,9 @@ static void agent_atexit(void)
     int expected = ACTIVE;
     if (!atomic_compare_exchange_strong(&agent_state, &expected, STOPPED))
         return;
+    watchdog_stop(); /* an iteration still stuck: its jank record, ongoing */
+    if (agent_on_gtk_thread())
+        frames_flush_all(); /* windows still open: the frames since their last record */
     pacer_shutdown();
 }
 

@@ -15,7 +15,16 @@
  *   soup.c    libsoup-3.0 requests (emission hooks on SoupSession and
  *             SoupMessage signals);
  *   curl.c    libcurl requests (easy and multi interface);
- *   net.c     the `net` record shared by soup.c and curl.c.
+ *   net.c     the `net` record shared by soup.c and curl.c;
+ *   mainloop.c  busy time of every main-loop iteration (the hot path: a
+ *             wrapper around the main context's poll function);
+ *   watchdog.c  the thread that notices a stuck iteration, has its stack
+ *             taken and writes `jank` records; live thresholds;
+ *   stack.c   capture of the main thread's stack while it is stuck (a
+ *             signal, a copy of its registers and stack) and unwinding of
+ *             the copy with libdw, off the main thread;
+ *   jank.c    the `jank` record: symbols (libpacer-symbols), fingerprint;
+ *   frames.c  `frames` records: frame-clock cycles of each window, graded.
  *
  * Linking: the agent never links GLib, GTK, libsoup or libcurl. GLib, GObject
  * and GTK functions are weak references (see the list at the end of this
@@ -126,6 +135,73 @@ void net_emit(const net_info *n);
 void net_request_start(const char *url, const void *req, int64_t t_ns);
 void net_request_end(const char *url, const void *req, int status, int64_t t_ns);
 
+/* ---- mainloop.c ---- */
+/* Wraps the default main context's poll function (GTK thread, at main()). */
+void mainloop_install(void);
+/* One iteration of the main thread that was busy for at least the jank
+ * threshold: from poll returning (start) to the next poll (end). */
+typedef struct loop_span {
+    int64_t start, end; /* CLOCK_MONOTONIC ns */
+} loop_span;
+/* Watchdog thread only: takes the oldest long iteration not yet taken.
+ * Returns false when there is none. */
+bool mainloop_take_long(loop_span *ret);
+/* Any thread: when the iteration running now began, or 0 while the main
+ * thread waits in poll (or before the loop first ran). */
+int64_t mainloop_busy_since(void);
+/* Main thread: when the main loop last returned from a poll that waited
+ * (the loop was idle until then); 0 before any. frames.c tells a frame the
+ * busy loop delayed from one nobody asked for earlier. */
+int64_t mainloop_wait_end(void);
+/* Any thread: iterations at least this long are kept for mainloop_take_long. */
+void mainloop_set_jank_ns(int64_t ns);
+/* Iterations lost because the watchdog did not take them in time. */
+uint64_t mainloop_lost(void);
+
+/* ---- watchdog.c ---- */
+/* Starts the watchdog thread (GTK thread, from mainloop_install). */
+void watchdog_start(void);
+/* Stops it (at exit, before pacer_shutdown()): an iteration still stuck is
+ * reported as ongoing. Waits at most about a second. Any thread. */
+void watchdog_stop(void);
+
+/* ---- stack.c ---- */
+#define STACK_MAX_FRAMES 64
+typedef struct stack_trace {
+    uint64_t pc[STACK_MAX_FRAMES]; /* [0] = where the thread was; callers' return addresses after */
+    size_t n;
+    bool truncated; /* the unwinding stopped before the outermost frame */
+} stack_trace;
+/* Sets up capture on the calling thread (the main thread): picks a free
+ * real-time signal, installs its handler, finds the thread's stack. Returns
+ * false (said once) when capture cannot work here. */
+bool stack_init(void);
+/* Watchdog thread: signals the main thread, waits up to timeout_ms for its
+ * handler to copy registers and stack, unwinds the copy into *ret.
+ * Returns 0, -EAGAIN (the main thread did not answer in time: it blocks the
+ * signal or is in the kernel uninterruptibly), -ENOTSUP (no capture). */
+int stack_capture(stack_trace *ret, int timeout_ms);
+
+/* ---- jank.c ---- */
+/* Watchdog thread: writes the `jank` record of one long iteration. `st` is
+ * its stack (NULL: not captured, see stack_status); `page` the page that
+ * was visible (NULL: none known). */
+void jank_emit(const loop_span *span, int64_t hang_ns, const stack_trace *st, const char *stack_status,
+               const char *page, bool ongoing);
+
+/* ---- frames.c ---- */
+/* A toplevel window was created: its frames are counted while it is
+ * mapped. GTK thread. */
+void frames_track(GtkWindow *window, const char *class_name);
+/* Writes the `frames` records of every window with counted frames (exit). */
+void frames_flush_all(void);
+
+/* ---- pages.c: the visible page ---- */
+/* The class of the page visible now (the visible stack page of the window
+ * that painted last, or that window), or NULL. Any thread: an atomic read of
+ * a string that lives as long as the process. */
+const char *pages_visible(void);
+
 /* ---- GLib / GObject / GTK: weak references (see the top of this file). ---- */
 #pragma weak g_type_name
 #pragma weak g_type_is_a
@@ -163,5 +239,13 @@ void net_request_end(const char *url, const void *req, int status, int64_t t_ns)
 #pragma weak gtk_window_get_child
 #pragma weak gtk_window_get_toplevels
 #pragma weak gdk_frame_clock_get_type
+#pragma weak gdk_frame_clock_get_refresh_info
+#pragma weak gdk_frame_clock_get_frame_time
+#pragma weak g_main_context_default
+#pragma weak g_main_context_get_poll_func
+#pragma weak g_poll
+#pragma weak g_quark_from_string
+#pragma weak g_quark_to_string
+#pragma weak gtk_widget_get_root
 
 #endif

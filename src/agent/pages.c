@@ -26,6 +26,13 @@
  * first draw after the page's APIs ended). An idle app with a spinner thus
  * sends no event per frame.
  *
+ * The visible page (pages_visible, for `jank` records): the visible stack
+ * or notebook page of the window that painted last, else that window. Kept
+ * as an atomic pointer to an interned class name, so the watchdog thread
+ * can read it while the GTK thread is stuck.
+ *
+ * Windows also get their frames counted (frames.c, frames_track).
+ *
  * State: one `page` per instance, attached as qdata and freed with the
  * object (page_free also drops every handler on other objects). All of it
  * runs on the GTK thread.
@@ -38,6 +45,8 @@
 
 typedef struct page {
     GObject *obj; /* not a reference: the page lives as long as obj */
+    const char *class_name;    /* interned: lives as long as the process */
+    const char *visible_child; /* windows: class of their visible page, or NULL */
     bool window;
     bool view_created;
     bool destroyed;
@@ -57,6 +66,12 @@ typedef struct page {
 static GQuark page_quark;
 static page *windows; /* window pages, for the toplevel list check */
 static bool toplevels_watched;
+static _Atomic(const char *) visible_now;
+
+const char *pages_visible(void)
+{
+    return atomic_load_explicit(&visible_now, memory_order_relaxed);
+}
 
 static page *page_of(gpointer obj)
 {
@@ -90,6 +105,9 @@ static void on_after_paint(GdkFrameClock *clock, gpointer data)
     if (!pg->painted || pg->destroyed)
         return;
     pg->painted = false;
+    if (pg->window)
+        atomic_store_explicit(&visible_now, pg->visible_child ? pg->visible_child : pg->class_name,
+                              memory_order_relaxed);
     if (!gtk_widget_get_mapped(GTK_WIDGET(pg->obj)))
         return;
     if (pg->drawn && pg->drawn_epoch == pg->paint_epoch)
@@ -185,6 +203,10 @@ static bool is_inside(GtkWidget *w, GObject *ancestor_or_self, GObject *stop)
 
 static void set_visible(page *pg, bool visible)
 {
+    GtkRoot *root = gtk_widget_get_root ? gtk_widget_get_root(GTK_WIDGET(pg->obj)) : NULL;
+    page *win = root ? page_of(root) : NULL;
+    if (win && win->window && (visible || win->visible_child == pg->class_name))
+        win->visible_child = visible ? pg->class_name : NULL;
     if (visible && !pg->visible && !pg->destroyed) {
         agent_in_hook++;
         submit_page(PACER_EV_PAGE_SELECT, pg, NULL);
@@ -305,12 +327,14 @@ static void page_track(GObject *obj, const char *class_name, bool window)
     }
     pg->obj = obj;
     pg->window = window;
+    pg->class_name = g_quark_to_string(g_quark_from_string(class_name));
     submit_page(PACER_EV_PAGE_CREATE, pg, class_name);
     g_object_set_qdata_full(obj, page_quark, pg, page_free);
     g_signal_connect_data(obj, "map", G_CALLBACK(on_map), pg, NULL, 0);
     g_signal_connect_data(obj, "unmap", G_CALLBACK(on_unmap), pg, NULL, 0);
     g_signal_connect_data(obj, "destroy", G_CALLBACK(on_destroy), pg, NULL, 0);
     if (window) {
+        frames_track((GtkWindow *)obj, pg->class_name);
         g_signal_connect_data(obj, "notify::child", G_CALLBACK(on_child_notify), pg, NULL, 0);
         pg->next_window = windows;
         windows = pg;

@@ -5,7 +5,8 @@
  * trampoline in place of main that marks PACER_EV_MAIN and then calls main.
  * That moment is also where the agent finishes setting up (late_setup):
  * every library constructor has run by then, so classes of GIO and libsoup
- * can be referenced safely.
+ * can be referenced safely, and the main loop's poll function wrapped
+ * (mainloop.c).
  *
  * Application created: an emission hook on GApplication::activate (and
  * ::open, ::command-line — whichever the app answers to) marks
@@ -54,6 +55,7 @@ void start_install(void)
         }
     }
     soup_install();
+    mainloop_install();
     agent_in_hook--;
 }
 

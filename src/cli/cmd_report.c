@@ -24,6 +24,9 @@
 static const report_section *const sections[] = {
     &report_page_section,
     &report_startup_section,
+    &report_net_section,
+    &report_jank_section,
+    &report_frames_section,
 };
 #define N_SECTIONS (sizeof(sections) / sizeof(sections[0]))
 
@@ -209,6 +212,12 @@ static const char usage[] =
     "Start-up: cold and warm starts with the percentiles of cold_ms,\n"
     "first_screen_ms, app_cost_ms, full_display_ms and warm_ms. Starts flagged\n"
     "\"outlier\" are counted but left out of every percentile.\n"
+    "Requests, by URL path: count, p50 and p90 of total_ms, failures (status\n"
+    ">= 400 or <= 0), bytes sent and received.\n"
+    "Main-loop jank, by fingerprint (most frequent first): count, hangs, p50\n"
+    "and max of duration_ms, the page and top in-app frames of the longest.\n"
+    "Frames, by window: frames, slow, frozen (and their share), dropped\n"
+    "frames, total delay, longest frame, refresh interval, Matrix levels.\n"
     "Records of other types are counted per type.\n"
     "\n"
     "Percentiles are nearest-rank: the p-th percentile of n values sorted\n"
@@ -331,7 +340,7 @@ out:
 
 const cli_command cmd_report = {
     "report",
-    "Summarise a records file: page and start-up percentiles",
+    "Summarise a records file: pages, start-up, requests, jank, frames",
     usage,
     run,
 };

@@ -59,5 +59,8 @@ typedef struct report_section {
 
 extern const report_section report_page_section;
 extern const report_section report_startup_section;
+extern const report_section report_net_section;
+extern const report_section report_jank_section;
+extern const report_section report_frames_section;
 
 #endif

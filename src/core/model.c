@@ -453,6 +453,11 @@ void model_set_config(model *m, pacer_config *cfg)
     pacer_config_unref(old);
 }
 
+pacer_config *model_get_config(model *m)
+{
+    return m->cfg;
+}
+
 model *model_new(const model_info *info, pacer_config *cfg, model_record_fn fn, void *user_data)
 {
     model *m = calloc(1, sizeof(*m));

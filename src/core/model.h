@@ -29,6 +29,8 @@ void model_free(model *m);
 
 /* Swaps the config; pages already measuring keep their own snapshot. */
 void model_set_config(model *m, pacer_config *cfg);
+/* The config in force (borrowed: valid until the next model_set_config). */
+pacer_config *model_get_config(model *m);
 
 /* Feeds one event (t_ns already resolved). Returns 0 or -EINVAL when a
  * required field is missing. Also advances the model's clock, reporting

@@ -384,6 +384,16 @@ PACER_API void pacer_set_config(pacer_t *p, pacer_config *cfg)
     pthread_mutex_unlock(&p->mu);
 }
 
+PACER_API pacer_config *pacer_get_config(pacer_t *p)
+{
+    if (!p)
+        return NULL;
+    pthread_mutex_lock(&p->mu);
+    pacer_config *cfg = pacer_config_ref(model_get_config(p->model));
+    pthread_mutex_unlock(&p->mu);
+    return cfg;
+}
+
 PACER_API int pacer_reload_config(pacer_t *p, const char *path, char **ret_error)
 {
     if (!p || !path)

@@ -1,4 +1,6 @@
-/* Addresses -> symbols, at export time only (never in the traced process).
+/* Addresses -> symbols (symbols.h): at export time for traces (never in the
+ * traced process), and on the agent's watchdog thread for stacks of a
+ * stuck main thread (never on the thread being measured).
  *
  * The traced process's /proc/self/maps (NAME.maps) says which ELF file was
  * mapped where; libdwfl turns that into modules with their load bias (PIE
@@ -8,10 +10,13 @@
  * lazily, on the first address that falls in them. Results are cached per
  * address, so a trace of millions of calls does a few hundred lookups.
  */
-#include "trace_read.h"
+#include "symbols.h"
 
 #include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +29,7 @@ struct entry {
 
 struct pt_symbols {
     Dwfl *dwfl;
+    pid_t pid; /* live process (pt_symbols_new_live), or 0 */
     struct entry **tab;
     size_t cap, n;
 };
@@ -35,7 +41,38 @@ static const Dwfl_Callbacks callbacks = {
     .debuginfo_path = &debuginfo_path,
 };
 
-pt_symbols *pt_symbols_new(const char *maps_path)
+/* Separate debug info for a live process, found locally only: by build id
+ * under /usr/lib/debug/.build-id/. dwfl_standard_find_debuginfo would also
+ * ask debuginfod servers (DEBUGINFOD_URLS, set system-wide on Debian):
+ * network requests, libcurl initialised behind the application's back —
+ * never inside someone else's process. */
+static int find_debuginfo_local(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                                const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+                                char **debuginfo_file_name)
+{
+    const unsigned char *id;
+    GElf_Addr vaddr;
+    int n = dwfl_module_build_id(mod, &id, &vaddr);
+    if (n < 2 || n > 64)
+        return -1;
+    char path[64 + 2 * 64];
+    int len = snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%02x/", id[0]);
+    for (int i = 1; i < n; i++)
+        len += snprintf(path + len, sizeof path - (size_t)len, "%02x", id[i]);
+    snprintf(path + len, sizeof path - (size_t)len, ".debug");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0)
+        *debuginfo_file_name = strdup(path);
+    return fd;
+}
+
+static const Dwfl_Callbacks live_callbacks = {
+    .find_elf = dwfl_linux_proc_find_elf,
+    .find_debuginfo = find_debuginfo_local,
+    .debuginfo_path = &debuginfo_path,
+};
+
+static pt_symbols *alloc_symbols(void)
 {
     pt_symbols *s = calloc(1, sizeof *s);
     if (!s)
@@ -46,6 +83,24 @@ pt_symbols *pt_symbols_new(const char *maps_path)
         free(s);
         return NULL;
     }
+    return s;
+}
+
+pt_symbols *pt_symbols_new_live(pid_t pid)
+{
+    pt_symbols *s = alloc_symbols();
+    if (!s)
+        return NULL;
+    s->pid = pid;
+    pt_symbols_refresh(s);
+    return s;
+}
+
+pt_symbols *pt_symbols_new(const char *maps_path)
+{
+    pt_symbols *s = alloc_symbols();
+    if (!s)
+        return NULL;
     FILE *f = maps_path ? fopen(maps_path, "r") : NULL;
     if (f) {
         s->dwfl = dwfl_begin(&callbacks);
@@ -73,6 +128,7 @@ void pt_symbols_free(pt_symbols *s)
             free((char *)e->sym.name);
             free((char *)e->sym.file);
             free((char *)e->sym.module);
+            free((char *)e->sym.path);
             free(e);
         }
     }
@@ -108,16 +164,19 @@ static void grow(pt_symbols *s)
 static void resolve(pt_symbols *s, uint64_t addr, pt_sym *out)
 {
     Dwfl_Module *m = s->dwfl ? dwfl_addrmodule(s->dwfl, (Dwarf_Addr)addr) : NULL;
-    const char *name = NULL, *file = NULL, *mod = NULL;
+    const char *name = NULL, *file = NULL, *mod = NULL, *path = NULL;
+    Dwarf_Addr start = 0;
     int line = 0;
     if (m) {
         name = dwfl_module_addrname(m, (GElf_Addr)addr);
         Dwfl_Line *l = dwfl_module_getsrc(m, (Dwarf_Addr)addr);
         if (l)
             file = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
-        mod = dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+        mod = path = dwfl_module_info(m, NULL, &start, NULL, NULL, NULL, NULL, NULL);
         if (mod && strrchr(mod, '/'))
             mod = strrchr(mod, '/') + 1;
+        if (mod && strncmp(mod, "[vdso", 5) == 0)
+            mod = "[vdso]"; /* libdw names it "[vdso: PID]" */
     }
     if (name) {
         out->name = strdup(name);
@@ -129,11 +188,13 @@ static void resolve(pt_symbols *s, uint64_t addr, pt_sym *out)
     out->file = file ? strdup(file) : NULL;
     out->line = file ? line : 0;
     out->module = mod ? strdup(mod) : NULL;
+    out->path = path ? strdup(path) : NULL;
+    out->offset = m ? addr - (uint64_t)start : 0;
 }
 
 const pt_sym *pt_symbols_lookup(pt_symbols *s, uint64_t addr)
 {
-    static const pt_sym unknown = {"?", NULL, 0, NULL};
+    static const pt_sym unknown = {"?", NULL, 0, NULL, NULL, 0};
     if (s->n * 2 >= s->cap)
         grow(s);
     size_t i = slot(s, addr);
@@ -148,6 +209,7 @@ const pt_sym *pt_symbols_lookup(pt_symbols *s, uint64_t addr)
         if (!e->sym.name) {
             free((char *)e->sym.file);
             free((char *)e->sym.module);
+            free((char *)e->sym.path);
             free(e);
             return &unknown;
         }
@@ -155,4 +217,54 @@ const pt_sym *pt_symbols_lookup(pt_symbols *s, uint64_t addr)
         s->n++;
     }
     return &s->tab[i]->sym;
+}
+
+struct Dwfl *pt_symbols_dwfl(pt_symbols *s)
+{
+    return s->dwfl;
+}
+
+int pt_symbols_refresh(pt_symbols *s)
+{
+    if (!s->pid)
+        return -EINVAL;
+    int rc = 0;
+    if (!s->dwfl) {
+        s->dwfl = dwfl_begin(&live_callbacks);
+        if (!s->dwfl)
+            rc = -ENOMEM;
+    }
+    if (rc == 0) {
+        dwfl_report_begin_add(s->dwfl);
+        if (dwfl_linux_proc_report(s->dwfl, s->pid) != 0)
+            rc = -EIO;
+        dwfl_report_end(s->dwfl, NULL, NULL);
+    }
+    /* Entries without a module may have one now: drop them from the cache.
+     * Entries keep their slots otherwise (pointers handed out stay valid);
+     * a dropped slot is refilled at the next lookup, so the probe chains are
+     * rebuilt by re-inserting what is kept. */
+    size_t cap = s->cap;
+    struct entry **old = s->tab;
+    struct entry **tab = calloc(cap, sizeof *tab);
+    if (!tab)
+        return rc ? rc : -ENOMEM;
+    s->tab = tab;
+    s->n = 0;
+    for (size_t i = 0; i < cap; i++) {
+        struct entry *e = old[i];
+        if (!e)
+            continue;
+        if (!e->sym.module) {
+            free((char *)e->sym.name);
+            free((char *)e->sym.file);
+            free((char *)e->sym.path);
+            free(e);
+            continue;
+        }
+        s->tab[slot(s, e->addr)] = e;
+        s->n++;
+    }
+    free(old);
+    return rc;
 }

@@ -15,6 +15,7 @@
 #define PACER_TRACE_READ_H
 
 #include "format.h"
+#include "symbols.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -58,22 +59,7 @@ const struct pt_file_header *pt_reader_header(const pt_reader *r);
 bool pt_reader_complete(const pt_reader *r);
 uint64_t pt_reader_event_count(const pt_reader *r);
 
-/* ---- symbols.c ---- */
-typedef struct pt_symbols pt_symbols;
-typedef struct pt_sym {
-    const char *name;   /* function, or "0x<addr>" when unknown */
-    const char *file;   /* source file, or NULL */
-    int line;           /* 0 when unknown */
-    const char *module; /* basename of the ELF file, or NULL */
-} pt_sym;
-
-/* Loads the module list of a traced process from its .maps file (NULL or
- * unreadable: addresses stay numeric). Never fails; ELF files are opened
- * lazily. */
-pt_symbols *pt_symbols_new(const char *maps_path);
-void pt_symbols_free(pt_symbols *s);
-/* Resolves addr (cached). The result lives as long as s. */
-const pt_sym *pt_symbols_lookup(pt_symbols *s, uint64_t addr);
+/* ---- symbols.c: see symbols.h ---- */
 
 /* ---- calltree.c ---- */
 typedef struct pt_frame {

@@ -102,7 +102,7 @@ class ReportTest(unittest.TestCase):
         self.assertIn("nearest-rank", p.stdout)
         self.assertIn("ceil(p/100 * n)", p.stdout)
         top = subprocess.run([PACER, "--help"], capture_output=True, text=True)
-        self.assertIn("Summarise a records file: page and start-up percentiles", top.stdout)
+        self.assertIn("Summarise a records file: pages, start-up, requests, jank, frames", top.stdout)
 
     # --- pages ---------------------------------------------------------------
 
@@ -195,12 +195,84 @@ class ReportTest(unittest.TestCase):
     # --- other types, filters --------------------------------------------------
 
     def test_other_types_counted(self):
-        recs = [common("net")] * 3 + [common("jank"), common("frames"), common("leak"), common("brand_new")]
+        recs = [common("leak")] * 3 + [common("brand_new")]
         path = self.write(recs + [page("P")])
         doc, _ = self.report_json(path)
-        self.assertEqual(doc["other"], {"brand_new": 1, "frames": 1, "jank": 1, "leak": 1, "net": 3})
-        self.assertEqual(doc["records"], 8)
-        self.assertIn("Other records: brand_new 1, frames 1, jank 1, leak 1, net 3", self.run_report(path).stdout)
+        self.assertEqual(doc["other"], {"brand_new": 1, "leak": 3})
+        self.assertEqual(doc["records"], 5)
+        self.assertIn("Other records: brand_new 1, leak 3", self.run_report(path).stdout)
+
+    # --- requests, jank, frames ------------------------------------------------
+
+    def test_requests_by_path(self):
+        recs = []
+        for i, ms in enumerate(range(1, 11)):  # /api/list: 1..10 ms, ?query and host vary
+            r = common("net")
+            r.update(lib="curl", method="GET", url="http://h%d:80/api/list?page=%d" % (i % 2, i), status=200,
+                     bytes_sent=100, bytes_received=1000, total_ms=float(ms), classes=[])
+            recs.append(r)
+        for status in (404, 0, 200):
+            r = common("net")
+            r.update(lib="soup", url="https://x/api/config#f", status=status, bytes_sent=None,
+                     bytes_received=None, total_ms=5.0, classes=[])
+            recs.append(r)
+        doc, _ = self.report_json(self.write(recs))
+        by = {p["path"]: p for p in doc["requests"]}
+        self.assertEqual(set(by), {"/api/list", "/api/config"})
+        lst = by["/api/list"]
+        self.assertEqual((lst["count"], lst["p50_ms"], lst["p90_ms"], lst["failures"]), (10, 5.0, 9.0, 0))
+        self.assertEqual((lst["bytes_sent"], lst["bytes_received"]), (1000, 10000))
+        self.assertEqual((by["/api/config"]["count"], by["/api/config"]["failures"]), (3, 2))
+        text = self.run_report(self.write(recs)).stdout
+        self.assertRegex(text, r"/api/list +10 +5\.0 +9\.0 +0 +1000 +10000")
+
+    def jank(self, fp, ms, kind="jank", page="HomeWindow", fn="slow_fn"):
+        r = common("jank")
+        r.update(kind=kind, duration_ms=ms, stack_status="captured", page=page)
+        if fp:
+            r.update(fingerprint=fp, stack=[
+                {"address": "0x1", "module": "libc.so.6", "function": "memcpy", "in_app": False},
+                {"address": "0x2", "module": "app", "function": fn, "file": "/src/app.c", "line": 42,
+                 "in_app": True},
+                {"address": "0x3", "module": "app", "function": "main", "file": "/src/app.c", "line": 7,
+                 "in_app": True}])
+        return r
+
+    def test_jank_grouped_by_fingerprint(self):
+        recs = [self.jank("aaaa", 700.0), self.jank("aaaa", 900.0, fn="slowest"), self.jank("aaaa", 6000.0 - 1,
+                kind="hang", fn="slowest_of_all"), self.jank("bbbb", 800.0), self.jank(None, 750.0)]
+        doc, _ = self.report_json(self.write(recs))
+        groups = doc["jank"]
+        self.assertEqual([g["fingerprint"] for g in groups], ["aaaa", "-", "bbbb"])  # by count, then name
+        a = groups[0]
+        self.assertEqual((a["count"], a["hangs"], a["p50_ms"], a["max_ms"]), (3, 1, 900.0, 5999.0))
+        self.assertEqual(a["top_frames"], ["slowest_of_all (app.c:42)", "main (app.c:7)"])  # in-app, longest
+        self.assertEqual(a["page"], "HomeWindow")
+        self.assertEqual(groups[1]["top_frames"], [])
+        text = self.run_report(self.write(recs)).stdout
+        self.assertRegex(text, r"aaaa +3 +1 +900\.0 +5999\.0 +HomeWindow")
+        self.assertIn("at slowest_of_all (app.c:42)", text)
+        bad = self.jank("cccc", 10.0)
+        del bad["duration_ms"]
+        _, p = self.report_json(self.write([bad]), rc=1)
+        self.assertIn("duration_ms", p.stderr)
+
+    def test_frames_per_window(self):
+        recs = []
+        for frames, slow, frozen, dropped, mx in ((100, 10, 1, 60, 800.0), (50, 5, 0, 10, 40.0)):
+            r = common("frames")
+            r.update(window="HomeWindow", instance=1, final=False, frames=frames, slow=slow, frozen=frozen,
+                     dropped_frames=dropped, delay_ms=100.5, max_frame_ms=mx, refresh_ms=16.667, span_ms=1000.0,
+                     levels={"best": frames - 2, "normal": 1, "middle": 0, "high": 0, "frozen": 1})
+            recs.append(r)
+        doc, _ = self.report_json(self.write(recs))
+        (w,) = doc["frames"]
+        self.assertEqual((w["window"], w["records"], w["frames"], w["slow"], w["frozen"], w["dropped_frames"]),
+                         ("HomeWindow", 2, 150, 15, 1, 70))
+        self.assertEqual((w["delay_ms"], w["max_frame_ms"], w["refresh_ms"]), (201.0, 800.0, 16.667))
+        self.assertEqual(w["levels"], {"best": 146, "normal": 2, "middle": 0, "high": 0, "frozen": 2})
+        text = self.run_report(self.write(recs)).stdout
+        self.assertRegex(text, r"HomeWindow +150 +15 +10\.0 +1 +0\.7 +70 +201\.0 +800\.0 +16\.67")
 
     def test_page_filter(self):
         recs = [page("A", total_ms=1.0), page("B", total_ms=2.0), page("B", total_ms=3.0),
@@ -218,8 +290,8 @@ class ReportTest(unittest.TestCase):
 
     def test_app_filter(self):
         recs = [page("P", app="one", total_ms=10.0), page("P", app="two", total_ms=20.0),
-                startup("cold", app="two", cold_ms=300.0), common("net", app="one"),
-                {"type": "net"}]  # no app: never matches --app
+                startup("cold", app="two", cold_ms=300.0), common("leak", app="one"),
+                {"type": "leak"}]  # no app: never matches --app
         path = self.write(recs)
         doc, _ = self.report_json("--app", "two", path)
         self.assertEqual(metric(self.page_of(doc, "P")["metrics"]["total_ms"]), (1, 20, 20, 20, 20))
@@ -230,7 +302,7 @@ class ReportTest(unittest.TestCase):
 
         doc, _ = self.report_json(path)  # no filter: everything
         self.assertEqual(self.page_of(doc, "P")["count"], 2)
-        self.assertEqual(doc["other"], {"net": 2})
+        self.assertEqual(doc["other"], {"leak": 2})
 
     def test_sample_file(self):
         doc, _ = self.report_json("--app", "notes", SAMPLE)
@@ -241,7 +313,9 @@ class ReportTest(unittest.TestCase):
         self.assertEqual([(a["url"], a["calls"], a["n"], a["failures"]) for a in notes["apis"]],
                          [("/v1/notes", 5, 3, 2), ("/v1/tags", 5, 5, 2)])
         self.assertEqual(doc["startup"]["cold"]["metrics"]["app_cost_ms"]["p50"], 120.125)
-        self.assertEqual(doc["other"], {"jank": 1, "net": 1})
+        self.assertEqual(doc["other"], {})
+        self.assertEqual([(r["path"], r["count"], r["p50_ms"]) for r in doc["requests"]], [("/v1/notes", 1, 210.5)])
+        self.assertEqual([(j["fingerprint"], j["count"], j["max_ms"]) for j in doc["jank"]], [("-", 1, 820.0)])
 
     # --- bad input -------------------------------------------------------------
 

@@ -269,6 +269,32 @@ static void test_config_swap_keeps_snapshot(void **state)
     rec_capture_clear(&c);
 }
 
+/* pacer_get_config hands out the config in force, as a new reference that
+ * outlives a later swap. */
+static void test_get_config_follows_swaps(void **state)
+{
+    (void)state;
+    rec_capture c;
+    pacer_t *p = test_pacer_new(&c, shop_xml);
+    pacer_config *a = pacer_get_config(p);
+    assert_non_null(a);
+    assert_int_equal(pacer_config_jank_ms(a), PACER_DEFAULT_JANK_MS);
+    const char *xml2 = "<pacer><thresholds jank-ms=\"250\" hang-ms=\"900\"/></pacer>";
+    pacer_config *cfg2 = pacer_config_parse(xml2, strlen(xml2), NULL);
+    assert_non_null(cfg2);
+    pacer_set_config(p, cfg2);
+    pacer_config_unref(cfg2);
+    pacer_config *b = pacer_get_config(p);
+    assert_int_equal(pacer_config_jank_ms(b), 250);
+    assert_int_equal(pacer_config_hang_ms(b), 900);
+    assert_int_equal(pacer_config_jank_ms(a), PACER_DEFAULT_JANK_MS); /* the old snapshot is intact */
+    pacer_config_unref(a);
+    pacer_config_unref(b);
+    assert_null(pacer_get_config(NULL));
+    pacer_free(p);
+    rec_capture_clear(&c);
+}
+
 static void test_emit_custom_record(void **state)
 {
     (void)state;
@@ -397,6 +423,7 @@ int main(void)
         cmocka_unit_test(test_deadline_exceeded_by_later_event),
         cmocka_unit_test(test_end_of_input_incomplete_vs_deadline),
         cmocka_unit_test(test_config_swap_keeps_snapshot),
+        cmocka_unit_test(test_get_config_follows_swaps),
         cmocka_unit_test(test_emit_custom_record),
         cmocka_unit_test(test_invalid_events_rejected),
         cmocka_unit_test(test_raw_events_and_out_file),

@@ -1,0 +1,167 @@
+/* jank-app: a small GTK4 program the agent tests run under `pacer run` to
+ * check `jank` and `frames` records against known ground truth. Like the
+ * demo, it contains no pacer code.
+ *
+ *   --animate-ms N      a window (JankAppWindow) whose drawing area animates
+ *                       (a tick callback queues a draw every frame) for N ms,
+ *                       then closes and the app quits
+ *   --slow-frame-ms M   with --animate-ms: one frame, a third of the way in,
+ *                       spends M ms inside its tick callback (busy loop):
+ *                       one frame at least M ms long
+ *   --janks K           K main-loop janks in a row, 100 ms apart, each a
+ *   --jank-ms M         timeout handler busy for M ms in jank_app_busy_work()
+ *   --block-signals     two extra threads that block every signal and idle
+ *   --main-blocks-signals  the main thread blocks every signal while it is
+ *                       busy (the agent's capture signal stays pending)
+ * Exits 0 when done; with no --animate-ms the window closes after the janks.
+ */
+#include <gtk/gtk.h>
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static struct {
+    guint animate_ms, slow_frame_ms, janks, jank_ms;
+    gboolean block_signals, main_blocks;
+} opt;
+
+static GtkWindow *window;
+static gint64 anim_start;
+static gboolean slow_done;
+static guint janks_left;
+
+static __attribute__((noinline)) void jank_app_busy_work(guint ms)
+{
+    sigset_t all, old;
+    if (opt.main_blocks) {
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+    }
+    gint64 until = g_get_monotonic_time() + (gint64)ms * 1000;
+    volatile double x = 0;
+    while (g_get_monotonic_time() < until)
+        x += 1.0;
+    if (opt.main_blocks)
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static gboolean finish(gpointer data)
+{
+    gtk_window_destroy(window);
+    return G_SOURCE_REMOVE;
+}
+
+static gboolean one_jank(gpointer data)
+{
+    jank_app_busy_work(opt.jank_ms);
+    if (--janks_left > 0)
+        return G_SOURCE_CONTINUE;
+    if (!opt.animate_ms)
+        g_timeout_add(300, finish, NULL);
+    return G_SOURCE_REMOVE;
+}
+
+static gboolean tick(GtkWidget *w, GdkFrameClock *clock, gpointer data)
+{
+    gint64 now = g_get_monotonic_time();
+    if (!anim_start)
+        anim_start = now;
+    gint64 elapsed_ms = (now - anim_start) / 1000;
+    if (opt.slow_frame_ms && !slow_done && elapsed_ms >= opt.animate_ms / 3) {
+        slow_done = TRUE;
+        jank_app_busy_work(opt.slow_frame_ms); /* inside the frame's update phase */
+    }
+    gtk_widget_queue_draw(w);
+    if (elapsed_ms >= opt.animate_ms) {
+        g_idle_add(finish, NULL);
+        return G_SOURCE_REMOVE;
+    }
+    return G_SOURCE_CONTINUE;
+}
+
+static void draw(GtkDrawingArea *area, cairo_t *cr, int width, int height, gpointer data)
+{
+    double phase = (double)(g_get_monotonic_time() % 1000000) / 1000000.0;
+    cairo_set_source_rgb(cr, phase, 0.3, 1.0 - phase);
+    cairo_rectangle(cr, phase * (width - 40), height / 2.0 - 20, 40, 40);
+    cairo_fill(cr);
+}
+
+static void *signal_blocker(void *arg)
+{
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, NULL);
+    for (;;)
+        pause(); /* never returns: every signal is blocked */
+    return NULL;
+}
+
+#define JANK_TYPE_APP_WINDOW (jank_app_window_get_type())
+G_DECLARE_FINAL_TYPE(JankAppWindow, jank_app_window, JANK, APP_WINDOW, GtkApplicationWindow)
+struct _JankAppWindow {
+    GtkApplicationWindow parent;
+};
+G_DEFINE_TYPE(JankAppWindow, jank_app_window, GTK_TYPE_APPLICATION_WINDOW)
+static void jank_app_window_init(JankAppWindow *self)
+{
+    GtkWidget *area = gtk_drawing_area_new();
+    gtk_widget_set_size_request(area, 320, 200);
+    gtk_drawing_area_set_draw_func(GTK_DRAWING_AREA(area), draw, NULL, NULL);
+    gtk_window_set_child(GTK_WINDOW(self), area);
+    if (opt.animate_ms)
+        gtk_widget_add_tick_callback(area, tick, NULL, NULL);
+}
+static void jank_app_window_class_init(JankAppWindowClass *klass)
+{
+}
+
+static void on_activate(GApplication *app)
+{
+    window = g_object_new(JANK_TYPE_APP_WINDOW, "application", app, NULL);
+    gtk_window_present(window);
+    if (opt.janks) {
+        janks_left = opt.janks;
+        g_timeout_add(100, one_jank, NULL);
+    } else if (!opt.animate_ms) {
+        g_timeout_add(300, finish, NULL);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        guint *target = strcmp(a, "--animate-ms") == 0      ? &opt.animate_ms
+                        : strcmp(a, "--slow-frame-ms") == 0 ? &opt.slow_frame_ms
+                        : strcmp(a, "--janks") == 0         ? &opt.janks
+                        : strcmp(a, "--jank-ms") == 0       ? &opt.jank_ms
+                                                            : NULL;
+        if (target && i + 1 < argc)
+            *target = (guint)strtoul(argv[++i], NULL, 10);
+        else if (strcmp(a, "--block-signals") == 0)
+            opt.block_signals = TRUE;
+        else if (strcmp(a, "--main-blocks-signals") == 0)
+            opt.main_blocks = TRUE;
+        else {
+            fprintf(stderr, "jank-app: unknown option %s\n", a);
+            return 2;
+        }
+    }
+    if (opt.block_signals) {
+        for (int i = 0; i < 2; i++) {
+            pthread_t t;
+            pthread_create(&t, NULL, signal_blocker, NULL);
+            pthread_detach(t);
+        }
+    }
+    GtkApplication *app = gtk_application_new("org.pacer.JankApp", G_APPLICATION_NON_UNIQUE);
+    g_signal_connect(app, "activate", G_CALLBACK(on_activate), NULL);
+    char *args[] = {argv[0], NULL};
+    int status = g_application_run(G_APPLICATION(app), 1, args);
+    g_object_unref(app);
+    return status;
+}
