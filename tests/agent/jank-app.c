@@ -8,8 +8,9 @@
  *   --slow-frame-ms M   with --animate-ms: one frame, a third of the way in,
  *                       spends M ms inside its tick callback (busy loop):
  *                       one frame at least M ms long
- *   --janks K           K main-loop janks in a row, 100 ms apart, each a
+ *   --janks K           K main-loop janks in a row, 100 ms apart (--gap-ms), each a
  *   --jank-ms M         timeout handler busy for M ms in jank_app_busy_work()
+ *   --gap-ms G          the idle time between two janks (default 100)
  *   --block-signals     two extra threads that block every signal and idle
  *   --main-blocks-signals  the main thread blocks every signal while it is
  *                       busy (the agent's capture signal stays pending)
@@ -24,7 +25,7 @@
 #include <unistd.h>
 
 static struct {
-    guint animate_ms, slow_frame_ms, janks, jank_ms;
+    guint animate_ms, slow_frame_ms, janks, jank_ms, gap_ms;
     gboolean block_signals, main_blocks;
 } opt;
 
@@ -125,7 +126,7 @@ static void on_activate(GApplication *app)
     gtk_window_present(window);
     if (opt.janks) {
         janks_left = opt.janks;
-        g_timeout_add(100, one_jank, NULL);
+        g_timeout_add(opt.gap_ms, one_jank, NULL);
     } else if (!opt.animate_ms) {
         g_timeout_add(300, finish, NULL);
     }
@@ -133,12 +134,14 @@ static void on_activate(GApplication *app)
 
 int main(int argc, char **argv)
 {
+    opt.gap_ms = 100;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         guint *target = strcmp(a, "--animate-ms") == 0      ? &opt.animate_ms
                         : strcmp(a, "--slow-frame-ms") == 0 ? &opt.slow_frame_ms
                         : strcmp(a, "--janks") == 0         ? &opt.janks
                         : strcmp(a, "--jank-ms") == 0       ? &opt.jank_ms
+                        : strcmp(a, "--gap-ms") == 0        ? &opt.gap_ms
                                                             : NULL;
         if (target && i + 1 < argc)
             *target = (guint)strtoul(argv[++i], NULL, 10);

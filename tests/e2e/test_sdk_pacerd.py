@@ -125,5 +125,43 @@ class DemoAppToPacerd(unittest.TestCase):
             tmp.cleanup()
 
 
+class LiveThresholds(unittest.TestCase):
+    def test_jank_threshold_changed_on_the_server_applies_live(self):
+        """jank-app janks 500 ms every 0.9 s. The server's config starts at
+        jank-ms=2000 (none of them is a jank), then is changed to 300: janks
+        after the change are recorded, none before it."""
+        from agentlib import APP_ENV, Xvfb, read_jsonl
+        d = Pacerd()
+        tmp = tempfile.TemporaryDirectory()
+        try:
+            high = '<pacer><thresholds jank-ms="2000"/><upload config-poll-ms="200"/></pacer>'
+            low = '<pacer><thresholds jank-ms="300"/><upload config-poll-ms="200"/></pacer>'
+            d.request("PUT", "/v1/config/shop", high, token=ADMIN, content_type="application/xml")
+            out = os.path.join(tmp.name, "records.jsonl")
+            with Xvfb() as x:
+                env = dict(os.environ, DISPLAY=x.display, **APP_ENV)
+                env.pop("WAYLAND_DISPLAY", None)
+                p = subprocess.Popen([PACER, "run", "--out", out, "--app", "shop", "--server", d.base,
+                                      "--key", KEYS["shop"], "--spool", os.path.join(tmp.name, "spool.db"),
+                                      "--", os.environ["JANK_APP"], "--janks", "12", "--jank-ms", "500",
+                                      "--gap-ms", "400"],
+                                     env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                time.sleep(3.5)
+                changed_at = time.time_ns()
+                d.request("PUT", "/v1/config/shop", low, token=ADMIN, content_type="application/xml")
+                _, err = p.communicate(timeout=120)
+            self.assertEqual(p.returncode, 0, err)
+            janks = [r for r in read_jsonl(out) if r["type"] == "jank"]
+            self.assertGreaterEqual(len(janks), 3, "janks after the change were not recorded")
+            self.assertLess(len(janks), 12, "janks before the change were recorded")
+            for j in janks:
+                # ts is when the stuck iteration ended (docs/records.md)
+                self.assertGreater(j["ts"], changed_at)
+                self.assertGreaterEqual(j["duration_ms"], 500)
+        finally:
+            d.close()
+            tmp.cleanup()
+
+
 if __name__ == "__main__":
     unittest.main()
