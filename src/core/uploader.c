@@ -383,6 +383,20 @@ static void read_cached_etag(uploader *u)
     fclose(f);
 }
 
+/* Frees what uploader_new() allocated (not the thread and its lock). */
+static void release(uploader *u)
+{
+    spool_close(u->sp);
+    if (u->curl)
+        curl_easy_cleanup(u->curl);
+    free(u->server);
+    free(u->key);
+    free(u->app);
+    free(u->spool_path);
+    free(u->config_cache);
+    free(u);
+}
+
 static void curl_global_init_once(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -434,15 +448,7 @@ int uploader_new(const uploader_options *o, uploader **ret, char **ret_error)
     *ret = u;
     return 0;
 fail:
-    spool_close(u->sp);
-    if (u->curl)
-        curl_easy_cleanup(u->curl);
-    free(u->server);
-    free(u->key);
-    free(u->app);
-    free(u->spool_path);
-    free(u->config_cache);
-    free(u);
+    release(u);
     return r;
 }
 
@@ -465,16 +471,9 @@ void uploader_free(uploader *u, unsigned drain_ms)
     pthread_cond_signal(&u->cv);
     pthread_mutex_unlock(&u->mu);
     pthread_join(u->thread, NULL);
-    spool_close(u->sp);
-    curl_easy_cleanup(u->curl);
     pthread_cond_destroy(&u->cv);
     pthread_mutex_destroy(&u->mu);
-    free(u->server);
-    free(u->key);
-    free(u->app);
-    free(u->spool_path);
-    free(u->config_cache);
-    free(u);
+    release(u);
 }
 
 void uploader_get_stats(uploader *u, uploader_stats *ret)
