@@ -27,38 +27,54 @@
 
 #define MAX_BATCH_ID 128
 
-/* Strings made while mapping (patterns, JSON): freed with the request. */
+/* Text made while mapping (patterns, JSON): a bump allocator freed with the
+ * request, so mapping a span allocates nothing of its own. */
+typedef struct chunk {
+    struct chunk *next;
+    size_t used, size;
+    char data[];
+} chunk;
+
 typedef struct arena {
-    char **items;
-    size_t n, cap;
+    chunk *head;
     bool oom;
 } arena;
 
-static char *arena_keep(arena *a, char *s)
+static char *arena_alloc(arena *a, size_t n)
 {
-    if (!s) {
-        a->oom = true;
-        return NULL;
-    }
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 64;
-        char **p = realloc(a->items, cap * sizeof *p);
-        if (!p) {
-            free(s);
+    chunk *c = a->head;
+    if (!c || c->size - c->used < n) {
+        size_t size = n > 65536 ? n : 65536;
+        c = malloc(sizeof *c + size);
+        if (!c) {
             a->oom = true;
             return NULL;
         }
-        a->items = p;
-        a->cap = cap;
+        c->next = a->head;
+        c->used = 0;
+        c->size = size;
+        a->head = c;
     }
-    return a->items[a->n++] = s;
+    char *p = c->data + c->used;
+    c->used += n;
+    return p;
 }
 
 static void arena_free(arena *a)
 {
-    for (size_t i = 0; i < a->n; i++)
-        free(a->items[i]);
-    free(a->items);
+    for (chunk *c = a->head, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
+}
+
+/* JSON text from the body, without its whitespace, NUL-terminated. */
+static const char *arena_json(arena *a, const char *json, size_t len)
+{
+    char *s = arena_alloc(a, len + 1);
+    if (s)
+        otlp_json_compact(json, len, s);
+    return s;
 }
 
 typedef struct mapper {
@@ -111,13 +127,13 @@ static const char *app_of(mapper *m, const otlp_resource *r, const char *what, s
 
 /* Attribute readers that tell "absent" from "wrong type". */
 typedef struct attrs {
-    const json_t *kv;
+    const otlp_attrs *kv;
     const char *bad; /* the first attribute with a wrong type */
 } attrs;
 
 static const char *a_str(attrs *a, const char *key)
 {
-    const json_t *v = otlp_attr(a->kv, key);
+    const otlp_value *v = otlp_attr(a->kv, key);
     const char *s = NULL;
     if (v && !otlp_value_string(v, &s) && !a->bad)
         a->bad = key;
@@ -126,7 +142,7 @@ static const char *a_str(attrs *a, const char *key)
 
 static double a_ms(attrs *a, const char *key)
 {
-    const json_t *v = otlp_attr(a->kv, key);
+    const otlp_value *v = otlp_attr(a->kv, key);
     double d = NAN;
     if (v && (!otlp_value_double(v, &d) || !(d >= 0) || isinf(d))) {
         if (!a->bad)
@@ -138,7 +154,7 @@ static double a_ms(attrs *a, const char *key)
 
 static bool a_int(attrs *a, const char *key, int64_t *ret)
 {
-    const json_t *v = otlp_attr(a->kv, key);
+    const otlp_value *v = otlp_attr(a->kv, key);
     if (v && !otlp_value_int(v, ret) && !a->bad)
         a->bad = key;
     return v && !a->bad;
@@ -146,7 +162,7 @@ static bool a_int(attrs *a, const char *key, int64_t *ret)
 
 static int a_bool(attrs *a, const char *key) /* -1 absent */
 {
-    const json_t *v = otlp_attr(a->kv, key);
+    const otlp_value *v = otlp_attr(a->kv, key);
     bool b;
     if (!v)
         return -1;
@@ -158,28 +174,37 @@ static int a_bool(attrs *a, const char *key) /* -1 absent */
     return b;
 }
 
-/* The attributes whose keys are not in known, as JSON text, or NULL. */
-static const char *extra_json(mapper *m, const json_t *kvs, const char *const *known)
+static bool is_known(const otlp_kv *kv, const char *const *known)
 {
-    json_t *extra = NULL;
-    size_t i;
-    json_t *kv;
-    json_array_foreach(kvs, i, kv) {
-        const char *k = json_string_value(json_object_get(kv, "key"));
-        bool is_known = false;
-        for (const char *const *p = known; *p && !is_known; p++)
-            is_known = strcmp(*p, k) == 0;
-        if (is_known)
-            continue;
-        if (!extra && !(extra = json_array()))
-            return NULL;
-        json_array_append(extra, kv);
-    }
-    if (!extra)
+    for (const char *const *p = known; *p; p++)
+        if (strlen(*p) == kv->key_len && memcmp(*p, kv->key, kv->key_len) == 0)
+            return true;
+    return false;
+}
+
+/* The attributes whose keys are not in known, as JSON text, or NULL. */
+static const char *extra_json(mapper *m, const otlp_attrs *kvs, const char *const *known)
+{
+    size_t len = 0;
+    for (size_t i = 0; i < kvs->n; i++)
+        if (!is_known(&kvs->kv[i], known))
+            len += kvs->kv[i].json_len + 1;
+    if (!len)
         return NULL;
-    char *s = json_dumps(extra, JSON_COMPACT);
-    json_decref(extra);
-    return arena_keep(&m->arena, s);
+    char *s = arena_alloc(&m->arena, len + 2);
+    if (!s)
+        return NULL;
+    size_t o = 0;
+    s[o++] = '[';
+    for (size_t i = 0; i < kvs->n; i++)
+        if (!is_known(&kvs->kv[i], known)) {
+            if (o > 1)
+                s[o++] = ',';
+            o += otlp_json_compact(kvs->kv[i].json, kvs->kv[i].json_len, s + o);
+        }
+    s[o++] = ']';
+    s[o] = 0;
+    return s;
 }
 
 static const char *const page_known[] = {
@@ -226,7 +251,7 @@ static bool map_page(mapper *m, const otlp_span *s, attrs *a, store_record *r)
     c[13] = v_int(r->failed);
     c[14] = v_blob(s->trace_id, 16);
     c[15] = v_blob(s->span_id, 8);
-    c[16] = v_text(extra_json(m, s->attributes, page_known));
+    c[16] = v_text(extra_json(m, &s->attrs, page_known));
     return true;
 }
 
@@ -259,7 +284,7 @@ static bool map_startup(mapper *m, const otlp_span *s, attrs *a, store_record *r
     c[13] = v_int(0);
     c[14] = v_blob(s->trace_id, 16);
     c[15] = v_blob(s->span_id, 8);
-    c[16] = v_text(extra_json(m, s->attributes, startup_known));
+    c[16] = v_text(extra_json(m, &s->attrs, startup_known));
     return true;
 }
 
@@ -296,11 +321,10 @@ static bool map_net(mapper *m, const otlp_span *s, attrs *a, store_record *r)
     char pattern[1024];
     url_fold(url, pattern, sizeof pattern);
     size_t nlen = strlen(method) + 1 + strlen(pattern) + 1;
-    char *name = malloc(nlen);
-    if (name)
-        snprintf(name, nlen, "%s %s", method, pattern);
-    if (!arena_keep(&m->arena, name))
+    char *name = arena_alloc(&m->arena, nlen);
+    if (!name)
         return false;
+    snprintf(name, nlen, "%s %s", method, pattern);
     const char *pat = name + strlen(method) + 1;
     r->table = TABLE_REQUESTS;
     r->kind = KIND_REQUEST;
@@ -322,7 +346,7 @@ static bool map_net(mapper *m, const otlp_span *s, attrs *a, store_record *r)
     c[18] = v_int(r->failed);
     c[19] = v_blob(s->trace_id, 16);
     c[20] = v_blob(s->span_id, 8);
-    c[21] = v_text(extra_json(m, s->attributes, net_known));
+    c[21] = v_text(extra_json(m, &s->attrs, net_known));
     return true;
 }
 
@@ -344,8 +368,7 @@ static bool map_span(mapper *m, const otlp_span *s, store_record *r)
     c[11] = v_blob(s->span_id, 8);
     c[12] = s->has_parent ? v_blob(s->parent_span_id, 8) : (store_value){.type = SV_NULL};
     c[13] = v_text(s->scope);
-    c[14] = v_text(json_array_size(s->attributes) ? arena_keep(&m->arena, json_dumps(s->attributes, JSON_COMPACT))
-                                                  : NULL);
+    c[14] = v_text(s->attrs.n ? arena_json(&m->arena, s->attrs.json, s->attrs.json_len) : NULL);
     return true;
 }
 
@@ -363,7 +386,7 @@ static size_t map_spans(mapper *m, store_record *recs)
         memset(r, 0, sizeof *r);
         for (size_t k = 0; k < STORE_MAX_METRICS; k++)
             r->metrics[k] = NAN;
-        attrs a = {.kv = s->attributes};
+        attrs a = {.kv = &s->attrs};
         const char *type = a_str(&a, "pacer.type");
         const char *session = a_str(&a, "pacer.session");
         if (!session)
@@ -396,14 +419,14 @@ static size_t map_spans(mapper *m, store_record *recs)
     return n;
 }
 
-static const char *any_text(mapper *m, const json_t *v)
+static const char *any_text(mapper *m, const otlp_log *l)
 {
     const char *s;
-    if (!v)
+    if (!l->has_body)
         return NULL;
-    if (otlp_value_string(v, &s))
+    if (otlp_value_string(&l->body, &s))
         return s;
-    return arena_keep(&m->arena, json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY));
+    return arena_json(&m->arena, l->body.json, l->body.json_len);
 }
 
 static size_t map_logs(mapper *m, store_record *recs)
@@ -415,7 +438,7 @@ static size_t map_logs(mapper *m, store_record *recs)
         const char *app = app_of(m, res, "logRecords", i);
         if (!app)
             continue;
-        attrs a = {.kv = l->attributes};
+        attrs a = {.kv = &l->attrs};
         const char *type = a_str(&a, "pacer.type");
         if (!type)
             type = a_str(&a, "event.name");
@@ -436,9 +459,8 @@ static size_t map_logs(mapper *m, store_record *recs)
         c[4] = v_text(type);
         c[5] = v_int(l->severity_number);
         c[6] = v_text(l->severity_text);
-        c[7] = v_text(any_text(m, l->body));
-        c[8] = v_text(json_array_size(l->attributes)
-                          ? arena_keep(&m->arena, json_dumps(l->attributes, JSON_COMPACT)) : NULL);
+        c[7] = v_text(any_text(m, l));
+        c[8] = v_text(l->attrs.n ? arena_json(&m->arena, l->attrs.json, l->attrs.json_len) : NULL);
         if (m->arena.oom)
             return 0;
     }
@@ -454,7 +476,7 @@ static size_t map_points(mapper *m, store_record *recs)
         const char *app = app_of(m, res, "dataPoints", i);
         if (!app)
             continue;
-        attrs a = {.kv = p->attributes};
+        attrs a = {.kv = &p->attrs};
         const char *session = a_str(&a, "pacer.session");
         if (a.bad) {
             reject(m, "dataPoints[%zu]: attribute %s has the wrong type", i, a.bad);
@@ -474,8 +496,7 @@ static size_t map_points(mapper *m, store_record *recs)
         c[6] = v_text(p->unit);
         c[7] = v_real(p->value);
         c[8] = p->count >= 0 ? v_int(p->count) : (store_value){.type = SV_NULL};
-        c[9] = v_text(json_array_size(p->attributes)
-                          ? arena_keep(&m->arena, json_dumps(p->attributes, JSON_COMPACT)) : NULL);
+        c[9] = v_text(p->attrs.n ? arena_json(&m->arena, p->attrs.json, p->attrs.json_len) : NULL);
         if (m->arena.oom)
             return 0;
     }

@@ -6,27 +6,37 @@
  * (proto3 JSON), 64-bit integers as strings or numbers, enums as integers or
  * their names. Unknown fields are ignored, as OTLP requires.
  *
- * Limits enforced before jansson sees the body: nesting depth at most
- * OTLP_MAX_DEPTH (jansson's own limit is 2048, far deeper than any OTLP
- * document), and the body must be valid UTF-8 (jansson checks it).
+ * The decoder is a one-pass pull parser over the body (otlp.c): no JSON tree
+ * is built. Strings are unescaped in place into one copy of the body, so a
+ * decoded batch costs one allocation for the text plus the item arrays,
+ * whatever the number of spans.
+ *
+ * Limits: nesting depth at most OTLP_MAX_DEPTH (checked by a linear scan
+ * before parsing), valid UTF-8 (no overlong forms, no surrogates), no
+ * \u0000 and no raw control characters in strings, integers within 64 bits,
+ * finite numbers.
  *
  * Two levels of failure:
  *   - the request as a whole (not JSON, too deep, the top level is not an
  *     object, a list is not a list): the decode function returns -EBADMSG and
- *     writes the reason; the HTTP layer answers 400 with it;
+ *     writes the reason; the HTTP layer answers 400 with it. A syntax error
+ *     anywhere wins over a wrong shape;
  *   - one item (a span without a valid traceId, a log record with a bad
  *     timestamp, an attribute with a wrong type…): that item is left out and
  *     counted in `rejected`; `reject_message` names the first one, with its
  *     JSON path. The HTTP layer answers 200 with partialSuccess.
  *
- * A decoded batch borrows strings and attribute arrays from the parsed JSON
- * (`root`), so it stays valid until otlp_batch_clear(). Decoding is
+ * Duplicate members in an object: the last one wins for a field; lists that
+ * appear twice are both read.
+ *
+ * A decoded batch borrows from the body (the `json` texts of attributes and
+ * values point into it) and owns a copy of it (every string), so it stays
+ * valid while the body lives and until otlp_batch_clear(). Decoding is
  * reentrant; a batch is owned by one thread at a time.
  */
 #ifndef PACER_SERVER_OTLP_H
 #define PACER_SERVER_OTLP_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,11 +44,48 @@
 #define OTLP_MAX_DEPTH 64
 #define OTLP_MAX_NAME 1024 /* bytes in a span, metric or attribute name */
 
+/* An AnyValue, checked. `json` is its text in the body (not compacted). */
+typedef enum otlp_value_type {
+    OTLP_EMPTY, /* {} or only unknown members */
+    OTLP_STRING, OTLP_BOOL, OTLP_INT, OTLP_DOUBLE, OTLP_BYTES, OTLP_ARRAY, OTLP_KVLIST
+} otlp_value_type;
+
+typedef struct otlp_value {
+    otlp_value_type type;
+    const char *s; /* STRING, BYTES (the base64 text): NUL-terminated */
+    size_t len;
+    int64_t i;
+    double d;
+    bool b;
+    const char *json;
+    size_t json_len;
+} otlp_value;
+
+/* One KeyValue. `json` is the whole {"key":…,"value":…} text in the body. */
+typedef struct otlp_kv {
+    const char *key;
+    size_t key_len;
+    bool has_value;
+    otlp_value value;
+    const char *json;
+    size_t json_len;
+} otlp_kv;
+
+/* A KeyValue list: n entries at kv; json is the array's text in the body, or
+ * NULL when the list was absent. */
+typedef struct otlp_attrs {
+    const otlp_kv *kv;
+    size_t n;
+    size_t first; /* index into the batch's kv array (the decoder's) */
+    const char *json;
+    size_t json_len;
+} otlp_attrs;
+
 typedef struct otlp_resource {
     const char *service_name;    /* resource attribute service.name, or NULL */
     const char *service_version; /* service.version, or NULL */
     const char *session;         /* pacer.session, or NULL */
-    json_t *attributes;          /* KeyValue array, or NULL */
+    otlp_attrs attrs;
 } otlp_resource;
 
 typedef struct otlp_span {
@@ -53,7 +100,7 @@ typedef struct otlp_span {
     int64_t start_ns, end_ns;
     int status_code;   /* 0 unset, 1 ok, 2 error */
     const char *status_message; /* or NULL */
-    json_t *attributes; /* KeyValue array, or NULL */
+    otlp_attrs attrs;
 } otlp_span;
 
 typedef struct otlp_log {
@@ -61,8 +108,9 @@ typedef struct otlp_log {
     int64_t time_ns; /* timeUnixNano, or observedTimeUnixNano when it is 0 */
     int severity_number;
     const char *severity_text; /* or NULL */
-    json_t *body;               /* AnyValue, or NULL */
-    json_t *attributes;
+    bool has_body;
+    otlp_value body;
+    otlp_attrs attrs;
 } otlp_log;
 
 typedef struct otlp_point {
@@ -73,11 +121,13 @@ typedef struct otlp_point {
     int64_t time_ns;
     double value;        /* gauge, sum: the value; histograms, summary: the sum */
     int64_t count;       /* histograms, summary: the count; else -1 */
-    json_t *attributes;
+    otlp_attrs attrs;
 } otlp_point;
 
 typedef struct otlp_batch {
-    json_t *root;
+    char *text;           /* the copy of the body every string points into */
+    otlp_kv *kvs;         /* every attribute of the batch */
+    size_t n_kvs;
     otlp_resource *resources;
     size_t n_resources;
     otlp_span *spans;
@@ -101,23 +151,30 @@ int otlp_decode_metrics(const char *body, size_t len, otlp_batch *batch, char *e
 /* Frees what a batch holds and zeroes it. Accepts an empty batch. */
 void otlp_batch_clear(otlp_batch *batch);
 
-/* Attribute access. attrs is a KeyValue array (may be NULL); values are
- * AnyValue objects already checked by the decoder. */
-const json_t *otlp_attr(const json_t *attrs, const char *key);
-/* Each returns true and stores the value when v holds that type. int and
- * double accept intValue and doubleValue both (a double must be integral
- * and in range for int). */
-bool otlp_value_string(const json_t *v, const char **ret);
-bool otlp_value_double(const json_t *v, double *ret);
-bool otlp_value_int(const json_t *v, int64_t *ret);
-bool otlp_value_bool(const json_t *v, bool *ret);
+/* Attribute access: the value of the first attribute named key, or NULL
+ * (absent, or a KeyValue without a value). Values were checked by the
+ * decoder. */
+const otlp_value *otlp_attr(const otlp_attrs *attrs, const char *key);
+/* Each returns true and stores the value when v (may be NULL) holds that
+ * type. int and double accept intValue and doubleValue both (a double must
+ * be integral and in range for int). */
+bool otlp_value_string(const otlp_value *v, const char **ret);
+bool otlp_value_double(const otlp_value *v, double *ret);
+bool otlp_value_int(const otlp_value *v, int64_t *ret);
+bool otlp_value_bool(const otlp_value *v, bool *ret);
 
-/* Parses an OTLP 64-bit integer (a JSON integer, or a string of decimal
- * digits). Returns true and stores it when valid. Exposed for tests. */
-bool otlp_parse_int64(const json_t *v, int64_t *ret);
+/* Parses an OTLP 64-bit integer written as decimal digits with an optional
+ * '-' (the string form; the number form is the same digits). Returns true
+ * and stores it when valid. Exposed for tests. */
+bool otlp_parse_int64(const char *s, size_t len, int64_t *ret);
 
 /* Decodes an id of n bytes (16 or 8) from hex (2n digits) or base64.
  * Returns true when valid. Exposed for tests. */
 bool otlp_parse_id(const char *s, uint8_t *out, size_t n);
+
+/* Writes json (len bytes of valid JSON text, e.g. an attrs' or value's
+ * `json`) without whitespace outside strings into out, which has room for
+ * len + 1 bytes; NUL-terminates it and returns its length. */
+size_t otlp_json_compact(const char *json, size_t len, char *out);
 
 #endif

