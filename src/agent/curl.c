@@ -63,10 +63,21 @@ static struct {
     const char *(*strerror)(CURLcode);
 } R;
 
+/* libcurl's own definition of `name`, or NULL. Never dlsym(RTLD_DEFAULT):
+ * that finds these very hooks first. A libcurl that is loaded but not in
+ * the global scope (dlopen'ed RTLD_LOCAL: by the core's uploader, or by a
+ * plugin of the app) is found through its handle. */
 static void *real(const char *name)
 {
     void *f = dlsym(RTLD_NEXT, name);
-    return f ? f : dlsym(RTLD_DEFAULT, name);
+    if (!f) {
+        void *h = dlopen("libcurl.so.4", RTLD_LAZY | RTLD_NOLOAD);
+        if (h) {
+            f = dlsym(h, name);
+            dlclose(h);
+        }
+    }
+    return f;
 }
 
 #define REAL(field, name)                     \
@@ -117,10 +128,14 @@ static bool called_by_agent(const void *caller)
     return dladdr(caller, &di) && di.dli_fbase == self_base;
 }
 
-/* `caller`: __builtin_return_address(0) of the hook. */
+/* `caller`: __builtin_return_address(0) of the hook. pacer's own threads
+ * (the uploader) call libcurl directly, but libcurl's calls to its own
+ * exported functions (curl_easy_perform → curl_multi_add_handle) still bind
+ * to these hooks: the thread tells them apart. */
 static bool hooks_on(const void *caller)
 {
-    return depth == 0 && !agent_in_hook && agent_active() && !called_by_agent(caller);
+    return depth == 0 && !agent_in_hook && agent_active() && !pacer_thread_is_internal() &&
+           !called_by_agent(caller);
 }
 
 static void request_start(CURL *h)

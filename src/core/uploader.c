@@ -24,12 +24,12 @@
 #include "uploader.h"
 
 #include "clock.h"
+#include "curl_dl.h"
 #include "otlp.h"
 #include "spool.h"
 
 #include <pacer/pacer.h>
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -50,6 +50,7 @@ struct uploader {
     unsigned batch_records;
 
     spool *sp;
+    const curl_api *c;  /* libcurl, loaded at run time */
     CURL *curl;
     unsigned rand_state;
 
@@ -140,43 +141,43 @@ static long request(uploader *u, const char *path, const char *body, size_t len,
     snprintf(url, sizeof(url), "%s%s", u->server, path);
     struct curl_slist *h = NULL;
     if (body)
-        h = curl_slist_append(h, "Content-Type: application/json");
+        h = u->c->slist_append(h, "Content-Type: application/json");
     if (u->key) {
         snprintf(auth, sizeof(auth), "Authorization: Bearer %s", u->key);
-        h = curl_slist_append(h, auth);
+        h = u->c->slist_append(h, auth);
     }
     if (batch) {
         snprintf(bid, sizeof(bid), "X-Pacer-Batch-Id: %s", batch);
-        h = curl_slist_append(h, bid);
+        h = u->c->slist_append(h, bid);
     }
     if (if_none_match && *if_none_match) {
         snprintf(inm, sizeof(inm), "If-None-Match: %s", if_none_match);
-        h = curl_slist_append(h, inm);
+        h = u->c->slist_append(h, inm);
     }
-    h = curl_slist_append(h, "Expect:");
+    h = u->c->slist_append(h, "Expect:");
     CURL *c = u->curl;
-    curl_easy_reset(c);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 15000L);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
-    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(c, CURLOPT_XFERINFODATA, u);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "pacer/" PACER_VERSION);
+    u->c->easy_reset(c);
+    u->c->easy_setopt(c, CURLOPT_URL, url);
+    u->c->easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    u->c->easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    u->c->easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
+    u->c->easy_setopt(c, CURLOPT_TIMEOUT_MS, 15000L);
+    u->c->easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    u->c->easy_setopt(c, CURLOPT_HEADERDATA, r);
+    u->c->easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    u->c->easy_setopt(c, CURLOPT_WRITEDATA, r);
+    u->c->easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    u->c->easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    u->c->easy_setopt(c, CURLOPT_XFERINFODATA, u);
+    u->c->easy_setopt(c, CURLOPT_USERAGENT, "pacer/" PACER_VERSION);
     if (body) {
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+        u->c->easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        u->c->easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
     }
-    CURLcode rc = curl_easy_perform(c);
+    CURLcode rc = u->c->easy_perform(c);
     if (rc == CURLE_OK)
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
-    curl_slist_free_all(h);
+        u->c->easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+    u->c->slist_free_all(h);
     pthread_mutex_lock(&u->mu);
     u->stats.requests++;
     pthread_mutex_unlock(&u->mu);
@@ -279,12 +280,12 @@ static void fetch_config(uploader *u)
 {
     if (!u->app)
         return;
-    char *esc = curl_easy_escape(u->curl, u->app, 0);
+    char *esc = u->c->easy_escape(u->curl, u->app, 0);
     if (!esc)
         return;
     char path[1024];
     snprintf(path, sizeof(path), "/v1/config/%s", esc);
-    curl_free(esc);
+    u->c->free(esc);
     response r;
     long status = request(u, path, NULL, 0, NULL, u->etag, &r);
     if (status == 200 && r.body) {
@@ -388,7 +389,7 @@ static void release(uploader *u)
 {
     spool_close(u->sp);
     if (u->curl)
-        curl_easy_cleanup(u->curl);
+        u->c->easy_cleanup(u->curl);
     free(u->server);
     free(u->key);
     free(u->app);
@@ -397,18 +398,18 @@ static void release(uploader *u)
     free(u);
 }
 
-static void curl_global_init_once(void)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 int uploader_new(const uploader_options *o, uploader **ret, char **ret_error)
 {
-    static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-    pthread_once(&curl_once, curl_global_init_once);
+    const curl_api *c = curl_api_get();
+    if (!c) {
+        if (ret_error)
+            *ret_error = strdup("cannot upload: libcurl (libcurl.so.4) could not be loaded");
+        return -ENOENT;
+    }
     uploader *u = calloc(1, sizeof(*u));
     if (!u)
         return -ENOMEM;
+    u->c = c;
     u->server = strdup(o->server_url);
     u->key = dup_or_null(o->key);
     u->app = dup_or_null(o->app);
@@ -423,7 +424,7 @@ int uploader_new(const uploader_options *o, uploader **ret, char **ret_error)
     while (sl && u->server[sl - 1] == '/')
         u->server[--sl] = '\0';
     int r = -ENOMEM;
-    if (!u->server || !u->spool_path || !(u->curl = curl_easy_init()))
+    if (!u->server || !u->spool_path || !(u->curl = c->easy_init()))
         goto fail;
     r = spool_open(u->spool_path, 0, &u->sp, ret_error);
     if (r < 0)

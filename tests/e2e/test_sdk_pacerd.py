@@ -105,6 +105,10 @@ class DemoAppToPacerd(unittest.TestCase):
                                    env=env, capture_output=True, text=True, timeout=120)
             self.assertEqual(p.returncode, 0, p.stderr)
             records = read_jsonl(out)
+            # the app's four requests, none of the uploader's
+            nets = [r for r in records if r["type"] == "net"]
+            self.assertEqual(len(nets), 4, nets)
+            self.assertTrue(all(n["url"].startswith(api.base) for n in nets), nets)
             pages = {r["page"]: r for r in records if r["type"] == "page"}
             self.assertIn("ShopHomeWindow", pages)
             got = {p["page"]: p for p in d.query("/api/v1/pages?app=shop&version=e2e")["pages"]}
@@ -151,7 +155,10 @@ class LiveThresholds(unittest.TestCase):
                 d.request("PUT", "/v1/config/shop", low, token=ADMIN, content_type="application/xml")
                 _, err = p.communicate(timeout=120)
             self.assertEqual(p.returncode, 0, err)
-            janks = [r for r in read_jsonl(out) if r["type"] == "jank"]
+            records = read_jsonl(out)
+            # jank-app makes no request: the uploader's are not the app's
+            self.assertEqual([r for r in records if r["type"] == "net"], [])
+            janks = [r for r in records if r["type"] == "jank"]
             self.assertGreaterEqual(len(janks), 3, "janks after the change were not recorded")
             self.assertLess(len(janks), 12, "janks before the change were recorded")
             for j in janks:
