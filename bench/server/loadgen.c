@@ -5,8 +5,9 @@
  *   loadgen --port P --key KEY [--app A] [--connections N] [--batch SPANS]
  *           [--spans TOTAL] [--pages N] [--versions N] [--days N] [--fresh]
  *
- * Bodies: by default a pool of 32 pre-built bodies per connection is sent
- * over and over (what is measured is pacerd, not the generator); --fresh
+ * Bodies: by default a pool of 32 bodies per connection, built and
+ * connected before the clock starts, is sent over and over (what is
+ * measured is pacerd, not the generator); --fresh
  * builds every body anew, with new values and timestamps spread over the
  * last --days days (the query benchmark's data set). Values are log-normal,
  * so percentiles are spread out as real page loads are.
@@ -47,6 +48,7 @@ static config cfg = {.app = "bench", .connections = 4, .batch = 1000, .total = 5
 static atomic_llong next_batch, sent_spans, retries;
 static atomic_bool failed;
 static int64_t now_s;
+static pthread_barrier_t ready; /* every worker has its bodies and its connection: start the clock */
 
 typedef struct buf {
     char *p;
@@ -180,9 +182,10 @@ static void *worker(void *arg)
     for (int i = 0; i < pool; i++)
         build_body(&bodies[i], &seed);
     int fd = connect_to();
+    pthread_barrier_wait(&ready);
     if (fd < 0) {
         failed = true;
-        return NULL;
+        goto out;
     }
     for (long long k = 0;; k++) {
         long long id = atomic_fetch_add(&next_batch, 1);
@@ -232,7 +235,8 @@ static void *worker(void *arg)
         }
     }
 out:
-    close(fd);
+    if (fd >= 0)
+        close(fd);
     for (int i = 0; i < pool; i++)
         free(bodies[i].p);
     return NULL;
@@ -271,9 +275,11 @@ int main(int argc, char **argv)
     now_s = time(NULL);
     pthread_t t[64];
     struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
+    pthread_barrier_init(&ready, NULL, (unsigned)cfg.connections + 1);
     for (int i = 0; i < cfg.connections; i++)
         pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)(i + 1));
+    pthread_barrier_wait(&ready);
+    clock_gettime(CLOCK_MONOTONIC, &a);
     for (int i = 0; i < cfg.connections; i++)
         pthread_join(t[i], NULL);
     clock_gettime(CLOCK_MONOTONIC, &b);

@@ -2,6 +2,7 @@
  *
  *   pacerd --listen ADDR:PORT --db FILE --admin-token-file FILE --keys-file FILE
  *          [--threads N] [--max-body BYTES] [--max-queue SPANS] [--sync normal|full]
+ *          [--rollup-lag MS]
  *
  * Start: credentials → store (schema, writer thread) → HTTP → prints
  * "pacerd: listening on http://ADDR:PORT" on stdout. SIGINT / SIGTERM stop
@@ -41,6 +42,8 @@ static void usage(FILE *f)
           "  --max-queue N             records waiting for the writer before ingest answers 429 (default 200000)\n"
           "  --sync normal|full        SQLite synchronous mode (default normal: durable across a crash of\n"
           "                            pacerd; full: also across a crash of the machine)\n"
+          "  --rollup-lag MS           longest time a stored record waits to be added to the rollups\n"
+          "                            (default 500; queries read such records from the raw rows)\n"
           "  --help                    this text\n",
           f);
 }
@@ -89,6 +92,7 @@ static int parse_args(int argc, char **argv, options *o)
         {"max-body", required_argument, NULL, 'b'},
         {"max-queue", required_argument, NULL, 'q'},
         {"sync", required_argument, NULL, 's'},
+        {"rollup-lag", required_argument, NULL, 'r'},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
@@ -99,6 +103,7 @@ static int parse_args(int argc, char **argv, options *o)
     o->http.timeout_s = 30;
     o->store.max_queued_items = 200000;
     o->store.readers = 4;
+    o->store.rollup_lag_ms = 500;
     int c;
     size_t v;
     opterr = 0;
@@ -139,6 +144,12 @@ static int parse_args(int argc, char **argv, options *o)
                 return -EINVAL;
             }
             o->store.sync_full = strcmp(optarg, "full") == 0;
+            break;
+        case 'r':
+            if (parse_size(optarg, 0, 3600000, &o->store.rollup_lag_ms) < 0) {
+                fprintf(stderr, "pacerd: --rollup-lag %s: expected 0 to 3600000 ms\n", optarg);
+                return -EINVAL;
+            }
             break;
         case 'h': usage(stdout); exit(0);
         default:

@@ -16,9 +16,12 @@
  * Rollups: every record with a rollup kind adds to its group
  * (kind, app, version, name, UTC day): a count, a failed count and one
  * DDSketch per metric. The writer keeps groups it touched in memory (loaded
- * from the file on first touch) and writes the changed ones inside the same
- * transaction as the records, so rollups always match the raw rows. When a
- * transaction fails the cache is dropped and reloaded from the file.
+ * from the file on first touch) and writes the changed ones in batches, at
+ * most rollup_lag_ms (or ~32 000 records) after their records committed,
+ * together with a mark: the last record the rollups hold. Records after
+ * the mark are committed raw rows like any other; store_scan reads them
+ * from the raw table, so answers are exact whatever the lag, and a restart
+ * (or a failed transaction) rebuilds the groups from the file.
  *
  * Reads use a pool of read-only connections and never wait for the writer.
  * Every value reaches SQL through a bound parameter.
@@ -84,6 +87,7 @@ typedef struct store_options {
     bool sync_full;          /* synchronous=FULL instead of NORMAL */
     size_t max_queued_items; /* records waiting for the writer before submits get -EAGAIN */
     size_t readers;          /* read connections */
+    size_t rollup_lag_ms;    /* longest a committed record waits to be added to the rollups (0: none) */
 } store_options;
 
 /* Opens (creating when needed) the database and starts the writer thread.

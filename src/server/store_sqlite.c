@@ -1,18 +1,42 @@
 /* SQLite storage (store.h).
  *
  * Writer thread states, per group of jobs:
- *   take the queue → BEGIN → run each job (records / probe / config)
- *   → write dirty rollup groups → COMMIT → wake the submitters.
- * Any failure between BEGIN and COMMIT: ROLLBACK, drop the rollup cache
- * (it may hold changes that were not committed), fail every job of the group.
+ *   take the queue → BEGIN → run each job (records / probe / config; rows
+ *   appended, groups in memory updated) → [rollup flush] → COMMIT → wake
+ *   the submitters.
+ * Rollup flush, when LAG_ROWS rows wait, the oldest has waited
+ * rollup_lag_ms, the writer is idle (IDLE_NS) or stopping: write the dirty
+ * groups, copy the rows after the marks into the *_keys tables, move the
+ * marks — all in the transaction of the jobs. Any failure between BEGIN and
+ * COMMIT: ROLLBACK, drop the groups (they may hold rows that were not
+ * committed), fail every job of the group, and rebuild the groups from the
+ * file before the next job (groups_replay).
  *
- * Schema (version 1): see SCHEMA below and docs/server.md. The raw tables of
- * the rollup kinds have one index each, (app, ts) followed by every column
- * store_scan reads for the part of a day that a range cuts: that read is an
- * index range scan that never visits the table (a covering index), ~10x
- * faster than fetching each row. It costs no extra index insert per row
- * (it replaces the plain (app, ts) index, which databases made before it
- * lose on open), only wider entries.
+ * Invariants, for each rollup kind k (page, startup, request, span):
+ *  1. The raw table (page_loads, …) has every committed row; rows are only
+ *     appended, so rowids grow with commit order.
+ *  2. rollup_counts, rollup_sketches and k's *_keys table hold exactly the
+ *     rows with rowid <= rollup_marks[k] — they change in one transaction.
+ *  3. The groups in memory hold the rollups plus the rows up to
+ *     st->last_rowid[k]; on open (e.g. after a SIGKILL) they are rebuilt
+ *     from the file: rollups + the rows after the mark.
+ * A query (store_scan) reads, in one snapshot: the rows after the mark from
+ * the raw table (a rowid range: at most ~LAG_ROWS + one group), the whole
+ * days up to the mark from the rollups, the cut parts of days up to the mark
+ * from the *_keys table (one primary-key range per part).
+ *
+ * Why: the raw tables carry no index, so a commit appends pages and
+ * touches nothing else. An index on (app, ts) written per commit changed
+ * one random leaf page per row (the timestamps of a batch span days), so
+ * that every group commit wrote megabytes of index pages to the WAL; the
+ * *_keys tables (WITHOUT ROWID, keyed (app, ts, rowid), holding every
+ * column a cut day's scan reads) are filled in rowid batches of ~32 000 in
+ * key order, one write per touched page per batch. Likewise the rollups are
+ * written once per batch instead of once per commit.
+ *
+ * Schema 2. A schema 1 file (rollups in step with every row, a covering
+ * index per raw table) is converted on open: marks = the last rows, the
+ * keys tables filled from all rows, the covering indexes dropped.
  */
 #include "store.h"
 
@@ -59,15 +83,24 @@ static const struct {
 /* How store_scan reads a kind's raw rows for a partial day. Constant text:
  * only values are bound. */
 static const struct {
-    const char *table, *name_expr, *metrics, *excluded;
+    const char *table, *keys, *name_expr, *metrics, *excluded;
 } scans[KIND_COUNT] = {
-    [KIND_PAGE] = {"page_loads", "page", "initial_draw_ms, api_load_ms, final_draw_ms, total_ms", "0"},
-    [KIND_STARTUP] = {"startups", "kind", "cold_ms, first_screen_ms, app_cost_ms, full_display_ms, warm_ms",
-                      "outlier"},
-    [KIND_REQUEST] = {"requests", "method || ' ' || pattern", "total_ms, dns_ms, connect_ms, tls_ms, first_byte_ms",
-                      "0"},
-    [KIND_SPAN] = {"spans", "name", "(end_ts - ts) / 1e6", "0"},
+    [KIND_PAGE] = {"page_loads", "page_loads_keys", "page", "initial_draw_ms, api_load_ms, final_draw_ms, total_ms",
+                   "0"},
+    [KIND_STARTUP] = {"startups", "startups_keys", "kind",
+                      "cold_ms, first_screen_ms, app_cost_ms, full_display_ms, warm_ms", "outlier"},
+    [KIND_REQUEST] = {"requests", "requests_keys", "method || ' ' || pattern",
+                      "total_ms, dns_ms, connect_ms, tls_ms, first_byte_ms", "0"},
+    [KIND_SPAN] = {"spans", "spans_keys", "name", "(end_ts - ts) / 1e6", "0"},
 };
+
+/* A *_keys table: per raw row up to the mark, what a scan of a cut day
+ * reads (name, failed, excluded, metrics m0… in the kind's order), keyed
+ * by (app, ts, rowid of the raw row). Filled by groups_flush. */
+#define KEYS_TABLE(t)                                                                                               \
+    "CREATE TABLE IF NOT EXISTS " t "_keys(app TEXT NOT NULL, ts INTEGER NOT NULL, version TEXT, name TEXT NOT NULL,"  \
+    "  failed INTEGER, excluded INTEGER, m0 REAL, m1 REAL, m2 REAL, m3 REAL, m4 REAL, rid INTEGER NOT NULL,"         \
+    "  PRIMARY KEY(app, ts, rid)) WITHOUT ROWID;"
 
 static const char SCHEMA[] =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;"
@@ -77,26 +110,27 @@ static const char SCHEMA[] =
     "  page TEXT NOT NULL, instance INTEGER, kind TEXT, status TEXT, main INTEGER, initial_draw_ms REAL,"
     "  api_load_ms REAL, final_draw_ms REAL, total_ms REAL, failed INTEGER, trace_id BLOB, span_id BLOB, extra TEXT);"
     "DROP INDEX IF EXISTS page_loads_app_ts;"
-    "CREATE INDEX IF NOT EXISTS page_loads_scan ON page_loads(app, ts, version, page, failed, initial_draw_ms,"
-    "  api_load_ms, final_draw_ms, total_ms);"
+    "DROP INDEX IF EXISTS page_loads_scan;"
+    KEYS_TABLE("page_loads")
     "CREATE TABLE IF NOT EXISTS startups(app TEXT NOT NULL, version TEXT, session TEXT, ts INTEGER NOT NULL,"
     "  kind TEXT NOT NULL, cold_ms REAL, first_screen_ms REAL, app_cost_ms REAL, full_display_ms REAL, warm_ms REAL,"
     "  outlier INTEGER, main_page TEXT, page TEXT, failed INTEGER, trace_id BLOB, span_id BLOB, extra TEXT);"
     "DROP INDEX IF EXISTS startups_app_ts;"
-    "CREATE INDEX IF NOT EXISTS startups_scan ON startups(app, ts, version, kind, failed, outlier, cold_ms,"
-    "  first_screen_ms, app_cost_ms, full_display_ms, warm_ms);"
+    "DROP INDEX IF EXISTS startups_scan;"
+    KEYS_TABLE("startups")
     "CREATE TABLE IF NOT EXISTS requests(app TEXT NOT NULL, version TEXT, session TEXT, ts INTEGER NOT NULL,"
     "  method TEXT, url TEXT, pattern TEXT, status INTEGER, error TEXT, total_ms REAL, dns_ms REAL, connect_ms REAL,"
     "  tls_ms REAL, first_byte_ms REAL, bytes_sent INTEGER, bytes_received INTEGER, content_type TEXT, page TEXT,"
     "  failed INTEGER, trace_id BLOB, span_id BLOB, extra TEXT);"
     "DROP INDEX IF EXISTS requests_app_ts;"
-    "CREATE INDEX IF NOT EXISTS requests_scan ON requests(app, ts, version, method, pattern, failed, total_ms,"
-    "  dns_ms, connect_ms, tls_ms, first_byte_ms);"
+    "DROP INDEX IF EXISTS requests_scan;"
+    KEYS_TABLE("requests")
     "CREATE TABLE IF NOT EXISTS spans(app TEXT NOT NULL, version TEXT, session TEXT, ts INTEGER NOT NULL,"
     "  end_ts INTEGER NOT NULL, name TEXT NOT NULL, kind INTEGER, status_code INTEGER, status_message TEXT,"
     "  failed INTEGER, trace_id BLOB, span_id BLOB, parent_span_id BLOB, scope TEXT, attributes TEXT);"
     "DROP INDEX IF EXISTS spans_app_ts;"
-    "CREATE INDEX IF NOT EXISTS spans_scan ON spans(app, ts, version, name, failed, end_ts);"
+    "DROP INDEX IF EXISTS spans_scan;"
+    KEYS_TABLE("spans")
     "CREATE TABLE IF NOT EXISTS logs(app TEXT NOT NULL, version TEXT, session TEXT, ts INTEGER NOT NULL, type TEXT,"
     "  severity_number INTEGER, severity_text TEXT, body TEXT, attributes TEXT);"
     "CREATE INDEX IF NOT EXISTS logs_app_ts ON logs(app, ts);"
@@ -111,7 +145,22 @@ static const char SCHEMA[] =
     "  PRIMARY KEY(kind, app, version, name, metric, day)) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS configs(app TEXT NOT NULL, version INTEGER NOT NULL, etag TEXT NOT NULL,"
     "  xml TEXT NOT NULL, created_ns INTEGER, PRIMARY KEY(app, version)) WITHOUT ROWID;"
-    "INSERT OR IGNORE INTO meta(key, value) VALUES('schema', '1');";
+    "CREATE TABLE IF NOT EXISTS rollup_marks(kind TEXT PRIMARY KEY, last_rowid INTEGER NOT NULL) WITHOUT ROWID;"
+    /* a file of schema 1 had its rollups in step with every row: its marks are the last rows */
+    "INSERT OR IGNORE INTO rollup_marks SELECT 'page', COALESCE(MAX(rowid), 0) FROM page_loads;"
+    "INSERT OR IGNORE INTO rollup_marks SELECT 'startup', COALESCE(MAX(rowid), 0) FROM startups;"
+    "INSERT OR IGNORE INTO rollup_marks SELECT 'request', COALESCE(MAX(rowid), 0) FROM requests;"
+    "INSERT OR IGNORE INTO rollup_marks SELECT 'span', COALESCE(MAX(rowid), 0) FROM spans;"
+    "INSERT INTO page_loads_keys SELECT app, ts, version, page, failed, 0, initial_draw_ms, api_load_ms,"
+    "  final_draw_ms, total_ms, NULL, rowid FROM page_loads WHERE (SELECT value FROM meta WHERE key = 'schema') = '1';"
+    "INSERT INTO startups_keys SELECT app, ts, version, kind, failed, outlier, cold_ms, first_screen_ms, app_cost_ms,"
+    "  full_display_ms, warm_ms, rowid FROM startups WHERE (SELECT value FROM meta WHERE key = 'schema') = '1';"
+    "INSERT INTO requests_keys SELECT app, ts, version, method || ' ' || pattern, failed, 0, total_ms, dns_ms,"
+    "  connect_ms, tls_ms, first_byte_ms, rowid FROM requests"
+    "  WHERE (SELECT value FROM meta WHERE key = 'schema') = '1' AND method || ' ' || pattern IS NOT NULL;"
+    "INSERT INTO spans_keys SELECT app, ts, version, name, failed, 0, (end_ts - ts) / 1e6, NULL, NULL, NULL, NULL,"
+    "  rowid FROM spans WHERE (SELECT value FROM meta WHERE key = 'schema') = '1';"
+    "INSERT OR REPLACE INTO meta(key, value) VALUES('schema', '2');";
 
 const char *store_table_columns(enum store_table t, size_t *ret_n)
 {
@@ -119,10 +168,18 @@ const char *store_table_columns(enum store_table t, size_t *ret_n)
     return tables[t].columns;
 }
 
+static int64_t now_ns(void);
+static int step_done(sqlite3_stmt *s);
+
 /* ---- rollup groups (writer thread only) ---- */
 
 #define GROUP_BUCKETS 8192
-#define GROUP_LIMIT 5000 /* groups kept in memory between commits */
+#define GROUP_LIMIT 5000 /* clean groups kept in memory after a rollup flush */
+/* Rollup lag: the dirty groups are written when this many rows wait, when
+ * the oldest waits store_options.rollup_lag_ms, or when the writer has been
+ * idle for IDLE_NS (or that lag, when shorter). */
+#define LAG_ROWS 32768
+#define IDLE_NS (50 * 1000000LL)
 
 typedef struct group {
     struct group *next, *dirty_next;
@@ -151,13 +208,14 @@ typedef struct job {
 } job;
 
 enum stmt_id { ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_BATCH, ST_PROBE, ST_CONFIG_PUT, ST_CONFIG_VERSION,
-               ST_LOAD_COUNT, ST_LOAD_SKETCH, ST_SAVE_COUNT, ST_SAVE_SKETCH, ST_COUNT };
+               ST_LOAD_COUNT, ST_LOAD_SKETCH, ST_SAVE_COUNT, ST_SAVE_SKETCH, ST_SAVE_MARK, ST_COUNT };
 
 struct store {
     char *path;
     sqlite3 *w;
     sqlite3_stmt *st[ST_COUNT];
     sqlite3_stmt *insert[TABLE_COUNT];
+    sqlite3_stmt *fill_keys[KIND_COUNT];
     pthread_t writer;
     pthread_mutex_t lock;
     pthread_cond_t wake, done;
@@ -167,6 +225,13 @@ struct store {
     group *groups[GROUP_BUCKETS];
     size_t n_groups;
     group *dirty;
+    /* rollups hold the rows of kind k up to rowid mark[k] (as committed);
+     * the groups in memory also hold the rows up to last_rowid[k] */
+    int64_t mark[KIND_COUNT], last_rowid[KIND_COUNT];
+    size_t lag_rows;
+    int64_t lag_ns, idle_ns;
+    int64_t lag_since_ns; /* when the oldest row not in the rollups was committed; 0: none */
+    bool need_replay;      /* the groups in memory are lost: rebuild them before the next job */
     /* readers */
     pthread_mutex_t rlock;
     pthread_cond_t rfree;
@@ -295,8 +360,41 @@ fail:
     return NULL;
 }
 
+static void group_add(store *st, group *g, bool failed, bool excluded, const double *metrics)
+{
+    g->count++;
+    g->failed += failed;
+    if (!excluded)
+        for (size_t i = 0; i < store_kinds[g->kind].n_metrics; i++)
+            if (!isnan(metrics[i]))
+                (void)sketch_add(&g->m[i], metrics[i]); /* negative values are left out */
+    if (!g->dirty) {
+        g->dirty = true;
+        g->dirty_next = st->dirty;
+        st->dirty = g;
+    }
+}
+
+/* Writes the dirty groups and the marks up to which they hold the rows,
+ * in the writer's open transaction. After its COMMIT: groups_flushed. */
 static int groups_flush(store *st)
 {
+    for (size_t k = 0; k < KIND_COUNT; k++) {
+        if (st->last_rowid[k] == st->mark[k])
+            continue;
+        sqlite3_stmt *s = st->fill_keys[k];
+        sqlite3_bind_int64(s, 1, st->mark[k]);
+        sqlite3_bind_int64(s, 2, st->last_rowid[k]);
+        if (step_done(s) < 0)
+            return -EIO;
+        s = st->st[ST_SAVE_MARK];
+        bind_text(s, 1, store_kinds[k].name);
+        sqlite3_bind_int64(s, 2, st->last_rowid[k]);
+        int r = sqlite3_step(s);
+        sqlite3_reset(s);
+        if (r != SQLITE_DONE)
+            return -EIO;
+    }
     for (group *g = st->dirty; g; g = g->dirty_next) {
         sqlite3_stmt *s = st->st[ST_SAVE_COUNT];
         bind_group_key(s, g);
@@ -323,13 +421,22 @@ static int groups_flush(store *st)
                 return -EIO;
         }
     }
+    return 0;
+}
+
+static void groups_flushed(store *st)
+{
     for (group *g = st->dirty, *next; g; g = next) {
         next = g->dirty_next;
         g->dirty = false;
         g->dirty_next = NULL;
     }
     st->dirty = NULL;
-    return 0;
+    memcpy(st->mark, st->last_rowid, sizeof st->mark);
+    st->lag_rows = 0;
+    st->lag_since_ns = 0;
+    if (st->n_groups > GROUP_LIMIT)
+        groups_drop(st); /* all written: reload on demand */
 }
 
 /* ---- writer ---- */
@@ -369,21 +476,84 @@ static int insert_record(store *st, const store_record *rec)
         return -EIO;
     if (rec->kind == KIND_NONE)
         return 0;
+    st->last_rowid[rec->kind] = sqlite3_last_insert_rowid(st->w);
+    st->lag_rows++;
     group *g = group_get(st, rec->kind, rec->app, rec->version ? rec->version : "", rec->name,
                          rec->ts_ns / STORE_DAY_NS);
     if (!g)
         return -EIO;
-    g->count++;
-    g->failed += rec->failed;
-    if (!rec->excluded)
-        for (size_t i = 0; i < store_kinds[rec->kind].n_metrics; i++)
-            if (!isnan(rec->metrics[i]))
-                (void)sketch_add(&g->m[i], rec->metrics[i]); /* negative values are left out */
-    if (!g->dirty) {
-        g->dirty = true;
-        g->dirty_next = st->dirty;
-        st->dirty = g;
+    group_add(st, g, rec->failed, rec->excluded, rec->metrics);
+    return 0;
+}
+
+/* The SELECT of a kind's raw rows for store_scan and groups_replay:
+ * name, failed, excluded, the n metrics, then ts, version ('' for none),
+ * app, rowid. */
+static void raw_select(char *sql, size_t size, enum store_kind kind, const char *where)
+{
+    snprintf(sql, size, "SELECT %s, failed, %s, %s, ts, COALESCE(version, ''), app, rowid FROM %s %s",
+             scans[kind].name_expr, scans[kind].excluded, scans[kind].metrics, scans[kind].table, where);
+}
+
+/* Rebuilds the groups in memory from the file: the rollups plus every row
+ * after the marks (rows committed but not yet in the rollups: after a
+ * SIGKILL, or after a failed transaction dropped the groups). Outside a
+ * transaction or inside the writer's; 0 or -EIO. */
+static int groups_replay(store *st)
+{
+    groups_drop(st);
+    st->lag_rows = 0;
+    st->lag_since_ns = 0;
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(st->w, "SELECT last_rowid FROM rollup_marks WHERE kind = ?1", -1, &s, NULL) != SQLITE_OK)
+        return -EIO;
+    for (size_t k = 0; k < KIND_COUNT; k++) {
+        bind_text(s, 1, store_kinds[k].name);
+        int r = sqlite3_step(s);
+        st->mark[k] = r == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+        sqlite3_reset(s);
+        if (r != SQLITE_ROW && r != SQLITE_DONE) {
+            sqlite3_finalize(s);
+            return -EIO;
+        }
+        st->last_rowid[k] = st->mark[k];
     }
+    sqlite3_finalize(s);
+    for (enum store_kind k = 0; k < KIND_COUNT; k++) {
+        char sql[512];
+        raw_select(sql, sizeof sql, k, "WHERE rowid > ?1 ORDER BY rowid");
+        if (sqlite3_prepare_v2(st->w, sql, -1, &s, NULL) != SQLITE_OK)
+            return -EIO;
+        sqlite3_bind_int64(s, 1, st->mark[k]);
+        size_t nm = store_kinds[k].n_metrics;
+        int r;
+        while ((r = sqlite3_step(s)) == SQLITE_ROW) {
+            const char *name = (const char *)sqlite3_column_text(s, 0);
+            int c = 3 + (int)nm;
+            st->last_rowid[k] = sqlite3_column_int64(s, c + 3);
+            if (!name)
+                continue;
+            double m[STORE_MAX_METRICS];
+            for (size_t i = 0; i < nm; i++)
+                m[i] = sqlite3_column_type(s, 3 + (int)i) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 3 + (int)i);
+            group *g = group_get(st, k, (const char *)sqlite3_column_text(s, c + 2),
+                                 (const char *)sqlite3_column_text(s, c + 1), name,
+                                 sqlite3_column_int64(s, c) / STORE_DAY_NS);
+            if (!g) {
+                r = SQLITE_NOMEM;
+                break;
+            }
+            group_add(st, g, sqlite3_column_int(s, 1) != 0, sqlite3_column_int(s, 2) != 0, m);
+            st->lag_rows++;
+        }
+        sqlite3_finalize(s);
+        if (r != SQLITE_DONE) {
+            groups_drop(st);
+            return -EIO;
+        }
+    }
+    if (st->lag_rows)
+        st->lag_since_ns = now_ns();
     return 0;
 }
 
@@ -438,31 +608,57 @@ static int run_job(store *st, job *j)
     return -EINVAL;
 }
 
+/* Waits for jobs; returns false when the writer should stop. With rows
+ * not yet in the rollups it waits at most IDLE_NS and then returns with
+ * an empty queue: the caller flushes them. Called and returns with lock. */
+static bool writer_wait(store *st)
+{
+    while (!st->head && !st->stopping) {
+        if (!st->dirty) {
+            pthread_cond_wait(&st->wake, &st->lock);
+            continue;
+        }
+        int64_t t = now_ns() + st->idle_ns;
+        struct timespec deadline = {.tv_sec = t / 1000000000LL, .tv_nsec = t % 1000000000LL};
+        if (pthread_cond_timedwait(&st->wake, &st->lock, &deadline) == ETIMEDOUT)
+            return true;
+    }
+    return st->head || st->dirty;
+}
+
 static void *writer_main(void *arg)
 {
     store *st = arg;
     pthread_mutex_lock(&st->lock);
-    for (;;) {
-        while (!st->head && !st->stopping)
-            pthread_cond_wait(&st->wake, &st->lock);
-        if (!st->head)
-            break;
+    while (writer_wait(st)) {
         job *list = st->head;
         st->head = st->tail = NULL;
+        bool stopping = st->stopping;
         pthread_mutex_unlock(&st->lock);
 
-        int r = step_done(st->st[ST_BEGIN]);
+        int r = 0;
+        if (st->need_replay && (r = groups_replay(st)) == 0)
+            st->need_replay = false;
+        if (r == 0)
+            r = step_done(st->st[ST_BEGIN]);
         for (job *j = list; j && r == 0; j = j->next)
             r = run_job(st, j);
-        if (r == 0)
+        if (r == 0 && st->lag_rows && !st->lag_since_ns)
+            st->lag_since_ns = now_ns();
+        /* the rows are the truth; the rollups follow within LAG_* */
+        bool flush = st->dirty && (!list || stopping || st->lag_rows >= LAG_ROWS ||
+                                   now_ns() - st->lag_since_ns >= st->lag_ns);
+        if (r == 0 && flush)
             r = groups_flush(st);
         if (r == 0)
             r = step_done(st->st[ST_COMMIT]);
         if (r < 0) {
             step_done(st->st[ST_ROLLBACK]);
+            /* the groups may hold rows of this transaction: rebuild them */
             groups_drop(st);
-        } else if (st->n_groups > GROUP_LIMIT) {
-            groups_drop(st); /* all written: reload on demand */
+            st->need_replay = true;
+        } else if (flush) {
+            groups_flushed(st);
         }
 
         pthread_mutex_lock(&st->lock);
@@ -473,7 +669,10 @@ static void *writer_main(void *arg)
             st->queued_items -= j->n;
             j->done = true;
         }
-        pthread_cond_broadcast(&st->done);
+        if (list)
+            pthread_cond_broadcast(&st->done);
+        if (r < 0 && stopping)
+            break; /* the next open replays what the rollups miss */
     }
     pthread_mutex_unlock(&st->lock);
     return NULL;
@@ -585,6 +784,19 @@ out:
     return r;
 }
 
+/* The rowid up to which the rollups of kind hold the raw rows. */
+static int read_mark(sqlite3 *db, enum store_kind kind, int64_t *ret_mark)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, "SELECT last_rowid FROM rollup_marks WHERE kind = ?1", -1, &s, NULL) != SQLITE_OK)
+        return -EIO;
+    bind_text(s, 1, store_kinds[kind].name);
+    int r = sqlite3_step(s);
+    *ret_mark = r == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+    sqlite3_finalize(s);
+    return r == SQLITE_ROW || r == SQLITE_DONE ? 0 : -EIO;
+}
+
 static int scan_rollups(sqlite3 *db, enum store_kind kind, const char *app, const char *version, int64_t d_lo,
                         int64_t d_hi, const store_scan_cb *cb)
 {
@@ -631,14 +843,22 @@ static int scan_rollups(sqlite3 *db, enum store_kind kind, const char *app, cons
     return 0;
 }
 
+/* The raw rows of [from, to): with after < 0 those up to the mark, from the
+ * kind's keys table (one range of its primary key); with after >= 0 those
+ * after rowid `after` (the rows that are not in the rollups and the keys
+ * yet), from the raw table by rowid. */
 static int scan_raw(sqlite3 *db, enum store_kind kind, const char *app, const char *version, int64_t from,
-                    int64_t to, const store_scan_cb *cb)
+                    int64_t to, int64_t after, const store_scan_cb *cb)
 {
     char sql[512];
-    snprintf(sql, sizeof sql,
-             "SELECT %s, failed, %s, %s FROM %s WHERE app = ?1 AND ts >= ?2 AND ts < ?3"
-             " AND (?4 IS NULL OR version = ?4)",
-             scans[kind].name_expr, scans[kind].excluded, scans[kind].metrics, scans[kind].table);
+    if (after >= 0)
+        raw_select(sql, sizeof sql, kind,
+                   "WHERE rowid > ?5 AND app = ?1 AND ts >= ?2 AND ts < ?3 AND (?4 IS NULL OR version = ?4)");
+    else
+        snprintf(sql, sizeof sql,
+                 "SELECT name, failed, excluded, m0, m1, m2, m3, m4 FROM %s"
+                 " WHERE app = ?1 AND ts >= ?2 AND ts < ?3 AND (?4 IS NULL OR version = ?4)",
+                 scans[kind].keys);
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
         return -EIO;
@@ -646,6 +866,8 @@ static int scan_raw(sqlite3 *db, enum store_kind kind, const char *app, const ch
     sqlite3_bind_int64(s, 2, from);
     sqlite3_bind_int64(s, 3, to);
     bind_text(s, 4, version);
+    if (after >= 0)
+        sqlite3_bind_int64(s, 5, after);
     size_t n = store_kinds[kind].n_metrics;
     double m[STORE_MAX_METRICS];
     int r;
@@ -677,14 +899,20 @@ int store_scan(store *st, enum store_kind kind, const char *app, const char *ver
     int r = 0;
     /* one read transaction: rollups and raw rows from the same snapshot */
     sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
-    if (d_lo >= d_hi) {
-        r = scan_raw(db, kind, app, version, from_ns, to_ns, cb);
-    } else {
+    /* the rows after the mark, of the whole range: in neither the rollups
+     * nor the keys */
+    int64_t mark = 0;
+    r = read_mark(db, kind, &mark);
+    if (r == 0)
+        r = scan_raw(db, kind, app, version, from_ns, to_ns, mark, cb);
+    if (r == 0 && d_lo >= d_hi) {
+        r = scan_raw(db, kind, app, version, from_ns, to_ns, -1, cb);
+    } else if (r == 0) {
         r = scan_rollups(db, kind, app, version, d_lo, d_hi, cb);
         if (r == 0 && from_ns < d_lo * STORE_DAY_NS)
-            r = scan_raw(db, kind, app, version, from_ns, d_lo * STORE_DAY_NS, cb);
+            r = scan_raw(db, kind, app, version, from_ns, d_lo * STORE_DAY_NS, -1, cb);
         if (r == 0 && d_hi != INT64_MAX && to_ns > d_hi * STORE_DAY_NS)
-            r = scan_raw(db, kind, app, version, d_hi * STORE_DAY_NS, to_ns, cb);
+            r = scan_raw(db, kind, app, version, d_hi * STORE_DAY_NS, to_ns, -1, cb);
     }
     sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     reader_put(st, db);
@@ -696,8 +924,19 @@ int store_apps(store *st, void (*cb)(void *ctx, const char *app, const char *ver
     sqlite3 *db = reader_get(st);
     sqlite3_stmt *s;
     int r = -EIO;
-    if (sqlite3_prepare_v2(db, "SELECT DISTINCT app, version FROM rollup_counts ORDER BY app, version", -1, &s,
-                           NULL) == SQLITE_OK) {
+    /* the rollups, and the rows they do not hold yet */
+    static const char sql[] =
+        "SELECT app, version FROM rollup_counts"
+        " UNION SELECT app, COALESCE(version, '') FROM page_loads NOT INDEXED"
+        "   WHERE rowid > (SELECT last_rowid FROM rollup_marks WHERE kind = 'page')"
+        " UNION SELECT app, COALESCE(version, '') FROM startups NOT INDEXED"
+        "   WHERE rowid > (SELECT last_rowid FROM rollup_marks WHERE kind = 'startup')"
+        " UNION SELECT app, COALESCE(version, '') FROM requests NOT INDEXED"
+        "   WHERE rowid > (SELECT last_rowid FROM rollup_marks WHERE kind = 'request')"
+        " UNION SELECT app, COALESCE(version, '') FROM spans NOT INDEXED"
+        "   WHERE rowid > (SELECT last_rowid FROM rollup_marks WHERE kind = 'span')"
+        " ORDER BY 1, 2";
+    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK) {
         int sr;
         while ((sr = sqlite3_step(s)) == SQLITE_ROW)
             cb(ctx, (const char *)sqlite3_column_text(s, 0), (const char *)sqlite3_column_text(s, 1));
@@ -727,6 +966,7 @@ static const char *const stmt_sql[ST_COUNT] = {
                       " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     [ST_SAVE_SKETCH] = "INSERT OR REPLACE INTO rollup_sketches(kind, app, version, name, day, metric, sketch)"
                        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [ST_SAVE_MARK] = "INSERT OR REPLACE INTO rollup_marks(kind, last_rowid) VALUES(?1, ?2)",
 };
 
 static void close_all(store *st)
@@ -735,6 +975,8 @@ static void close_all(store *st)
         sqlite3_finalize(st->st[i]);
     for (size_t i = 0; i < TABLE_COUNT; i++)
         sqlite3_finalize(st->insert[i]);
+    for (size_t k = 0; k < KIND_COUNT; k++)
+        sqlite3_finalize(st->fill_keys[k]);
     sqlite3_close(st->w);
     for (size_t i = 0; i < st->n_readers; i++)
         sqlite3_close(st->readers[i]);
@@ -754,6 +996,8 @@ store *store_open(const char *path, const store_options *opt, char *err, size_t 
     }
     st->path = strdup(path);
     st->max_queued = opt->max_queued_items ? opt->max_queued_items : 200000;
+    st->lag_ns = (int64_t)opt->rollup_lag_ms * 1000000LL;
+    st->idle_ns = st->lag_ns < IDLE_NS ? st->lag_ns : IDLE_NS;
     size_t nr = opt->readers ? opt->readers : 4;
     st->readers = calloc(nr, sizeof *st->readers);
     st->free_readers = calloc(nr, sizeof *st->free_readers);
@@ -768,7 +1012,7 @@ store *store_open(const char *path, const store_options *opt, char *err, size_t 
     }
     char pragmas[256];
     snprintf(pragmas, sizeof pragmas,
-             "PRAGMA busy_timeout=5000; PRAGMA journal_mode=WAL; PRAGMA synchronous=%s;"
+             "PRAGMA page_size=16384; PRAGMA busy_timeout=5000; PRAGMA journal_mode=WAL; PRAGMA synchronous=%s;"
              " PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=16384;",
              opt->sync_full ? "FULL" : "NORMAL");
     char *msg = NULL;
@@ -793,6 +1037,26 @@ store *store_open(const char *path, const store_options *opt, char *err, size_t 
             snprintf(err, err_size, "%s: %s", path, sqlite3_errmsg(st->w));
             goto fail;
         }
+    }
+    for (size_t k = 0; k < KIND_COUNT; k++) {
+        char sql[1024];
+        /* m0…m4: the kind's metrics, then NULL */
+        static const char *const pad[] = {", NULL, NULL, NULL, NULL", ", NULL, NULL, NULL", ", NULL, NULL", ", NULL",
+                                          ""};
+        size_t nm = store_kinds[k].n_metrics;
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO %s SELECT app, ts, version, %s, failed, %s, %s%s, rowid FROM %s"
+                 " WHERE rowid > ?1 AND rowid <= ?2 AND %s IS NOT NULL ORDER BY app, ts",
+                 scans[k].keys, scans[k].name_expr, scans[k].excluded, scans[k].metrics,
+                 pad[nm - 1], scans[k].table, scans[k].name_expr);
+        if (sqlite3_prepare_v3(st->w, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->fill_keys[k], NULL) != SQLITE_OK) {
+            snprintf(err, err_size, "%s: %s", path, sqlite3_errmsg(st->w));
+            goto fail;
+        }
+    }
+    if (groups_replay(st) < 0) {
+        snprintf(err, err_size, "%s: cannot rebuild the rollups: %s", path, sqlite3_errmsg(st->w));
+        goto fail;
     }
     for (size_t i = 0; i < nr; i++) {
         if (sqlite3_open_v2(path, &st->readers[i], SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {

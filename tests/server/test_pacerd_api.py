@@ -1,6 +1,10 @@
 """pacerd end to end over loopback HTTP: ingest of pacer and plain
 OpenTelemetry spans, percentiles against exact values, time ranges, auth,
-config service, health, persistence across a restart."""
+config service, health, persistence across a restart. Everything runs
+twice: with the rollups written right away (--rollup-lag 0) and with every
+record waiting to be added to them (--rollup-lag 3600000), when queries
+read the records from the raw rows and a SIGKILL leaves the rebuilding of
+the rollups to the next start."""
 import os
 import random
 import sqlite3
@@ -25,9 +29,11 @@ def within(got, want, rel=0.01):
 
 
 class PacerdApi(unittest.TestCase):
+    ARGS = ["--rollup-lag", "0"]
+
     @classmethod
     def setUpClass(cls):
-        cls.d = Pacerd()
+        cls.d = Pacerd(cls.ARGS)
         rnd = random.Random(5)
         # 3 days, 2 pages, 2 versions; each span at a known time
         cls.loads = []  # (ts, version, page, total, initial, status)
@@ -206,6 +212,27 @@ class PacerdApi(unittest.TestCase):
         self.d.restart()
         self.assertEqual(self.d.query("/api/v1/pages?app=shop"), before)
         self.check_pages(self.d.query("/api/v1/pages?app=shop&version=1.0"), [x for x in self.loads if x[1] == "1.0"])
+
+
+class PacerdApiRollupLag(PacerdApi):
+    """The same with every record still waiting for the rollups."""
+    ARGS = ["--rollup-lag", "3600000"]
+
+    def test_rollups_wait_then_sigkill_rebuilds_them(self):
+        db = sqlite3.connect(self.d.db)
+        self.assertEqual(db.execute("SELECT COUNT(*) FROM rollup_counts WHERE app = 'shop'").fetchone()[0], 0)
+        db.close()
+        self.assertIn("shop", [a["app"] for a in self.d.query("/api/v1/apps")["apps"]])
+        before = self.d.query("/api/v1/pages?app=shop")
+        self.d.kill(9)
+        self.d.start()  # replays the records after the marks into the groups in memory
+        self.assertEqual(self.d.query("/api/v1/pages?app=shop"), before)
+        self.d.restart()  # SIGTERM writes them
+        db = sqlite3.connect(self.d.db)
+        self.assertGreater(db.execute("SELECT COUNT(*) FROM rollup_counts WHERE app = 'shop'").fetchone()[0], 0)
+        db.close()
+        self.assertEqual(self.d.query("/api/v1/pages?app=shop"), before)
+        self.check_pages(self.d.query("/api/v1/pages?app=shop"), self.loads)
 
 
 if __name__ == "__main__":
