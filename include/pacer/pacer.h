@@ -81,10 +81,17 @@ typedef struct pacer_options {
  * which the caller frees. An output file that cannot be opened gives -errno. */
 PACER_API int pacer_new(const pacer_options *opts, pacer_t **ret, char **ret_error);
 
-/* Reports every page still measuring (status "incomplete", or
- * "deadline_exceeded" when its deadline passed by the latest event time) and
- * the start-up record if it is still pending, writes everything queued, stops
- * the writer thread and frees the instance. Accepts NULL. */
+/* Ends the measurement: reports every page still measuring (status
+ * "incomplete", or "deadline_exceeded" when its deadline passed by the latest
+ * event time) and the start-up record if it is still pending, waits until
+ * every record is written, and gives the uploader (with a server) up to 3 s
+ * to deliver what is spooled. Later events and records are refused with
+ * -ESHUTDOWN; pacer_get_stats() still answers, with the final upload
+ * figures. Calling it again does nothing. Accepts NULL. */
+PACER_API void pacer_finish(pacer_t *p);
+
+/* pacer_finish() if not done yet, then stops the writer thread and frees the
+ * instance. Accepts NULL. */
 PACER_API void pacer_free(pacer_t *p);
 
 /* Feeds one event through the model. Events with t_ns == 0 take the current
@@ -139,6 +146,11 @@ typedef struct pacer_stats {
     uint64_t batches_refused; /* upload: batches refused for good (dropped) */
     uint64_t upload_retries;  /* upload: failed attempts that will be retried */
     uint64_t configs_applied; /* upload: configs received from the server */
+    int upload_last_error;    /* upload: HTTP status of the last refused or failed
+                                 attempt (0: a transport failure or none) */
+    uint64_t records_rejected; /* upload: items the server rejected in an accepted
+                                  batch (OTLP partialSuccess) */
+    char upload_message[160];  /* upload: the server's last partialSuccess errorMessage */
     uint64_t spool_errors;    /* records that could not be spooled */
 } pacer_stats;
 
@@ -161,10 +173,9 @@ PACER_API int64_t pacer_launch_time_ns(void);
 /* Process-wide default instance, for code that has no place to keep a
  * pacer_t (the agent, or an application's main()). pacer_init() creates it
  * once (a second call returns -EALREADY); pacer_default() returns it or NULL.
- * pacer_shutdown() reports what is pending (as pacer_free() does) and waits
- * until every record is written; later calls on the instance are ignored
- * with -ESHUTDOWN. Its memory stays allocated, so threads still holding the
- * pointer while the process exits do no harm. Call it at exit. */
+ * pacer_shutdown() is pacer_finish() on it: call it at exit. Its memory stays
+ * allocated, so threads still holding the pointer while the process exits do
+ * no harm. */
 PACER_API int pacer_init(const pacer_options *opts, char **ret_error);
 PACER_API pacer_t *pacer_default(void);
 PACER_API void pacer_shutdown(void);

@@ -114,6 +114,28 @@ static void on_fork_child(void)
     atomic_store(&agent_state, STOPPED);
 }
 
+static const char *env_nonempty(const char *name);
+
+/* After the last upload attempt: what a user of --server must know. */
+static void report_upload(void)
+{
+    pacer_stats st;
+    pacer_get_stats(pacer_default(), &st);
+    if (!env_nonempty("PACER_SERVER_URL"))
+        return;
+    if (st.records_rejected)
+        agent_note_once("upload-rejected", "the server rejected %llu record(s): %s",
+                        (unsigned long long)st.records_rejected,
+                        st.upload_message[0] ? st.upload_message : "no reason given");
+    if (st.batches_refused)
+        agent_note_once("upload", "the server refused %llu batch(es) of records (HTTP %d); check the key "
+                        "(--key) and the app name (--app) against the server's keys file",
+                        (unsigned long long)st.batches_refused, st.upload_last_error);
+    else if (st.upload_retries && !st.batches_sent)
+        agent_note_once("upload", "records could not be sent (%s %d); they wait in the spool for the next run",
+                        st.upload_last_error ? "HTTP" : "connection failed", st.upload_last_error);
+}
+
 static void agent_atexit(void)
 {
     if (getpid() != owner_pid)
@@ -125,6 +147,7 @@ static void agent_atexit(void)
     if (agent_on_gtk_thread())
         frames_flush_all(); /* windows still open: the frames since their last record */
     pacer_shutdown();
+    report_upload();
 }
 
 /* Whether the program itself loaded GTK 4 (a DT_NEEDED of the executable or

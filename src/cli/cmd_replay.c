@@ -137,8 +137,22 @@ static int run(int argc, char **argv)
         fclose(in);
 
     pacer_stats st;
+    pacer_finish(p); /* reports pending pages, writes everything, tries to upload */
     pacer_get_stats(p, &st);
-    pacer_free(p); /* reports pending pages, writes everything, tries to upload */
+    pacer_free(p);
+    if (opts.server_url) {
+        fprintf(stderr, "pacer replay: uploaded %llu batch(es) to %s", (unsigned long long)st.batches_sent,
+                opts.server_url);
+        if (st.records_rejected)
+            fprintf(stderr, "; the server rejected %llu record(s): %s", (unsigned long long)st.records_rejected,
+                    st.upload_message[0] ? st.upload_message : "no reason given");
+        if (st.batches_refused)
+            fprintf(stderr, "; %llu batch(es) refused (HTTP %d) and dropped",
+                    (unsigned long long)st.batches_refused, st.upload_last_error);
+        if (st.upload_retries && !st.batches_sent)
+            fprintf(stderr, "; the rest waits in the spool for the next run");
+        fputc('\n', stderr);
+    }
     if (st.write_errors) {
         fprintf(stderr, "pacer replay: %llu records could not be written\n",
                 (unsigned long long)st.write_errors);

@@ -40,6 +40,7 @@ struct pacer {
     spool *spool;         /* writer thread only */
     uploader *uploader;
     uint64_t spool_errors; /* writer thread only */
+    uploader_stats final_upload; /* the uploader's figures when it stopped */
     pacer_record_fn user_on_record;
     void *user_data;
     bool raw_events;
@@ -215,7 +216,7 @@ PACER_API int pacer_new(const pacer_options *opts, pacer_t **ret, char **ret_err
     p->model = model_new(&info, cfg, on_model_record, p);
     pacer_config_unref(cfg);
     if (!p->model) {
-        uploader_free(p->uploader, 0);
+        uploader_free(p->uploader, 0, NULL);
         spool_close(p->spool);
         pthread_mutex_destroy(&p->mu);
         free(p);
@@ -238,7 +239,7 @@ PACER_API int pacer_new(const pacer_options *opts, pacer_t **ret, char **ret_err
         if (ret_error && failed)
             *ret_error = error_printf("%s: %s", failed, strerror(-r));
         model_free(p->model);
-        uploader_free(p->uploader, 0);
+        uploader_free(p->uploader, 0, NULL);
         spool_close(p->spool);
         pthread_mutex_destroy(&p->mu);
         free(p);
@@ -248,16 +249,30 @@ PACER_API int pacer_new(const pacer_options *opts, pacer_t **ret, char **ret_err
     return 0;
 }
 
-PACER_API void pacer_free(pacer_t *p)
+PACER_API void pacer_finish(pacer_t *p)
 {
     if (!p)
         return;
     pthread_mutex_lock(&p->mu);
-    model_finish(p->model);
+    bool was_finished = p->finished;
+    if (!was_finished)
+        model_finish(p->model);
     p->finished = true;
     pthread_mutex_unlock(&p->mu);
-    writer_free(p->writer); /* writes (and spools) everything queued, joins the thread */
-    uploader_free(p->uploader, UPLOAD_DRAIN_MS);
+    if (was_finished)
+        return;
+    writer_flush(p->writer); /* every record written and spooled */
+    /* no record can follow now: let the uploader deliver and stop */
+    uploader *u = __atomic_exchange_n(&p->uploader, NULL, __ATOMIC_ACQ_REL);
+    uploader_free(u, UPLOAD_DRAIN_MS, &p->final_upload);
+}
+
+PACER_API void pacer_free(pacer_t *p)
+{
+    if (!p)
+        return;
+    pacer_finish(p);
+    writer_free(p->writer); /* joins the thread */
     spool_close(p->spool);
     model_free(p->model);
     pthread_mutex_destroy(&p->mu);
@@ -425,13 +440,25 @@ PACER_API void pacer_get_stats(pacer_t *p, pacer_stats *ret)
     writer_get_stats(p->writer, &ws);
     ret->records_dropped = ws.dropped;
     ret->write_errors = ws.errors;
-    if (p->uploader) {
+    uploader *u = __atomic_load_n(&p->uploader, __ATOMIC_ACQUIRE);
+    if (u) {
         uploader_stats us;
-        uploader_get_stats(p->uploader, &us);
+        uploader_get_stats(u, &us);
         ret->batches_sent = us.batches_sent;
         ret->batches_refused = us.batches_refused;
         ret->upload_retries = us.retries;
         ret->configs_applied = us.configs;
+        ret->upload_last_error = us.last_error;
+        ret->records_rejected = us.rejected;
+        snprintf(ret->upload_message, sizeof(ret->upload_message), "%s", us.message);
+    } else {
+        ret->batches_sent = p->final_upload.batches_sent;
+        ret->batches_refused = p->final_upload.batches_refused;
+        ret->upload_retries = p->final_upload.retries;
+        ret->configs_applied = p->final_upload.configs;
+        ret->upload_last_error = p->final_upload.last_error;
+        ret->records_rejected = p->final_upload.rejected;
+        snprintf(ret->upload_message, sizeof(ret->upload_message), "%s", p->final_upload.message);
     }
     ret->spool_errors = p->spool_errors;
 }
@@ -463,20 +490,6 @@ PACER_API pacer_t *pacer_default(void)
 PACER_API void pacer_shutdown(void)
 {
     pthread_mutex_lock(&default_mu);
-    pacer_t *p = atomic_load(&default_instance);
-    if (p) {
-        pthread_mutex_lock(&p->mu);
-        bool was_finished = p->finished;
-        if (!was_finished)
-            model_finish(p->model);
-        p->finished = true;
-        pthread_mutex_unlock(&p->mu);
-        if (!was_finished) {
-            writer_flush(p->writer);
-            /* no record can follow now: let the uploader deliver and stop */
-            uploader *u = __atomic_exchange_n(&p->uploader, NULL, __ATOMIC_ACQ_REL);
-            uploader_free(u, UPLOAD_DRAIN_MS);
-        }
-    }
+    pacer_finish(atomic_load(&default_instance));
     pthread_mutex_unlock(&default_mu);
 }

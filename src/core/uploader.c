@@ -31,6 +31,7 @@
 #include <pacer/pacer.h>
 
 #include <errno.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -204,6 +205,42 @@ static void backoff(uploader *u, long retry_after_s)
     pthread_mutex_unlock(&u->mu);
 }
 
+/* An accepted batch may still have items the server rejected (OTLP
+ * partialSuccess: e.g. records of an app the key is not for). They are not
+ * retryable; count them and keep the server's reason. */
+static void note_partial_success(uploader *u, const char *body)
+{
+    json_t *doc = body ? json_loads(body, 0, NULL) : NULL;
+    json_t *ps = json_object_get(doc, "partialSuccess");
+    if (json_is_object(ps)) {
+        json_int_t n = 0;
+        const char *keys[] = {"rejectedSpans", "rejectedLogRecords", "rejectedDataPoints"};
+        for (size_t i = 0; i < 3; i++) {
+            json_t *v = json_object_get(ps, keys[i]);
+            /* 64-bit counts are strings in OTLP JSON */
+            if (json_is_integer(v))
+                n += json_integer_value(v);
+            else if (json_is_string(v))
+                n += strtoll(json_string_value(v), NULL, 10);
+        }
+        const char *msg = json_string_value(json_object_get(ps, "errorMessage"));
+        if (n > 0) {
+            pthread_mutex_lock(&u->mu);
+            u->stats.rejected += (uint64_t)n;
+            snprintf(u->stats.message, sizeof(u->stats.message), "%s", msg ? msg : "");
+            pthread_mutex_unlock(&u->mu);
+        }
+    }
+    json_decref(doc);
+}
+
+static void note_error(uploader *u, long status)
+{
+    pthread_mutex_lock(&u->mu);
+    u->stats.last_error = (int)status;
+    pthread_mutex_unlock(&u->mu);
+}
+
 /* Sends batches until the spool is empty (true) or a failure asks to wait
  * (false). */
 static bool send_all(uploader *u)
@@ -230,8 +267,8 @@ static bool send_all(uploader *u)
             response resp;
             long status = request(u, otlp_path((spool_signal)sig), body, len, b.id, NULL, &resp);
             free(body);
-            free(resp.body);
             if (status >= 200 && status < 300) {
+                note_partial_success(u, resp.body);
                 spool_ack(u->sp, &b);
                 u->failures = 0;
                 pthread_mutex_lock(&u->mu);
@@ -239,19 +276,25 @@ static bool send_all(uploader *u)
                 pthread_mutex_unlock(&u->mu);
             } else if (status == 429 || status == 503) {
                 spool_batch_clear(&b);
+                note_error(u, status);
                 backoff(u, resp.retry_after_s);
+                free(resp.body);
                 return false;
             } else if (status >= 400 && status < 500 && status != 408) {
                 /* refused for good (bad batch, bad key): retrying cannot help */
                 spool_drop(u->sp, &b);
+                note_error(u, status);
                 pthread_mutex_lock(&u->mu);
                 u->stats.batches_refused++;
                 pthread_mutex_unlock(&u->mu);
             } else {
                 spool_batch_clear(&b);
+                note_error(u, status);
                 backoff(u, -1);
+                free(resp.body);
                 return false;
             }
+            free(resp.body);
             spool_batch_clear(&b);
         }
     }
@@ -461,7 +504,7 @@ void uploader_kick(uploader *u)
     pthread_mutex_unlock(&u->mu);
 }
 
-void uploader_free(uploader *u, unsigned drain_ms)
+void uploader_free(uploader *u, unsigned drain_ms, uploader_stats *ret_final)
 {
     if (!u)
         return;
@@ -472,6 +515,8 @@ void uploader_free(uploader *u, unsigned drain_ms)
     pthread_cond_signal(&u->cv);
     pthread_mutex_unlock(&u->mu);
     pthread_join(u->thread, NULL);
+    if (ret_final)
+        *ret_final = u->stats;
     pthread_cond_destroy(&u->cv);
     pthread_mutex_destroy(&u->mu);
     release(u);

@@ -33,18 +33,22 @@ int uploader_new(const uploader_options *opts, uploader **ret, char **ret_error)
 /* New records are in the spool: send soon (respecting any backoff). */
 void uploader_kick(uploader *u);
 
-/* Stops the thread. Before stopping it tries, for at most `drain_ms`, to
- * send what is spooled (unless the server is backing it off); what is left
- * stays in the spool for the next run. */
-void uploader_free(uploader *u, unsigned drain_ms);
-
 typedef struct uploader_stats {
     uint64_t requests;        /* HTTP requests made */
     uint64_t batches_sent;    /* batches the server accepted */
     uint64_t batches_refused; /* batches the server refused for good (4xx) */
     uint64_t retries;         /* failed attempts that will be retried */
     uint64_t configs;         /* configs received and applied */
+    int last_error;           /* HTTP status of the last failure or refusal, 0 = transport */
+    uint64_t rejected;        /* items rejected inside accepted batches (partialSuccess) */
+    char message[160];        /* the last partialSuccess errorMessage */
 } uploader_stats;
+
+/* Stops the thread. Before stopping it tries, for at most `drain_ms`, to
+ * send what is spooled (unless the server is backing it off); what is left
+ * stays in the spool for the next run. The final figures go to *ret_final
+ * when it is not NULL. Accepts NULL. */
+void uploader_free(uploader *u, unsigned drain_ms, uploader_stats *ret_final);
 
 void uploader_get_stats(uploader *u, uploader_stats *ret);
 

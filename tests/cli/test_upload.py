@@ -26,6 +26,7 @@ class Peer:
     def __init__(self):
         self.requests = []
         self.script = []          # statuses for the next POSTs, then 200
+        self.partial = None       # a partialSuccess to answer 200s with
         self.retry_after = None
         self.config = None        # (etag, body) served on GET /v1/config/…
         self.lock = threading.Lock()
@@ -49,7 +50,8 @@ class Peer:
                     peer.requests.append({"method": "POST", "path": self.path, "time": time.monotonic(),
                                           "headers": dict(self.headers), "body": body, "status": status})
                 hdrs = [("Retry-After", str(peer.retry_after))] if status in (429, 503) and peer.retry_after else []
-                self.reply(status, b"{}", hdrs)
+                body = json.dumps({"partialSuccess": peer.partial}).encode() if peer.partial and status == 200 else b"{}"
+                self.reply(status, body, hdrs)
 
             def do_GET(self):
                 with peer.lock:
@@ -192,6 +194,19 @@ class Upload(unittest.TestCase):
         self.assertEqual(len(self.peer.spans()), len(first) - refused_n)
         self.peer.requests.clear()
         records = self.replay(self.peer.url, "s-next")
+        self.assertEqual(len(self.peer.spans()), len(records))
+
+    def test_partial_success_is_reported(self):
+        self.peer.partial = {"rejectedSpans": "3", "errorMessage": "spans[0]: not your app"}
+        p = subprocess.run([PACER, "replay", "--server", self.peer.url, "--spool", self.spool, EVENTS],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stderr, r"uploaded [1-9]\d* batch\(es\)")
+        self.assertIn("the server rejected 3 record(s): spans[0]: not your app", p.stderr)
+        # rejected items are not retried: the next run sends only its own
+        self.peer.partial = None
+        self.peer.requests.clear()
+        records = self.replay(self.peer.url, "s-after")
         self.assertEqual(len(self.peer.spans()), len(records))
 
     def test_backoff_in_a_long_running_app(self):

@@ -78,10 +78,12 @@ int main(int argc, char **argv)
         }
     }
     pacer_stats st;
+    pacer_finish(p); /* the final upload figures */
     pacer_get_stats(p, &st);
     pacer_free(p);
-    printf("batches_sent=%llu batches_refused=%llu retries=%llu configs=%llu\n",
+    printf("batches_sent=%llu batches_refused=%llu retries=%llu configs=%llu rejected=%llu\n",
            (unsigned long long)st.batches_sent, (unsigned long long)st.batches_refused,
-           (unsigned long long)st.upload_retries, (unsigned long long)st.configs_applied);
+           (unsigned long long)st.upload_retries, (unsigned long long)st.configs_applied,
+           (unsigned long long)st.records_rejected);
     return rc;
 }
