@@ -123,3 +123,29 @@ def pacer_run(display, program, args=(), config=None, timeout=60, extra_env=None
 
 def of_type(records, t, **match):
     return [r for r in records if r.get("type") == t and all(r.get(k) == v for k, v in match.items())]
+
+
+def documented_fields():
+    """Field names per record type, from the tables of docs/records.md."""
+    import re
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "records.md")
+    text = open(path).read()
+    fields = {}
+    for section in re.split(r"^## ", text, flags=re.M)[1:]:
+        title = section.splitlines()[0].strip()
+        name = "common" if title == "Common fields" else title.strip("`")
+        fields[name] = set(re.findall(r"^\| `([a-z_]+)` \|", section, flags=re.M))
+    return fields
+
+
+def assert_documented(test, records, types):
+    """Every field the records of `types` carry is in docs/records.md, and
+    each record has the common fields."""
+    doc = documented_fields()
+    for t in types:
+        recs = of_type(records, t)
+        test.assertTrue(recs, "no %s record to check against docs/records.md" % t)
+        for r in recs:
+            test.assertEqual(set(r) - doc["common"] - doc[t], set(),
+                             "%s record fields missing from docs/records.md" % t)
+            test.assertEqual(doc["common"] - set(r), set(), "%s record lacks common fields" % t)

@@ -13,7 +13,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from agentlib import SHOP_APP, SHOP_CONFIG, ApiServer, Xvfb, of_type, pacer_run  # noqa: E402
+from agentlib import SHOP_APP, SHOP_CONFIG, ApiServer, Xvfb, assert_documented, of_type, pacer_run  # noqa: E402
 
 DELAYS = {"/api/config": 200, "/api/list": 300, "/api/test1": 300}
 SPLASH_MS = 400
@@ -128,6 +128,9 @@ class ColdStart(Base):
             else:
                 # Visible at once: its total includes the request.
                 self.assertGreaterEqual(m["total_ms"], DELAYS["/api/test1"], m)
+
+        # Every field of every record is documented.
+        assert_documented(self, records, ["page", "startup", "net", "frames"])
 
         # Requests: one net record each, with the server's delay.
         nets = of_type(records, "net")

@@ -23,7 +23,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from agentlib import SHOP_APP, ApiServer, Xvfb, of_type, pacer_run  # noqa: E402
+from agentlib import SHOP_APP, ApiServer, Xvfb, assert_documented, of_type, pacer_run  # noqa: E402
 
 JANK_APP = os.environ["JANK_APP"]
 SHOP_SOURCE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "shop-app.c")
@@ -106,6 +106,7 @@ class DemoJank(Base):
             self.assertRegex(j["fingerprint"], r"^[0-9a-f]{16}$")
         self.assertNotEqual(first["pid"], second["pid"])
         self.assertEqual(first["fingerprint"], second["fingerprint"])
+        assert_documented(self, records, ["jank", "frames"])
         # the demo's windows also report their frames
         frames = of_type(records, "frames", window="ShopHomeWindow")
         self.assertTrue(frames)
