@@ -229,4 +229,4 @@ static int run(int argc, char **argv)
     return e == ENOENT ? 127 : 126;
 }
 
-const cli_command cmd_run = {"run", "run a program with the pacer agent preloaded", usage, run};
+const cli_command cmd_run = {"run", "Run a program with the pacer agent preloaded", usage, run};

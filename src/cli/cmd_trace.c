@@ -119,5 +119,5 @@ static int run(int argc, char **argv)
     return 2;
 }
 
-const cli_command cmd_trace = {"trace", "record and read exact function traces (-finstrument-functions)", usage_text,
+const cli_command cmd_trace = {"trace", "Record and read exact function traces (-finstrument-functions)", usage_text,
                                run};
