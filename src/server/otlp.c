@@ -25,6 +25,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -660,140 +661,296 @@ static int depth_check(const char *s, size_t n, char *err, size_t err_size)
     return 0;
 }
 
+/* ---- reading objects and arrays ----
+ *
+ * Every object the decoder understands is read by read_object() as its
+ * object_kind says: the members that are plain values are listed in a table
+ * of fields (name → the jv at an offset in the caller's struct); a member
+ * that needs more than a value (a nested object, a list, attributes) goes to
+ * the kind's more(); anything else is skipped. Arrays are read by
+ * read_array(), one call per element. Both return 1 once the value is read,
+ * 0 when the value at pos is of another type (it is then skipped: the caller
+ * says what that means), and -1 on a syntax error or out of memory. */
+
+static bool skip(parser *p)
+{
+    jv x;
+    return read_value(p, &x);
+}
+
+/* Enters the object or array at pos when it opens with `open` (1), else
+ * skips the value (0); -1 on a syntax error. */
+static int enter(parser *p, char open)
+{
+    if (peek(p) != open)
+        return skip(p) ? 0 : -1;
+    return open_nested(p) ? 1 : -1;
+}
+
+typedef struct field {
+    const char *name;
+    size_t len, off; /* off: of its jv in the struct read into */
+} field;
+#define FIELD(type, name, member) {name, sizeof name - 1, offsetof(type, member)}
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Reads the member `key` (the parser at its value) into ctx: 1 read, 0 not
+ * one of its own (the caller skips it), -1 on a syntax error or out of
+ * memory. */
+typedef int member_fn(decoder *d, void *ctx, const char *key, size_t kl);
+
+typedef struct object_kind {
+    const field *fields;
+    size_t n_fields;
+    member_fn *more; /* or NULL */
+} object_kind;
+
+static int read_object(decoder *d, const object_kind *kind, void *ctx)
+{
+    parser *p = &d->p;
+    int r = enter(p, '{');
+    if (r <= 0)
+        return r;
+    bool first = true;
+    const char *key;
+    size_t kl;
+    while ((r = obj_next(p, &first, &key, &kl)) > 0) {
+        size_t x = 0;
+        while (x < kind->n_fields && (kind->fields[x].len != kl || memcmp(kind->fields[x].name, key, kl) != 0))
+            x++;
+        int done = x < kind->n_fields ? (read_value(p, (jv *)((char *)ctx + kind->fields[x].off)) ? 1 : -1)
+                   : kind->more        ? kind->more(d, ctx, key, kl)
+                                       : 0;
+        if (done == 0)
+            done = skip(p) ? 1 : -1;
+        if (done < 0)
+            return -1;
+    }
+    return r == 0 ? 1 : -1;
+}
+
+/* Reads element `index` of an array into ctx; false on a syntax error or
+ * out of memory. */
+typedef bool element_fn(decoder *d, void *ctx, size_t index);
+
+static int read_array(decoder *d, element_fn *each, void *ctx)
+{
+    parser *p = &d->p;
+    int r = enter(p, '[');
+    if (r <= 0)
+        return r;
+    bool first = true;
+    for (size_t n = 0; (r = arr_next(p, &first)) > 0; n++)
+        if (!each(d, ctx, n))
+            return -1;
+    return r == 0 ? 1 : -1;
+}
+
+/* Room for one more entry in *arr; false (out of memory, noted) if none. */
+static bool room(decoder *d, void **arr, size_t n, size_t *cap, size_t size)
+{
+    if (grow(arr, n, cap, size))
+        return true;
+    d->oom = true;
+    return false;
+}
+
+/* Keeps the first reason. */
+static void first_why(const char **why, const char *w)
+{
+    if (w && !*why)
+        *why = w;
+}
+
 /* ---- attribute values ---- */
 
 static bool parse_kvs(decoder *d, bool keep, otlp_attrs *ret, const char **why);
+static bool parse_any(decoder *d, otlp_value *out, const char **why);
+
+/* {"values":[…]} of an arrayValue or a kvlistValue. */
+typedef struct any_list {
+    bool kv;
+    const char *shape; /* its own reason when not of that shape */
+    const char **bad;
+} any_list;
+
+static bool any_element(decoder *d, void *ctx, size_t index)
+{
+    any_list *l = ctx;
+    otlp_value e;
+    const char *w = NULL;
+    (void)index;
+    if (!parse_any(d, &e, &w))
+        return false;
+    first_why(l->bad, w);
+    return true;
+}
+
+static int any_list_member(decoder *d, void *ctx, const char *key, size_t kl)
+{
+    any_list *l = ctx;
+    if (!key_is(key, kl, "values"))
+        return 0;
+    if (peek(&d->p) != '[') {
+        first_why(l->bad, l->shape);
+        return skip(&d->p) ? 1 : -1;
+    }
+    if (l->kv) {
+        otlp_attrs nested;
+        const char *w = NULL;
+        if (!parse_kvs(d, false, &nested, &w))
+            return -1;
+        first_why(l->bad, w);
+        return 1;
+    }
+    return read_array(d, any_element, l) < 0 ? -1 : 1;
+}
+
+typedef struct any_in {
+    otlp_value *out;
+    unsigned kinds; /* 1 << otlp_value_type of each kind seen */
+    const char *bad;
+} any_in;
+
+static int any_member(decoder *d, void *ctx, const char *key, size_t kl)
+{
+    static const object_kind list_kind = {NULL, 0, any_list_member};
+    any_in *in = ctx;
+    otlp_value *out = in->out;
+    otlp_value_type t;
+    if (key_is(key, kl, "arrayValue") || key_is(key, kl, "kvlistValue")) {
+        bool kv = key[0] == 'k';
+        t = kv ? OTLP_KVLIST : OTLP_ARRAY;
+        any_list l = {kv, kv ? "kvlistValue must be {\"values\":[…]}" : "arrayValue must be {\"values\":[…]}",
+                      &in->bad};
+        int r = read_object(d, &list_kind, &l);
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            first_why(&in->bad, l.shape);
+    } else {
+        jv x;
+        if (!read_value(&d->p, &x))
+            return -1;
+        const char *w = NULL;
+        if (key_is(key, kl, "stringValue")) {
+            t = OTLP_STRING;
+            if (x.t != 's')
+                w = "stringValue must be a string";
+            out->s = x.s;
+            out->len = x.len;
+        } else if (key_is(key, kl, "boolValue")) {
+            t = OTLP_BOOL;
+            if (x.t != 'b')
+                w = "boolValue must be true or false";
+            out->b = x.b;
+        } else if (key_is(key, kl, "intValue")) {
+            t = OTLP_INT;
+            if (!jv_int64(&x, &out->i))
+                w = "intValue must be a 64-bit integer (number or decimal string)";
+        } else if (key_is(key, kl, "doubleValue")) {
+            t = OTLP_DOUBLE;
+            if (x.t != 'i' && x.t != 'd')
+                w = "doubleValue must be a number";
+            out->d = x.d;
+        } else if (key_is(key, kl, "bytesValue")) {
+            t = OTLP_BYTES;
+            if (x.t != 's')
+                w = "bytesValue must be a base64 string";
+            out->s = x.s;
+            out->len = x.len;
+        } else {
+            return 1; /* unknown members are ignored (already read) */
+        }
+        first_why(&in->bad, w);
+    }
+    in->kinds |= 1u << t;
+    out->type = t;
+    return 1;
+}
 
 /* An AnyValue at pos (any JSON value). Sets *why to the first reason it is
  * invalid (and leaves it set when it was already). Returns false on a
  * syntax error or out of memory. */
 static bool parse_any(decoder *d, otlp_value *out, const char **why)
 {
+    static const object_kind kind = {NULL, 0, any_member};
     parser *p = &d->p;
     memset(out, 0, sizeof *out);
-    if (peek(p) != '{') {
-        jv x;
-        if (!read_value(p, &x))
-            return false;
-        if (!*why)
-            *why = "a value must be an object (AnyValue)";
-        return true;
-    }
-    size_t start = p->pos;
-    if (!open_nested(p))
-        return false;
-    unsigned kinds = 0;
-    const char *bad = NULL;
-    bool first = true;
-    int r;
-    const char *k;
-    size_t kl;
-    while ((r = obj_next(p, &first, &k, &kl)) > 0) {
-        jv x;
-        otlp_value_type t;
-        if (key_is(k, kl, "arrayValue") || key_is(k, kl, "kvlistValue")) {
-            bool kv = k[0] == 'k';
-            t = kv ? OTLP_KVLIST : OTLP_ARRAY;
-            const char *shape = kv ? "kvlistValue must be {\"values\":[…]}" : "arrayValue must be {\"values\":[…]}";
-            if (peek(p) != '{') {
-                if (!read_value(p, &x))
-                    return false;
-                if (!bad)
-                    bad = shape;
-            } else {
-                if (!open_nested(p))
-                    return false;
-                bool f2 = true;
-                int r2;
-                const char *k2;
-                size_t kl2;
-                while ((r2 = obj_next(p, &f2, &k2, &kl2)) > 0) {
-                    if (!key_is(k2, kl2, "values")) {
-                        if (!read_value(p, &x))
-                            return false;
-                        continue;
-                    }
-                    if (peek(p) != '[') {
-                        if (!read_value(p, &x))
-                            return false;
-                        if (!bad)
-                            bad = shape;
-                        continue;
-                    }
-                    if (kv) {
-                        otlp_attrs nested;
-                        const char *w = NULL;
-                        if (!parse_kvs(d, false, &nested, &w))
-                            return false;
-                        if (w && !bad)
-                            bad = w;
-                        continue;
-                    }
-                    if (!open_nested(p))
-                        return false;
-                    bool f3 = true;
-                    int r3;
-                    while ((r3 = arr_next(p, &f3)) > 0) {
-                        otlp_value e;
-                        const char *w = NULL;
-                        if (!parse_any(d, &e, &w))
-                            return false;
-                        if (w && !bad)
-                            bad = w;
-                    }
-                    if (r3 < 0)
-                        return false;
-                }
-                if (r2 < 0)
-                    return false;
-            }
-        } else {
-            if (!read_value(p, &x))
-                return false;
-            const char *w = NULL;
-            if (key_is(k, kl, "stringValue")) {
-                t = OTLP_STRING;
-                if (x.t != 's')
-                    w = "stringValue must be a string";
-                out->s = x.s;
-                out->len = x.len;
-            } else if (key_is(k, kl, "boolValue")) {
-                t = OTLP_BOOL;
-                if (x.t != 'b')
-                    w = "boolValue must be true or false";
-                out->b = x.b;
-            } else if (key_is(k, kl, "intValue")) {
-                t = OTLP_INT;
-                if (!jv_int64(&x, &out->i))
-                    w = "intValue must be a 64-bit integer (number or decimal string)";
-            } else if (key_is(k, kl, "doubleValue")) {
-                t = OTLP_DOUBLE;
-                if (x.t != 'i' && x.t != 'd')
-                    w = "doubleValue must be a number";
-                out->d = x.d;
-            } else if (key_is(k, kl, "bytesValue")) {
-                t = OTLP_BYTES;
-                if (x.t != 's')
-                    w = "bytesValue must be a base64 string";
-                out->s = x.s;
-                out->len = x.len;
-            } else {
-                continue; /* unknown members are ignored */
-            }
-            if (w && !bad)
-                bad = w;
-        }
-        kinds |= 1u << t;
-        out->type = t;
-    }
+    size_t start = (peek(p), p->pos);
+    any_in in = {out, 0, NULL};
+    int r = read_object(d, &kind, &in);
     if (r < 0)
         return false;
-    if (!bad && (kinds & (kinds - 1)))
-        bad = "a value holds more than one of stringValue, intValue, …";
-    if (bad && !*why)
-        *why = bad;
+    if (r == 0) {
+        first_why(why, "a value must be an object (AnyValue)");
+        return true;
+    }
+    if (!in.bad && (in.kinds & (in.kinds - 1)))
+        in.bad = "a value holds more than one of stringValue, intValue, …";
+    first_why(why, in.bad);
     out->json = p->src + start;
     out->json_len = p->pos - start;
+    return true;
+}
+
+/* One {"key","value"} of a KeyValue list. */
+typedef struct kv_in {
+    jv key;
+    otlp_value value;
+    bool has_value;
+    const char *vwhy; /* the last "value"'s reason */
+} kv_in;
+
+static int kv_member(decoder *d, void *ctx, const char *key, size_t kl)
+{
+    kv_in *in = ctx;
+    if (!key_is(key, kl, "value"))
+        return 0;
+    in->vwhy = NULL;
+    if (!parse_any(d, &in->value, &in->vwhy))
+        return -1;
+    in->has_value = true;
+    return 1;
+}
+
+typedef struct kvs_in {
+    bool keep;
+    const char **why;
+} kvs_in;
+
+static bool kvs_element(decoder *d, void *ctx, size_t index)
+{
+    static const field fields[] = {FIELD(kv_in, "key", key)};
+    static const object_kind kind = {fields, N_OF(fields), kv_member};
+    kvs_in *l = ctx;
+    parser *p = &d->p;
+    otlp_batch *b = d->b;
+    (void)index;
+    size_t start = (peek(p), p->pos);
+    kv_in in = {0};
+    int r = read_object(d, &kind, &in);
+    if (r < 0)
+        return false;
+    const char *bad = r == 0 || in.key.t != 's' ? "an attribute must be an object with a string \"key\""
+                      : in.key.len > OTLP_MAX_NAME ? "an attribute key is longer than 1024 bytes"
+                                                   : in.vwhy;
+    if (bad) {
+        first_why(l->why, bad);
+        return true;
+    }
+    if (!l->keep || *l->why)
+        return true;
+    if (!room(d, (void **)&b->kvs, b->n_kvs, &d->cap_kvs, sizeof *b->kvs))
+        return false;
+    b->kvs[b->n_kvs++] = (otlp_kv){
+        .key = in.key.s,
+        .key_len = in.key.len,
+        .value = in.value,
+        .has_value = in.has_value,
+        .json = p->src + start,
+        .json_len = p->pos - start,
+    };
     return true;
 }
 
@@ -803,85 +960,18 @@ static bool parse_any(decoder *d, otlp_value *out, const char **why)
 static bool parse_kvs(decoder *d, bool keep, otlp_attrs *ret, const char **why)
 {
     parser *p = &d->p;
-    otlp_batch *b = d->b;
     memset(ret, 0, sizeof *ret);
-    ret->first = b->n_kvs;
-    jv x;
-    if (peek(p) != '[') {
-        if (!read_value(p, &x))
-            return false;
-        if (!*why)
-            *why = "attributes must be an array of {\"key\",\"value\"}";
-        return true;
-    }
-    size_t start = p->pos;
-    if (!open_nested(p))
-        return false;
-    bool first = true;
-    int r;
-    while ((r = arr_next(p, &first)) > 0) {
-        if (peek(p) != '{') {
-            if (!read_value(p, &x))
-                return false;
-            if (!*why)
-                *why = "an attribute must be an object with a string \"key\"";
-            continue;
-        }
-        size_t kv_start = p->pos;
-        if (!open_nested(p))
-            return false;
-        otlp_kv kv = {0};
-        const char *vwhy = NULL;
-        bool key_ok = false, f2 = true;
-        int r2;
-        const char *k;
-        size_t kl;
-        while ((r2 = obj_next(p, &f2, &k, &kl)) > 0) {
-            if (key_is(k, kl, "key")) {
-                if (!read_value(p, &x))
-                    return false;
-                key_ok = x.t == 's';
-                kv.key = x.s;
-                kv.key_len = x.len;
-            } else if (key_is(k, kl, "value")) {
-                vwhy = NULL;
-                if (!parse_any(d, &kv.value, &vwhy))
-                    return false;
-                kv.has_value = true;
-            } else if (!read_value(p, &x)) {
-                return false;
-            }
-        }
-        if (r2 < 0)
-            return false;
-        if (!key_ok) {
-            if (!*why)
-                *why = "an attribute must be an object with a string \"key\"";
-            continue;
-        }
-        if (kv.key_len > OTLP_MAX_NAME) {
-            if (!*why)
-                *why = "an attribute key is longer than 1024 bytes";
-            continue;
-        }
-        if (vwhy) {
-            if (!*why)
-                *why = vwhy;
-            continue;
-        }
-        if (!keep || *why)
-            continue;
-        if (!grow((void **)&b->kvs, b->n_kvs, &d->cap_kvs, sizeof *b->kvs)) {
-            d->oom = true;
-            return false;
-        }
-        kv.json = p->src + kv_start;
-        kv.json_len = p->pos - kv_start;
-        b->kvs[b->n_kvs++] = kv;
-    }
+    ret->first = d->b->n_kvs;
+    size_t start = (peek(p), p->pos);
+    kvs_in l = {keep, why};
+    int r = read_array(d, kvs_element, &l);
     if (r < 0)
         return false;
-    ret->n = b->n_kvs - ret->first;
+    if (r == 0) {
+        first_why(why, "attributes must be an array of {\"key\",\"value\"}");
+        return true;
+    }
+    ret->n = d->b->n_kvs - ret->first;
     ret->json = p->src + start;
     ret->json_len = p->pos - start;
     return true;
@@ -952,12 +1042,6 @@ typedef struct signal {
     bool (*item)(decoder *d, size_t i, size_t j, size_t k);
 } signal;
 
-static bool skip(parser *p)
-{
-    jv x;
-    return read_value(p, &x);
-}
-
 static const char *const severity_levels[] = {"TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"};
 
 static bool parse_severity(const jv *v, int *ret)
@@ -982,195 +1066,161 @@ static bool parse_severity(const jv *v, int *ret)
     return false;
 }
 
+/* The "attributes" of an item (span, log record, data point): the last one
+ * counts, with its own reason in *why. A member_fn's answer. */
+static int item_attrs(decoder *d, const char *key, size_t kl, otlp_attrs *attrs, const char **why)
+{
+    if (!key_is(key, kl, "attributes"))
+        return 0;
+    *why = NULL;
+    return parse_kvs(d, true, attrs, why) ? 1 : -1;
+}
+
+/* Each item parser reads its object into a struct of jvs, then checks the
+ * fields in a fixed order; "must be an object" and every reason are
+ * reported under the item's JSON path. */
+
+typedef struct span_in {
+    jv trace, span, parent, name, kind, start, end;
+    jv code, message; /* status.code, status.message */
+    bool has_status, status_obj;
+    const char *attrs_why;
+    otlp_span out;
+} span_in;
+
+static int span_member(decoder *d, void *ctx, const char *key, size_t kl)
+{
+    static const field status_fields[] = {FIELD(span_in, "code", code), FIELD(span_in, "message", message)};
+    static const object_kind status = {status_fields, N_OF(status_fields), NULL};
+    span_in *in = ctx;
+    if (!key_is(key, kl, "status"))
+        return item_attrs(d, key, kl, &in->out.attrs, &in->attrs_why);
+    in->has_status = true;
+    in->code.t = in->message.t = 0;
+    int r = read_object(d, &status, in);
+    in->status_obj = r > 0;
+    return r < 0 ? -1 : 1;
+}
+
 static bool parse_span(decoder *d, size_t i, size_t j, size_t k)
 {
-    parser *p = &d->p;
-    if (peek(p) != '{') {
-        if (!skip(p))
-            return false;
-        reject(d, "resourceSpans[%zu].scopeSpans[%zu].spans[%zu].must be an object", i, j, k);
-        return true;
-    }
-    if (!open_nested(p))
-        return false;
-    jv trace = {0}, span = {0}, parent = {0}, name = {0}, kind = {0}, start = {0}, end = {0}, code = {0},
-       message = {0};
-    bool has_status = false, status_obj = true;
-    otlp_span out = {0};
-    const char *attrs_why = NULL;
-    bool first = true;
-    int r;
-    const char *key;
-    size_t kl;
-    while ((r = obj_next(p, &first, &key, &kl)) > 0) {
-        jv *f = NULL;
-        switch (kl) {
-        case 4:
-            f = key_is(key, kl, "name") ? &name : key_is(key, kl, "kind") ? &kind : NULL;
-            break;
-        case 6:
-            f = key_is(key, kl, "spanId") ? &span : NULL;
-            break;
-        case 7:
-            f = key_is(key, kl, "traceId") ? &trace : NULL;
-            break;
-        case 12:
-            f = key_is(key, kl, "parentSpanId") ? &parent : NULL;
-            break;
-        case 15:
-            f = key_is(key, kl, "endTimeUnixNano") ? &end : NULL;
-            break;
-        case 17:
-            f = key_is(key, kl, "startTimeUnixNano") ? &start : NULL;
-            break;
-        }
-        if (f) {
-            if (!read_value(p, f))
-                return false;
-        } else if (key_is(key, kl, "attributes")) {
-            attrs_why = NULL;
-            if (!parse_kvs(d, true, &out.attrs, &attrs_why))
-                return false;
-        } else if (key_is(key, kl, "status")) {
-            has_status = true;
-            code.t = message.t = 0;
-            status_obj = peek(p) == '{';
-            if (!status_obj) {
-                if (!skip(p))
-                    return false;
-                continue;
-            }
-            if (!open_nested(p))
-                return false;
-            bool f2 = true;
-            int r2;
-            const char *k2;
-            size_t kl2;
-            while ((r2 = obj_next(p, &f2, &k2, &kl2)) > 0) {
-                jv *g = key_is(k2, kl2, "code") ? &code : key_is(k2, kl2, "message") ? &message : NULL;
-                if (g ? !read_value(p, g) : !skip(p))
-                    return false;
-            }
-            if (r2 < 0)
-                return false;
-        } else if (!skip(p)) {
-            return false;
-        }
-    }
+    static const field fields[] = {
+        FIELD(span_in, "traceId", trace),
+        FIELD(span_in, "spanId", span),
+        FIELD(span_in, "parentSpanId", parent),
+        FIELD(span_in, "name", name),
+        FIELD(span_in, "kind", kind),
+        FIELD(span_in, "startTimeUnixNano", start),
+        FIELD(span_in, "endTimeUnixNano", end),
+    };
+    static const object_kind kind = {fields, N_OF(fields), span_member};
+    span_in in = {.status_obj = true};
+    int r = read_object(d, &kind, &in);
     if (r < 0)
         return false;
-
+    otlp_span *out = &in.out;
     const char *bad = NULL;
-    if (trace.t != 's' || !otlp_parse_id(trace.s, out.trace_id, 16))
+    if (r == 0)
+        bad = "must be an object";
+    else if (in.trace.t != 's' || !otlp_parse_id(in.trace.s, out->trace_id, 16))
         bad = "traceId: expected 32 hex digits or base64 of 16 bytes, not all zero";
-    else if (span.t != 's' || !otlp_parse_id(span.s, out.span_id, 8))
+    else if (in.span.t != 's' || !otlp_parse_id(in.span.s, out->span_id, 8))
         bad = "spanId: expected 16 hex digits or base64 of 8 bytes, not all zero";
-    else if (parent.t && parent.t != 's')
+    else if (in.parent.t && in.parent.t != 's')
         bad = "parentSpanId must be a string";
-    else if (parent.t && parent.len && !(out.has_parent = otlp_parse_id(parent.s, out.parent_span_id, 8)))
+    else if (in.parent.t && in.parent.len &&
+             !(out->has_parent = otlp_parse_id(in.parent.s, out->parent_span_id, 8)))
         bad = "parentSpanId: expected 16 hex digits or base64 of 8 bytes";
-    else if (name.t != 's')
+    else if (in.name.t != 's')
         bad = "name: expected a string";
-    else if (name.len > OTLP_MAX_NAME)
+    else if (in.name.len > OTLP_MAX_NAME)
         bad = "name: longer than 1024 bytes";
-    else if (kind.t && !parse_enum(&kind, span_kinds, 5, &out.kind))
+    else if (in.kind.t && !parse_enum(&in.kind, span_kinds, 5, &out->kind))
         bad = "kind: expected 0-5 or a SPAN_KIND_* name";
-    else if (!parse_time(&start, &out.start_ns))
+    else if (!parse_time(&in.start, &out->start_ns))
         bad = "startTimeUnixNano: expected a non-negative 64-bit integer";
-    else if (!parse_time(&end, &out.end_ns))
+    else if (!parse_time(&in.end, &out->end_ns))
         bad = "endTimeUnixNano: expected a non-negative 64-bit integer";
-    else if (out.end_ns < out.start_ns)
+    else if (out->end_ns < out->start_ns)
         bad = "endTimeUnixNano is before startTimeUnixNano";
-    else if (has_status && !status_obj)
+    else if (in.has_status && !in.status_obj)
         bad = "status must be an object";
-    else if (code.t && !parse_enum(&code, status_codes, 2, &out.status_code))
+    else if (in.code.t && !parse_enum(&in.code, status_codes, 2, &out->status_code))
         bad = "status.code: expected 0-2 or a STATUS_CODE_* name";
-    else if (message.t && message.t != 's')
+    else if (in.message.t && in.message.t != 's')
         bad = "status.message must be a string";
     else
-        bad = attrs_why;
+        bad = in.attrs_why;
     if (bad) {
         reject(d, "resourceSpans[%zu].scopeSpans[%zu].spans[%zu].%s", i, j, k, bad);
         return true;
     }
-    out.name = name.s;
-    out.status_message = message.t ? message.s : NULL;
+    out->name = in.name.s;
+    out->status_message = in.message.t ? in.message.s : NULL;
     otlp_batch *b = d->b;
-    if (!grow((void **)&b->spans, b->n_spans, &d->cap_items, sizeof *b->spans)) {
-        d->oom = true;
+    if (!room(d, (void **)&b->spans, b->n_spans, &d->cap_items, sizeof *b->spans))
         return false;
-    }
-    b->spans[b->n_spans++] = out;
+    b->spans[b->n_spans++] = *out;
     return true;
+}
+
+typedef struct log_in {
+    jv time, observed, severity, text;
+    const char *attrs_why, *body_why;
+    otlp_log out;
+} log_in;
+
+static int log_member(decoder *d, void *ctx, const char *key, size_t kl)
+{
+    log_in *in = ctx;
+    if (!key_is(key, kl, "body"))
+        return item_attrs(d, key, kl, &in->out.attrs, &in->attrs_why);
+    in->body_why = NULL;
+    if (!parse_any(d, &in->out.body, &in->body_why))
+        return -1;
+    in->out.has_body = true;
+    return 1;
 }
 
 static bool parse_log(decoder *d, size_t i, size_t j, size_t k)
 {
-    parser *p = &d->p;
-    if (peek(p) != '{') {
-        if (!skip(p))
-            return false;
-        reject(d, "resourceLogs[%zu].scopeLogs[%zu].logRecords[%zu].must be an object", i, j, k);
-        return true;
-    }
-    if (!open_nested(p))
-        return false;
-    jv time = {0}, observed = {0}, severity = {0}, text = {0};
-    otlp_log out = {0};
-    const char *attrs_why = NULL, *body_why = NULL;
-    bool first = true;
-    int r;
-    const char *key;
-    size_t kl;
-    while ((r = obj_next(p, &first, &key, &kl)) > 0) {
-        jv *f = key_is(key, kl, "timeUnixNano")           ? &time
-                : key_is(key, kl, "observedTimeUnixNano") ? &observed
-                : key_is(key, kl, "severityNumber")       ? &severity
-                : key_is(key, kl, "severityText")         ? &text
-                                                          : NULL;
-        if (f) {
-            if (!read_value(p, f))
-                return false;
-        } else if (key_is(key, kl, "attributes")) {
-            attrs_why = NULL;
-            if (!parse_kvs(d, true, &out.attrs, &attrs_why))
-                return false;
-        } else if (key_is(key, kl, "body")) {
-            body_why = NULL;
-            if (!parse_any(d, &out.body, &body_why))
-                return false;
-            out.has_body = true;
-        } else if (!skip(p)) {
-            return false;
-        }
-    }
+    static const field fields[] = {
+        FIELD(log_in, "timeUnixNano", time),
+        FIELD(log_in, "observedTimeUnixNano", observed),
+        FIELD(log_in, "severityNumber", severity),
+        FIELD(log_in, "severityText", text),
+    };
+    static const object_kind kind = {fields, N_OF(fields), log_member};
+    log_in in = {0};
+    int r = read_object(d, &kind, &in);
     if (r < 0)
         return false;
+    otlp_log *out = &in.out;
     int64_t t = 0, o = 0;
     const char *bad = NULL;
-    if (time.t && !parse_time(&time, &t))
+    if (r == 0)
+        bad = "must be an object";
+    else if (in.time.t && !parse_time(&in.time, &t))
         bad = "timeUnixNano: expected a non-negative 64-bit integer";
-    else if (observed.t && !parse_time(&observed, &o))
+    else if (in.observed.t && !parse_time(&in.observed, &o))
         bad = "observedTimeUnixNano: expected a non-negative 64-bit integer";
-    else if (!(out.time_ns = t ? t : o))
+    else if (!(out->time_ns = t ? t : o))
         bad = "timeUnixNano: missing (and no observedTimeUnixNano)";
-    else if (severity.t && !parse_severity(&severity, &out.severity_number))
+    else if (in.severity.t && !parse_severity(&in.severity, &out->severity_number))
         bad = "severityNumber: expected 0-24 or a SEVERITY_NUMBER_* name";
-    else if (text.t && text.t != 's')
+    else if (in.text.t && in.text.t != 's')
         bad = "severityText must be a string";
     else
-        bad = body_why ? body_why : attrs_why;
+        bad = in.body_why ? in.body_why : in.attrs_why;
     if (bad) {
         reject(d, "resourceLogs[%zu].scopeLogs[%zu].logRecords[%zu].%s", i, j, k, bad);
         return true;
     }
-    out.severity_text = text.t ? text.s : NULL;
+    out->severity_text = in.text.t ? in.text.s : NULL;
     otlp_batch *b = d->b;
-    if (!grow((void **)&b->logs, b->n_logs, &d->cap_items, sizeof *b->logs)) {
-        d->oom = true;
+    if (!room(d, (void **)&b->logs, b->n_logs, &d->cap_items, sizeof *b->logs))
         return false;
-    }
-    b->logs[b->n_logs++] = out;
+    b->logs[b->n_logs++] = *out;
     return true;
 }
 
@@ -1186,82 +1236,114 @@ static const struct {
 };
 #define N_METRIC_KINDS (sizeof metric_kinds / sizeof metric_kinds[0])
 
+typedef struct point_in {
+    jv time, count, sum, as_double, as_int;
+    const char *attrs_why;
+    otlp_point out;
+} point_in;
+
+static int point_member(decoder *d, void *ctx, const char *key, size_t kl)
+{
+    point_in *in = ctx;
+    return item_attrs(d, key, kl, &in->out.attrs, &in->attrs_why);
+}
+
 static bool parse_point(decoder *d, size_t kind, size_t i, size_t j, size_t k, size_t m)
 {
-    parser *p = &d->p;
-    const char *field = metric_kinds[kind].field;
-    if (peek(p) != '{') {
-        if (!skip(p))
-            return false;
-        reject(d, "resourceMetrics[%zu].scopeMetrics[%zu].metrics[%zu].%s.dataPoints[%zu].must be an object", i, j,
-               k, field, m);
-        return true;
-    }
-    if (!open_nested(p))
-        return false;
-    jv time = {0}, count = {0}, sum = {0}, as_double = {0}, as_int = {0};
-    otlp_point out = {0};
-    const char *attrs_why = NULL;
-    bool first = true;
-    int r;
-    const char *key;
-    size_t kl;
-    while ((r = obj_next(p, &first, &key, &kl)) > 0) {
-        jv *f = key_is(key, kl, "timeUnixNano") ? &time
-                : key_is(key, kl, "count")      ? &count
-                : key_is(key, kl, "sum")        ? &sum
-                : key_is(key, kl, "asDouble")   ? &as_double
-                : key_is(key, kl, "asInt")      ? &as_int
-                                                : NULL;
-        if (f) {
-            if (!read_value(p, f))
-                return false;
-        } else if (key_is(key, kl, "attributes")) {
-            attrs_why = NULL;
-            if (!parse_kvs(d, true, &out.attrs, &attrs_why))
-                return false;
-        } else if (!skip(p)) {
-            return false;
-        }
-    }
+    static const field fields[] = {
+        FIELD(point_in, "timeUnixNano", time),
+        FIELD(point_in, "count", count),
+        FIELD(point_in, "sum", sum),
+        FIELD(point_in, "asDouble", as_double),
+        FIELD(point_in, "asInt", as_int),
+    };
+    static const object_kind point = {fields, N_OF(fields), point_member};
+    point_in in = {0};
+    int r = read_object(d, &point, &in);
     if (r < 0)
         return false;
+    otlp_point *out = &in.out;
     const char *bad = NULL;
     int64_t iv;
-    out.count = -1;
-    if (!parse_time(&time, &out.time_ns) || out.time_ns == 0)
+    out->count = -1;
+    if (r == 0)
+        bad = "must be an object";
+    else if (!parse_time(&in.time, &out->time_ns) || out->time_ns == 0)
         bad = "timeUnixNano: expected a positive 64-bit integer";
     else if (metric_kinds[kind].histogram) {
-        if (!jv_int64(&count, &out.count) || out.count < 0)
+        if (!jv_int64(&in.count, &out->count) || out->count < 0)
             bad = "count: expected a non-negative 64-bit integer";
-        else if (sum.t && sum.t != 'i' && sum.t != 'd')
+        else if (in.sum.t && in.sum.t != 'i' && in.sum.t != 'd')
             bad = "sum must be a number";
         else
-            out.value = sum.t ? sum.d : 0;
-    } else if (as_double.t == 'i' || as_double.t == 'd') {
-        out.value = as_double.d;
-    } else if (!as_double.t && as_int.t && jv_int64(&as_int, &iv)) {
-        out.value = (double)iv;
+            out->value = in.sum.t ? in.sum.d : 0;
+    } else if (in.as_double.t == 'i' || in.as_double.t == 'd') {
+        out->value = in.as_double.d;
+    } else if (!in.as_double.t && in.as_int.t && jv_int64(&in.as_int, &iv)) {
+        out->value = (double)iv;
     } else {
         bad = "expected asDouble (a number) or asInt (a 64-bit integer)";
     }
-    if (!bad && !isfinite(out.value))
+    if (!bad && !isfinite(out->value))
         bad = "the value is not finite";
     if (!bad)
-        bad = attrs_why;
+        bad = in.attrs_why;
     if (bad) {
-        reject(d, "resourceMetrics[%zu].scopeMetrics[%zu].metrics[%zu].%s.dataPoints[%zu].%s", i, j, k, field, m,
-               bad);
+        reject(d, "resourceMetrics[%zu].scopeMetrics[%zu].metrics[%zu].%s.dataPoints[%zu].%s", i, j, k,
+               metric_kinds[kind].field, m, bad);
         return true;
     }
-    out.type = metric_kinds[kind].type;
+    out->type = metric_kinds[kind].type;
     otlp_batch *b = d->b;
-    if (!grow((void **)&b->points, b->n_points, &d->cap_items, sizeof *b->points)) {
-        d->oom = true;
+    if (!room(d, (void **)&b->points, b->n_points, &d->cap_items, sizeof *b->points))
         return false;
-    }
-    b->points[b->n_points++] = out;
+    b->points[b->n_points++] = *out;
     return true;
+}
+
+typedef struct metric_in {
+    size_t i, j, k;
+    mark m0;
+    jv name, unit;
+    long kind; /* index in metric_kinds, or -1 */
+    bool data_bad;
+} metric_in;
+
+static bool metric_point(decoder *d, void *ctx, size_t index)
+{
+    metric_in *in = ctx;
+    return parse_point(d, (size_t)in->kind, in->i, in->j, in->k, index);
+}
+
+/* A member of {"dataPoints":[…]}. */
+static int metric_data_member(decoder *d, void *ctx, const char *key, size_t kl)
+{
+    metric_in *in = ctx;
+    if (!key_is(key, kl, "dataPoints"))
+        return 0;
+    int r = read_array(d, metric_point, in);
+    if (r == 0)
+        in->data_bad = true;
+    return r < 0 ? -1 : 1;
+}
+
+static int metric_member(decoder *d, void *ctx, const char *key, size_t kl)
+{
+    static const object_kind data = {NULL, 0, metric_data_member};
+    metric_in *in = ctx;
+    long kd = -1;
+    for (size_t x = 0; x < N_METRIC_KINDS && kd < 0; x++)
+        if (key_is(key, kl, metric_kinds[x].field))
+            kd = (long)x;
+    if (kd < 0 || (in->kind >= 0 && kd >= in->kind))
+        return 0;
+    mark_restore(d, in->m0);
+    in->kind = kd;
+    in->data_bad = false;
+    int r = read_object(d, &data, in);
+    if (r == 0)
+        in->data_bad = true;
+    return r < 0 ? -1 : 1;
 }
 
 /* One metric: its points are decoded as they come and given the metric's
@@ -1269,95 +1351,27 @@ static bool parse_point(decoder *d, size_t kind, size_t i, size_t j, size_t k, s
  * Of several data kinds, the first in metric_kinds counts (as before). */
 static bool parse_metric(decoder *d, size_t i, size_t j, size_t k)
 {
-    parser *p = &d->p;
-    static const char name_msg[] = "resourceMetrics[%zu].scopeMetrics[%zu].metrics[%zu]: expected a string name "
-                                   "(at most 1024 bytes) and unit";
-    if (peek(p) != '{') {
-        if (!skip(p))
-            return false;
-        reject(d, name_msg, i, j, k);
-        return true;
-    }
-    if (!open_nested(p))
-        return false;
-    mark m0 = mark_take(d);
-    jv name = {0}, unit = {0};
-    long kind = -1;
-    bool data_bad = false;
-    bool first = true;
-    int r;
-    const char *key;
-    size_t kl;
-    while ((r = obj_next(p, &first, &key, &kl)) > 0) {
-        if (key_is(key, kl, "name") || key_is(key, kl, "unit")) {
-            if (!read_value(p, key[0] == 'n' ? &name : &unit))
-                return false;
-            continue;
-        }
-        long kd = -1;
-        for (size_t x = 0; x < N_METRIC_KINDS && kd < 0; x++)
-            if (key_is(key, kl, metric_kinds[x].field))
-                kd = (long)x;
-        if (kd < 0 || (kind >= 0 && kd >= kind)) {
-            if (!skip(p))
-                return false;
-            continue;
-        }
-        mark_restore(d, m0);
-        kind = kd;
-        data_bad = peek(p) != '{';
-        if (data_bad) {
-            if (!skip(p))
-                return false;
-            continue;
-        }
-        if (!open_nested(p))
-            return false;
-        bool f2 = true;
-        int r2;
-        const char *k2;
-        size_t kl2;
-        while ((r2 = obj_next(p, &f2, &k2, &kl2)) > 0) {
-            if (!key_is(k2, kl2, "dataPoints")) {
-                if (!skip(p))
-                    return false;
-                continue;
-            }
-            if (peek(p) != '[') {
-                data_bad = true;
-                if (!skip(p))
-                    return false;
-                continue;
-            }
-            if (!open_nested(p))
-                return false;
-            bool f3 = true;
-            int r3;
-            for (size_t n = 0; (r3 = arr_next(p, &f3)) > 0; n++)
-                if (!parse_point(d, (size_t)kind, i, j, k, n))
-                    return false;
-            if (r3 < 0)
-                return false;
-        }
-        if (r2 < 0)
-            return false;
-    }
+    static const field fields[] = {FIELD(metric_in, "name", name), FIELD(metric_in, "unit", unit)};
+    static const object_kind metric = {fields, N_OF(fields), metric_member};
+    metric_in in = {.i = i, .j = j, .k = k, .m0 = mark_take(d), .kind = -1};
+    int r = read_object(d, &metric, &in);
     if (r < 0)
         return false;
-    if (name.t != 's' || name.len > OTLP_MAX_NAME || (unit.t && unit.t != 's')) {
-        mark_restore(d, m0);
-        reject(d, name_msg, i, j, k);
+    if (r == 0 || in.name.t != 's' || in.name.len > OTLP_MAX_NAME || (in.unit.t && in.unit.t != 's')) {
+        mark_restore(d, in.m0);
+        reject(d, "resourceMetrics[%zu].scopeMetrics[%zu].metrics[%zu]: expected a string name (at most 1024 "
+                  "bytes) and unit", i, j, k);
         return true;
     }
-    if (kind < 0 || data_bad) {
-        mark_restore(d, m0);
+    if (in.kind < 0 || in.data_bad) {
+        mark_restore(d, in.m0);
         reject(d, "resourceMetrics[%zu].scopeMetrics[%zu].metrics[%zu]: expected one of gauge, sum, "
                   "histogram, exponentialHistogram, summary with a \"dataPoints\" array", i, j, k);
         return true;
     }
-    for (size_t x = m0.items; x < d->b->n_points; x++) {
-        d->b->points[x].name = name.s;
-        d->b->points[x].unit = unit.t ? unit.s : NULL;
+    for (size_t x = in.m0.items; x < d->b->n_points; x++) {
+        d->b->points[x].name = in.name.s;
+        d->b->points[x].unit = in.unit.t ? in.unit.s : NULL;
     }
     return true;
 }
@@ -1380,161 +1394,133 @@ static void set_owner(decoder *d, size_t from, long resource, const char *scope,
         b->points[x].resource = (uint32_t)resource;
 }
 
-/* One scope entry (scopeSpans[j], …). *count: items seen under it. */
+/* One scope entry (scopeSpans[j], …). */
+typedef struct scope_in {
+    const signal *sg;
+    size_t i, j;
+    size_t *count; /* items seen under the resource */
+    jv name;       /* scope.name (the last one) */
+    bool items_bad;
+} scope_in;
+
+static bool scope_item(decoder *d, void *ctx, size_t index)
+{
+    scope_in *in = ctx;
+    if (!in->sg->item(d, in->i, in->j, index))
+        return false;
+    ++*in->count;
+    return true;
+}
+
+static int scope_member(decoder *d, void *ctx, const char *key, size_t kl)
+{
+    static const field scope_fields[] = {FIELD(scope_in, "name", name)};
+    static const object_kind scope = {scope_fields, N_OF(scope_fields), NULL};
+    scope_in *in = ctx;
+    int r;
+    if (key_is(key, kl, in->sg->items)) {
+        r = read_array(d, scope_item, in);
+        if (r == 0)
+            in->items_bad = true;
+    } else if (key_is(key, kl, "scope")) {
+        r = read_object(d, &scope, in); /* any other value: ignored */
+    } else {
+        return 0;
+    }
+    return r < 0 ? -1 : 1;
+}
+
 static bool parse_scope(decoder *d, const signal *sg, size_t i, size_t j, size_t *count)
 {
-    parser *p = &d->p;
-    if (peek(p) != '{') {
-        if (!skip(p))
-            return false;
-        reject(d, "%s[%zu].%s[%zu]: expected an object with a \"%s\" array", sg->list, i, sg->scopes, j, sg->items);
-        return true;
-    }
-    if (!open_nested(p))
-        return false;
+    static const object_kind kind = {NULL, 0, scope_member};
     mark m0 = mark_take(d);
-    const char *scope_name = NULL;
-    bool items_bad = false, first = true;
-    int r;
-    const char *key;
-    size_t kl;
-    while ((r = obj_next(p, &first, &key, &kl)) > 0) {
-        if (key_is(key, kl, sg->items)) {
-            if (peek(p) != '[') {
-                items_bad = true;
-                if (!skip(p))
-                    return false;
-                continue;
-            }
-            if (!open_nested(p))
-                return false;
-            bool f2 = true;
-            int r2;
-            for (size_t k = 0; (r2 = arr_next(p, &f2)) > 0; k++, ++*count)
-                if (!sg->item(d, i, j, k))
-                    return false;
-            if (r2 < 0)
-                return false;
-        } else if (key_is(key, kl, "scope") && peek(p) == '{') {
-            if (!open_nested(p))
-                return false;
-            bool f2 = true;
-            int r2;
-            const char *k2;
-            size_t kl2;
-            while ((r2 = obj_next(p, &f2, &k2, &kl2)) > 0) {
-                jv x;
-                if (!read_value(p, &x))
-                    return false;
-                if (key_is(k2, kl2, "name"))
-                    scope_name = x.t == 's' ? x.s : NULL;
-            }
-            if (r2 < 0)
-                return false;
-        } else if (!skip(p)) {
-            return false;
-        }
-    }
+    scope_in in = {.sg = sg, .i = i, .j = j, .count = count};
+    int r = read_object(d, &kind, &in);
     if (r < 0)
         return false;
-    if (items_bad) {
+    if (r == 0 || in.items_bad) {
         mark_restore(d, m0);
         reject(d, "%s[%zu].%s[%zu]: expected an object with a \"%s\" array", sg->list, i, sg->scopes, j, sg->items);
         return true;
     }
-    set_owner(d, m0.items, -1, scope_name, true);
+    set_owner(d, m0.items, -1, in.name.t == 's' ? in.name.s : NULL, true);
     return true;
 }
 
 /* One resource entry (resourceSpans[i], …). */
+typedef struct entry_in {
+    const signal *sg;
+    size_t i;
+    const char *why; /* the first reason the resource is invalid */
+    otlp_attrs attrs;
+    size_t count; /* items seen under it */
+    bool scopes_bad;
+} entry_in;
+
+/* A member of "resource": its attributes (unlike an item's, the first
+ * reason of any of them counts). */
+static int resource_member(decoder *d, void *ctx, const char *key, size_t kl)
+{
+    entry_in *in = ctx;
+    if (!key_is(key, kl, "attributes"))
+        return 0;
+    return parse_kvs(d, true, &in->attrs, &in->why) ? 1 : -1;
+}
+
+static bool entry_scope(decoder *d, void *ctx, size_t index)
+{
+    entry_in *in = ctx;
+    return parse_scope(d, in->sg, in->i, index, &in->count);
+}
+
+static int entry_member(decoder *d, void *ctx, const char *key, size_t kl)
+{
+    static const object_kind resource = {NULL, 0, resource_member};
+    entry_in *in = ctx;
+    int r;
+    if (key_is(key, kl, "resource")) {
+        r = read_object(d, &resource, in);
+        if (r == 0)
+            first_why(&in->why, "resource must be an object");
+    } else if (key_is(key, kl, in->sg->scopes)) {
+        r = read_array(d, entry_scope, in);
+        if (r == 0)
+            in->scopes_bad = true;
+    } else {
+        return 0;
+    }
+    return r < 0 ? -1 : 1;
+}
+
 static bool parse_entry(decoder *d, const signal *sg, size_t i)
 {
-    parser *p = &d->p;
+    static const object_kind kind = {NULL, 0, entry_member};
     otlp_batch *b = d->b;
-    if (peek(p) != '{') {
-        if (!skip(p))
-            return false;
-        reject(d, "%s[%zu]: must be an object", sg->list, i);
-        return true;
-    }
-    if (!open_nested(p))
-        return false;
     mark m0 = mark_take(d);
-    const char *why = NULL;
-    otlp_attrs attrs = {0};
-    attrs.first = b->n_kvs;
-    size_t count = 0;
-    bool scopes_bad = false, first = true;
-    int r;
-    const char *key;
-    size_t kl;
-    while ((r = obj_next(p, &first, &key, &kl)) > 0) {
-        if (key_is(key, kl, "resource")) {
-            if (peek(p) != '{') {
-                if (!skip(p))
-                    return false;
-                if (!why)
-                    why = "resource must be an object";
-                continue;
-            }
-            if (!open_nested(p))
-                return false;
-            bool f2 = true;
-            int r2;
-            const char *k2;
-            size_t kl2;
-            while ((r2 = obj_next(p, &f2, &k2, &kl2)) > 0) {
-                if (key_is(k2, kl2, "attributes")) {
-                    if (!parse_kvs(d, true, &attrs, &why))
-                        return false;
-                } else if (!skip(p)) {
-                    return false;
-                }
-            }
-            if (r2 < 0)
-                return false;
-        } else if (key_is(key, kl, sg->scopes)) {
-            if (peek(p) != '[') {
-                scopes_bad = true;
-                if (!skip(p))
-                    return false;
-                continue;
-            }
-            if (!open_nested(p))
-                return false;
-            bool f2 = true;
-            int r2;
-            for (size_t j = 0; (r2 = arr_next(p, &f2)) > 0; j++)
-                if (!parse_scope(d, sg, i, j, &count))
-                    return false;
-            if (r2 < 0)
-                return false;
-        } else if (!skip(p)) {
-            return false;
-        }
-    }
+    entry_in in = {.sg = sg, .i = i, .attrs.first = b->n_kvs};
+    int r = read_object(d, &kind, &in);
     if (r < 0)
         return false;
-    if (why) {
+    if (r == 0)
+        in.why = "must be an object"; /* nothing under it: rejected once */
+    if (in.why) {
         mark_restore(d, m0);
-        size_t n = sg->reject_each && count ? count : 1;
+        size_t n = sg->reject_each && in.count ? in.count : 1;
         for (size_t x = 0; x < n; x++)
-            reject(d, "%s[%zu]: %s", sg->list, i, why);
+            reject(d, "%s[%zu]: %s", sg->list, i, in.why);
         return true;
     }
-    if (scopes_bad) {
+    if (in.scopes_bad) {
         mark_restore(d, m0);
         reject(d, "%s[%zu].%s must be an array", sg->list, i, sg->scopes);
         return true;
     }
-    if (!grow((void **)&b->resources, b->n_resources, &d->cap_res, sizeof *b->resources)) {
-        d->oom = true;
+    if (!room(d, (void **)&b->resources, b->n_resources, &d->cap_res, sizeof *b->resources))
         return false;
-    }
     otlp_resource *rs = &b->resources[b->n_resources];
     memset(rs, 0, sizeof *rs);
-    rs->attrs = attrs;
-    rs->attrs.kv = attrs.n ? b->kvs + attrs.first : NULL; /* for the lookups below; set again at the end */
+    rs->attrs = in.attrs;
+    rs->attrs.kv = in.attrs.n ? b->kvs + in.attrs.first : NULL; /* for the lookups below; set again at the end */
     otlp_value_string(otlp_attr(&rs->attrs, "service.name"), &rs->service_name);
     otlp_value_string(otlp_attr(&rs->attrs, "service.version"), &rs->service_version);
     otlp_value_string(otlp_attr(&rs->attrs, "pacer.session"), &rs->session);
@@ -1547,8 +1533,28 @@ static void fix_attrs(otlp_batch *b, otlp_attrs *a)
     a->kv = a->n ? b->kvs + a->first : NULL;
 }
 
+static bool top_entry(decoder *d, void *ctx, size_t index)
+{
+    return parse_entry(d, ctx, index);
+}
+
+/* A member of the request body: the signal's list, which must be an array. */
+static int top_member(decoder *d, void *ctx, const char *key, size_t kl)
+{
+    const signal *sg = ctx;
+    if (!key_is(key, kl, sg->list))
+        return 0;
+    int r = read_array(d, top_entry, ctx);
+    if (r == 0 && !d->shape) {
+        snprintf(d->shape_buf, sizeof d->shape_buf, "\"%s\" must be an array", sg->list);
+        d->shape = d->shape_buf;
+    }
+    return r < 0 ? -1 : 1;
+}
+
 static int decode(const char *body, size_t len, otlp_batch *b, const signal *sg, char *err, size_t err_size)
 {
+    static const object_kind top = {NULL, 0, top_member};
     int r = depth_check(body, len, err, err_size);
     if (r < 0)
         return r;
@@ -1561,35 +1567,7 @@ static int decode(const char *body, size_t len, otlp_batch *b, const signal *sg,
     parser *p = &d.p;
     char c = peek(p);
     if (c == '{') {
-        open_nested(p); /* depth 1 */
-        bool first = true;
-        const char *key;
-        size_t kl;
-        while ((r = obj_next(p, &first, &key, &kl)) > 0) {
-            if (!key_is(key, kl, sg->list)) {
-                if (!skip(p))
-                    break;
-                continue;
-            }
-            if (peek(p) != '[') {
-                if (!d.shape) {
-                    snprintf(d.shape_buf, sizeof d.shape_buf, "\"%s\" must be an array", sg->list);
-                    d.shape = d.shape_buf;
-                }
-                if (!skip(p))
-                    break;
-                continue;
-            }
-            if (!open_nested(p))
-                return false;
-            bool f2 = true;
-            int r2;
-            size_t i = 0;
-            while ((r2 = arr_next(p, &f2)) > 0 && parse_entry(&d, sg, i))
-                i++;
-            if (r2 < 0 || p->syntax || d.oom)
-                break;
-        }
+        read_object(&d, &top, (void *)sg); /* a failure is in p->syntax or d.oom */
     } else if (c == '[') {
         skip(p);
         snprintf(d.shape_buf, sizeof d.shape_buf, "the request body must be a JSON object with \"%s\"", sg->list);
