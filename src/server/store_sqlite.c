@@ -5,7 +5,7 @@
  *   appended, groups in memory updated) → [rollup flush] → COMMIT → wake
  *   the submitters.
  * Rollup flush, when LAG_ROWS rows wait, the oldest has waited
- * rollup_lag_ms, the writer is idle (IDLE_NS) or stopping: write the dirty
+ * rollup_lag_ms (also without traffic) or the writer stops: write the dirty
  * groups, copy the rows after the marks into the *_keys tables, move the
  * marks — all in the transaction of the jobs. Any failure between BEGIN and
  * COMMIT: ROLLBACK, drop the groups (they may hold rows that were not
@@ -175,11 +175,10 @@ static int step_done(sqlite3_stmt *s);
 
 #define GROUP_BUCKETS 8192
 #define GROUP_LIMIT 5000 /* clean groups kept in memory after a rollup flush */
-/* Rollup lag: the dirty groups are written when this many rows wait, when
- * the oldest waits store_options.rollup_lag_ms, or when the writer has been
- * idle for IDLE_NS (or that lag, when shorter). */
+/* Rollup lag: the dirty groups are written when this many rows wait, or
+ * when the oldest has waited store_options.rollup_lag_ms (the writer wakes
+ * for that even when no request comes). */
 #define LAG_ROWS 32768
-#define IDLE_NS (50 * 1000000LL)
 
 typedef struct group {
     struct group *next, *dirty_next;
@@ -229,7 +228,7 @@ struct store {
      * the groups in memory also hold the rows up to last_rowid[k] */
     int64_t mark[KIND_COUNT], last_rowid[KIND_COUNT];
     size_t lag_rows;
-    int64_t lag_ns, idle_ns;
+    int64_t lag_ns;
     int64_t lag_since_ns; /* when the oldest row not in the rollups was committed; 0: none */
     bool need_replay;      /* the groups in memory are lost: rebuild them before the next job */
     /* readers */
@@ -609,8 +608,9 @@ static int run_job(store *st, job *j)
 }
 
 /* Waits for jobs; returns false when the writer should stop. With rows
- * not yet in the rollups it waits at most IDLE_NS and then returns with
- * an empty queue: the caller flushes them. Called and returns with lock. */
+ * not yet in the rollups it waits at most until the oldest of them has
+ * waited the rollup lag, and then returns with an empty queue: the caller
+ * flushes them. Called and returns with lock. */
 static bool writer_wait(store *st)
 {
     while (!st->head && !st->stopping) {
@@ -618,7 +618,7 @@ static bool writer_wait(store *st)
             pthread_cond_wait(&st->wake, &st->lock);
             continue;
         }
-        int64_t t = now_ns() + st->idle_ns;
+        int64_t t = (st->lag_since_ns ? st->lag_since_ns : now_ns()) + st->lag_ns;
         struct timespec deadline = {.tv_sec = t / 1000000000LL, .tv_nsec = t % 1000000000LL};
         if (pthread_cond_timedwait(&st->wake, &st->lock, &deadline) == ETIMEDOUT)
             return true;
@@ -646,7 +646,7 @@ static void *writer_main(void *arg)
         if (r == 0 && st->lag_rows && !st->lag_since_ns)
             st->lag_since_ns = now_ns();
         /* the rows are the truth; the rollups follow within LAG_* */
-        bool flush = st->dirty && (!list || stopping || st->lag_rows >= LAG_ROWS ||
+        bool flush = st->dirty && (stopping || st->lag_rows >= LAG_ROWS ||
                                    now_ns() - st->lag_since_ns >= st->lag_ns);
         if (r == 0 && flush)
             r = groups_flush(st);
@@ -997,7 +997,6 @@ store *store_open(const char *path, const store_options *opt, char *err, size_t 
     st->path = strdup(path);
     st->max_queued = opt->max_queued_items ? opt->max_queued_items : 200000;
     st->lag_ns = (int64_t)opt->rollup_lag_ms * 1000000LL;
-    st->idle_ns = st->lag_ns < IDLE_NS ? st->lag_ns : IDLE_NS;
     size_t nr = opt->readers ? opt->readers : 4;
     st->readers = calloc(nr, sizeof *st->readers);
     st->free_readers = calloc(nr, sizeof *st->free_readers);
