@@ -62,6 +62,18 @@ int trace_parse_filter_option(int which, const char *value, pt_tree_options *opt
     }
 }
 
+void trace_effective_options(const char *dir, const pt_tree_options *given, const bool set[3],
+                             pt_tree_options *ret)
+{
+    trace_load_recorded_options(dir, ret);
+    if (set[0])
+        ret->filter = given->filter;
+    if (set[1])
+        ret->max_depth = given->max_depth;
+    if (set[2])
+        ret->min_ns = given->min_ns;
+}
+
 void trace_load_recorded_options(const char *dir, pt_tree_options *opt)
 {
     char path[4096];

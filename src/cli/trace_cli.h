@@ -18,6 +18,12 @@ int trace_parse_filter_option(int which, const char *value, pt_tree_options *opt
 /* Loads the filters `pacer trace record` stored in DIR/options as defaults. */
 void trace_load_recorded_options(const char *dir, pt_tree_options *opt);
 
+/* The filters in effect for reading DIR: those `record` stored, each
+ * replaced by the one given on this command line when set[i] (filter,
+ * max-depth, min-ns) is true. */
+void trace_effective_options(const char *dir, const pt_tree_options *given, const bool set[3],
+                             pt_tree_options *ret);
+
 /* Writes DIR/options. 0 or -errno. */
 int trace_save_recorded_options(const char *dir, const pt_tree_options *opt);
 

@@ -54,13 +54,7 @@ int trace_export_main(int argc, char **argv)
     }
     const char *dir = argv[optind];
     pt_output_options o = {0};
-    trace_load_recorded_options(dir, &o.tree);
-    if (set[0])
-        o.tree.filter = given.filter;
-    if (set[1])
-        o.tree.max_depth = given.max_depth;
-    if (set[2])
-        o.tree.min_ns = given.min_ns;
+    trace_effective_options(dir, &given, set, &o.tree);
 
     bool to_stdout = strcmp(outpath, "-") == 0;
     FILE *out = to_stdout ? stdout : fopen(outpath, "wb");

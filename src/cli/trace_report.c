@@ -39,13 +39,7 @@ int trace_report_main(int argc, char **argv)
         return 2;
     }
     const char *dir = argv[optind];
-    trace_load_recorded_options(dir, &o.tree);
-    if (set[0])
-        o.tree.filter = given.filter;
-    if (set[1])
-        o.tree.max_depth = given.max_depth;
-    if (set[2])
-        o.tree.min_ns = given.min_ns;
+    trace_effective_options(dir, &given, set, &o.tree);
     char err[512] = "";
     int rc = pt_report(dir, &o, stdout, err, sizeof err);
     if (rc < 0) {
