@@ -28,6 +28,7 @@
 
 #include <pacer/config.h>
 #include <pacer/event.h>
+#include <pacer/record.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -117,6 +118,13 @@ PACER_API int pacer_request_end(pacer_t *p, const char *url, uint64_t req, int s
  * fields (type, ts, app, version, session, pid) are added. Returns -EINVAL when
  * type is empty or fields_json does not look like object members. */
 PACER_API int pacer_emit(pacer_t *p, const char *type, const char *fields_json);
+
+/* Submits a record built with record.h (net, jank, frames, …: what
+ * instrumentation measures outside the page model), taking ownership of it
+ * whatever the result. The core adds the common fields; ts is the record's
+ * time (pacer_record_set_time) or now. Returns 0, -EINVAL for a record of a
+ * type the schema does not know, -ESHUTDOWN after pacer_finish(). */
+PACER_API int pacer_submit_record(pacer_t *p, pacer_record *rec);
 
 /* Replaces the config at run time (atomic swap). Pages already measuring keep
  * the snapshot they were created with; new pages use the new config. The

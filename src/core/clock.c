@@ -4,6 +4,8 @@
 
 #include <pacer/pacer.h>
 
+#include <pacer/base/clock.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,12 +35,7 @@ PACER_API bool pacer_thread_is_internal(void)
 
 PACER_API int64_t pacer_now_ns(void)
 {
-    return clock_ns(CLOCK_MONOTONIC);
-}
-
-int64_t clock_wall_ns(void)
-{
-    return clock_ns(CLOCK_REALTIME);
+    return mono_ns();
 }
 
 int parse_i64(const char *s, int64_t *ret)
@@ -87,7 +84,7 @@ static int64_t proc_start_mono_ns(void)
         return 0;
     int64_t start_boot = (int64_t)(start_ticks * (1000000000ULL / (unsigned long long)hz));
     int64_t now_boot = clock_ns(CLOCK_BOOTTIME);
-    int64_t now_mono = clock_ns(CLOCK_MONOTONIC);
+    int64_t now_mono = mono_ns();
     int64_t age = now_boot - start_boot;
     if (age < 0)
         age = 0;

@@ -1,11 +1,9 @@
-/* Internal clock helpers (the public ones are in pacer.h). */
+/* Internal clock helpers (the public ones are in pacer.h; plain clocks in
+ * pacer/base/clock.h). */
 #ifndef PACER_CORE_CLOCK_H
 #define PACER_CORE_CLOCK_H
 
 #include <stdint.h>
-
-/* CLOCK_REALTIME now, in nanoseconds since the epoch. */
-int64_t clock_wall_ns(void);
 
 /* Marks the calling thread as one of pacer's own (pacer_thread_is_internal). */
 void clock_mark_internal_thread(void);

@@ -24,8 +24,8 @@
  */
 #include "model.h"
 
-#include "json_out.h"
 #include "page.h"
+#include "record_int.h"
 #include "startup.h"
 #include "url.h"
 
@@ -116,126 +116,126 @@ static void remove_page(model *m, page *p)
     m->n_pages--;
 }
 
-/* ---- records ---- */
+/* ---- records ----
+ * Each builder collects its setters' failures in `bad`: a record that could
+ * not be completed (out of memory) is dropped whole, never half-written. */
 
-static void open_record(model *m, jbuf *b, const char *type, int64_t t_ns)
+_Static_assert((int)PHASE_LAUNCH == PACER_PHASE_LAUNCH && (int)PHASE_AGENT_INIT == PACER_PHASE_AGENT_INIT &&
+                   (int)PHASE_MAIN == PACER_PHASE_MAIN && (int)PHASE_APP_CREATED == PACER_PHASE_APP_CREATED &&
+                   (int)PHASE_FIRST_FRAME == PACER_PHASE_FIRST_FRAME &&
+                   (int)PHASE_MAIN_FRAME == PACER_PHASE_MAIN_FRAME &&
+                   (int)PHASE_FULL_DISPLAY == PACER_PHASE_FULL_DISPLAY,
+               "startup phases are the schema's phase fields");
+
+static bool stamp(model *m, pacer_record *r, int64_t t_ns)
 {
-    jbuf_init(b);
-    jbuf_open(b, '{');
-    jbuf_kv_str(b, "type", type);
-    jbuf_kv_i64(b, "ts", t_ns + m->info.wall_offset_ns);
-    jbuf_kv_str(b, "app", m->info.app);
-    jbuf_kv_str(b, "version", m->info.version);
-    jbuf_kv_str(b, "session", m->info.session);
-    jbuf_kv_i64(b, "pid", m->info.pid);
+    return record_set_common(r, m->info.app, m->info.version, m->info.session, m->info.pid,
+                             t_ns + m->info.wall_offset_ns) == 0;
 }
 
-static void close_record(model *m, jbuf *b)
+static void deliver(model *m, pacer_record *r, bool bad)
 {
-    jbuf_close(b, '}');
-    size_t len;
-    char *line = jbuf_steal(b, &len);
-    if (!line)
+    if (bad || !r) {
+        pacer_record_free(r);
         return;
+    }
     m->records++;
-    m->fn(line, len, m->user_data);
+    m->fn(r, m->user_data);
 }
 
-/* Writes key: ms when the metric function finds it present. */
-static void kv_page_ms(jbuf *b, const char *key, bool (*metric)(const page *, int64_t *),
-                       const page *p)
+/* Sets an MS field when the metric function finds it present. */
+static bool set_metric(pacer_record *r, unsigned field, bool (*metric)(const page *, int64_t *), const page *p)
 {
     int64_t ns;
-    if (metric(p, &ns))
-        jbuf_kv_ms(b, key, ns);
-}
-
-static void kv_cold_ms(jbuf *b, const char *key, const startup *s, startup_phase phase)
-{
-    int64_t ns;
-    if (startup_cold_ns(s, phase, &ns))
-        jbuf_kv_ms(b, key, ns);
+    return !metric(p, &ns) || pacer_record_set_ms(r, field, ns) == 0;
 }
 
 static void emit_page(model *m, const page *p)
 {
-    jbuf b;
-    open_record(m, &b, "page", p->create);
-    jbuf_kv_str(&b, "page", p->class_name);
-    jbuf_kv_u64(&b, "instance", p->id);
-    jbuf_kv_str(&b, "kind", p->kind == PACER_PAGE_WINDOW ? "window" : "page");
-    jbuf_kv_str(&b, "status", page_status_name(p->status));
-    jbuf_kv_bool(&b, "main", p->is_main);
-    kv_page_ms(&b, "initial_draw_ms", page_initial_draw_ns, p);
-    kv_page_ms(&b, "api_load_ms", page_api_load_ns, p);
-    kv_page_ms(&b, "final_draw_ms", page_final_draw_ns, p);
+    pacer_record *r = pacer_record_new(PACER_RECORD_PAGE);
+    bool bad = !r || !stamp(m, r, p->create);
+    if (bad) {
+        deliver(m, r, true);
+        return;
+    }
+    bad |= pacer_record_set_str(r, PACER_PAGE_CLASS, p->class_name) < 0;
+    bad |= pacer_record_set_id(r, PACER_PAGE_INSTANCE, p->id) < 0;
+    bad |= pacer_record_set_str(r, PACER_PAGE_KIND, p->kind == PACER_PAGE_WINDOW ? "window" : "page") < 0;
+    bad |= pacer_record_set_str(r, PACER_PAGE_STATUS, page_status_name(p->status)) < 0;
+    bad |= pacer_record_set_bool(r, PACER_PAGE_MAIN, p->is_main) < 0;
+    bad |= !set_metric(r, PACER_PAGE_INITIAL_DRAW_MS, page_initial_draw_ns, p);
+    bad |= !set_metric(r, PACER_PAGE_API_LOAD_MS, page_api_load_ns, p);
+    bad |= !set_metric(r, PACER_PAGE_FINAL_DRAW_MS, page_final_draw_ns, p);
     /* Without a final draw the seed's total is the initial draw, which only
      * describes a page that finished: an unfinished page has no total. */
     if (p->status == PAGE_COMPLETE || p->final_draw_end != PAGE_UNSET)
-        kv_page_ms(&b, "total_ms", page_total_ns, p);
-    if (p->n_apis) {
-        jbuf_key(&b, "apis");
-        jbuf_open(&b, '[');
-        for (size_t i = 0; i < p->n_apis; i++) {
-            const page_api *a = &p->apis[i];
-            jbuf_elem(&b);
-            jbuf_open(&b, '{');
-            jbuf_kv_str(&b, "url", a->path);
-            if (a->state == API_LOADED) {
-                jbuf_kv_ms(&b, "ms", a->end_ns - a->start_ns);
-                jbuf_kv_i64(&b, "status", a->status);
-            }
-            jbuf_close(&b, '}');
+        bad |= !set_metric(r, PACER_PAGE_TOTAL_MS, page_total_ns, p);
+    for (size_t i = 0; i < p->n_apis && !bad; i++) {
+        const page_api *a = &p->apis[i];
+        pacer_record *e = pacer_record_add(r, PACER_PAGE_APIS);
+        bad |= !e || pacer_record_set_str(e, PACER_PAGE_API_URL, a->path) < 0;
+        if (!bad && a->state == API_LOADED) {
+            bad |= pacer_record_set_ms(e, PACER_PAGE_API_MS, a->end_ns - a->start_ns) < 0;
+            bad |= pacer_record_set_int(e, PACER_PAGE_API_STATUS, a->status) < 0;
         }
-        jbuf_close(&b, ']');
     }
-    close_record(m, &b);
-}
-
-static void emit_phases(jbuf *b, const startup *s)
-{
-    jbuf_key(b, "phases");
-    jbuf_open(b, '{');
-    for (int i = 0; i < N_PHASES; i++)
-        if (s->phase[i] != PAGE_UNSET)
-            jbuf_kv_i64(b, startup_phase_name((startup_phase)i), s->phase[i]);
-    jbuf_close(b, '}');
+    deliver(m, r, bad);
 }
 
 static void emit_cold(model *m)
 {
+    static const struct {
+        unsigned field;
+        startup_phase phase;
+    } cold[] = {
+        {PACER_STARTUP_COLD_MS, PHASE_MAIN_FRAME},
+        {PACER_STARTUP_FIRST_SCREEN_MS, PHASE_FIRST_FRAME},
+        {PACER_STARTUP_APP_COST_MS, PHASE_APP_CREATED},
+        {PACER_STARTUP_FULL_DISPLAY_MS, PHASE_FULL_DISPLAY},
+    };
     const startup *s = &m->st;
     int64_t start = s->phase[PHASE_LAUNCH];
     for (int i = 0; start == PAGE_UNSET && i < N_PHASES; i++)
         start = s->phase[i];
-    jbuf b;
-    open_record(m, &b, "startup", start);
-    jbuf_kv_str(&b, "kind", "cold");
-    kv_cold_ms(&b, "cold_ms", s, PHASE_MAIN_FRAME);
-    kv_cold_ms(&b, "first_screen_ms", s, PHASE_FIRST_FRAME);
-    kv_cold_ms(&b, "app_cost_ms", s, PHASE_APP_CREATED);
-    kv_cold_ms(&b, "full_display_ms", s, PHASE_FULL_DISPLAY);
-    jbuf_kv_bool(&b, "outlier", startup_is_outlier(s));
+    pacer_record *r = pacer_record_new(PACER_RECORD_STARTUP);
+    bool bad = !r || !stamp(m, r, start);
+    if (bad) {
+        deliver(m, r, true);
+        return;
+    }
+    bad |= pacer_record_set_str(r, PACER_STARTUP_KIND, "cold") < 0;
+    for (size_t i = 0; i < sizeof(cold) / sizeof(cold[0]); i++) {
+        int64_t ns;
+        if (startup_cold_ns(s, cold[i].phase, &ns))
+            bad |= pacer_record_set_ms(r, cold[i].field, ns) < 0;
+    }
+    bad |= pacer_record_set_bool(r, PACER_STARTUP_OUTLIER, startup_is_outlier(s)) < 0;
     if (s->main_class)
-        jbuf_kv_str(&b, "main_page", s->main_class);
-    emit_phases(&b, s);
-    close_record(m, &b);
+        bad |= pacer_record_set_str(r, PACER_STARTUP_MAIN_PAGE, s->main_class) < 0;
+    pacer_record *ph = pacer_record_add(r, PACER_STARTUP_PHASES);
+    bad |= !ph;
+    for (int i = 0; i < N_PHASES && ph; i++)
+        if (s->phase[i] != PAGE_UNSET)
+            bad |= pacer_record_set_int(ph, (unsigned)i, s->phase[i]) < 0;
+    deliver(m, r, bad);
 }
 
-static void emit_warm(model *m, const startup_report *r)
+static void emit_warm(model *m, const startup_report *w)
 {
-    jbuf b;
-    open_record(m, &b, "startup", r->warm_create);
-    jbuf_kv_str(&b, "kind", "warm");
-    jbuf_kv_ms(&b, "warm_ms", r->warm_ns);
-    jbuf_kv_bool(&b, "outlier", r->warm_ns > STARTUP_OUTLIER_NS);
-    jbuf_kv_str(&b, "page", r->warm_class);
-    jbuf_key(&b, "phases");
-    jbuf_open(&b, '{');
-    jbuf_kv_i64(&b, "create", r->warm_create);
-    jbuf_kv_i64(&b, "first_frame", r->warm_first_frame);
-    jbuf_close(&b, '}');
-    close_record(m, &b);
+    pacer_record *r = pacer_record_new(PACER_RECORD_STARTUP);
+    bool bad = !r || !stamp(m, r, w->warm_create);
+    if (bad) {
+        deliver(m, r, true);
+        return;
+    }
+    bad |= pacer_record_set_str(r, PACER_STARTUP_KIND, "warm") < 0;
+    bad |= pacer_record_set_ms(r, PACER_STARTUP_WARM_MS, w->warm_ns) < 0;
+    bad |= pacer_record_set_bool(r, PACER_STARTUP_OUTLIER, w->warm_ns > STARTUP_OUTLIER_NS) < 0;
+    bad |= pacer_record_set_str(r, PACER_STARTUP_PAGE, w->warm_class) < 0;
+    pacer_record *ph = pacer_record_add(r, PACER_STARTUP_PHASES);
+    bad |= !ph || pacer_record_set_int(ph, PACER_PHASE_CREATE, w->warm_create) < 0 ||
+           pacer_record_set_int(ph, PACER_PHASE_FIRST_FRAME, w->warm_first_frame) < 0;
+    deliver(m, r, bad);
 }
 
 static void report_page(model *m, page *p, page_status status)
@@ -408,25 +408,27 @@ void model_finish(model *m)
 
 int model_emit(model *m, const char *type, const char *fields_json, int64_t t_ns)
 {
-    if (!type || !*type)
+    if (!type || !*type || (fields_json && strpbrk(fields_json, "\n\r")))
         return -EINVAL;
-    if (fields_json) {
-        const char *f = fields_json + strspn(fields_json, " \t");
-        if (*f && (*f != '"' || strpbrk(f, "\n\r")))
-            return -EINVAL;
-        fields_json = *f ? f : NULL;
-    }
-    jbuf b;
-    open_record(m, &b, type, t_ns);
-    if (fields_json) {
-        jbuf_raw(&b, ",", 1);
-        jbuf_puts(&b, fields_json);
-    }
-    if (b.failed) {
-        jbuf_free(&b);
+    pacer_record *r;
+    int rc = record_from_members(type, fields_json, &r);
+    if (rc < 0)
+        return rc;
+    if (!stamp(m, r, t_ns)) {
+        pacer_record_free(r);
         return -ENOMEM;
     }
-    close_record(m, &b);
+    deliver(m, r, false);
+    return 0;
+}
+
+int model_submit_record(model *m, pacer_record *r, int64_t t_ns)
+{
+    if (!stamp(m, r, t_ns)) {
+        pacer_record_free(r);
+        return -ENOMEM;
+    }
+    deliver(m, r, false);
     return 0;
 }
 

@@ -5,15 +5,16 @@
 
 #include <pacer/config.h>
 #include <pacer/event.h>
+#include <pacer/record.h>
 
 #include <stddef.h>
 #include <stdint.h>
 
 typedef struct model model;
 
-/* Receives each finished record as one JSON object (no newline), taking
- * ownership of the malloc'd text. */
-typedef void (*model_record_fn)(char *line, size_t len, void *user_data);
+/* Receives each finished record, with its common fields set, and takes
+ * ownership of it. */
+typedef void (*model_record_fn)(pacer_record *rec, void *user_data);
 
 typedef struct model_info {
     const char *app;
@@ -48,6 +49,11 @@ void model_finish(model *m);
 /* Emits a custom record with the common fields; `fields_json` are object
  * members or NULL. `t_ns` gives its ts. Returns 0 or -EINVAL / -ENOMEM. */
 int model_emit(model *m, const char *type, const char *fields_json, int64_t t_ns);
+
+/* Stamps a record built elsewhere (pacer_submit_record) with the common
+ * fields and ts = t_ns (monotonic) and delivers it; takes ownership.
+ * Returns 0 or -ENOMEM (the record is dropped). */
+int model_submit_record(model *m, pacer_record *r, int64_t t_ns);
 
 /* Records produced so far. */
 uint64_t model_record_count(const model *m);

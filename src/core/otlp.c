@@ -1,310 +1,588 @@
 /* Records → OTLP/HTTP JSON (docs/otlp-mapping.md is the contract).
  *
- * Records are grouped by their run (app, version, session, pid): one
- * resource entry each, in order of first appearance. Every non-common scalar
- * field f becomes the attribute pacer.<f>; nested objects flatten to
- * pacer.<o>.<k>; arrays of objects become span events. The encoder is pure:
- * same input, same bytes.
+ * Every spooled line is read back as a record (pacer_record_parse) and
+ * written from the schema: a field f is the attribute pacer.<f> (and its
+ * semantic-convention name when the schema gives one), a nested object's
+ * field k is pacer.<f>.<k>, a list becomes span events. Members the schema
+ * does not name (custom records, pacer_emit) are mapped the same way by
+ * their JSON type. Records are grouped by their run (app, version,
+ * session, pid): one resource entry each, in order of first appearance. The
+ * encoder is pure: same input, same bytes.
  */
 #include "otlp.h"
 
+#include "url.h"
+
 #include <pacer/pacer.h>
 
+#include <pacer/base/hash.h>
+#include <pacer/base/json.h>
+
 #include <inttypes.h>
-#include <jansson.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-const char *otlp_path(spool_signal signal)
+const char *otlp_path(pacer_signal signal)
 {
     switch (signal) {
-    case SIGNAL_LOGS: return "/v1/logs";
-    case SIGNAL_METRICS: return "/v1/metrics";
+    case PACER_SIGNAL_LOGS: return "/v1/logs";
+    case PACER_SIGNAL_METRICS: return "/v1/metrics";
     default: return "/v1/traces";
     }
 }
 
-static bool is_common(const char *key)
+/* ---- attribute values ---- */
+
+static void kv_open(jbuf *b, const char *key, const char *key2)
 {
-    static const char *const common[] = {"type", "ts", "app", "version", "session", "pid"};
-    for (size_t i = 0; i < sizeof(common) / sizeof(common[0]); i++)
-        if (strcmp(key, common[i]) == 0)
+    jbuf_open(b, '{');
+    jbuf_key(b, "key");
+    if (key2) {
+        char name[256];
+        snprintf(name, sizeof(name), "%s%s", key, key2);
+        jbuf_str(b, name);
+    } else {
+        jbuf_str(b, key);
+    }
+    jbuf_key(b, "value");
+    jbuf_open(b, '{');
+}
+
+static void kv_close(jbuf *b)
+{
+    jbuf_close(b, '}');
+    jbuf_close(b, '}');
+}
+
+static void attr_str(jbuf *b, const char *key, const char *sub, const char *v)
+{
+    kv_open(b, key, sub);
+    jbuf_kv_str(b, "stringValue", v);
+    kv_close(b);
+}
+
+static void attr_int(jbuf *b, const char *key, const char *sub, int64_t v)
+{
+    char num[24];
+    snprintf(num, sizeof(num), "%" PRId64, v);
+    kv_open(b, key, sub);
+    jbuf_kv_str(b, "intValue", num); /* 64-bit integers are strings in OTLP JSON */
+    kv_close(b);
+}
+
+static void attr_double(jbuf *b, const char *key, const char *sub, double v)
+{
+    kv_open(b, key, sub);
+    jbuf_kv_double(b, "doubleValue", v);
+    kv_close(b);
+}
+
+static void attr_bool(jbuf *b, const char *key, const char *sub, bool v)
+{
+    kv_open(b, key, sub);
+    jbuf_kv_bool(b, "boolValue", v);
+    kv_close(b);
+}
+
+/* "pacer.<name>" (and ".<sub>" for an object's field). */
+static void attr_name(char *out, size_t cap, const char *name, const char *sub)
+{
+    snprintf(out, cap, "pacer.%s%s%s", name, sub ? "." : "", sub ? sub : "");
+}
+
+/* One set scalar field as attribute pacer.<prefix><name>. */
+static void attr_field(jbuf *b, const pacer_record *r, unsigned i, const char *object)
+{
+    const pacer_field *f = &pacer_record_shape(r)->fields[i];
+    char key[256];
+    if (object)
+        attr_name(key, sizeof(key), object, f->name);
+    else
+        attr_name(key, sizeof(key), f->name, NULL);
+    const char *keys[2] = {key, object ? NULL : f->semconv};
+    for (int k = 0; k < 2 && keys[k]; k++) {
+        switch (f->type) {
+        case PACER_TYPE_STRING: attr_str(b, keys[k], NULL, pacer_record_str(r, i)); break;
+        case PACER_TYPE_INT: attr_int(b, keys[k], NULL, pacer_record_int(r, i)); break;
+        case PACER_TYPE_ID: /* an id: its 64 bits, as OTLP has no unsigned integers */
+            attr_int(b, keys[k], NULL, (int64_t)pacer_record_u64(r, i));
+            break;
+        case PACER_TYPE_MS: attr_double(b, keys[k], NULL, pacer_record_ms(r, i)); break;
+        case PACER_TYPE_BOOL: attr_bool(b, keys[k], NULL, pacer_record_int(r, i) != 0); break;
+        case PACER_TYPE_STRINGS:
+            kv_open(b, keys[k], NULL);
+            jbuf_key(b, "arrayValue");
+            jbuf_open(b, '{');
+            jbuf_key(b, "values");
+            jbuf_open(b, '[');
+            for (size_t j = 0; j < pacer_record_count(r, i); j++) {
+                jbuf_open(b, '{');
+                jbuf_kv_str(b, "stringValue", pacer_record_str_at(r, i, j));
+                jbuf_close(b, '}');
+            }
+            jbuf_close(b, ']');
+            jbuf_close(b, '}');
+            kv_close(b);
+            break;
+        default: break;
+        }
+    }
+}
+
+/* The host of a URL ("https://user@host:8080/x" → "host"), or NULL. */
+static bool url_host(const char *url, char *out, size_t cap)
+{
+    const char *p = strstr(url, "://");
+    if (!p)
+        return false;
+    p += 3;
+    size_t n = strcspn(p, "/?#");
+    const char *at = memchr(p, '@', n);
+    if (at) {
+        n -= (size_t)(at + 1 - p);
+        p = at + 1;
+    }
+    size_t host = n;
+    if (*p == '[') { /* [v6]:port */
+        const char *close = memchr(p, ']', n);
+        host = close ? (size_t)(close - p + 1) : n;
+    } else {
+        const char *colon = memchr(p, ':', n);
+        if (colon)
+            host = (size_t)(colon - p);
+    }
+    if (!host || host >= cap)
+        return false;
+    memcpy(out, p, host);
+    out[host] = '\0';
+    return true;
+}
+
+/* Attributes of every set scalar field, of nested objects' fields, and of
+ * the URL's host; lists are left to the caller. Dimensions only when
+ * `dimensions` is true; metrics records pass their points elsewhere. */
+static void attrs_of_fields(jbuf *b, const pacer_record *r, int only_dimensions)
+{
+    const pacer_shape *sh = pacer_record_shape(r);
+    for (unsigned i = 0; i < sh->n_fields; i++) {
+        const pacer_field *f = &sh->fields[i];
+        if (!pacer_record_has(r, i))
+            continue;
+        if (only_dimensions >= 0 && (only_dimensions != 0) != ((f->flags & PACER_FIELD_DIMENSION) != 0))
+            continue;
+        if (f->type == PACER_TYPE_LIST)
+            continue;
+        if (f->type == PACER_TYPE_OBJECT) {
+            const pacer_record *o = pacer_record_child(r, i);
+            for (unsigned k = 0; k < pacer_record_shape(o)->n_fields; k++)
+                if (pacer_record_has(o, k) && pacer_record_shape(o)->fields[k].type != PACER_TYPE_LIST &&
+                    pacer_record_shape(o)->fields[k].type != PACER_TYPE_OBJECT)
+                    attr_field(b, o, k, f->name);
+            continue;
+        }
+        attr_field(b, r, i, NULL);
+        char host[256];
+        if ((f->flags & PACER_FIELD_URL) && url_host(pacer_record_str(r, i), host, sizeof(host)))
+            attr_str(b, "server.address", NULL, host);
+    }
+}
+
+/* ---- members the schema does not name ---- */
+
+/* A scalar JSON value as an attribute, by its JSON type. */
+static void attr_json(jbuf *b, const char *key, const jvalue *v)
+{
+    int64_t i;
+    double d;
+    if (v->type == JT_STRING)
+        attr_str(b, key, NULL, v->s);
+    else if (v->type == JT_TRUE || v->type == JT_FALSE)
+        attr_bool(b, key, NULL, v->type == JT_TRUE);
+    else if (v->type == JT_NUMBER && v->integer && jvalue_int64(v, &i))
+        attr_int(b, key, NULL, i);
+    else if (v->type == JT_NUMBER && jvalue_double(v, &d))
+        attr_double(b, key, NULL, d);
+}
+
+/* The scalar members of the object at the reader, as attributes
+ * <prefix><member>. */
+static void attrs_of_object(jbuf *b, jread *r, const char *prefix)
+{
+    const char *key;
+    size_t kl;
+    jvalue v;
+    if (!jread_enter_object(r))
+        return;
+    while (jread_member(r, &key, &kl) > 0 && jread_value(r, &v)) {
+        char an[512];
+        snprintf(an, sizeof(an), "%s%.*s", prefix, (int)(kl > 200 ? 200 : kl), key);
+        attr_json(b, an, &v);
+    }
+}
+
+/* Walks the extra members (the inside of an object): scalars → pacer.<k>;
+ * an object's scalars → pacer.<k>.<k2>; on spans (events != NULL) an array
+ * of objects → one event per object, named by <k> without its final 's'. */
+static void attrs_of_extra(jbuf *b, const char *extra, jbuf *events, const char *event_time)
+{
+    if (!extra)
+        return;
+    size_t n = strlen(extra);
+    char *text = malloc(n + 3);
+    if (!text) {
+        b->failed = true;
+        return;
+    }
+    text[0] = '{';
+    memcpy(text + 1, extra, n);
+    text[n + 1] = '}';
+    jread r;
+    jread_init(&r, text, n + 2, NULL, 0);
+    const char *key;
+    size_t kl;
+    jread_enter_object(&r);
+    while (jread_member(&r, &key, &kl) > 0) {
+        char name[256], prefix[260];
+        snprintf(name, sizeof(name), "%.*s", (int)(kl > 200 ? 200 : kl), key);
+        jtype t = jread_peek(&r);
+        jvalue v;
+        if (t == JT_OBJECT) {
+            snprintf(prefix, sizeof(prefix), "pacer.%s.", name);
+            attrs_of_object(b, &r, prefix);
+        } else if (t == JT_ARRAY && events && jread_enter_array(&r)) {
+            size_t l = strlen(name);
+            if (l > 1 && name[l - 1] == 's')
+                name[l - 1] = '\0';
+            while (jread_element(&r) > 0) {
+                if (jread_peek(&r) != JT_OBJECT) {
+                    jread_value(&r, &v);
+                    continue;
+                }
+                jbuf_open(events, '{');
+                jbuf_kv_str(events, "timeUnixNano", event_time);
+                jbuf_kv_str(events, "name", name);
+                jbuf_key(events, "attributes");
+                jbuf_open(events, '[');
+                attrs_of_object(events, &r, "pacer.");
+                jbuf_close(events, ']');
+                jbuf_close(events, '}');
+            }
+        } else if (jread_value(&r, &v)) {
+            snprintf(prefix, sizeof(prefix), "pacer.%s", name);
+            attr_json(b, prefix, &v);
+        }
+    }
+    free(text);
+}
+
+/* ---- items ---- */
+
+static uint64_t id_hash(const char *batch_id, uint64_t seed, size_t index)
+{
+    unsigned char le[8];
+    for (int i = 0; i < 8; i++)
+        le[i] = (unsigned char)((uint64_t)index >> (8 * i));
+    return fnv1a64(fnv1a64_str(batch_id, seed), le, sizeof(le));
+}
+
+/* The span's length: the first SPAN_END field present, else the longest
+ * SPAN_FALLBACK one, else 0. */
+static int64_t span_ns(const pacer_record *r)
+{
+    const pacer_shape *sh = pacer_record_shape(r);
+    int64_t fallback = 0;
+    for (unsigned i = 0; i < sh->n_fields; i++) {
+        if (!pacer_record_has(r, i))
+            continue;
+        if (sh->fields[i].flags & PACER_FIELD_SPAN_END)
+            return pacer_record_int(r, i);
+        if ((sh->fields[i].flags & PACER_FIELD_SPAN_FALLBACK) && pacer_record_int(r, i) > fallback)
+            fallback = pacer_record_int(r, i);
+    }
+    return fallback;
+}
+
+/* "page ShopHomeWindow", "startup cold", "GET /api/list", or the type. */
+static void span_name(const pacer_record *r, char *out, size_t cap)
+{
+    const pacer_record_type *t = pacer_record_type_of(r);
+    const pacer_shape *sh = pacer_record_shape(r);
+    size_t o = 0;
+    out[0] = '\0';
+    if (t && t->span_prefix)
+        o += (size_t)snprintf(out, cap, "%s", t->span_prefix);
+    for (unsigned i = 0; i < sh->n_fields && o < cap; i++) {
+        const pacer_field *f = &sh->fields[i];
+        if (!(f->flags & PACER_FIELD_NAME))
+            continue;
+        const char *s = pacer_record_str(r, i);
+        size_t n = s ? strlen(s) : 0;
+        if (s && (f->flags & PACER_FIELD_URL))
+            n = url_path(s, &s);
+        if (s)
+            o += (size_t)snprintf(out + o, cap - o, "%s%.*s", o ? " " : "", (int)n, s);
+    }
+    if (!out[0])
+        snprintf(out, cap, "%s", pacer_record_type_name(r));
+}
+
+static bool has_url(const pacer_record *r)
+{
+    const pacer_shape *sh = pacer_record_shape(r);
+    for (unsigned i = 0; i < sh->n_fields; i++)
+        if (sh->fields[i].flags & PACER_FIELD_URL)
             return true;
     return false;
 }
 
-static json_t *any_value(json_t *v)
+static void type_attr(jbuf *b, const pacer_record *r)
 {
-    char num[32];
-    switch (json_typeof(v)) {
-    case JSON_STRING: return json_pack("{s:O}", "stringValue", v);
-    case JSON_INTEGER:
-        snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-        return json_pack("{s:s}", "intValue", num);
-    case JSON_REAL: return json_pack("{s:f}", "doubleValue", json_real_value(v));
-    case JSON_TRUE: return json_pack("{s:b}", "boolValue", 1);
-    case JSON_FALSE: return json_pack("{s:b}", "boolValue", 0);
-    default: return NULL;
-    }
+    attr_str(b, "pacer.type", NULL, pacer_record_type_name(r));
 }
 
-static void add_attr(json_t *attrs, const char *key, json_t *value)
+static void write_span(jbuf *b, const pacer_record *r, const char *batch_id, size_t index)
 {
-    if (!value)
-        return;
-    json_array_append_new(attrs, json_pack("{s:s,s:o}", "key", key, "value", value));
-}
-
-static void add_str_attr(json_t *attrs, const char *key, const char *s)
-{
-    add_attr(attrs, key, json_pack("{s:s}", "stringValue", s));
-}
-
-/* pacer.<prefix><key> for every scalar member; nested objects one level. */
-static void add_fields(json_t *attrs, json_t *obj, const char *prefix, json_t *ret_arrays)
-{
-    const char *key;
-    json_t *v;
-    char name[256];
-    json_object_foreach(obj, key, v) {
-        if (!*prefix && is_common(key))
-            continue;
-        snprintf(name, sizeof(name), "pacer.%s%s", prefix, key);
-        if (json_is_object(v) && !*prefix) {
-            char sub[128];
-            snprintf(sub, sizeof(sub), "%s.", key);
-            add_fields(attrs, v, sub, NULL);
-        } else if (json_is_array(v)) {
-            if (ret_arrays)
-                json_object_set(ret_arrays, key, v);
-        } else {
-            add_attr(attrs, name, any_value(v));
-        }
-    }
-    if (!*prefix) {
-        json_t *type = json_object_get(obj, "type");
-        if (json_is_string(type))
-            add_attr(attrs, "pacer.type", json_pack("{s:O}", "stringValue", type));
-    }
-}
-
-static uint64_t fnv(const char *s, uint64_t seed, size_t index)
-{
-    uint64_t h = 0xcbf29ce484222325ULL ^ seed;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 0x100000001b3ULL;
-    }
-    for (int i = 0; i < 8; i++) {
-        h ^= (index >> (8 * i)) & 0xff;
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
-static double num(json_t *rec, const char *key, bool *ok)
-{
-    json_t *v = json_object_get(rec, key);
-    *ok = json_is_number(v);
-    return *ok ? json_number_value(v) : 0;
-}
-
-/* The record's main duration in ms (see the mapping), 0 when none. */
-static double main_duration_ms(json_t *rec, const char *type)
-{
-    bool ok;
-    double v;
-    if (strcmp(type, "page") == 0) {
-        if ((v = num(rec, "total_ms", &ok)), ok)
-            return v;
-        double a = num(rec, "initial_draw_ms", &ok), b = num(rec, "api_load_ms", &ok);
-        return a > b ? a : b;
-    }
-    if (strcmp(type, "startup") == 0) {
-        if ((v = num(rec, "cold_ms", &ok)), ok)
-            return v;
-        return num(rec, "warm_ms", &ok);
-    }
-    return num(rec, "total_ms", &ok);
-}
-
-static json_t *span_of(json_t *rec, const char *batch_id, size_t index)
-{
-    const char *type = json_string_value(json_object_get(rec, "type"));
-    type = type ? type : "record";
-    json_int_t ts = json_integer_value(json_object_get(rec, "ts"));
     char name[512], tid[33], sid[17], start[24], end[24];
-    if (strcmp(type, "page") == 0)
-        snprintf(name, sizeof(name), "page %s", json_string_value(json_object_get(rec, "page")) ?: "?");
-    else if (strcmp(type, "startup") == 0)
-        snprintf(name, sizeof(name), "startup %s", json_string_value(json_object_get(rec, "kind")) ?: "?");
-    else if (strcmp(type, "net") == 0)
-        snprintf(name, sizeof(name), "%s %s", json_string_value(json_object_get(rec, "method")) ?: "HTTP",
-                 json_string_value(json_object_get(rec, "path")) ?: json_string_value(json_object_get(rec, "url")) ?: "");
-    else
-        snprintf(name, sizeof(name), "%s", type);
-    snprintf(tid, sizeof(tid), "%016" PRIx64 "%016" PRIx64, fnv(batch_id, 1, index), fnv(batch_id, 2, index));
-    snprintf(sid, sizeof(sid), "%016" PRIx64, fnv(batch_id, 3, index));
-    double dur = main_duration_ms(rec, type);
-    snprintf(start, sizeof(start), "%" JSON_INTEGER_FORMAT, ts);
-    snprintf(end, sizeof(end), "%" JSON_INTEGER_FORMAT, ts + (json_int_t)llround(dur * 1e6));
+    span_name(r, name, sizeof(name));
+    snprintf(tid, sizeof(tid), "%016" PRIx64 "%016" PRIx64, id_hash(batch_id, 1, index), id_hash(batch_id, 2, index));
+    snprintf(sid, sizeof(sid), "%016" PRIx64, id_hash(batch_id, 3, index));
+    int64_t ts = pacer_record_ts(r);
+    snprintf(start, sizeof(start), "%" PRId64, ts);
+    snprintf(end, sizeof(end), "%" PRId64, ts + span_ns(r));
 
-    json_t *attrs = json_array(), *arrays = json_object(), *events = json_array();
-    add_fields(attrs, rec, "", arrays);
-    if (strcmp(type, "net") == 0) {
-        json_t *v;
-        if ((v = json_object_get(rec, "method")) && json_is_string(v))
-            add_attr(attrs, "http.request.method", any_value(v));
-        if ((v = json_object_get(rec, "url")) && json_is_string(v))
-            add_attr(attrs, "url.full", any_value(v));
-        if ((v = json_object_get(rec, "status")) && json_is_integer(v))
-            add_attr(attrs, "http.response.status_code", any_value(v));
-        if ((v = json_object_get(rec, "host")) && json_is_string(v))
-            add_attr(attrs, "server.address", any_value(v));
-    }
-    const char *akey;
-    json_t *arr;
-    json_object_foreach(arrays, akey, arr) {
+    jbuf_open(b, '{');
+    jbuf_kv_str(b, "traceId", tid);
+    jbuf_kv_str(b, "spanId", sid);
+    jbuf_kv_str(b, "name", name);
+    jbuf_kv_i64(b, "kind", has_url(r) ? 3 : 1); /* CLIENT for requests, else INTERNAL */
+    jbuf_kv_str(b, "startTimeUnixNano", start);
+    jbuf_kv_str(b, "endTimeUnixNano", end);
+    jbuf events;
+    jbuf_init(&events);
+    jbuf_key(b, "attributes");
+    jbuf_open(b, '[');
+    type_attr(b, r);
+    attrs_of_fields(b, r, -1);
+    attrs_of_extra(b, pacer_record_extra(r), &events, start);
+    jbuf_close(b, ']');
+
+    /* lists: one event per element, named by the list without its final 's' */
+    const pacer_shape *sh = pacer_record_shape(r);
+    for (unsigned i = 0; i < sh->n_fields; i++) {
+        if (sh->fields[i].type != PACER_TYPE_LIST)
+            continue;
         char ev_name[128];
-        snprintf(ev_name, sizeof(ev_name), "%s", akey);
+        snprintf(ev_name, sizeof(ev_name), "%s", sh->fields[i].name);
         size_t l = strlen(ev_name);
         if (l > 1 && ev_name[l - 1] == 's')
             ev_name[l - 1] = '\0';
-        size_t i;
-        json_t *el;
-        json_array_foreach(arr, i, el) {
-            if (!json_is_object(el))
-                continue;
-            json_t *eattrs = json_array();
-            const char *k;
-            json_t *v;
-            json_object_foreach(el, k, v) {
-                char an[160];
-                snprintf(an, sizeof(an), "pacer.%s", k);
-                add_attr(eattrs, an, any_value(v));
-            }
-            json_array_append_new(events, json_pack("{s:s,s:s,s:o}", "timeUnixNano", start, "name", ev_name,
-                                                    "attributes", eattrs));
+        for (const pacer_record *e = pacer_record_child(r, i); e; e = pacer_record_next(e)) {
+            jbuf_open(&events, '{');
+            jbuf_kv_str(&events, "timeUnixNano", start);
+            jbuf_kv_str(&events, "name", ev_name);
+            jbuf_key(&events, "attributes");
+            jbuf_open(&events, '[');
+            attrs_of_fields(&events, e, -1);
+            jbuf_close(&events, ']');
+            jbuf_close(&events, '}');
         }
     }
-    json_decref(arrays);
-    return json_pack("{s:s,s:s,s:s,s:i,s:s,s:s,s:o,s:o}", "traceId", tid, "spanId", sid, "name", name, "kind",
-                     strcmp(type, "net") == 0 ? 3 : 1, "startTimeUnixNano", start, "endTimeUnixNano", end,
-                     "attributes", attrs, "events", events);
+    jbuf_key(b, "events");
+    jbuf_open(b, '[');
+    if (events.len)
+        jbuf_raw(b, events.data, events.len);
+    b->failed |= events.failed;
+    jbuf_close(b, ']');
+    jbuf_free(&events);
+    jbuf_close(b, '}');
 }
 
-static json_t *log_of(json_t *rec)
+static void write_log(jbuf *b, const pacer_record *r, const char *line)
 {
     char ts[24];
-    snprintf(ts, sizeof(ts), "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(rec, "ts")));
-    char *body = json_dumps(rec, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_t *attrs = json_array();
-    add_fields(attrs, rec, "", NULL);
-    json_t *l = json_pack("{s:s,s:s,s:i,s:s,s:{s:s},s:o}", "timeUnixNano", ts, "observedTimeUnixNano", ts,
-                          "severityNumber", 13, "severityText", "WARN", "body", "stringValue", body ? body : "",
-                          "attributes", attrs);
-    free(body);
-    return l;
+    snprintf(ts, sizeof(ts), "%" PRId64, pacer_record_ts(r));
+    jbuf_open(b, '{');
+    jbuf_kv_str(b, "timeUnixNano", ts);
+    jbuf_kv_str(b, "observedTimeUnixNano", ts);
+    jbuf_kv_i64(b, "severityNumber", 13);
+    jbuf_kv_str(b, "severityText", "WARN");
+    jbuf_key(b, "body");
+    jbuf_open(b, '{');
+    jbuf_kv_str(b, "stringValue", line); /* the whole record, lists included */
+    jbuf_close(b, '}');
+    jbuf_key(b, "attributes");
+    jbuf_open(b, '[');
+    type_attr(b, r);
+    attrs_of_fields(b, r, -1);
+    attrs_of_extra(b, pacer_record_extra(r), NULL, NULL);
+    jbuf_close(b, ']');
+    jbuf_close(b, '}');
 }
 
-/* Appends one metric per numeric field of a frames record. */
-static void metrics_of(json_t *rec, json_t *metrics)
+static void write_point(jbuf *b, const pacer_record *r, const char *metric, const pacer_field *f,
+                        const pacer_record *holder, unsigned i, const char *ts)
+{
+    jbuf_open(b, '{');
+    jbuf_kv_str(b, "name", metric);
+    if (f->unit)
+        jbuf_kv_str(b, "unit", strcmp(f->unit, "count") == 0 ? "1" : f->unit);
+    jbuf_key(b, "gauge");
+    jbuf_open(b, '{');
+    jbuf_key(b, "dataPoints");
+    jbuf_open(b, '[');
+    jbuf_open(b, '{');
+    jbuf_kv_str(b, "timeUnixNano", ts);
+    if (f->type == PACER_TYPE_MS) {
+        jbuf_kv_double(b, "asDouble", pacer_record_ms(holder, i));
+    } else {
+        char num[24];
+        snprintf(num, sizeof(num), "%" PRId64, pacer_record_int(holder, i));
+        jbuf_kv_str(b, "asInt", num);
+    }
+    jbuf_key(b, "attributes");
+    jbuf_open(b, '[');
+    attrs_of_fields(b, r, 1);
+    jbuf_close(b, ']');
+    jbuf_close(b, '}');
+    jbuf_close(b, ']');
+    jbuf_close(b, '}');
+    jbuf_close(b, '}');
+}
+
+/* A metrics record: a gauge per numeric field that is not a dimension (and
+ * per numeric field of its objects), with the dimensions as attributes. */
+static void write_metrics(jbuf *b, const pacer_record *r)
 {
     char ts[24];
-    snprintf(ts, sizeof(ts), "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(rec, "ts")));
-    json_t *window = json_object_get(rec, "window");
-    json_t *refresh = json_object_get(rec, "refresh_ms");
-    const char *key;
-    json_t *v;
-    json_object_foreach(rec, key, v) {
-        if (is_common(key) || !json_is_number(v) || strcmp(key, "refresh_ms") == 0)
+    snprintf(ts, sizeof(ts), "%" PRId64, pacer_record_ts(r));
+    const char *type = pacer_record_type_name(r);
+    const pacer_shape *sh = pacer_record_shape(r);
+    for (unsigned i = 0; i < sh->n_fields; i++) {
+        const pacer_field *f = &sh->fields[i];
+        if (!pacer_record_has(r, i) || (f->flags & PACER_FIELD_DIMENSION))
             continue;
-        char name[160];
-        snprintf(name, sizeof(name), "pacer.%s.%s", json_string_value(json_object_get(rec, "type")) ?: "record",
-                 key);
-        json_t *attrs = json_array();
-        if (json_is_string(window))
-            add_attr(attrs, "pacer.window", any_value(window));
-        if (json_is_number(refresh))
-            add_attr(attrs, "pacer.refresh_ms", json_pack("{s:f}", "doubleValue", json_number_value(refresh)));
-        json_t *dp = json_is_integer(v)
-                         ? json_pack("{s:s,s:I,s:o}", "timeUnixNano", ts, "asInt", json_integer_value(v),
-                                     "attributes", attrs)
-                         : json_pack("{s:s,s:f,s:o}", "timeUnixNano", ts, "asDouble", json_real_value(v),
-                                     "attributes", attrs);
-        json_array_append_new(metrics, json_pack("{s:s,s:{s:[o]}}", "name", name, "gauge", "dataPoints", dp));
+        char name[256];
+        if (f->type == PACER_TYPE_INT || f->type == PACER_TYPE_MS) {
+            snprintf(name, sizeof(name), "pacer.%s.%s", type, f->name);
+            write_point(b, r, name, f, r, i, ts);
+        } else if (f->type == PACER_TYPE_OBJECT) {
+            const pacer_record *o = pacer_record_child(r, i);
+            const pacer_shape *os = pacer_record_shape(o);
+            for (unsigned k = 0; k < os->n_fields; k++) {
+                const pacer_field *of = &os->fields[k];
+                if (!pacer_record_has(o, k) || (of->type != PACER_TYPE_INT && of->type != PACER_TYPE_MS))
+                    continue;
+                snprintf(name, sizeof(name), "pacer.%s.%s.%s", type, f->name, of->name);
+                write_point(b, r, name, of, o, k, ts);
+            }
+        }
     }
 }
 
-static json_t *resource_of(json_t *rec, int64_t spool_dropped)
+static void write_resource(jbuf *b, const pacer_record *r, int64_t spool_dropped)
 {
-    json_t *attrs = json_array();
-    const char *app = json_string_value(json_object_get(rec, "app"));
-    const char *version = json_string_value(json_object_get(rec, "version"));
-    const char *session = json_string_value(json_object_get(rec, "session"));
-    add_str_attr(attrs, "service.name", app ? app : "unknown");
-    add_str_attr(attrs, "service.version", version ? version : "unknown");
-    add_str_attr(attrs, "pacer.session", session ? session : "");
-    json_t *pid = json_object_get(rec, "pid");
-    if (json_is_integer(pid))
-        add_attr(attrs, "process.pid", any_value(pid));
-    add_str_attr(attrs, "telemetry.sdk.name", "pacer");
-    add_str_attr(attrs, "telemetry.sdk.version", PACER_VERSION);
-    char d[24];
-    snprintf(d, sizeof(d), "%" PRId64, spool_dropped);
-    add_attr(attrs, "pacer.spool.dropped", json_pack("{s:s}", "intValue", d));
-    return json_pack("{s:o}", "attributes", attrs);
+    const char *app = pacer_record_common(r, PACER_COMMON_APP);
+    const char *version = pacer_record_common(r, PACER_COMMON_VERSION);
+    const char *session = pacer_record_common(r, PACER_COMMON_SESSION);
+    jbuf_key(b, "resource");
+    jbuf_open(b, '{');
+    jbuf_key(b, "attributes");
+    jbuf_open(b, '[');
+    attr_str(b, "service.name", NULL, app ? app : "unknown");
+    attr_str(b, "service.version", NULL, version ? version : "unknown");
+    attr_str(b, "pacer.session", NULL, session ? session : "");
+    attr_int(b, "process.pid", NULL, pacer_record_pid(r));
+    attr_str(b, "telemetry.sdk.name", NULL, "pacer");
+    attr_str(b, "telemetry.sdk.version", NULL, PACER_VERSION);
+    attr_int(b, "pacer.spool.dropped", NULL, spool_dropped);
+    jbuf_close(b, ']');
+    jbuf_close(b, '}');
 }
 
-char *otlp_encode(spool_signal signal, char *const *records, size_t n, const char *batch_id,
-                  int64_t spool_dropped, size_t *ret_len, size_t *ret_skipped)
+static bool same_run(const pacer_record *a, const pacer_record *b)
+{
+    static const unsigned keys[] = {PACER_COMMON_APP, PACER_COMMON_VERSION, PACER_COMMON_SESSION};
+    for (size_t i = 0; i < 3; i++) {
+        const char *x = pacer_record_common(a, keys[i]), *y = pacer_record_common(b, keys[i]);
+        if (strcmp(x ? x : "", y ? y : "") != 0)
+            return false;
+    }
+    return pacer_record_pid(a) == pacer_record_pid(b);
+}
+
+char *otlp_encode(pacer_signal signal, char *const *records, size_t n, const char *batch_id, int64_t spool_dropped,
+                  size_t *ret_len, size_t *ret_skipped)
 {
     static const char *const top[] = {"resourceSpans", "resourceLogs", "resourceMetrics"};
     static const char *const scoped[] = {"scopeSpans", "scopeLogs", "scopeMetrics"};
     static const char *const items[] = {"spans", "logRecords", "metrics"};
-    json_t *groups = json_array();   /* resource entries, in order */
-    json_t *by_key = json_object();  /* run key → its item array */
+    pacer_record **recs = calloc(n ? n : 1, sizeof(*recs));
+    int *run = calloc(n ? n : 1, sizeof(*run)); /* index of the run's first record */
+    if (!recs || !run) {
+        free(recs);
+        free(run);
+        return NULL;
+    }
     size_t skipped = 0;
-
     for (size_t i = 0; i < n; i++) {
-        json_t *rec = json_loads(records[i], JSON_DECODE_ANY, NULL);
-        if (!json_is_object(rec)) {
-            json_decref(rec);
+        if (pacer_record_parse(records[i], strlen(records[i]), &recs[i], NULL, 0) < 0) {
             skipped++;
+            run[i] = -1;
             continue;
         }
-        char key[512];
-        json_t *pid = json_object_get(rec, "pid");
-        snprintf(key, sizeof(key), "%s\x1f%s\x1f%s\x1f%" JSON_INTEGER_FORMAT,
-                 json_string_value(json_object_get(rec, "app")) ?: "",
-                 json_string_value(json_object_get(rec, "version")) ?: "",
-                 json_string_value(json_object_get(rec, "session")) ?: "",
-                 json_is_integer(pid) ? json_integer_value(pid) : 0);
-        json_t *list = json_object_get(by_key, key);
-        if (!list) {
-            list = json_array();
-            json_t *scope = json_pack("{s:{s:s,s:s},s:O}", "scope", "name", "pacer", "version", PACER_VERSION,
-                                      items[signal], list);
-            json_array_append_new(groups, json_pack("{s:o,s:[o]}", "resource", resource_of(rec, spool_dropped),
-                                                    scoped[signal], scope));
-            json_object_set_new(by_key, key, list);
-        }
-        if (signal == SIGNAL_TRACES)
-            json_array_append_new(list, span_of(rec, batch_id, i));
-        else if (signal == SIGNAL_LOGS)
-            json_array_append_new(list, log_of(rec));
-        else
-            metrics_of(rec, list);
-        json_decref(rec);
+        run[i] = (int)i;
+        for (size_t j = 0; j < i; j++)
+            if (run[j] == (int)j && same_run(recs[j], recs[i])) {
+                run[i] = (int)j;
+                break;
+            }
     }
-    json_t *doc = json_pack("{s:o}", top[signal], groups);
-    json_decref(by_key);
-    char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-    json_decref(doc);
+    jbuf b;
+    jbuf_init(&b);
+    jbuf_open(&b, '{');
+    jbuf_key(&b, top[signal]);
+    jbuf_open(&b, '[');
+    for (size_t g = 0; g < n; g++) {
+        if (run[g] != (int)g)
+            continue;
+        jbuf_open(&b, '{');
+        write_resource(&b, recs[g], spool_dropped);
+        jbuf_key(&b, scoped[signal]);
+        jbuf_open(&b, '[');
+        jbuf_open(&b, '{');
+        jbuf_key(&b, "scope");
+        jbuf_open(&b, '{');
+        jbuf_kv_str(&b, "name", "pacer");
+        jbuf_kv_str(&b, "version", PACER_VERSION);
+        jbuf_close(&b, '}');
+        jbuf_key(&b, items[signal]);
+        jbuf_open(&b, '[');
+        for (size_t i = g; i < n; i++) {
+            if (run[i] != (int)g)
+                continue;
+            if (signal == PACER_SIGNAL_TRACES)
+                write_span(&b, recs[i], batch_id, i);
+            else if (signal == PACER_SIGNAL_LOGS)
+                write_log(&b, recs[i], records[i]);
+            else
+                write_metrics(&b, recs[i]);
+        }
+        jbuf_close(&b, ']');
+        jbuf_close(&b, '}');
+        jbuf_close(&b, ']');
+        jbuf_close(&b, '}');
+    }
+    jbuf_close(&b, ']');
+    jbuf_close(&b, '}');
+    for (size_t i = 0; i < n; i++)
+        pacer_record_free(recs[i]);
+    free(recs);
+    free(run);
+    size_t len;
+    char *body = jbuf_steal(&b, &len);
     if (ret_len)
-        *ret_len = body ? strlen(body) : 0;
+        *ret_len = body ? len : 0;
     if (ret_skipped)
         *ret_skipped = skipped;
     return body;

@@ -15,11 +15,15 @@
  */
 #include "clock.h"
 #include "model.h"
+#include "record_int.h"
 #include "spool.h"
 #include "uploader.h"
 #include "writer.h"
 
 #include <pacer/pacer.h>
+
+#include <pacer/base/clock.h>
+#include <pacer/base/random.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -49,20 +53,21 @@ struct pacer {
     bool finished;
 };
 
-static void on_model_record(char *line, size_t len, void *user_data)
+static void on_model_record(pacer_record *rec, void *user_data)
 {
     pacer_t *p = user_data;
-    writer_push(p->writer, WRITER_RECORD, line, len);
+    writer_push_record(p->writer, rec);
 }
 
 /* Writer thread: every record, after it reached the output file. */
-static void on_writer_record(const char *line, size_t len, void *user_data)
+static void on_writer_record(const pacer_record *rec, const char *line, size_t len, void *user_data)
 {
     pacer_t *p = user_data;
     if (p->user_on_record)
         p->user_on_record(line, len, p->user_data);
     if (p->spool) {
-        if (spool_add(p->spool, line, len) < 0)
+        const pacer_record_type *t = pacer_record_type_of(rec);
+        if (spool_add(p->spool, t ? t->signal : PACER_SIGNAL_TRACES, line, len) < 0)
             p->spool_errors++;
         uploader *u = __atomic_load_n(&p->uploader, __ATOMIC_ACQUIRE);
         if (u)
@@ -83,17 +88,6 @@ static void on_writer_tick(void *user_data)
     if (!p->finished)
         model_tick(p->model, pacer_now_ns());
     pthread_mutex_unlock(&p->mu);
-}
-
-static void random_session(char out[17])
-{
-    uint64_t v = 0;
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || read(fd, &v, sizeof(v)) != (ssize_t)sizeof(v))
-        v = (uint64_t)clock_wall_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)pacer_now_ns();
-    if (fd >= 0)
-        close(fd);
-    snprintf(out, 17, "%016llx", (unsigned long long)v);
 }
 
 static char *error_printf(const char *fmt, const char *a, const char *b)
@@ -205,13 +199,13 @@ PACER_API int pacer_new(const pacer_options *opts, pacer_t **ret, char **ret_err
 
     char session[17];
     if (!opts->session)
-        random_session(session);
+        random_hex(session, 8);
     model_info info = {
         .app = opts->app_name,
         .version = opts->app_version,
         .session = opts->session ? opts->session : session,
         .pid = getpid(),
-        .wall_offset_ns = clock_wall_ns() - pacer_now_ns(),
+        .wall_offset_ns = wall_ns() - pacer_now_ns(),
     };
     p->model = model_new(&info, cfg, on_model_record, p);
     pacer_config_unref(cfg);
@@ -386,6 +380,27 @@ PACER_API int pacer_emit(pacer_t *p, const char *type, const char *fields_json)
     int64_t now = pacer_now_ns();
     pthread_mutex_lock(&p->mu);
     int r = p->finished ? -ESHUTDOWN : model_emit(p->model, type, fields_json, now);
+    pthread_mutex_unlock(&p->mu);
+    return r;
+}
+
+PACER_API int pacer_submit_record(pacer_t *p, pacer_record *rec)
+{
+    if (!rec)
+        return -EINVAL;
+    if (!p || !pacer_record_type_of(rec)) {
+        pacer_record_free(rec);
+        return -EINVAL;
+    }
+    int64_t t = pacer_record_time(rec);
+    pthread_mutex_lock(&p->mu);
+    int r;
+    if (p->finished) {
+        pacer_record_free(rec);
+        r = -ESHUTDOWN;
+    } else {
+        r = model_submit_record(p->model, rec, t ? t : pacer_now_ns());
+    }
     pthread_mutex_unlock(&p->mu);
     return r;
 }

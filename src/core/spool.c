@@ -20,6 +20,9 @@
  */
 #include "spool.h"
 
+#include <pacer/base/hash.h>
+#include <pacer/base/random.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -38,23 +41,6 @@ struct spool {
     int64_t max_bytes;
     char uuid[33];
 };
-
-spool_signal spool_signal_of(const char *record, size_t len)
-{
-    static const char prefix[] = "{\"type\":\"";
-    size_t n = sizeof(prefix) - 1;
-    if (len <= n || memcmp(record, prefix, n) != 0)
-        return SIGNAL_TRACES;
-    const char *t = record + n;
-    size_t rest = len - n;
-#define IS(name) (rest > sizeof(name) - 1 && memcmp(t, name "\"", sizeof(name)) == 0)
-    if (IS("jank") || IS("leak"))
-        return SIGNAL_LOGS;
-    if (IS("frames"))
-        return SIGNAL_METRICS;
-#undef IS
-    return SIGNAL_TRACES;
-}
 
 static int exec(spool *s, const char *sql)
 {
@@ -89,22 +75,6 @@ static int meta_add(spool *s, const char *key, int64_t delta)
     return r;
 }
 
-static void random_hex(char out[33])
-{
-    unsigned char b[16] = {0};
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        if (read(fd, b, sizeof(b)) != (ssize_t)sizeof(b))
-            memset(b, 0, sizeof(b));
-        close(fd);
-    }
-    uint64_t mix = (uint64_t)getpid() * 0x9e3779b97f4a7c15ULL ^ (uint64_t)time(NULL);
-    for (int i = 0; i < 16; i++) {
-        b[i] ^= (unsigned char)(mix >> ((i % 8) * 8));
-        snprintf(out + 2 * i, 3, "%02x", b[i]);
-    }
-}
-
 static int select_uuid(spool *s)
 {
     sqlite3_stmt *st;
@@ -128,7 +98,7 @@ static int load_uuid(spool *s)
         return 0;
     char u[33];
     sqlite3_stmt *st;
-    random_hex(u);
+    random_hex(u, 16);
     if (sqlite3_prepare_v2(s->db, "INSERT OR IGNORE INTO meta(key, value) VALUES ('uuid', ?)", -1, &st,
                            NULL) != SQLITE_OK)
         return -EIO;
@@ -218,7 +188,7 @@ static int enforce_cap(spool *s)
     return 0;
 }
 
-int spool_add(spool *s, const char *record, size_t len)
+int spool_add(spool *s, pacer_signal signal, const char *record, size_t len)
 {
     sqlite3_stmt *st;
     if (exec(s, "BEGIN IMMEDIATE") < 0)
@@ -227,7 +197,7 @@ int spool_add(spool *s, const char *record, size_t len)
     if (sqlite3_prepare_v2(s->db, "INSERT INTO record(signal, body, bytes) VALUES (?, ?, ?)", -1, &st,
                            NULL) != SQLITE_OK)
         goto out;
-    sqlite3_bind_int(st, 1, (int)spool_signal_of(record, len));
+    sqlite3_bind_int(st, 1, (int)signal);
     sqlite3_bind_text(st, 2, record, (int)len, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, (int64_t)len);
     int ok = sqlite3_step(st) == SQLITE_DONE;
@@ -242,20 +212,16 @@ out:
 }
 
 /* FNV-1a over the batch's identity, twice with different offsets: 128 bits. */
-static void batch_id(const spool *s, spool_signal sig, int64_t first, int64_t last, char out[33])
+static void batch_id(const spool *s, pacer_signal sig, int64_t first, int64_t last, char out[33])
 {
     char key[128];
     int n = snprintf(key, sizeof(key), "%s:%d:%" PRId64 ":%" PRId64, s->uuid, (int)sig, first, last);
-    uint64_t h[2] = {0xcbf29ce484222325ULL, 0x84222325cbf29ce4ULL};
-    for (int k = 0; k < 2; k++)
-        for (int i = 0; i < n; i++) {
-            h[k] ^= (unsigned char)key[i];
-            h[k] *= 0x100000001b3ULL;
-        }
-    snprintf(out, 33, "%016" PRIx64 "%016" PRIx64, h[0], h[1]);
+    uint64_t h0 = fnv1a64(FNV1A64_INIT, key, (size_t)n);
+    uint64_t h1 = fnv1a64(UINT64_C(0x84222325cbf29ce4), key, (size_t)n);
+    snprintf(out, 33, "%016" PRIx64 "%016" PRIx64, h0, h1);
 }
 
-static int load_pending(spool *s, spool_signal sig, spool_batch *b)
+static int load_pending(spool *s, pacer_signal sig, spool_batch *b)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, "SELECT first_id, last_id, batch FROM pending WHERE signal = ?", -1, &st,
@@ -273,7 +239,7 @@ static int load_pending(spool *s, spool_signal sig, spool_batch *b)
     return r;
 }
 
-static int choose_batch(spool *s, spool_signal sig, size_t max_records, spool_batch *b)
+static int choose_batch(spool *s, pacer_signal sig, size_t max_records, spool_batch *b)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db,
@@ -339,7 +305,7 @@ static int load_records(spool *s, spool_batch *b)
     return r;
 }
 
-static int delete_pending(spool *s, spool_signal sig)
+static int delete_pending(spool *s, pacer_signal sig)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, "DELETE FROM pending WHERE signal = ?", -1, &st, NULL) != SQLITE_OK)
@@ -350,7 +316,7 @@ static int delete_pending(spool *s, spool_signal sig)
     return r;
 }
 
-int spool_next_batch(spool *s, spool_signal sig, size_t max_records, spool_batch *ret)
+int spool_next_batch(spool *s, pacer_signal sig, size_t max_records, spool_batch *ret)
 {
     memset(ret, 0, sizeof(*ret));
     ret->signal = sig;

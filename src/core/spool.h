@@ -5,17 +5,13 @@
 #ifndef PACER_CORE_SPOOL_H
 #define PACER_CORE_SPOOL_H
 
+#include <pacer/schema.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 typedef struct spool spool;
-
-/* What a record travels as (docs/otlp-mapping.md). */
-typedef enum spool_signal { SIGNAL_TRACES = 0, SIGNAL_LOGS, SIGNAL_METRICS, N_SIGNALS } spool_signal;
-
-/* The signal of a record line produced by the model ({"type":"…",…}). */
-spool_signal spool_signal_of(const char *record, size_t len);
 
 /* Opens (creating when needed) the spool at `path`, with a size cap of
  * `max_bytes` of record text (0 = 64 MiB). Returns 0 or a negative errno,
@@ -23,13 +19,14 @@ spool_signal spool_signal_of(const char *record, size_t len);
 int spool_open(const char *path, int64_t max_bytes, spool **ret, char **ret_error);
 void spool_close(spool *s);
 
-/* Appends a record. When the cap is exceeded the oldest records are deleted
- * and counted. Returns 0 or -EIO. */
-int spool_add(spool *s, const char *record, size_t len);
+/* Appends a record (its JSON line) to the records waiting as `signal` (its
+ * type's, schema.h). When the cap is exceeded the oldest records are
+ * deleted and counted. Returns 0 or -EIO. */
+int spool_add(spool *s, pacer_signal signal, const char *record, size_t len);
 
 /* A batch: consecutive records of one signal, with a stable id. */
 typedef struct spool_batch {
-    spool_signal signal;
+    pacer_signal signal;
     int64_t first_id, last_id;
     char id[33];        /* 32 hex digits */
     size_t n;
@@ -40,7 +37,7 @@ typedef struct spool_batch {
  * is acked or dropped) or a new one of at most `max_records`. Returns 1 when
  * a batch was filled, 0 when the spool holds nothing of that signal, or a
  * negative errno. */
-int spool_next_batch(spool *s, spool_signal signal, size_t max_records, spool_batch *ret);
+int spool_next_batch(spool *s, pacer_signal signal, size_t max_records, spool_batch *ret);
 void spool_batch_clear(spool_batch *b);
 
 /* The batch was delivered (ack) or refused for good (drop): its records are

@@ -30,8 +30,10 @@
 
 #include <pacer/pacer.h>
 
+#include <pacer/base/json.h>
+#include <pacer/base/thread.h>
+
 #include <errno.h>
-#include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -208,30 +210,49 @@ static void backoff(uploader *u, long retry_after_s)
 /* An accepted batch may still have items the server rejected (OTLP
  * partialSuccess: e.g. records of an app the key is not for). They are not
  * retryable; count them and keep the server's reason. */
-static void note_partial_success(uploader *u, const char *body)
+static void note_partial_success(uploader *u, const char *body, size_t len)
 {
-    json_t *doc = body ? json_loads(body, 0, NULL) : NULL;
-    json_t *ps = json_object_get(doc, "partialSuccess");
-    if (json_is_object(ps)) {
-        json_int_t n = 0;
-        const char *keys[] = {"rejectedSpans", "rejectedLogRecords", "rejectedDataPoints"};
-        for (size_t i = 0; i < 3; i++) {
-            json_t *v = json_object_get(ps, keys[i]);
-            /* 64-bit counts are strings in OTLP JSON */
-            if (json_is_integer(v))
-                n += json_integer_value(v);
-            else if (json_is_string(v))
-                n += strtoll(json_string_value(v), NULL, 10);
-        }
-        const char *msg = json_string_value(json_object_get(ps, "errorMessage"));
-        if (n > 0) {
-            pthread_mutex_lock(&u->mu);
-            u->stats.rejected += (uint64_t)n;
-            snprintf(u->stats.message, sizeof(u->stats.message), "%s", msg ? msg : "");
-            pthread_mutex_unlock(&u->mu);
+    if (!body || !len)
+        return;
+    char *buf = malloc(len + 1);
+    if (!buf)
+        return;
+    memcpy(buf, body, len);
+    jread r;
+    jread_init(&r, buf, len, NULL, JREAD_NO_NUL);
+    int64_t n = 0;
+    char msg[sizeof(u->stats.message)] = "";
+    const char *key, *k2;
+    size_t kl, kl2;
+    jvalue v;
+    if (jread_peek(&r) == JT_OBJECT && jread_enter_object(&r)) {
+        while (jread_member(&r, &key, &kl) > 0) {
+            if (!(kl == 14 && memcmp(key, "partialSuccess", 14) == 0) || jread_peek(&r) != JT_OBJECT) {
+                if (!jread_value(&r, &v))
+                    break;
+                continue;
+            }
+            jread_enter_object(&r);
+            while (jread_member(&r, &k2, &kl2) > 0 && jread_value(&r, &v)) {
+                int64_t x = 0;
+                bool count = (kl2 == 13 && memcmp(k2, "rejectedSpans", 13) == 0) ||
+                             (kl2 == 18 && memcmp(k2, "rejectedLogRecords", 18) == 0) ||
+                             (kl2 == 18 && memcmp(k2, "rejectedDataPoints", 18) == 0);
+                /* 64-bit counts are strings in OTLP JSON */
+                if (count && (jvalue_int64(&v, &x) || (v.type == JT_STRING && (x = strtoll(v.s, NULL, 10)) >= 0)))
+                    n += x;
+                else if (kl2 == 12 && memcmp(k2, "errorMessage", 12) == 0 && v.type == JT_STRING)
+                    snprintf(msg, sizeof(msg), "%s", v.s);
+            }
         }
     }
-    json_decref(doc);
+    free(buf);
+    if (n > 0) {
+        pthread_mutex_lock(&u->mu);
+        u->stats.rejected += (uint64_t)n;
+        snprintf(u->stats.message, sizeof(u->stats.message), "%s", msg);
+        pthread_mutex_unlock(&u->mu);
+    }
 }
 
 static void note_error(uploader *u, long status)
@@ -245,10 +266,10 @@ static void note_error(uploader *u, long status)
  * (false). */
 static bool send_all(uploader *u)
 {
-    for (int sig = 0; sig < N_SIGNALS; sig++) {
+    for (int sig = 0; sig < PACER_N_SIGNALS; sig++) {
         for (;;) {
             spool_batch b;
-            int r = spool_next_batch(u->sp, (spool_signal)sig, u->batch_records, &b);
+            int r = spool_next_batch(u->sp, (pacer_signal)sig, u->batch_records, &b);
             if (r < 0) {
                 backoff(u, -1);
                 return false;
@@ -258,17 +279,17 @@ static bool send_all(uploader *u)
             spool_stats st;
             spool_get_stats(u->sp, &st);
             size_t len, skipped;
-            char *body = otlp_encode((spool_signal)sig, b.records, b.n, b.id, st.dropped, &len, &skipped);
+            char *body = otlp_encode((pacer_signal)sig, b.records, b.n, b.id, st.dropped, &len, &skipped);
             if (!body) {
                 spool_batch_clear(&b);
                 backoff(u, -1);
                 return false;
             }
             response resp;
-            long status = request(u, otlp_path((spool_signal)sig), body, len, b.id, NULL, &resp);
+            long status = request(u, otlp_path((pacer_signal)sig), body, len, b.id, NULL, &resp);
             free(body);
             if (status >= 200 && status < 300) {
-                note_partial_success(u, resp.body);
+                note_partial_success(u, resp.body, resp.len);
                 spool_ack(u->sp, &b);
                 u->failures = 0;
                 pthread_mutex_lock(&u->mu);
@@ -474,16 +495,8 @@ int uploader_new(const uploader_options *o, uploader **ret, char **ret_error)
         goto fail;
     read_cached_etag(u);
     pthread_mutex_init(&u->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&u->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    r = -pthread_create(&u->thread, NULL, uploader_main, u);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    cond_init_monotonic(&u->cv);
+    r = thread_start(&u->thread, "pacer-upload", uploader_main, u);
     if (r < 0) {
         pthread_cond_destroy(&u->cv);
         pthread_mutex_destroy(&u->mu);

@@ -1,6 +1,7 @@
 /* The record writer (writer.h).
  *
- * Producers push malloc'd lines onto a FIFO under a mutex held only for the
+ * Producers push records (formatted here, on the writer thread, so that
+ * the app's threads only link a node) and event lines onto a FIFO under a mutex held only for the
  * list operation, and make no system call: the writer thread wakes on its
  * own every WRITER_LATENCY_MS (so a record reaches the file within that
  * time), or earlier when WRITER_WAKE_BATCH lines are waiting, a flush is
@@ -19,7 +20,9 @@
 #include "writer.h"
 
 #include "clock.h"
-#include "json_out.h"
+
+#include <pacer/base/json.h>
+#include <pacer/base/thread.h>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -38,6 +41,7 @@
 typedef struct wline {
     struct wline *next;
     writer_stream stream;
+    pacer_record *rec; /* WRITER_RECORD: formatted into text by the thread */
     size_t len;
     char *text;
 } wline;
@@ -96,13 +100,17 @@ static uint64_t write_batch(writer *w, wline *batch)
     jbuf_init(&out[1]);
     for (wline *l = batch; l; l = l->next) {
         int s = l->stream == WRITER_RECORD ? 0 : 1;
+        if (l->rec && !(l->text = pacer_record_format(l->rec, &l->len))) {
+            errors++; /* out of memory: this record is lost */
+            continue;
+        }
         if (fds[s] >= 0) {
             jbuf_raw(&out[s], l->text, l->len);
             jbuf_raw(&out[s], "\n", 1);
             lines[s]++;
         }
         if (l->stream == WRITER_RECORD && w->opts.on_record)
-            w->opts.on_record(l->text, l->len, w->opts.user_data);
+            w->opts.on_record(l->rec, l->text, l->len, w->opts.user_data);
     }
     for (int s = 0; s < 2; s++) {
         if (lines[s] && (out[s].failed || !write_all(fds[s], out[s].data, out[s].len)))
@@ -145,6 +153,7 @@ static void *writer_main(void *arg)
         while (batch) {
             wline *next = batch->next;
             free(batch->text);
+            pacer_record_free(batch->rec);
             free(batch);
             batch = next;
         }
@@ -209,19 +218,9 @@ int writer_new(const writer_options *opts, writer **ret, const char **ret_path_f
         }
     }
     pthread_mutex_init(&w->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->wake, &ca);
-    pthread_condattr_destroy(&ca);
+    cond_init_monotonic(&w->wake);
     pthread_cond_init(&w->done_cv, NULL);
-
-    /* The thread must not take signals meant for the host application. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    r = -pthread_create(&w->thread, NULL, writer_main, w);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    r = thread_start(&w->thread, "pacer-writer", writer_main, w);
     if (r < 0) {
         pthread_cond_destroy(&w->wake);
         pthread_cond_destroy(&w->done_cv);
@@ -258,11 +257,12 @@ void writer_free(writer *w)
     free(w);
 }
 
-bool writer_push(writer *w, writer_stream stream, char *line, size_t len)
+static bool push(writer *w, writer_stream stream, pacer_record *rec, char *line, size_t len)
 {
     wline *l = malloc(sizeof(*l));
     if (!l) {
         free(line);
+        pacer_record_free(rec);
         pthread_mutex_lock(&w->mu);
         w->dropped++;
         pthread_mutex_unlock(&w->mu);
@@ -270,6 +270,7 @@ bool writer_push(writer *w, writer_stream stream, char *line, size_t len)
     }
     l->next = NULL;
     l->stream = stream;
+    l->rec = rec;
     l->len = len;
     l->text = line;
     pthread_mutex_lock(&w->mu);
@@ -277,6 +278,7 @@ bool writer_push(writer *w, writer_stream stream, char *line, size_t len)
         w->dropped++;
         pthread_mutex_unlock(&w->mu);
         free(line);
+        pacer_record_free(rec);
         free(l);
         return false;
     }
@@ -291,6 +293,16 @@ bool writer_push(writer *w, writer_stream stream, char *line, size_t len)
         pthread_cond_signal(&w->wake);
     pthread_mutex_unlock(&w->mu);
     return true;
+}
+
+bool writer_push(writer *w, writer_stream stream, char *line, size_t len)
+{
+    return push(w, stream, NULL, line, len);
+}
+
+bool writer_push_record(writer *w, pacer_record *rec)
+{
+    return push(w, WRITER_RECORD, rec, NULL, 0);
 }
 
 void writer_flush(writer *w)

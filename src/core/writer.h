@@ -3,6 +3,8 @@
 #ifndef PACER_CORE_WRITER_H
 #define PACER_CORE_WRITER_H
 
+#include <pacer/record.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,13 +16,14 @@ typedef enum writer_stream {
     WRITER_EVENT,      /* to the raw events file */
 } writer_stream;
 
-typedef void (*writer_line_fn)(const char *line, size_t len, void *user_data);
+/* A record written (line: its JSON text), on the writer thread. */
+typedef void (*writer_record_fn)(const pacer_record *rec, const char *line, size_t len, void *user_data);
 typedef void (*writer_tick_fn)(void *user_data);
 
 typedef struct writer_options {
     const char *records_path;   /* "-" = stdout, NULL = none */
     const char *events_path;    /* NULL = none */
-    writer_line_fn on_record;   /* called on the writer thread for each record */
+    writer_record_fn on_record; /* called on the writer thread for each record */
     void *user_data;
     writer_tick_fn on_tick;     /* called on the writer thread every tick_ms */
     void *tick_data;
@@ -39,6 +42,10 @@ void writer_free(writer *w);
  * Never blocks on I/O; returns false (and frees the line) when the queue is
  * full or the writer is stopping. */
 bool writer_push(writer *w, writer_stream stream, char *line, size_t len);
+
+/* Queues a record, taking ownership; the writer thread formats it. Same
+ * rules as writer_push. */
+bool writer_push_record(writer *w, pacer_record *rec);
 
 /* Waits until every line pushed before the call has been written. Must not
  * be called from the writer thread (a tick callback). */

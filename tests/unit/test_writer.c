@@ -27,8 +27,9 @@ static atomic_int ticks;
 
 static atomic_int not_internal;
 
-static void on_line(const char *line, size_t len, void *ud)
+static void on_line(const pacer_record *rec, const char *line, size_t len, void *ud)
 {
+    (void)rec;
     (void)ud;
     if (!pacer_thread_is_internal())
         atomic_fetch_add(&not_internal, 1);
