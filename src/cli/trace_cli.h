@@ -2,7 +2,7 @@
 #ifndef PACER_CLI_TRACE_H
 #define PACER_CLI_TRACE_H
 
-#include "trace_read.h"
+#include <pacer/trace.h>
 
 int trace_record_main(int argc, char **argv);
 int trace_report_main(int argc, char **argv);

@@ -1,5 +1,5 @@
 /* pacer trace report DIR: top functions by total and self time, call
- * counts, per thread (src/trace/report.c does the work). */
+ * counts, per thread (src/tracefile/report.c does the work). */
 #include "trace_cli.h"
 
 #include <getopt.h>

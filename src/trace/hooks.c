@@ -3,7 +3,7 @@
  * Design (every invariant here is relied on by chunks.c and writer.c):
  *
  *  1. Each thread fills its own chunk from tls.pos, two 64-bit words per
- *     event (tick, packed word; see format.h). Chunks are PT_CHUNK_BYTES
+ *     event (tick, packed word; see runtime.h). Chunks are PT_CHUNK_BYTES
  *     long and aligned to that size, so "this chunk is full" is "pos is
  *     aligned": one TLS load and a test. pos == NULL (a new thread, or a
  *     chunk switch in progress) is aligned too. No locks, no allocation, no

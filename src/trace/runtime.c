@@ -2,8 +2,8 @@
  *
  *   load (constructor)  PACER_TRACE_DIR unset -> stay off (hooks: one branch).
  *                       Else choose the clock, create DIR/NAME.ptrace (see
- *                       format.h), reserve the chunk pool, start the writer,
- *                       snapshot /proc/self/maps, catch fatal signals, then
+ *                       trace_format.h), reserve the chunk pool, start the
+ *                       writer, snapshot /proc/self/maps, catch fatal signals, then
  *                       pt_mode = TSC or MONO.
  *   exit()              (destructor, after the program's atexit handlers)
  *                       pt_finish(): pt_mode = OFF, publish every thread's chunk,

@@ -7,7 +7,7 @@
 #ifndef PACER_TRACE_RUNTIME_H
 #define PACER_TRACE_RUNTIME_H
 
-#include "format.h"
+#include <pacer/trace_format.h>
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -21,6 +21,20 @@
 #define PT_NOINSTR __attribute__((no_instrument_function))
 #define PT_LIKELY(x) __builtin_expect(!!(x), 1)
 #define PT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* A raw event in the per-thread buffers is 16 bytes: the tick, and one word
+ * packing addr | exit << PT_EXIT_SHIFT | sp << PT_SP_SHIFT (never on disk:
+ * the writer encodes it as trace_format.h says). User-space code addresses
+ * fit in 47 bits on x86-64 and 48 on the other 64-bit targets. */
+#if defined(__x86_64__)
+#define PT_ADDR_BITS 47
+#else
+#define PT_ADDR_BITS 48
+#endif
+#define PT_ADDR_MASK ((UINT64_C(1) << PT_ADDR_BITS) - 1)
+#define PT_EXIT_SHIFT PT_ADDR_BITS
+#define PT_SP_SHIFT (PT_ADDR_BITS + 1)
+#define PT_SP_BITS (64 - PT_SP_SHIFT)
 
 /* One chunk = 4096 raw events of 16 bytes. */
 #define PT_CHUNK_EVENTS 4096u

@@ -2,9 +2,9 @@
  *
  *  - Wakes every 2 ms, or at once when kicked through a pipe (the pool is
  *    exhausted, or the process is ending). Takes every published chunk,
- *    encodes it as one EVENTS record (varint deltas, format.h), feeds the
- *    record to one zstd stream and writes the output. Memory stays bounded by
- *    the chunk pool however long the run is.
+ *    encodes it as one EVENTS record (varint deltas, trace_format.h), feeds
+ *    the record to one zstd stream and writes the output. Memory stays
+ *    bounded by the chunk pool however long the run is.
  *  - Calibrates the TSC against CLOCK_MONOTONIC over the first 20 ms (or
  *    until the end, for shorter runs) before the first EVENTS record, so the
  *    program never waits for calibration.
@@ -16,7 +16,6 @@
  *    keeps recycling chunks so the program never blocks on it.
  */
 #include "runtime.h"
-#include "varint.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
-/* Fuzzes the trace file reader (src/trace/reader.c): any bytes must give
+/* Fuzzes the trace file reader (src/tracefile/reader.c): any bytes must give
  * events or a clear error, never a crash, a hang or unbounded memory.
  * Seeds: tests/fuzz/corpus/trace/ (a real recording and damaged copies). */
-#include "trace_read.h"
+#include <pacer/trace.h>
 
 #include <stddef.h>
 #include <stdint.h>

@@ -16,7 +16,7 @@
  * written as calls begin and end (the tree keeps them in time order per
  * thread), so the export streams.
  */
-#include "trace_read.h"
+#include <pacer/trace.h>
 
 #include <errno.h>
 #include <inttypes.h>

@@ -23,7 +23,7 @@
  *              a streaming exporter can write it straight out.
  * A hidden callee's time stays in its shown caller's self time.
  */
-#include "trace_read.h"
+#include <pacer/trace.h>
 
 #include <errno.h>
 #include <fnmatch.h>

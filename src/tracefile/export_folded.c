@@ -4,7 +4,7 @@
  * node. Memory grows with distinct stacks, not with the trace. The values
  * are nanoseconds; they sum to the total time of the outermost calls. The
  * first element of every stack is the thread, "name-tid". */
-#include "trace_read.h"
+#include <pacer/trace.h>
 
 #include <errno.h>
 #include <inttypes.h>

@@ -1,21 +1,25 @@
-/* Reading pacer traces: the interface the CLI (and the tests and fuzzers)
- * use. Built as libpacer-trace-read (static); the runtime does not use it.
+/* Reading pacer traces: the API of the trace file component (src/tracefile),
+ * which the CLI's `pacer trace report/export`, the tests and the fuzzer use.
+ * Built as libpacer-trace-read (static, not installed); the runtime that
+ * writes the files (libpacer-trace) has no part in it.
  *
  *   reader.c    one .ptrace file -> a stream of events (bounded memory)
  *   calltree.c  events -> calls (begin/end), with longjmp and filters
- *   symbols.c   addresses -> function, file:line (libdw, at export only)
  *   recording.c a recording directory: its processes, opened in turn
  *   report.c, export_chrome.c, export_perfetto.c, export_folded.c
+ *
+ * The files' format is in trace_format.h; addresses are named by the
+ * symbolizer (symbols.h, libpacer-symbols).
  *
  * Errors: functions return negative errno; the human-readable reason is in
  * the object's error text (pt_reader_error), naming the file and what is
  * wrong. Nothing here prints except the report and exporters, to their FILE.
  */
-#ifndef PACER_TRACE_READ_H
-#define PACER_TRACE_READ_H
+#ifndef PACER_TRACE_H
+#define PACER_TRACE_H
 
-#include "format.h"
-#include "symbols.h"
+#include <pacer/symbols.h>
+#include <pacer/trace_format.h>
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -58,8 +62,6 @@ const struct pt_file_header *pt_reader_header(const pt_reader *r);
 /* After the end: whether the writer finished cleanly (END record). */
 bool pt_reader_complete(const pt_reader *r);
 uint64_t pt_reader_event_count(const pt_reader *r);
-
-/* ---- symbols.c: see symbols.h ---- */
 
 /* ---- calltree.c ---- */
 typedef struct pt_frame {

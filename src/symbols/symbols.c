@@ -10,7 +10,7 @@
  * lazily, on the first address that falls in them. Results are cached per
  * address, so a trace of millions of calls does a few hundred lookups.
  */
-#include "symbols.h"
+#include <pacer/symbols.h>
 
 #include <elfutils/libdwfl.h>
 #include <errno.h>

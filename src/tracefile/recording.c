@@ -1,6 +1,6 @@
 /* A recording directory holds one NAME.ptrace (+ NAME.maps) per traced
  * process image; this lists them in name order. */
-#include "trace_read.h"
+#include <pacer/trace.h>
 
 #include <dirent.h>
 #include <errno.h>

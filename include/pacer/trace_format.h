@@ -1,4 +1,11 @@
-/* The pacer trace file format, shared by the runtime's writer and the reader.
+/* The pacer trace file format: the contract between the function-trace
+ * runtime (src/trace, which writes it) and the trace file reader
+ * (src/tracefile, which reads it). It is public rather than private to
+ * either so that neither component includes the other's internal headers,
+ * and because a file format is an interface anyway: anything that reads a
+ * recording reads this. It holds only what is in the files, and the varint
+ * codec both sides encode it with; how the runtime packs events in memory
+ * is its own business (src/trace/runtime.h). libc only; not installed.
  *
  * A recording is a directory. Each traced process (or exec image) writes
  *   NAME.ptrace   the events, NAME = pid, or pid-N when pid was taken by an
@@ -31,13 +38,12 @@
  * target frame is `sp`. sp is the instrumented function's stack pointer, in
  * 16-byte units, truncated to sp_bits (header) bits and compared modulo
  * 2^sp_bits: frames whose sp is below a longjmp's target were unwound by it.
- *
- * A raw event in the runtime's per-thread buffers is 16 bytes: the tick, and
- * one word packing addr | exit << PT_EXIT_SHIFT | sp << PT_SP_SHIFT.
  */
 #ifndef PACER_TRACE_FORMAT_H
 #define PACER_TRACE_FORMAT_H
 
+#include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define PT_MAGIC "PACERTRC"
@@ -71,23 +77,56 @@ enum pt_record_type {
     PT_REC_END = 5,
 };
 
-/* Raw event word (runtime buffers only; never on disk). User-space code
- * addresses fit in 47 bits on x86-64 and 48 on the other 64-bit targets. */
-#if defined(__x86_64__)
-#define PT_ADDR_BITS 47
-#else
-#define PT_ADDR_BITS 48
-#endif
-#define PT_ADDR_MASK ((UINT64_C(1) << PT_ADDR_BITS) - 1)
-#define PT_EXIT_SHIFT PT_ADDR_BITS
-#define PT_SP_SHIFT (PT_ADDR_BITS + 1)
-#define PT_SP_BITS (64 - PT_SP_SHIFT)
-
 /* Pseudo function address of a longjmp event (no function lives at 1). */
 #define PT_ADDR_LONGJMP 1
 
 /* Largest record payload the reader accepts (a chunk of 4096 events needs
  * at most ~120 KiB). */
 #define PT_MAX_PAYLOAD (16u << 20)
+
+/* ---- LEB128 varints and zigzag ---- */
+
+#define PT_VARINT_MAX 10
+
+static inline uint64_t pt_zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t pt_unzigzag(uint64_t v)
+{
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* Writes v at p (room for PT_VARINT_MAX bytes); returns the byte after it. */
+static inline uint8_t *pt_put_varint(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+/* Reads a varint from [*p, end). Returns 0 and advances *p, or -EBADMSG
+ * when the input ends inside it or it is longer than 64 bits. */
+static inline int pt_get_varint(const uint8_t **p, const uint8_t *end, uint64_t *ret)
+{
+    uint64_t v = 0;
+    const uint8_t *q = *p;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+        if (q >= end)
+            return -EBADMSG;
+        uint8_t b = *q++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *p = q;
+            *ret = v;
+            return 0;
+        }
+    }
+    return -EBADMSG;
+}
 
 #endif

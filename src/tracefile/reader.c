@@ -1,4 +1,4 @@
-/* Reader of one .ptrace file (format.h): header check, zstd stream,
+/* Reader of one .ptrace file (trace_format.h): header check, zstd stream,
  * records, events.
  *
  * Memory is bounded: the compressed input is read in ZSTD_DStreamInSize()
@@ -9,8 +9,7 @@
  * A stream that simply stops (process killed) ends quietly:
  * pt_reader_complete() tells the caller.
  */
-#include "trace_read.h"
-#include "varint.h"
+#include <pacer/trace.h>
 
 #include <errno.h>
 #include <stdarg.h>

@@ -6,7 +6,7 @@
  * together, then each thread. Memory grows with distinct (thread, function)
  * pairs, not with the trace.
  */
-#include "trace_read.h"
+#include <pacer/trace.h>
 
 #include <errno.h>
 #include <inttypes.h>

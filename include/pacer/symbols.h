@@ -1,6 +1,7 @@
-/* Addresses -> function, file:line, module (symbols.c): the symbolizer the
- * trace reader uses at export, and that the agent (src/agent/stack.c) links
- * through libpacer-symbols to name the frames of a stuck main thread.
+/* Addresses -> function, file:line, module: the symbolizer component
+ * (src/symbols, static library libpacer-symbols, not installed). The trace
+ * file reader uses it at export, and the agent (src/agent/stack.c) to name
+ * the frames of a stuck main thread.
  *
  * It reads the ELF symbol table (.symtab when the file has one, so static
  * functions of a PIE executable are named, else .dynsym) and DWARF line
@@ -8,8 +9,8 @@
  * path: files are opened lazily and every lookup may read them. Not
  * thread-safe: one pt_symbols per thread.
  */
-#ifndef PACER_TRACE_SYMBOLS_H
-#define PACER_TRACE_SYMBOLS_H
+#ifndef PACER_SYMBOLS_H
+#define PACER_SYMBOLS_H
 
 #include <stdint.h>
 #include <sys/types.h>
