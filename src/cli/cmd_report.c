@@ -1,8 +1,9 @@
 /* pacer report: summarise a records file.
  *
- * The file is read one line at a time (getline) and every line is parsed,
- * checked and folded into the summary of its record type before the next one
- * is read; the raw text is never kept (see report.h for the section model).
+ * The file is read one line at a time (getline) and every line is parsed and
+ * checked against the record schema (pacer_record_parse), then folded into
+ * the summary of its record type before the next one is read; neither the
+ * text nor the record is kept (see report.h for the section model).
  *
  * A line that cannot be used is reported as `pacer report: FILE:LINE: reason`
  * and skipped; everything else is still summarised and the exit status is 1.
@@ -11,9 +12,10 @@
  */
 #include "commands.h"
 #include "report.h"
-#include "report_fields.h"
 #include "report_index.h"
-#include "report_stats.h"
+
+#include <pacer/base/json.h>
+#include <pacer/record.h>
 
 #include <errno.h>
 #include <getopt.h>
@@ -54,35 +56,38 @@ static void bad_line(report_run *run, size_t lineno, const char *reason)
         fprintf(stderr, "pacer report: %s:%zu: %s\n", run->label, lineno, reason);
 }
 
-/* Checks one parsed record and adds it to its section.
+/* The index of the section for rec's type, or N_SECTIONS when it has none
+ * (a type without a summary, or one the schema does not know). */
+static size_t section_of(const pacer_record *rec)
+{
+    const pacer_record_type *type = pacer_record_type_of(rec);
+    for (size_t i = 0; type && i < N_SECTIONS; i++)
+        if (sections[i]->type == (pacer_record_id)type->id)
+            return i;
+    return N_SECTIONS;
+}
+
+/* Adds one record, which follows the schema, to its section.
  * Returns 0 (added, or filtered out), -EINVAL with `reason` filled when the
- * record is malformed, or -ENOMEM. */
-static int take_record(report_run *run, json_t *rec, char *reason)
+ * section cannot use the record, or -ENOMEM. */
+static int take_record(report_run *run, const pacer_record *rec, char *reason)
 {
     int r;
-    if ((r = report_check_string(rec, "type", 1, reason)) < 0 ||
-        (r = report_check_string(rec, "app", 0, reason)) < 0)
-        return r;
-
-    const char *type = json_string_value(report_field(rec, "type"));
-    size_t i;
-    for (i = 0; i < N_SECTIONS; i++)
-        if (strcmp(type, sections[i]->type) == 0)
-            break;
+    size_t i = section_of(rec);
     /* Checked before the filters, so --app and --page never hide bad input. */
-    if (i < N_SECTIONS && (r = sections[i]->check(rec, reason)) < 0)
+    if (i < N_SECTIONS && sections[i]->check && (r = sections[i]->check(rec, reason)) < 0)
         return r;
 
     if (run->opt.app) {
-        json_t *app = report_field(rec, "app");
-        if (!app || strcmp(json_string_value(app), run->opt.app) != 0)
+        const char *app = pacer_record_common(rec, PACER_COMMON_APP);
+        if (!app || strcmp(app, run->opt.app) != 0)
             return 0;
     }
     run->records++;
     if (i < N_SECTIONS)
         return sections[i]->add(run->state[i], rec, &run->opt);
 
-    other_type *o = report_index_get(&run->other, type, sizeof(*o));
+    other_type *o = report_index_get(&run->other, pacer_record_type_name(rec), sizeof(*o));
     if (!o)
         return -ENOMEM;
     o->count++;
@@ -114,20 +119,12 @@ static int read_records(report_run *run, FILE *in)
             continue;
 
         char reason[REPORT_REASON_MAX];
-        json_error_t err;
-        json_t *rec = json_loadb(line, (size_t)len, JSON_DECODE_ANY, &err);
-        if (!rec) {
-            snprintf(reason, sizeof(reason), "not valid JSON (column %d): %s", err.column, err.text);
-            bad_line(run, lineno, reason);
-            continue;
-        }
-        if (!json_is_object(rec)) {
-            snprintf(reason, sizeof(reason), "not a JSON object");
-            r = -EINVAL;
-        } else {
+        pacer_record *rec;
+        r = pacer_record_parse(line, (size_t)len, &rec, reason, sizeof(reason));
+        if (r == 0) {
             r = take_record(run, rec, reason);
+            pacer_record_free(rec);
         }
-        json_decref(rec);
         if (r == -ENOMEM) {
             fprintf(stderr, "pacer report: out of memory at %s:%zu\n", run->label, lineno);
             goto out;
@@ -171,32 +168,32 @@ static void print_text(report_run *run, FILE *out)
     fprintf(out, "%s\n", run->other.n ? "" : " none");
 }
 
-/* Returns 0, or -ENOMEM. */
+/* Returns 0, -ENOMEM, or -EIO when the document could not be written. */
 static int print_json(report_run *run, FILE *out)
 {
-    json_t *doc = json_object(), *other = json_object();
-    int r = (doc && other) ? 0 : -ENOMEM;
-
-    for (size_t i = 0; r == 0 && i < N_SECTIONS; i++)
-        r = report_json_set(doc, sections[i]->json_key, sections[i]->to_json(run->state[i], &run->opt));
-
-    other_type **types = (other_type **)report_index_sorted(&run->other);
-    for (size_t i = 0; r == 0 && i < run->other.n; i++)
-        r = report_json_set(other, types[i]->name, json_integer((json_int_t)types[i]->count));
-    if (r == 0) {
-        r = report_json_set(doc, "other", other);
-        other = NULL;
+    jbuf b;
+    jbuf_init(&b);
+    jbuf_open(&b, '{');
+    for (size_t i = 0; i < N_SECTIONS; i++) {
+        jbuf_key(&b, sections[i]->json_key);
+        sections[i]->to_json(run->state[i], &b, &run->opt);
     }
-    if (r == 0)
-        r = report_json_set(doc, "records", json_integer((json_int_t)run->records));
-    if (r == 0)
-        r = report_json_set(doc, "skipped", json_integer((json_int_t)run->skipped));
-    /* 15 significant digits give back the 3-decimal values of the records
-     * exactly (12.345, not 12.345000000000001). */
-    if (r == 0 && (json_dumpf(doc, out, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) < 0 || fputc('\n', out) == EOF))
+    jbuf_key(&b, "other");
+    jbuf_open(&b, '{');
+    other_type **types = (other_type **)report_index_sorted(&run->other);
+    for (size_t i = 0; i < run->other.n; i++)
+        jbuf_kv_u64(&b, types[i]->name, types[i]->count);
+    jbuf_close(&b, '}');
+    jbuf_kv_u64(&b, "records", run->records);
+    jbuf_kv_u64(&b, "skipped", run->skipped);
+    jbuf_close(&b, '}');
+
+    int r = 0;
+    if (b.failed)
+        r = -ENOMEM;
+    else if (fwrite(b.data, 1, b.len, out) != b.len || fputc('\n', out) == EOF)
         r = -EIO;
-    json_decref(other);
-    json_decref(doc);
+    jbuf_free(&b);
     return r;
 }
 
@@ -207,18 +204,19 @@ static const char usage[] =
     "FILE '-' reads standard input.\n"
     "\n"
     "Pages, by class: record count, count by status, and n, p50, p90, p99, max of\n"
-    "initial_draw_ms, api_load_ms, final_draw_ms and total_ms; per API URL the\n"
-    "calls, n, p50, p90 of ms and failures (status >= 400, <= 0 or absent).\n"
-    "Start-up: cold and warm starts with the percentiles of cold_ms,\n"
-    "first_screen_ms, app_cost_ms, full_display_ms and warm_ms. Starts flagged\n"
-    "\"outlier\" are counted but left out of every percentile.\n"
-    "Requests, by URL path: count, p50 and p90 of total_ms, failures (status\n"
-    ">= 400 or <= 0), bytes sent and received.\n"
+    "each page metric; per API URL the calls, n, p50, p90 of ms and failures\n"
+    "(status >= 400, <= 0 or absent).\n"
+    "Start-up, per kind of start (cold, warm): the count and the percentiles of\n"
+    "its metrics. Starts flagged \"outlier\" are counted but left out of every\n"
+    "percentile.\n"
+    "Requests, by URL path: count, p50 and p90 of the request time, failures\n"
+    "(status >= 400 or <= 0), bytes sent and received.\n"
     "Main-loop jank, by fingerprint (most frequent first): count, hangs, p50\n"
-    "and max of duration_ms, the page and top in-app frames of the longest.\n"
+    "and max of the busy time, the page and top in-app frames of the longest.\n"
     "Frames, by window: frames, slow, frozen (and their share), dropped\n"
     "frames, total delay, longest frame, refresh interval, Matrix levels.\n"
-    "Records of other types are counted per type.\n"
+    "Records of other types are counted per type. The metrics are the fields\n"
+    "the record schema flags \"metric\" ('pacer schema' lists them).\n"
     "\n"
     "Percentiles are nearest-rank: the p-th percentile of n values sorted\n"
     "ascending is the value at 1-based rank ceil(p/100 * n), always a measured\n"
@@ -231,9 +229,11 @@ static const char usage[] =
     "  --app NAME          only records whose \"app\" is NAME\n"
     "  -h, --help          show this help\n"
     "\n"
-    "A line that is not a JSON object, or a record with a field of the wrong\n"
-    "type, is reported on stderr as 'pacer report: FILE:LINE: reason' and\n"
-    "skipped; the rest is still summarised. Empty lines are ignored.\n"
+    "A line that is not a JSON object, or a record that does not follow the\n"
+    "schema (a field of the wrong type, a required field missing, a value not\n"
+    "in a field's list, a negative duration), is reported on stderr as\n"
+    "'pacer report: FILE:LINE: reason' and skipped; the rest is still\n"
+    "summarised. Empty lines are ignored.\n"
     "\n"
     "Exit status: 0 success, 1 some lines were skipped, 2 usage error or\n"
     "unreadable file.\n";
@@ -321,6 +321,7 @@ static int run(int argc, char **argv)
             fprintf(stderr, "pacer report: out of memory\n");
             goto out;
         }
+        /* -EIO: ferror(stdout) below says why */
     } else {
         print_text(&rr, stdout);
     }

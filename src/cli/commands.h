@@ -21,6 +21,7 @@ extern const cli_command cmd_replay;
 extern const cli_command cmd_report;
 extern const cli_command cmd_trace;
 extern const cli_command cmd_run;
+extern const cli_command cmd_schema;
 
 /* Prints cmd->usage to `out`. */
 void cli_usage(const cli_command *cmd, FILE *out);

@@ -1,139 +1,76 @@
-/* pacer report: checking the fields of one record. */
+/* pacer report: what the sections take from the schema. */
 #include "report_fields.h"
 
 #include <errno.h>
-#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-json_t *report_field(json_t *obj, const char *key)
+const pacer_shape *report_shape(pacer_record_id type)
 {
-    json_t *v = json_object_get(obj, key);
-    return json_is_null(v) ? NULL : v;
+    return pacer_record_type_get(type)->shape;
 }
 
-static const char *type_name(const json_t *v)
+const char *report_field_name(pacer_record_id type, unsigned field)
 {
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        return "an object";
-    case JSON_ARRAY:
-        return "an array";
-    case JSON_STRING:
-        return "a string";
-    case JSON_INTEGER:
-        return "an integer";
-    case JSON_REAL:
-        return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE:
-        return "a boolean";
-    case JSON_NULL:
-        return "null";
+    return report_shape(type)->fields[field].name;
+}
+
+bool report_number(const pacer_record *r, unsigned field, double *ret)
+{
+    if (!pacer_record_has(r, field))
+        return false;
+    switch (pacer_record_shape(r)->fields[field].type) {
+    case PACER_TYPE_MS:
+        *ret = pacer_record_ms(r, field);
+        return true;
+    case PACER_TYPE_INT:
+        *ret = (double)pacer_record_int(r, field);
+        return true;
+    case PACER_TYPE_ID:
+        *ret = (double)pacer_record_u64(r, field);
+        return true;
+    default:
+        return false;
     }
-    return "a value of unknown type";
 }
 
-/* The shared part of every check: presence, then the type predicate. */
-static int check_typed(json_t *obj, const char *key, int required, int (*is_type)(const json_t *),
-                       const char *expected, char *reason)
+int report_values_init(report_values *ret, const pacer_field *f)
 {
-    json_t *v = report_field(obj, key);
-    if (!v) {
-        if (!required)
-            return 0;
-        snprintf(reason, REPORT_REASON_MAX, "missing field \"%s\" (%s)", key, expected);
+    *ret = (report_values){0};
+    if (!f->values)
         return -EINVAL;
+    size_t n = 1;
+    for (const char *s = f->values; *s; s++)
+        n += *s == '|';
+    char *text = strdup(f->values);
+    const char **v = calloc(n, sizeof(*v));
+    if (!text || !v) {
+        free(text);
+        free(v);
+        return -ENOMEM;
     }
-    if (is_type(v))
-        return 0;
-    snprintf(reason, REPORT_REASON_MAX, "field \"%s\" is %s, expected %s", key, type_name(v), expected);
-    return -EINVAL;
-}
-
-/* jansson's json_is_* are macros; these give check_typed a function each. */
-static int is_string(const json_t *v)
-{
-    return json_is_string(v);
-}
-static int is_integer(const json_t *v)
-{
-    return json_is_integer(v);
-}
-static int is_bool(const json_t *v)
-{
-    return json_is_boolean(v);
-}
-static int is_object(const json_t *v)
-{
-    return json_is_object(v);
-}
-static int is_array(const json_t *v)
-{
-    return json_is_array(v);
-}
-static int is_number(const json_t *v)
-{
-    return json_is_number(v);
-}
-
-int report_check_string(json_t *obj, const char *key, int required, char *reason)
-{
-    return check_typed(obj, key, required, is_string, "a string", reason);
-}
-
-int report_check_integer(json_t *obj, const char *key, int required, char *reason)
-{
-    return check_typed(obj, key, required, is_integer, "an integer", reason);
-}
-
-int report_check_bool(json_t *obj, const char *key, int required, char *reason)
-{
-    return check_typed(obj, key, required, is_bool, "true or false", reason);
-}
-
-int report_check_object(json_t *obj, const char *key, int required, char *reason)
-{
-    return check_typed(obj, key, required, is_object, "an object", reason);
-}
-
-int report_check_array(json_t *obj, const char *key, int required, char *reason)
-{
-    return check_typed(obj, key, required, is_array, "an array", reason);
-}
-
-int report_check_ms(json_t *obj, const char *key, char *reason)
-{
-    int r = check_typed(obj, key, 0, is_number, "a number of milliseconds", reason);
-    if (r < 0)
-        return r;
-    json_t *v = report_field(obj, key);
-    if (v && json_number_value(v) < 0) {
-        snprintf(reason, REPORT_REASON_MAX, "field \"%s\" is negative (%g), expected a duration", key,
-                 json_number_value(v));
-        return -EINVAL;
+    char *s = text;
+    for (size_t i = 0; i < n; i++) {
+        v[i] = s;
+        s += strcspn(s, "|");
+        if (*s)
+            *s++ = '\0';
     }
+    *ret = (report_values){.text = text, .v = v, .n = n};
     return 0;
 }
 
-int report_check_enum(json_t *obj, const char *key, int required, const char *const *values, char *reason)
+long report_values_find(const report_values *vals, const char *s)
 {
-    int r = report_check_string(obj, key, required, reason);
-    if (r < 0)
-        return r;
-    json_t *v = report_field(obj, key);
-    if (!v)
-        return 0;
-    const char *s = json_string_value(v);
-    for (size_t i = 0; values[i]; i++)
-        if (strcmp(s, values[i]) == 0)
-            return 0;
+    for (size_t i = 0; s && i < vals->n; i++)
+        if (strcmp(vals->v[i], s) == 0)
+            return (long)i;
+    return -1;
+}
 
-    char expected[128] = "";
-    for (size_t i = 0; values[i]; i++) {
-        size_t len = strlen(expected);
-        snprintf(expected + len, sizeof(expected) - len, "%s%s", i ? ", " : "", values[i]);
-    }
-    snprintf(reason, REPORT_REASON_MAX, "field \"%s\" is \"%.40s%s\", expected one of %s", key, s,
-             strlen(s) > 40 ? "..." : "", expected);
-    return -EINVAL;
+void report_values_release(report_values *vals)
+{
+    free(vals->text);
+    free(vals->v);
+    *vals = (report_values){0};
 }

@@ -2,8 +2,9 @@
  *
  * Per window class, the sums over its records (each covers the frames since
  * the window's previous record): frames, slow, frozen, dropped frames,
- * frame delay, the frames per Matrix level; the longest frame; the refresh
- * interval of the last record; slow and frozen as a share of the frames.
+ * frame delay, the frames per Matrix level (the fields of the levels
+ * object); the longest frame; the refresh interval of the last record; slow
+ * and frozen as a share of the frames.
  */
 #include "report.h"
 #include "report_fields.h"
@@ -14,21 +15,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const counters[] = {"frames", "slow", "frozen", "dropped_frames"};
-#define N_COUNTERS 4
-static const char *const levels[] = {"best", "normal", "middle", "high", "frozen"};
-#define N_LEVELS 5
+/* The counters summed per window, in the order of the JSON members. */
+static const unsigned counters[] = {PACER_FRAMES_FRAMES, PACER_FRAMES_SLOW, PACER_FRAMES_FROZEN,
+                                    PACER_FRAMES_DROPPED_FRAMES};
+#define N_COUNTERS (sizeof(counters) / sizeof(counters[0]))
+enum { C_FRAMES, C_SLOW, C_FROZEN, C_DROPPED }; /* indexes into counters */
 
 typedef struct frames_window {
     char *name; /* the window class; first member, see report_index.h */
     size_t records;
-    json_int_t count[N_COUNTERS], level[N_LEVELS];
-    double delay_ms, max_frame_ms, refresh_ms;
+    int64_t count[N_COUNTERS];
+    int64_t level[PACER_LEVEL_N_FIELDS]; /* by PACER_LEVEL_* */
+    double delay, max_frame, refresh; /* ms */
 } frames_window;
 
 typedef struct frames_summary {
     report_index windows;
 } frames_summary;
+
+static const char *field_name(unsigned field)
+{
+    return report_field_name(PACER_RECORD_FRAMES, field);
+}
+
+static const pacer_shape *levels_shape(void)
+{
+    return report_shape(PACER_RECORD_FRAMES)->fields[PACER_FRAMES_LEVELS].shape;
+}
 
 static void *frames_new(void)
 {
@@ -44,57 +57,28 @@ static void frames_free(void *state)
     free(s);
 }
 
-static int frames_check(json_t *rec, char *reason)
-{
-    int r;
-    if ((r = report_check_string(rec, "window", 1, reason)) < 0 ||
-        (r = report_check_object(rec, "levels", 0, reason)) < 0)
-        return r;
-    for (size_t i = 0; i < N_COUNTERS; i++)
-        if ((r = report_check_integer(rec, counters[i], i == 0, reason)) < 0)
-            return r;
-    static const char *const ms[] = {"delay_ms", "max_frame_ms", "refresh_ms"};
-    for (size_t i = 0; i < 3; i++)
-        if ((r = report_check_ms(rec, ms[i], reason)) < 0)
-            return r;
-    json_t *lv = report_field(rec, "levels");
-    for (size_t i = 0; lv && i < N_LEVELS; i++)
-        if ((r = report_check_integer(lv, levels[i], 0, reason)) < 0)
-            return r;
-    return 0;
-}
-
-static double num(json_t *rec, const char *key)
-{
-    json_t *v = report_field(rec, key);
-    return v ? json_number_value(v) : 0;
-}
-
-static int frames_add(void *state, json_t *rec, const report_options *opt)
+static int frames_add(void *state, const pacer_record *rec, const report_options *opt)
 {
     frames_summary *s = state;
-    frames_window *w = report_index_get(&s->windows, json_string_value(report_field(rec, "window")), sizeof(*w));
+    frames_window *w = report_index_get(&s->windows, pacer_record_str(rec, PACER_FRAMES_WINDOW), sizeof(*w));
     if (!w)
         return -ENOMEM;
     w->records++;
-    for (size_t i = 0; i < N_COUNTERS; i++) {
-        json_t *v = report_field(rec, counters[i]);
-        w->count[i] += v ? json_integer_value(v) : 0;
-    }
-    json_t *lv = report_field(rec, "levels");
-    for (size_t i = 0; lv && i < N_LEVELS; i++) {
-        json_t *v = report_field(lv, levels[i]);
-        w->level[i] += v ? json_integer_value(v) : 0;
-    }
-    w->delay_ms += num(rec, "delay_ms");
-    if (num(rec, "max_frame_ms") > w->max_frame_ms)
-        w->max_frame_ms = num(rec, "max_frame_ms");
-    if (report_field(rec, "refresh_ms"))
-        w->refresh_ms = num(rec, "refresh_ms");
+    /* An absent counter, level or time reads as 0. */
+    for (size_t i = 0; i < N_COUNTERS; i++)
+        w->count[i] += pacer_record_int(rec, counters[i]);
+    const pacer_record *lv = pacer_record_child(rec, PACER_FRAMES_LEVELS);
+    for (unsigned k = 0; lv && k < PACER_LEVEL_N_FIELDS; k++)
+        w->level[k] += pacer_record_int(lv, k);
+    w->delay += pacer_record_ms(rec, PACER_FRAMES_DELAY_MS);
+    if (pacer_record_ms(rec, PACER_FRAMES_MAX_FRAME_MS) > w->max_frame)
+        w->max_frame = pacer_record_ms(rec, PACER_FRAMES_MAX_FRAME_MS);
+    if (pacer_record_has(rec, PACER_FRAMES_REFRESH_MS))
+        w->refresh = pacer_record_ms(rec, PACER_FRAMES_REFRESH_MS);
     return 0;
 }
 
-static double share(json_int_t part, json_int_t whole)
+static double share(int64_t part, int64_t whole)
 {
     return whole ? 100.0 * (double)part / (double)whole : 0;
 }
@@ -113,50 +97,46 @@ static void frames_print_text(void *state, FILE *out, const report_options *opt)
     for (size_t i = 0; i < s->windows.n; i++) {
         frames_window *x = w[i];
         fprintf(out, "  %-24s %8lld %7lld %6.1f %7lld %6.1f %8lld %10.1f %9.1f %8.2f\n", x->name,
-                (long long)x->count[0], (long long)x->count[1], share(x->count[1], x->count[0]),
-                (long long)x->count[2], share(x->count[2], x->count[0]), (long long)x->count[3], x->delay_ms,
-                x->max_frame_ms, x->refresh_ms);
+                (long long)x->count[C_FRAMES], (long long)x->count[C_SLOW], share(x->count[C_SLOW], x->count[C_FRAMES]),
+                (long long)x->count[C_FROZEN], share(x->count[C_FROZEN], x->count[C_FRAMES]),
+                (long long)x->count[C_DROPPED], x->delay, x->max_frame, x->refresh);
         fprintf(out, "  %-24s levels:", "");
-        for (size_t k = 0; k < N_LEVELS; k++)
-            fprintf(out, " %s %lld", levels[k], (long long)x->level[k]);
+        for (size_t k = 0; k < PACER_LEVEL_N_FIELDS; k++)
+            fprintf(out, " %s %lld", levels_shape()->fields[k].name, (long long)x->level[k]);
         fprintf(out, "\n");
     }
 }
 
-static json_t *frames_to_json(void *state, const report_options *opt)
+static void frames_to_json(void *state, jbuf *out, const report_options *opt)
 {
     frames_summary *s = state;
-    json_t *arr = json_array();
-    if (!arr)
-        return NULL;
+    jbuf_open(out, '[');
     frames_window **w = (frames_window **)report_index_sorted(&s->windows);
     for (size_t i = 0; i < s->windows.n; i++) {
         frames_window *x = w[i];
-        json_t *lv = json_object();
-        for (size_t k = 0; lv && k < N_LEVELS; k++)
-            if (json_object_set_new(lv, levels[k], json_integer(x->level[k])) < 0) {
-                json_decref(lv);
-                lv = NULL;
-            }
-        json_t *o = lv ? json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:o}", "window", x->name, "records",
-                                   (json_int_t)x->records, "frames", x->count[0], "slow", x->count[1], "frozen",
-                                   x->count[2], "dropped_frames", x->count[3], "delay_ms", x->delay_ms,
-                                   "max_frame_ms", x->max_frame_ms, "refresh_ms", x->refresh_ms, "levels", lv)
-                       : NULL;
-        if (!o || json_array_append_new(arr, o) < 0) {
-            json_decref(arr);
-            return NULL;
-        }
+        jbuf_open(out, '{');
+        jbuf_kv_str(out, field_name(PACER_FRAMES_WINDOW), x->name);
+        jbuf_kv_u64(out, "records", x->records);
+        for (size_t k = 0; k < N_COUNTERS; k++)
+            jbuf_kv_i64(out, field_name(counters[k]), x->count[k]);
+        report_json_number(out, field_name(PACER_FRAMES_DELAY_MS), x->delay);
+        report_json_number(out, field_name(PACER_FRAMES_MAX_FRAME_MS), x->max_frame);
+        report_json_number(out, field_name(PACER_FRAMES_REFRESH_MS), x->refresh);
+        jbuf_key(out, field_name(PACER_FRAMES_LEVELS));
+        jbuf_open(out, '{');
+        for (size_t k = 0; k < PACER_LEVEL_N_FIELDS; k++)
+            jbuf_kv_i64(out, levels_shape()->fields[k].name, x->level[k]);
+        jbuf_close(out, '}');
+        jbuf_close(out, '}');
     }
-    return arr;
+    jbuf_close(out, ']');
 }
 
 const report_section report_frames_section = {
-    .type = "frames",
+    .type = PACER_RECORD_FRAMES,
     .json_key = "frames",
     .state_new = frames_new,
     .state_free = frames_free,
-    .check = frames_check,
     .add = frames_add,
     .print_text = frames_print_text,
     .to_json = frames_to_json,

@@ -3,9 +3,12 @@
  *
  * Janks are grouped by fingerprint (the same stuck code, across runs and
  * builds); records without one (no stack captured) form the group "-".
- * Per group: count, hangs, p50 and max of duration_ms, the page of the
+ * Per group: count, hangs, p50 and max of the busy time, the page of the
  * longest, and its top in-app frames ("function (file:line)"), up to
  * TOP_FRAMES. Groups print most frequent first.
+ *
+ * The schema lets a jank record go without its duration; the report cannot
+ * place such a record in a group's times, so it rejects it (jank_check).
  */
 #include "report.h"
 #include "report_fields.h"
@@ -18,7 +21,8 @@
 
 #define TOP_FRAMES 3
 
-static const char *const kind_names[] = {"jank", "hang", NULL};
+/* The kind of a jank that reached hang-ms: one of the kind field's values. */
+static const char hang_kind[] = "hang";
 
 typedef struct jank_group {
     char *name; /* the fingerprint; first member, see report_index.h */
@@ -56,42 +60,24 @@ static void jank_free(void *state)
     free(s);
 }
 
-static int jank_check(json_t *rec, char *reason)
+static int jank_check(const pacer_record *rec, char *reason)
 {
-    int r;
-    if ((r = report_check_enum(rec, "kind", 1, kind_names, reason)) < 0 ||
-        (r = report_check_string(rec, "fingerprint", 0, reason)) < 0 ||
-        (r = report_check_string(rec, "page", 0, reason)) < 0 ||
-        (r = report_check_array(rec, "stack", 0, reason)) < 0)
-        return r;
-    if (!report_field(rec, "duration_ms")) {
-        snprintf(reason, REPORT_REASON_MAX, "field \"duration_ms\" is missing");
-        return -EINVAL;
-    }
-    if ((r = report_check_ms(rec, "duration_ms", reason)) < 0)
-        return r;
-    json_t *stack = report_field(rec, "stack");
-    for (size_t i = 0; i < json_array_size(stack); i++) {
-        json_t *f = json_array_get(stack, i);
-        char inner[REPORT_REASON_MAX];
-        if (!json_is_object(f) || report_check_string(f, "function", 1, inner) < 0 ||
-            report_check_string(f, "file", 0, inner) < 0 || report_check_integer(f, "line", 0, inner) < 0) {
-            snprintf(reason, REPORT_REASON_MAX, "stack[%zu] is not a frame with a function", i);
-            return -EINVAL;
-        }
-    }
-    return 0;
+    if (pacer_record_has(rec, PACER_JANK_DURATION_MS))
+        return 0;
+    snprintf(reason, REPORT_REASON_MAX, "missing field \"%s\" (a number of milliseconds)",
+             report_field_name(PACER_RECORD_JANK, PACER_JANK_DURATION_MS));
+    return -EINVAL;
 }
 
-static char *frame_text(json_t *f)
+static char *frame_text(const pacer_record *f)
 {
-    const char *fn = json_string_value(report_field(f, "function"));
-    json_t *file = report_field(f, "file");
+    const char *fn = pacer_record_str(f, PACER_STACK_FUNCTION);
+    const char *file = pacer_record_str(f, PACER_STACK_FILE);
     char *s = NULL;
     if (file) {
-        const char *base = strrchr(json_string_value(file), '/');
-        base = base ? base + 1 : json_string_value(file);
-        if (asprintf(&s, "%s (%s:%lld)", fn, base, (long long)json_integer_value(report_field(f, "line"))) < 0)
+        const char *base = strrchr(file, '/');
+        base = base ? base + 1 : file;
+        if (asprintf(&s, "%s (%s:%lld)", fn, base, (long long)pacer_record_int(f, PACER_STACK_LINE)) < 0)
             s = NULL;
     } else {
         s = strdup(fn);
@@ -99,37 +85,47 @@ static char *frame_text(json_t *f)
     return s;
 }
 
-static int jank_add(void *state, json_t *rec, const report_options *opt)
+/* Keeps the page and top frames of rec, the group's new longest. */
+static int keep_longest(jank_group *g, const pacer_record *rec)
+{
+    free(g->page);
+    const char *page = pacer_record_str(rec, PACER_JANK_PAGE);
+    g->page = NULL;
+    if (page && !(g->page = strdup(page)))
+        return -ENOMEM;
+    for (size_t i = 0; i < TOP_FRAMES; i++) {
+        free(g->top[i]);
+        g->top[i] = NULL;
+    }
+    /* in-app frames first; without any, the topmost frames */
+    size_t n = 0;
+    for (int pass = 0; pass < 2 && n == 0; pass++)
+        for (const pacer_record *f = pacer_record_child(rec, PACER_JANK_STACK); f && n < TOP_FRAMES;
+             f = pacer_record_next(f)) {
+            if (pass == 0 && !pacer_record_int(f, PACER_STACK_IN_APP))
+                continue;
+            if (!(g->top[n++] = frame_text(f)))
+                return -ENOMEM;
+        }
+    return 0;
+}
+
+static int jank_add(void *state, const pacer_record *rec, const report_options *opt)
 {
     jank_summary *s = state;
-    json_t *fp = report_field(rec, "fingerprint");
-    jank_group *g = report_index_get(&s->groups, fp ? json_string_value(fp) : "-", sizeof(*g));
+    const char *fp = pacer_record_str(rec, PACER_JANK_FINGERPRINT);
+    jank_group *g = report_index_get(&s->groups, fp ? fp : "-", sizeof(*g));
     if (!g)
         return -ENOMEM;
     g->count++;
-    if (strcmp(json_string_value(report_field(rec, "kind")), "hang") == 0)
+    if (strcmp(pacer_record_str(rec, PACER_JANK_KIND), hang_kind) == 0)
         g->hangs++;
-    double ms = json_number_value(report_field(rec, "duration_ms"));
+    double ms = pacer_record_ms(rec, PACER_JANK_DURATION_MS);
     if (g->count == 1 || ms > g->max_ms) {
         g->max_ms = ms;
-        free(g->page);
-        json_t *page = report_field(rec, "page");
-        g->page = page ? strdup(json_string_value(page)) : NULL;
-        for (size_t i = 0; i < TOP_FRAMES; i++) {
-            free(g->top[i]);
-            g->top[i] = NULL;
-        }
-        /* in-app frames first; without any, the topmost frames */
-        json_t *stack = report_field(rec, "stack");
-        size_t n = 0;
-        for (int pass = 0; pass < 2 && n == 0; pass++)
-            for (size_t i = 0; i < json_array_size(stack) && n < TOP_FRAMES; i++) {
-                json_t *f = json_array_get(stack, i);
-                if (pass == 0 && !json_is_true(report_field(f, "in_app")))
-                    continue;
-                if (!(g->top[n++] = frame_text(f)))
-                    return -ENOMEM;
-            }
+        int r = keep_longest(g, rec);
+        if (r < 0)
+            return r;
     }
     return report_samples_add(&g->ms, ms);
 }
@@ -169,35 +165,34 @@ static void jank_print_text(void *state, FILE *out, const report_options *opt)
     }
 }
 
-static json_t *jank_to_json(void *state, const report_options *opt)
+static void jank_to_json(void *state, jbuf *out, const report_options *opt)
 {
     jank_summary *s = state;
-    json_t *arr = json_array();
-    if (!arr)
-        return NULL;
+    jbuf_open(out, '[');
     jank_group **g = sorted(s);
     for (size_t i = 0; i < s->groups.n; i++) {
-        json_t *top = json_array();
-        for (size_t k = 0; top && k < TOP_FRAMES && g[i]->top[k]; k++)
-            if (json_array_append_new(top, json_string(g[i]->top[k])) < 0) {
-                json_decref(top);
-                top = NULL;
-            }
-        json_t *o = top ? json_pack("{s:s,s:I,s:I,s:f,s:f,s:o,s:o}", "fingerprint", g[i]->name, "count",
-                                    (json_int_t)g[i]->count, "hangs", (json_int_t)g[i]->hangs, "p50_ms",
-                                    report_samples_pct(&g[i]->ms, 50), "max_ms", g[i]->max_ms, "page",
-                                    g[i]->page ? json_string(g[i]->page) : json_null(), "top_frames", top)
-                        : NULL;
-        if (!o || json_array_append_new(arr, o) < 0) {
-            json_decref(arr);
-            return NULL;
-        }
+        jbuf_open(out, '{');
+        jbuf_kv_str(out, "fingerprint", g[i]->name);
+        jbuf_kv_u64(out, "count", g[i]->count);
+        jbuf_kv_u64(out, "hangs", g[i]->hangs);
+        report_json_number(out, "p50_ms", report_samples_pct(&g[i]->ms, 50));
+        report_json_number(out, "max_ms", g[i]->max_ms);
+        if (g[i]->page)
+            jbuf_kv_str(out, "page", g[i]->page);
+        else
+            jbuf_kv_null(out, "page");
+        jbuf_key(out, "top_frames");
+        jbuf_open(out, '[');
+        for (size_t k = 0; k < TOP_FRAMES && g[i]->top[k]; k++)
+            jbuf_str(out, g[i]->top[k]);
+        jbuf_close(out, ']');
+        jbuf_close(out, '}');
     }
-    return arr;
+    jbuf_close(out, ']');
 }
 
 const report_section report_jank_section = {
-    .type = "jank",
+    .type = PACER_RECORD_JANK,
     .json_key = "jank",
     .state_new = jank_new,
     .state_free = jank_free,

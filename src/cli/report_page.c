@@ -1,9 +1,11 @@
 /* pacer report: the page section (records of type "page", DESIGN §3.1).
  *
- * Per page class: how many records, how many of each status, the four page
- * metrics, and per API URL the request times and failures. A record reports
- * one page instance; a metric it lacks (e.g. api_load_ms of a page without
- * APIs) is simply not counted, so each metric has its own n.
+ * Per page class: how many records, how many of each status (the values the
+ * schema allows for it, in its order), every page metric (the fields the
+ * schema flags PACER_FIELD_METRIC), and per API URL the request times and
+ * failures. A record reports one page instance; a metric it lacks (e.g. the
+ * API load time of a page without APIs) is simply not counted, so each
+ * metric has its own n.
  *
  * An API call counts as failed when its HTTP status is >= 400, <= 0, or
  * absent: the last two mean no response arrived (an error or a request that
@@ -18,14 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const status_names[] = {"complete", "deadline_exceeded", "abandoned", "incomplete", NULL};
-#define N_STATUS 4
-
-static const char *const kind_names[] = {"window", "page", NULL};
-
-static const char *const metric_names[] = {"initial_draw_ms", "api_load_ms", "final_draw_ms", "total_ms"};
-#define N_METRICS 4
-
 typedef struct page_api {
     char *name; /* the URL; first member, see report_index.h */
     size_t calls;
@@ -36,18 +30,36 @@ typedef struct page_api {
 typedef struct page_class {
     char *name; /* the page class; first member, see report_index.h */
     size_t count;
-    size_t status[N_STATUS];
-    report_samples metric[N_METRICS];
+    report_samples metric[PACER_PAGE_N_FIELDS]; /* by field; only metrics are filled */
     report_index apis;
+    size_t status[]; /* by the status's index in the schema's list */
 } page_class;
 
 typedef struct page_summary {
     report_index classes;
+    report_values status; /* the values of the status field */
 } page_summary;
+
+static const pacer_field *page_field(unsigned field)
+{
+    return &report_shape(PACER_RECORD_PAGE)->fields[field];
+}
+
+static bool is_metric(unsigned field)
+{
+    return page_field(field)->flags & PACER_FIELD_METRIC;
+}
+
+static void page_free(void *state);
 
 static void *page_new(void)
 {
-    return calloc(1, sizeof(page_summary));
+    page_summary *s = calloc(1, sizeof(*s));
+    if (s && report_values_init(&s->status, page_field(PACER_PAGE_STATUS)) < 0) {
+        page_free(s);
+        return NULL;
+    }
+    return s;
 }
 
 static void api_release(void *item)
@@ -58,7 +70,7 @@ static void api_release(void *item)
 static void class_release(void *item)
 {
     page_class *c = item;
-    for (size_t i = 0; i < N_METRICS; i++)
+    for (size_t i = 0; i < PACER_PAGE_N_FIELDS; i++)
         report_samples_release(&c->metric[i]);
     report_index_release(&c->apis, api_release);
 }
@@ -69,87 +81,46 @@ static void page_free(void *state)
     if (!s)
         return;
     report_index_release(&s->classes, class_release);
+    report_values_release(&s->status);
     free(s);
 }
 
-static int check_api(json_t *api, size_t i, char *reason)
+static int add_api(page_class *c, const pacer_record *api)
 {
-    char inner[REPORT_REASON_MAX];
-    int r;
-    if (!json_is_object(api)) {
-        snprintf(reason, REPORT_REASON_MAX, "apis[%zu] is not an object", i);
-        return -EINVAL;
-    }
-    if ((r = report_check_string(api, "url", 1, inner)) < 0 || (r = report_check_ms(api, "ms", inner)) < 0 ||
-        (r = report_check_integer(api, "status", 0, inner)) < 0) {
-        snprintf(reason, REPORT_REASON_MAX, "apis[%zu]: %.200s", i, inner);
-        return r;
-    }
-    return 0;
-}
-
-static int page_check(json_t *rec, char *reason)
-{
-    int r;
-    if ((r = report_check_string(rec, "page", 1, reason)) < 0 ||
-        (r = report_check_integer(rec, "instance", 0, reason)) < 0 ||
-        (r = report_check_enum(rec, "kind", 0, kind_names, reason)) < 0 ||
-        (r = report_check_enum(rec, "status", 1, status_names, reason)) < 0 ||
-        (r = report_check_bool(rec, "main", 0, reason)) < 0)
-        return r;
-    for (size_t i = 0; i < N_METRICS; i++)
-        if ((r = report_check_ms(rec, metric_names[i], reason)) < 0)
-            return r;
-    if ((r = report_check_array(rec, "apis", 0, reason)) < 0)
-        return r;
-    json_t *apis = report_field(rec, "apis");
-    for (size_t i = 0; i < json_array_size(apis); i++)
-        if ((r = check_api(json_array_get(apis, i), i, reason)) < 0)
-            return r;
-    return 0;
-}
-
-static int add_api(page_class *c, json_t *api)
-{
-    page_api *a = report_index_get(&c->apis, json_string_value(report_field(api, "url")), sizeof(*a));
+    page_api *a = report_index_get(&c->apis, pacer_record_str(api, PACER_PAGE_API_URL), sizeof(*a));
     if (!a)
         return -ENOMEM;
     a->calls++;
-    json_t *status = report_field(api, "status");
-    json_int_t code = status ? json_integer_value(status) : 0;
+    int64_t code = pacer_record_int(api, PACER_PAGE_API_STATUS); /* 0 when absent */
     if (code <= 0 || code >= 400)
         a->failures++;
-    json_t *ms = report_field(api, "ms");
-    if (ms)
-        return report_samples_add(&a->ms, json_number_value(ms));
+    if (pacer_record_has(api, PACER_PAGE_API_MS))
+        return report_samples_add(&a->ms, pacer_record_ms(api, PACER_PAGE_API_MS));
     return 0;
 }
 
-static int page_add(void *state, json_t *rec, const report_options *opt)
+static int page_add(void *state, const pacer_record *rec, const report_options *opt)
 {
     page_summary *s = state;
-    const char *name = json_string_value(report_field(rec, "page"));
+    const char *name = pacer_record_str(rec, PACER_PAGE_CLASS);
     if (opt->page && strcmp(name, opt->page) != 0)
         return 0;
 
-    page_class *c = report_index_get(&s->classes, name, sizeof(*c));
+    page_class *c = report_index_get(&s->classes, name, sizeof(*c) + s->status.n * sizeof(c->status[0]));
     if (!c)
         return -ENOMEM;
     c->count++;
-    const char *status = json_string_value(report_field(rec, "status"));
-    for (size_t i = 0; i < N_STATUS; i++)
-        if (strcmp(status, status_names[i]) == 0)
-            c->status[i]++;
+    long k = report_values_find(&s->status, pacer_record_str(rec, PACER_PAGE_STATUS));
+    if (k >= 0)
+        c->status[k]++;
 
     int r;
-    for (size_t i = 0; i < N_METRICS; i++) {
-        json_t *v = report_field(rec, metric_names[i]);
-        if (v && (r = report_samples_add(&c->metric[i], json_number_value(v))) < 0)
+    double v;
+    for (unsigned f = 0; f < PACER_PAGE_N_FIELDS; f++)
+        if (is_metric(f) && report_number(rec, f, &v) && (r = report_samples_add(&c->metric[f], v)) < 0)
             return r;
-    }
-    json_t *apis = report_field(rec, "apis");
-    for (size_t i = 0; i < json_array_size(apis); i++)
-        if ((r = add_api(c, json_array_get(apis, i))) < 0)
+    for (const pacer_record *api = pacer_record_child(rec, PACER_PAGE_APIS); api; api = pacer_record_next(api))
+        if ((r = add_api(c, api)) < 0)
             return r;
     return 0;
 }
@@ -191,105 +162,73 @@ static void page_print_text(void *state, FILE *out, const report_options *opt)
     for (size_t i = 0; i < s->classes.n; i++) {
         page_class *c = classes[i];
         fprintf(out, "\n%s: %zu record%s (", c->name, c->count, c->count == 1 ? "" : "s");
-        for (size_t k = 0; k < N_STATUS; k++)
-            fprintf(out, "%s%s %zu", k ? ", " : "", status_names[k], c->status[k]);
+        for (size_t k = 0; k < s->status.n; k++)
+            fprintf(out, "%s%s %zu", k ? ", " : "", s->status.v[k], c->status[k]);
         fprintf(out, ")\n");
         report_metric_header(out, "metric (ms)");
-        for (size_t k = 0; k < N_METRICS; k++)
-            report_metric_row(out, metric_names[k], &c->metric[k]);
+        for (unsigned f = 0; f < PACER_PAGE_N_FIELDS; f++)
+            if (is_metric(f))
+                report_metric_row(out, page_field(f)->name, &c->metric[f]);
         if (c->apis.n > 0)
             print_apis(out, c);
     }
 }
 
-static json_t *api_json(page_api *a)
+static void api_json(jbuf *out, page_api *a)
 {
-    json_t *o = json_object();
-    if (!o)
-        return NULL;
-    int r = report_json_set(o, "url", json_string(a->name));
-    if (r == 0)
-        r = report_json_set(o, "calls", json_integer((json_int_t)a->calls));
-    if (r == 0)
-        r = report_json_set(o, "n", json_integer((json_int_t)a->ms.n));
-    if (a->ms.n > 0)
-        report_samples_sort(&a->ms);
-    if (r == 0)
-        r = report_json_set(o, "p50", a->ms.n ? json_real(report_samples_pct(&a->ms, 50)) : json_null());
-    if (r == 0)
-        r = report_json_set(o, "p90", a->ms.n ? json_real(report_samples_pct(&a->ms, 90)) : json_null());
-    if (r == 0)
-        r = report_json_set(o, "failures", json_integer((json_int_t)a->failures));
-    if (r < 0) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
+    report_samples_sort(&a->ms);
+    jbuf_open(out, '{');
+    jbuf_kv_str(out, "url", a->name);
+    jbuf_kv_u64(out, "calls", a->calls);
+    jbuf_kv_u64(out, "n", a->ms.n);
+    report_json_pct(out, "p50", &a->ms, 50);
+    report_json_pct(out, "p90", &a->ms, 90);
+    jbuf_kv_u64(out, "failures", a->failures);
+    jbuf_close(out, '}');
 }
 
-static json_t *class_json(page_class *c)
+static void class_json(jbuf *out, const page_summary *s, page_class *c)
 {
-    json_t *o = json_object(), *status = json_object(), *metrics = json_object(), *apis = json_array();
-    int r = (o && status && metrics && apis) ? 0 : -ENOMEM;
-
-    for (size_t k = 0; r == 0 && k < N_STATUS; k++)
-        r = report_json_set(status, status_names[k], json_integer((json_int_t)c->status[k]));
-    for (size_t k = 0; r == 0 && k < N_METRICS; k++)
-        r = report_json_set(metrics, metric_names[k], report_metric_json(&c->metric[k]));
-    page_api **list = (page_api **)report_index_sorted(&c->apis);
-    for (size_t k = 0; r == 0 && k < c->apis.n; k++) {
-        json_t *a = api_json(list[k]);
-        r = (a && json_array_append_new(apis, a) == 0) ? 0 : -ENOMEM;
-    }
-    if (r == 0)
-        r = report_json_set(o, "page", json_string(c->name));
-    if (r == 0)
-        r = report_json_set(o, "count", json_integer((json_int_t)c->count));
-    if (r == 0) {
-        r = report_json_set(o, "status", status);
-        status = NULL;
-    }
-    if (r == 0) {
-        r = report_json_set(o, "metrics", metrics);
-        metrics = NULL;
-    }
-    if (r == 0) {
-        r = report_json_set(o, "apis", apis);
-        apis = NULL;
-    }
-    json_decref(status);
-    json_decref(metrics);
-    json_decref(apis);
-    if (r < 0) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
+    jbuf_open(out, '{');
+    jbuf_kv_str(out, "page", c->name);
+    jbuf_kv_u64(out, "count", c->count);
+    jbuf_key(out, "status");
+    jbuf_open(out, '{');
+    for (size_t k = 0; k < s->status.n; k++)
+        jbuf_kv_u64(out, s->status.v[k], c->status[k]);
+    jbuf_close(out, '}');
+    jbuf_key(out, "metrics");
+    jbuf_open(out, '{');
+    for (unsigned f = 0; f < PACER_PAGE_N_FIELDS; f++)
+        if (is_metric(f)) {
+            jbuf_key(out, page_field(f)->name);
+            report_metric_json(out, &c->metric[f]);
+        }
+    jbuf_close(out, '}');
+    jbuf_key(out, "apis");
+    jbuf_open(out, '[');
+    page_api **apis = (page_api **)report_index_sorted(&c->apis);
+    for (size_t k = 0; k < c->apis.n; k++)
+        api_json(out, apis[k]);
+    jbuf_close(out, ']');
+    jbuf_close(out, '}');
 }
 
-static json_t *page_to_json(void *state, const report_options *opt)
+static void page_to_json(void *state, jbuf *out, const report_options *opt)
 {
     page_summary *s = state;
-    json_t *arr = json_array();
-    if (!arr)
-        return NULL;
+    jbuf_open(out, '[');
     page_class **classes = (page_class **)report_index_sorted(&s->classes);
-    for (size_t i = 0; i < s->classes.n; i++) {
-        json_t *c = class_json(classes[i]);
-        if (!c || json_array_append_new(arr, c) < 0) {
-            json_decref(arr);
-            return NULL;
-        }
-    }
-    return arr;
+    for (size_t i = 0; i < s->classes.n; i++)
+        class_json(out, s, classes[i]);
+    jbuf_close(out, ']');
 }
 
 const report_section report_page_section = {
-    .type = "page",
+    .type = PACER_RECORD_PAGE,
     .json_key = "pages",
     .state_new = page_new,
     .state_free = page_free,
-    .check = page_check,
     .add = page_add,
     .print_text = page_print_text,
     .to_json = page_to_json,

@@ -1,9 +1,16 @@
 /* pacer report: the start-up section (records of type "startup", DESIGN §3.2).
  *
- * Cold and warm starts are summarised apart, since they measure different
- * spans. A start flagged `outlier` (launch -> app_created over the threshold)
- * is counted but kept out of every percentile, as Matrix does: one start after
- * a suspend would otherwise own p99.
+ * Starts are summarised per kind (the values the schema allows for the kind
+ * field: cold, warm), since the kinds measure different spans. A start
+ * flagged outlier (launch -> app_created over the threshold) is counted but
+ * kept out of every percentile, as Matrix does: one start after a suspend
+ * would otherwise own p99.
+ *
+ * Which metrics a kind has: a warm start measures one span, the field
+ * PACER_STARTUP_WARM_MS; a cold start every other field the schema flags
+ * PACER_FIELD_METRIC (its phases from the launch). So a cold start shows the
+ * cold metrics even when a run had none, and a metric added to the schema
+ * is shown under cold starts.
  */
 #include "report.h"
 #include "report_fields.h"
@@ -13,30 +20,42 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const kind_names[] = {"cold", "warm", NULL};
-
-static const char *const cold_metrics[] = {"cold_ms", "first_screen_ms", "app_cost_ms", "full_display_ms", NULL};
-static const char *const warm_metrics[] = {"warm_ms", NULL};
-#define MAX_METRICS 4
-
 typedef struct start_kind {
-    const char *const *metric_names; /* NULL-terminated */
+    const char *name;                /* the kind, in the summary's kinds */
     size_t count;                    /* every start of this kind, outliers included */
     size_t outliers;
-    report_samples metric[MAX_METRICS]; /* outliers excluded */
+    bool has[PACER_STARTUP_N_FIELDS]; /* the fields that are this kind's metrics */
+    report_samples metric[PACER_STARTUP_N_FIELDS]; /* by field; outliers excluded */
 } start_kind;
 
 typedef struct startup_summary {
-    start_kind cold, warm;
+    report_values kinds; /* the values of the kind field */
+    start_kind *kind;    /* kinds.n of them, in the same order */
 } startup_summary;
+
+static const pacer_field *startup_field(unsigned field)
+{
+    return &report_shape(PACER_RECORD_STARTUP)->fields[field];
+}
+
+static void startup_free(void *state);
 
 static void *startup_new(void)
 {
     startup_summary *s = calloc(1, sizeof(*s));
     if (!s)
         return NULL;
-    s->cold.metric_names = cold_metrics;
-    s->warm.metric_names = warm_metrics;
+    if (report_values_init(&s->kinds, startup_field(PACER_STARTUP_KIND)) < 0 ||
+        !(s->kind = calloc(s->kinds.n, sizeof(*s->kind)))) {
+        startup_free(s);
+        return NULL;
+    }
+    for (size_t k = 0; k < s->kinds.n; k++) {
+        s->kind[k].name = s->kinds.v[k];
+        bool warm = strcmp(s->kinds.v[k], "warm") == 0;
+        for (unsigned f = 0; f < PACER_STARTUP_N_FIELDS; f++)
+            s->kind[k].has[f] = (startup_field(f)->flags & PACER_FIELD_METRIC) && warm == (f == PACER_STARTUP_WARM_MS);
+    }
     return s;
 }
 
@@ -45,113 +64,100 @@ static void startup_free(void *state)
     startup_summary *s = state;
     if (!s)
         return;
-    for (size_t i = 0; i < MAX_METRICS; i++) {
-        report_samples_release(&s->cold.metric[i]);
-        report_samples_release(&s->warm.metric[i]);
-    }
+    for (size_t k = 0; s->kind && k < s->kinds.n; k++)
+        for (size_t f = 0; f < PACER_STARTUP_N_FIELDS; f++)
+            report_samples_release(&s->kind[k].metric[f]);
+    free(s->kind);
+    report_values_release(&s->kinds);
     free(s);
 }
 
-static int startup_check(json_t *rec, char *reason)
-{
-    int r;
-    if ((r = report_check_enum(rec, "kind", 1, kind_names, reason)) < 0 ||
-        (r = report_check_bool(rec, "outlier", 0, reason)) < 0 ||
-        (r = report_check_object(rec, "phases", 0, reason)) < 0)
-        return r;
-    /* Every duration is checked whatever the kind: a cold record with a
-     * malformed warm_ms is still malformed. */
-    for (size_t i = 0; cold_metrics[i]; i++)
-        if ((r = report_check_ms(rec, cold_metrics[i], reason)) < 0)
-            return r;
-    return report_check_ms(rec, "warm_ms", reason);
-}
-
-static int startup_add(void *state, json_t *rec, const report_options *opt)
+static int startup_add(void *state, const pacer_record *rec, const report_options *opt)
 {
     startup_summary *s = state;
-    start_kind *k = strcmp(json_string_value(report_field(rec, "kind")), "cold") == 0 ? &s->cold : &s->warm;
+    long i = report_values_find(&s->kinds, pacer_record_str(rec, PACER_STARTUP_KIND));
+    if (i < 0)
+        return 0; /* the schema requires the kind and one of the list: not reached */
+    start_kind *k = &s->kind[i];
     k->count++;
-    if (json_is_true(report_field(rec, "outlier"))) {
+    if (pacer_record_int(rec, PACER_STARTUP_OUTLIER)) {
         k->outliers++;
         return 0;
     }
-    for (size_t i = 0; k->metric_names[i]; i++) {
-        json_t *v = report_field(rec, k->metric_names[i]);
-        int r;
-        if (v && (r = report_samples_add(&k->metric[i], json_number_value(v))) < 0)
+    double v;
+    int r;
+    for (unsigned f = 0; f < PACER_STARTUP_N_FIELDS; f++)
+        if (k->has[f] && report_number(rec, f, &v) && (r = report_samples_add(&k->metric[f], v)) < 0)
             return r;
-    }
     return 0;
 }
 
-static void print_kind(FILE *out, const char *label, start_kind *k)
+static size_t outliers(const startup_summary *s)
 {
-    fprintf(out, "\n%s starts: %zu (%zu outlier%s)\n", label, k->count, k->outliers, k->outliers == 1 ? "" : "s");
+    size_t n = 0;
+    for (size_t k = 0; k < s->kinds.n; k++)
+        n += s->kind[k].outliers;
+    return n;
+}
+
+static void print_kind(FILE *out, start_kind *k)
+{
+    fprintf(out, "\n%s starts: %zu (%zu outlier%s)\n", k->name, k->count, k->outliers, k->outliers == 1 ? "" : "s");
     report_metric_header(out, "metric (ms)");
-    for (size_t i = 0; k->metric_names[i]; i++)
-        report_metric_row(out, k->metric_names[i], &k->metric[i]);
+    for (unsigned f = 0; f < PACER_STARTUP_N_FIELDS; f++)
+        if (k->has[f])
+            report_metric_row(out, startup_field(f)->name, &k->metric[f]);
 }
 
 static void startup_print_text(void *state, FILE *out, const report_options *opt)
 {
     startup_summary *s = state;
     fprintf(out, "Start-up\n");
-    if (s->cold.count == 0 && s->warm.count == 0) {
+    size_t starts = 0;
+    for (size_t k = 0; k < s->kinds.n; k++)
+        starts += s->kind[k].count;
+    if (starts == 0) {
         fprintf(out, "  no start-up records\n");
         return;
     }
-    print_kind(out, "cold", &s->cold);
-    print_kind(out, "warm", &s->warm);
-    fprintf(out, "\noutliers: %zu (excluded from the percentiles above)\n", s->cold.outliers + s->warm.outliers);
+    for (size_t k = 0; k < s->kinds.n; k++)
+        print_kind(out, &s->kind[k]);
+    fprintf(out, "\noutliers: %zu (excluded from the percentiles above)\n", outliers(s));
 }
 
-static json_t *kind_json(start_kind *k)
+static void kind_json(jbuf *out, start_kind *k)
 {
-    json_t *o = json_object(), *metrics = json_object();
-    int r = (o && metrics) ? 0 : -ENOMEM;
-    for (size_t i = 0; r == 0 && k->metric_names[i]; i++)
-        r = report_json_set(metrics, k->metric_names[i], report_metric_json(&k->metric[i]));
-    if (r == 0)
-        r = report_json_set(o, "count", json_integer((json_int_t)k->count));
-    if (r == 0)
-        r = report_json_set(o, "outliers", json_integer((json_int_t)k->outliers));
-    if (r == 0) {
-        r = report_json_set(o, "metrics", metrics);
-        metrics = NULL;
-    }
-    json_decref(metrics);
-    if (r < 0) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
+    jbuf_open(out, '{');
+    jbuf_kv_u64(out, "count", k->count);
+    jbuf_kv_u64(out, "outliers", k->outliers);
+    jbuf_key(out, "metrics");
+    jbuf_open(out, '{');
+    for (unsigned f = 0; f < PACER_STARTUP_N_FIELDS; f++)
+        if (k->has[f]) {
+            jbuf_key(out, startup_field(f)->name);
+            report_metric_json(out, &k->metric[f]);
+        }
+    jbuf_close(out, '}');
+    jbuf_close(out, '}');
 }
 
-static json_t *startup_to_json(void *state, const report_options *opt)
+static void startup_to_json(void *state, jbuf *out, const report_options *opt)
 {
     startup_summary *s = state;
-    json_t *o = json_object();
-    if (!o)
-        return NULL;
-    int r = report_json_set(o, "cold", kind_json(&s->cold));
-    if (r == 0)
-        r = report_json_set(o, "warm", kind_json(&s->warm));
-    if (r == 0)
-        r = report_json_set(o, "outliers", json_integer((json_int_t)(s->cold.outliers + s->warm.outliers)));
-    if (r < 0) {
-        json_decref(o);
-        return NULL;
+    jbuf_open(out, '{');
+    for (size_t k = 0; k < s->kinds.n; k++) {
+        jbuf_key(out, s->kind[k].name);
+        kind_json(out, &s->kind[k]);
     }
-    return o;
+    jbuf_kv_u64(out, "outliers", outliers(s));
+    jbuf_close(out, '}');
 }
 
 const report_section report_startup_section = {
-    .type = "startup",
+    .type = PACER_RECORD_STARTUP,
     .json_key = "startup",
     .state_new = startup_new,
     .state_free = startup_free,
-    .check = startup_check,
     .add = startup_add,
     .print_text = startup_print_text,
     .to_json = startup_to_json,

@@ -2,6 +2,7 @@
 #include "report_stats.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 int report_samples_add(report_samples *s, double value)
@@ -75,42 +76,31 @@ void report_metric_row(FILE *out, const char *name, report_samples *s)
             report_samples_pct(s, 99), s->v[s->n - 1]);
 }
 
-int report_json_set(json_t *obj, const char *key, json_t *value)
+void report_json_number(jbuf *out, const char *key, double v)
 {
-    if (!value)
-        return -ENOMEM;
-    return json_object_set_new(obj, key, value) == 0 ? 0 : -ENOMEM;
+    /* jbuf_double writes the shortest text that reads back as its value:
+     * for a value rounded to 15 digits, those 15 digits or fewer. */
+    char text[32];
+    snprintf(text, sizeof(text), "%.15g", v);
+    jbuf_kv_double(out, key, strtod(text, NULL));
 }
 
-json_t *report_metric_json(report_samples *s)
+void report_json_pct(jbuf *out, const char *key, const report_samples *s, unsigned pct)
 {
-    json_t *o = json_object();
-    if (!o)
-        return NULL;
-    int r = report_json_set(o, "n", json_integer((json_int_t)s->n));
-    if (s->n == 0) {
-        if (r == 0)
-            r = report_json_set(o, "p50", json_null());
-        if (r == 0)
-            r = report_json_set(o, "p90", json_null());
-        if (r == 0)
-            r = report_json_set(o, "p99", json_null());
-        if (r == 0)
-            r = report_json_set(o, "max", json_null());
-    } else {
-        report_samples_sort(s);
-        if (r == 0)
-            r = report_json_set(o, "p50", json_real(report_samples_pct(s, 50)));
-        if (r == 0)
-            r = report_json_set(o, "p90", json_real(report_samples_pct(s, 90)));
-        if (r == 0)
-            r = report_json_set(o, "p99", json_real(report_samples_pct(s, 99)));
-        if (r == 0)
-            r = report_json_set(o, "max", json_real(s->v[s->n - 1]));
-    }
-    if (r < 0) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
+    if (s->n == 0)
+        jbuf_kv_null(out, key);
+    else
+        report_json_number(out, key, report_samples_pct(s, pct));
+}
+
+void report_metric_json(jbuf *out, report_samples *s)
+{
+    report_samples_sort(s);
+    jbuf_open(out, '{');
+    jbuf_kv_u64(out, "n", s->n);
+    report_json_pct(out, "p50", s, 50);
+    report_json_pct(out, "p90", s, 90);
+    report_json_pct(out, "p99", s, 99);
+    report_json_pct(out, "max", s, 100);
+    jbuf_close(out, '}');
 }

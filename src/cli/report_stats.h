@@ -9,7 +9,7 @@
 #ifndef PACER_CLI_REPORT_STATS_H
 #define PACER_CLI_REPORT_STATS_H
 
-#include <jansson.h>
+#include <pacer/base/json.h>
 
 #include <stddef.h>
 #include <stdio.h>
@@ -41,12 +41,17 @@ void report_metric_header(FILE *out, const char *first_column);
 /* Prints one metric row; "-" stands for percentiles of an empty metric. Sorts s. */
 void report_metric_row(FILE *out, const char *name, report_samples *s);
 
-/* Returns {"n":..,"p50":..,"p90":..,"p99":..,"max":..} (null values when
- * empty) as a new reference, or NULL when out of memory. Sorts s. */
-json_t *report_metric_json(report_samples *s);
+/* Writes {"n":..,"p50":..,"p90":..,"p99":..,"max":..} (null values when
+ * empty) as the next value of out. Sorts s. */
+void report_metric_json(jbuf *out, report_samples *s);
 
-/* Sets obj[key] = value, taking the reference to value. Returns 0, or -ENOMEM
- * when value is NULL or the set fails (value is released either way). */
-int report_json_set(json_t *obj, const char *key, json_t *value);
+/* Writes the member key: v with at most 15 significant digits. Values read
+ * from records, and sums of them, then come back as written (13426.593,
+ * not the 13426.592999999997 that adding their binary forms gives). */
+void report_json_number(jbuf *out, const char *key, double v);
+
+/* Writes the member key: the nearest-rank percentile `pct` of s, or null
+ * when s is empty. s must be sorted. */
+void report_json_pct(jbuf *out, const char *key, const report_samples *s, unsigned pct);
 
 #endif
