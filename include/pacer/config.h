@@ -4,7 +4,8 @@
  *   <pacer>
  *     <page id="HomeActivity" tag="1"> <api id="/api/config"/> </page>
  *     <splash id="ShopSplashWindow"/>
- *     <thresholds jank-ms="700" hang-ms="5000" page-deadline-ms="30000"/>
+ *     <thresholds jank-ms="700" hang-ms="5000" page-deadline-ms="30000"
+ *                 slow-request-ms="1000" large-image-bytes="102400" frames-interval-ms="10000"/>
  *     <upload config-poll-ms="60000" spool-max-kb="65536"/>
  *   </pacer>
  *
@@ -31,6 +32,9 @@ typedef struct pacer_config pacer_config;
 #define PACER_DEFAULT_JANK_MS 700
 #define PACER_DEFAULT_HANG_MS 5000
 #define PACER_DEFAULT_PAGE_DEADLINE_MS 30000
+#define PACER_DEFAULT_SLOW_REQUEST_MS 1000
+#define PACER_DEFAULT_LARGE_IMAGE_BYTES 102400
+#define PACER_DEFAULT_FRAMES_INTERVAL_MS 10000
 #define PACER_DEFAULT_CONFIG_POLL_MS 60000
 #define PACER_DEFAULT_SPOOL_MAX_KB 65536
 
@@ -75,6 +79,12 @@ PACER_API bool pacer_config_is_splash(const pacer_config *cfg, const char *class
 PACER_API uint32_t pacer_config_jank_ms(const pacer_config *cfg);
 PACER_API uint32_t pacer_config_hang_ms(const pacer_config *cfg);
 PACER_API uint32_t pacer_config_page_deadline_ms(const pacer_config *cfg);
+/* A request at least this long is classified "slow" (net records). */
+PACER_API uint32_t pacer_config_slow_request_ms(const pacer_config *cfg);
+/* An image response body larger than this is "large_image" (bytes). */
+PACER_API uint32_t pacer_config_large_image_bytes(const pacer_config *cfg);
+/* How often a window that paints writes a frames record. */
+PACER_API uint32_t pacer_config_frames_interval_ms(const pacer_config *cfg);
 
 /* Upload settings: how often a running app polls the server for a new
  * config (ms), and the size cap of the on-disk spool (KiB). */

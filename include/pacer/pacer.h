@@ -137,6 +137,11 @@ PACER_API void pacer_set_config(pacer_t *p, pacer_config *cfg);
  * poll it from a background thread, not per frame. */
 PACER_API pacer_config *pacer_get_config(pacer_t *p);
 
+/* How many configs were swapped in so far: an atomic read, cheap on any
+ * thread. Code that keeps a copy of the config (pacer_get_config) polls it
+ * and fetches the config again when it changed. */
+PACER_API uint64_t pacer_config_generation(pacer_t *p);
+
 /* Loads `path` and swaps it in. On failure the old config stays in force and
  * *ret_error (when not NULL) receives a malloc'd message. */
 PACER_API int pacer_reload_config(pacer_t *p, const char *path, char **ret_error);

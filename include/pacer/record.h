@@ -53,6 +53,8 @@ PACER_API int pacer_record_set_null(pacer_record *r, unsigned field);
 /* LIST: appends a new element and returns it; OBJECT: returns the object,
  * created on the first call. The result belongs to r. NULL on error. */
 PACER_API pacer_record *pacer_record_add(pacer_record *r, unsigned field);
+/* LIST, STRINGS: present, with no elements yet (an empty array). */
+PACER_API int pacer_record_set_empty(pacer_record *r, unsigned field);
 /* STRINGS: appends a string. */
 PACER_API int pacer_record_add_str(pacer_record *r, unsigned field, const char *s);
 /* When what the record describes began (CLOCK_MONOTONIC ns); 0, the

@@ -63,28 +63,10 @@ static struct {
     const char *(*strerror)(CURLcode);
 } R;
 
-/* libcurl's own definition of `name`, or NULL. Never dlsym(RTLD_DEFAULT):
- * that finds these very hooks first. A libcurl that is loaded but not in
- * the global scope (dlopen'ed RTLD_LOCAL: by the core's uploader, or by a
- * plugin of the app) is found through its handle. */
-static void *real(const char *name)
-{
-    void *f = dlsym(RTLD_NEXT, name);
-    if (!f) {
-        void *h = dlopen("libcurl.so.4", RTLD_LAZY | RTLD_NOLOAD);
-        if (h) {
-            f = dlsym(h, name);
-            dlclose(h);
-        }
-    }
-    return f;
-}
-
-#define REAL(field, name)                     \
-    do {                                      \
-        if (!R.field)                         \
-            *(void **)&R.field = real(name);  \
-    } while (0)
+/* libcurl's own definition of a hooked function (agent_real: a libcurl
+ * loaded outside the global scope — by the core's uploader, or a plugin of
+ * the app — is found through its handle). */
+#define REAL(field, name) AGENT_REAL(R.field, "libcurl.so.4", name)
 
 static creq *find(CURL *h, bool create)
 {

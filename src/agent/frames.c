@@ -21,226 +21,200 @@
  *             high < 42 ≤ frozen
  *   delay     Σ (duration − refresh) over slow frames
  *
- * Records: one per window every PACER_FRAMES_INTERVAL_MS (default 10000)
- * of painting, and the rest when it unmaps (closed or hidden) or at exit,
- * with the counts of the frames since its previous record.
+ * Records: one per window every frames-interval-ms (config <thresholds>,
+ * default 10000; PACER_FRAMES_INTERVAL_MS overrides it) of painting, and
+ * the rest when it unmaps (closed or hidden) or at exit, with the counts of
+ * the frames since its previous record.
  *
- * Cost: three signal handlers per frame on the GTK thread, a clock read in
- * two of them, no allocation; the record is formatted and queued (the
- * pacer instance's lock) at most once per interval.
+ * The window's frame clock is followed through frameclock.c (shared with
+ * the window's page). Cost: three listener calls per frame on the GTK
+ * thread, no allocation; the record is built and submitted (the pacer
+ * instance's lock) at most once per interval.
  */
 #include "agent.h"
 
-#include <stdio.h>
+#include <pacer/base/clock.h>
+
 #include <stdlib.h>
-#include <time.h>
 
 #define FROZEN_NS 700000000
 #define DEFAULT_REFRESH_NS 16666667
 
 enum { BEST, NORMAL, MIDDLE, HIGH, FROZEN, N_LEVELS };
-static const char *const level_names[N_LEVELS] = {"best", "normal", "middle", "high", "frozen"};
 static const int level_min[N_LEVELS] = {0, 3, 9, 24, 42};
+static const unsigned level_field[N_LEVELS] = {PACER_LEVEL_BEST, PACER_LEVEL_NORMAL, PACER_LEVEL_MIDDLE,
+                                               PACER_LEVEL_HIGH, PACER_LEVEL_FROZEN};
 
-typedef struct win {
-    GObject *obj; /* not a reference: the struct lives as long as the window */
-    const char *class_name;
-    GdkFrameClock *clock; /* a reference while mapped */
-    gulong before_id, update_id, after_id;
+struct frame_stats {
+    clock_listener listener; /* first: the callbacks get it */
+    const char *class_name;  /* interned */
+    uint64_t instance;
     int64_t begin, prev_begin, refresh_ns;
     bool in_frame, update, prev_update;
     /* since the last record */
     uint64_t frames, slow, frozen, dropped, levels[N_LEVELS];
     int64_t delay_ns, max_ns, since;
-    struct win *next;
-} win;
+    frame_stats *next;
+};
 
-static GQuark quark;
-static win *all;
-static int64_t interval_ns = -1;
-static bool flushing; /* at exit, after the agent stopped */
+static frame_stats *all;
 
-static int64_t now_ns(void)
+/* The record interval: the config's, unless the environment overrides it;
+ * read again when the config changes (GTK thread). */
+static int64_t interval_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    static int64_t cached = -1;
+    static uint64_t generation;
+    uint64_t g = pacer_config_generation(pacer_default());
+    if (cached < 0 || g != generation) {
+        const char *v = getenv("PACER_FRAMES_INTERVAL_MS");
+        long ms = v && *v ? strtol(v, NULL, 10) : 0;
+        if (ms <= 0) {
+            pacer_config *cfg = agent_config();
+            ms = (long)pacer_config_frames_interval_ms(cfg);
+            pacer_config_unref(cfg);
+        }
+        cached = (int64_t)ms * 1000000;
+        generation = g;
+    }
+    return cached;
 }
 
-static void put_ms(char *buf, size_t cap, size_t *len, const char *key, int64_t ns)
+static void emit(frame_stats *f, bool final)
 {
-    if (*len < cap)
-        *len += (size_t)snprintf(buf + *len, cap - *len, ",\"%s\":%lld.%03lld", key, (long long)(ns / 1000000),
-                                 (long long)(ns / 1000 % 1000));
-}
-
-static void emit(win *w, bool final)
-{
-    if (w->frames == 0)
+    if (f->frames == 0)
         return;
-    char buf[1024];
-    size_t len = (size_t)snprintf(buf, sizeof(buf),
-                                  "\"window\":\"%s\",\"instance\":%llu,\"final\":%s,\"frames\":%llu,\"slow\":%llu,"
-                                  "\"frozen\":%llu,\"dropped_frames\":%llu",
-                                  w->class_name, (unsigned long long)(uintptr_t)w->obj, final ? "true" : "false",
-                                  (unsigned long long)w->frames, (unsigned long long)w->slow,
-                                  (unsigned long long)w->frozen, (unsigned long long)w->dropped);
-    put_ms(buf, sizeof(buf), &len, "delay_ms", w->delay_ns);
-    put_ms(buf, sizeof(buf), &len, "max_frame_ms", w->max_ns);
-    put_ms(buf, sizeof(buf), &len, "refresh_ms", w->refresh_ns);
-    put_ms(buf, sizeof(buf), &len, "span_ms", now_ns() - w->since);
-    for (int i = 0; i < N_LEVELS && len < sizeof(buf); i++)
-        len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s\"%s\":%llu", i ? "," : ",\"levels\":{",
-                                level_names[i], (unsigned long long)w->levels[i]);
-    if (len + 2 >= sizeof(buf))
-        return; /* cannot happen: a class name is short */
-    buf[len++] = '}';
-    buf[len] = '\0';
-    pacer_t *p = pacer_default();
-    agent_in_hook++;
-    if (p && (agent_active() || flushing))
-        pacer_emit(p, "frames", buf);
-    agent_in_hook--;
-    w->frames = w->slow = w->frozen = w->dropped = 0;
+    pacer_record *r = pacer_record_new(PACER_RECORD_FRAMES);
+    pacer_record *lv = r ? pacer_record_add(r, PACER_FRAMES_LEVELS) : NULL;
+    if (lv) {
+        pacer_record_set_str(r, PACER_FRAMES_WINDOW, f->class_name);
+        pacer_record_set_id(r, PACER_FRAMES_INSTANCE, f->instance);
+        pacer_record_set_bool(r, PACER_FRAMES_FINAL, final);
+        pacer_record_set_int(r, PACER_FRAMES_FRAMES, (int64_t)f->frames);
+        pacer_record_set_int(r, PACER_FRAMES_SLOW, (int64_t)f->slow);
+        pacer_record_set_int(r, PACER_FRAMES_FROZEN, (int64_t)f->frozen);
+        pacer_record_set_int(r, PACER_FRAMES_DROPPED_FRAMES, (int64_t)f->dropped);
+        pacer_record_set_ms(r, PACER_FRAMES_DELAY_MS, f->delay_ns);
+        pacer_record_set_ms(r, PACER_FRAMES_MAX_FRAME_MS, f->max_ns);
+        pacer_record_set_ms(r, PACER_FRAMES_REFRESH_MS, f->refresh_ns);
+        pacer_record_set_ms(r, PACER_FRAMES_SPAN_MS, mono_ns() - f->since);
+        for (int i = 0; i < N_LEVELS; i++)
+            pacer_record_set_int(lv, level_field[i], (int64_t)f->levels[i]);
+        agent_in_hook++;
+        agent_submit_record(r);
+        agent_in_hook--;
+    } else {
+        pacer_record_free(r);
+    }
+    f->frames = f->slow = f->frozen = f->dropped = 0;
     for (int i = 0; i < N_LEVELS; i++)
-        w->levels[i] = 0;
-    w->delay_ns = w->max_ns = 0;
-    w->since = now_ns();
+        f->levels[i] = 0;
+    f->delay_ns = f->max_ns = 0;
+    f->since = mono_ns();
 }
 
-static void on_before_paint(GdkFrameClock *clock, gpointer data)
+static void on_before_paint(clock_listener *l, int64_t now)
 {
-    win *w = data;
-    w->begin = now_ns();
-    w->in_frame = true;
-    w->update = false;
+    frame_stats *f = (frame_stats *)l;
+    f->begin = now;
+    f->in_frame = true;
+    f->update = false;
 }
 
-static void on_update(GdkFrameClock *clock, gpointer data)
+static void on_update(clock_listener *l)
 {
-    ((win *)data)->update = true;
+    ((frame_stats *)l)->update = true;
 }
 
-static void on_after_paint(GdkFrameClock *clock, gpointer data)
+static void on_after_paint(clock_listener *l, GdkFrameClock *clock, int64_t end)
 {
-    win *w = data;
-    if (!w->in_frame)
+    frame_stats *f = (frame_stats *)l;
+    if (!f->in_frame)
         return;
-    w->in_frame = false;
-    int64_t end = now_ns();
+    f->in_frame = false;
     gint64 refresh_us = 0, presentation_us = 0;
-    if (gdk_frame_clock_get_refresh_info && gdk_frame_clock_get_frame_time)
-        gdk_frame_clock_get_refresh_info(clock, gdk_frame_clock_get_frame_time(clock), &refresh_us,
-                                         &presentation_us);
+    gdk_frame_clock_get_refresh_info(clock, gdk_frame_clock_get_frame_time(clock), &refresh_us, &presentation_us);
     int64_t refresh = refresh_us > 0 ? (int64_t)refresh_us * 1000 : DEFAULT_REFRESH_NS;
-    w->refresh_ns = refresh;
+    f->refresh_ns = refresh;
 
-    int64_t start = w->begin;
-    if (w->prev_update && w->prev_begin) {
-        int64_t due = w->prev_begin + refresh;
+    int64_t start = f->begin;
+    if (f->prev_update && f->prev_begin) {
+        int64_t due = f->prev_begin + refresh;
         if (due < start && mainloop_wait_end() <= due)
             start = due; /* late because the loop was busy */
     }
-    w->prev_begin = w->begin;
-    w->prev_update = w->update;
+    f->prev_begin = f->begin;
+    f->prev_update = f->update;
 
     int64_t d = end - start;
     int64_t dropped = d / refresh;
     int level = N_LEVELS - 1;
     while (level > 0 && dropped < level_min[level])
         level--;
-    w->frames++;
-    w->levels[level]++;
-    w->dropped += (uint64_t)dropped;
+    f->frames++;
+    f->levels[level]++;
+    f->dropped += (uint64_t)dropped;
     if (d > refresh) {
-        w->slow++;
-        w->delay_ns += d - refresh;
+        f->slow++;
+        f->delay_ns += d - refresh;
     }
     if (d > FROZEN_NS)
-        w->frozen++;
-    if (d > w->max_ns)
-        w->max_ns = d;
-    if (end - w->since >= interval_ns)
-        emit(w, false);
+        f->frozen++;
+    if (d > f->max_ns)
+        f->max_ns = d;
+    if (end - f->since >= interval_ns())
+        emit(f, false);
 }
 
-static void disconnect(win *w)
+frame_stats *frames_new(const char *class_name, uint64_t instance)
 {
-    if (!w->clock)
+    frame_stats *f = calloc(1, sizeof(*f));
+    if (!f)
+        return NULL;
+    f->listener.before_paint = on_before_paint;
+    f->listener.update = on_update;
+    f->listener.after_paint = on_after_paint;
+    f->class_name = class_name;
+    f->instance = instance;
+    f->next = all;
+    all = f;
+    return f;
+}
+
+void frames_on_map(frame_stats *f, GtkWidget *window)
+{
+    if (!f || f->listener.clock)
         return;
-    g_signal_handler_disconnect(w->clock, w->before_id);
-    g_signal_handler_disconnect(w->clock, w->update_id);
-    g_signal_handler_disconnect(w->clock, w->after_id);
-    g_object_unref(w->clock);
-    w->clock = NULL;
-    w->in_frame = false;
-    w->prev_begin = 0;
+    if (frameclock_listen(&f->listener, window)) {
+        f->since = mono_ns();
+        f->in_frame = false;
+        f->prev_begin = 0;
+    }
 }
 
-static void on_map(GtkWidget *widget, gpointer data)
+void frames_on_unmap(frame_stats *f)
 {
-    win *w = data;
-    if (w->clock)
+    if (!f)
         return;
-    GdkFrameClock *clock = gtk_widget_get_frame_clock(widget);
-    if (!clock)
+    frameclock_unlisten(&f->listener);
+    emit(f, true);
+}
+
+void frames_free(frame_stats *f)
+{
+    if (!f)
         return;
-    w->clock = g_object_ref(clock);
-    w->since = now_ns();
-    w->before_id = g_signal_connect_data(clock, "before-paint", G_CALLBACK(on_before_paint), w, NULL, 0);
-    w->update_id = g_signal_connect_data(clock, "update", G_CALLBACK(on_update), w, NULL, 0);
-    w->after_id = g_signal_connect_data(clock, "after-paint", G_CALLBACK(on_after_paint), w, NULL, 0);
-}
-
-static void on_unmap(GtkWidget *widget, gpointer data)
-{
-    win *w = data;
-    disconnect(w);
-    emit(w, true);
-}
-
-static void win_free(gpointer data)
-{
-    win *w = data;
-    disconnect(w);
-    emit(w, true);
-    for (win **it = &all; *it; it = &(*it)->next) {
-        if (*it == w) {
-            *it = w->next;
+    frames_on_unmap(f);
+    for (frame_stats **it = &all; *it; it = &(*it)->next)
+        if (*it == f) {
+            *it = f->next;
             break;
         }
-    }
-    free(w);
-}
-
-void frames_track(GtkWindow *window, const char *class_name)
-{
-    if (interval_ns < 0) {
-        const char *v = getenv("PACER_FRAMES_INTERVAL_MS");
-        long ms = v && *v ? strtol(v, NULL, 10) : 0;
-        interval_ns = (ms > 0 ? ms : 10000) * (int64_t)1000000;
-        quark = g_quark_from_static_string("pacer-agent-frames");
-    }
-    if (!class_name || g_object_get_qdata((GObject *)window, quark))
-        return;
-    win *w = calloc(1, sizeof(*w));
-    if (!w) {
-        agent_note_once("oom", "out of memory; some pages are not measured");
-        return;
-    }
-    w->obj = (GObject *)window;
-    w->class_name = class_name;
-    w->next = all;
-    all = w;
-    g_object_set_qdata_full((GObject *)window, quark, w, win_free);
-    g_signal_connect_data(window, "map", G_CALLBACK(on_map), w, NULL, 0);
-    g_signal_connect_data(window, "unmap", G_CALLBACK(on_unmap), w, NULL, 0);
+    free(f);
 }
 
 void frames_flush_all(void)
 {
-    flushing = true;
-    for (win *w = all; w; w = w->next)
-        emit(w, true);
-    flushing = false;
+    for (frame_stats *f = all; f; f = f->next)
+        emit(f, true);
 }

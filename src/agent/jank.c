@@ -1,7 +1,8 @@
 /* The `jank` record (docs/records.md): one main-loop iteration busy for at
  * least jank_ms, with the stack the watchdog captured while it was stuck.
  * Runs on the watchdog thread only: it may allocate, read ELF and DWARF
- * files and take the pacer instance's lock.
+ * files and take the pacer instance's lock. The record is built with the
+ * core's record API and submitted also at exit (an ongoing iteration).
  *
  * Symbols: libpacer-symbols (src/trace/symbols.h), the trace component's
  * libdw symbolizer: .symtab names (static functions of a PIE included),
@@ -21,13 +22,15 @@
  */
 #include "agent.h"
 
+#include <pacer/base/hash.h>
+
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "symbols.h"
+#include <pacer/symbols.h>
 
 #define FP_FRAMES 8
 
@@ -51,29 +54,6 @@ static bool in_app(const pt_sym *s)
     return true;
 }
 
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
-static uint64_t fnv(uint64_t h, const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= UINT64_C(0x100000001b3);
-    }
-    return h;
-}
-
 static size_t norm_len(const char *fn)
 {
     if (fn[0] == '0' && fn[1] == 'x')
@@ -84,7 +64,7 @@ static size_t norm_len(const char *fn)
 /* Hashes the frames `want_in_app` selects; returns the number used. */
 static size_t fingerprint(const pt_sym *const *syms, const bool *app, size_t n, bool want_in_app, uint64_t *ret)
 {
-    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    uint64_t h = FNV1A64_INIT;
     size_t used = 0, named = 0;
     const char *prev_mod = NULL, *prev_fn = NULL;
     size_t prev_len = 0;
@@ -100,20 +80,15 @@ static size_t fingerprint(const pt_sym *const *syms, const bool *app, size_t n, 
             named++;
         if (prev_fn && len == prev_len && strncmp(fn, prev_fn, len) == 0 && strcmp(mod, prev_mod) == 0)
             continue;
-        h = fnv(h, mod, strlen(mod));
-        h = fnv(h, "\n", 1);
-        h = fnv(h, fn, len);
-        h = fnv(h, "\n", 1);
+        h = fnv1a64(h, mod, strlen(mod));
+        h = fnv1a64(h, "\n", 1);
+        h = fnv1a64(h, fn, len);
+        h = fnv1a64(h, "\n", 1);
         prev_mod = mod, prev_fn = fn, prev_len = len;
         used++;
     }
     *ret = h;
     return named ? used : 0; /* frames without a single name make no fingerprint */
-}
-
-static void put_ms(FILE *f, const char *key, int64_t ns)
-{
-    fprintf(f, ",\"%s\":%lld.%03lld", key, (long long)(ns / 1000000), (long long)(ns / 1000 % 1000));
 }
 
 void jank_emit(const loop_span *span, int64_t hang_ns, const stack_trace *st, const char *stack_status,
@@ -126,21 +101,16 @@ void jank_emit(const loop_span *span, int64_t hang_ns, const stack_trace *st, co
         if (dladdr((void *)jank_emit, &info) && info.dli_fname)
             agent_path = realpath(info.dli_fname, NULL);
     }
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f)
+    pacer_record *r = pacer_record_new(PACER_RECORD_JANK);
+    if (!r)
         return;
     int64_t dur = span->end - span->start;
-    fprintf(f, "\"kind\":\"%s\"", dur >= hang_ns ? "hang" : "jank");
-    put_ms(f, "duration_ms", dur);
+    pacer_record_set_str(r, PACER_JANK_KIND, dur >= hang_ns ? "hang" : "jank");
+    pacer_record_set_ms(r, PACER_JANK_DURATION_MS, dur);
     if (ongoing)
-        fprintf(f, ",\"ongoing\":true");
-    if (page) {
-        fprintf(f, ",\"page\":");
-        json_str(f, page);
-    }
-    fprintf(f, ",\"stack_status\":\"%s\"", stack_status);
+        pacer_record_set_bool(r, PACER_JANK_ONGOING, true);
+    pacer_record_set_str(r, PACER_JANK_PAGE, page);
+    pacer_record_set_str(r, PACER_JANK_STACK_STATUS, stack_status);
 
     if (st && st->n) {
         pt_symbols *symbols = stack_symbols();
@@ -154,38 +124,34 @@ void jank_emit(const loop_span *span, int64_t hang_ns, const stack_trace *st, co
             app[i] = in_app(syms[i]);
         }
         uint64_t fp;
-        if (fingerprint(syms, app, st->n, true, &fp) || fingerprint(syms, app, st->n, false, &fp))
-            fprintf(f, ",\"fingerprint\":\"%016llx\"", (unsigned long long)fp);
+        if (fingerprint(syms, app, st->n, true, &fp) || fingerprint(syms, app, st->n, false, &fp)) {
+            char hex[17];
+            snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)fp);
+            pacer_record_set_str(r, PACER_JANK_FINGERPRINT, hex);
+        }
         if (st->truncated)
-            fprintf(f, ",\"stack_truncated\":true");
-        fprintf(f, ",\"stack\":[");
+            pacer_record_set_bool(r, PACER_JANK_STACK_TRUNCATED, true);
+        pacer_record_set_empty(r, PACER_JANK_STACK);
         for (size_t i = 0; i < st->n; i++) {
             const pt_sym *s = syms[i];
-            fprintf(f, "%s{\"address\":\"0x%llx\"", i ? "," : "", (unsigned long long)st->pc[i]);
-            fprintf(f, ",\"module\":");
-            if (s->module)
-                json_str(f, s->module);
-            else
-                fputs("null", f);
-            if (s->module)
-                fprintf(f, ",\"offset\":\"0x%llx\"", (unsigned long long)s->offset);
-            fprintf(f, ",\"function\":");
-            json_str(f, s->name);
-            if (s->file) {
-                fprintf(f, ",\"file\":");
-                json_str(f, s->file);
-                fprintf(f, ",\"line\":%d", s->line);
+            pacer_record *f = pacer_record_add(r, PACER_JANK_STACK);
+            if (!f)
+                break;
+            char hex[24];
+            snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)st->pc[i]);
+            pacer_record_set_str(f, PACER_STACK_ADDRESS, hex);
+            pacer_record_set_str(f, PACER_STACK_MODULE, s->module); /* NULL: null */
+            if (s->module) {
+                snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)s->offset);
+                pacer_record_set_str(f, PACER_STACK_OFFSET, hex);
             }
-            fprintf(f, ",\"in_app\":%s}", app[i] ? "true" : "false");
+            pacer_record_set_str(f, PACER_STACK_FUNCTION, s->name);
+            if (s->file) {
+                pacer_record_set_str(f, PACER_STACK_FILE, s->file);
+                pacer_record_set_int(f, PACER_STACK_LINE, s->line);
+            }
+            pacer_record_set_bool(f, PACER_STACK_IN_APP, app[i]);
         }
-        fprintf(f, "]");
     }
-    if (fclose(f) != 0 || !buf) {
-        free(buf);
-        return;
-    }
-    pacer_t *p = pacer_default();
-    if (p)
-        pacer_emit(p, "jank", buf); /* also at exit, after the agent stopped (ongoing) */
-    free(buf);
+    agent_submit_record(r); /* also at exit, after the agent stopped (ongoing) */
 }

@@ -35,8 +35,7 @@
  */
 #include "agent.h"
 
-#include <dlfcn.h>
-#include <time.h>
+#include <pacer/base/clock.h>
 
 #define WAITED_NS 500000 /* a poll this long waited: the loop was idle */
 #define RING 64 /* spans ≥ jank_ms; the watchdog drains it several times a second */
@@ -52,13 +51,6 @@ static bool installed;
 
 typedef void (*set_poll_fn)(GMainContext *, GPollFunc);
 static set_poll_fn real_set_poll_func;
-
-static inline int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static void keep(int64_t start, int64_t end)
 {
@@ -76,13 +68,13 @@ static gint monitored_poll(GPollFD *fds, guint nfds, gint timeout)
     GPollFunc f = atomic_load_explicit(&inner, memory_order_relaxed);
     if (!on_main)
         return f(fds, nfds, timeout);
-    int64_t t = now_ns();
+    int64_t t = mono_ns();
     int64_t start = atomic_load_explicit(&busy_since, memory_order_relaxed);
     if (start && t - start >= atomic_load_explicit(&jank_ns, memory_order_relaxed))
         keep(start, t);
     atomic_store_explicit(&busy_since, 0, memory_order_release);
     gint r = f(fds, nfds, timeout);
-    int64_t t2 = now_ns();
+    int64_t t2 = mono_ns();
     if (t2 - t > WAITED_NS)
         wait_end = t2;
     atomic_store_explicit(&busy_since, t2, memory_order_release);
@@ -121,17 +113,17 @@ uint64_t mainloop_lost(void)
 
 static bool resolve_real(void)
 {
-    if (!real_set_poll_func)
-        real_set_poll_func = (set_poll_fn)dlsym(RTLD_NEXT, "g_main_context_set_poll_func");
+    AGENT_REAL(real_set_poll_func, AGENT_LIBGLIB, "g_main_context_set_poll_func");
     return real_set_poll_func != NULL;
 }
 
+/* A feature (agent.c installs it at setup, on the GTK thread). */
 void mainloop_install(void)
 {
-    if (installed || !agent_active() || !agent_on_gtk_thread())
+    if (installed)
         return;
     installed = true;
-    if (!g_main_context_default || !g_main_context_get_poll_func || !g_poll || !resolve_real()) {
+    if (!resolve_real()) {
         agent_note_once("mainloop", "GLib's main context cannot be reached; main-loop jank is not measured");
         return;
     }
@@ -140,7 +132,6 @@ void mainloop_install(void)
     atomic_store(&inner, cur ? cur : g_poll);
     on_main = true;
     real_set_poll_func(ctx, monitored_poll);
-    watchdog_start();
 }
 
 /* The app replaces the poll function: the wrapper stays, the app's function
@@ -149,8 +140,7 @@ AGENT_EXPORT void g_main_context_set_poll_func(GMainContext *context, GPollFunc 
 {
     if (!resolve_real())
         return;
-    if (installed && atomic_load(&inner) && g_main_context_default &&
-        (context == NULL || context == g_main_context_default())) {
+    if (installed && atomic_load(&inner) && (context == NULL || context == g_main_context_default())) {
         atomic_store(&inner, func ? func : g_poll);
         return;
     }

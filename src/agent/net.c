@@ -1,17 +1,28 @@
 /* What both HTTP hooks (soup.c, curl.c) share: the api_start / api_end
  * events the page model matches against configured APIs, and the `net`
- * record (DESIGN §3.4, docs/agent.md "net records").
+ * record (DESIGN §3.4, docs/records.md).
+ *
+ * Order at a request's end: the api_end event is submitted first, and only
+ * then is the draw epoch bumped. A page draws again (its final draw) when
+ * it sees a new epoch; a paint that read the new epoch therefore comes
+ * after api_end in the model, whatever thread the request ended on. (The
+ * other order let a paint land between the two and use up the epoch before
+ * the data arrived, suppressing the real final draw.)
  *
  * Classification, beyond the seed's list of fields: "error" (status >= 400
  * or a transport failure), "large_image" (an image response body larger
- * than PACER_LARGE_IMAGE_BYTES, default 102400), "slow" (total time at or
- * above PACER_SLOW_REQUEST_MS, default 1000).
+ * than the config's large-image-bytes), "slow" (total time at or above its
+ * slow-request-ms). The environment variables PACER_LARGE_IMAGE_BYTES and
+ * PACER_SLOW_REQUEST_MS override the config (docs/agent.md).
  */
 #include "agent.h"
 
-#include <stdio.h>
+#include <pacer/base/utf8.h>
+
 #include <stdlib.h>
 #include <string.h>
+
+#define URL_MAX 2000 /* bytes of a URL kept in a record */
 
 void net_request_start(const char *url, const void *req, int64_t t_ns)
 {
@@ -21,127 +32,80 @@ void net_request_start(const char *url, const void *req, int64_t t_ns)
 
 void net_request_end(const char *url, const void *req, int status, int64_t t_ns)
 {
-    atomic_fetch_add(&agent_net_epoch, 1);
     pacer_event ev = {
         .type = PACER_EV_API_END, .t_ns = t_ns, .url = url, .req = (uint64_t)(uintptr_t)req, .status = status};
     agent_submit(&ev);
+    atomic_fetch_add(&agent_net_epoch, 1);
 }
 
-/* A small JSON writer into a fixed buffer: a record that does not fit is
- * truncated at a member boundary by the caller's check of `overflow`. */
-typedef struct out {
-    char *buf;
-    size_t cap, len;
-    bool overflow;
-} out;
-
-static void put(out *o, const char *s, size_t n)
-{
-    if (o->overflow || o->len + n >= o->cap) {
-        o->overflow = true;
-        return;
-    }
-    memcpy(o->buf + o->len, s, n);
-    o->len += n;
-    o->buf[o->len] = '\0';
-}
-
-static void putf(out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void putf(out *o, const char *fmt, ...)
-{
-    char tmp[96];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        put(o, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
-}
-
-static void put_str(out *o, const char *key, const char *s)
-{
-    putf(o, "%s\"%s\":", o->len ? "," : "", key);
-    if (!s) {
-        put(o, "null", 4);
-        return;
-    }
-    put(o, "\"", 1);
-    /* Long values (a URL with a huge query) are cut at 2000 bytes, at a
-     * UTF-8 character boundary, so the record still fits. */
-    size_t n = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++, n++) {
-        if (n >= 2000 && (*p & 0xC0) != 0x80)
-            break;
-        if (*p == '"' || *p == '\\') {
-            char esc[2] = {'\\', (char)*p};
-            put(o, esc, 2);
-        } else if (*p < 0x20) {
-            putf(o, "\\u%04x", *p);
-        } else {
-            put(o, (const char *)p, 1); /* UTF-8 passes through; the core checks it */
-        }
-    }
-    put(o, "\"", 1);
-}
-
-static void put_i64(out *o, const char *key, int64_t v)
-{
-    if (v < 0)
-        putf(o, "%s\"%s\":null", o->len ? "," : "", key);
-    else
-        putf(o, "%s\"%s\":%lld", o->len ? "," : "", key, (long long)v);
-}
-
-static void put_ms(out *o, const char *key, int64_t ns)
-{
-    if (ns < 0)
-        putf(o, "%s\"%s\":null", o->len ? "," : "", key);
-    else
-        putf(o, "%s\"%s\":%lld.%03lld", o->len ? "," : "", key, (long long)(ns / 1000000),
-             (long long)(ns / 1000 % 1000));
-}
-
-static int64_t env_i64(const char *name, int64_t def)
+static int64_t env_i64(const char *name)
 {
     const char *v = getenv(name);
     char *end;
     long long x = v && *v ? strtoll(v, &end, 10) : -1;
-    return v && *v && !*end && x >= 0 ? x : def;
+    return v && *v && !*end && x >= 0 ? x : -1;
+}
+
+static void set_ms_or_null(pacer_record *r, unsigned field, int64_t ns)
+{
+    if (ns < 0)
+        pacer_record_set_null(r, field);
+    else
+        pacer_record_set_ms(r, field, ns);
+}
+
+static void set_int_or_null(pacer_record *r, unsigned field, int64_t v)
+{
+    if (v < 0)
+        pacer_record_set_null(r, field);
+    else
+        pacer_record_set_int(r, field, v);
 }
 
 void net_emit(const net_info *n)
 {
-    static int64_t large_image_bytes = -1, slow_ms = -1;
-    if (large_image_bytes < 0) {
-        large_image_bytes = env_i64("PACER_LARGE_IMAGE_BYTES", 100 * 1024);
-        slow_ms = env_i64("PACER_SLOW_REQUEST_MS", 1000);
+    int64_t large_image_bytes = env_i64("PACER_LARGE_IMAGE_BYTES");
+    int64_t slow_ms = env_i64("PACER_SLOW_REQUEST_MS");
+    if (large_image_bytes < 0 || slow_ms < 0) {
+        pacer_config *cfg = agent_config();
+        if (large_image_bytes < 0)
+            large_image_bytes = pacer_config_large_image_bytes(cfg);
+        if (slow_ms < 0)
+            slow_ms = pacer_config_slow_request_ms(cfg);
+        pacer_config_unref(cfg);
     }
-    char buf[4096];
-    out o = {buf, sizeof(buf), 0, false};
-    buf[0] = '\0';
-    put_str(&o, "lib", n->lib);
-    put_str(&o, "method", n->method ? n->method : "GET");
-    put_str(&o, "url", n->url);
-    putf(&o, ",\"status\":%d", n->status);
-    put_i64(&o, "bytes_sent", n->bytes_sent);
-    put_i64(&o, "bytes_received", n->bytes_received);
-    put_str(&o, "content_type", n->content_type);
-    put_ms(&o, "dns_ms", n->dns_ns);
-    put_ms(&o, "connect_ms", n->connect_ns);
-    put_ms(&o, "tls_ms", n->tls_ns);
-    put_ms(&o, "first_byte_ms", n->first_byte_ns);
-    put_ms(&o, "total_ms", n->total_ns);
-    put_str(&o, "error", n->error);
+    pacer_record *r = pacer_record_new(PACER_RECORD_NET);
+    if (!r)
+        return;
+    /* a URL with a huge query is cut at a character boundary */
+    const char *url = n->url ? n->url : "";
+    size_t url_len = strlen(url);
+    pacer_record_set_str(r, PACER_NET_LIB, n->lib);
+    pacer_record_set_str(r, PACER_NET_METHOD, n->method ? n->method : "GET");
+    pacer_record_set_strn(r, PACER_NET_URL, url, utf8_valid(url, url_len) ? utf8_cut(url, url_len, URL_MAX)
+                                                                          : (url_len > URL_MAX ? URL_MAX : url_len));
+    pacer_record_set_int(r, PACER_NET_STATUS, n->status);
+    pacer_record_set_ms(r, PACER_NET_TOTAL_MS, n->total_ns > 0 ? n->total_ns : 0);
+    set_ms_or_null(r, PACER_NET_DNS_MS, n->dns_ns);
+    set_ms_or_null(r, PACER_NET_CONNECT_MS, n->connect_ns);
+    set_ms_or_null(r, PACER_NET_TLS_MS, n->tls_ns);
+    set_ms_or_null(r, PACER_NET_FIRST_BYTE_MS, n->first_byte_ns);
+    set_int_or_null(r, PACER_NET_BYTES_SENT, n->bytes_sent);
+    set_int_or_null(r, PACER_NET_BYTES_RECEIVED, n->bytes_received);
+    pacer_record_set_str(r, PACER_NET_CONTENT_TYPE, n->content_type);
+    pacer_record_set_str(r, PACER_NET_ERROR, n->error);
+    pacer_record_set_str(r, PACER_NET_PAGE, pages_visible());
 
     bool is_error = n->status >= 400 || n->status <= 0 || n->error;
     bool large = n->content_type && strncmp(n->content_type, "image/", 6) == 0 &&
                  n->body_received > large_image_bytes;
     bool slow = n->total_ns >= slow_ms * 1000000;
-    putf(&o, ",\"classes\":[%s%s%s%s%s]", is_error ? "\"error\"" : "", is_error && (large || slow) ? "," : "",
-         large ? "\"large_image\"" : "", large && slow ? "," : "", slow ? "\"slow\"" : "");
-    if (o.overflow) {
-        agent_note_once("net-size", "a net record did not fit in %zu bytes and was dropped", sizeof(buf));
-        return;
-    }
-    agent_emit("net", buf);
+    pacer_record_set_empty(r, PACER_NET_CLASSES); /* present even when empty */
+    if (is_error)
+        pacer_record_add_str(r, PACER_NET_CLASSES, "error");
+    if (large)
+        pacer_record_add_str(r, PACER_NET_CLASSES, "large_image");
+    if (slow)
+        pacer_record_add_str(r, PACER_NET_CLASSES, "slow");
+    agent_submit_record(r);
 }

@@ -4,15 +4,15 @@
  *
  *   event          window                          page
  *   -------------  ------------------------------  ---------------------------------
- *   create         GtkWindow's instance_init       its type's instance_init (types.c),
- *                  starts (types.c)                or gtk_stack_add_named/_titled with
- *                                                  a configured name
+ *   create         construction begins (types.c:   likewise, for a type the config in
+ *                  GtkWidget's instance_init)      force names; or gtk_stack_add_named/
+ *                                                  _titled with a configured name
  *   view_created   child set: gtk_window_set_child  gets a parent (notify::parent):
  *                  called by the app, else         added to its stack / notebook
  *                  notify::child
  *   draw           after-paint of the widget's frame clock, in a frame that
- *                  painted, while the widget is mapped (handlers connected
- *                  on map, dropped on unmap)
+ *                  painted, while the widget is mapped (listening on map,
+ *                  not on unmap; frameclock.c)
  *   select+scroll  —                               becomes the visible child of its
  *                                                  stack (notify::visible-child; also
  *                                                  AdwViewStack) or the current page
@@ -31,7 +31,12 @@
  * as an atomic pointer to an interned class name, so the watchdog thread
  * can read it while the GTK thread is stuck.
  *
- * Windows also get their frames counted (frames.c, frames_track).
+ * Page ids: a number per tracked instance, in creation order (1, 2, …),
+ * used by every event and record of the instance; never its address, which
+ * would tell the address-space layout to whoever reads the records.
+ *
+ * Windows also get their frames counted (frames.c), on the same frame clock
+ * subscription.
  *
  * State: one `page` per instance, attached as qdata and freed with the
  * object (page_free also drops every handler on other objects). All of it
@@ -39,12 +44,13 @@
  */
 #include "agent.h"
 
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct page {
+    clock_listener listener; /* first: the clock callbacks get it */
     GObject *obj; /* not a reference: the page lives as long as obj */
+    uint64_t id;
     const char *class_name;    /* interned: lives as long as the process */
     const char *visible_child; /* windows: class of their visible page, or NULL */
     bool window;
@@ -56,14 +62,14 @@ typedef struct page {
     bool in_toplevels;
     uint64_t drawn_epoch;
     uint64_t paint_epoch;
-    GdkFrameClock *clock; /* a reference while the handlers are connected */
-    gulong paint_id, after_paint_id;
+    frame_stats *frames;    /* windows */
     GObject *container; /* weak pointer: stack or notebook */
     gulong container_id;
     struct page *next_window;
 } page;
 
 static GQuark page_quark;
+static uint64_t last_id;
 static page *windows; /* window pages, for the toplevel list check */
 static bool toplevels_watched;
 static _Atomic(const char *) visible_now;
@@ -82,8 +88,7 @@ static void submit_page(pacer_event_type type, page *pg, const char *class_name)
 {
     pacer_event ev = {
         .type = type,
-        .t_ns = pacer_now_ns(),
-        .page = (uint64_t)(uintptr_t)pg->obj,
+        .page = pg->id,
         .class_name = class_name,
         .kind = pg->window ? PACER_PAGE_WINDOW : PACER_PAGE_PAGE,
     };
@@ -92,16 +97,16 @@ static void submit_page(pacer_event_type type, page *pg, const char *class_name)
 
 /* ---- draws ---- */
 
-static void on_paint(GdkFrameClock *clock, gpointer data)
+static void on_paint(clock_listener *l)
 {
-    page *pg = data;
+    page *pg = (page *)l;
     pg->painted = true;
     pg->paint_epoch = atomic_load(&agent_net_epoch);
 }
 
-static void on_after_paint(GdkFrameClock *clock, gpointer data)
+static void on_after_paint(clock_listener *l, GdkFrameClock *clock, int64_t now)
 {
-    page *pg = data;
+    page *pg = (page *)l;
     if (!pg->painted || pg->destroyed)
         return;
     pg->painted = false;
@@ -119,32 +124,20 @@ static void on_after_paint(GdkFrameClock *clock, gpointer data)
     agent_in_hook--;
 }
 
-static void clock_disconnect(page *pg)
-{
-    if (!pg->clock)
-        return;
-    g_signal_handler_disconnect(pg->clock, pg->paint_id);
-    g_signal_handler_disconnect(pg->clock, pg->after_paint_id);
-    g_object_unref(pg->clock);
-    pg->clock = NULL;
-}
-
 static void on_map(GtkWidget *w, gpointer data)
 {
     page *pg = data;
-    if (pg->destroyed || pg->clock)
+    if (pg->destroyed)
         return;
-    GdkFrameClock *clock = gtk_widget_get_frame_clock(w);
-    if (!clock)
-        return;
-    pg->clock = g_object_ref(clock);
-    pg->paint_id = g_signal_connect_data(clock, "paint", G_CALLBACK(on_paint), pg, NULL, 0);
-    pg->after_paint_id = g_signal_connect_data(clock, "after-paint", G_CALLBACK(on_after_paint), pg, NULL, 0);
+    frameclock_listen(&pg->listener, w);
+    frames_on_map(pg->frames, w);
 }
 
 static void on_unmap(GtkWidget *w, gpointer data)
 {
-    clock_disconnect(data);
+    page *pg = data;
+    frameclock_unlisten(&pg->listener);
+    frames_on_unmap(pg->frames);
 }
 
 /* ---- destroy ---- */
@@ -154,7 +147,7 @@ static void page_gone(page *pg)
     if (pg->destroyed)
         return;
     pg->destroyed = true;
-    clock_disconnect(pg);
+    frameclock_unlisten(&pg->listener);
     agent_in_hook++;
     submit_page(PACER_EV_PAGE_DESTROY, pg, NULL);
     agent_in_hook--;
@@ -203,7 +196,7 @@ static bool is_inside(GtkWidget *w, GObject *ancestor_or_self, GObject *stop)
 
 static void set_visible(page *pg, bool visible)
 {
-    GtkRoot *root = gtk_widget_get_root ? gtk_widget_get_root(GTK_WIDGET(pg->obj)) : NULL;
+    GtkRoot *root = gtk_widget_get_root(GTK_WIDGET(pg->obj));
     page *win = root ? page_of(root) : NULL;
     if (win && win->window && (visible || win->visible_child == pg->class_name))
         win->visible_child = visible ? pg->class_name : NULL;
@@ -247,7 +240,7 @@ static void container_disconnect(page *pg)
  * AdwViewStack) or notebook the page sits in, a few levels up. */
 static void container_connect(page *pg)
 {
-    GType notebook = gtk_notebook_get_type ? gtk_notebook_get_type() : 0;
+    GType notebook = gtk_notebook_get_type();
     GtkWidget *w = gtk_widget_get_parent(GTK_WIDGET(pg->obj));
     for (int depth = 0; w && depth < 4; depth++, w = gtk_widget_get_parent(w)) {
         GObject *o = (GObject *)w;
@@ -303,7 +296,8 @@ static void on_parent_notify(GObject *w, GParamSpec *pspec, gpointer data)
 static void page_free(gpointer data)
 {
     page *pg = data;
-    clock_disconnect(pg);
+    frameclock_unlisten(&pg->listener);
+    frames_free(pg->frames);
     container_disconnect(pg);
     for (page **it = &windows; *it; it = &(*it)->next_window) {
         if (*it == pg) {
@@ -325,7 +319,10 @@ static void page_track(GObject *obj, const char *class_name, bool window)
         agent_note_once("oom", "out of memory; some pages are not measured");
         return;
     }
+    pg->listener.paint = on_paint;
+    pg->listener.after_paint = on_after_paint;
     pg->obj = obj;
+    pg->id = ++last_id;
     pg->window = window;
     pg->class_name = g_quark_to_string(g_quark_from_string(class_name));
     submit_page(PACER_EV_PAGE_CREATE, pg, class_name);
@@ -334,7 +331,7 @@ static void page_track(GObject *obj, const char *class_name, bool window)
     g_signal_connect_data(obj, "unmap", G_CALLBACK(on_unmap), pg, NULL, 0);
     g_signal_connect_data(obj, "destroy", G_CALLBACK(on_destroy), pg, NULL, 0);
     if (window) {
-        frames_track((GtkWindow *)obj, pg->class_name);
+        pg->frames = frames_new(pg->class_name, pg->id);
         g_signal_connect_data(obj, "notify::child", G_CALLBACK(on_child_notify), pg, NULL, 0);
         pg->next_window = windows;
         windows = pg;
@@ -348,10 +345,29 @@ static void page_track(GObject *obj, const char *class_name, bool window)
     }
 }
 
-void pages_on_construct(GTypeInstance *instance, gpointer klass, bool window)
+/* Whether instances of `type` are pages for the config in force: windows
+ * always, other widgets when the config names their type. */
+static bool is_page(GType type, bool *ret_window)
 {
-    start_install(); /* normally done at main(); a no-op then */
-    page_track((GObject *)instance, g_type_name(G_TYPE_FROM_CLASS(klass)), window);
+    static GType window_type;
+    if (!window_type)
+        window_type = gtk_window_get_type();
+    *ret_window = g_type_is_a(type, window_type);
+    if (*ret_window)
+        return true;
+    pacer_config *cfg = agent_config();
+    bool configured = cfg && pacer_config_find_page(cfg, g_type_name(type)) >= 0;
+    pacer_config_unref(cfg);
+    return configured;
+}
+
+void pages_on_construct(GTypeInstance *instance, GType type)
+{
+    bool window;
+    if (!is_page(type, &window))
+        return;
+    agent_setup(); /* normally done at main(); a window built earlier does it */
+    page_track((GObject *)instance, g_type_name(type), window);
 }
 
 void pages_on_window_child(GtkWindow *window)
@@ -363,11 +379,13 @@ void pages_on_window_child(GtkWindow *window)
 
 void pages_on_stack_add(GtkStack *stack, GtkWidget *child, const char *name)
 {
-    pacer_config *cfg = agent_config();
-    if (!name || !cfg || !child || page_of(child) || pacer_config_find_page(cfg, name) < 0)
+    if (!name || !child || page_of(child))
         return;
-    /* Configured by its stack page name: created when it is added. */
-    page_track((GObject *)child, name, false);
+    pacer_config *cfg = agent_config();
+    bool configured = cfg && pacer_config_find_page(cfg, name) >= 0;
+    pacer_config_unref(cfg);
+    if (configured) /* configured by its stack page name: created when it is added */
+        page_track((GObject *)child, name, false);
 }
 
 /* ---- GTK calls made by the application (GTK's own calls are bound
@@ -382,8 +400,7 @@ static add_titled_fn real_gtk_stack_add_titled;
 
 AGENT_EXPORT void gtk_window_set_child(GtkWindow *window, GtkWidget *child)
 {
-    if (!real_gtk_window_set_child)
-        real_gtk_window_set_child = (set_child_fn)dlsym(RTLD_NEXT, "gtk_window_set_child");
+    AGENT_REAL(real_gtk_window_set_child, AGENT_LIBGTK, "gtk_window_set_child");
     real_gtk_window_set_child(window, child);
     if (!agent_in_hook && agent_active() && agent_on_gtk_thread()) {
         agent_in_hook++;
@@ -394,8 +411,7 @@ AGENT_EXPORT void gtk_window_set_child(GtkWindow *window, GtkWidget *child)
 
 AGENT_EXPORT GtkStackPage *gtk_stack_add_named(GtkStack *stack, GtkWidget *child, const char *name)
 {
-    if (!real_gtk_stack_add_named)
-        real_gtk_stack_add_named = (add_named_fn)dlsym(RTLD_NEXT, "gtk_stack_add_named");
+    AGENT_REAL(real_gtk_stack_add_named, AGENT_LIBGTK, "gtk_stack_add_named");
     if (!agent_in_hook && agent_active() && agent_on_gtk_thread()) {
         agent_in_hook++;
         pages_on_stack_add(stack, child, name);
@@ -407,8 +423,7 @@ AGENT_EXPORT GtkStackPage *gtk_stack_add_named(GtkStack *stack, GtkWidget *child
 AGENT_EXPORT GtkStackPage *gtk_stack_add_titled(GtkStack *stack, GtkWidget *child, const char *name,
                                                 const char *title)
 {
-    if (!real_gtk_stack_add_titled)
-        real_gtk_stack_add_titled = (add_titled_fn)dlsym(RTLD_NEXT, "gtk_stack_add_titled");
+    AGENT_REAL(real_gtk_stack_add_titled, AGENT_LIBGTK, "gtk_stack_add_titled");
     if (!agent_in_hook && agent_active() && agent_on_gtk_thread()) {
         agent_in_hook++;
         pages_on_stack_add(stack, child, name);

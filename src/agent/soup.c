@@ -16,7 +16,7 @@
  * Per-request state rides on the message as qdata.
  *
  * Only libsoup-3.0 is supported; a program using libsoup-2.4 is told once.
- * libsoup functions are looked up with dlsym when libsoup-3.0 is loaded.
+ * libsoup functions are looked up (agent_real) when libsoup-3.0 is loaded.
  */
 #include "agent.h"
 
@@ -25,6 +25,8 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define LIBSOUP "libsoup-3.0.so.0"
 
 typedef struct req {
     char *url;
@@ -173,14 +175,14 @@ static gboolean on_request_unqueued(GSignalInvocationHint *hint, guint n, const 
 
 #define RESOLVE(field, name)                              \
     do {                                                  \
-        *(void **)&S.field = dlsym(RTLD_DEFAULT, name);   \
+        *(void **)&S.field = agent_real(LIBSOUP, name);   \
         if (!S.field)                                     \
             missing = name;                               \
     } while (0)
 
 void soup_install(void)
 {
-    void *h = dlopen("libsoup-3.0.so.0", RTLD_LAZY | RTLD_NOLOAD);
+    void *h = dlopen(LIBSOUP, RTLD_LAZY | RTLD_NOLOAD);
     if (!h) {
         void *old = dlopen("libsoup-2.4.so.1", RTLD_LAZY | RTLD_NOLOAD);
         if (old) {
@@ -212,8 +214,8 @@ void soup_install(void)
     RESOLVE(m_req_body_bytes, "soup_message_metrics_get_request_body_bytes_sent");
     RESOLVE(m_resp_header_bytes, "soup_message_metrics_get_response_header_bytes_received");
     RESOLVE(m_resp_body_bytes, "soup_message_metrics_get_response_body_bytes_received");
-    if (missing || !g_uri_to_string_partial) {
-        agent_note_once("soup", "libsoup-3.0 lacks %s; requests are not measured", missing ? missing : "GUri");
+    if (missing) {
+        agent_note_once("soup", "libsoup-3.0 lacks %s; requests are not measured", missing);
         return;
     }
     req_quark = g_quark_from_static_string("pacer-agent-request");

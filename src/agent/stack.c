@@ -44,6 +44,8 @@
  */
 #include "agent.h"
 
+#include <pacer/base/clock.h>
+
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <pthread.h>
@@ -54,7 +56,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "symbols.h"
+#include <pacer/symbols.h>
 
 #define STACK_COPY (256 * 1024)
 
@@ -262,12 +264,6 @@ static void unwind(stack_trace *st)
         st->n = 1;
         st->truncated = true;
     }
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
 }
 
 int stack_capture(stack_trace *ret, int timeout_ms)

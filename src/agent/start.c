@@ -3,10 +3,9 @@
  * main(): the agent exports __libc_start_main, which every dynamically
  * linked glibc program calls from its entry point; it hands the real one a
  * trampoline in place of main that marks PACER_EV_MAIN and then calls main.
- * That moment is also where the agent finishes setting up (late_setup):
+ * That moment is also where the agent finishes setting up (agent_setup):
  * every library constructor has run by then, so classes of GIO and libsoup
- * can be referenced safely, and the main loop's poll function wrapped
- * (mainloop.c).
+ * can be referenced safely.
  *
  * Application created: an emission hook on GApplication::activate (and
  * ::open, ::command-line — whichever the app answers to) marks
@@ -17,7 +16,6 @@
  */
 #include "agent.h"
 
-#include <dlfcn.h>
 #include <unistd.h>
 
 typedef int (*main_fn)(int, char **, char **);
@@ -26,25 +24,21 @@ typedef int (*start_main_fn)(main_fn, int, char **, void (*)(void), void (*)(voi
 static main_fn real_main;
 static start_main_fn real_libc_start_main;
 static bool app_created_marked;
-static bool setup_done;
 
 static gboolean on_app_signal(GSignalInvocationHint *hint, guint n, const GValue *params, gpointer data)
 {
     if (app_created_marked || !agent_active())
         return FALSE; /* removes the hook */
     app_created_marked = true;
-    pacer_event ev = {.type = PACER_EV_APP_CREATED, .t_ns = pacer_now_ns()};
+    pacer_event ev = {.type = PACER_EV_APP_CREATED};
     agent_submit(&ev);
     return FALSE;
 }
 
+/* The "application created" mark (a feature: agent.c installs it). */
 void start_install(void)
 {
-    if (setup_done || !agent_active() || !agent_on_gtk_thread())
-        return;
-    setup_done = true;
-    agent_in_hook++;
-    GType app_type = g_application_get_type ? g_application_get_type() : 0;
+    GType app_type = g_application_get_type();
     if (app_type) {
         g_type_class_ref(app_type); /* signals exist once the class does; kept for the process */
         static const char *const names[] = {"activate", "open", "command-line"};
@@ -54,17 +48,14 @@ void start_install(void)
                 g_signal_add_emission_hook(id, 0, on_app_signal, NULL, NULL);
         }
     }
-    soup_install();
-    mainloop_install();
-    agent_in_hook--;
 }
 
 static int main_trampoline(int argc, char **argv, char **envp)
 {
     if (agent_active()) {
-        pacer_event ev = {.type = PACER_EV_MAIN, .t_ns = pacer_now_ns()};
+        pacer_event ev = {.type = PACER_EV_MAIN};
         agent_submit(&ev);
-        start_install();
+        agent_setup();
     }
     return real_main(argc, argv, envp);
 }
@@ -74,7 +65,7 @@ AGENT_EXPORT int __libc_start_main(main_fn main, int argc, char **argv, void (*i
 AGENT_EXPORT int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void), void (*fini)(void),
                                    void (*rtld_fini)(void), void *stack_end)
 {
-    real_libc_start_main = (start_main_fn)dlsym(RTLD_NEXT, "__libc_start_main");
+    AGENT_REAL(real_libc_start_main, NULL, "__libc_start_main");
     if (!real_libc_start_main)
         _exit(127); /* cannot happen with glibc; nothing sensible is left to do */
     real_main = main;

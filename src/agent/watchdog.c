@@ -27,6 +27,9 @@
  */
 #include "agent.h"
 
+#include <pacer/base/clock.h>
+#include <pacer/base/thread.h>
+
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -52,7 +55,7 @@ static const char *captured_page;
 
 static void read_thresholds(void)
 {
-    pacer_config *cfg = pacer_get_config(pacer_default());
+    pacer_config *cfg = agent_config();
     if (!cfg)
         return;
     int64_t j = (int64_t)pacer_config_jank_ms(cfg) * 1000000;
@@ -83,13 +86,6 @@ static void capture(int64_t start)
     captured.n = 0;
     int r = stack_capture(&captured, CAPTURE_TIMEOUT_MS);
     captured_status = r == 0 ? "captured" : r == -EAGAIN ? "no_answer" : "unavailable";
-}
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static void *run(void *arg)
@@ -124,9 +120,8 @@ static void *run(void *arg)
         int64_t wake = now + idle;
         if (b && b != captured_start && b + jank_ns < wake)
             wake = b + jank_ns;
-        struct timespec ts = {wake / 1000000000, wake % 1000000000};
         pthread_mutex_lock(&mu);
-        while (!stopping && pthread_cond_timedwait(&cond, &mu, &ts) != ETIMEDOUT)
+        while (!stopping && cond_wait_until(&cond, &mu, wake) != ETIMEDOUT)
             ;
     }
     pthread_mutex_unlock(&mu);
@@ -138,22 +133,12 @@ void watchdog_start(void)
     if (started)
         return;
     (void)stack_init(); /* without it, records are still written, without stacks (said once) */
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&cond, &ca);
-    pthread_condattr_destroy(&ca);
-
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int r = pthread_create(&thread, NULL, run, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (r != 0) {
+    cond_init_monotonic(&cond);
+    /* every signal blocked: process-directed signals go to the app's threads */
+    if (thread_start(&thread, "pacer-watchdog", run, NULL) < 0) {
         agent_note_once("watchdog", "cannot start the watchdog thread; main-loop jank is not measured");
         return;
     }
-    pthread_setname_np(thread, "pacer-watchdog");
     started = true;
 }
 

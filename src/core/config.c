@@ -73,6 +73,9 @@ struct pacer_config {
     uint32_t jank_ms;
     uint32_t hang_ms;
     uint32_t page_deadline_ms;
+    uint32_t slow_request_ms;
+    uint32_t large_image_bytes;
+    uint32_t frames_interval_ms;
     uint32_t config_poll_ms;
     uint32_t spool_max_kb;
 };
@@ -494,19 +497,19 @@ static void start_splash(parse_state *st, const char **atts, unsigned long line)
 /* Parses decimal digits only, within min..max. Returns 0 or -EINVAL. */
 static int parse_range(const char *s, uint32_t min, uint32_t max, uint32_t *ret)
 {
-    uint32_t v = 0;
+    uint64_t v = 0;
     if (!*s)
         return -EINVAL;
     for (; *s; s++) {
         if (*s < '0' || *s > '9')
             return -EINVAL;
-        v = v * 10 + (uint32_t)(*s - '0');
+        v = v * 10 + (uint64_t)(*s - '0');
         if (v > max)
             return -EINVAL;
     }
     if (v < min)
         return -EINVAL;
-    *ret = v;
+    *ret = (uint32_t)v;
     return 0;
 }
 
@@ -516,24 +519,35 @@ static int parse_ms(const char *s, uint32_t *ret)
     return parse_range(s, 1, THRESHOLD_MAX_MS, ret);
 }
 
+/* <thresholds>: milliseconds, 1..THRESHOLD_MAX_MS, except large-image-bytes
+ * (a size, 1..2^31). */
 static void start_thresholds(parse_state *st, const char **atts, unsigned long line)
 {
-    static const char *const allowed[] = {"jank-ms", "hang-ms", "page-deadline-ms", NULL};
-    if (!check_attributes(st, "thresholds", atts, allowed, "jank-ms, hang-ms and page-deadline-ms"))
+    static const char *const allowed[] = {"jank-ms", "hang-ms", "page-deadline-ms", "slow-request-ms",
+                                          "large-image-bytes", "frames-interval-ms", NULL};
+    if (!check_attributes(st, "thresholds", atts, allowed,
+                          "jank-ms, hang-ms, page-deadline-ms, slow-request-ms, large-image-bytes and "
+                          "frames-interval-ms"))
         return;
     if (st->thresholds_line) {
         fail(st, "more than one <thresholds> (the first is on line %lu)", st->thresholds_line);
         return;
     }
     st->thresholds_line = line;
-    uint32_t *fields[] = {&st->cfg->jank_ms, &st->cfg->hang_ms, &st->cfg->page_deadline_ms};
-    for (size_t i = 0; i < 3; i++) {
+    uint32_t *fields[] = {&st->cfg->jank_ms,         &st->cfg->hang_ms,           &st->cfg->page_deadline_ms,
+                          &st->cfg->slow_request_ms, &st->cfg->large_image_bytes, &st->cfg->frames_interval_ms};
+    for (size_t i = 0; allowed[i]; i++) {
         const char *v = attribute(atts, allowed[i]);
-        if (v && parse_ms(v, fields[i]) < 0) {
+        bool bytes = fields[i] == &st->cfg->large_image_bytes;
+        if (v && (bytes ? parse_range(v, 1, 2147483648u, fields[i]) : parse_ms(v, fields[i])) < 0) {
             char q[QUOTE_MAX + 8];
             quote(q, sizeof(q), v);
-            fail(st, "%s=\"%s\" on <thresholds>: use a whole number of milliseconds from 1 to %u", allowed[i], q,
-                 THRESHOLD_MAX_MS);
+            if (bytes)
+                fail(st, "%s=\"%s\" on <thresholds>: use a whole number of bytes from 1 to 2147483648", allowed[i],
+                     q);
+            else
+                fail(st, "%s=\"%s\" on <thresholds>: use a whole number of milliseconds from 1 to %u", allowed[i],
+                     q, THRESHOLD_MAX_MS);
             return;
         }
     }
@@ -833,6 +847,9 @@ static pacer_config *config_alloc(void)
     cfg->jank_ms = PACER_DEFAULT_JANK_MS;
     cfg->hang_ms = PACER_DEFAULT_HANG_MS;
     cfg->page_deadline_ms = PACER_DEFAULT_PAGE_DEADLINE_MS;
+    cfg->slow_request_ms = PACER_DEFAULT_SLOW_REQUEST_MS;
+    cfg->large_image_bytes = PACER_DEFAULT_LARGE_IMAGE_BYTES;
+    cfg->frames_interval_ms = PACER_DEFAULT_FRAMES_INTERVAL_MS;
     cfg->config_poll_ms = PACER_DEFAULT_CONFIG_POLL_MS;
     cfg->spool_max_kb = PACER_DEFAULT_SPOOL_MAX_KB;
     return cfg;
@@ -1133,6 +1150,21 @@ PACER_API uint32_t pacer_config_hang_ms(const pacer_config *cfg)
 PACER_API uint32_t pacer_config_page_deadline_ms(const pacer_config *cfg)
 {
     return cfg ? cfg->page_deadline_ms : PACER_DEFAULT_PAGE_DEADLINE_MS;
+}
+
+PACER_API uint32_t pacer_config_slow_request_ms(const pacer_config *cfg)
+{
+    return cfg ? cfg->slow_request_ms : PACER_DEFAULT_SLOW_REQUEST_MS;
+}
+
+PACER_API uint32_t pacer_config_large_image_bytes(const pacer_config *cfg)
+{
+    return cfg ? cfg->large_image_bytes : PACER_DEFAULT_LARGE_IMAGE_BYTES;
+}
+
+PACER_API uint32_t pacer_config_frames_interval_ms(const pacer_config *cfg)
+{
+    return cfg ? cfg->frames_interval_ms : PACER_DEFAULT_FRAMES_INTERVAL_MS;
 }
 
 PACER_API uint32_t pacer_config_config_poll_ms(const pacer_config *cfg)

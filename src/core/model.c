@@ -311,8 +311,21 @@ static void on_page_destroy(model *m, page *p)
     page_free(p);
 }
 
-int model_submit(model *m, const pacer_event *ev)
+int model_submit(model *m, const pacer_event *in)
 {
+    /* Events reach the model in the order their submitters took the
+     * instance lock. An event stamped before it took the lock (a request's
+     * start, read before its call) can arrive after a later one from
+     * another thread; for the model it happened when it arrived, at the
+     * latest time seen, so the clock never runs backwards and no duration
+     * comes out negative. */
+    pacer_event clamped;
+    const pacer_event *ev = in;
+    if (in->t_ns < m->clock) {
+        clamped = *in;
+        clamped.t_ns = m->clock;
+        ev = &clamped;
+    }
     switch (ev->type) {
     case PACER_EV_PAGE_CREATE:
         if (!ev->class_name || !*ev->class_name)

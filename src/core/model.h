@@ -33,9 +33,10 @@ void model_set_config(model *m, pacer_config *cfg);
 /* The config in force (borrowed: valid until the next model_set_config). */
 pacer_config *model_get_config(model *m);
 
-/* Feeds one event (t_ns already resolved). Returns 0 or -EINVAL when a
- * required field is missing. Also advances the model's clock, reporting
- * pages whose deadline passed. */
+/* Feeds one event (t_ns already resolved). An event older than the latest
+ * time seen counts as happening at that time (time never goes backwards).
+ * Returns 0 or -EINVAL when a required field is missing. Also advances the
+ * model's clock, reporting pages whose deadline passed. */
 int model_submit(model *m, const pacer_event *ev);
 
 /* Advances the clock without an event (live deadlines). */

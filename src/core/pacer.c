@@ -50,6 +50,7 @@ struct pacer {
     bool raw_events;
     bool explicit_times;
     uint64_t events;
+    _Atomic uint64_t config_generation;
     bool finished;
 };
 
@@ -411,7 +412,13 @@ PACER_API void pacer_set_config(pacer_t *p, pacer_config *cfg)
         return;
     pthread_mutex_lock(&p->mu);
     model_set_config(p->model, cfg);
+    atomic_fetch_add(&p->config_generation, 1);
     pthread_mutex_unlock(&p->mu);
+}
+
+PACER_API uint64_t pacer_config_generation(pacer_t *p)
+{
+    return p ? atomic_load(&p->config_generation) : 0;
 }
 
 PACER_API pacer_config *pacer_get_config(pacer_t *p)

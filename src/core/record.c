@@ -250,6 +250,29 @@ PACER_API pacer_record *pacer_record_add(pacer_record *r, unsigned field)
     return c;
 }
 
+PACER_API int pacer_record_set_empty(pacer_record *r, unsigned field)
+{
+    if (!r || field >= r->shape->n_fields)
+        return -EINVAL;
+    pacer_type t = r->shape->fields[field].type;
+    value *v = &r->v[field];
+    if (t == PACER_TYPE_LIST) {
+        if (v->state != V_SET)
+            v->child = NULL;
+    } else if (t == PACER_TYPE_STRINGS) {
+        if (v->state != V_SET) {
+            v->list = arena_alloc(r, sizeof(strs));
+            if (!v->list)
+                return -ENOMEM;
+            memset(v->list, 0, sizeof(strs));
+        }
+    } else {
+        return -EINVAL;
+    }
+    v->state = V_SET;
+    return 0;
+}
+
 PACER_API int pacer_record_add_str(pacer_record *r, unsigned field, const char *s)
 {
     value *v = slot(r, field, PACER_TYPE_STRINGS);
@@ -598,15 +621,10 @@ static bool read_field(parse *p, pacer_record *r, unsigned fi, const char *prefi
     if ((f->type == PACER_TYPE_LIST || f->type == PACER_TYPE_STRINGS) && t == JT_ARRAY) {
         if (!jread_enter_array(&p->r))
             return false;
-        slot_v->state = V_SET; /* an empty array is present */
-        slot_v->child = NULL;
-        if (f->type == PACER_TYPE_STRINGS) {
-            slot_v->list = arena_alloc(r, sizeof(strs));
-            if (!slot_v->list) {
-                p->oom = true;
-                return false;
-            }
-            memset(slot_v->list, 0, sizeof(strs));
+        slot_v->state = V_ABSENT; /* an empty array is present: */
+        if (pacer_record_set_empty(r, fi) < 0) {
+            p->oom = true;
+            return false;
         }
         int n;
         size_t i = 0;

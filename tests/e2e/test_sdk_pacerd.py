@@ -1,8 +1,9 @@
 """The SDK and pacerd together, on loopback: records produced by a running
 program reach pacerd exactly once whatever happens to the server (killed with
 SIGKILL mid-upload and restarted; down for a whole run), a config changed on
-the server reaches a running program, and the demo app under `pacer run
---server` shows up in the query API with the numbers it recorded."""
+the server reaches a running program (its thresholds, and a page type it
+adds), and the demo app under `pacer run --server` shows up in the query
+API with the numbers it recorded."""
 import os
 import subprocess
 import sys
@@ -165,6 +166,52 @@ class LiveThresholds(unittest.TestCase):
                 # ts is when the stuck iteration ended (docs/records.md)
                 self.assertGreater(j["ts"], changed_at)
                 self.assertGreaterEqual(j["duration_ms"], 500)
+        finally:
+            d.close()
+            tmp.cleanup()
+
+
+class LivePages(unittest.TestCase):
+    def test_page_type_added_on_the_server_is_measured_from_then_on(self):
+        """pages-app adds a LatePage every 250 ms. The server's config starts
+        without pages and names LatePage 1.5 s in: pages created before the
+        change are not measured, those created after the app fetched it are."""
+        from agentlib import APP_ENV, ApiServer, Xvfb, read_jsonl
+        d = Pacerd()
+        tmp = tempfile.TemporaryDirectory()
+        try:
+            none = '<pacer><upload config-poll-ms="200"/></pacer>'
+            late = ('<pacer><page id="LatePage"><api id="/api/test1"/></page>'
+                    '<upload config-poll-ms="200"/></pacer>')
+            d.request("PUT", "/v1/config/shop", none, token=ADMIN, content_type="application/xml")
+            out = os.path.join(tmp.name, "records.jsonl")
+            with Xvfb() as x, ApiServer({"/api/test1": 50}) as api:
+                env = dict(os.environ, DISPLAY=x.display, **APP_ENV)
+                env.pop("WAYLAND_DISPLAY", None)
+                p = subprocess.Popen([PACER, "run", "--out", out, "--app", "shop", "--server", d.base,
+                                      "--key", KEYS["shop"], "--spool", os.path.join(tmp.name, "spool.db"),
+                                      "--", os.environ["PAGES_APP"], "--url", api.base + "/api/test1",
+                                      "--pages", "16", "--every-ms", "250"],
+                                     env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                time.sleep(1.5)
+                changed = time.monotonic_ns()
+                changed_wall = time.time_ns()
+                d.request("PUT", "/v1/config/shop", late, token=ADMIN, content_type="application/xml")
+                stdout, err = p.communicate(timeout=120)
+            self.assertEqual(p.returncode, 0, err)
+            created = [int(line.split()[-1]) for line in stdout.splitlines() if line.startswith("page ")]
+            self.assertEqual(len(created), 16)
+            before = sum(1 for t in created if t < changed)
+            surely_after = sum(1 for t in created if t > changed + 1_000_000_000)  # polled by then
+            self.assertGreater(before, 0)
+            self.assertGreater(surely_after, 0)
+            late_pages = [r for r in read_jsonl(out) if r["type"] == "page" and r["page"] == "LatePage"]
+            for r in late_pages:
+                self.assertGreater(r["ts"], changed_wall, "a page created before the change was measured")
+                self.assertEqual(r["status"], "complete", r)
+                self.assertGreaterEqual(r["api_load_ms"], 50)
+            self.assertGreaterEqual(len(late_pages), surely_after)
+            self.assertLessEqual(len(late_pages), 16 - before)
         finally:
             d.close()
             tmp.cleanup()

@@ -292,7 +292,8 @@ static void test_error_unknown(void **state)
                  "2:2: unknown attribute \"method\" on <api> (it accepts only id)");
     expect_error("<splash id=\"s\" tag=\"1\"/>", "1:1: unknown attribute \"tag\" on <splash> (it accepts only id)");
     expect_error("<thresholds jank=\"5\"/>",
-                 "1:1: unknown attribute \"jank\" on <thresholds> (it accepts jank-ms, hang-ms and page-deadline-ms)");
+                 "1:1: unknown attribute \"jank\" on <thresholds> (it accepts jank-ms, hang-ms, page-deadline-ms, "
+                 "slow-request-ms, large-image-bytes and frames-interval-ms)");
     expect_error("<pacer version=\"1\"/>", "1:1: unknown attribute \"version\" on <pacer> (it takes no attributes)");
 }
 

@@ -70,6 +70,35 @@ static void test_record_fields(void **state)
     rec_capture_clear(&c);
 }
 
+/* Events stamped before their submitter took the instance lock may arrive
+ * after later ones (a request ending on a worker thread while the GTK
+ * thread draws): the model never lets time run backwards. */
+static void test_time_never_runs_backwards(void **state)
+{
+    (void)state;
+    rec_capture c;
+    pacer_t *p = test_pacer_new(&c, shop_xml);
+    ev_create(p, 0, 1, "HomeWindow", PACER_PAGE_WINDOW);
+    ev_at(p, 5, PACER_EV_PAGE_DRAW, 1);
+    ev_api(p, 20, S, "http://h/api/config", 1, 0);
+    ev_api(p, 15, E, "http://h/api/config", 1, 200); /* stamped before the start arrived */
+    ev_api(p, 30, S, "http://h/api/list", 2, 0);
+    ev_at(p, 100, PACER_EV_PAGE_DRAW, 1);          /* the GTK thread draws... */
+    ev_api(p, 90, E, "http://h/api/list", 2, 200); /* ...then a request stamped earlier arrives */
+    ev_at(p, 120, PACER_EV_PAGE_DRAW, 1);          /* the draw after the data: the final one */
+    pacer_free(p);
+
+    json_t *r = rec_find(&c, "page", "page", "HomeWindow", 0);
+    assert_non_null(r);
+    json_t *apis = json_object_get(r, "apis");
+    assert_ms(json_array_get(apis, 0), "ms", 0);  /* not -5 */
+    assert_ms(json_array_get(apis, 1), "ms", 70); /* 30 → 100, the time it arrived */
+    assert_ms(r, "api_load_ms", 80);
+    assert_ms(r, "final_draw_ms", 20);            /* the draw at 100 preceded the data */
+    assert_ms(r, "total_ms", 120);
+    rec_capture_clear(&c);
+}
+
 static void test_no_api_window_omits_absent_fields(void **state)
 {
     (void)state;
@@ -429,6 +458,7 @@ int main(void)
         cmocka_unit_test(test_raw_events_and_out_file),
         cmocka_unit_test(test_bad_config_path),
         cmocka_unit_test(test_default_instance),
+        cmocka_unit_test(test_time_never_runs_backwards),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Pages built late, whose data arrives on other threads: pages-app adds a
+page of its own type every 250 ms, and each page loads /api/test1 (300 ms
+on the demo API server) with libcurl on a worker thread while a spinner
+keeps the window painting. Every page must complete with its final draw
+after its data (the request's end is submitted before the draw epoch
+moves, so no paint can use it up first), with the server's delay as its
+API time."""
+import os
+import tempfile
+import unittest
+
+from agentlib import ApiServer, Xvfb, of_type, pacer_run
+
+PAGES_APP = os.environ["PAGES_APP"]
+PAGES = 12
+DELAY_MS = 300
+
+
+class LatePages(unittest.TestCase):
+    def test_worker_thread_requests_end_in_a_final_draw(self):
+        with tempfile.TemporaryDirectory() as tmp, Xvfb() as x, ApiServer({"/api/test1": DELAY_MS}) as api:
+            cfg = os.path.join(tmp, "pages.xml")
+            with open(cfg, "w") as f:
+                f.write('<pacer><page id="LatePage"><api id="/api/test1"/></page></pacer>')
+            rc, records, _, err = pacer_run(x.display, PAGES_APP,
+                                            ["--url", api.base + "/api/test1", "--pages", str(PAGES),
+                                             "--every-ms", "250"],
+                                            config=cfg, workdir=tmp)
+        self.assertEqual(rc, 0, err)
+        pages = of_type(records, "page", page="LatePage")
+        self.assertEqual(len(pages), PAGES, [p["status"] for p in pages])
+        ids = set()
+        for p in pages:
+            self.assertEqual(p["status"], "complete", p)
+            self.assertIn("final_draw_ms", p, p)
+            api_ms = p["apis"][0]["ms"]
+            self.assertGreaterEqual(api_ms, DELAY_MS)
+            self.assertLess(api_ms, DELAY_MS + 250, p)
+            self.assertGreaterEqual(p["api_load_ms"], DELAY_MS)
+            self.assertEqual(p["apis"][0]["status"], 200)
+            ids.add(p["instance"])
+        # page ids are small numbers of the agent's, never addresses
+        self.assertEqual(len(ids), PAGES)
+        self.assertLess(max(ids), 10000)
+        nets = of_type(records, "net", lib="curl")
+        self.assertEqual(len(nets), PAGES)
+        for n in nets:
+            self.assertEqual(n["status"], 200)
+            self.assertGreaterEqual(n["total_ms"], DELAY_MS)
+
+
+if __name__ == "__main__":
+    unittest.main()
