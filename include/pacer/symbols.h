@@ -17,7 +17,7 @@
 
 typedef struct pt_symbols pt_symbols;
 typedef struct pt_sym {
-    const char *name;   /* function, or "0x<addr>" when unknown */
+    const char *name;   /* function, "[plt]" for a linker stub, or "0x<addr>" when unknown */
     const char *file;   /* source file, or NULL */
     int line;           /* 0 when unknown */
     const char *module; /* basename of the ELF file, or NULL */

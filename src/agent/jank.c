@@ -42,7 +42,7 @@ static const char *agent_path;
 static bool in_app(const pt_sym *s)
 {
     static const char *const system_dirs[] = {"/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/libexec/"};
-    if (!s->path || s->path[0] != '/')
+    if (!s->path || s->path[0] != '/' || strcmp(s->name, "[plt]") == 0) /* a linker stub is no one's code */
         return false;
     if (agent_path && strcmp(s->path, agent_path) == 0)
         return false;

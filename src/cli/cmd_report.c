@@ -266,12 +266,9 @@ static int run(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_FORMAT:
-            if (strcmp(optarg, "text") == 0)
-                format = FORMAT_TEXT;
-            else if (strcmp(optarg, "json") == 0)
-                format = FORMAT_JSON;
-            else
+            if (cli_format(optarg) < 0)
                 return usage_error("unknown --format '%s' (expected text or json)", optarg);
+            format = cli_format(optarg) == 1 ? FORMAT_JSON : FORMAT_TEXT;
             break;
         case OPT_PAGE:
             rr.opt.page = optarg;

@@ -278,12 +278,9 @@ static int run(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_FORMAT:
-            if (strcmp(optarg, "text") == 0)
-                json = false;
-            else if (strcmp(optarg, "json") == 0)
-                json = true;
-            else
+            if (cli_format(optarg) < 0)
                 return usage_error("unknown --format '%s' (expected text or json)", optarg);
+            json = cli_format(optarg) == 1;
             break;
         case 'h':
             fputs(usage, stdout);

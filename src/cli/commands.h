@@ -29,4 +29,8 @@ void cli_usage(const cli_command *cmd, FILE *out);
 /* True when argv holds -h or --help before any "--". */
 int cli_wants_help(int argc, char **argv);
 
+/* The value of --format: "text" (0) or "json" (1); -1 for anything else
+ * (the caller says so). */
+int cli_format(const char *arg);
+
 #endif

@@ -33,6 +33,11 @@ int cli_wants_help(int argc, char **argv)
     return 0;
 }
 
+int cli_format(const char *arg)
+{
+    return strcmp(arg, "text") == 0 ? 0 : strcmp(arg, "json") == 0 ? 1 : -1;
+}
+
 static void main_usage(FILE *out)
 {
     fprintf(out,

@@ -170,51 +170,42 @@ PACER_API int pacer_record_set_str(pacer_record *r, unsigned field, const char *
     return pacer_record_set_strn(r, field, s, s ? strlen(s) : 0);
 }
 
+/* Sets a scalar field of type `want` to `bits` (i and u share them). */
+static int set_scalar(pacer_record *r, unsigned field, pacer_type want, int64_t bits)
+{
+    value *v = slot(r, field, want);
+    if (!v)
+        return -EINVAL;
+    v->i = bits;
+    v->state = V_SET;
+    return 0;
+}
+
 PACER_API int pacer_record_set_int(pacer_record *r, unsigned field, int64_t x)
 {
     if (!r || field >= r->shape->n_fields)
         return -EINVAL;
     pacer_type t = r->shape->fields[field].type;
     if (t == PACER_TYPE_BOOL)
-        return pacer_record_set_bool(r, field, x != 0);
-    if (t == PACER_TYPE_ID)
-        return x < 0 ? -EINVAL : pacer_record_set_id(r, field, (uint64_t)x);
-    value *v = slot(r, field, PACER_TYPE_INT);
-    if (!v)
+        return set_scalar(r, field, t, x != 0);
+    if (t == PACER_TYPE_ID && x < 0)
         return -EINVAL;
-    v->i = x;
-    v->state = V_SET;
-    return 0;
+    return set_scalar(r, field, t == PACER_TYPE_ID ? t : PACER_TYPE_INT, x);
 }
 
 PACER_API int pacer_record_set_id(pacer_record *r, unsigned field, uint64_t x)
 {
-    value *v = slot(r, field, PACER_TYPE_ID);
-    if (!v)
-        return -EINVAL;
-    v->u = x;
-    v->state = V_SET;
-    return 0;
+    return set_scalar(r, field, PACER_TYPE_ID, (int64_t)x);
 }
 
 PACER_API int pacer_record_set_ms(pacer_record *r, unsigned field, int64_t ns)
 {
-    value *v = slot(r, field, PACER_TYPE_MS);
-    if (!v)
-        return -EINVAL;
-    v->i = ns;
-    v->state = V_SET;
-    return 0;
+    return set_scalar(r, field, PACER_TYPE_MS, ns);
 }
 
 PACER_API int pacer_record_set_bool(pacer_record *r, unsigned field, bool x)
 {
-    value *v = slot(r, field, PACER_TYPE_BOOL);
-    if (!v)
-        return -EINVAL;
-    v->i = x;
-    v->state = V_SET;
-    return 0;
+    return set_scalar(r, field, PACER_TYPE_BOOL, x);
 }
 
 PACER_API int pacer_record_set_null(pacer_record *r, unsigned field)

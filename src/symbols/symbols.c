@@ -14,6 +14,7 @@
 
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <gelf.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -161,6 +162,21 @@ static void grow(pt_symbols *s)
     free(old);
 }
 
+/* Whether addr lies in a PLT section of m (.plt, .plt.sec, .plt.got): a
+ * stub the linker made, which no symbol names. */
+static bool in_plt(Dwfl_Module *m, uint64_t addr)
+{
+    Dwarf_Addr a = (Dwarf_Addr)addr, bias;
+    Elf_Scn *scn = dwfl_module_address_section(m, &a, &bias);
+    Elf *elf = scn ? dwfl_module_getelf(m, &bias) : NULL;
+    size_t shstrndx;
+    GElf_Shdr shdr;
+    if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0 || !gelf_getshdr(scn, &shdr))
+        return false;
+    const char *name = elf_strptr(elf, shstrndx, shdr.sh_name);
+    return name && strncmp(name, ".plt", 4) == 0;
+}
+
 static void resolve(pt_symbols *s, uint64_t addr, pt_sym *out)
 {
     Dwfl_Module *m = s->dwfl ? dwfl_addrmodule(s->dwfl, (Dwarf_Addr)addr) : NULL;
@@ -178,6 +194,8 @@ static void resolve(pt_symbols *s, uint64_t addr, pt_sym *out)
         if (mod && strncmp(mod, "[vdso", 5) == 0)
             mod = "[vdso]"; /* libdw names it "[vdso: PID]" */
     }
+    if (!name && m && in_plt(m, addr))
+        name = "[plt]";
     if (name) {
         out->name = strdup(name);
     } else {

@@ -1,6 +1,8 @@
-"""docs/records.md and the model agree: every field a page or startup record
-carries is documented, and every documented field is emitted by some
-scenario (the bundled demo events plus a warm start)."""
+"""docs/records.md, the record schema and the model agree: every record type
+and field of the schema (`pacer schema --format json`) is documented with
+its type and nothing else is; every field a page or startup record carries
+is documented, and every documented field is emitted by some scenario (the
+bundled demo events plus a warm start)."""
 import json
 import os
 import re
@@ -12,15 +14,25 @@ PACER = os.environ["PACER"]
 ROOT = os.environ["PACER_SOURCE_ROOT"]
 
 
-def documented():
+def documented_types():
+    """{section: {field: type column}} of the field tables of records.md."""
     text = open(os.path.join(ROOT, "docs", "records.md")).read()
     sections = re.split(r"^## ", text, flags=re.M)
     fields = {}
     for s in sections[1:]:
         title = s.splitlines()[0].strip()
         name = "common" if title == "Common fields" else title.strip("`")
-        fields[name] = set(re.findall(r"^\| `([a-z_]+)` \|", s, flags=re.M))
+        fields[name] = dict(re.findall(r"^\| `([a-z_]+)` \| ([^|]+) \|", s, flags=re.M))
     return fields
+
+
+def documented():
+    return {name: set(f) for name, f in documented_types().items()}
+
+
+def schema():
+    p = subprocess.run([PACER, "schema", "--format", "json"], capture_output=True, text=True, check=True)
+    return json.loads(p.stdout)
 
 
 def emitted():
@@ -48,6 +60,30 @@ def emitted():
     for r in recs:
         keys.setdefault(r["type"], set()).update(r.keys())
     return keys
+
+
+class DocsMatchSchema(unittest.TestCase):
+    def test_every_type_and_field(self):
+        doc = documented_types()
+        sch = schema()
+        tables = {"common": sch["common"]}
+        for t in sch["types"]:
+            if t["fields"]:
+                tables[t["name"]] = t["fields"]
+            else:
+                self.assertIn("`%s`" % t["name"], open(os.path.join(ROOT, "docs", "records.md")).read(),
+                              "type %s is not mentioned in docs/records.md" % t["name"])
+        for name, fields in tables.items():
+            self.assertIn(name, doc, "docs/records.md has no section for %s records" % name)
+            want = {f["name"]: f for f in fields}
+            self.assertEqual(set(doc[name]), set(want), "%s: fields of docs/records.md vs the schema" % name)
+            for fname, f in want.items():
+                words = doc[name][fname].strip()
+                # the table's type column starts with the schema's type word
+                self.assertTrue(words.startswith(f["type"]),
+                                "%s.%s: documented as %r, the schema says %s" % (name, fname, words, f["type"]))
+                self.assertEqual("or null" in words, "nullable" in f["flags"],
+                                 "%s.%s: 'or null' in the docs iff the schema says nullable" % (name, fname))
 
 
 class DocsMatchRecords(unittest.TestCase):
