@@ -6,11 +6,10 @@
  * kept out of every percentile, as Matrix does: one start after a suspend
  * would otherwise own p99.
  *
- * Which metrics a kind has: a warm start measures one span, the field
- * PACER_STARTUP_WARM_MS; a cold start every other field the schema flags
- * PACER_FIELD_METRIC (its phases from the launch). So a cold start shows the
- * cold metrics even when a run had none, and a metric added to the schema
- * is shown under cold starts.
+ * Which metrics a kind has: the fields the schema flags PACER_FIELD_METRIC
+ * that its records carry (a cold start measures its phases from the
+ * launch, a warm start one span), in schema order. A kind without records
+ * shows none.
  */
 #include "report.h"
 #include "report_fields.h"
@@ -24,7 +23,7 @@ typedef struct start_kind {
     const char *name;                /* the kind, in the summary's kinds */
     size_t count;                    /* every start of this kind, outliers included */
     size_t outliers;
-    bool has[PACER_STARTUP_N_FIELDS]; /* the fields that are this kind's metrics */
+    bool has[PACER_STARTUP_N_FIELDS]; /* the metric fields its records carry */
     report_samples metric[PACER_STARTUP_N_FIELDS]; /* by field; outliers excluded */
 } start_kind;
 
@@ -50,12 +49,8 @@ static void *startup_new(void)
         startup_free(s);
         return NULL;
     }
-    for (size_t k = 0; k < s->kinds.n; k++) {
+    for (size_t k = 0; k < s->kinds.n; k++)
         s->kind[k].name = s->kinds.v[k];
-        bool warm = strcmp(s->kinds.v[k], "warm") == 0;
-        for (unsigned f = 0; f < PACER_STARTUP_N_FIELDS; f++)
-            s->kind[k].has[f] = (startup_field(f)->flags & PACER_FIELD_METRIC) && warm == (f == PACER_STARTUP_WARM_MS);
-    }
     return s;
 }
 
@@ -80,15 +75,17 @@ static int startup_add(void *state, const pacer_record *rec, const report_option
         return 0; /* the schema requires the kind and one of the list: not reached */
     start_kind *k = &s->kind[i];
     k->count++;
-    if (pacer_record_int(rec, PACER_STARTUP_OUTLIER)) {
-        k->outliers++;
-        return 0;
-    }
+    bool outlier = pacer_record_int(rec, PACER_STARTUP_OUTLIER);
+    k->outliers += outlier;
     double v;
     int r;
-    for (unsigned f = 0; f < PACER_STARTUP_N_FIELDS; f++)
-        if (k->has[f] && report_number(rec, f, &v) && (r = report_samples_add(&k->metric[f], v)) < 0)
+    for (unsigned f = 0; f < PACER_STARTUP_N_FIELDS; f++) {
+        if (!(startup_field(f)->flags & PACER_FIELD_METRIC) || !report_number(rec, f, &v))
+            continue;
+        k->has[f] = true;
+        if (!outlier && (r = report_samples_add(&k->metric[f], v)) < 0)
             return r;
+    }
     return 0;
 }
 
