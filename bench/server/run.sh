@@ -23,6 +23,7 @@ key=$(cut -d' ' -f2 "$work/keys")
 admin=$(cat "$work/admin")
 pid=
 start() { # db
+  : > "$work/out" # not the previous run's line: the shell below truncates it only once started
   "$pacerd" --listen 127.0.0.1:0 --db "$1" --admin-token-file "$work/admin" --keys-file "$work/keys" \
     > "$work/out" 2> "$work/err" &
   pid=$!

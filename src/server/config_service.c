@@ -77,14 +77,18 @@ void config_put(pacerd *d, const char *app, const http_request *rq, http_respons
     char *why = NULL;
     pacer_config *cfg = pacer_config_parse(rq->body, rq->body_len, &why);
     if (!cfg) {
-        json_t *e = json_pack("{s:s}", "error", why ? why : "invalid config (out of memory while parsing)");
+        jbuf e;
+        jbuf_init(&e);
+        jbuf_open(&e, '{');
+        jbuf_kv_str(&e, "error", why ? why : "invalid config (out of memory while parsing)");
         unsigned line = 0, column = 0;
         if (why && sscanf(why, "%u:%u:", &line, &column) == 2) {
-            json_object_set_new(e, "line", json_integer(line));
-            json_object_set_new(e, "column", json_integer(column));
+            jbuf_kv_u64(&e, "line", line);
+            jbuf_kv_u64(&e, "column", column);
         }
+        jbuf_close(&e, '}');
         free(why);
-        http_json(rs, 400, e);
+        http_json(rs, 400, &e);
         return;
     }
     size_t pages = pacer_config_page_count(cfg);
@@ -103,6 +107,12 @@ void config_put(pacerd *d, const char *app, const http_request *rq, http_respons
         free(xml);
         free(etag);
     }
-    http_json(rs, 200, json_pack("{s:s, s:I, s:I}", "app", app, "version", (json_int_t)version, "pages",
-                                 (json_int_t)pages));
+    jbuf b;
+    jbuf_init(&b);
+    jbuf_open(&b, '{');
+    jbuf_kv_str(&b, "app", app);
+    jbuf_kv_i64(&b, "version", version);
+    jbuf_kv_u64(&b, "pages", pages);
+    jbuf_close(&b, '}');
+    http_json(rs, 200, &b);
 }

@@ -44,14 +44,28 @@ const char *http_arg(const http_request *rq, const char *name)
     return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
-void http_json(http_response *rs, unsigned status, json_t *body)
+void http_json_text(http_response *rs, unsigned status, const char *json)
 {
     free(rs->body);
     rs->status = status;
-    rs->body = body ? json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(12)) : NULL;
+    rs->body = strdup(json);
     rs->len = rs->body ? strlen(rs->body) : 0;
     rs->content_type = "application/json";
-    json_decref(body);
+}
+
+void http_json(http_response *rs, unsigned status, jbuf *body)
+{
+    size_t len;
+    char *text = jbuf_steal(body, &len);
+    if (!text) {
+        http_json_text(rs, 503, "{\"error\":\"out of memory\"}");
+        return;
+    }
+    free(rs->body);
+    rs->status = status;
+    rs->body = text;
+    rs->len = len;
+    rs->content_type = "application/json";
 }
 
 void http_error(http_response *rs, unsigned status, const char *fmt, ...)
@@ -61,7 +75,12 @@ void http_error(http_response *rs, unsigned status, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    http_json(rs, status, json_pack("{s:s}", "error", msg));
+    jbuf b;
+    jbuf_init(&b);
+    jbuf_open(&b, '{');
+    jbuf_kv_str(&b, "error", msg);
+    jbuf_close(&b, '}');
+    http_json(rs, status, &b);
 }
 
 static enum MHD_Result queue(struct MHD_Connection *c, http_response *rs)

@@ -10,7 +10,8 @@
 #ifndef PACER_SERVER_HTTP_H
 #define PACER_SERVER_HTTP_H
 
-#include <jansson.h>
+#include <pacer/base/json.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -39,8 +40,11 @@ typedef struct http_response {
 const char *http_header(const http_request *rq, const char *name);
 const char *http_arg(const http_request *rq, const char *name);
 
-/* Sets a JSON response (takes the reference to body). */
-void http_json(http_response *rs, unsigned status, json_t *body);
+/* Sets a JSON response: the text of body, which it takes (body is left
+ * empty). A body whose writing failed (out of memory) answers 503. */
+void http_json(http_response *rs, unsigned status, jbuf *body);
+/* Sets a JSON response from constant text, e.g. "{}". */
+void http_json_text(http_response *rs, unsigned status, const char *json);
 /* Sets {"error": MESSAGE}. */
 void http_error(http_response *rs, unsigned status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

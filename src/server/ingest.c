@@ -5,10 +5,15 @@
  *         → store_submit (blocks until committed) → 200 with partialSuccess
  *
  * Spans are told apart by the attribute pacer.type (docs/server.md, "OTLP
- * mapping"): "page" → page_loads, "startup" → startups, "net" → requests;
- * a span without it (any OpenTelemetry SDK) → spans. A record field F of a
- * pacer record is the attribute pacer.F; the attributes the tables have no
- * column for are kept, as JSON, in the column `extra`.
+ * mapping"): a record type of the schema that has a table ("page" →
+ * page_loads, "startup" → startups, "net" → requests) makes a row of that
+ * table; any other span (any OpenTelemetry SDK) a row of spans. Rows are
+ * filled column by column as the layout says (store.h, "the rows"): a field
+ * F of the record from the attribute pacer.F, else from F's semantic
+ * convention attribute, with F's type in the schema (a value of another
+ * type rejects the span); the attributes no column took are kept, as JSON,
+ * in the column `extra`. What the server itself adds per record type —
+ * defaults, what makes a record failed — is record_rules().
  *
  * The resource's service.name must be the app of the key (a key never writes
  * into another app); a resource without one takes the key's app.
@@ -16,6 +21,8 @@
 #include "pacerd.h"
 #include "otlp.h"
 #include "urlfold.h"
+
+#include <pacer/base/json.h>
 
 #include <errno.h>
 #include <math.h>
@@ -60,6 +67,12 @@ static char *arena_alloc(arena *a, size_t n)
     return p;
 }
 
+/* Gives back all but the first n bytes of p, the last allocation. */
+static void arena_keep(arena *a, const char *p, size_t n)
+{
+    a->head->used = (size_t)(p - a->head->data) + n;
+}
+
 static void arena_free(arena *a)
 {
     for (chunk *c = a->head, *next; c; c = next) {
@@ -73,7 +86,7 @@ static const char *arena_json(arena *a, const char *json, size_t len)
 {
     char *s = arena_alloc(a, len + 1);
     if (s)
-        otlp_json_compact(json, len, s);
+        json_compact(json, len, s);
     return s;
 }
 
@@ -99,9 +112,13 @@ static void reject(mapper *m, const char *fmt, ...)
     m->first_reason = strdup(buf);
 }
 
+static store_value v_null(void)
+{
+    return (store_value){.type = SV_NULL};
+}
 static store_value v_text(const char *s)
 {
-    return s ? (store_value){.type = SV_TEXT, .p = s} : (store_value){.type = SV_NULL};
+    return s ? (store_value){.type = SV_TEXT, .p = s} : v_null();
 }
 static store_value v_int(int64_t i)
 {
@@ -109,11 +126,16 @@ static store_value v_int(int64_t i)
 }
 static store_value v_real(double d)
 {
-    return isnan(d) ? (store_value){.type = SV_NULL} : (store_value){.type = SV_REAL, .d = d};
+    return isnan(d) ? v_null() : (store_value){.type = SV_REAL, .d = d};
 }
 static store_value v_blob(const void *p, size_t n)
 {
     return (store_value){.type = SV_BLOB, .p = p, .n = n};
+}
+
+static const char *sv_text(const store_value *v)
+{
+    return v && v->type == SV_TEXT ? v->p : NULL;
 }
 
 /* The resource's app; NULL (and a rejection) when it is not the key's. */
@@ -125,299 +147,27 @@ static const char *app_of(mapper *m, const otlp_resource *r, const char *what, s
     return NULL;
 }
 
-/* Attribute readers that tell "absent" from "wrong type". */
-typedef struct attrs {
-    const otlp_attrs *kv;
-    const char *bad; /* the first attribute with a wrong type */
-} attrs;
-
-static const char *a_str(attrs *a, const char *key)
+/* A string attribute; *bad names the first attribute of another type. */
+static const char *a_str(const otlp_attrs *attrs, const char *key, const char **bad)
 {
-    const otlp_value *v = otlp_attr(a->kv, key);
+    const otlp_value *v = otlp_attr(attrs, key);
     const char *s = NULL;
-    if (v && !otlp_value_string(v, &s) && !a->bad)
-        a->bad = key;
+    if (v && !otlp_value_string(v, &s) && !*bad)
+        *bad = key;
     return s;
 }
 
-static double a_ms(attrs *a, const char *key)
-{
-    const otlp_value *v = otlp_attr(a->kv, key);
-    double d = NAN;
-    if (v && (!otlp_value_double(v, &d) || !(d >= 0) || isinf(d))) {
-        if (!a->bad)
-            a->bad = key;
-        d = NAN;
-    }
-    return d;
-}
-
-static bool a_int(attrs *a, const char *key, int64_t *ret)
-{
-    const otlp_value *v = otlp_attr(a->kv, key);
-    if (v && !otlp_value_int(v, ret) && !a->bad)
-        a->bad = key;
-    return v && !a->bad;
-}
-
-static int a_bool(attrs *a, const char *key) /* -1 absent */
-{
-    const otlp_value *v = otlp_attr(a->kv, key);
-    bool b;
-    if (!v)
-        return -1;
-    if (!otlp_value_bool(v, &b)) {
-        if (!a->bad)
-            a->bad = key;
-        return -1;
-    }
-    return b;
-}
-
-static bool is_known(const otlp_kv *kv, const char *const *known)
-{
-    for (const char *const *p = known; *p; p++)
-        if (strlen(*p) == kv->key_len && memcmp(*p, kv->key, kv->key_len) == 0)
-            return true;
-    return false;
-}
-
-/* The attributes whose keys are not in known, as JSON text, or NULL. */
-static const char *extra_json(mapper *m, const otlp_attrs *kvs, const char *const *known)
-{
-    size_t len = 0;
-    for (size_t i = 0; i < kvs->n; i++)
-        if (!is_known(&kvs->kv[i], known))
-            len += kvs->kv[i].json_len + 1;
-    if (!len)
-        return NULL;
-    char *s = arena_alloc(&m->arena, len + 2);
-    if (!s)
-        return NULL;
-    size_t o = 0;
-    s[o++] = '[';
-    for (size_t i = 0; i < kvs->n; i++)
-        if (!is_known(&kvs->kv[i], known)) {
-            if (o > 1)
-                s[o++] = ',';
-            o += otlp_json_compact(kvs->kv[i].json, kvs->kv[i].json_len, s + o);
-        }
-    s[o++] = ']';
-    s[o] = 0;
-    return s;
-}
-
-static const char *const page_known[] = {
-    "pacer.type", "pacer.page", "pacer.instance", "pacer.kind", "pacer.status", "pacer.main",
-    "pacer.initial_draw_ms", "pacer.api_load_ms", "pacer.final_draw_ms", "pacer.total_ms", "pacer.session", NULL};
-static const char *const startup_known[] = {
-    "pacer.type", "pacer.kind", "pacer.cold_ms", "pacer.first_screen_ms", "pacer.app_cost_ms",
-    "pacer.full_display_ms", "pacer.warm_ms", "pacer.outlier", "pacer.main_page", "pacer.page", "pacer.session", NULL};
-static const char *const net_known[] = {
-    "pacer.type", "pacer.method", "http.request.method", "pacer.url", "url.full", "pacer.status",
-    "http.response.status_code", "pacer.error", "error.type", "pacer.total_ms", "pacer.dns_ms", "pacer.connect_ms",
-    "pacer.tls_ms", "pacer.first_byte_ms", "pacer.bytes_sent", "pacer.bytes_received", "pacer.content_type",
-    "pacer.page", "pacer.session", NULL};
-
-static bool map_page(mapper *m, const otlp_span *s, attrs *a, store_record *r)
-{
-    const char *page = a_str(a, "pacer.page");
-    const char *status = a_str(a, "pacer.status");
-    int64_t instance = 0;
-    bool has_instance = a_int(a, "pacer.instance", &instance);
-    const char *kind = a_str(a, "pacer.kind");
-    int main_page = a_bool(a, "pacer.main");
-    double ms[4] = {a_ms(a, "pacer.initial_draw_ms"), a_ms(a, "pacer.api_load_ms"), a_ms(a, "pacer.final_draw_ms"),
-                    a_ms(a, "pacer.total_ms")};
-    if (a->bad)
-        return false;
-    if (!page)
-        page = s->name;
-    if (!status)
-        status = "complete";
-    r->table = TABLE_PAGE_LOADS;
-    r->kind = KIND_PAGE;
-    r->name = page;
-    r->failed = strcmp(status, "complete") != 0;
-    memcpy(r->metrics, ms, sizeof ms);
-    store_value *c = r->cols;
-    c[4] = v_text(page);
-    c[5] = has_instance ? v_int(instance) : (store_value){.type = SV_NULL};
-    c[6] = v_text(kind);
-    c[7] = v_text(status);
-    c[8] = main_page < 0 ? (store_value){.type = SV_NULL} : v_int(main_page);
-    for (int i = 0; i < 4; i++)
-        c[9 + i] = v_real(ms[i]);
-    c[13] = v_int(r->failed);
-    c[14] = v_blob(s->trace_id, 16);
-    c[15] = v_blob(s->span_id, 8);
-    c[16] = v_text(extra_json(m, &s->attrs, page_known));
-    return true;
-}
-
-static bool map_startup(mapper *m, const otlp_span *s, attrs *a, store_record *r)
-{
-    const char *kind = a_str(a, "pacer.kind");
-    double ms[5] = {a_ms(a, "pacer.cold_ms"), a_ms(a, "pacer.first_screen_ms"), a_ms(a, "pacer.app_cost_ms"),
-                    a_ms(a, "pacer.full_display_ms"), a_ms(a, "pacer.warm_ms")};
-    int outlier = a_bool(a, "pacer.outlier");
-    const char *main_page = a_str(a, "pacer.main_page");
-    const char *page = a_str(a, "pacer.page");
-    if (a->bad)
-        return false;
-    if (!kind || (strcmp(kind, "cold") != 0 && strcmp(kind, "warm") != 0)) {
-        a->bad = "pacer.kind";
-        return false;
-    }
-    r->table = TABLE_STARTUPS;
-    r->kind = KIND_STARTUP;
-    r->name = kind;
-    r->excluded = outlier > 0;
-    memcpy(r->metrics, ms, sizeof ms);
-    store_value *c = r->cols;
-    c[4] = v_text(kind);
-    for (int i = 0; i < 5; i++)
-        c[5 + i] = v_real(ms[i]);
-    c[10] = v_int(outlier > 0);
-    c[11] = v_text(main_page);
-    c[12] = v_text(page);
-    c[13] = v_int(0);
-    c[14] = v_blob(s->trace_id, 16);
-    c[15] = v_blob(s->span_id, 8);
-    c[16] = v_text(extra_json(m, &s->attrs, startup_known));
-    return true;
-}
-
-static bool map_net(mapper *m, const otlp_span *s, attrs *a, store_record *r)
-{
-    const char *method = a_str(a, "pacer.method");
-    if (!method)
-        method = a_str(a, "http.request.method");
-    const char *url = a_str(a, "pacer.url");
-    if (!url)
-        url = a_str(a, "url.full");
-    int64_t status = 0;
-    bool has_status = a_int(a, "pacer.status", &status) || a_int(a, "http.response.status_code", &status);
-    const char *error = a_str(a, "pacer.error");
-    if (!error)
-        error = a_str(a, "error.type");
-    double ms[5] = {a_ms(a, "pacer.total_ms"), a_ms(a, "pacer.dns_ms"), a_ms(a, "pacer.connect_ms"),
-                    a_ms(a, "pacer.tls_ms"), a_ms(a, "pacer.first_byte_ms")};
-    int64_t sent = -1, received = -1;
-    bool has_sent = a_int(a, "pacer.bytes_sent", &sent);
-    bool has_received = a_int(a, "pacer.bytes_received", &received);
-    const char *content_type = a_str(a, "pacer.content_type");
-    const char *page = a_str(a, "pacer.page");
-    if (a->bad)
-        return false;
-    if (!method)
-        method = "GET";
-    if (!url) {
-        a->bad = "pacer.url";
-        return false;
-    }
-    if (isnan(ms[0])) /* the span's own duration */
-        ms[0] = (double)(s->end_ns - s->start_ns) / 1e6;
-    char pattern[1024];
-    url_fold(url, pattern, sizeof pattern);
-    size_t nlen = strlen(method) + 1 + strlen(pattern) + 1;
-    char *name = arena_alloc(&m->arena, nlen);
-    if (!name)
-        return false;
-    snprintf(name, nlen, "%s %s", method, pattern);
-    const char *pat = name + strlen(method) + 1;
-    r->table = TABLE_REQUESTS;
-    r->kind = KIND_REQUEST;
-    r->name = name;
-    r->failed = error || !has_status || status >= 400 || status <= 0;
-    memcpy(r->metrics, ms, sizeof ms);
-    store_value *c = r->cols;
-    c[4] = v_text(method);
-    c[5] = v_text(url);
-    c[6] = v_text(pat);
-    c[7] = has_status ? v_int(status) : (store_value){.type = SV_NULL};
-    c[8] = v_text(error);
-    for (int i = 0; i < 5; i++)
-        c[9 + i] = v_real(ms[i]);
-    c[14] = has_sent ? v_int(sent) : (store_value){.type = SV_NULL};
-    c[15] = has_received ? v_int(received) : (store_value){.type = SV_NULL};
-    c[16] = v_text(content_type);
-    c[17] = v_text(page);
-    c[18] = v_int(r->failed);
-    c[19] = v_blob(s->trace_id, 16);
-    c[20] = v_blob(s->span_id, 8);
-    c[21] = v_text(extra_json(m, &s->attrs, net_known));
-    return true;
-}
-
-static bool map_span(mapper *m, const otlp_span *s, store_record *r)
-{
-    r->table = TABLE_SPANS;
-    r->kind = KIND_SPAN;
-    r->name = s->name;
-    r->failed = s->status_code == 2;
-    r->metrics[0] = (double)(s->end_ns - s->start_ns) / 1e6;
-    store_value *c = r->cols;
-    c[4] = v_int(s->end_ns);
-    c[5] = v_text(s->name);
-    c[6] = v_int(s->kind);
-    c[7] = v_int(s->status_code);
-    c[8] = v_text(s->status_message);
-    c[9] = v_int(r->failed);
-    c[10] = v_blob(s->trace_id, 16);
-    c[11] = v_blob(s->span_id, 8);
-    c[12] = s->has_parent ? v_blob(s->parent_span_id, 8) : (store_value){.type = SV_NULL};
-    c[13] = v_text(s->scope);
-    c[14] = v_text(s->attrs.n ? arena_json(&m->arena, s->attrs.json, s->attrs.json_len) : NULL);
-    return true;
-}
-
-/* Fills recs (room for every span); returns how many were mapped. */
-static size_t map_spans(mapper *m, store_record *recs)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < m->b->n_spans; i++) {
-        const otlp_span *s = &m->b->spans[i];
-        const otlp_resource *res = &m->b->resources[s->resource];
-        const char *app = app_of(m, res, "spans", i);
-        if (!app)
-            continue;
-        store_record *r = &recs[n];
-        memset(r, 0, sizeof *r);
-        for (size_t k = 0; k < STORE_MAX_METRICS; k++)
-            r->metrics[k] = NAN;
-        attrs a = {.kv = &s->attrs};
-        const char *type = a_str(&a, "pacer.type");
-        const char *session = a_str(&a, "pacer.session");
-        if (!session)
-            session = res->session;
-        bool ok;
-        if (type && strcmp(type, "page") == 0)
-            ok = map_page(m, s, &a, r);
-        else if (type && strcmp(type, "startup") == 0)
-            ok = map_startup(m, s, &a, r);
-        else if (type && strcmp(type, "net") == 0)
-            ok = map_net(m, s, &a, r);
-        else
-            ok = !a.bad && map_span(m, s, r);
-        if (m->arena.oom)
-            return 0;
-        if (!ok) {
-            reject(m, "spans[%zu] (\"%.100s\"): attribute %s has the wrong type or value (docs/server.md)", i,
-                   s->name, a.bad ? a.bad : "?");
-            continue;
-        }
-        r->app = app;
-        r->version = res->service_version;
-        r->ts_ns = s->start_ns;
-        r->cols[0] = v_text(app);
-        r->cols[1] = v_text(res->service_version);
-        r->cols[2] = v_text(session);
-        r->cols[3] = v_int(s->start_ns);
-        n++;
-    }
-    return n;
-}
+/* What a row holds beyond its record's fields: the item and its context. */
+typedef struct item {
+    const char *app, *version, *session;
+    int64_t ts;
+    const otlp_span *span;
+    const otlp_log *log;
+    const otlp_point *point;
+    const otlp_attrs *attrs;
+    const char *log_type;
+    const char *extra; /* a record's attributes that no column took */
+} item;
 
 static const char *any_text(mapper *m, const otlp_log *l)
 {
@@ -429,8 +179,336 @@ static const char *any_text(mapper *m, const otlp_log *l)
     return arena_json(&m->arena, l->body.json, l->body.json_len);
 }
 
+/* The value of a column of r that is not a record's field (those are read
+ * by map_record). */
+static store_value column_value(mapper *m, const store_column *col, const item *it, const store_record *r)
+{
+    const otlp_span *s = it->span;
+    switch (col->source) {
+    case SRC_COMMON:
+        switch (col->index) {
+        case PACER_COMMON_TS: return v_int(it->ts);
+        case PACER_COMMON_APP: return v_text(it->app);
+        case PACER_COMMON_VERSION: return v_text(it->version);
+        case PACER_COMMON_SESSION: return v_text(it->session);
+        default: return v_null();
+        }
+    case SRC_FIELD:
+    case SRC_PATTERN: break;
+    case SRC_FAILED: return v_int(r->failed);
+    case SRC_TRACE_ID: return v_blob(s->trace_id, 16);
+    case SRC_SPAN_ID: return v_blob(s->span_id, 8);
+    case SRC_EXTRA: return v_text(it->extra);
+    case SRC_END_TS: return v_int(s->end_ns);
+    case SRC_SPAN_NAME: return v_text(s->name);
+    case SRC_SPAN_KIND: return v_int(s->kind);
+    case SRC_STATUS_CODE: return v_int(s->status_code);
+    case SRC_STATUS_MESSAGE: return v_text(s->status_message);
+    case SRC_PARENT_SPAN_ID: return s->has_parent ? v_blob(s->parent_span_id, 8) : v_null();
+    case SRC_SCOPE: return v_text(s->scope);
+    case SRC_LOG_TYPE: return v_text(it->log_type);
+    case SRC_SEVERITY_NUMBER: return v_int(it->log->severity_number);
+    case SRC_SEVERITY_TEXT: return v_text(it->log->severity_text);
+    case SRC_BODY: return v_text(any_text(m, it->log));
+    case SRC_METRIC_NAME: return v_text(it->point->name);
+    case SRC_METRIC_TYPE: return v_text(it->point->type);
+    case SRC_UNIT: return v_text(it->point->unit);
+    case SRC_VALUE: return v_real(it->point->value);
+    case SRC_COUNT: return it->point->count >= 0 ? v_int(it->point->count) : v_null();
+    case SRC_ATTRIBUTES:
+        return v_text(it->attrs->n ? arena_json(&m->arena, it->attrs->json, it->attrs->json_len) : NULL);
+    }
+    return v_null();
+}
+
+/* Fills the columns of r that map_record does not. */
+static void fill_row(mapper *m, const store_table_desc *t, const item *it, store_record *r)
+{
+    for (size_t c = 0; c < t->n_cols; c++)
+        if (t->cols[c].source != SRC_FIELD && t->cols[c].source != SRC_PATTERN)
+            r->cols[c] = column_value(m, &t->cols[c], it, r);
+}
+
+/* ---- pacer records ---- */
+
+/* A record's row while it is mapped. */
+typedef struct row {
+    const store_table_desc *t;
+    store_record *r;
+} row;
+
+static store_value *field_value(row *w, long field)
+{
+    int c = w->t->field_cols[field];
+    return c >= 0 ? &w->r->cols[c] : NULL;
+}
+
+static void default_text(row *w, long field, const char *s)
+{
+    store_value *v = field_value(w, field);
+    if (v && v->type == SV_NULL)
+        *v = v_text(s);
+}
+
+/* The server's own rules of each record type, once its fields are read:
+ * defaults, and what makes a record failed (the `incomplete` and `errors`
+ * counts of the queries). */
+static void record_rules(row *w, const otlp_span *s)
+{
+    store_record *r = w->r;
+    switch (w->t->type->id) {
+    case PACER_RECORD_PAGE: {
+        default_text(w, PACER_PAGE_CLASS, s->name); /* a span of another SDK names its page */
+        default_text(w, PACER_PAGE_STATUS, "complete");
+        const char *status = sv_text(field_value(w, PACER_PAGE_STATUS));
+        r->failed = status && strcmp(status, "complete") != 0;
+        break;
+    }
+    case PACER_RECORD_NET: {
+        default_text(w, PACER_NET_METHOD, "GET");
+        store_value *total = field_value(w, PACER_NET_TOTAL_MS);
+        if (total && total->type == SV_NULL) /* the span's own duration */
+            *total = v_real((double)(s->end_ns - s->start_ns) / 1e6);
+        const store_value *status = field_value(w, PACER_NET_STATUS);
+        bool has_status = status && status->type == SV_INT;
+        r->failed = sv_text(field_value(w, PACER_NET_ERROR)) || !has_status || status->i >= 400 || status->i <= 0;
+        break;
+    }
+    default: break;
+    }
+}
+
+/* A schema-typed value of an attribute: false when it has another type
+ * (or, for a duration, is negative or not finite). */
+static bool typed_value(const pacer_field *f, const otlp_value *v, store_value *ret)
+{
+    const char *s;
+    int64_t i;
+    double d;
+    bool b;
+    switch (f->type) {
+    case PACER_TYPE_STRING:
+        if (!otlp_value_string(v, &s))
+            return false;
+        *ret = (store_value){.type = SV_TEXT, .p = s, .n = v->len};
+        return true;
+    case PACER_TYPE_INT:
+    case PACER_TYPE_ID:
+        if (!otlp_value_int(v, &i))
+            return false;
+        *ret = v_int(i);
+        return true;
+    case PACER_TYPE_MS:
+        if (!otlp_value_double(v, &d) || !(d >= 0) || isinf(d))
+            return false;
+        *ret = v_real(d);
+        return true;
+    case PACER_TYPE_BOOL:
+        if (!otlp_value_bool(v, &b))
+            return false;
+        *ret = v_int(b);
+        return true;
+    default: return false;
+    }
+}
+
+static bool key_is(const otlp_kv *kv, const char *key, size_t len)
+{
+    return kv->key_len == len && memcmp(kv->key, key, len) == 0;
+}
+
+/* Sorts the span's attributes out in one pass: found[c][k] is the first
+ * attribute named t->cols[c].attrs[k]; those no column reads (other than
+ * pacer.type and pacer.session, which any span may have) are written to
+ * *ret_extra as a JSON array, or it stays NULL. */
+static void take_attrs(mapper *m, const store_table_desc *t, const otlp_attrs *attrs,
+                       const otlp_kv *found[][STORE_MAX_ATTRS], const char **ret_extra)
+{
+    /* the extra is a part of the list's text: room for all of it, the
+     * rest given back at the end */
+    char *extra = NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < attrs->n; i++) {
+        const otlp_kv *kv = &attrs->kv[i];
+        bool known = key_is(kv, "pacer.type", 10) || key_is(kv, "pacer.session", 13);
+        for (size_t c = 0; c < t->n_cols && !known; c++)
+            for (size_t k = 0; k < t->cols[c].n_attrs; k++)
+                if (key_is(kv, t->cols[c].attrs[k], t->cols[c].attr_lens[k])) {
+                    if (!found[c][k])
+                        found[c][k] = kv;
+                    known = true;
+                    break;
+                }
+        if (known)
+            continue;
+        if (!extra) {
+            extra = arena_alloc(&m->arena, attrs->json_len + 3);
+            if (!extra)
+                return;
+            extra[o++] = '[';
+        } else {
+            extra[o++] = ',';
+        }
+        o += json_compact(kv->json, kv->json_len, extra + o);
+    }
+    if (extra) {
+        extra[o++] = ']';
+        extra[o++] = 0;
+        arena_keep(&m->arena, extra, o);
+    }
+    *ret_extra = extra;
+}
+
+/* The text of columns cols[0..n) joined by ' ' (the rollup group name). */
+static const char *join_name(mapper *m, const store_record *r, const int *cols, size_t n)
+{
+    if (n == 1)
+        return sv_text(&r->cols[cols[0]]);
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++)
+        len += strlen(sv_text(&r->cols[cols[i]])) + 1;
+    char *name = arena_alloc(&m->arena, len);
+    if (!name)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *s = sv_text(&r->cols[cols[i]]);
+        size_t k = strlen(s);
+        memcpy(name + o, s, k);
+        o += k;
+        name[o++] = i + 1 < n ? ' ' : 0;
+    }
+    return name;
+}
+
+/* A pacer span → a row of its record type's table. False with *bad naming
+ * the attribute that has the wrong type or value. */
+static bool map_record(mapper *m, const otlp_span *s, const store_table_desc *t, item *it, store_record *r,
+                       const char **bad)
+{
+    const store_kind_desc *kd = store_kind(t->kind);
+    const otlp_kv *found[STORE_MAX_COLS][STORE_MAX_ATTRS];
+    memset(found, 0, t->n_cols * sizeof found[0]);
+    take_attrs(m, t, &s->attrs, found, &it->extra);
+    if (m->arena.oom)
+        return false;
+    for (size_t c = 0; c < t->n_cols; c++) {
+        const store_column *col = &t->cols[c];
+        if (col->source != SRC_FIELD)
+            continue;
+        const otlp_value *v = NULL;
+        size_t k = 0;
+        while (k < col->n_attrs && !(found[c][k] && found[c][k]->has_value))
+            k++;
+        if (k < col->n_attrs)
+            v = &found[c][k]->value;
+        r->cols[c] = v_null();
+        if (v && !typed_value(col->field, v, &r->cols[c])) {
+            *bad = col->attrs[k];
+            return false;
+        }
+    }
+    row w = {t, r};
+    record_rules(&w, s);
+    /* the group name's fields must be there, with a value the schema allows */
+    for (size_t c = 0; c < t->n_cols; c++) {
+        const store_column *col = &t->cols[c];
+        if (col->source != SRC_FIELD || !(col->field->flags & PACER_FIELD_NAME))
+            continue;
+        const char *v = sv_text(&r->cols[c]);
+        if (!v || !pacer_field_allows(col->field, v, strlen(v))) {
+            *bad = col->attrs[0];
+            return false;
+        }
+    }
+    for (size_t c = 0; c < t->n_cols; c++) {
+        if (t->cols[c].source != SRC_PATTERN)
+            continue;
+        char pattern[1024];
+        size_t n = url_fold(sv_text(&r->cols[t->cols[c].index]), pattern, sizeof pattern);
+        char *p = arena_alloc(&m->arena, n + 1);
+        if (!p)
+            return false;
+        memcpy(p, pattern, n + 1);
+        r->cols[c] = (store_value){.type = SV_TEXT, .p = p, .n = n};
+    }
+    r->name = join_name(m, r, kd->name_cols, kd->n_name_cols);
+    if (!r->name)
+        return false;
+    if (kd->excluded_col >= 0) { /* the outlier flag: false unless the record says so */
+        store_value *ex = &r->cols[kd->excluded_col];
+        if (ex->type == SV_NULL)
+            *ex = v_int(0);
+        r->excluded = ex->i != 0;
+    }
+    for (size_t i = 0; i < kd->n_metrics; i++) {
+        const store_value *v = &r->cols[kd->metric_cols[i]];
+        r->metrics[i] = v->type == SV_REAL ? v->d : NAN;
+    }
+    return true;
+}
+
+/* Fills recs (room for every span); returns how many were mapped. */
+static size_t map_spans(mapper *m, store_record *recs)
+{
+    /* the table of each record type; -1: its spans are plain spans */
+    int tables[PACER_N_RECORD_TYPES];
+    for (size_t i = 0; i < PACER_N_RECORD_TYPES; i++)
+        tables[i] = -1;
+    for (enum store_table t = 0; t < TABLE_COUNT; t++)
+        if (store_table(t)->type)
+            tables[store_table(t)->type->id] = (int)t;
+    size_t n = 0;
+    for (size_t i = 0; i < m->b->n_spans; i++) {
+        const otlp_span *s = &m->b->spans[i];
+        const otlp_resource *res = &m->b->resources[s->resource];
+        const char *app = app_of(m, res, "spans", i);
+        if (!app)
+            continue;
+        store_record *r = &recs[n];
+        memset(r, 0, sizeof *r);
+        for (size_t k = 0; k < STORE_MAX_METRICS; k++)
+            r->metrics[k] = NAN;
+        const char *bad = NULL;
+        const char *type = a_str(&s->attrs, "pacer.type", &bad);
+        const char *session = a_str(&s->attrs, "pacer.session", &bad);
+        item it = {.app = app, .version = res->service_version, .session = session ? session : res->session,
+                   .ts = s->start_ns, .span = s, .attrs = &s->attrs};
+        const pacer_record_type *rt = type ? pacer_record_type_find(type, strlen(type)) : NULL;
+        int tb = rt ? tables[rt->id] : -1;
+        const store_table_desc *t = store_table(tb >= 0 ? (enum store_table)tb : TABLE_SPANS);
+        bool ok = !bad;
+        if (ok && tb >= 0) {
+            r->table = (enum store_table)tb;
+            r->kind = t->kind;
+            ok = map_record(m, s, t, &it, r, &bad);
+        } else if (ok) {
+            /* a plain span: its name and duration */
+            r->table = TABLE_SPANS;
+            r->kind = KIND_SPAN;
+            r->name = s->name;
+            r->failed = s->status_code == 2;
+            r->metrics[0] = (double)(s->end_ns - s->start_ns) / 1e6;
+        }
+        if (m->arena.oom)
+            return 0;
+        if (!ok) {
+            reject(m, "spans[%zu] (\"%.100s\"): attribute %s has the wrong type or value (docs/server.md)", i,
+                   s->name, bad ? bad : "?");
+            continue;
+        }
+        fill_row(m, t, &it, r);
+        r->app = app;
+        r->version = res->service_version;
+        r->ts_ns = s->start_ns;
+        n++;
+    }
+    return n;
+}
+
 static size_t map_logs(mapper *m, store_record *recs)
 {
+    const store_table_desc *t = store_table(TABLE_LOGS);
     size_t n = 0;
     for (size_t i = 0; i < m->b->n_logs; i++) {
         const otlp_log *l = &m->b->logs[i];
@@ -438,29 +516,22 @@ static size_t map_logs(mapper *m, store_record *recs)
         const char *app = app_of(m, res, "logRecords", i);
         if (!app)
             continue;
-        attrs a = {.kv = &l->attrs};
-        const char *type = a_str(&a, "pacer.type");
+        const char *bad = NULL;
+        const char *type = a_str(&l->attrs, "pacer.type", &bad);
         if (!type)
-            type = a_str(&a, "event.name");
-        const char *session = a_str(&a, "pacer.session");
-        if (a.bad) {
-            reject(m, "logRecords[%zu]: attribute %s has the wrong type", i, a.bad);
+            type = a_str(&l->attrs, "event.name", &bad);
+        const char *session = a_str(&l->attrs, "pacer.session", &bad);
+        if (bad) {
+            reject(m, "logRecords[%zu]: attribute %s has the wrong type", i, bad);
             continue;
         }
         store_record *r = &recs[n++];
         memset(r, 0, sizeof *r);
         r->table = TABLE_LOGS;
         r->kind = KIND_NONE;
-        store_value *c = r->cols;
-        c[0] = v_text(app);
-        c[1] = v_text(res->service_version);
-        c[2] = v_text(session ? session : res->session);
-        c[3] = v_int(l->time_ns);
-        c[4] = v_text(type);
-        c[5] = v_int(l->severity_number);
-        c[6] = v_text(l->severity_text);
-        c[7] = v_text(any_text(m, l));
-        c[8] = v_text(l->attrs.n ? arena_json(&m->arena, l->attrs.json, l->attrs.json_len) : NULL);
+        item it = {.app = app, .version = res->service_version, .session = session ? session : res->session,
+                   .ts = l->time_ns, .log = l, .attrs = &l->attrs, .log_type = type};
+        fill_row(m, t, &it, r);
         if (m->arena.oom)
             return 0;
     }
@@ -469,6 +540,7 @@ static size_t map_logs(mapper *m, store_record *recs)
 
 static size_t map_points(mapper *m, store_record *recs)
 {
+    const store_table_desc *t = store_table(TABLE_METRIC_POINTS);
     size_t n = 0;
     for (size_t i = 0; i < m->b->n_points; i++) {
         const otlp_point *p = &m->b->points[i];
@@ -476,27 +548,19 @@ static size_t map_points(mapper *m, store_record *recs)
         const char *app = app_of(m, res, "dataPoints", i);
         if (!app)
             continue;
-        attrs a = {.kv = &p->attrs};
-        const char *session = a_str(&a, "pacer.session");
-        if (a.bad) {
-            reject(m, "dataPoints[%zu]: attribute %s has the wrong type", i, a.bad);
+        const char *bad = NULL;
+        const char *session = a_str(&p->attrs, "pacer.session", &bad);
+        if (bad) {
+            reject(m, "dataPoints[%zu]: attribute %s has the wrong type", i, bad);
             continue;
         }
         store_record *r = &recs[n++];
         memset(r, 0, sizeof *r);
         r->table = TABLE_METRIC_POINTS;
         r->kind = KIND_NONE;
-        store_value *c = r->cols;
-        c[0] = v_text(app);
-        c[1] = v_text(res->service_version);
-        c[2] = v_text(session ? session : res->session);
-        c[3] = v_int(p->time_ns);
-        c[4] = v_text(p->name);
-        c[5] = v_text(p->type);
-        c[6] = v_text(p->unit);
-        c[7] = v_real(p->value);
-        c[8] = p->count >= 0 ? v_int(p->count) : (store_value){.type = SV_NULL};
-        c[9] = v_text(p->attrs.n ? arena_json(&m->arena, p->attrs.json, p->attrs.json_len) : NULL);
+        item it = {.app = app, .version = res->service_version, .session = session ? session : res->session,
+                   .ts = p->time_ns, .point = p, .attrs = &p->attrs};
+        fill_row(m, t, &it, r);
         if (m->arena.oom)
             return 0;
     }
@@ -576,15 +640,21 @@ void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_resp
         http_error(rs, 503, "the store could not commit the batch: retry later");
         goto out;
     }
-    json_t *resp = json_object();
+    jbuf resp;
+    jbuf_init(&resp);
+    jbuf_open(&resp, '{');
     if (rejected && !duplicate) {
         const char *why = b.reject_message ? b.reject_message : m.first_reason;
         char count[24];
-        snprintf(count, sizeof count, "%zu", rejected);
-        json_object_set_new(resp, "partialSuccess",
-                            json_pack("{s:s, s:s}", rejected_field[what], count, "errorMessage", why ? why : ""));
+        snprintf(count, sizeof count, "%zu", rejected); /* an OTLP int64: a string */
+        jbuf_key(&resp, "partialSuccess");
+        jbuf_open(&resp, '{');
+        jbuf_kv_str(&resp, rejected_field[what], count);
+        jbuf_kv_str(&resp, "errorMessage", why ? why : "");
+        jbuf_close(&resp, '}');
     }
-    http_json(rs, 200, resp);
+    jbuf_close(&resp, '}');
+    http_json(rs, 200, &resp);
 out:
     free(recs);
     free(m.first_reason);

@@ -1,12 +1,16 @@
-/* OTLP/HTTP JSON decoding (otlp.h): a one-pass pull parser.
+/* OTLP/HTTP JSON decoding (otlp.h): one pass of base's pull parser (jread)
+ * over the body.
  *
  * Order of checks for one request:
- *   1. nesting depth, by a linear scan (so the parser's recursion is bounded
- *      and "too deep" wins over every other reason);
- *   2. one pass of the parser over a private copy of the body: syntax, UTF-8
- *      and strings (unescaped in place: an unescaped string is never longer
- *      than its JSON text, and its closing quote leaves room for the NUL),
- *      numbers, and the OTLP shape, appending items as they complete;
+ *   1. one pass of the reader over a private copy of the body: syntax,
+ *      UTF-8 and strings (unescaped in place, no \u0000), nesting (the
+ *      reader refuses to go deeper than OTLP_MAX_DEPTH, which bounds the
+ *      recursion here too), numbers (64-bit integers, finite reals:
+ *      read_value), and the OTLP shape, appending items as they complete;
+ *   2. when the reader failed: the nesting depth of the whole body, by a
+ *      linear scan (json_depth_exceeded), so that "too deep" wins over
+ *      every other reason wherever it is; a body the reader took whole is
+ *      never too deep, and is not scanned again;
  *   3. the first syntax error, else the first wrong shape of a list, makes
  *      the whole request invalid: the batch is emptied.
  *
@@ -19,6 +23,8 @@
  * the mark, and the enclosing object's own rejection replaces them.
  */
 #include "otlp.h"
+
+#include <pacer/base/json.h>
 
 #include <errno.h>
 #include <inttypes.h>
@@ -134,28 +140,16 @@ bool otlp_parse_int64(const char *s, size_t len, int64_t *ret)
     return true;
 }
 
-size_t otlp_json_compact(const char *json, size_t len, char *out)
-{
-    size_t o = 0;
-    bool in_str = false;
-    for (size_t i = 0; i < len; i++) {
-        char c = json[i];
-        if (in_str) {
-            out[o++] = c;
-            if (c == '\\' && i + 1 < len)
-                out[o++] = json[++i];
-            else if (c == '"')
-                in_str = false;
-        } else if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
-            out[o++] = c;
-            in_str = c == '"';
-        }
-    }
-    out[o] = 0;
-    return o;
-}
+/* ---- values ----
+ *
+ * The JSON text is read by base's pull parser (jread, strings unescaped in
+ * place into the batch's copy of the body). What the decoder adds is the
+ * typed view below, with OTLP's limits: every number, also inside values
+ * that are skipped, must be a 64-bit integer or a finite real, else the
+ * request as a whole is invalid. */
 
-/* ---- the lexer ---- */
+/* A body the reader took whole is within the decoder's limit. */
+_Static_assert(OTLP_MAX_DEPTH == JREAD_MAX_DEPTH, "the reader's nesting limit is the decoder's");
 
 /* A JSON value as the decoder sees it: scalars with their value, objects
  * and arrays skipped (type only). */
@@ -168,344 +162,93 @@ typedef struct jv {
     bool b;
 } jv;
 
-typedef struct parser {
-    const char *src; /* the body */
-    char *buf;       /* its copy, strings unescaped in place; buf[len] = 0 */
-    size_t len, pos;
-    int depth;
-    const char *syntax; /* the first syntax error, or NULL */
-    size_t syntax_at;
-} parser;
-
-static bool fail(parser *p, const char *why)
+static bool number_char(char c)
 {
-    if (!p->syntax) {
-        p->syntax = why;
-        p->syntax_at = p->pos;
-    }
-    return false;
+    return (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-';
 }
 
-static void ws(parser *p)
+/* Checks the numbers of a container the reader skipped whole: its text in
+ * the body (src), where strings are still escaped; outside strings, the
+ * reader's copy holds the same bytes at the same offsets. */
+static bool numbers_ok(jread *r, const jvalue *c)
 {
-    while (p->pos < p->len) {
-        char c = p->buf[p->pos];
-        if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
-            return;
-        p->pos++;
-    }
-}
-
-static char peek(parser *p)
-{
-    ws(p);
-    return p->pos < p->len ? p->buf[p->pos] : 0;
-}
-
-static bool expect(parser *p, char c)
-{
-    if (peek(p) != c)
-        return fail(p, c == ':' ? "':' expected" : c == ',' ? "',' expected" : "unexpected character");
-    p->pos++;
-    return true;
-}
-
-static int hex4(const char *s)
-{
-    int v = 0;
-    for (int i = 0; i < 4; i++) {
-        int h = hex_val(s[i]);
-        if (h < 0)
-            return -1;
-        v = v << 4 | h;
-    }
-    return v;
-}
-
-/* Length of the valid UTF-8 sequence at s (n bytes available), or 0. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    unsigned char c = s[0];
-    if (c >= 0xc2 && c <= 0xdf)
-        return n >= 2 && (s[1] & 0xc0) == 0x80 ? 2 : 0;
-    if (c >= 0xe0 && c <= 0xef) {
-        if (n < 3 || (s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80)
-            return 0;
-        if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0)) /* overlong, surrogate */
-            return 0;
-        return 3;
-    }
-    if (c >= 0xf0 && c <= 0xf4) {
-        if (n < 4 || (s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80)
-            return 0;
-        if ((c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90)) /* overlong, > U+10FFFF */
-            return 0;
-        return 4;
-    }
-    return 0;
-}
-
-/* A string at pos (the opening quote). Unescapes it in place into buf and
- * NUL-terminates it there. */
-static bool parse_string(parser *p, const char **ret, size_t *ret_len)
-{
-    char *b = p->buf;
-    size_t r = ++p->pos, w = r;
-    for (;;) {
-        /* fast path: plain ASCII */
-        while (r < p->len) {
-            unsigned char c = (unsigned char)b[r];
-            if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80)
-                break;
-            b[w++] = (char)c;
-            r++;
-        }
-        if (r >= p->len) {
-            p->pos = r;
-            return fail(p, "unterminated string");
-        }
-        unsigned char c = (unsigned char)b[r];
-        if (c == '"')
-            break;
-        if (c < 0x20) {
-            p->pos = r;
-            return fail(p, "control character in a string");
-        }
-        if (c >= 0x80) {
-            size_t n = utf8_len((const unsigned char *)b + r, p->len - r);
-            if (!n) {
-                p->pos = r;
-                return fail(p, "invalid UTF-8");
-            }
-            memmove(b + w, b + r, n);
-            w += n;
-            r += n;
+    const char *s = r->src + c->at;
+    bool in_str = false;
+    for (size_t i = 0; i < c->len; i++) {
+        char ch = s[i];
+        if (in_str) {
+            if (ch == '\\')
+                i++;
+            else if (ch == '"')
+                in_str = false;
             continue;
         }
-        /* an escape */
-        if (r + 1 >= p->len) {
-            p->pos = r;
-            return fail(p, "unterminated string");
+        if (ch == '"') {
+            in_str = true;
+            continue;
         }
-        char e = b[r + 1];
-        r += 2;
-        switch (e) {
-        case '"': b[w++] = '"'; break;
-        case '\\': b[w++] = '\\'; break;
-        case '/': b[w++] = '/'; break;
-        case 'b': b[w++] = '\b'; break;
-        case 'f': b[w++] = '\f'; break;
-        case 'n': b[w++] = '\n'; break;
-        case 'r': b[w++] = '\r'; break;
-        case 't': b[w++] = '\t'; break;
-        case 'u': {
-            int u = r + 4 <= p->len ? hex4(b + r) : -1;
-            if (u < 0) {
-                p->pos = r;
-                return fail(p, "invalid \\u escape");
-            }
-            r += 4;
-            uint32_t cp = (uint32_t)u;
-            if (cp >= 0xd800 && cp <= 0xdbff) {
-                int lo = r + 6 <= p->len && b[r] == '\\' && b[r + 1] == 'u' ? hex4(b + r + 2) : -1;
-                if (lo < 0xdc00 || lo > 0xdfff) {
-                    p->pos = r;
-                    return fail(p, "invalid \\u escape (a lone surrogate)");
-                }
-                r += 6;
-                cp = 0x10000 + ((cp - 0xd800) << 10) + (uint32_t)(lo - 0xdc00);
-            } else if (cp >= 0xdc00 && cp <= 0xdfff) {
-                p->pos = r;
-                return fail(p, "invalid \\u escape (a lone surrogate)");
-            } else if (cp == 0) {
-                p->pos = r;
-                return fail(p, "\\u0000 is not allowed in strings");
-            }
-            if (cp < 0x80) {
-                b[w++] = (char)cp;
-            } else if (cp < 0x800) {
-                b[w++] = (char)(0xc0 | cp >> 6);
-                b[w++] = (char)(0x80 | (cp & 0x3f));
-            } else if (cp < 0x10000) {
-                b[w++] = (char)(0xe0 | cp >> 12);
-                b[w++] = (char)(0x80 | (cp >> 6 & 0x3f));
-                b[w++] = (char)(0x80 | (cp & 0x3f));
-            } else {
-                b[w++] = (char)(0xf0 | cp >> 18);
-                b[w++] = (char)(0x80 | (cp >> 12 & 0x3f));
-                b[w++] = (char)(0x80 | (cp >> 6 & 0x3f));
-                b[w++] = (char)(0x80 | (cp & 0x3f));
-            }
-            break;
+        if (ch != '-' && (ch < '0' || ch > '9'))
+            continue;
+        jvalue x = {.type = JT_NUMBER, .s = r->buf + c->at + i, .len = 1, .integer = true, .at = c->at + i};
+        while (i + x.len < c->len && number_char(s[i + x.len])) {
+            char n = s[i + x.len++];
+            x.integer &= n != '.' && n != 'e' && n != 'E';
         }
-        default:
-            p->pos = r - 1;
-            return fail(p, "invalid escape in a string");
-        }
+        int64_t iv;
+        double d;
+        if (x.integer ? !jvalue_int64(&x, &iv) : !jvalue_double(&x, &d))
+            return jread_fail(r, x.at, x.integer ? "integer out of the 64-bit range" : "number out of range");
+        i += x.len - 1;
     }
-    /* w <= r: the NUL lands on the closing quote or before it */
-    size_t start = p->pos;
-    b[w] = 0;
-    *ret = b + start;
-    *ret_len = w - start;
-    p->pos = r + 1;
     return true;
 }
 
-static bool parse_number(parser *p, jv *v)
-{
-    const char *b = p->buf;
-    size_t i = p->pos, start = i;
-    bool neg = b[i] == '-', real = false;
-    if (neg)
-        i++;
-    if (i < p->len && b[i] == '0') {
-        i++;
-    } else if (i < p->len && b[i] >= '1' && b[i] <= '9') {
-        while (i < p->len && b[i] >= '0' && b[i] <= '9')
-            i++;
-    } else {
-        return fail(p, "invalid number");
-    }
-    if (i < p->len && b[i] == '.') {
-        real = true;
-        if (++i >= p->len || b[i] < '0' || b[i] > '9')
-            return fail(p, "invalid number");
-        while (i < p->len && b[i] >= '0' && b[i] <= '9')
-            i++;
-    }
-    if (i < p->len && (b[i] == 'e' || b[i] == 'E')) {
-        real = true;
-        i++;
-        if (i < p->len && (b[i] == '+' || b[i] == '-'))
-            i++;
-        if (i >= p->len || b[i] < '0' || b[i] > '9')
-            return fail(p, "invalid number");
-        while (i < p->len && b[i] >= '0' && b[i] <= '9')
-            i++;
-    }
-    if (!real) {
-        if (!otlp_parse_int64(b + start, i - start, &v->i))
-            return fail(p, "integer out of the 64-bit range");
-        v->t = 'i';
-        v->d = (double)v->i;
-    } else {
-        /* strtod stops where the grammar above stopped: buf[len] is 0 */
-        v->d = strtod(b + start, NULL);
-        if (isinf(v->d))
-            return fail(p, "number out of range");
-        v->t = 'd';
-    }
-    p->pos = i;
-    return true;
-}
-
-static bool literal(parser *p, const char *word, size_t n)
-{
-    if (p->len - p->pos < n || memcmp(p->buf + p->pos, word, n) != 0)
-        return fail(p, "invalid literal");
-    p->pos += n;
-    return true;
-}
-
-/* Objects and arrays, member by member:
- *   bool first = true; int r;
- *   while ((r = obj_next(p, &first, &key, &klen)) > 0) { …read or skip the value… }
- *   r < 0: syntax error.  */
-static bool open_nested(parser *p)
-{
-    if (++p->depth > OTLP_MAX_DEPTH)
-        return fail(p, "nested too deep");
-    p->pos++;
-    return true;
-}
-
-static int obj_next(parser *p, bool *first, const char **key, size_t *klen)
-{
-    char c = peek(p);
-    if (c == '}') {
-        p->pos++;
-        p->depth--;
-        return 0;
-    }
-    if (!*first) {
-        if (c != ',')
-            return fail(p, "',' or '}' expected"), -1;
-        p->pos++;
-        c = peek(p);
-    }
-    *first = false;
-    if (c != '"')
-        return fail(p, "a string (an object key) expected"), -1;
-    if (!parse_string(p, key, klen) || !expect(p, ':'))
-        return -1;
-    ws(p);
-    return 1;
-}
-
-static int arr_next(parser *p, bool *first)
-{
-    char c = peek(p);
-    if (c == ']') {
-        p->pos++;
-        p->depth--;
-        return 0;
-    }
-    if (!*first) {
-        if (c != ',')
-            return fail(p, "',' or ']' expected"), -1;
-        p->pos++;
-        ws(p);
-    }
-    *first = false;
-    return 1;
-}
-
-/* Reads any value at pos; objects and arrays are checked and skipped. */
-static bool read_value(parser *p, jv *v)
+/* Reads any value at the position; objects and arrays are checked and
+ * skipped. False on a syntax error (in r). */
+static bool read_value(jread *r, jv *v)
 {
     memset(v, 0, sizeof *v);
-    char c = peek(p);
-    bool first = true;
-    int r;
-    const char *k;
-    size_t kl;
-    jv x;
-    switch (c) {
-    case '"':
+    jvalue x;
+    if (!jread_value(r, &x))
+        return false;
+    switch (x.type) {
+    case JT_OBJECT:
+    case JT_ARRAY:
+        v->t = x.type == JT_OBJECT ? 'o' : 'a';
+        return numbers_ok(r, &x);
+    case JT_STRING:
         v->t = 's';
-        return parse_string(p, &v->s, &v->len);
-    case '{':
-        v->t = 'o';
-        if (!open_nested(p))
-            return false;
-        while ((r = obj_next(p, &first, &k, &kl)) > 0)
-            if (!read_value(p, &x))
-                return false;
-        return r == 0;
-    case '[':
-        v->t = 'a';
-        if (!open_nested(p))
-            return false;
-        while ((r = arr_next(p, &first)) > 0)
-            if (!read_value(p, &x))
-                return false;
-        return r == 0;
-    case 't':
+        v->s = x.s;
+        v->len = x.len;
+        return true;
+    case JT_NUMBER:
+        if (x.integer) {
+            if (!jvalue_int64(&x, &v->i))
+                return jread_fail(r, x.at, "integer out of the 64-bit range");
+            v->t = 'i';
+            v->d = (double)v->i;
+        } else {
+            if (!jvalue_double(&x, &v->d))
+                return jread_fail(r, x.at, "number out of range");
+            v->t = 'd';
+        }
+        return true;
+    case JT_TRUE:
+    case JT_FALSE:
         v->t = 'b';
-        v->b = true;
-        return literal(p, "true", 4);
-    case 'f':
-        v->t = 'b';
-        return literal(p, "false", 5);
-    case 'n':
-        v->t = 'n';
-        return literal(p, "null", 4);
+        v->b = x.type == JT_TRUE;
+        return true;
     default:
-        if (c == '-' || (c >= '0' && c <= '9'))
-            return parse_number(p, v);
-        return fail(p, p->pos >= p->len ? "unexpected end of input" : "a value expected");
+        v->t = 'n';
+        return true;
     }
+}
+
+/* Skips the value at the position, checking it (its numbers too). */
+static bool skip(jread *r)
+{
+    jv x;
+    return read_value(r, &x);
 }
 
 static bool key_is(const char *k, size_t kl, const char *lit)
@@ -570,7 +313,7 @@ static bool grow(void **arr, size_t n, size_t *cap, size_t size)
 }
 
 typedef struct decoder {
-    parser p;
+    jread r;     /* over the batch's copy of the body; r.src is the body */
     otlp_batch *b;
     size_t cap_res, cap_items, cap_kvs;
     bool oom;
@@ -634,33 +377,6 @@ void otlp_batch_clear(otlp_batch *b)
     memset(b, 0, sizeof *b);
 }
 
-static int depth_check(const char *s, size_t n, char *err, size_t err_size)
-{
-    int depth = 0;
-    bool in_str = false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (in_str) {
-            if (c == '\\')
-                i++;
-            else if (c == '"')
-                in_str = false;
-            continue;
-        }
-        if (c == '"') {
-            in_str = true;
-        } else if (c == '{' || c == '[') {
-            if (++depth > OTLP_MAX_DEPTH) {
-                snprintf(err, err_size, "JSON nested deeper than %d levels at byte %zu", OTLP_MAX_DEPTH, i);
-                return -EBADMSG;
-            }
-        } else if (c == '}' || c == ']') {
-            depth--;
-        }
-    }
-    return 0;
-}
-
 /* ---- reading objects and arrays ----
  *
  * Every object the decoder understands is read by read_object() as its
@@ -669,22 +385,20 @@ static int depth_check(const char *s, size_t n, char *err, size_t err_size)
  * that needs more than a value (a nested object, a list, attributes) goes to
  * the kind's more(); anything else is skipped. Arrays are read by
  * read_array(), one call per element. Both return 1 once the value is read,
- * 0 when the value at pos is of another type (it is then skipped: the caller
- * says what that means), and -1 on a syntax error or out of memory. */
+ * 0 when the value at the position is of another type (it is then skipped:
+ * the caller says what that means), and -1 on a syntax error or out of
+ * memory. */
 
-static bool skip(parser *p)
+/* Enters the object or array at the position when it is one (1), else
+ * skips the value (0); -1 on a syntax error. *ret_start: where the value
+ * began. */
+static int enter(jread *r, jtype type, size_t *ret_start)
 {
-    jv x;
-    return read_value(p, &x);
-}
-
-/* Enters the object or array at pos when it opens with `open` (1), else
- * skips the value (0); -1 on a syntax error. */
-static int enter(parser *p, char open)
-{
-    if (peek(p) != open)
-        return skip(p) ? 0 : -1;
-    return open_nested(p) ? 1 : -1;
+    jtype t = jread_peek(r);
+    *ret_start = r->pos;
+    if (t != type)
+        return skip(r) ? 0 : -1;
+    return (type == JT_OBJECT ? jread_enter_object(r) : jread_enter_array(r)) ? 1 : -1;
 }
 
 typedef struct field {
@@ -694,7 +408,7 @@ typedef struct field {
 #define FIELD(type, name, member) {name, sizeof name - 1, offsetof(type, member)}
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
-/* Reads the member `key` (the parser at its value) into ctx: 1 read, 0 not
+/* Reads the member `key` (the reader at its value) into ctx: 1 read, 0 not
  * one of its own (the caller skips it), -1 on a syntax error or out of
  * memory. */
 typedef int member_fn(decoder *d, void *ctx, const char *key, size_t kl);
@@ -705,16 +419,16 @@ typedef struct object_kind {
     member_fn *more; /* or NULL */
 } object_kind;
 
-static int read_object(decoder *d, const object_kind *kind, void *ctx)
+/* read_object, which also gives where the value began. */
+static int read_object_at(decoder *d, const object_kind *kind, void *ctx, size_t *ret_start)
 {
-    parser *p = &d->p;
-    int r = enter(p, '{');
+    jread *p = &d->r;
+    int r = enter(p, JT_OBJECT, ret_start);
     if (r <= 0)
         return r;
-    bool first = true;
     const char *key;
     size_t kl;
-    while ((r = obj_next(p, &first, &key, &kl)) > 0) {
+    while ((r = jread_member(p, &key, &kl)) > 0) {
         size_t x = 0;
         while (x < kind->n_fields && (kind->fields[x].len != kl || memcmp(kind->fields[x].name, key, kl) != 0))
             x++;
@@ -729,21 +443,33 @@ static int read_object(decoder *d, const object_kind *kind, void *ctx)
     return r == 0 ? 1 : -1;
 }
 
+static int read_object(decoder *d, const object_kind *kind, void *ctx)
+{
+    size_t start;
+    return read_object_at(d, kind, ctx, &start);
+}
+
 /* Reads element `index` of an array into ctx; false on a syntax error or
  * out of memory. */
 typedef bool element_fn(decoder *d, void *ctx, size_t index);
 
-static int read_array(decoder *d, element_fn *each, void *ctx)
+/* read_array, which also gives where the value began. */
+static int read_array_at(decoder *d, element_fn *each, void *ctx, size_t *ret_start)
 {
-    parser *p = &d->p;
-    int r = enter(p, '[');
+    jread *p = &d->r;
+    int r = enter(p, JT_ARRAY, ret_start);
     if (r <= 0)
         return r;
-    bool first = true;
-    for (size_t n = 0; (r = arr_next(p, &first)) > 0; n++)
+    for (size_t n = 0; (r = jread_element(p)) > 0; n++)
         if (!each(d, ctx, n))
             return -1;
     return r == 0 ? 1 : -1;
+}
+
+static int read_array(decoder *d, element_fn *each, void *ctx)
+{
+    size_t start;
+    return read_array_at(d, each, ctx, &start);
 }
 
 /* Room for one more entry in *arr; false (out of memory, noted) if none. */
@@ -791,9 +517,9 @@ static int any_list_member(decoder *d, void *ctx, const char *key, size_t kl)
     any_list *l = ctx;
     if (!key_is(key, kl, "values"))
         return 0;
-    if (peek(&d->p) != '[') {
+    if (jread_peek(&d->r) != JT_ARRAY) {
         first_why(l->bad, l->shape);
-        return skip(&d->p) ? 1 : -1;
+        return skip(&d->r) ? 1 : -1;
     }
     if (l->kv) {
         otlp_attrs nested;
@@ -830,7 +556,7 @@ static int any_member(decoder *d, void *ctx, const char *key, size_t kl)
             first_why(&in->bad, l.shape);
     } else {
         jv x;
-        if (!read_value(&d->p, &x))
+        if (!read_value(&d->r, &x))
             return -1;
         const char *w = NULL;
         if (key_is(key, kl, "stringValue")) {
@@ -875,11 +601,11 @@ static int any_member(decoder *d, void *ctx, const char *key, size_t kl)
 static bool parse_any(decoder *d, otlp_value *out, const char **why)
 {
     static const object_kind kind = {NULL, 0, any_member};
-    parser *p = &d->p;
+    jread *p = &d->r;
     memset(out, 0, sizeof *out);
-    size_t start = (peek(p), p->pos);
+    size_t start;
     any_in in = {out, 0, NULL};
-    int r = read_object(d, &kind, &in);
+    int r = read_object_at(d, &kind, &in, &start);
     if (r < 0)
         return false;
     if (r == 0) {
@@ -924,12 +650,12 @@ static bool kvs_element(decoder *d, void *ctx, size_t index)
     static const field fields[] = {FIELD(kv_in, "key", key)};
     static const object_kind kind = {fields, N_OF(fields), kv_member};
     kvs_in *l = ctx;
-    parser *p = &d->p;
+    jread *p = &d->r;
     otlp_batch *b = d->b;
     (void)index;
-    size_t start = (peek(p), p->pos);
+    size_t start;
     kv_in in = {0};
-    int r = read_object(d, &kind, &in);
+    int r = read_object_at(d, &kind, &in, &start);
     if (r < 0)
         return false;
     const char *bad = r == 0 || in.key.t != 's' ? "an attribute must be an object with a string \"key\""
@@ -959,12 +685,12 @@ static bool kvs_element(decoder *d, void *ctx, size_t index)
  * syntax error or out of memory. */
 static bool parse_kvs(decoder *d, bool keep, otlp_attrs *ret, const char **why)
 {
-    parser *p = &d->p;
+    jread *p = &d->r;
     memset(ret, 0, sizeof *ret);
     ret->first = d->b->n_kvs;
-    size_t start = (peek(p), p->pos);
+    size_t start;
     kvs_in l = {keep, why};
-    int r = read_array(d, kvs_element, &l);
+    int r = read_array_at(d, kvs_element, &l, &start);
     if (r < 0)
         return false;
     if (r == 0) {
@@ -1555,32 +1281,37 @@ static int top_member(decoder *d, void *ctx, const char *key, size_t kl)
 static int decode(const char *body, size_t len, otlp_batch *b, const signal *sg, char *err, size_t err_size)
 {
     static const object_kind top = {NULL, 0, top_member};
-    int r = depth_check(body, len, err, err_size);
-    if (r < 0)
-        return r;
     b->text = malloc(len + 1);
     if (!b->text)
         goto oom;
     memcpy(b->text, body, len);
-    b->text[len] = 0;
-    decoder d = {.p = {.src = body, .buf = b->text, .len = len}, .b = b};
-    parser *p = &d.p;
-    char c = peek(p);
-    if (c == '{') {
-        read_object(&d, &top, (void *)sg); /* a failure is in p->syntax or d.oom */
-    } else if (c == '[') {
-        skip(p);
+    decoder d = {.b = b};
+    jread *r = &d.r;
+    jread_init(r, b->text, len, body, JREAD_NO_NUL);
+    jtype t = jread_peek(r);
+    if (t == JT_OBJECT) {
+        read_object(&d, &top, (void *)sg); /* a failure is in r or d.oom */
+    } else if (t == JT_ARRAY) {
+        skip(r);
         snprintf(d.shape_buf, sizeof d.shape_buf, "the request body must be a JSON object with \"%s\"", sg->list);
         d.shape = d.shape_buf;
     } else {
-        fail(p, p->pos >= p->len ? "'[' or '{' expected, not the end of the input" : "'[' or '{' expected");
+        jread_fail(r, r->pos, r->pos >= len ? "expected '[' or '{', not the end of the input" : "expected '[' or '{'");
     }
-    if (!p->syntax && !d.oom && (ws(p), p->pos != p->len))
-        fail(p, "the end of the input expected after the top-level value");
+    if (!d.oom)
+        jread_end(r, "top-level value");
+    if (r->failed || d.oom) {
+        size_t deep = json_depth_exceeded(body, len, OTLP_MAX_DEPTH);
+        if (deep != (size_t)-1) {
+            snprintf(err, err_size, "JSON nested deeper than %d levels at byte %zu", OTLP_MAX_DEPTH, deep);
+            otlp_batch_clear(b);
+            return -EBADMSG;
+        }
+    }
     if (d.oom)
         goto oom;
-    if (p->syntax) {
-        snprintf(err, err_size, "invalid JSON at byte %zu: %s", p->syntax_at, p->syntax);
+    if (r->failed) {
+        snprintf(err, err_size, "invalid JSON at byte %zu: %s", r->error_at, r->message);
         otlp_batch_clear(b);
         return -EBADMSG;
     }

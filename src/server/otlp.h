@@ -6,21 +6,23 @@
  * (proto3 JSON), 64-bit integers as strings or numbers, enums as integers or
  * their names. Unknown fields are ignored, as OTLP requires.
  *
- * The decoder is a one-pass pull parser over the body (otlp.c): no JSON tree
- * is built. Strings are unescaped in place into one copy of the body, so a
- * decoded batch costs one allocation for the text plus the item arrays,
- * whatever the number of spans.
+ * The decoder reads the body in one pass of base's pull parser (jread, in
+ * <pacer/base/json.h>): no JSON tree is built. Strings are unescaped in place
+ * into one copy of the body, so a decoded batch costs one allocation for the
+ * text plus the item arrays, whatever the number of spans. The `json` texts
+ * below are the body's own (json_compact() removes their whitespace).
  *
- * Limits: nesting depth at most OTLP_MAX_DEPTH (checked by a linear scan
- * before parsing), valid UTF-8 (no overlong forms, no surrogates), no
- * \u0000 and no raw control characters in strings, integers within 64 bits,
- * finite numbers.
+ * Limits: nesting depth at most OTLP_MAX_DEPTH, valid UTF-8 (no overlong
+ * forms, no surrogates), no \u0000 and no raw control characters in
+ * strings, integers within 64 bits, finite numbers.
  *
  * Two levels of failure:
  *   - the request as a whole (not JSON, too deep, the top level is not an
  *     object, a list is not a list): the decode function returns -EBADMSG and
- *     writes the reason; the HTTP layer answers 400 with it. A syntax error
- *     anywhere wins over a wrong shape;
+ *     writes the reason, which begins with "invalid JSON" for a text that is
+ *     not valid JSON; the HTTP layer answers 400 with it. Too deep (anywhere
+ *     in the body) wins over every other reason, a syntax error anywhere
+ *     over a wrong shape;
  *   - one item (a span without a valid traceId, a log record with a bad
  *     timestamp, an attribute with a wrong type…): that item is left out and
  *     counted in `rejected`; `reject_message` names the first one, with its
@@ -171,10 +173,5 @@ bool otlp_parse_int64(const char *s, size_t len, int64_t *ret);
 /* Decodes an id of n bytes (16 or 8) from hex (2n digits) or base64.
  * Returns true when valid. Exposed for tests. */
 bool otlp_parse_id(const char *s, uint8_t *out, size_t n);
-
-/* Writes json (len bytes of valid JSON text, e.g. an attrs' or value's
- * `json`) without whitespace outside strings into out, which has room for
- * len + 1 bytes; NUL-terminates it and returns its length. */
-size_t otlp_json_compact(const char *json, size_t len, char *out);
 
 #endif

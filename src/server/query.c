@@ -8,6 +8,9 @@
  */
 #include "pacerd.h"
 
+#include <pacer/base/hash.h>
+#include <pacer/base/json.h>
+
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -24,17 +27,9 @@ typedef struct agg {
 typedef struct aggs {
     agg **slots;
     size_t cap, n;
-    enum store_kind kind;
+    size_t n_metrics; /* of the kind */
     bool oom;
 } aggs;
-
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 14695981039346656037ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
-}
 
 static agg *aggs_get(aggs *a, const char *name)
 {
@@ -47,7 +42,7 @@ static agg *aggs_get(aggs *a, const char *name)
         }
         for (size_t i = 0; i < a->cap; i++)
             if (a->slots[i]) {
-                size_t k = hash_str(a->slots[i]->name) & (cap - 1);
+                size_t k = fnv1a64_str(a->slots[i]->name, 0) & (cap - 1);
                 while (slots[k])
                     k = (k + 1) & (cap - 1);
                 slots[k] = a->slots[i];
@@ -56,7 +51,7 @@ static agg *aggs_get(aggs *a, const char *name)
         a->slots = slots;
         a->cap = cap;
     }
-    size_t k = hash_str(name) & (a->cap - 1);
+    size_t k = fnv1a64_str(name, 0) & (a->cap - 1);
     while (a->slots[k]) {
         if (strcmp(a->slots[k]->name, name) == 0)
             return a->slots[k];
@@ -116,7 +111,7 @@ static void on_raw(void *ctx, const char *name, bool failed, bool excluded, cons
     g->failed += failed;
     if (excluded)
         return;
-    for (size_t i = 0; i < store_kinds[a->kind].n_metrics; i++)
+    for (size_t i = 0; i < a->n_metrics; i++)
         if (!isnan(metrics[i]) && sketch_add(&g->m[i], metrics[i]) == -ENOMEM)
             a->oom = true;
 }
@@ -126,25 +121,31 @@ static int cmp_agg(const void *x, const void *y)
     return strcmp((*(agg *const *)x)->name, (*(agg *const *)y)->name);
 }
 
-static json_t *ms(double v)
+/* A time in ms, to the microsecond. */
+static void kv_ms(jbuf *b, const char *key, double v)
 {
-    return json_real(round(v * 1000.0) / 1000.0);
+    jbuf_kv_double(b, key, round(v * 1000.0) / 1000.0);
 }
 
-static json_t *metrics_json(enum store_kind kind, const agg *g)
+static void metrics_json(jbuf *b, enum store_kind kind, const agg *g)
 {
-    json_t *o = json_object();
-    for (size_t i = 0; i < store_kinds[kind].n_metrics; i++) {
+    jbuf_open(b, '{');
+    for (size_t i = 0; i < store_kind(kind)->n_metrics; i++) {
         const sketch *s = &g->m[i];
         if (!s->count)
             continue;
-        json_object_set_new(o, store_kinds[kind].metrics[i],
-                            json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o}", "count", (json_int_t)s->count,
-                                      "p50", ms(sketch_quantile(s, 0.50)), "p90", ms(sketch_quantile(s, 0.90)),
-                                      "p99", ms(sketch_quantile(s, 0.99)), "min", ms(s->min), "max", ms(s->max),
-                                      "mean", ms(s->sum / (double)s->count)));
+        jbuf_key(b, store_kind(kind)->metrics[i]);
+        jbuf_open(b, '{');
+        jbuf_kv_u64(b, "count", s->count);
+        kv_ms(b, "p50", sketch_quantile(s, 0.50));
+        kv_ms(b, "p90", sketch_quantile(s, 0.90));
+        kv_ms(b, "p99", sketch_quantile(s, 0.99));
+        kv_ms(b, "min", s->min);
+        kv_ms(b, "max", s->max);
+        kv_ms(b, "mean", s->sum / (double)s->count);
+        jbuf_close(b, '}');
     }
-    return o;
+    jbuf_close(b, '}');
 }
 
 /* Unix seconds → ns; false when not a non-negative integer. */
@@ -162,15 +163,31 @@ static bool parse_seconds(const char *s, int64_t *ret)
     return true;
 }
 
+/* {"apps":[{"app":A,"versions":[…]}, …]} from the sorted (app, version)
+ * pairs: an entry per run of one app. */
+typedef struct apps_out {
+    jbuf b;
+    char *app; /* the open entry's, or NULL */
+    bool oom;
+} apps_out;
+
 static void on_app(void *ctx, const char *app, const char *version)
 {
-    json_t *list = ctx;
-    json_t *last = json_array_get(list, json_array_size(list) - 1);
-    if (!last || strcmp(json_string_value(json_object_get(last, "app")), app) != 0) {
-        last = json_pack("{s:s, s:[]}", "app", app, "versions");
-        json_array_append_new(list, last);
+    apps_out *o = ctx;
+    if (!o->app || strcmp(o->app, app) != 0) {
+        if (o->app) {
+            jbuf_close(&o->b, ']');
+            jbuf_close(&o->b, '}');
+        }
+        free(o->app);
+        if (!(o->app = strdup(app)))
+            o->oom = true;
+        jbuf_open(&o->b, '{');
+        jbuf_kv_str(&o->b, "app", app);
+        jbuf_key(&o->b, "versions");
+        jbuf_open(&o->b, '[');
     }
-    json_array_append_new(json_object_get(last, "versions"), json_string(version));
+    jbuf_str(&o->b, version);
 }
 
 void query_handle(pacerd *d, const http_request *rq, http_response *rs)
@@ -185,13 +202,25 @@ void query_handle(pacerd *d, const http_request *rq, http_response *rs)
         {"/api/v1/spans", "spans", "name", KIND_SPAN},
     };
     if (strcmp(rq->path, "/api/v1/apps") == 0) {
-        json_t *list = json_array();
-        if (store_apps(d->store, on_app, list) < 0) {
-            json_decref(list);
+        apps_out o = {.app = NULL};
+        jbuf_init(&o.b);
+        jbuf_open(&o.b, '{');
+        jbuf_key(&o.b, "apps");
+        jbuf_open(&o.b, '[');
+        int r = store_apps(d->store, on_app, &o);
+        if (o.app) {
+            jbuf_close(&o.b, ']');
+            jbuf_close(&o.b, '}');
+        }
+        jbuf_close(&o.b, ']');
+        jbuf_close(&o.b, '}');
+        free(o.app);
+        if (r < 0 || o.oom) {
+            jbuf_free(&o.b);
             http_error(rs, 503, "the store could not be read");
             return;
         }
-        http_json(rs, 200, json_pack("{s:o}", "apps", list));
+        http_json(rs, 200, &o.b);
         return;
     }
     size_t e = 0;
@@ -214,7 +243,7 @@ void query_handle(pacerd *d, const http_request *rq, http_response *rs)
         return;
     }
     enum store_kind kind = endpoints[e].kind;
-    aggs a = {.kind = kind};
+    aggs a = {.n_metrics = store_kind(kind)->n_metrics};
     store_scan_cb cb = {on_count, on_sketch, on_raw, &a};
     int r = store_scan(d->store, kind, app, version, from, to, &cb);
     if (r < 0 || a.oom) {
@@ -233,33 +262,41 @@ void query_handle(pacerd *d, const http_request *rq, http_response *rs)
         if (a.slots[i])
             sorted[n++] = a.slots[i];
     qsort(sorted, n, sizeof *sorted, cmp_agg);
-    json_t *list = json_array();
+    jbuf b;
+    jbuf_init(&b);
+    jbuf_open(&b, '{');
+    jbuf_kv_str(&b, "app", app);
+    if (version)
+        jbuf_kv_str(&b, "version", version);
+    if (from_s)
+        jbuf_kv_i64(&b, "from", from / 1000000000LL);
+    if (to_s)
+        jbuf_kv_i64(&b, "to", to / 1000000000LL);
+    jbuf_key(&b, endpoints[e].list);
+    jbuf_open(&b, '[');
     for (size_t i = 0; i < n; i++) {
         agg *g = sorted[i];
-        json_t *o = json_object();
+        jbuf_open(&b, '{');
         if (kind == KIND_REQUEST) {
             const char *sp = strchr(g->name, ' ');
-            json_object_set_new(o, "method", json_stringn(g->name, sp ? (size_t)(sp - g->name) : 0));
-            json_object_set_new(o, "pattern", json_string(sp ? sp + 1 : g->name));
+            jbuf_key(&b, "method");
+            jbuf_strn(&b, g->name, sp ? (size_t)(sp - g->name) : 0);
+            jbuf_kv_str(&b, "pattern", sp ? sp + 1 : g->name);
         } else {
-            json_object_set_new(o, endpoints[e].name_field, json_string(g->name));
+            jbuf_kv_str(&b, endpoints[e].name_field, g->name);
         }
-        json_object_set_new(o, "count", json_integer((json_int_t)g->count));
+        jbuf_kv_u64(&b, "count", g->count);
         if (kind == KIND_REQUEST || kind == KIND_SPAN)
-            json_object_set_new(o, "errors", json_integer((json_int_t)g->failed));
+            jbuf_kv_u64(&b, "errors", g->failed);
         else if (kind == KIND_PAGE)
-            json_object_set_new(o, "incomplete", json_integer((json_int_t)g->failed));
-        json_object_set_new(o, "metrics", metrics_json(kind, g));
-        json_array_append_new(list, o);
+            jbuf_kv_u64(&b, "incomplete", g->failed);
+        jbuf_key(&b, "metrics");
+        metrics_json(&b, kind, g);
+        jbuf_close(&b, '}');
     }
+    jbuf_close(&b, ']');
+    jbuf_close(&b, '}');
     free(sorted);
     aggs_free(&a);
-    json_t *resp = json_pack("{s:s, s:o}", "app", app, endpoints[e].list, list);
-    if (version)
-        json_object_set_new(resp, "version", json_string(version));
-    if (from_s)
-        json_object_set_new(resp, "from", json_integer(from / 1000000000LL));
-    if (to_s)
-        json_object_set_new(resp, "to", json_integer(to / 1000000000LL));
-    http_json(rs, 200, resp);
+    http_json(rs, 200, &b);
 }

@@ -37,7 +37,7 @@ void pacerd_route(void *ctx, const http_request *rq, http_response *rs)
             return;
         }
         if (store_probe(d->store) == 0)
-            http_json(rs, 200, json_pack("{s:s}", "status", "ok"));
+            http_json_text(rs, 200, "{\"status\":\"ok\"}");
         else
             http_error(rs, 503, "the store is not writable");
         return;

@@ -33,10 +33,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <pacer/schema.h>
+
 #include "sketch.h"
 
 #define STORE_MAX_METRICS 5
 #define STORE_MAX_COLS 24
+#define STORE_MAX_FIELDS 32 /* fields of one record type */
 #define STORE_DAY_NS (86400LL * 1000000000LL)
 
 /* Raw tables. */
@@ -46,13 +49,96 @@ enum store_table { TABLE_PAGE_LOADS, TABLE_STARTUPS, TABLE_REQUESTS, TABLE_SPANS
 /* Rollup kinds: what a group's name is and which metrics it has. */
 enum store_kind { KIND_PAGE, KIND_STARTUP, KIND_REQUEST, KIND_SPAN, KIND_COUNT, KIND_NONE = -1 };
 
+/* ---- the rows (store_layout.c) ----
+ *
+ * One definition of every raw table's columns, shared by the store (its
+ * CREATE TABLE, INSERT and SELECT texts) and by ingest (which fills
+ * store_record.cols in this order). The tables of pacer's record types
+ * come from the record schema (include/pacer/schema.h):
+ *
+ *   the common fields that have a column (ts, app, version, session)
+ *   + the type's fields that have a column, in schema order
+ *   + pattern: the folded URL, when a URL field names the rollup group
+ *   + failed, trace_id, span_id, extra (the other attributes, OTLP JSON)
+ *
+ * and the rollup kind of such a table from the same fields: its metrics
+ * are the METRIC fields, its group name the NAME fields joined by ' ' (a
+ * URL field by its pattern). The generic tables (spans, logs,
+ * metric_points) are the server's own: the common columns, then theirs.
+ * NOT NULL: app and ts (ingest always has them) and the NAME fields
+ * (ingest rejects a record without them). Column names never change
+ * (files of older versions keep working); the order of a table's columns
+ * is that of new files. */
+
+/* Where ingest takes a column's value from. */
+enum store_source {
+    SRC_COMMON,  /* a common field (index: PACER_COMMON_*): the resource, the item's time */
+    SRC_FIELD,   /* a field of the record type (index: in its shape): attrs[] */
+    SRC_PATTERN, /* url_fold() of the URL column `index` */
+    SRC_FAILED,
+    SRC_TRACE_ID,
+    SRC_SPAN_ID,
+    SRC_EXTRA,   /* the attributes no column took */
+    /* spans */
+    SRC_END_TS, SRC_SPAN_NAME, SRC_SPAN_KIND, SRC_STATUS_CODE, SRC_STATUS_MESSAGE, SRC_PARENT_SPAN_ID, SRC_SCOPE,
+    /* logs */
+    SRC_LOG_TYPE, SRC_SEVERITY_NUMBER, SRC_SEVERITY_TEXT, SRC_BODY,
+    /* metric points */
+    SRC_METRIC_NAME, SRC_METRIC_TYPE, SRC_UNIT, SRC_VALUE, SRC_COUNT,
+    SRC_ATTRIBUTES, /* every attribute of the item, OTLP JSON */
+};
+
+#define STORE_MAX_ATTRS 3
+#define STORE_MAX_NAME_COLS 4
+
+typedef struct store_column {
+    const char *name;
+    const char *decl; /* SQL type and constraint, e.g. "TEXT NOT NULL" */
+    enum store_source source;
+    long index;
+    const pacer_field *field; /* SRC_COMMON, SRC_FIELD: the schema's field */
+    /* SRC_FIELD: the attributes that carry the value, first wins:
+     * pacer.<name>, the schema's semantic convention, a fallback */
+    size_t n_attrs;
+    const char *attrs[STORE_MAX_ATTRS];
+    size_t attr_lens[STORE_MAX_ATTRS];
+} store_column;
+
+typedef struct store_table_desc {
+    const char *name;
+    const pacer_record_type *type; /* the record type of its rows, or NULL (a generic table) */
+    enum store_kind kind;          /* its rollup kind, or KIND_NONE */
+    size_t n_cols;
+    store_column cols[STORE_MAX_COLS];
+    int field_cols[STORE_MAX_FIELDS]; /* the column of each field of type, or -1 */
+    const char *columns;              /* the column names, "ts, app, …" */
+} store_table_desc;
+
 typedef struct store_kind_desc {
-    const char *name;                        /* "page", "startup", "request", "span" */
+    const char *name; /* "page", "startup", "request", "span": rollup_counts.kind */
+    enum store_table table;
     size_t n_metrics;
-    const char *metrics[STORE_MAX_METRICS];  /* "total_ms", … */
+    const char *metrics[STORE_MAX_METRICS]; /* "total_ms", … */
+    int metric_cols[STORE_MAX_METRICS];     /* each metric's column, or -1 (computed: a span's duration) */
+    size_t n_name_cols;
+    int name_cols[STORE_MAX_NAME_COLS]; /* the columns the group name joins, with ' ' */
+    int excluded_col; /* a bool column: true keeps the record's metrics out of the sketches; -1: none */
+    /* SQL expressions over a raw row */
+    const char *name_sql, *excluded_sql, *metrics_sql;
 } store_kind_desc;
 
-extern const store_kind_desc store_kinds[KIND_COUNT];
+/* The descriptions, built from the schema on first use (once, whichever
+ * thread asks first); read-only after. */
+const store_table_desc *store_table(enum store_table t);
+const store_kind_desc *store_kind(enum store_kind k);
+
+/* The column list of a table, e.g. "ts, app, version, session, …" (the
+ * order of store_record.cols), and how many there are. */
+const char *store_table_columns(enum store_table t, size_t *ret_n);
+
+/* NULL when the schema fits the store's limits (STORE_MAX_*), else what
+ * does not. store_open checks it. */
+const char *store_layout_error(void);
 
 /* A value bound to one column. */
 typedef struct store_value {
@@ -76,10 +162,6 @@ typedef struct store_record {
     bool excluded;       /* counted, but its metrics stay out of the sketches (outliers) */
     double metrics[STORE_MAX_METRICS]; /* NAN: absent */
 } store_record;
-
-/* The column list of a table, e.g. "app, version, session, ts, …", and how
- * many there are. */
-const char *store_table_columns(enum store_table t, size_t *ret_n);
 
 typedef struct store store;
 

@@ -34,109 +34,41 @@
  * key order, one write per touched page per batch. Likewise the rollups are
  * written once per batch instead of once per commit.
  *
+ * SQL text. The raw tables' columns, the kinds' names, metrics and group
+ * names come from the layout (store.h, "the rows"; store_layout.c): every
+ * statement that names them — CREATE TABLE, INSERT, the raw and keys
+ * SELECTs, the keys fill — is made from it once, at open (schema_create,
+ * store_open), or per query from the same pieces. Values are always bound.
+ *
  * Schema 2. A schema 1 file (rollups in step with every row, a covering
- * index per raw table) is converted on open: marks = the last rows, the
- * keys tables filled from all rows, the covering indexes dropped.
+ * index per raw table) is converted on open, in the transaction that
+ * creates what is missing: marks = the last rows, the keys tables filled
+ * from all rows (the keys fill of groups_flush, over every row), the
+ * covering indexes dropped. Tables are created only when missing, so files
+ * of earlier versions keep their columns (same names, maybe another order).
  */
 #include "store.h"
+
+#include <pacer/base/clock.h>
+#include <pacer/base/hash.h>
+#include <pacer/base/thread.h>
 
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-const store_kind_desc store_kinds[KIND_COUNT] = {
-    [KIND_PAGE] = {"page", 4, {"initial_draw_ms", "api_load_ms", "final_draw_ms", "total_ms"}},
-    [KIND_STARTUP] = {"startup", 5, {"cold_ms", "first_screen_ms", "app_cost_ms", "full_display_ms", "warm_ms"}},
-    [KIND_REQUEST] = {"request", 5, {"total_ms", "dns_ms", "connect_ms", "tls_ms", "first_byte_ms"}},
-    [KIND_SPAN] = {"span", 1, {"duration_ms"}},
-};
-
-static const struct {
-    const char *name;
-    const char *columns;
-    size_t n;
-} tables[TABLE_COUNT] = {
-    [TABLE_PAGE_LOADS] = {"page_loads",
-                          "app, version, session, ts, page, instance, kind, status, main, initial_draw_ms, "
-                          "api_load_ms, final_draw_ms, total_ms, failed, trace_id, span_id, extra", 17},
-    [TABLE_STARTUPS] = {"startups",
-                        "app, version, session, ts, kind, cold_ms, first_screen_ms, app_cost_ms, full_display_ms, "
-                        "warm_ms, outlier, main_page, page, failed, trace_id, span_id, extra", 17},
-    [TABLE_REQUESTS] = {"requests",
-                        "app, version, session, ts, method, url, pattern, status, error, total_ms, dns_ms, "
-                        "connect_ms, tls_ms, first_byte_ms, bytes_sent, bytes_received, content_type, page, failed, "
-                        "trace_id, span_id, extra", 22},
-    [TABLE_SPANS] = {"spans",
-                     "app, version, session, ts, end_ts, name, kind, status_code, status_message, failed, trace_id, "
-                     "span_id, parent_span_id, scope, attributes", 15},
-    [TABLE_LOGS] = {"logs", "app, version, session, ts, type, severity_number, severity_text, body, attributes", 9},
-    [TABLE_METRIC_POINTS] = {"metric_points",
-                             "app, version, session, ts, name, type, unit, value, count, attributes", 10},
-};
-
-/* How store_scan reads a kind's raw rows for a partial day. Constant text:
- * only values are bound. */
-static const struct {
-    const char *table, *keys, *name_expr, *metrics, *excluded;
-} scans[KIND_COUNT] = {
-    [KIND_PAGE] = {"page_loads", "page_loads_keys", "page", "initial_draw_ms, api_load_ms, final_draw_ms, total_ms",
-                   "0"},
-    [KIND_STARTUP] = {"startups", "startups_keys", "kind",
-                      "cold_ms, first_screen_ms, app_cost_ms, full_display_ms, warm_ms", "outlier"},
-    [KIND_REQUEST] = {"requests", "requests_keys", "method || ' ' || pattern",
-                      "total_ms, dns_ms, connect_ms, tls_ms, first_byte_ms", "0"},
-    [KIND_SPAN] = {"spans", "spans_keys", "name", "(end_ts - ts) / 1e6", "0"},
-};
-
-/* A *_keys table: per raw row up to the mark, what a scan of a cut day
- * reads (name, failed, excluded, metrics m0… in the kind's order), keyed
- * by (app, ts, rowid of the raw row). Filled by groups_flush. */
-#define KEYS_TABLE(t)                                                                                               \
-    "CREATE TABLE IF NOT EXISTS " t "_keys(app TEXT NOT NULL, ts INTEGER NOT NULL, version TEXT, name TEXT NOT NULL,"  \
-    "  failed INTEGER, excluded INTEGER, m0 REAL, m1 REAL, m2 REAL, m3 REAL, m4 REAL, rid INTEGER NOT NULL,"         \
-    "  PRIMARY KEY(app, ts, rid)) WITHOUT ROWID;"
-
-static const char SCHEMA[] =
+/* The server's own tables; the raw tables and their *_keys tables are
+ * made from the layout (schema_create). */
+static const char FIXED_SCHEMA[] =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS batches(app TEXT NOT NULL, id TEXT NOT NULL, endpoint TEXT, received_ns INTEGER,"
     "  items INTEGER, rejected INTEGER, PRIMARY KEY(app, id)) WITHOUT ROWID;"
-    "CREATE TABLE IF NOT EXISTS page_loads(app TEXT NOT NULL, version TEXT, session TEXT, ts INTEGER NOT NULL,"
-    "  page TEXT NOT NULL, instance INTEGER, kind TEXT, status TEXT, main INTEGER, initial_draw_ms REAL,"
-    "  api_load_ms REAL, final_draw_ms REAL, total_ms REAL, failed INTEGER, trace_id BLOB, span_id BLOB, extra TEXT);"
-    "DROP INDEX IF EXISTS page_loads_app_ts;"
-    "DROP INDEX IF EXISTS page_loads_scan;"
-    KEYS_TABLE("page_loads")
-    "CREATE TABLE IF NOT EXISTS startups(app TEXT NOT NULL, version TEXT, session TEXT, ts INTEGER NOT NULL,"
-    "  kind TEXT NOT NULL, cold_ms REAL, first_screen_ms REAL, app_cost_ms REAL, full_display_ms REAL, warm_ms REAL,"
-    "  outlier INTEGER, main_page TEXT, page TEXT, failed INTEGER, trace_id BLOB, span_id BLOB, extra TEXT);"
-    "DROP INDEX IF EXISTS startups_app_ts;"
-    "DROP INDEX IF EXISTS startups_scan;"
-    KEYS_TABLE("startups")
-    "CREATE TABLE IF NOT EXISTS requests(app TEXT NOT NULL, version TEXT, session TEXT, ts INTEGER NOT NULL,"
-    "  method TEXT, url TEXT, pattern TEXT, status INTEGER, error TEXT, total_ms REAL, dns_ms REAL, connect_ms REAL,"
-    "  tls_ms REAL, first_byte_ms REAL, bytes_sent INTEGER, bytes_received INTEGER, content_type TEXT, page TEXT,"
-    "  failed INTEGER, trace_id BLOB, span_id BLOB, extra TEXT);"
-    "DROP INDEX IF EXISTS requests_app_ts;"
-    "DROP INDEX IF EXISTS requests_scan;"
-    KEYS_TABLE("requests")
-    "CREATE TABLE IF NOT EXISTS spans(app TEXT NOT NULL, version TEXT, session TEXT, ts INTEGER NOT NULL,"
-    "  end_ts INTEGER NOT NULL, name TEXT NOT NULL, kind INTEGER, status_code INTEGER, status_message TEXT,"
-    "  failed INTEGER, trace_id BLOB, span_id BLOB, parent_span_id BLOB, scope TEXT, attributes TEXT);"
-    "DROP INDEX IF EXISTS spans_app_ts;"
-    "DROP INDEX IF EXISTS spans_scan;"
-    KEYS_TABLE("spans")
-    "CREATE TABLE IF NOT EXISTS logs(app TEXT NOT NULL, version TEXT, session TEXT, ts INTEGER NOT NULL, type TEXT,"
-    "  severity_number INTEGER, severity_text TEXT, body TEXT, attributes TEXT);"
-    "CREATE INDEX IF NOT EXISTS logs_app_ts ON logs(app, ts);"
-    "CREATE TABLE IF NOT EXISTS metric_points(app TEXT NOT NULL, version TEXT, session TEXT, ts INTEGER NOT NULL,"
-    "  name TEXT NOT NULL, type TEXT, unit TEXT, value REAL, count INTEGER, attributes TEXT);"
-    "CREATE INDEX IF NOT EXISTS metric_points_app_ts ON metric_points(app, ts);"
     "CREATE TABLE IF NOT EXISTS rollup_counts(kind TEXT NOT NULL, app TEXT NOT NULL, version TEXT NOT NULL,"
     "  name TEXT NOT NULL, day INTEGER NOT NULL, count INTEGER NOT NULL, failed INTEGER NOT NULL,"
     "  PRIMARY KEY(kind, app, version, name, day)) WITHOUT ROWID;"
@@ -145,30 +77,117 @@ static const char SCHEMA[] =
     "  PRIMARY KEY(kind, app, version, name, metric, day)) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS configs(app TEXT NOT NULL, version INTEGER NOT NULL, etag TEXT NOT NULL,"
     "  xml TEXT NOT NULL, created_ns INTEGER, PRIMARY KEY(app, version)) WITHOUT ROWID;"
-    "CREATE TABLE IF NOT EXISTS rollup_marks(kind TEXT PRIMARY KEY, last_rowid INTEGER NOT NULL) WITHOUT ROWID;"
-    /* a file of schema 1 had its rollups in step with every row: its marks are the last rows */
-    "INSERT OR IGNORE INTO rollup_marks SELECT 'page', COALESCE(MAX(rowid), 0) FROM page_loads;"
-    "INSERT OR IGNORE INTO rollup_marks SELECT 'startup', COALESCE(MAX(rowid), 0) FROM startups;"
-    "INSERT OR IGNORE INTO rollup_marks SELECT 'request', COALESCE(MAX(rowid), 0) FROM requests;"
-    "INSERT OR IGNORE INTO rollup_marks SELECT 'span', COALESCE(MAX(rowid), 0) FROM spans;"
-    "INSERT INTO page_loads_keys SELECT app, ts, version, page, failed, 0, initial_draw_ms, api_load_ms,"
-    "  final_draw_ms, total_ms, NULL, rowid FROM page_loads WHERE (SELECT value FROM meta WHERE key = 'schema') = '1';"
-    "INSERT INTO startups_keys SELECT app, ts, version, kind, failed, outlier, cold_ms, first_screen_ms, app_cost_ms,"
-    "  full_display_ms, warm_ms, rowid FROM startups WHERE (SELECT value FROM meta WHERE key = 'schema') = '1';"
-    "INSERT INTO requests_keys SELECT app, ts, version, method || ' ' || pattern, failed, 0, total_ms, dns_ms,"
-    "  connect_ms, tls_ms, first_byte_ms, rowid FROM requests"
-    "  WHERE (SELECT value FROM meta WHERE key = 'schema') = '1' AND method || ' ' || pattern IS NOT NULL;"
-    "INSERT INTO spans_keys SELECT app, ts, version, name, failed, 0, (end_ts - ts) / 1e6, NULL, NULL, NULL, NULL,"
-    "  rowid FROM spans WHERE (SELECT value FROM meta WHERE key = 'schema') = '1';"
-    "INSERT OR REPLACE INTO meta(key, value) VALUES('schema', '2');";
+    "CREATE TABLE IF NOT EXISTS rollup_marks(kind TEXT PRIMARY KEY, last_rowid INTEGER NOT NULL) WITHOUT ROWID;";
 
-const char *store_table_columns(enum store_table t, size_t *ret_n)
+/* Text of one statement (the caller frees it), or NULL when out of memory. */
+static char *sql_text(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *sql_text(const char *fmt, ...)
 {
-    *ret_n = tables[t].n;
-    return tables[t].columns;
+    char *s;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    return n < 0 ? NULL : s;
 }
 
-static int64_t now_ns(void);
+/* The metric columns m0… of a keys table, each written by fmt (with its
+ * number). */
+static void keys_columns(char *out, size_t size, const char *fmt)
+{
+    size_t o = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < STORE_MAX_METRICS && o < size; i++)
+        o += (size_t)snprintf(out + o, size - o, fmt, i);
+}
+
+/* What fills m0… of a keys table: the kind's metrics in its order, then
+ * NULL. */
+static char *keys_metrics(const store_kind_desc *kd)
+{
+    char pad[64] = "";
+    for (size_t i = kd->n_metrics; i < STORE_MAX_METRICS; i++)
+        strcat(pad, ", NULL");
+    return sql_text("%s%s", kd->metrics_sql, pad);
+}
+
+/* INSERT of a kind's raw rows that match `where` into its keys table, in
+ * key order. */
+static char *keys_fill_sql(enum store_kind k, const char *where)
+{
+    const store_kind_desc *kd = store_kind(k);
+    const char *table = store_table(kd->table)->name;
+    char *metrics = keys_metrics(kd);
+    char *sql = metrics ? sql_text("INSERT INTO %s_keys SELECT app, ts, version, %s, failed, %s, %s, rowid FROM %s"
+                                   " WHERE %s AND %s IS NOT NULL ORDER BY app, ts",
+                                   table, kd->name_sql, kd->excluded_sql, metrics, table, where, kd->name_sql)
+                        : NULL;
+    free(metrics);
+    return sql;
+}
+
+/* A raw table, and what goes with it: a rollup kind's *_keys table (per
+ * raw row up to the mark, what a scan of a cut day reads: name, failed,
+ * excluded, metrics m0… in the kind's order, keyed by (app, ts, rowid of
+ * the raw row); filled by groups_flush) and none of the indexes of schema
+ * 1; a table without rollups, an index on (app, ts). */
+static char *table_sql(enum store_table tb)
+{
+    const store_table_desc *t = store_table(tb);
+    char cols[2048] = "", ms[128];
+    size_t o = 0;
+    for (size_t i = 0; i < t->n_cols && o < sizeof cols; i++)
+        o += (size_t)snprintf(cols + o, sizeof cols - o, "%s%s %s", i ? ", " : "", t->cols[i].name, t->cols[i].decl);
+    if (o >= sizeof cols)
+        return NULL;
+    if (t->kind == KIND_NONE)
+        return sql_text("CREATE TABLE IF NOT EXISTS %s(%s);"
+                        "CREATE INDEX IF NOT EXISTS %s_app_ts ON %s(app, ts);",
+                        t->name, cols, t->name, t->name);
+    keys_columns(ms, sizeof ms, " m%zu REAL,");
+    return sql_text("CREATE TABLE IF NOT EXISTS %s(%s);"
+                    "DROP INDEX IF EXISTS %s_app_ts;"
+                    "DROP INDEX IF EXISTS %s_scan;"
+                    "CREATE TABLE IF NOT EXISTS %s_keys(app TEXT NOT NULL, ts INTEGER NOT NULL, version TEXT,"
+                    " name TEXT NOT NULL, failed INTEGER, excluded INTEGER,%s rid INTEGER NOT NULL,"
+                    " PRIMARY KEY(app, ts, rid)) WITHOUT ROWID;",
+                    t->name, cols, t->name, t->name, t->name, ms);
+}
+
+static int exec_owned(sqlite3 *db, char *sql, char **msg)
+{
+    if (!sql)
+        return SQLITE_NOMEM;
+    int r = sqlite3_exec(db, sql, NULL, NULL, msg);
+    free(sql);
+    return r;
+}
+
+/* Creates what is missing, in one transaction. A file of schema 1 had its
+ * rollups in step with every row: its marks become its last rows, and its
+ * keys tables are filled from all of them. */
+static int schema_create(sqlite3 *db, char **msg)
+{
+    static const char schema1[] = "(SELECT value FROM meta WHERE key = 'schema') = '1'";
+    int r = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, msg);
+    if (r == SQLITE_OK)
+        r = sqlite3_exec(db, FIXED_SCHEMA, NULL, NULL, msg);
+    for (enum store_table t = 0; t < TABLE_COUNT && r == SQLITE_OK; t++)
+        r = exec_owned(db, table_sql(t), msg);
+    for (enum store_kind k = 0; k < KIND_COUNT && r == SQLITE_OK; k++)
+        r = exec_owned(db,
+                       sql_text("INSERT OR IGNORE INTO rollup_marks SELECT '%s', COALESCE(MAX(rowid), 0) FROM %s",
+                                store_kind(k)->name, store_table(store_kind(k)->table)->name),
+                       msg);
+    for (enum store_kind k = 0; k < KIND_COUNT && r == SQLITE_OK; k++)
+        r = exec_owned(db, keys_fill_sql(k, schema1), msg);
+    if (r == SQLITE_OK)
+        r = sqlite3_exec(db, "INSERT OR REPLACE INTO meta(key, value) VALUES('schema', '2'); COMMIT", NULL, NULL, msg);
+    if (r != SQLITE_OK)
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    return r;
+}
+
 static int step_done(sqlite3_stmt *s);
 
 /* ---- rollup groups (writer thread only) ---- */
@@ -215,6 +234,7 @@ struct store {
     sqlite3_stmt *st[ST_COUNT];
     sqlite3_stmt *insert[TABLE_COUNT];
     sqlite3_stmt *fill_keys[KIND_COUNT];
+    char *apps_sql; /* store_apps */
     pthread_t writer;
     pthread_mutex_t lock;
     pthread_cond_t wake, done;
@@ -229,7 +249,7 @@ struct store {
     int64_t mark[KIND_COUNT], last_rowid[KIND_COUNT];
     size_t lag_rows;
     int64_t lag_ns;
-    int64_t lag_since_ns; /* when the oldest row not in the rollups was committed; 0: none */
+    int64_t lag_since_ns; /* when (mono_ns) the oldest row not in the rollups was committed; 0: none */
     bool need_replay;      /* the groups in memory are lost: rebuild them before the next job */
     /* readers */
     pthread_mutex_t rlock;
@@ -239,22 +259,14 @@ struct store {
     sqlite3 **free_readers;
 };
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *c = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ c[i]) * 1099511628211ULL;
-    return h;
-}
-
 static uint64_t group_hash(enum store_kind kind, const char *app, const char *version, const char *name, int64_t day)
 {
-    uint64_t h = 14695981039346656037ULL;
-    h = fnv(h, &kind, sizeof kind);
-    h = fnv(h, app, strlen(app) + 1);
-    h = fnv(h, version, strlen(version) + 1);
-    h = fnv(h, name, strlen(name) + 1);
-    return fnv(h, &day, sizeof day);
+    uint64_t h = FNV1A64_INIT;
+    h = fnv1a64(h, &kind, sizeof kind);
+    h = fnv1a64(h, app, strlen(app) + 1);
+    h = fnv1a64(h, version, strlen(version) + 1);
+    h = fnv1a64(h, name, strlen(name) + 1);
+    return fnv1a64(h, &day, sizeof day);
 }
 
 static void group_free(group *g)
@@ -290,7 +302,7 @@ static void bind_text(sqlite3_stmt *s, int i, const char *t)
 
 static void bind_group_key(sqlite3_stmt *s, const group *g)
 {
-    bind_text(s, 1, store_kinds[g->kind].name);
+    bind_text(s, 1, store_kind(g->kind)->name);
     bind_text(s, 2, g->app);
     bind_text(s, 3, g->version);
     bind_text(s, 4, g->name);
@@ -299,8 +311,9 @@ static void bind_group_key(sqlite3_stmt *s, const group *g)
 
 static long metric_index(enum store_kind kind, const char *metric)
 {
-    for (size_t i = 0; i < store_kinds[kind].n_metrics; i++)
-        if (strcmp(store_kinds[kind].metrics[i], metric) == 0)
+    const store_kind_desc *kd = store_kind(kind);
+    for (size_t i = 0; i < kd->n_metrics; i++)
+        if (strcmp(kd->metrics[i], metric) == 0)
             return (long)i;
     return -1;
 }
@@ -364,7 +377,7 @@ static void group_add(store *st, group *g, bool failed, bool excluded, const dou
     g->count++;
     g->failed += failed;
     if (!excluded)
-        for (size_t i = 0; i < store_kinds[g->kind].n_metrics; i++)
+        for (size_t i = 0, n = store_kind(g->kind)->n_metrics; i < n; i++)
             if (!isnan(metrics[i]))
                 (void)sketch_add(&g->m[i], metrics[i]); /* negative values are left out */
     if (!g->dirty) {
@@ -387,7 +400,7 @@ static int groups_flush(store *st)
         if (step_done(s) < 0)
             return -EIO;
         s = st->st[ST_SAVE_MARK];
-        bind_text(s, 1, store_kinds[k].name);
+        bind_text(s, 1, store_kind(k)->name);
         sqlite3_bind_int64(s, 2, st->last_rowid[k]);
         int r = sqlite3_step(s);
         sqlite3_reset(s);
@@ -403,7 +416,7 @@ static int groups_flush(store *st)
         sqlite3_reset(s);
         if (r != SQLITE_DONE)
             return -EIO;
-        for (size_t i = 0; i < store_kinds[g->kind].n_metrics; i++) {
+        for (size_t i = 0; i < store_kind(g->kind)->n_metrics; i++) {
             if (!g->m[i].count)
                 continue;
             uint8_t *buf;
@@ -412,7 +425,7 @@ static int groups_flush(store *st)
                 return -ENOMEM;
             s = st->st[ST_SAVE_SKETCH];
             bind_group_key(s, g);
-            bind_text(s, 6, store_kinds[g->kind].metrics[i]);
+            bind_text(s, 6, store_kind(g->kind)->metrics[i]);
             sqlite3_bind_blob(s, 7, buf, (int)len, free);
             r = sqlite3_step(s);
             sqlite3_reset(s);
@@ -440,13 +453,6 @@ static void groups_flushed(store *st)
 
 /* ---- writer ---- */
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static int step_done(sqlite3_stmt *s)
 {
     int r = sqlite3_step(s);
@@ -458,7 +464,8 @@ static int step_done(sqlite3_stmt *s)
 static int insert_record(store *st, const store_record *rec)
 {
     sqlite3_stmt *s = st->insert[rec->table];
-    for (size_t i = 0; i < tables[rec->table].n; i++) {
+    size_t n = store_table(rec->table)->n_cols;
+    for (size_t i = 0; i < n; i++) {
         const store_value *v = &rec->cols[i];
         int c = (int)i + 1;
         switch (v->type) {
@@ -488,10 +495,11 @@ static int insert_record(store *st, const store_record *rec)
 /* The SELECT of a kind's raw rows for store_scan and groups_replay:
  * name, failed, excluded, the n metrics, then ts, version ('' for none),
  * app, rowid. */
-static void raw_select(char *sql, size_t size, enum store_kind kind, const char *where)
+static char *raw_select(enum store_kind kind, const char *where)
 {
-    snprintf(sql, size, "SELECT %s, failed, %s, %s, ts, COALESCE(version, ''), app, rowid FROM %s %s",
-             scans[kind].name_expr, scans[kind].excluded, scans[kind].metrics, scans[kind].table, where);
+    const store_kind_desc *kd = store_kind(kind);
+    return sql_text("SELECT %s, failed, %s, %s, ts, COALESCE(version, ''), app, rowid FROM %s %s", kd->name_sql,
+                    kd->excluded_sql, kd->metrics_sql, store_table(kd->table)->name, where);
 }
 
 /* Rebuilds the groups in memory from the file: the rollups plus every row
@@ -507,7 +515,7 @@ static int groups_replay(store *st)
     if (sqlite3_prepare_v2(st->w, "SELECT last_rowid FROM rollup_marks WHERE kind = ?1", -1, &s, NULL) != SQLITE_OK)
         return -EIO;
     for (size_t k = 0; k < KIND_COUNT; k++) {
-        bind_text(s, 1, store_kinds[k].name);
+        bind_text(s, 1, store_kind(k)->name);
         int r = sqlite3_step(s);
         st->mark[k] = r == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
         sqlite3_reset(s);
@@ -519,13 +527,13 @@ static int groups_replay(store *st)
     }
     sqlite3_finalize(s);
     for (enum store_kind k = 0; k < KIND_COUNT; k++) {
-        char sql[512];
-        raw_select(sql, sizeof sql, k, "WHERE rowid > ?1 ORDER BY rowid");
-        if (sqlite3_prepare_v2(st->w, sql, -1, &s, NULL) != SQLITE_OK)
+        char *sql = raw_select(k, "WHERE rowid > ?1 ORDER BY rowid");
+        int r = sql ? sqlite3_prepare_v2(st->w, sql, -1, &s, NULL) : SQLITE_NOMEM;
+        free(sql);
+        if (r != SQLITE_OK)
             return -EIO;
         sqlite3_bind_int64(s, 1, st->mark[k]);
-        size_t nm = store_kinds[k].n_metrics;
-        int r;
+        size_t nm = store_kind(k)->n_metrics;
         while ((r = sqlite3_step(s)) == SQLITE_ROW) {
             const char *name = (const char *)sqlite3_column_text(s, 0);
             int c = 3 + (int)nm;
@@ -552,7 +560,7 @@ static int groups_replay(store *st)
         }
     }
     if (st->lag_rows)
-        st->lag_since_ns = now_ns();
+        st->lag_since_ns = mono_ns();
     return 0;
 }
 
@@ -561,10 +569,10 @@ static int run_job(store *st, job *j)
     int r;
     switch (j->type) {
     case JOB_PROBE:
-        sqlite3_bind_int64(st->st[ST_PROBE], 1, now_ns());
+        sqlite3_bind_int64(st->st[ST_PROBE], 1, wall_ns());
         return step_done(st->st[ST_PROBE]);
     case JOB_CONFIG: {
-        uint64_t h = fnv(14695981039346656037ULL, j->xml, j->xml_len);
+        uint64_t h = fnv1a64(FNV1A64_INIT, j->xml, j->xml_len);
         sqlite3_stmt *s = st->st[ST_CONFIG_VERSION];
         bind_text(s, 1, j->app);
         r = sqlite3_step(s);
@@ -579,7 +587,7 @@ static int run_job(store *st, job *j)
         sqlite3_bind_int64(s, 2, v);
         sqlite3_bind_text(s, 3, etag, -1, SQLITE_TRANSIENT);
         sqlite3_bind_text(s, 4, j->xml, (int)j->xml_len, SQLITE_STATIC);
-        sqlite3_bind_int64(s, 5, now_ns());
+        sqlite3_bind_int64(s, 5, wall_ns());
         j->version = v;
         return step_done(s);
     }
@@ -589,7 +597,7 @@ static int run_job(store *st, job *j)
             bind_text(s, 1, j->app);
             bind_text(s, 2, j->batch_id);
             bind_text(s, 3, j->endpoint);
-            sqlite3_bind_int64(s, 4, now_ns());
+            sqlite3_bind_int64(s, 4, wall_ns());
             sqlite3_bind_int64(s, 5, (int64_t)j->n);
             sqlite3_bind_int64(s, 6, (int64_t)j->rejected);
             if ((r = step_done(s)) < 0)
@@ -618,9 +626,8 @@ static bool writer_wait(store *st)
             pthread_cond_wait(&st->wake, &st->lock);
             continue;
         }
-        int64_t t = (st->lag_since_ns ? st->lag_since_ns : now_ns()) + st->lag_ns;
-        struct timespec deadline = {.tv_sec = t / 1000000000LL, .tv_nsec = t % 1000000000LL};
-        if (pthread_cond_timedwait(&st->wake, &st->lock, &deadline) == ETIMEDOUT)
+        int64_t t = (st->lag_since_ns ? st->lag_since_ns : mono_ns()) + st->lag_ns;
+        if (cond_wait_until(&st->wake, &st->lock, t) == ETIMEDOUT)
             return true;
     }
     return st->head || st->dirty;
@@ -644,10 +651,10 @@ static void *writer_main(void *arg)
         for (job *j = list; j && r == 0; j = j->next)
             r = run_job(st, j);
         if (r == 0 && st->lag_rows && !st->lag_since_ns)
-            st->lag_since_ns = now_ns();
+            st->lag_since_ns = mono_ns();
         /* the rows are the truth; the rollups follow within LAG_* */
         bool flush = st->dirty && (stopping || st->lag_rows >= LAG_ROWS ||
-                                   now_ns() - st->lag_since_ns >= st->lag_ns);
+                                   mono_ns() - st->lag_since_ns >= st->lag_ns);
         if (r == 0 && flush)
             r = groups_flush(st);
         if (r == 0)
@@ -790,7 +797,7 @@ static int read_mark(sqlite3 *db, enum store_kind kind, int64_t *ret_mark)
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(db, "SELECT last_rowid FROM rollup_marks WHERE kind = ?1", -1, &s, NULL) != SQLITE_OK)
         return -EIO;
-    bind_text(s, 1, store_kinds[kind].name);
+    bind_text(s, 1, store_kind(kind)->name);
     int r = sqlite3_step(s);
     *ret_mark = r == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
     sqlite3_finalize(s);
@@ -812,7 +819,7 @@ static int scan_rollups(sqlite3 *db, enum store_kind kind, const char *app, cons
         sqlite3_stmt *s;
         if (sqlite3_prepare_v2(db, sql[q], -1, &s, NULL) != SQLITE_OK)
             return -EIO;
-        bind_text(s, 1, store_kinds[kind].name);
+        bind_text(s, 1, store_kind(kind)->name);
         bind_text(s, 2, app);
         bind_text(s, 3, version);
         sqlite3_bind_int64(s, 4, d_lo);
@@ -850,17 +857,20 @@ static int scan_rollups(sqlite3 *db, enum store_kind kind, const char *app, cons
 static int scan_raw(sqlite3 *db, enum store_kind kind, const char *app, const char *version, int64_t from,
                     int64_t to, int64_t after, const store_scan_cb *cb)
 {
-    char sql[512];
-    if (after >= 0)
-        raw_select(sql, sizeof sql, kind,
-                   "WHERE rowid > ?5 AND app = ?1 AND ts >= ?2 AND ts < ?3 AND (?4 IS NULL OR version = ?4)");
-    else
-        snprintf(sql, sizeof sql,
-                 "SELECT name, failed, excluded, m0, m1, m2, m3, m4 FROM %s"
-                 " WHERE app = ?1 AND ts >= ?2 AND ts < ?3 AND (?4 IS NULL OR version = ?4)",
-                 scans[kind].keys);
+    char *sql;
+    if (after >= 0) {
+        sql = raw_select(kind, "WHERE rowid > ?5 AND app = ?1 AND ts >= ?2 AND ts < ?3 AND (?4 IS NULL OR version = ?4)");
+    } else {
+        char ms[128];
+        keys_columns(ms, sizeof ms, ", m%zu");
+        sql = sql_text("SELECT name, failed, excluded%s FROM %s_keys"
+                       " WHERE app = ?1 AND ts >= ?2 AND ts < ?3 AND (?4 IS NULL OR version = ?4)",
+                       ms, store_table(store_kind(kind)->table)->name);
+    }
     sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
+    int pr = sql ? sqlite3_prepare_v2(db, sql, -1, &s, NULL) : SQLITE_NOMEM;
+    free(sql);
+    if (pr != SQLITE_OK)
         return -EIO;
     bind_text(s, 1, app);
     sqlite3_bind_int64(s, 2, from);
@@ -868,7 +878,7 @@ static int scan_raw(sqlite3 *db, enum store_kind kind, const char *app, const ch
     bind_text(s, 4, version);
     if (after >= 0)
         sqlite3_bind_int64(s, 5, after);
-    size_t n = store_kinds[kind].n_metrics;
+    size_t n = store_kind(kind)->n_metrics;
     double m[STORE_MAX_METRICS];
     int r;
     while ((r = sqlite3_step(s)) == SQLITE_ROW) {
@@ -924,19 +934,7 @@ int store_apps(store *st, void (*cb)(void *ctx, const char *app, const char *ver
     sqlite3 *db = reader_get(st);
     sqlite3_stmt *s;
     int r = -EIO;
-    /* the rollups, and the rows they do not hold yet */
-    static const char sql[] =
-        "SELECT app, version FROM rollup_counts"
-        " UNION SELECT app, COALESCE(version, '') FROM page_loads NOT INDEXED"
-        "   WHERE rowid > (SELECT last_rowid FROM rollup_marks WHERE kind = 'page')"
-        " UNION SELECT app, COALESCE(version, '') FROM startups NOT INDEXED"
-        "   WHERE rowid > (SELECT last_rowid FROM rollup_marks WHERE kind = 'startup')"
-        " UNION SELECT app, COALESCE(version, '') FROM requests NOT INDEXED"
-        "   WHERE rowid > (SELECT last_rowid FROM rollup_marks WHERE kind = 'request')"
-        " UNION SELECT app, COALESCE(version, '') FROM spans NOT INDEXED"
-        "   WHERE rowid > (SELECT last_rowid FROM rollup_marks WHERE kind = 'span')"
-        " ORDER BY 1, 2";
-    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK) {
+    if (sqlite3_prepare_v2(db, st->apps_sql, -1, &s, NULL) == SQLITE_OK) {
         int sr;
         while ((sr = sqlite3_step(s)) == SQLITE_ROW)
             cb(ctx, (const char *)sqlite3_column_text(s, 0), (const char *)sqlite3_column_text(s, 1));
@@ -969,6 +967,32 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_SAVE_MARK] = "INSERT OR REPLACE INTO rollup_marks(kind, last_rowid) VALUES(?1, ?2)",
 };
 
+/* store_apps: the apps and versions of the rollups, and of the rows they do
+ * not hold yet. */
+static char *apps_sql(void)
+{
+    char sql[2048];
+    size_t o = (size_t)snprintf(sql, sizeof sql, "SELECT app, version FROM rollup_counts");
+    for (enum store_kind k = 0; k < KIND_COUNT && o < sizeof sql; k++)
+        o += (size_t)snprintf(sql + o, sizeof sql - o,
+                              " UNION SELECT app, COALESCE(version, '') FROM %s NOT INDEXED"
+                              " WHERE rowid > (SELECT last_rowid FROM rollup_marks WHERE kind = '%s')",
+                              store_table(store_kind(k)->table)->name, store_kind(k)->name);
+    if (o < sizeof sql)
+        o += (size_t)snprintf(sql + o, sizeof sql - o, " ORDER BY 1, 2");
+    return o < sizeof sql ? strdup(sql) : NULL;
+}
+
+/* Prepares sql (which it frees) to last. */
+static int prepare_owned(sqlite3 *db, char *sql, sqlite3_stmt **ret)
+{
+    if (!sql)
+        return SQLITE_NOMEM;
+    int r = sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, ret, NULL);
+    free(sql);
+    return r;
+}
+
 static void close_all(store *st)
 {
     for (size_t i = 0; i < ST_COUNT; i++)
@@ -983,6 +1007,7 @@ static void close_all(store *st)
     free(st->readers);
     free(st->free_readers);
     groups_drop(st);
+    free(st->apps_sql);
     free(st->path);
     free(st);
 }
@@ -992,6 +1017,12 @@ store *store_open(const char *path, const store_options *opt, char *err, size_t 
     store *st = calloc(1, sizeof *st);
     if (!st) {
         snprintf(err, err_size, "%s: out of memory", path);
+        return NULL;
+    }
+    const char *layout = store_layout_error();
+    if (layout) {
+        snprintf(err, err_size, "%s: the record schema does not fit the store: %s", path, layout);
+        free(st);
         return NULL;
     }
     st->path = strdup(path);
@@ -1015,8 +1046,7 @@ store *store_open(const char *path, const store_options *opt, char *err, size_t 
              " PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=16384;",
              opt->sync_full ? "FULL" : "NORMAL");
     char *msg = NULL;
-    if (sqlite3_exec(st->w, pragmas, NULL, NULL, &msg) != SQLITE_OK ||
-        sqlite3_exec(st->w, SCHEMA, NULL, NULL, &msg) != SQLITE_OK) {
+    if (sqlite3_exec(st->w, pragmas, NULL, NULL, &msg) != SQLITE_OK || schema_create(st->w, &msg) != SQLITE_OK) {
         snprintf(err, err_size, "%s: cannot create the schema: %s", path, msg ? msg : sqlite3_errmsg(st->w));
         sqlite3_free(msg);
         goto fail;
@@ -1026,32 +1056,26 @@ store *store_open(const char *path, const store_options *opt, char *err, size_t 
             snprintf(err, err_size, "%s: %s", path, sqlite3_errmsg(st->w));
             goto fail;
         }
-    for (size_t t = 0; t < TABLE_COUNT; t++) {
-        char sql[1024];
-        int n = snprintf(sql, sizeof sql, "INSERT INTO %s(%s) VALUES(", tables[t].name, tables[t].columns);
-        for (size_t c = 0; c < tables[t].n; c++)
-            n += snprintf(sql + n, sizeof sql - (size_t)n, c ? ",?" : "?");
-        snprintf(sql + n, sizeof sql - (size_t)n, ")");
-        if (sqlite3_prepare_v3(st->w, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->insert[t], NULL) != SQLITE_OK) {
+    for (enum store_table t = 0; t < TABLE_COUNT; t++) {
+        size_t n;
+        const char *columns = store_table_columns(t, &n);
+        char marks[2 * STORE_MAX_COLS] = "";
+        for (size_t c = 0; c < n; c++)
+            strcat(marks, c ? ",?" : "?");
+        if (prepare_owned(st->w, sql_text("INSERT INTO %s(%s) VALUES(%s)", store_table(t)->name, columns, marks),
+                          &st->insert[t]) != SQLITE_OK) {
             snprintf(err, err_size, "%s: %s", path, sqlite3_errmsg(st->w));
             goto fail;
         }
     }
-    for (size_t k = 0; k < KIND_COUNT; k++) {
-        char sql[1024];
-        /* m0…m4: the kind's metrics, then NULL */
-        static const char *const pad[] = {", NULL, NULL, NULL, NULL", ", NULL, NULL, NULL", ", NULL, NULL", ", NULL",
-                                          ""};
-        size_t nm = store_kinds[k].n_metrics;
-        snprintf(sql, sizeof sql,
-                 "INSERT INTO %s SELECT app, ts, version, %s, failed, %s, %s%s, rowid FROM %s"
-                 " WHERE rowid > ?1 AND rowid <= ?2 AND %s IS NOT NULL ORDER BY app, ts",
-                 scans[k].keys, scans[k].name_expr, scans[k].excluded, scans[k].metrics,
-                 pad[nm - 1], scans[k].table, scans[k].name_expr);
-        if (sqlite3_prepare_v3(st->w, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->fill_keys[k], NULL) != SQLITE_OK) {
+    for (enum store_kind k = 0; k < KIND_COUNT; k++)
+        if (prepare_owned(st->w, keys_fill_sql(k, "rowid > ?1 AND rowid <= ?2"), &st->fill_keys[k]) != SQLITE_OK) {
             snprintf(err, err_size, "%s: %s", path, sqlite3_errmsg(st->w));
             goto fail;
         }
+    if (!(st->apps_sql = apps_sql())) {
+        snprintf(err, err_size, "%s: out of memory", path);
+        goto fail;
     }
     if (groups_replay(st) < 0) {
         snprintf(err, err_size, "%s: cannot rebuild the rollups: %s", path, sqlite3_errmsg(st->w));
@@ -1068,11 +1092,11 @@ store *store_open(const char *path, const store_options *opt, char *err, size_t 
     }
     st->n_readers = st->n_free = nr;
     pthread_mutex_init(&st->lock, NULL);
-    pthread_cond_init(&st->wake, NULL);
+    cond_init_monotonic(&st->wake); /* the rollup lag is timed on mono_ns */
     pthread_cond_init(&st->done, NULL);
     pthread_mutex_init(&st->rlock, NULL);
     pthread_cond_init(&st->rfree, NULL);
-    if (pthread_create(&st->writer, NULL, writer_main, st) != 0) {
+    if (thread_start(&st->writer, "pacerd-writer", writer_main, st) < 0) {
         snprintf(err, err_size, "%s: cannot start the writer thread", path);
         goto fail;
     }

@@ -6,6 +6,8 @@
  * a message. ASan and UBSan (the fuzz build's flags) catch the rest. */
 #include "otlp.h"
 
+#include <pacer/base/json.h>
+
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -39,7 +41,7 @@ static void walk_attrs(const otlp_attrs *attrs)
         char *out = malloc(kv->json_len + 1);
         if (!out)
             abort();
-        if (otlp_json_compact(kv->json, kv->json_len, out) > kv->json_len || out[0] != '{')
+        if (json_compact(kv->json, kv->json_len, out) > kv->json_len || out[0] != '{')
             abort();
         free(out);
     }

@@ -2,6 +2,8 @@
  * split between whole-request errors and rejected items, and the limits. */
 #include "otlp.h"
 
+#include <pacer/base/json.h>
+
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -187,7 +189,7 @@ static void test_order_and_escapes(void **state)
     assert_non_null(a);
     assert_int_equal(a->type, OTLP_ARRAY);
     char out[256];
-    otlp_json_compact(a->json, a->json_len, out);
+    json_compact(a->json, a->json_len, out);
     assert_string_equal(out, "{\"arrayValue\":{\"values\":[{\"intValue\":1},{\"stringValue\":\"x\"}]}}");
     /* the second resource is bad, and says so after its spans: both are rejected with its reason */
     assert_int_equal(b.rejected, 2);
