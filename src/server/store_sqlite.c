@@ -163,17 +163,94 @@ static int exec_owned(sqlite3 *db, char *sql, char **msg)
     return r;
 }
 
+/* Adds to table t of a file made by an earlier pacerd the columns its layout
+ * has and the file lacks: a field added to the record schema with a store
+ * column. The rows already there hold NULL in it, so a NOT NULL of the
+ * layout is not carried over. */
+static int add_missing_columns(sqlite3 *db, enum store_table tb, char **msg)
+{
+    const store_table_desc *t = store_table(tb);
+    char *sql = sql_text("SELECT name FROM pragma_table_info('%s')", t->name);
+    sqlite3_stmt *s = NULL;
+    int r = sql ? sqlite3_prepare_v2(db, sql, -1, &s, NULL) : SQLITE_NOMEM;
+    free(sql);
+    bool have[STORE_MAX_COLS] = {false};
+    while (r == SQLITE_OK && (r = sqlite3_step(s)) == SQLITE_ROW)
+        for (size_t c = 0; c < t->n_cols; c++)
+            if (strcmp((const char *)sqlite3_column_text(s, 0), t->cols[c].name) == 0)
+                have[c] = true;
+    sqlite3_finalize(s);
+    if (r != SQLITE_DONE)
+        return r;
+    r = SQLITE_OK;
+    for (size_t c = 0; c < t->n_cols && r == SQLITE_OK; c++) {
+        if (have[c])
+            continue;
+        char decl[64];
+        snprintf(decl, sizeof decl, "%s", t->cols[c].decl);
+        char *nn = strstr(decl, " NOT NULL");
+        if (nn)
+            *nn = '\0';
+        r = exec_owned(db, sql_text("ALTER TABLE %s ADD COLUMN %s %s", t->name, t->cols[c].name, decl), msg);
+    }
+    return r;
+}
+
+/* The metrics of every rollup kind, in order: what a keys table's m0… mean.
+ * Kept in meta: when the schema changed them, the keys tables (a cache of
+ * the raw rows up to the marks) are filled again. */
+static char *kinds_signature(void)
+{
+    char buf[1024];
+    size_t o = 0;
+    for (enum store_kind k = 0; k < KIND_COUNT && o < sizeof buf; k++)
+        o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s:%s", k ? ";" : "", store_kind(k)->name,
+                              store_kind(k)->metrics_sql);
+    return o < sizeof buf ? strdup(buf) : NULL;
+}
+
+static int refill_keys_if_changed(sqlite3 *db, char **msg)
+{
+    char *sig = kinds_signature();
+    if (!sig)
+        return SQLITE_NOMEM;
+    sqlite3_stmt *s = NULL;
+    int r = sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'kinds'", -1, &s, NULL);
+    bool same = false, known = false;
+    if (r == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) {
+        known = true;
+        same = strcmp((const char *)sqlite3_column_text(s, 0), sig) == 0;
+    }
+    sqlite3_finalize(s);
+    for (enum store_kind k = 0; known && !same && k < KIND_COUNT && r == SQLITE_OK; k++) {
+        const char *table = store_table(store_kind(k)->table)->name;
+        char *where = sql_text("rowid <= (SELECT last_rowid FROM rollup_marks WHERE kind = '%s')", store_kind(k)->name);
+        r = exec_owned(db, sql_text("DELETE FROM %s_keys", table), msg);
+        if (r == SQLITE_OK)
+            r = where ? exec_owned(db, keys_fill_sql(k, where), msg) : SQLITE_NOMEM;
+        free(where);
+    }
+    if (r == SQLITE_OK && !same)
+        r = exec_owned(db, sql_text("INSERT OR REPLACE INTO meta(key, value) VALUES('kinds', '%s')", sig), msg);
+    free(sig);
+    return r;
+}
+
 /* Creates what is missing, in one transaction. A file of schema 1 had its
  * rollups in step with every row: its marks become its last rows, and its
- * keys tables are filled from all of them. */
+ * keys tables are filled from all of them. A file of an earlier schema
+ * gets the columns of fields added since. */
 static int schema_create(sqlite3 *db, char **msg)
 {
     static const char schema1[] = "(SELECT value FROM meta WHERE key = 'schema') = '1'";
     int r = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, msg);
     if (r == SQLITE_OK)
         r = sqlite3_exec(db, FIXED_SCHEMA, NULL, NULL, msg);
-    for (enum store_table t = 0; t < TABLE_COUNT && r == SQLITE_OK; t++)
+    for (enum store_table t = 0; t < TABLE_COUNT && r == SQLITE_OK; t++) {
         r = exec_owned(db, table_sql(t), msg);
+        if (r == SQLITE_OK)
+            r = add_missing_columns(db, t, msg);
+    }
     for (enum store_kind k = 0; k < KIND_COUNT && r == SQLITE_OK; k++)
         r = exec_owned(db,
                        sql_text("INSERT OR IGNORE INTO rollup_marks SELECT '%s', COALESCE(MAX(rowid), 0) FROM %s",
@@ -181,6 +258,8 @@ static int schema_create(sqlite3 *db, char **msg)
                        msg);
     for (enum store_kind k = 0; k < KIND_COUNT && r == SQLITE_OK; k++)
         r = exec_owned(db, keys_fill_sql(k, schema1), msg);
+    if (r == SQLITE_OK)
+        r = refill_keys_if_changed(db, msg);
     if (r == SQLITE_OK)
         r = sqlite3_exec(db, "INSERT OR REPLACE INTO meta(key, value) VALUES('schema', '2'); COMMIT", NULL, NULL, msg);
     if (r != SQLITE_OK)
