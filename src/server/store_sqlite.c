@@ -175,10 +175,11 @@ static int add_missing_columns(sqlite3 *db, enum store_table tb, char **msg)
     int r = sql ? sqlite3_prepare_v2(db, sql, -1, &s, NULL) : SQLITE_NOMEM;
     free(sql);
     bool have[STORE_MAX_COLS] = {false};
-    while (r == SQLITE_OK && (r = sqlite3_step(s)) == SQLITE_ROW)
-        for (size_t c = 0; c < t->n_cols; c++)
-            if (strcmp((const char *)sqlite3_column_text(s, 0), t->cols[c].name) == 0)
-                have[c] = true;
+    if (r == SQLITE_OK)
+        while ((r = sqlite3_step(s)) == SQLITE_ROW)
+            for (size_t c = 0; c < t->n_cols; c++)
+                if (strcmp((const char *)sqlite3_column_text(s, 0), t->cols[c].name) == 0)
+                    have[c] = true;
     sqlite3_finalize(s);
     if (r != SQLITE_DONE)
         return r;
