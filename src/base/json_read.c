@@ -244,6 +244,14 @@ static bool number(jread *r, jvalue *v)
     v->len = i - start;
     v->integer = integer;
     r->pos = i;
+    if (r->flags & JREAD_NUMBERS_IN_RANGE) {
+        int64_t x;
+        double d;
+        if (integer && !jvalue_int64(v, &x))
+            return jread_fail(r, start, "integer out of the 64-bit range");
+        if (!integer && !jvalue_double(v, &d))
+            return jread_fail(r, start, "number out of range");
+    }
     return true;
 }
 

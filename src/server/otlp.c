@@ -162,47 +162,6 @@ typedef struct jv {
     bool b;
 } jv;
 
-static bool number_char(char c)
-{
-    return (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-';
-}
-
-/* Checks the numbers of a container the reader skipped whole: its text in
- * the body (src), where strings are still escaped; outside strings, the
- * reader's copy holds the same bytes at the same offsets. */
-static bool numbers_ok(jread *r, const jvalue *c)
-{
-    const char *s = r->src + c->at;
-    bool in_str = false;
-    for (size_t i = 0; i < c->len; i++) {
-        char ch = s[i];
-        if (in_str) {
-            if (ch == '\\')
-                i++;
-            else if (ch == '"')
-                in_str = false;
-            continue;
-        }
-        if (ch == '"') {
-            in_str = true;
-            continue;
-        }
-        if (ch != '-' && (ch < '0' || ch > '9'))
-            continue;
-        jvalue x = {.type = JT_NUMBER, .s = r->buf + c->at + i, .len = 1, .integer = true, .at = c->at + i};
-        while (i + x.len < c->len && number_char(s[i + x.len])) {
-            char n = s[i + x.len++];
-            x.integer &= n != '.' && n != 'e' && n != 'E';
-        }
-        int64_t iv;
-        double d;
-        if (x.integer ? !jvalue_int64(&x, &iv) : !jvalue_double(&x, &d))
-            return jread_fail(r, x.at, x.integer ? "integer out of the 64-bit range" : "number out of range");
-        i += x.len - 1;
-    }
-    return true;
-}
-
 /* Reads any value at the position; objects and arrays are checked and
  * skipped. False on a syntax error (in r). */
 static bool read_value(jread *r, jv *v)
@@ -215,21 +174,20 @@ static bool read_value(jread *r, jv *v)
     case JT_OBJECT:
     case JT_ARRAY:
         v->t = x.type == JT_OBJECT ? 'o' : 'a';
-        return numbers_ok(r, &x);
+        return true;
     case JT_STRING:
         v->t = 's';
         v->s = x.s;
         v->len = x.len;
         return true;
     case JT_NUMBER:
+        /* in range: the reader checks every number (JREAD_NUMBERS_IN_RANGE) */
         if (x.integer) {
-            if (!jvalue_int64(&x, &v->i))
-                return jread_fail(r, x.at, "integer out of the 64-bit range");
+            jvalue_int64(&x, &v->i);
             v->t = 'i';
             v->d = (double)v->i;
         } else {
-            if (!jvalue_double(&x, &v->d))
-                return jread_fail(r, x.at, "number out of range");
+            jvalue_double(&x, &v->d);
             v->t = 'd';
         }
         return true;
@@ -1287,7 +1245,7 @@ static int decode(const char *body, size_t len, otlp_batch *b, const signal *sg,
     memcpy(b->text, body, len);
     decoder d = {.b = b};
     jread *r = &d.r;
-    jread_init(r, b->text, len, body, JREAD_NO_NUL);
+    jread_init(r, b->text, len, body, JREAD_NO_NUL | JREAD_NUMBERS_IN_RANGE);
     jtype t = jread_peek(r);
     if (t == JT_OBJECT) {
         read_object(&d, &top, (void *)sg); /* a failure is in r or d.oom */

@@ -207,6 +207,10 @@ static void test_reader_errors(void **state)
     assert_string_equal(read_all("\"abc", JREAD_LINE, out), "4: unterminated string (opened at column 1)");
     assert_string_equal(read_all("", 0, out), "0: expected a value, got end of input");
     assert_string_equal(read_all("1 2", 0, out), "2: unexpected characters after the value");
+    assert_string_equal(read_all("[1, 99999999999999999999]", 0, out), "");
+    assert_string_equal(read_all("[1, 99999999999999999999]", JREAD_NUMBERS_IN_RANGE, out),
+                        "4: integer out of the 64-bit range");
+    assert_string_equal(read_all("{\"a\": [1e999]}", JREAD_NUMBERS_IN_RANGE, out), "7: number out of range");
     char deep[200];
     memset(deep, '[', 65);
     memset(deep + 65, ']', 65);

@@ -89,6 +89,8 @@ enum {
     JREAD_NO_NUL = 1, /* \u0000 in a string is an error (C strings cannot hold it) */
     JREAD_LINE = 2,   /* the input is one line: messages say "column N" (1-based)
                          and "end of line"; otherwise "byte N" and "end of input" */
+    JREAD_NUMBERS_IN_RANGE = 4, /* every number, also inside skipped values: an
+                                   integer within 64 bits, a real finite */
 };
 
 typedef enum jtype {
