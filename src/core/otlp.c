@@ -243,7 +243,7 @@ static void attrs_of_extra(jbuf *b, const char *extra, jbuf *events, const char 
     size_t kl;
     jread_enter_object(&r);
     while (jread_member(&r, &key, &kl) > 0) {
-        char name[256], prefix[260];
+        char name[256], prefix[272];
         snprintf(name, sizeof(name), "%.*s", (int)(kl > 200 ? 200 : kl), key);
         jtype t = jread_peek(&r);
         jvalue v;
