@@ -144,6 +144,8 @@ extern "C" {
     X(PAGE, "page", STRING, 0, NULL, NULL, NULL, NULL, NONE, "the page visible then")                                \
     X(STACK_STATUS, "stack_status", STRING, 0, NULL, "captured|no_answer|missed|unavailable", NULL, NULL, NONE,      \
       "whether and why not the stack was captured")                                                                  \
+    X(STACK_METHOD, "stack_method", STRING, 0, NULL, "syscall|perf|signal", NULL, NULL, NONE,                        \
+      "how the stack was taken")                                                                                     \
     X(FINGERPRINT, "fingerprint", STRING, 0, NULL, NULL, NULL, NULL, NONE,                                           \
       "16 hex digits naming the stuck code, stable across runs and builds")                                          \
     X(STACK_TRUNCATED, "stack_truncated", BOOL, 0, NULL, NULL, NULL, NULL, NONE,                                     \

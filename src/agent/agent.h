@@ -199,15 +199,18 @@ typedef struct stack_trace {
 /* Sets up capture on the calling thread (the main thread). Returns false
  * (said once) when capture cannot work here. */
 bool stack_init(void);
-/* Watchdog thread: the main thread's stack into *ret. Returns 0, -EAGAIN
- * (the main thread did not answer in time), -ENOTSUP (no capture). */
-int stack_capture(stack_trace *ret, int timeout_ms);
+/* Watchdog thread: the main thread's stack into *ret, taken without
+ * interrupting it when it can be (stack.c). *ret_method: "syscall",
+ * "perf" or "signal" (NULL when none was taken). Returns 0, -EAGAIN (no
+ * stack within timeout_ms: the signal not taken, or the thread neither
+ * sampled nor steadily asleep), -ENOTSUP (no capture). */
+int stack_capture(stack_trace *ret, int timeout_ms, const char **ret_method);
 
 /* ---- jank.c ---- */
 /* Watchdog thread: writes the `jank` record of one long iteration. `st` is
  * its stack (NULL: not captured, see stack_status); `page` the page that
  * was visible (NULL: none known). */
 void jank_emit(const loop_span *span, int64_t hang_ns, const stack_trace *st, const char *stack_status,
-               const char *page, bool ongoing);
+               const char *stack_method, const char *page, bool ongoing);
 
 #endif

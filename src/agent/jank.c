@@ -92,7 +92,7 @@ static size_t fingerprint(const pt_sym *const *syms, const bool *app, size_t n, 
 }
 
 void jank_emit(const loop_span *span, int64_t hang_ns, const stack_trace *st, const char *stack_status,
-               const char *page, bool ongoing)
+               const char *stack_method, const char *page, bool ongoing)
 {
     if (!exe[0]) {
         ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -111,6 +111,7 @@ void jank_emit(const loop_span *span, int64_t hang_ns, const stack_trace *st, co
         pacer_record_set_bool(r, PACER_JANK_ONGOING, true);
     pacer_record_set_str(r, PACER_JANK_PAGE, page);
     pacer_record_set_str(r, PACER_JANK_STACK_STATUS, stack_status);
+    pacer_record_set_str(r, PACER_JANK_STACK_METHOD, stack_method);
 
     if (st && st->n) {
         pt_symbols *symbols = stack_symbols();

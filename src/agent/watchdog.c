@@ -51,6 +51,7 @@ static int64_t hang_ns = (int64_t)PACER_DEFAULT_HANG_MS * 1000000;
 static int64_t captured_start;
 static stack_trace captured;
 static const char *captured_status;
+static const char *captured_method;
 static const char *captured_page;
 
 static void read_thresholds(void)
@@ -74,7 +75,7 @@ static void report(const loop_span *s, bool ongoing)
 {
     bool mine = captured_start && s->start == captured_start;
     jank_emit(s, hang_ns, mine && captured.n ? &captured : NULL, mine ? captured_status : "missed",
-              mine ? captured_page : pages_visible(), ongoing);
+              mine ? captured_method : NULL, mine ? captured_page : pages_visible(), ongoing);
     if (mine)
         captured_start = 0;
 }
@@ -84,7 +85,7 @@ static void capture(int64_t start)
     captured_start = start;
     captured_page = pages_visible();
     captured.n = 0;
-    int r = stack_capture(&captured, CAPTURE_TIMEOUT_MS);
+    int r = stack_capture(&captured, CAPTURE_TIMEOUT_MS, &captured_method);
     captured_status = r == 0 ? "captured" : r == -EAGAIN ? "no_answer" : "unavailable";
 }
 

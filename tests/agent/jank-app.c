@@ -14,19 +14,32 @@
  *   --block-signals     two extra threads that block every signal and idle
  *   --main-blocks-signals  the main thread blocks every signal while it is
  *                       busy (the agent's capture signal stays pending)
+ *   --block KIND        one timeout handler blocks the main thread for
+ *   --block-ms M        M ms in jank_app_block(): KIND is usleep, poll (a
+ *                       pipe without data, timeout M), read (a pipe another
+ *                       thread writes to after M), waitpid (a child that
+ *                       lives M), g_usleep or futex (a mutex another thread
+ *                       holds for M); it prints "block KIND ms=D errno=E
+ *                       result=R", its own measure of the call
  * Exits 0 when done; with no --animate-ms the window closes after the janks.
  */
 #include <gtk/gtk.h>
 
+#include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static struct {
-    guint animate_ms, slow_frame_ms, janks, jank_ms, gap_ms;
+    guint animate_ms, slow_frame_ms, janks, jank_ms, gap_ms, block_ms;
     gboolean block_signals, main_blocks;
+    const char *block;
 } opt;
 
 static GtkWindow *window;
@@ -49,9 +62,92 @@ static __attribute__((noinline)) void jank_app_busy_work(guint ms)
         pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+static double mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int fds[2];
+static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
+static pthread_barrier_t holding;
+
+/* Another thread: writes to the pipe, or releases the mutex, after M ms. */
+static void *late_helper(void *arg)
+{
+    if (strcmp(opt.block, "futex") == 0) {
+        pthread_mutex_lock(&held);
+        pthread_barrier_wait(&holding);
+        usleep(opt.block_ms * 1000);
+        pthread_mutex_unlock(&held);
+    } else {
+        usleep(opt.block_ms * 1000);
+        if (write(fds[1], "x", 1) != 1)
+            abort();
+    }
+    return NULL;
+}
+
+/* Blocks the main thread in one system call of KIND for about M ms. */
+static __attribute__((noinline)) void jank_app_block(void)
+{
+    pthread_t t = 0;
+    pid_t child = -1;
+    if (pipe(fds) != 0)
+        abort();
+    if (strcmp(opt.block, "futex") == 0) {
+        pthread_barrier_init(&holding, NULL, 2);
+        pthread_create(&t, NULL, late_helper, NULL);
+        pthread_barrier_wait(&holding); /* it holds the mutex now */
+    } else if (strcmp(opt.block, "read") == 0) {
+        pthread_create(&t, NULL, late_helper, NULL);
+    } else if (strcmp(opt.block, "waitpid") == 0) {
+        child = fork();
+        if (child == 0) {
+            usleep(opt.block_ms * 1000);
+            _exit(0);
+        }
+    }
+    char c;
+    struct pollfd p = {fds[0], POLLIN, 0};
+    errno = 0;
+    double t0 = mono_ms();
+    long result = 0;
+    if (strcmp(opt.block, "usleep") == 0)
+        result = usleep(opt.block_ms * 1000);
+    else if (strcmp(opt.block, "poll") == 0)
+        result = poll(&p, 1, (int)opt.block_ms);
+    else if (strcmp(opt.block, "read") == 0)
+        result = read(fds[0], &c, 1);
+    else if (strcmp(opt.block, "waitpid") == 0)
+        result = waitpid(child, NULL, 0) == child;
+    else if (strcmp(opt.block, "g_usleep") == 0)
+        g_usleep((gulong)opt.block_ms * 1000);
+    else if (strcmp(opt.block, "futex") == 0)
+        result = pthread_mutex_lock(&held);
+    int err = errno;
+    double dt = mono_ms() - t0;
+    if (strcmp(opt.block, "futex") == 0)
+        pthread_mutex_unlock(&held);
+    if (t)
+        pthread_join(t, NULL);
+    close(fds[0]);
+    close(fds[1]);
+    printf("block %s ms=%.1f errno=%d result=%ld\n", opt.block, dt, err, result);
+    fflush(stdout);
+}
+
 static gboolean finish(gpointer data)
 {
     gtk_window_destroy(window);
+    return G_SOURCE_REMOVE;
+}
+
+static gboolean one_block(gpointer data)
+{
+    jank_app_block();
+    g_timeout_add(300, finish, NULL);
     return G_SOURCE_REMOVE;
 }
 
@@ -124,7 +220,9 @@ static void on_activate(GApplication *app)
 {
     window = g_object_new(JANK_TYPE_APP_WINDOW, "application", app, NULL);
     gtk_window_present(window);
-    if (opt.janks) {
+    if (opt.block) {
+        g_timeout_add(opt.gap_ms, one_block, NULL);
+    } else if (opt.janks) {
         janks_left = opt.janks;
         g_timeout_add(opt.gap_ms, one_jank, NULL);
     } else if (!opt.animate_ms) {
@@ -142,9 +240,12 @@ int main(int argc, char **argv)
                         : strcmp(a, "--janks") == 0         ? &opt.janks
                         : strcmp(a, "--jank-ms") == 0       ? &opt.jank_ms
                         : strcmp(a, "--gap-ms") == 0        ? &opt.gap_ms
+                        : strcmp(a, "--block-ms") == 0      ? &opt.block_ms
                                                             : NULL;
         if (target && i + 1 < argc)
             *target = (guint)strtoul(argv[++i], NULL, 10);
+        else if (strcmp(a, "--block") == 0 && i + 1 < argc)
+            opt.block = argv[++i];
         else if (strcmp(a, "--block-signals") == 0)
             opt.block_signals = TRUE;
         else if (strcmp(a, "--main-blocks-signals") == 0)

@@ -9,7 +9,13 @@ Xvfb, against ground truth the programs set themselves:
   one frame: counted slow and frozen, its duration the known time;
 - many janks in a row, threads that block every signal, and a main thread
   that blocks the capture signal while stuck: every jank is recorded, the
-  program neither crashes nor hangs.
+  program neither crashes nor hangs;
+- a main loop blocked 1200 ms in usleep, poll, read of a pipe, waitpid,
+  g_usleep or a futex: the call returns what it returns without pacer,
+  after as long (its own measure), and the jank lasts the block — its stack
+  taken from the kernel's view of the sleeping thread, no signal sent; a
+  busy main thread's stack comes from a perf sample, or with perf off from
+  the signal.
 
 Slack: a busy loop of N ms ends N ms after it began; the iteration around
 it adds the handler's other work and scheduling on a shared 2-core machine
@@ -18,12 +24,13 @@ measured short, or a stack taken after the iteration ended, is a bug.
 """
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from agentlib import SHOP_APP, ApiServer, Xvfb, assert_documented, of_type, pacer_run  # noqa: E402
+from agentlib import APP_ENV, SHOP_APP, ApiServer, Xvfb, assert_documented, of_type, pacer_run  # noqa: E402
 
 JANK_APP = os.environ["JANK_APP"]
 SHOP_SOURCE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "shop-app.c")
@@ -171,6 +178,90 @@ class Robustness(Base):
             self.assertIn(j["stack_status"], ("no_answer", "captured"))
             if j["stack_status"] == "captured":
                 self.assertEqual(in_app(j["stack"])[0]["function"], "jank_app_busy_work")
+
+
+BLOCK_MS = 1200
+
+
+def block_line(out):
+    """'block KIND ms=D errno=E result=R' → (D, E, R)."""
+    m = re.search(r"^block \S+ ms=([0-9.]+) errno=(\d+) result=(-?\d+)$", out, re.M)
+    assert m, out
+    return float(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+def perf_permitted():
+    try:
+        level = int(open("/proc/sys/kernel/perf_event_paranoid").read())
+    except OSError:
+        return False
+    return level <= 2 or os.geteuid() == 0
+
+
+class NonInterference(Base):
+    """The main thread blocked in a system call is never interrupted."""
+
+    def plain(self, args):
+        env = dict(os.environ, DISPLAY=self.x.display, **APP_ENV)
+        env.pop("WAYLAND_DISPLAY", None)
+        p = subprocess.run([JANK_APP] + args, env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return block_line(p.stdout)
+
+    def test_blocking_calls_run_as_without_pacer(self):
+        for kind in ("usleep", "poll", "read", "waitpid", "g_usleep", "futex"):
+            with self.subTest(kind=kind):
+                args = ["--block", kind, "--block-ms", str(BLOCK_MS)]
+                ms0, errno0, result0 = self.plain(args)
+                rc, records, _, err, out = pacer_run_out(self.x.display, JANK_APP, args, write_config(700))
+                self.assertEqual(rc, 0, err)
+                ms1, errno1, result1 = block_line(out)
+                self.assertEqual((errno1, result1), (errno0, result0))
+                self.assertEqual(errno1, 0)
+                for ms in (ms0, ms1):
+                    self.assertGreaterEqual(ms, BLOCK_MS)
+                    self.assertLess(ms, BLOCK_MS + SLACK_MS)
+                janks = of_type(records, "jank")
+                self.assertEqual(len(janks), 1, janks)
+                j = janks[0]
+                # the jank is the block (the iteration also set the block up)
+                self.assertGreaterEqual(j["duration_ms"], ms1)
+                self.assertLess(j["duration_ms"], ms1 + SLACK_MS)
+                self.assertEqual((j["stack_status"], j["stack_method"]), ("captured", "syscall"))
+                self.assertIn("jank_app_block", [f["function"] for f in in_app(j["stack"])])
+
+    def busy_jank(self, extra_env=None):
+        rc, records, _, err = pacer_run(self.x.display, JANK_APP, ["--janks", "1", "--jank-ms", "900"],
+                                        config=write_config(500), extra_env=extra_env)
+        self.assertEqual(rc, 0, err)
+        janks = of_type(records, "jank")
+        self.assertEqual(len(janks), 1, janks)
+        self.assertDuration(janks[0], 900)
+        self.assertEqual(janks[0]["stack_status"], "captured")
+        self.assertEqual(in_app(janks[0]["stack"])[0]["function"], "jank_app_busy_work")
+        return janks[0], err
+
+    def test_busy_thread_is_sampled(self):
+        j, _ = self.busy_jank()
+        self.assertEqual(j["stack_method"], "perf" if perf_permitted() else "signal")
+
+    def test_without_perf_the_signal_takes_it_and_says_so(self):
+        j, err = self.busy_jank({"PACER_AGENT_NO_PERF": "1"})
+        self.assertEqual(j["stack_method"], "signal")
+        self.assertIn("no perf events (PACER_AGENT_NO_PERF is set)", err)
+
+
+def pacer_run_out(display, program, args, config):
+    """pacer_run that also returns the program's stdout."""
+    import json
+    workdir = tempfile.mkdtemp(prefix="pacer-agent-test-")
+    out = os.path.join(workdir, "records.jsonl")
+    cmd = [os.environ["PACER"], "run", "--out", out, "--config", config, "--", program] + list(args)
+    env = dict(os.environ, DISPLAY=display, **APP_ENV)
+    env.pop("WAYLAND_DISPLAY", None)
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=90)
+    records = [json.loads(line) for line in open(out)] if os.path.exists(out) else []
+    return p.returncode, records, None, p.stderr, p.stdout
 
 
 if __name__ == "__main__":
