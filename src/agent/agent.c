@@ -12,7 +12,8 @@
  *              another process: see below), or the pacer instance could not
  *              be created (said once on stderr).
  *   ACTIVE   — entered at the end of the constructor (agent_ctor).
- *   STOPPED  — entered at exit (agent_atexit) or in the child of a fork
+ *   STOPPED  — entered at exit (agent_finish: from atexit, or from the exit
+ *              thread when a signal ends the program, exit.c) or in the child of a fork
  *              (on_fork_child: the child has no writer thread and must not
  *              report the parent's pages a second time).
  *
@@ -69,6 +70,7 @@ typedef struct agent_feature {
 } agent_feature;
 
 static const agent_feature features[] = {
+    {"exit-signals", exit_signals_install, NULL, NULL},
     {"start", start_install, NULL, NULL},
     {"soup", soup_install, NULL, NULL},
     {"mainloop", mainloop_install, NULL, NULL},
@@ -194,7 +196,7 @@ static void report_upload(void)
                         st.upload_last_error ? "HTTP" : "connection failed", st.upload_last_error);
 }
 
-static void agent_atexit(void)
+void agent_finish(bool gtk_still)
 {
     if (getpid() != owner_pid)
         return;
@@ -205,13 +207,19 @@ static void agent_atexit(void)
     for (size_t i = N_FEATURES; i-- > 0;)
         if (features[i].stop)
             features[i].stop();
-    /* what is pending belongs to GTK objects: only their thread writes it */
-    for (size_t i = N_FEATURES; agent_on_gtk_thread() && i-- > 0;)
+    /* what is pending belongs to GTK objects: written only while the GTK
+     * thread holds still (it is the one exiting, or it is in the handler) */
+    for (size_t i = N_FEATURES; gtk_still && i-- > 0;)
         if (features[i].flush)
             features[i].flush();
     pacer_shutdown();
     atomic_store(&exiting, false);
     report_upload();
+}
+
+static void agent_atexit(void)
+{
+    agent_finish(agent_on_gtk_thread());
 }
 
 /* Whether the program itself loaded GTK 4 (a DT_NEEDED of the executable or

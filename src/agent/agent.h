@@ -23,7 +23,9 @@
  *   watchdog.c   the thread that notices a stuck iteration and has its stack
  *                taken; `jank` records are written from there;
  *   stack.c      capture of the stuck main thread's stack, unwinding;
- *   jank.c       the `jank` record: symbols, fingerprint.
+ *   jank.c       the `jank` record: symbols, fingerprint;
+ *   exit.c       SIGTERM, SIGINT, SIGHUP: write what is pending, then end as
+ *                the signal would have.
  *
  * Records are built with the core's record API (pacer/record.h) and handed
  * over with pacer_submit_record(); the agent writes no JSON.
@@ -63,6 +65,12 @@ bool agent_active(void);
  * earlier when the app builds a window before main() (a constructor). */
 void agent_setup(void);
 
+/* The exit sequence, once: every feature's stop, then (when gtk_still: the
+ * GTK thread is the caller, or is held in a signal handler) every flush, in
+ * reverse table order; then the core writes and uploads what is left. Any
+ * thread. */
+void agent_finish(bool gtk_still);
+
 /* The config in force (the core's: a config from the server replaces the
  * local one), as a new reference the caller releases with
  * pacer_config_unref(). Any thread; cheap unless the config changed. */
@@ -90,6 +98,7 @@ bool agent_on_gtk_thread(void);
 extern _Atomic uint64_t agent_net_epoch;
 
 /* ---- features (agent.c drives them: install at setup; stop, flush at exit) ---- */
+void exit_signals_install(void); /* exit.c: SIGTERM, SIGINT, SIGHUP write what is pending */
 void start_install(void);    /* start.c: GApplication created */
 void soup_install(void);     /* soup.c: when libsoup-3.0 is loaded */
 void mainloop_install(void); /* mainloop.c: the default context's poll function */

@@ -60,6 +60,7 @@ void *agent_real(const char *soname, const char *name);
     X(AGENT_LIBGOBJECT, g_signal_connect_data)                                                  \
     X(AGENT_LIBGOBJECT, g_signal_handler_disconnect)                                            \
     X(AGENT_LIBGOBJECT, g_object_set_qdata_full)                                                \
+    X(AGENT_LIBGOBJECT, g_object_set_qdata)                                                     \
     X(AGENT_LIBGOBJECT, g_object_get_qdata)                                                     \
     X(AGENT_LIBGOBJECT, g_object_ref)                                                           \
     X(AGENT_LIBGOBJECT, g_object_unref)                                                         \
@@ -80,6 +81,8 @@ void *agent_real(const char *soname, const char *name);
     X(AGENT_LIBGTK, gtk_widget_get_root)                                                        \
     X(AGENT_LIBGTK, gtk_window_get_child)                                                       \
     X(AGENT_LIBGTK, gtk_window_get_toplevels)                                                   \
+    X(AGENT_LIBGTK, gtk_native_get_surface)                                                     \
+    X(AGENT_LIBGTK, gdk_surface_get_type)                                                       \
     X(AGENT_LIBGTK, gdk_frame_clock_get_refresh_info)                                           \
     X(AGENT_LIBGTK, gdk_frame_clock_get_frame_time)
 
@@ -120,6 +123,7 @@ bool agent_api_load(const char **ret_missing);
 #define g_signal_connect_data (*agent_fn.g_signal_connect_data)
 #define g_signal_handler_disconnect (*agent_fn.g_signal_handler_disconnect)
 #define g_object_set_qdata_full (*agent_fn.g_object_set_qdata_full)
+#define g_object_set_qdata (*agent_fn.g_object_set_qdata)
 #define g_object_get_qdata (*agent_fn.g_object_get_qdata)
 #define g_object_ref (*agent_fn.g_object_ref)
 #define g_object_unref (*agent_fn.g_object_unref)
@@ -140,6 +144,8 @@ bool agent_api_load(const char **ret_missing);
 #define gtk_widget_get_root (*agent_fn.gtk_widget_get_root)
 #define gtk_window_get_child (*agent_fn.gtk_window_get_child)
 #define gtk_window_get_toplevels (*agent_fn.gtk_window_get_toplevels)
+#define gtk_native_get_surface (*agent_fn.gtk_native_get_surface)
+#define gdk_surface_get_type (*agent_fn.gdk_surface_get_type)
 #define gdk_frame_clock_get_refresh_info (*agent_fn.gdk_frame_clock_get_refresh_info)
 #define gdk_frame_clock_get_frame_time (*agent_fn.gdk_frame_clock_get_frame_time)
 #endif

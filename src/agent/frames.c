@@ -2,15 +2,20 @@
  * Matrix FrameTracer's dropped-frame levels): every frame-clock cycle of a
  * toplevel window, while it is mapped.
  *
- * A frame: GdkFrameClock's before-paint (begin) to after-paint (end) of one
- * cycle. Its duration is end − begin, except when the busy main loop held it
- * back: while the window animates (the previous cycle ran its update phase,
- * i.e. tick callbacks asked for the next frame) the next frame is due one
+ * A frame: a cycle of the window's GdkFrameClock that rendered its surface
+ * (GdkSurface::render was emitted in it: a cycle that found nothing to
+ * draw is no frame), from before-paint (begin) to after-paint (end). Its
+ * duration is end − begin, except when the busy main loop held it back:
+ * while the window animates (the previous cycle ran its update phase, i.e.
+ * tick callbacks asked for the next frame) the next frame is due one
  * refresh interval after the previous one began; if the main loop did not
  * wait in poll since that moment (mainloop_wait_end), the frame was late
  * because the loop was busy, and its duration counts from when it was due —
- * Matrix's "frame cost from the vsync". A window that stopped animating and
- * starts again later waited in between, so no false delay is counted.
+ * Matrix's "frame cost from the vsync" — but never from before the previous
+ * cycle ended (or the record's span began): frames never overlap, so the
+ * delays add up to at most the span and the dropped frames to at most
+ * span / refresh. A window that stopped animating and starts again later
+ * waited in between, so no false delay is counted.
  *
  *   refresh   the interval gdk_frame_clock_get_refresh_info() reports
  *             (16.667 ms when it reports none)
@@ -49,8 +54,9 @@ struct frame_stats {
     clock_listener listener; /* first: the callbacks get it */
     const char *class_name;  /* interned */
     uint64_t instance;
-    int64_t begin, prev_begin, refresh_ns;
-    bool in_frame, update, prev_update;
+    int64_t begin, prev_begin, prev_end, refresh_ns;
+    bool in_frame, update, prev_update, rendered;
+    GdkSurface *surface; /* while mapped: where render is watched */
     /* since the last record */
     uint64_t frames, slow, frozen, dropped, levels[N_LEVELS];
     int64_t delay_ns, max_ns, since;
@@ -119,6 +125,37 @@ static void on_before_paint(clock_listener *l, int64_t now)
     f->begin = now;
     f->in_frame = true;
     f->update = false;
+    f->rendered = false;
+}
+
+/* GdkSurface::render of every surface (an emission hook: it runs whatever
+ * the handlers return): the cycle of the window it belongs to drew. */
+static GQuark surface_quark;
+
+static gboolean on_render(GSignalInvocationHint *hint, guint n, const GValue *params, gpointer data)
+{
+    GObject *surface = n > 0 ? g_value_get_object(&params[0]) : NULL;
+    frame_stats *f = surface ? g_object_get_qdata(surface, surface_quark) : NULL;
+    if (f)
+        f->rendered = true;
+    return TRUE; /* keep the hook */
+}
+
+static bool watch_renders(void)
+{
+    static int state; /* 0 not yet, 1 on, -1 off */
+    if (state == 0) {
+        surface_quark = g_quark_from_static_string("pacer-agent-frames-surface");
+        guint id = g_signal_lookup("render", gdk_surface_get_type());
+        if (id && g_signal_add_emission_hook(id, 0, on_render, NULL, NULL)) {
+            state = 1;
+        } else {
+            state = -1;
+            agent_note_once("render", "GdkSurface has no render signal; frames records count every frame-clock "
+                                      "cycle");
+        }
+    }
+    return state > 0;
 }
 
 static void on_update(clock_listener *l)
@@ -132,6 +169,13 @@ static void on_after_paint(clock_listener *l, GdkFrameClock *clock, int64_t end)
     if (!f->in_frame)
         return;
     f->in_frame = false;
+    if (f->surface && !f->rendered) {
+        /* nothing drawn: no frame; it still took its time on the clock */
+        f->prev_begin = f->begin;
+        f->prev_update = f->update;
+        f->prev_end = end;
+        return;
+    }
     gint64 refresh_us = 0, presentation_us = 0;
     gdk_frame_clock_get_refresh_info(clock, gdk_frame_clock_get_frame_time(clock), &refresh_us, &presentation_us);
     int64_t refresh = refresh_us > 0 ? (int64_t)refresh_us * 1000 : DEFAULT_REFRESH_NS;
@@ -143,8 +187,14 @@ static void on_after_paint(clock_listener *l, GdkFrameClock *clock, int64_t end)
         if (due < start && mainloop_wait_end() <= due)
             start = due; /* late because the loop was busy */
     }
+    /* never before the previous cycle ended, nor before this record's span */
+    if (start < f->prev_end)
+        start = f->prev_end;
+    if (start < f->since)
+        start = f->since;
     f->prev_begin = f->begin;
     f->prev_update = f->update;
+    f->prev_end = end;
 
     int64_t d = end - start;
     int64_t dropped = d / refresh;
@@ -188,7 +238,12 @@ void frames_on_map(frame_stats *f, GtkWidget *window)
     if (frameclock_listen(&f->listener, window)) {
         f->since = mono_ns();
         f->in_frame = false;
-        f->prev_begin = 0;
+        f->prev_begin = f->prev_end = 0;
+        GdkSurface *surface = watch_renders() ? gtk_native_get_surface(GTK_NATIVE(window)) : NULL;
+        if (surface) {
+            f->surface = g_object_ref(surface);
+            g_object_set_qdata((GObject *)surface, surface_quark, f);
+        }
     }
 }
 
@@ -197,6 +252,11 @@ void frames_on_unmap(frame_stats *f)
     if (!f)
         return;
     frameclock_unlisten(&f->listener);
+    if (f->surface) {
+        g_object_set_qdata((GObject *)f->surface, surface_quark, NULL);
+        g_object_unref(f->surface);
+        f->surface = NULL;
+    }
     emit(f, true);
 }
 

@@ -8,6 +8,8 @@
  *   --slow-frame-ms M   with --animate-ms: one frame, a third of the way in,
  *                       spends M ms inside its tick callback (busy loop):
  *                       one frame at least M ms long
+ *   --busy-frame-ms B   with --animate-ms: every frame spends B ms inside its
+ *                       tick callback (a window that keeps up at a lower rate)
  *   --janks K           K main-loop janks in a row, 100 ms apart (--gap-ms), each a
  *   --jank-ms M         timeout handler busy for M ms in jank_app_busy_work()
  *   --gap-ms G          the idle time between two janks (default 100)
@@ -21,6 +23,11 @@
  *                       lives M), g_usleep or futex (a mutex another thread
  *                       holds for M); it prints "block KIND ms=D errno=E
  *                       result=R", its own measure of the call
+ *   --idle-ms N         the window stays open N ms, drawing nothing new
+ *   --handle-term       its own SIGTERM handler (sigaction): prints "handled
+ *                       SIGTERM" and exits 3
+ *   --print-dispositions  prints "SIGTERM=dfl|other SIGINT=… SIGHUP=…", what
+ *                       sigaction() tells it at start
  * Exits 0 when done; with no --animate-ms the window closes after the janks.
  */
 #include <gtk/gtk.h>
@@ -37,8 +44,8 @@
 #include <unistd.h>
 
 static struct {
-    guint animate_ms, slow_frame_ms, janks, jank_ms, gap_ms, block_ms;
-    gboolean block_signals, main_blocks;
+    guint animate_ms, slow_frame_ms, busy_frame_ms, janks, jank_ms, gap_ms, block_ms, idle_ms;
+    gboolean block_signals, main_blocks, handle_term, print_dispositions;
     const char *block;
 } opt;
 
@@ -171,6 +178,8 @@ static gboolean tick(GtkWidget *w, GdkFrameClock *clock, gpointer data)
         slow_done = TRUE;
         jank_app_busy_work(opt.slow_frame_ms); /* inside the frame's update phase */
     }
+    if (opt.busy_frame_ms)
+        jank_app_busy_work(opt.busy_frame_ms);
     gtk_widget_queue_draw(w);
     if (elapsed_ms >= opt.animate_ms) {
         g_idle_add(finish, NULL);
@@ -226,8 +235,25 @@ static void on_activate(GApplication *app)
         janks_left = opt.janks;
         g_timeout_add(opt.gap_ms, one_jank, NULL);
     } else if (!opt.animate_ms) {
-        g_timeout_add(300, finish, NULL);
+        g_timeout_add(opt.idle_ms ? opt.idle_ms : 300, finish, NULL);
     }
+}
+
+static void on_term(int signo)
+{
+    static const char msg[] = "handled SIGTERM\n";
+    (void)signo;
+    if (write(1, msg, sizeof(msg) - 1) < 0)
+        _exit(4);
+    exit(3);
+}
+
+static const char *disposition(int signo)
+{
+    struct sigaction sa;
+    if (sigaction(signo, NULL, &sa) != 0)
+        return "error";
+    return !(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_DFL ? "dfl" : "other";
 }
 
 int main(int argc, char **argv)
@@ -241,6 +267,8 @@ int main(int argc, char **argv)
                         : strcmp(a, "--jank-ms") == 0       ? &opt.jank_ms
                         : strcmp(a, "--gap-ms") == 0        ? &opt.gap_ms
                         : strcmp(a, "--block-ms") == 0      ? &opt.block_ms
+                        : strcmp(a, "--idle-ms") == 0       ? &opt.idle_ms
+                        : strcmp(a, "--busy-frame-ms") == 0 ? &opt.busy_frame_ms
                                                             : NULL;
         if (target && i + 1 < argc)
             *target = (guint)strtoul(argv[++i], NULL, 10);
@@ -250,6 +278,10 @@ int main(int argc, char **argv)
             opt.block_signals = TRUE;
         else if (strcmp(a, "--main-blocks-signals") == 0)
             opt.main_blocks = TRUE;
+        else if (strcmp(a, "--handle-term") == 0)
+            opt.handle_term = TRUE;
+        else if (strcmp(a, "--print-dispositions") == 0)
+            opt.print_dispositions = TRUE;
         else {
             fprintf(stderr, "jank-app: unknown option %s\n", a);
             return 2;
@@ -261,6 +293,16 @@ int main(int argc, char **argv)
             pthread_create(&t, NULL, signal_blocker, NULL);
             pthread_detach(t);
         }
+    }
+    if (opt.handle_term) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_term;
+        sigaction(SIGTERM, &sa, NULL);
+    }
+    if (opt.print_dispositions) {
+        printf("SIGTERM=%s SIGINT=%s SIGHUP=%s\n", disposition(SIGTERM), disposition(SIGINT), disposition(SIGHUP));
+        fflush(stdout);
     }
     GtkApplication *app = gtk_application_new("org.pacer.JankApp", G_APPLICATION_NON_UNIQUE);
     g_signal_connect(app, "activate", G_CALLBACK(on_activate), NULL);

@@ -143,6 +143,7 @@ class Frames(Base):
             self.assertGreater(f["refresh_ms"], 5)
             self.assertLess(f["refresh_ms"], 50)
             self.assertGreaterEqual(f["dropped_frames"], f["frozen"] * 42)
+            assert_frames_invariants(self, f)
         # the slow frame is a main-loop jank too, its stack inside the tick callback
         janks = of_type(records, "jank")
         self.assertEqual(len(janks), 1, janks)
@@ -181,6 +182,39 @@ class Robustness(Base):
 
 
 BLOCK_MS = 1200
+
+
+def assert_frames_invariants(test, f):
+    """Frames never overlap: the delays fit in the span, and so do the
+    dropped refresh slots (docs/records.md)."""
+    test.assertLessEqual(f["delay_ms"], f["span_ms"] + 0.001, f)
+    test.assertLessEqual(f["dropped_frames"], f["span_ms"] / f["refresh_ms"] + 0.001, f)
+    test.assertLessEqual(f["max_frame_ms"], f["span_ms"] + 0.001, f)
+
+
+class BusyFrames(Base):
+    def test_late_frames_do_not_overlap(self):
+        """Every frame spends 40 ms in its tick: each is late, and a late
+        frame counts from when it was due but never from before the previous
+        one ended — 2.4 s hold at most 2.4 s of delay and 144 dropped slots."""
+        records = self.run_ok(JANK_APP, ["--animate-ms", "2400", "--busy-frame-ms", "40"])
+        frames = of_type(records, "frames", window="JankAppWindow")
+        self.assertTrue(frames, records)
+        self.assertGreater(sum(f["slow"] for f in frames), 10)
+        for f in frames:
+            assert_frames_invariants(self, f)
+
+
+class IdleFrames(Base):
+    def test_an_idle_window_draws_a_handful_of_frames(self):
+        records = self.run_ok(JANK_APP, ["--idle-ms", "3000"])
+        frames = of_type(records, "frames", window="JankAppWindow")
+        self.assertTrue(frames, records)
+        # it drew its first frames, then nothing changed: the frame clock's
+        # cycles that rendered nothing are no frames
+        self.assertLess(sum(f["frames"] for f in frames), 10, frames)
+        for f in frames:
+            assert_frames_invariants(self, f)
 
 
 def block_line(out):

@@ -1,0 +1,229 @@
+/* Ended by a signal: SIGTERM, SIGINT and SIGHUP (the way many GTK apps are
+ * ended: a session manager, Ctrl+C, a closed terminal) write what the agent
+ * holds before the process ends, and the process ends as it would have.
+ *
+ * A feature (agent.c installs it at setup). For each of the three signals
+ * whose disposition is the default (terminate) at setup, the agent installs
+ * its own handler and keeps, per signal, the disposition the application
+ * believes is in force (`app_view`). sigaction() and signal() are
+ * interposed:
+ *   - a query answers app_view, so the app sees SIG_DFL as without pacer;
+ *   - setting SIG_DFL updates app_view and keeps the agent's handler;
+ *   - setting a handler or SIG_IGN is the app's own: it is installed as
+ *     given and the agent steps aside (the app's exit path, through exit()
+ *     and the agent's atexit, writes the records).
+ * A child the app forks inherits the agent's handler; exec resets it to
+ * SIG_DFL, which is what the child would have had.
+ *
+ * The handler (any thread of the app: pacer's own block every signal):
+ *   1. the first signal posts a semaphore (async-signal-safe) to the
+ *      `pacer-exit` thread, which runs the agent's exit sequence (stop
+ *      features, flush frames, report pages still measuring, write and
+ *      upload what is left: agent_finish) and posts back;
+ *   2. the handler waits for that at most FLUSH_WAIT_S — if the signal
+ *      interrupted a thread holding a lock the exit sequence needs, the
+ *      records are lost, never the exit;
+ *   3. it sets the disposition back to SIG_DFL and raises the signal again:
+ *      blocked while the handler runs, it is delivered as the handler
+ *      returns, and the default action ends the process — killed by that
+ *      signal, the exit status it would have had without pacer.
+ * A second signal while the first is being handled ends the process at
+ * once the same way.
+ */
+#include "agent.h"
+
+#include <pacer/base/thread.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+#define FLUSH_WAIT_S 5
+
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+typedef __sighandler_t (*signal_fn)(int, __sighandler_t);
+static sigaction_fn real_sigaction;
+static signal_fn real_signal;
+
+static const int watched[] = {SIGTERM, SIGINT, SIGHUP};
+#define N_WATCHED (sizeof(watched) / sizeof(watched[0]))
+
+static struct {
+    _Atomic bool owned;         /* the agent's handler is installed */
+    struct sigaction app_view;  /* what the app set last (SIG_DFL at first) */
+} slots[N_WATCHED];
+static _Atomic int lock; /* a spin lock: sigaction may be called from a handler */
+
+static sem_t flush_sem, done_sem;
+static pthread_t flusher;
+static _Atomic bool flusher_ready;
+static _Atomic int requested; /* the signal being handled, 0: none */
+static _Atomic bool on_gtk_thread; /* the handler runs on it: its state holds still */
+
+static long slot_of(int signo)
+{
+    for (size_t i = 0; i < N_WATCHED; i++)
+        if (watched[i] == signo)
+            return (long)i;
+    return -1;
+}
+
+static void spin_lock(void)
+{
+    while (atomic_exchange_explicit(&lock, 1, memory_order_acquire))
+        ;
+}
+
+static void spin_unlock(void)
+{
+    atomic_store_explicit(&lock, 0, memory_order_release);
+}
+
+static bool resolve(void)
+{
+    AGENT_REAL(real_sigaction, NULL, "sigaction");
+    return real_sigaction != NULL;
+}
+
+static void on_exit_signal(int signo, siginfo_t *si, void *uc)
+{
+    (void)si;
+    (void)uc;
+    int saved = errno;
+    int none = 0;
+    if (atomic_compare_exchange_strong(&requested, &none, signo)) {
+        atomic_store(&on_gtk_thread, agent_on_gtk_thread());
+        sem_post(&flush_sem);
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += FLUSH_WAIT_S;
+        while (sem_timedwait(&done_sem, &until) != 0 && errno == EINTR)
+            ;
+    }
+    /* the default action, as without pacer */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    real_sigaction(signo, &dfl, NULL);
+    raise(signo);
+    errno = saved;
+}
+
+static void *flusher_main(void *arg)
+{
+    (void)arg;
+    while (sem_wait(&flush_sem) != 0)
+        ;
+    agent_finish(atomic_load(&on_gtk_thread));
+    sem_post(&done_sem);
+    return NULL;
+}
+
+static void install_ours(size_t i)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = on_exit_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (real_sigaction(watched[i], &sa, NULL) == 0)
+        atomic_store(&slots[i].owned, true);
+}
+
+/* A feature: at setup, on the GTK thread. */
+void exit_signals_install(void)
+{
+    if (!resolve() || sem_init(&flush_sem, 0, 0) != 0 || sem_init(&done_sem, 0, 0) != 0) {
+        agent_note_once("exit-signals", "cannot watch SIGTERM/SIGINT/SIGHUP; records pending when one ends the "
+                                        "program are lost");
+        return;
+    }
+    if (thread_start(&flusher, "pacer-exit", flusher_main, NULL) < 0) {
+        agent_note_once("exit-signals", "cannot start the exit thread; records pending when a signal ends the "
+                                        "program are lost");
+        return;
+    }
+    pthread_detach(flusher);
+    atomic_store(&flusher_ready, true);
+    spin_lock();
+    for (size_t i = 0; i < N_WATCHED; i++) {
+        struct sigaction cur;
+        if (real_sigaction(watched[i], NULL, &cur) != 0)
+            continue;
+        if (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_DFL) {
+            slots[i].app_view = cur;
+            install_ours(i);
+        }
+    }
+    spin_unlock();
+}
+
+AGENT_EXPORT int sigaction(int signo, const struct sigaction *act, struct sigaction *oldact)
+{
+    if (!resolve()) {
+        errno = ENOSYS;
+        return -1;
+    }
+    long i = slot_of(signo);
+    if (i < 0 || agent_in_hook)
+        return real_sigaction(signo, act, oldact);
+    spin_lock();
+    int r = 0;
+    if (atomic_load(&slots[i].owned)) {
+        struct sigaction view = slots[i].app_view;
+        bool dfl = act && !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL;
+        if (act && !dfl) {
+            r = real_sigaction(signo, act, NULL); /* the app's own now */
+            if (r == 0)
+                atomic_store(&slots[i].owned, false);
+        } else if (act) {
+            slots[i].app_view = *act;
+        }
+        if (r == 0 && oldact)
+            *oldact = view;
+    } else {
+        bool dfl = act && !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL;
+        bool ready = atomic_load(&requested) == 0 && atomic_load(&flusher_ready) && agent_active();
+        if (dfl && ready) {
+            /* back to the default: the agent's handler stands in for it */
+            struct sigaction cur;
+            r = real_sigaction(signo, NULL, &cur);
+            if (r == 0) {
+                slots[i].app_view = *act;
+                install_ours((size_t)i);
+                if (oldact)
+                    *oldact = cur;
+            }
+        } else {
+            r = real_sigaction(signo, act, oldact);
+        }
+    }
+    spin_unlock();
+    return r;
+}
+
+/* Only the watched signals take the path of sigaction() above; the rest is
+ * glibc's signal() untouched. */
+AGENT_EXPORT __sighandler_t signal(int signo, __sighandler_t handler)
+{
+    if (slot_of(signo) < 0 || agent_in_hook) {
+        AGENT_REAL(real_signal, NULL, "signal");
+        if (!real_signal) {
+            errno = ENOSYS;
+            return SIG_ERR;
+        }
+        return real_signal(signo, handler);
+    }
+    struct sigaction act, old;
+    memset(&act, 0, sizeof(act));
+    act.sa_handler = handler;
+    act.sa_flags = SA_RESTART; /* glibc's signal(): BSD semantics */
+    sigemptyset(&act.sa_mask);
+    sigaddset(&act.sa_mask, signo);
+    if (sigaction(signo, &act, &old) != 0)
+        return SIG_ERR;
+    return old.sa_handler; /* as glibc: the union's handler member, whatever the flags */
+}
