@@ -29,10 +29,11 @@ typedef enum pacer_event_type {
     PACER_EV_PAGE_DESTROY,      /* page */
     PACER_EV_API_START,         /* url, req */
     PACER_EV_API_END,           /* url, req, status */
+    PACER_EV_PAGE_SHOW,         /* page: it could be seen for the first time (mapped) */
 } pacer_event_type;
 
 #define PACER_EV_FIRST PACER_EV_LAUNCH
-#define PACER_EV_LAST PACER_EV_API_END
+#define PACER_EV_LAST PACER_EV_PAGE_SHOW
 
 typedef enum pacer_page_kind {
     PACER_PAGE_WINDOW = 0, /* a toplevel window (Activity) */

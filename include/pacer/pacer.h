@@ -108,6 +108,7 @@ PACER_API int pacer_page_draw(pacer_t *p, uint64_t page);
 PACER_API int pacer_page_select(pacer_t *p, uint64_t page);
 PACER_API int pacer_page_scroll(pacer_t *p, uint64_t page);
 PACER_API int pacer_page_destroy(pacer_t *p, uint64_t page);
+PACER_API int pacer_page_show(pacer_t *p, uint64_t page);
 PACER_API int pacer_request_start(pacer_t *p, const char *url, uint64_t req);
 /* status: the HTTP status, or 0 (or negative) for a transport failure. A
  * failed request counts as finished. */

@@ -59,8 +59,9 @@ extern "C" {
     X(INSTANCE, "instance", ID, 0, NULL, NULL, NULL, "instance", NONE, "the page instance id the events used")       \
     X(KIND, "kind", STRING, 0, NULL, "window|page", NULL, "kind", NONE,                                              \
       "window (a toplevel window) or page (a page of a stack or notebook)")                                          \
-    X(STATUS, "status", STRING, PACER_FIELD_REQUIRED, NULL, "complete|deadline_exceeded|abandoned|incomplete", NULL, \
-      "status", NONE, "how the measurement ended")                                                                   \
+    X(STATUS, "status", STRING, PACER_FIELD_REQUIRED, NULL,                                                          \
+      "complete|deadline_exceeded|abandoned|incomplete|never_shown", NULL, "status", NONE,                           \
+      "how the measurement ended")                                                                                   \
     X(MAIN, "main", BOOL, 0, NULL, NULL, NULL, "main", NONE, "the main page of the cold start")                      \
     X(INITIAL_DRAW_MS, "initial_draw_ms", MS, PACER_FIELD_METRIC | PACER_FIELD_SPAN_FALLBACK, "ms", NULL, NULL,      \
       "initial_draw_ms", NONE, "first render: create to the first draw")                                             \

@@ -10,6 +10,8 @@
  *   view_created   child set: gtk_window_set_child  gets a parent (notify::parent):
  *                  called by the app, else         added to its stack / notebook
  *                  notify::child
+ *   show           first "map": the widget could be seen (a window shown; a
+ *                  page the visible child of a mapped stack or notebook)
  *   draw           after-paint of the widget's frame clock, in a frame that
  *                  painted, while the widget is mapped (listening on map,
  *                  not on unmap; frameclock.c)
@@ -56,6 +58,7 @@ typedef struct page {
     bool window;
     bool view_created;
     bool destroyed;
+    bool shown; /* mapped once: page_show sent */
     bool drawn;
     bool painted;
     bool visible; /* visible child of its container (pages) */
@@ -129,6 +132,12 @@ static void on_map(GtkWidget *w, gpointer data)
     page *pg = data;
     if (pg->destroyed)
         return;
+    if (!pg->shown) {
+        pg->shown = true;
+        agent_in_hook++;
+        submit_page(PACER_EV_PAGE_SHOW, pg, NULL);
+        agent_in_hook--;
+    }
     frameclock_listen(&pg->listener, w);
     frames_on_map(pg->frames, w);
 }

@@ -49,6 +49,7 @@ static const char *const event_names[] = {
     [PACER_EV_PAGE_DESTROY] = "page_destroy",
     [PACER_EV_API_START] = "api_start",
     [PACER_EV_API_END] = "api_end",
+    [PACER_EV_PAGE_SHOW] = "page_show",
 };
 
 /* Vocabulary members, in the order the writer emits them. */
@@ -70,6 +71,7 @@ static const unsigned event_fields[] = {
     [PACER_EV_PAGE_DESTROY] = FB(F_PAGE),
     [PACER_EV_API_START] = FB(F_URL) | FB(F_REQ),
     [PACER_EV_API_END] = FB(F_URL) | FB(F_REQ) | FB(F_STATUS),
+    [PACER_EV_PAGE_SHOW] = FB(F_PAGE),
 };
 
 static const char *const kind_names[] = {

@@ -19,8 +19,20 @@
  *    APIs left to wait for);
  *  - abandoned: destroyed first;
  *  - deadline_exceeded: the model's clock (the latest event time, or the
- *    live clock through model_tick) passed create + page-deadline-ms;
- *  - incomplete: still measuring at model_finish.
+ *    live clock through model_tick) passed the page's deadline;
+ *  - incomplete: still measuring at model_finish;
+ *  - never_shown: destroyed, or still measuring at model_finish, without
+ *    ever having been shown (a dialog built from a GtkBuilder file and never
+ *    opened). Not a failure: nobody waited for it.
+ *
+ * Shown and deadlines. A source that reports page_show (the agent: a
+ * widget mapped) says when each page could first be seen; once the model
+ * has seen one page_show (m->shows), a page's deadline runs from its show
+ * (page-deadline-ms after it), a page not yet shown has none, and a page
+ * never shown ends as never_shown. A source that never sends page_show
+ * (a recording made before it existed, an SDK user who does not call
+ * pacer_page_show) keeps the deadline from create and has no never_shown.
+ * A draw counts as shown in either case.
  */
 #include "model.h"
 
@@ -48,6 +60,7 @@ struct model {
     startup st;
     int64_t clock;         /* latest time seen */
     int64_t next_deadline; /* earliest deadline of a measuring page */
+    bool shows;            /* the source reports page_show */
     uint64_t records;
 };
 
@@ -254,7 +267,7 @@ static void check_deadlines(model *m)
         return;
     int64_t next = INT64_MAX;
     for (page *p = m->head; p; p = p->next) {
-        if (p->status != PAGE_MEASURING)
+        if (p->status != PAGE_MEASURING || (m->shows && p->shown == PAGE_UNSET))
             continue;
         if (p->deadline_ns <= m->clock)
             report_page(m, p, PAGE_DEADLINE_EXCEEDED);
@@ -302,10 +315,23 @@ static void on_page_draw(model *m, page *p, int64_t t)
         report_page(m, p, PAGE_COMPLETE);
 }
 
+/* How a page still measuring ends when it is destroyed or the data ends. */
+static page_status unfinished(const model *m, const page *p, page_status otherwise)
+{
+    return m->shows && p->shown == PAGE_UNSET ? PAGE_NEVER_SHOWN : otherwise;
+}
+
+static void on_page_show(model *m, page *p, int64_t t)
+{
+    m->shows = true;
+    if (p->status == PAGE_MEASURING && page_on_show(p, t) && p->deadline_ns < m->next_deadline)
+        m->next_deadline = p->deadline_ns;
+}
+
 static void on_page_destroy(model *m, page *p)
 {
     if (p->status == PAGE_MEASURING)
-        report_page(m, p, PAGE_ABANDONED);
+        report_page(m, p, unfinished(m, p, PAGE_ABANDONED));
     startup_on_page_destroy(&m->st, p);
     remove_page(m, p);
     page_free(p);
@@ -345,7 +371,8 @@ int model_submit(model *m, const pacer_event *in)
     advance(m, ev->t_ns);
 
     page *p = NULL;
-    if (ev->type >= PACER_EV_PAGE_VIEW_CREATED && ev->type <= PACER_EV_PAGE_DESTROY) {
+    if ((ev->type >= PACER_EV_PAGE_VIEW_CREATED && ev->type <= PACER_EV_PAGE_DESTROY) ||
+        ev->type == PACER_EV_PAGE_SHOW) {
         p = find_page(m, ev->page);
         if (!p)
             return 0; /* an untracked page */
@@ -386,6 +413,9 @@ int model_submit(model *m, const pacer_event *in)
     case PACER_EV_PAGE_DESTROY:
         on_page_destroy(m, p);
         break;
+    case PACER_EV_PAGE_SHOW:
+        on_page_show(m, p, ev->t_ns);
+        break;
     case PACER_EV_API_START:
     case PACER_EV_API_END: {
         const char *path;
@@ -414,7 +444,7 @@ void model_finish(model *m)
     check_deadlines(m);
     for (page *p = m->head; p; p = p->next)
         if (p->status == PAGE_MEASURING)
-            report_page(m, p, PAGE_INCOMPLETE);
+            report_page(m, p, unfinished(m, p, PAGE_INCOMPLETE));
     if (startup_on_finish(&m->st))
         emit_cold(m);
 }

@@ -362,6 +362,11 @@ PACER_API int pacer_page_destroy(pacer_t *p, uint64_t page)
     return page_event(p, PACER_EV_PAGE_DESTROY, page);
 }
 
+PACER_API int pacer_page_show(pacer_t *p, uint64_t page)
+{
+    return page_event(p, PACER_EV_PAGE_SHOW, page);
+}
+
 PACER_API int pacer_request_start(pacer_t *p, const char *url, uint64_t req)
 {
     pacer_event ev = {.type = PACER_EV_API_START, .url = url, .req = req};

@@ -53,8 +53,9 @@ page *page_new(uint64_t id, const char *class_name, pacer_page_kind kind, const 
     p->class_name = strdup(class_name ? class_name : "");
     p->create = t;
     p->view_created = p->initial_draw_end = p->api_load_start = p->api_load_end = PAGE_UNSET;
-    p->final_draw_end = p->selected = p->scroll_to = PAGE_UNSET;
-    p->deadline_ns = t + (int64_t)pacer_config_page_deadline_ms(cfg) * 1000000;
+    p->final_draw_end = p->selected = p->scroll_to = p->shown = PAGE_UNSET;
+    p->deadline_after_ns = (int64_t)pacer_config_page_deadline_ms(cfg) * 1000000;
+    p->deadline_ns = t + p->deadline_after_ns;
     p->is_splash = pacer_config_is_splash(cfg, class_name);
     if (!p->class_name)
         goto fail;
@@ -124,6 +125,15 @@ void page_on_scroll(page *p, int64_t t)
         p->scroll_to = t;
 }
 
+bool page_on_show(page *p, int64_t t)
+{
+    if (set(p->shown))
+        return false;
+    p->shown = t;
+    p->deadline_ns = t + p->deadline_after_ns;
+    return true;
+}
+
 static page_api *find_api(page *p, const char *path, size_t len)
 {
     for (size_t i = 0; i < p->n_apis; i++)
@@ -164,6 +174,8 @@ bool page_on_api_end(page *p, const char *path, size_t len, uint64_t req, int st
 
 unsigned page_on_draw(page *p, int64_t t)
 {
+    if (!set(p->shown))
+        p->shown = t; /* drawn, so seen; the deadline stays where it was */
     if (!set(p->initial_draw_end)) {
         p->initial_draw_end = t;
         if (!page_has_apis(p) || page_all_apis_loaded(p))
@@ -229,6 +241,7 @@ const char *page_status_name(page_status s)
     case PAGE_DEADLINE_EXCEEDED: return "deadline_exceeded";
     case PAGE_ABANDONED: return "abandoned";
     case PAGE_INCOMPLETE: return "incomplete";
+    case PAGE_NEVER_SHOWN: return "never_shown";
     }
     return "unknown";
 }

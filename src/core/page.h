@@ -35,6 +35,7 @@ typedef enum page_status {
     PAGE_DEADLINE_EXCEEDED,
     PAGE_ABANDONED,
     PAGE_INCOMPLETE,
+    PAGE_NEVER_SHOWN,
 } page_status;
 
 typedef struct page {
@@ -44,8 +45,10 @@ typedef struct page {
     bool is_main;          /* the main page of the cold start (startup.c decides) */
     bool is_splash;
     int64_t deadline_ns;   /* report as deadline_exceeded when reached */
+    int64_t deadline_after_ns; /* the config's page deadline */
 
     int64_t create;
+    int64_t shown;         /* first page_show, or first draw */
     int64_t view_created;
     int64_t initial_draw_end;
     int64_t api_load_start;
@@ -79,6 +82,10 @@ bool page_all_apis_loaded(const page *p);
 void page_on_view_created(page *p, int64_t t);
 void page_on_select(page *p, int64_t t);
 void page_on_scroll(page *p, int64_t t);
+
+/* The page could be seen for the first time: its deadline runs from now.
+ * True when this call was the first. */
+bool page_on_show(page *p, int64_t t);
 
 /* Request start/end, the seed's onApiLoadStart/End: `path` (not
  * NUL-terminated) is the request URL reduced by url_path(). True when it is

@@ -108,7 +108,7 @@ bool startup_on_main_reported(startup *s, const page *p)
 {
     if (s->cold_reported || !s->main_chosen || p->id != s->main_page)
         return false;
-    if (p->status == PAGE_ABANDONED && !set(s->phase[PHASE_MAIN_FRAME])) {
+    if ((p->status == PAGE_ABANDONED || p->status == PAGE_NEVER_SHOWN) && !set(s->phase[PHASE_MAIN_FRAME])) {
         /* Closed before it ever drew: it was not what the user waited for.
          * The next eligible page becomes the main page. */
         s->main_chosen = false;

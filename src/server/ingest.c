@@ -261,7 +261,8 @@ static void record_rules(row *w, const otlp_span *s)
         default_text(w, PACER_PAGE_CLASS, s->name); /* a span of another SDK names its page */
         default_text(w, PACER_PAGE_STATUS, "complete");
         const char *status = sv_text(field_value(w, PACER_PAGE_STATUS));
-        r->failed = status && strcmp(status, "complete") != 0;
+        /* a page nobody saw (never_shown) is counted, not failed */
+        r->failed = status && strcmp(status, "complete") != 0 && strcmp(status, "never_shown") != 0;
         break;
     }
     case PACER_RECORD_NET: {

@@ -149,3 +149,11 @@ def assert_documented(test, records, types):
             test.assertEqual(set(r) - doc["common"] - doc[t], set(),
                              "%s record fields missing from docs/records.md" % t)
             test.assertEqual(doc["common"] - set(r), set(), "%s record lacks common fields" % t)
+
+
+def assert_frames_invariants(test, f):
+    """Frames never overlap: the delays fit in the span, and so do the
+    dropped refresh slots (docs/records.md)."""
+    test.assertLessEqual(f["delay_ms"], f["span_ms"] + 0.001, f)
+    test.assertLessEqual(f["dropped_frames"], f["span_ms"] / f["refresh_ms"] + 0.001, f)
+    test.assertLessEqual(f["max_frame_ms"], f["span_ms"] + 0.001, f)

@@ -30,7 +30,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from agentlib import APP_ENV, SHOP_APP, ApiServer, Xvfb, assert_documented, of_type, pacer_run  # noqa: E402
+from agentlib import APP_ENV, SHOP_APP, ApiServer, Xvfb, assert_documented, assert_frames_invariants, of_type, pacer_run  # noqa: E402
 
 JANK_APP = os.environ["JANK_APP"]
 SHOP_SOURCE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "shop-app.c")
@@ -182,14 +182,6 @@ class Robustness(Base):
 
 
 BLOCK_MS = 1200
-
-
-def assert_frames_invariants(test, f):
-    """Frames never overlap: the delays fit in the span, and so do the
-    dropped refresh slots (docs/records.md)."""
-    test.assertLessEqual(f["delay_ms"], f["span_ms"] + 0.001, f)
-    test.assertLessEqual(f["dropped_frames"], f["span_ms"] / f["refresh_ms"] + 0.001, f)
-    test.assertLessEqual(f["max_frame_ms"], f["span_ms"] + 0.001, f)
 
 
 class BusyFrames(Base):

@@ -114,11 +114,23 @@ class ReportTest(unittest.TestCase):
         self.assertEqual([pg["page"] for pg in doc["pages"]], ["Alpha", "Zeta"])
         zeta = self.page_of(doc, "Zeta")
         self.assertEqual(zeta["count"], 7)
-        self.assertEqual(zeta["status"], {"complete": 3, "deadline_exceeded": 2, "abandoned": 1, "incomplete": 1})
+        self.assertEqual(zeta["status"], {"complete": 3, "deadline_exceeded": 2, "abandoned": 1, "incomplete": 1,
+                                          "never_shown": 0})
 
         out = self.run_report(path).stdout
-        self.assertIn("Zeta: 7 records (complete 3, deadline_exceeded 2, abandoned 1, incomplete 1)", out)
+        self.assertIn("Zeta: 7 records (complete 3, deadline_exceeded 2, abandoned 1, incomplete 1)\n", out)
         self.assertLess(out.index("Alpha:"), out.index("Zeta:"))
+
+    def test_never_shown_counted_apart(self):
+        recs = [page("Dlg", "never_shown")] * 2 + [page("Dlg", "complete"), page("Dlg", "abandoned")]
+        path = self.write(recs)
+        doc, _ = self.report_json(path)
+        dlg = self.page_of(doc, "Dlg")
+        self.assertEqual(dlg["count"], 4)
+        self.assertEqual(dlg["status"]["never_shown"], 2)
+        out = self.run_report(path).stdout
+        self.assertIn("Dlg: 4 records (complete 1, deadline_exceeded 0, abandoned 1, incomplete 0; "
+                      "never shown 2, not failures)", out)
 
     def test_absent_metrics(self):
         recs = [page("P", initial_draw_ms=10.0, total_ms=10.0),

@@ -67,7 +67,7 @@ class SchemaTest(unittest.TestCase):
         metrics = [f["name"] for f in page["fields"] if "metric" in f["flags"]]
         self.assertEqual(metrics, ["initial_draw_ms", "api_load_ms", "final_draw_ms", "total_ms"])
         status = self.field("page", "status")
-        self.assertEqual(status["values"], ["complete", "deadline_exceeded", "abandoned", "incomplete"])
+        self.assertEqual(status["values"], ["complete", "deadline_exceeded", "abandoned", "incomplete", "never_shown"])
         self.assertIn("required", status["flags"])
         # a list of objects: its members are listed
         apis = self.field("page", "apis")

@@ -72,6 +72,7 @@ static void test_event_names(void **state)
     static const char *const names[] = {
         "launch",    "agent_init",  "main",        "app_created", "page_create", "page_view_created",
         "page_draw", "page_select", "page_scroll", "page_destroy", "api_start",  "api_end",
+        "page_show",
     };
     for (int t = PACER_EV_FIRST; t <= PACER_EV_LAST; t++)
         assert_string_equal(pacer_event_name((pacer_event_type)t), names[t - PACER_EV_FIRST]);
@@ -101,6 +102,7 @@ static void test_parse_every_type(void **state)
         {"page_select", PACER_EV_PAGE_SELECT},
         {"page_scroll", PACER_EV_PAGE_SCROLL},
         {"page_destroy", PACER_EV_PAGE_DESTROY},
+        {"page_show", PACER_EV_PAGE_SHOW},
     };
     char line[256];
     pacer_event ev;
@@ -721,7 +723,7 @@ static void test_round_trip(void **state)
         for (size_t i = 0; i < 4; i++) {
             pacer_event ev = {.t_ns = times[i], .type = (pacer_event_type)t};
             const char *s = strs[(i + (size_t)t) % (sizeof(strs) / sizeof(strs[0]))];
-            if (t >= PACER_EV_PAGE_CREATE && t <= PACER_EV_PAGE_DESTROY)
+            if ((t >= PACER_EV_PAGE_CREATE && t <= PACER_EV_PAGE_DESTROY) || t == PACER_EV_PAGE_SHOW)
                 ev.page = ids[i];
             if (t == PACER_EV_PAGE_CREATE) {
                 ev.class_name = s;

@@ -269,6 +269,72 @@ static void test_end_of_input_incomplete_vs_deadline(void **state)
     rec_capture_clear(&c);
 }
 
+static json_t *page_by_instance(rec_capture *c, int instance)
+{
+    for (size_t i = 0; i < rec_count(c, "page"); i++) {
+        json_t *r = rec_find(c, "page", NULL, NULL, i);
+        if ((int)rec_num(r, "instance") == instance)
+            return r;
+    }
+    return NULL;
+}
+
+/* A source that sends page_show: a deadline runs from the show (1000 ms in
+ * shop_xml), a page never shown has none and ends as never_shown, whether
+ * destroyed or still there at the end. */
+static void test_never_shown_and_deadline_from_show(void **state)
+{
+    (void)state;
+    rec_capture c;
+    pacer_t *p = test_pacer_new(&c, shop_xml);
+    ev_create(p, 0, 1, "HomeWindow", PACER_PAGE_WINDOW);
+    ev_create(p, 5, 2, "AboutDialog", PACER_PAGE_WINDOW);   /* never shown, destroyed */
+    ev_create(p, 6, 3, "ShortcutsWindow", PACER_PAGE_WINDOW); /* never shown, alive at the end */
+    ev_create(p, 7, 4, "PrefsWindow", PACER_PAGE_WINDOW);   /* shown late, never finishes */
+    ev_at(p, 10, PACER_EV_PAGE_SHOW, 1);
+    ev_at(p, 30, PACER_EV_PAGE_DRAW, 1);
+    ev_api(p, 40, S, "/api/config", 1, 0);
+    ev_at(p, 900, PACER_EV_PAGE_SHOW, 4);
+    ev_api(p, 1500, S, "/api/other", 2, 0); /* page 1's deadline (10 + 1000) passed */
+    pacer_flush(p);
+    assert_int_equal(rec_count(&c, "page"), 1);
+    assert_string_equal(rec_str(page_by_instance(&c, 1), "status"), "deadline_exceeded");
+    ev_at(p, 1600, PACER_EV_PAGE_DESTROY, 2);
+    ev_api(p, 1850, S, "/api/other", 3, 0); /* page 4: 900 + 1000 not reached */
+    pacer_flush(p);
+    assert_int_equal(rec_count(&c, "page"), 2);
+    assert_string_equal(rec_str(page_by_instance(&c, 2), "status"), "never_shown");
+    ev_api(p, 1901, S, "/api/other", 4, 0);
+    pacer_flush(p);
+    assert_int_equal(rec_count(&c, "page"), 3);
+    assert_string_equal(rec_str(page_by_instance(&c, 4), "status"), "deadline_exceeded");
+    pacer_free(p);
+    assert_int_equal(rec_count(&c, "page"), 4);
+    json_t *r3 = page_by_instance(&c, 3);
+    assert_string_equal(rec_str(r3, "status"), "never_shown");
+    assert_false(rec_has(r3, "initial_draw_ms"));
+    rec_capture_clear(&c);
+}
+
+/* A page that was shown and left unfinished at the end is incomplete, as
+ * before; its sibling destroyed unseen is never_shown. */
+static void test_shown_then_unfinished_is_incomplete(void **state)
+{
+    (void)state;
+    rec_capture c;
+    pacer_t *p = test_pacer_new(&c, shop_xml);
+    ev_create(p, 0, 1, "MerchantPage", PACER_PAGE_PAGE);
+    ev_create(p, 1, 2, "MerchantPage", PACER_PAGE_PAGE);
+    ev_at(p, 10, PACER_EV_PAGE_SHOW, 1);
+    ev_at(p, 20, PACER_EV_PAGE_DESTROY, 2);
+    ev_at(p, 30, PACER_EV_PAGE_DRAW, 1);
+    ev_api(p, 40, S, "/api/test1", 1, 0);
+    pacer_free(p);
+    assert_string_equal(rec_str(page_by_instance(&c, 1), "status"), "incomplete");
+    assert_string_equal(rec_str(page_by_instance(&c, 2), "status"), "never_shown");
+    rec_capture_clear(&c);
+}
+
 static void test_config_swap_keeps_snapshot(void **state)
 {
     (void)state;
@@ -451,6 +517,8 @@ int main(void)
         cmocka_unit_test(test_abandoned),
         cmocka_unit_test(test_deadline_exceeded_by_later_event),
         cmocka_unit_test(test_end_of_input_incomplete_vs_deadline),
+        cmocka_unit_test(test_never_shown_and_deadline_from_show),
+        cmocka_unit_test(test_shown_then_unfinished_is_incomplete),
         cmocka_unit_test(test_config_swap_keeps_snapshot),
         cmocka_unit_test(test_get_config_follows_swaps),
         cmocka_unit_test(test_emit_custom_record),
