@@ -7,6 +7,7 @@
  *     <thresholds jank-ms="700" hang-ms="5000" page-deadline-ms="30000"
  *                 slow-request-ms="1000" large-image-bytes="102400" frames-interval-ms="10000"/>
  *     <upload config-poll-ms="60000" spool-max-kb="65536"/>
+ *     <in-app module="libshop"/>
  *   </pacer>
  *
  * The root element is optional: the seed's bare list of <page> elements is
@@ -74,6 +75,13 @@ PACER_API long pacer_config_find_page(const pacer_config *cfg, const char *class
 PACER_API size_t pacer_config_splash_count(const pacer_config *cfg);
 PACER_API const char *pacer_config_splash(const pacer_config *cfg, size_t i);
 PACER_API bool pacer_config_is_splash(const pacer_config *cfg, const char *class_name);
+
+/* <in-app module="…"/>: modules whose frames count as the app's own in jank
+ * stacks, besides the executable and the libraries of its own install
+ * location (docs/agent.md). Each is a module basename prefix ("libshop"
+ * matches libshop.so.1), or a path prefix when it starts with '/'. */
+PACER_API size_t pacer_config_in_app_count(const pacer_config *cfg);
+PACER_API const char *pacer_config_in_app(const pacer_config *cfg, size_t i);
 
 /* Thresholds, in milliseconds (defaults above when not set). */
 PACER_API uint32_t pacer_config_jank_ms(const pacer_config *cfg);

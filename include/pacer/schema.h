@@ -149,6 +149,8 @@ extern "C" {
       "how the stack was taken")                                                                                     \
     X(FINGERPRINT, "fingerprint", STRING, 0, NULL, NULL, NULL, NULL, NONE,                                           \
       "16 hex digits naming the stuck code, stable across runs and builds")                                          \
+    X(FINGERPRINT_VERSION, "fingerprint_version", INT, 0, NULL, NULL, NULL, NULL, NONE,                              \
+      "the fingerprint's algorithm: fingerprints of different versions never match")                                 \
     X(STACK_TRUNCATED, "stack_truncated", BOOL, 0, NULL, NULL, NULL, NULL, NONE,                                     \
       "the unwinding stopped before the outermost frame")                                                            \
     X(STACK, "stack", LIST, 0, NULL, NULL, NULL, NULL, STACK_FRAME, "the main thread's stack, innermost frame first")

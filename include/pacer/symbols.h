@@ -23,6 +23,10 @@ typedef struct pt_sym {
     const char *module; /* basename of the ELF file, or NULL */
     const char *path;   /* the ELF file as mapped (full path), or NULL */
     uint64_t offset;    /* addr - the module's load address (0 without a module) */
+    /* The start of the function holding addr, as an offset like `offset`:
+     * from the symbol, else from the call-frame information (the FDE's
+     * first address), which a stripped file keeps. 0 when neither says. */
+    uint64_t func_offset;
 } pt_sym;
 
 /* Loads the module list of a process from a maps file (/proc/PID/maps or a

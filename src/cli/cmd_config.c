@@ -55,6 +55,11 @@ static void print_config(const char *path, const pacer_config *cfg)
         print_escaped(pacer_config_splash(cfg, i));
         putchar('\n');
     }
+    for (size_t i = 0; i < pacer_config_in_app_count(cfg); i++) {
+        fputs("in-app ", stdout);
+        print_escaped(pacer_config_in_app(cfg, i));
+        putchar('\n');
+    }
     printf("thresholds jank-ms=%u hang-ms=%u page-deadline-ms=%u\n", (unsigned)pacer_config_jank_ms(cfg),
            (unsigned)pacer_config_hang_ms(cfg), (unsigned)pacer_config_page_deadline_ms(cfg));
     printf("upload config-poll-ms=%u spool-max-kb=%u\n", (unsigned)pacer_config_config_poll_ms(cfg),

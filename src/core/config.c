@@ -70,6 +70,8 @@ struct pacer_config {
     config_page *pages;
     size_t n_splash;
     char **splash;
+    size_t n_in_app;
+    char **in_app; /* module basename prefixes, or path prefixes ('/') */
     uint32_t jank_ms;
     uint32_t hang_ms;
     uint32_t page_deadline_ms;
@@ -215,6 +217,7 @@ typedef enum elem_kind {
     ELEM_SPLASH,
     ELEM_THRESHOLDS,
     ELEM_UPLOAD,
+    ELEM_IN_APP,
 } elem_kind;
 
 static const char *const elem_names[] = {
@@ -226,6 +229,7 @@ static const char *const elem_names[] = {
     [ELEM_SPLASH] = "splash",
     [ELEM_THRESHOLDS] = "thresholds",
     [ELEM_UPLOAD] = "upload",
+    [ELEM_IN_APP] = "in-app",
 };
 
 #define STACK_MAX 8
@@ -263,8 +267,8 @@ typedef struct parse_state {
     unsigned long thresholds_line;
     unsigned long upload_line;
 
-    size_t cap_pages, cap_apis, cap_splash;
-    strset page_ids, api_ids, splash_ids;
+    size_t cap_pages, cap_apis, cap_splash, cap_in_app;
+    strset page_ids, api_ids, splash_ids, in_app_ids;
 } parse_state;
 
 /* Translates an expat position (line, 0-based column, stream byte index)
@@ -494,6 +498,40 @@ static void start_splash(parse_state *st, const char **atts, unsigned long line)
     }
 }
 
+/* <in-app module="libfoo"/>: frames of that module count as the app's own
+ * in jank stacks (docs/agent.md). The value is a module basename prefix
+ * ("libfoo" matches libfoo.so.1), or a path prefix when it starts with '/'. */
+static void start_in_app(parse_state *st, const char **atts, unsigned long line)
+{
+    static const char *const allowed[] = {"module", NULL};
+    if (!check_attributes(st, "in-app", atts, allowed, "only module"))
+        return;
+    const char *module = NULL;
+    for (size_t i = 0; atts[i]; i += 2)
+        if (strcmp(atts[i], "module") == 0)
+            module = atts[i + 1];
+    if (!module || !*module) {
+        fail(st, module ? "<in-app> module is empty" : "<in-app> is missing its module attribute");
+        return;
+    }
+    char *copy = strdup(module);
+    pacer_config *cfg = st->cfg;
+    if (!copy || grow((void **)&cfg->in_app, &st->cap_in_app, cfg->n_in_app, sizeof(*cfg->in_app)) < 0) {
+        free(copy);
+        fail_oom(st);
+        return;
+    }
+    cfg->in_app[cfg->n_in_app++] = copy;
+    long first = strset_add(&st->in_app_ids, copy, line);
+    if (first < 0) {
+        fail_oom(st);
+    } else if (first > 0) {
+        char q[QUOTE_MAX + 8];
+        quote(q, sizeof(q), copy);
+        fail(st, "duplicate in-app module \"%s\" (first listed on line %ld)", q, first);
+    }
+}
+
 /* Parses decimal digits only, within min..max. Returns 0 or -EINVAL. */
 static int parse_range(const char *s, uint32_t min, uint32_t max, uint32_t *ret)
 {
@@ -591,7 +629,9 @@ static void XMLCALL on_start(void *user, const XML_Char *name, const XML_Char **
     if (kind == ELEM_UNKNOWN) {
         char q[QUOTE_MAX + 8];
         quote(q, sizeof(q), name);
-        fail(st, "unknown element <%s> (expected <page>, <api>, <splash>, <thresholds>, <upload> or a <pacer> root)", q);
+        fail(st, "unknown element <%s> (expected <page>, <api>, <splash>, <thresholds>, <upload>, <in-app> or a <pacer> "
+                 "root)",
+             q);
         return;
     }
     elem_kind parent = st->stack[st->depth - 1];
@@ -604,6 +644,7 @@ static void XMLCALL on_start(void *user, const XML_Char *name, const XML_Char **
     case ELEM_SPLASH:
     case ELEM_THRESHOLDS:
     case ELEM_UPLOAD:
+    case ELEM_IN_APP:
         fail(st, "<%s> inside <%s> (line %lu); <%s> takes no child elements", name, elem_names[parent], parent_line,
              elem_names[parent]);
         return;
@@ -665,6 +706,9 @@ static void XMLCALL on_start(void *user, const XML_Char *name, const XML_Char **
         break;
     case ELEM_UPLOAD:
         start_upload(st, atts, line);
+        break;
+    case ELEM_IN_APP:
+        start_in_app(st, atts, line);
         break;
     case ELEM_UNKNOWN:
     case ELEM_TOP:
@@ -867,6 +911,9 @@ static void config_free(pacer_config *cfg)
     for (size_t i = 0; i < cfg->n_splash; i++)
         free(cfg->splash[i]);
     free(cfg->splash);
+    for (size_t i = 0; i < cfg->n_in_app; i++)
+        free(cfg->in_app[i]);
+    free(cfg->in_app);
     free(cfg);
 }
 
@@ -938,6 +985,7 @@ PACER_API pacer_config *pacer_config_parse(const char *xml, size_t len, char **r
     strset_clear(&st.page_ids);
     strset_clear(&st.api_ids);
     strset_clear(&st.splash_ids);
+    strset_clear(&st.in_app_ids);
     if (st.error) {
         config_free(st.cfg);
         set_error(ret_error, st.error);
@@ -1135,6 +1183,16 @@ PACER_API bool pacer_config_is_splash(const pacer_config *cfg, const char *class
             return true;
     }
     return false;
+}
+
+PACER_API size_t pacer_config_in_app_count(const pacer_config *cfg)
+{
+    return cfg ? cfg->n_in_app : 0;
+}
+
+PACER_API const char *pacer_config_in_app(const pacer_config *cfg, size_t i)
+{
+    return cfg && i < cfg->n_in_app ? cfg->in_app[i] : NULL;
 }
 
 PACER_API uint32_t pacer_config_jank_ms(const pacer_config *cfg)

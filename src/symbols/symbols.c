@@ -177,6 +177,33 @@ static bool in_plt(Dwfl_Module *m, uint64_t addr)
     return name && strncmp(name, ".plt", 4) == 0;
 }
 
+/* The first address of the function holding addr (absolute), from its
+ * symbol, else from the FDE covering it in .eh_frame / .debug_frame; 0 when
+ * neither covers it. */
+static uint64_t function_start(Dwfl_Module *m, uint64_t addr)
+{
+    GElf_Off off = 0;
+    GElf_Sym sym;
+    if (dwfl_module_addrinfo(m, (GElf_Addr)addr, &off, &sym, NULL, NULL, NULL) && off <= addr)
+        return addr - off;
+    Dwarf_Addr bias;
+    Dwarf_CFI *cfis[2] = {dwfl_module_eh_cfi(m, &bias), NULL};
+    Dwarf_Addr dbias;
+    cfis[1] = dwfl_module_dwarf_cfi(m, &dbias);
+    Dwarf_Addr biases[2] = {bias, dbias};
+    for (int i = 0; i < 2; i++) {
+        Dwarf_Frame *frame = NULL;
+        if (!cfis[i] || dwarf_cfi_addrframe(cfis[i], (Dwarf_Addr)addr - biases[i], &frame) != 0)
+            continue;
+        Dwarf_Addr start = 0, end = 0;
+        int ok = dwarf_frame_info(frame, &start, &end, NULL) >= 0;
+        free(frame);
+        if (ok && start)
+            return (uint64_t)(start + biases[i]);
+    }
+    return 0;
+}
+
 static void resolve(pt_symbols *s, uint64_t addr, pt_sym *out)
 {
     Dwfl_Module *m = s->dwfl ? dwfl_addrmodule(s->dwfl, (Dwarf_Addr)addr) : NULL;
@@ -208,11 +235,13 @@ static void resolve(pt_symbols *s, uint64_t addr, pt_sym *out)
     out->module = mod ? strdup(mod) : NULL;
     out->path = path ? strdup(path) : NULL;
     out->offset = m ? addr - (uint64_t)start : 0;
+    uint64_t fn = m ? function_start(m, addr) : 0;
+    out->func_offset = fn >= (uint64_t)start ? fn - (uint64_t)start : 0;
 }
 
 const pt_sym *pt_symbols_lookup(pt_symbols *s, uint64_t addr)
 {
-    static const pt_sym unknown = {"?", NULL, 0, NULL, NULL, 0};
+    static const pt_sym unknown = {.name = "?"};
     if (s->n * 2 >= s->cap)
         grow(s);
     size_t i = slot(s, addr);

@@ -23,6 +23,9 @@
  *                       lives M), g_usleep or futex (a mutex another thread
  *                       holds for M); it prints "block KIND ms=D errno=E
  *                       result=R", its own measure of the call
+ *   --stall a|b         one timeout handler sleeps --block-ms M (usleep) in
+ *                       jank_app_stall_a() or jank_app_stall_b(): two stalls
+ *                       with the same library frames, different app code
  *   --idle-ms N         the window stays open N ms, drawing nothing new
  *   --handle-term       its own SIGTERM handler (sigaction): prints "handled
  *                       SIGTERM" and exits 3
@@ -47,6 +50,7 @@ static struct {
     guint animate_ms, slow_frame_ms, busy_frame_ms, janks, jank_ms, gap_ms, block_ms, idle_ms;
     gboolean block_signals, main_blocks, handle_term, print_dispositions;
     const char *block;
+    const char *stall;
 } opt;
 
 static GtkWindow *window;
@@ -145,6 +149,19 @@ static __attribute__((noinline)) void jank_app_block(void)
     fflush(stdout);
 }
 
+static __attribute__((noinline)) void jank_app_stall_a(void)
+{
+    usleep(opt.block_ms * 1000);
+    puts("stall a");
+}
+
+static __attribute__((noinline)) void jank_app_stall_b(void)
+{
+    usleep(opt.block_ms * 1000);
+    fputs("stall b\n", stdout);
+    fflush(stdout);
+}
+
 static gboolean finish(gpointer data)
 {
     gtk_window_destroy(window);
@@ -154,6 +171,16 @@ static gboolean finish(gpointer data)
 static gboolean one_block(gpointer data)
 {
     jank_app_block();
+    g_timeout_add(300, finish, NULL);
+    return G_SOURCE_REMOVE;
+}
+
+static gboolean one_stall(gpointer data)
+{
+    if (strcmp(opt.stall, "a") == 0)
+        jank_app_stall_a();
+    else
+        jank_app_stall_b();
     g_timeout_add(300, finish, NULL);
     return G_SOURCE_REMOVE;
 }
@@ -231,6 +258,8 @@ static void on_activate(GApplication *app)
     gtk_window_present(window);
     if (opt.block) {
         g_timeout_add(opt.gap_ms, one_block, NULL);
+    } else if (opt.stall) {
+        g_timeout_add(opt.gap_ms, one_stall, NULL);
     } else if (opt.janks) {
         janks_left = opt.janks;
         g_timeout_add(opt.gap_ms, one_jank, NULL);
@@ -274,6 +303,8 @@ int main(int argc, char **argv)
             *target = (guint)strtoul(argv[++i], NULL, 10);
         else if (strcmp(a, "--block") == 0 && i + 1 < argc)
             opt.block = argv[++i];
+        else if (strcmp(a, "--stall") == 0 && i + 1 < argc)
+            opt.stall = argv[++i];
         else if (strcmp(a, "--block-signals") == 0)
             opt.block_signals = TRUE;
         else if (strcmp(a, "--main-blocks-signals") == 0)

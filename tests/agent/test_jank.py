@@ -121,6 +121,39 @@ class DemoJank(Base):
         self.assertTrue(frames[-1]["final"])
 
 
+class StrippedFingerprints(Base):
+    """An app as packages ship it: a stripped copy of jank-app (no .symtab,
+    no DWARF: its own functions have no names). Two stalls with the same
+    library frames (usleep) in two different functions of the app give two
+    fingerprints; the same stall in two runs gives one."""
+
+    def setUp(self):
+        super().setUp()
+        self.work = tempfile.mkdtemp(prefix="pacer-stripped-")
+        self.app = os.path.join(self.work, "jank-app")
+        subprocess.run(["strip", "-o", self.app, JANK_APP], check=True)
+        syms = subprocess.run(["nm", self.app], capture_output=True, text=True)
+        self.assertIn("no symbols", syms.stderr)
+
+    def stall(self, which):
+        records = self.run_ok(self.app, ["--stall", which, "--block-ms", "900"])
+        janks = of_type(records, "jank")
+        self.assertEqual(len(janks), 1, records)
+        j = janks[0]
+        self.assertEqual(j["stack_status"], "captured", j)
+        self.assertEqual(j["fingerprint_version"], 2, j)
+        app = in_app(j["stack"])
+        self.assertTrue(app and all(f["module"] == "jank-app" for f in app), j["stack"])
+        return j
+
+    def test_two_stalls_two_fingerprints_one_per_stall(self):
+        a1, b, a2 = self.stall("a"), self.stall("b"), self.stall("a")
+        self.assertRegex(a1["fingerprint"], r"^[0-9a-f]{16}$")
+        self.assertNotEqual(a1["fingerprint"], b["fingerprint"])
+        self.assertNotEqual(a1["pid"], a2["pid"])
+        self.assertEqual(a1["fingerprint"], a2["fingerprint"])
+
+
 class Frames(Base):
     def test_animation_and_one_slow_frame(self):
         slow_ms = 800

@@ -178,6 +178,28 @@ static void test_splash_thresholds_defaults(void **state)
     pacer_config_unref(cfg);
 }
 
+static void test_in_app_modules(void **state)
+{
+    pacer_config *cfg = parse_ok("<pacer>\n"
+                                 "  <in-app module=\"libshop\"/>\n"
+                                 "  <in-app module=\"/opt/shop/lib/\"/>\n"
+                                 "</pacer>\n");
+    assert_int_equal(pacer_config_in_app_count(cfg), 2);
+    assert_string_equal(pacer_config_in_app(cfg, 0), "libshop");
+    assert_string_equal(pacer_config_in_app(cfg, 1), "/opt/shop/lib/");
+    assert_null(pacer_config_in_app(cfg, 2));
+    pacer_config_unref(cfg);
+    assert_int_equal(pacer_config_in_app_count(NULL), 0);
+
+    expect_error_at("<pacer>\n<in-app/>\n</pacer>", "2:1: ", "missing its module attribute");
+    expect_error_at("<pacer>\n<in-app module=\"\"/>\n</pacer>", "2:1: ", "module is empty");
+    expect_error_at("<pacer>\n<in-app module=\"a\"/>\n<in-app module=\"a\"/>\n</pacer>", "3:1: ",
+                    "duplicate in-app module \"a\" (first listed on line 2)");
+    expect_error_at("<pacer>\n<in-app module=\"a\" id=\"b\"/>\n</pacer>", "2:1: ", "only module");
+    expect_error_at("<pacer>\n<in-app module=\"a\"><api id=\"x\"/></in-app>\n</pacer>", "2:20: ",
+                    "<in-app> takes no child elements");
+}
+
 static void test_empty_configs(void **state)
 {
     static const char *const inputs[] = {"", "\n  \n", "<pacer/>", "<pacer></pacer>", "<?xml version=\"1.0\"?>"};
@@ -284,9 +306,9 @@ static void test_error_structure(void **state)
 static void test_error_unknown(void **state)
 {
     expect_error("<page id=\"a\">\n  <apis id=\"x\"/>\n</page>",
-                 "2:3: unknown element <apis> (expected <page>, <api>, <splash>, <thresholds>, <upload> or a <pacer> root)");
+                 "2:3: unknown element <apis> (expected <page>, <api>, <splash>, <thresholds>, <upload>, <in-app> or a <pacer> root)");
     expect_error("<config>\n" SEED_XML "</config>",
-                 "1:1: unknown element <config> (expected <page>, <api>, <splash>, <thresholds>, <upload> or a <pacer> root)");
+                 "1:1: unknown element <config> (expected <page>, <api>, <splash>, <thresholds>, <upload>, <in-app> or a <pacer> root)");
     expect_error("\n<page id=\"a\" name=\"x\"/>", "2:1: unknown attribute \"name\" on <page> (it accepts id and tag)");
     expect_error("<page id=\"a\">\n <api id=\"x\" method=\"GET\"/></page>",
                  "2:2: unknown attribute \"method\" on <api> (it accepts only id)");
@@ -446,7 +468,7 @@ static void test_error_columns_after_prologue(void **state)
     expect_error("<?xml version=\"1.0\"\n  encoding=\"UTF-8\"?><api id=\"x\"/>", "2:21: <api> outside of a <page>");
     expect_error("<?xml version=\"1.0\"?>\n<api id=\"x\"/>", "2:1: <api> outside of a <page>");
     expect_error("<?xml version=\"1.0\"?><page id=\"é\"><x/></page>",
-                 "1:35: unknown element <x> (expected <page>, <api>, <splash>, <thresholds>, <upload> or a <pacer> root)");
+                 "1:35: unknown element <x> (expected <page>, <api>, <splash>, <thresholds>, <upload>, <in-app> or a <pacer> root)");
     expect_error("<?xml version=\"1.0\"?><page id=\"a\">", "1:35: end of file inside <page> (opened on line 1)");
     expect_error("\r\n\r\n<api id=\"x\"/>", "3:1: <api> outside of a <page>");
     expect_error("\r\r<api id=\"x\"/>", "3:1: <api> outside of a <page>");
@@ -600,6 +622,7 @@ int main(void)
         cmocka_unit_test(test_find_page),
         cmocka_unit_test(test_error_structure),
         cmocka_unit_test(test_error_unknown),
+        cmocka_unit_test(test_in_app_modules),
         cmocka_unit_test(test_error_ids),
         cmocka_unit_test(test_error_duplicates),
         cmocka_unit_test(test_error_thresholds),
