@@ -13,6 +13,8 @@ packages=(
   # agent, demo app and its tests
   libglib2.0-dev libgtk-4-dev libsoup-3.0-dev libmicrohttpd-dev
   xvfb xauth dbus-daemon gtk-4-examples
+  # an app that loads GTK at run time (PyGObject)
+  python3-gi gir1.2-gtk-4.0
   # function tracing: symbols, compression, the peer benchmarked against
   libelf-dev libdw-dev libzstd-dev uftrace
 )

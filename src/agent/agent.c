@@ -6,12 +6,15 @@
  *              must not be measured. Hooks only forward to the real
  *              functions. Reasons: no PACER_OUT / PACER_RAW_EVENTS /
  *              PACER_SERVER_URL (nowhere to send records), or
- *              PACER_AGENT_DISABLE set, or not a GTK4 program (libgtk-4 not
- *              loaded at start, or a function of the toolkit missing), or an
- *              ancestor already claimed the run (PACER_AGENT_PID names
- *              another process: see below), or the pacer instance could not
- *              be created (said once on stderr).
- *   ACTIVE   — entered at the end of the constructor (agent_ctor).
+ *              PACER_AGENT_DISABLE set, or a function of the toolkit
+ *              missing, or an ancestor already claimed the run
+ *              (PACER_AGENT_PID names another process: see below), or the
+ *              pacer instance could not be created (said once on stderr).
+ *              A program that has not loaded GTK 4 at start is DORMANT and
+ *              waiting (agent_waiting): late.c activates it when GTK 4 is
+ *              loaded later (dlopen: PyGObject, GJS), else it ends dormant.
+ *   ACTIVE   — entered at the end of the constructor (agent_ctor), or
+ *              when GTK 4 arrives (agent_activate_late).
  *   STOPPED  — entered at exit (agent_finish: from atexit, or from the exit
  *              thread when a signal ends the program, exit.c) or in the child of a fork
  *              (on_fork_child: the child has no writer thread and must not
@@ -36,10 +39,11 @@
  * Exit: atexit(agent_atexit) is registered from the constructor, before
  * main() registers anything, so it runs after the application's own atexit
  * handlers — also when exit() is called from inside a GTK signal handler.
- * Threads of the app that still call hooks meanwhile find the agent
- * STOPPED, and the core ignores late calls on the instance (its memory
- * stays allocated). A process killed by a signal loses at most the
- * writer's flush interval.
+ * (Activated late, it is registered then, and runs before the handlers
+ * registered earlier.) Threads of the app that still call hooks meanwhile
+ * find the agent STOPPED, and the core ignores late calls on the instance
+ * (its memory stays allocated). A signal that ends the program runs the
+ * same sequence first (exit.c).
  */
 #include "agent.h"
 
@@ -57,6 +61,7 @@ __thread int agent_in_hook __attribute__((tls_model("initial-exec")));
 _Atomic uint64_t agent_net_epoch;
 
 static _Atomic int agent_state = DORMANT;
+static _Atomic bool waiting; /* dormant until GTK 4 is loaded */
 static pid_t owner_pid;
 static pthread_t gtk_thread;
 static bool quiet;
@@ -222,51 +227,58 @@ static void agent_atexit(void)
     agent_finish(agent_on_gtk_thread());
 }
 
-/* Whether the program itself loaded GTK 4 (a DT_NEEDED of the executable or
- * of its libraries), and the toolkit's functions are all there. */
-static bool gtk4_loaded(void)
+/* The application's name: PACER_APP; else, for a script run by an
+ * interpreter (python3 app.py, gjs app.js, python3 -m pkg), the script's
+ * or module's name without extension; else the program's. */
+static const char *default_app_name(void)
 {
-    void *h = dlopen("libgtk-4.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    if (!h)
-        return false;
-    dlclose(h);
-    const char *missing = NULL;
-    if (!agent_api_load(&missing)) {
-        agent_note_once("api", "GTK 4 lacks %s; this program is not measured", missing);
-        return false;
+    static char name[256];
+    const char *prog = program_invocation_short_name;
+    if (strncmp(prog, "python", 6) != 0 && strncmp(prog, "gjs", 3) != 0)
+        return prog;
+    char args[4096];
+    FILE *f = fopen("/proc/self/cmdline", "re");
+    size_t n = f ? fread(args, 1, sizeof(args) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    args[n] = '\0';
+    bool module = false;
+    for (size_t i = strlen(args) + 1; i < n; i += strlen(args + i) + 1) {
+        const char *a = args + i;
+        if (strcmp(a, "-m") == 0) {
+            module = true;
+            continue;
+        }
+        if (a[0] == '-' || !a[0])
+            continue;
+        const char *base = module ? a : (strrchr(a, '/') ? strrchr(a, '/') + 1 : a);
+        snprintf(name, sizeof(name), "%s", base);
+        char *dot = strrchr(name, '.');
+        if (dot && !module && dot != name)
+            *dot = '\0';
+        return name[0] ? name : prog;
     }
-    return true;
+    return prog;
 }
 
-__attribute__((constructor)) static void agent_ctor(void)
+/* Creates the pacer instance and goes ACTIVE. On the GTK thread, after the
+ * toolkit's functions were found. */
+static bool agent_activate(int64_t main_ns)
 {
-    const char *out = env_nonempty("PACER_OUT");
-    const char *raw = env_nonempty("PACER_RAW_EVENTS");
-    const char *server = env_nonempty("PACER_SERVER_URL");
-    quiet = env_nonempty("PACER_AGENT_QUIET") != NULL;
-    if (env_nonempty("PACER_AGENT_DISABLE") || (!out && !raw && !server))
-        return;
-    const char *claimed = env_nonempty("PACER_AGENT_PID");
-    if (claimed && strtol(claimed, NULL, 10) != (long)getpid())
-        return;
-    if (!gtk4_loaded())
-        return;
-
     owner_pid = getpid();
-    gtk_thread = pthread_self();
     char pid[24];
     snprintf(pid, sizeof(pid), "%ld", (long)owner_pid);
     setenv("PACER_AGENT_PID", pid, 1);
 
     const char *config_path = env_nonempty("PACER_CONFIG");
     pacer_options opts = {
-        .app_name = env_nonempty("PACER_APP") ? env_nonempty("PACER_APP") : program_invocation_short_name,
+        .app_name = env_nonempty("PACER_APP") ? env_nonempty("PACER_APP") : default_app_name(),
         .app_version = env_nonempty("PACER_APP_VERSION"),
         .config_path = config_path,
-        .out_path = out,
-        .raw_events_path = raw,
+        .out_path = env_nonempty("PACER_OUT"),
+        .raw_events_path = env_nonempty("PACER_RAW_EVENTS"),
         .session = env_nonempty("PACER_SESSION"),
-        .server_url = server,
+        .server_url = env_nonempty("PACER_SERVER_URL"),
         .server_key = env_nonempty("PACER_SERVER_KEY"),
         .spool_path = env_nonempty("PACER_SPOOL"),
         .live_deadlines = true,
@@ -284,7 +296,7 @@ __attribute__((constructor)) static void agent_ctor(void)
     if (rc < 0) {
         agent_note_once("init", "disabled: %s", err ? err : strerror(-rc));
         free(err);
-        return;
+        return false;
     }
 
     pthread_atfork(NULL, NULL, on_fork_child);
@@ -294,7 +306,55 @@ __attribute__((constructor)) static void agent_ctor(void)
     pacer_event ev = {.type = PACER_EV_LAUNCH, .t_ns = pacer_launch_time_ns()};
     if (ev.t_ns > 0)
         agent_submit(&ev);
+    if (main_ns) { /* main() ran before GTK was there */
+        ev = (pacer_event){.type = PACER_EV_MAIN, .t_ns = main_ns};
+        agent_submit(&ev);
+    }
     ev = (pacer_event){.type = PACER_EV_AGENT_INIT};
     agent_submit(&ev);
     types_check();
+    return true;
+}
+
+bool agent_waiting(void)
+{
+    return atomic_load_explicit(&waiting, memory_order_relaxed);
+}
+
+bool agent_activate_late(int64_t main_ns)
+{
+    bool expected = true;
+    if (!atomic_compare_exchange_strong(&waiting, &expected, false))
+        return false;
+    const char *missing = NULL;
+    if (!agent_api_load(&missing)) {
+        agent_note_once("api", "GTK 4 lacks %s; this program is not measured", missing);
+        return false;
+    }
+    return agent_activate(main_ns);
+}
+
+__attribute__((constructor)) static void agent_ctor(void)
+{
+    quiet = env_nonempty("PACER_AGENT_QUIET") != NULL;
+    if (env_nonempty("PACER_AGENT_DISABLE") ||
+        (!env_nonempty("PACER_OUT") && !env_nonempty("PACER_RAW_EVENTS") && !env_nonempty("PACER_SERVER_URL")))
+        return;
+    const char *claimed = env_nonempty("PACER_AGENT_PID");
+    if (claimed && strtol(claimed, NULL, 10) != (long)getpid())
+        return;
+    gtk_thread = pthread_self();
+    void *h = dlopen(AGENT_LIBGTK, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h) {
+        /* not (yet) a GTK 4 program: late.c watches dlopen */
+        atomic_store(&waiting, true);
+        return;
+    }
+    dlclose(h);
+    const char *missing = NULL;
+    if (!agent_api_load(&missing)) {
+        agent_note_once("api", "GTK 4 lacks %s; this program is not measured", missing);
+        return;
+    }
+    agent_activate(0);
 }

@@ -24,6 +24,8 @@
  *                taken; `jank` records are written from there;
  *   stack.c      capture of the stuck main thread's stack, unwinding;
  *   jank.c       the `jank` record: symbols, fingerprint;
+ *   late.c       GTK 4 loaded after start (dlopen: PyGObject, GJS): activate
+ *                then;
  *   exit.c       SIGTERM, SIGINT, SIGHUP: write what is pending, then end as
  *                the signal would have.
  *
@@ -64,6 +66,15 @@ bool agent_active(void);
 /* Runs every feature's install step, once, on the GTK thread: at main(), or
  * earlier when the app builds a window before main() (a constructor). */
 void agent_setup(void);
+
+/* GTK 4 was not loaded at start: the agent waits for it (late.c). */
+bool agent_waiting(void);
+/* GTK 4 is loaded now: finds the toolkit and goes ACTIVE, once; main_ns is
+ * when main() was entered (0: unknown). Any thread. False when the agent
+ * was not waiting or cannot measure this program. */
+bool agent_activate_late(int64_t main_ns);
+/* start.c's main() trampoline: main() entered while waiting. */
+void late_on_main(void);
 
 /* The exit sequence, once: every feature's stop, then (when gtk_still: the
  * GTK thread is the caller, or is held in a signal handler) every flush, in

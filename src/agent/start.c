@@ -56,6 +56,8 @@ static int main_trampoline(int argc, char **argv, char **envp)
         pacer_event ev = {.type = PACER_EV_MAIN};
         agent_submit(&ev);
         agent_setup();
+    } else if (agent_waiting()) {
+        late_on_main();
     }
     return real_main(argc, argv, envp);
 }

@@ -205,7 +205,12 @@ static int run(int argc, char **argv)
         return 2;
     if (!spool)
         unsetenv("PACER_SPOOL");
-    setenv("PACER_APP", app ? app : base, 1);
+    /* without --app the agent names the app: the program, or the script an
+     * interpreter runs (python3 app.py: "app") */
+    if (app)
+        setenv("PACER_APP", app, 1);
+    else
+        unsetenv("PACER_APP");
     if (version)
         setenv("PACER_APP_VERSION", version, 1);
     unsetenv("PACER_AGENT_PID"); /* a fresh run: the program may claim it */
