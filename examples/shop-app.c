@@ -142,6 +142,8 @@ static void merchant_loaded(GObject *source, GAsyncResult *res, gpointer user)
         text = g_strdup_printf("%.*s — open now", (int)strcspn(name, "\""), name);
     } else {
         text = g_strdup_printf("failed: %s", error ? error->message : "bad answer");
+        if (error)
+            g_printerr("shop-app: request failed: %s\n", error->message);
     }
     gtk_label_set_text(GTK_LABEL(self->label), text);
     self->loaded = TRUE;
@@ -295,6 +297,7 @@ static void list_sent(GObject *src, GAsyncResult *res, gpointer user)
     GInputStream *stream = soup_session_send_finish(SOUP_SESSION(src), res, &error);
     if (!stream) {
         if (!g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+            g_printerr("shop-app: request failed: %s\n", error->message);
             gtk_list_box_append(GTK_LIST_BOX(self->list), gtk_label_new(error->message));
             home_step_done(GTK_WIDGET(self));
         }
@@ -320,6 +323,8 @@ static void config_apply(ShopHomeWindow *self, GBytes *body, GError *error)
         g_free(title);
     } else {
         gtk_label_set_text(GTK_LABEL(self->title), error ? error->message : "no config");
+        if (error)
+            g_printerr("shop-app: request failed: %s\n", error->message);
     }
     /* Second request, streamed: GET /api/list. */
     char *url = api_url("/api/list");

@@ -53,6 +53,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 enum { DORMANT = 0, ACTIVE = 1, STOPPED = 2 };
@@ -66,6 +68,7 @@ static pid_t owner_pid;
 static pthread_t gtk_thread;
 static bool quiet;
 static _Atomic bool exiting; /* at exit: pending records are still taken */
+static const char *unmeasured; /* why this process is not measured, for the run summary */
 
 typedef struct agent_feature {
     const char *name;
@@ -77,7 +80,7 @@ typedef struct agent_feature {
 static const agent_feature features[] = {
     {"exit-signals", exit_signals_install, NULL, NULL},
     {"start", start_install, NULL, NULL},
-    {"soup", soup_install, NULL, NULL},
+    {"soup", soup_install, NULL, soup_flush},
     {"mainloop", mainloop_install, NULL, NULL},
     {"watchdog", watchdog_start, watchdog_stop, NULL},
     {"frames", NULL, NULL, frames_flush_all},
@@ -201,6 +204,100 @@ static void report_upload(void)
                         st.upload_last_error ? "HTTP" : "connection failed", st.upload_last_error);
 }
 
+/* ---- the run summary: one line on stderr for a `pacer run` ----
+ *
+ * `pacer run` exports PACER_RUN_PID (the program's pid: it execs) and
+ * PACER_RUN_OUT_SIZE (the records file's size before the run, -1 when it
+ * did not exist). The process that measured says where its records went;
+ * the program's own process, when it was not measured and no process
+ * started from it was (the records file did not grow), says why. Written
+ * with write(2): it may run on the exit thread while the app is held in a
+ * signal handler, and must not wait for a stdio lock. */
+
+static bool launched_by_run(void)
+{
+    return env_nonempty("PACER_RUN_PID") != NULL;
+}
+
+static void say(const char *msg)
+{
+    if (quiet)
+        return;
+    size_t n = strlen(msg);
+    while (n > 0) {
+        ssize_t w = write(STDERR_FILENO, msg, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        msg += w;
+        n -= (size_t)w;
+    }
+}
+
+static void summary_measured(void)
+{
+    if (!launched_by_run())
+        return;
+    pacer_stats st;
+    pacer_get_stats(pacer_default(), &st);
+    const char *out = env_nonempty("PACER_OUT");
+    const char *server = env_nonempty("PACER_SERVER_URL");
+    char msg[1024];
+    int n = snprintf(msg, sizeof(msg), "pacer: %s (pid %ld): %llu record%s", program_invocation_short_name,
+                     (long)getpid(), (unsigned long long)st.records, st.records == 1 ? "" : "s");
+    if (out && n > 0 && (size_t)n < sizeof(msg))
+        n += snprintf(msg + n, sizeof(msg) - (size_t)n, " written to %s", out);
+    if (server && n > 0 && (size_t)n < sizeof(msg))
+        n += snprintf(msg + n, sizeof(msg) - (size_t)n, "%s sent to %s (%llu batch%s accepted)", out ? ", and" : "",
+                      server, (unsigned long long)st.batches_sent, st.batches_sent == 1 ? "" : "es");
+    if (n > 0 && (size_t)n < sizeof(msg) - 2)
+        snprintf(msg + n, sizeof(msg) - (size_t)n, "\n");
+    say(msg);
+}
+
+static void summary_unmeasured(void)
+{
+    if (agent_active() || atomic_load(&agent_state) == STOPPED || getpid() != owner_pid)
+        return;
+    const char *why = atomic_load(&waiting) ? "it did not load GTK 4 (the agent measures GTK 4 programs)" : unmeasured;
+    if (!why)
+        return;
+    /* a process started from this one was measured: it said so */
+    const char *size = env_nonempty("PACER_RUN_OUT_SIZE");
+    const char *out = env_nonempty("PACER_OUT");
+    struct stat sb;
+    if (size && out && stat(out, &sb) == 0 && (long long)sb.st_size > strtoll(size, NULL, 10))
+        return;
+    char msg[768];
+    snprintf(msg, sizeof(msg), "pacer: %s (pid %ld) was not measured: %s\n", program_invocation_short_name,
+             (long)getpid(), why);
+    say(msg);
+}
+
+/* A program that ends with _exit() (dash does) skips atexit: the summary
+ * of the unmeasured root process is said here too. Nothing else changes:
+ * the real _exit follows at once. */
+typedef void (*exit_fn)(int) __attribute__((noreturn));
+
+AGENT_EXPORT void _exit(int status)
+{
+    static exit_fn real_exit;
+    if (!real_exit)
+        real_exit = (exit_fn)dlsym(RTLD_NEXT, "_exit");
+    if (owner_pid && getpid() == owner_pid)
+        summary_unmeasured();
+    if (real_exit)
+        real_exit(status);
+    syscall(SYS_exit_group, status);
+    __builtin_unreachable();
+}
+
+AGENT_EXPORT void _Exit(int status)
+{
+    _exit(status);
+}
+
 void agent_finish(bool gtk_still)
 {
     if (getpid() != owner_pid)
@@ -220,6 +317,7 @@ void agent_finish(bool gtk_still)
     pacer_shutdown();
     atomic_store(&exiting, false);
     report_upload();
+    summary_measured();
 }
 
 static void agent_atexit(void)
@@ -296,6 +394,7 @@ static bool agent_activate(int64_t main_ns)
     if (rc < 0) {
         agent_note_once("init", "disabled: %s", err ? err : strerror(-rc));
         free(err);
+        unmeasured = "pacer could not start in it (said above)";
         return false;
     }
 
@@ -329,6 +428,7 @@ bool agent_activate_late(int64_t main_ns)
     const char *missing = NULL;
     if (!agent_api_load(&missing)) {
         agent_note_once("api", "GTK 4 lacks %s; this program is not measured", missing);
+        unmeasured = "its GTK 4 lacks a function the agent needs";
         return false;
     }
     return agent_activate(main_ns);
@@ -337,8 +437,17 @@ bool agent_activate_late(int64_t main_ns)
 __attribute__((constructor)) static void agent_ctor(void)
 {
     quiet = env_nonempty("PACER_AGENT_QUIET") != NULL;
-    if (env_nonempty("PACER_AGENT_DISABLE") ||
-        (!env_nonempty("PACER_OUT") && !env_nonempty("PACER_RAW_EVENTS") && !env_nonempty("PACER_SERVER_URL")))
+    const char *run_pid = env_nonempty("PACER_RUN_PID");
+    if (run_pid && strtol(run_pid, NULL, 10) == (long)getpid()) {
+        /* the program `pacer run` started: it reports at exit if unmeasured */
+        owner_pid = getpid();
+        atexit(summary_unmeasured);
+    }
+    if (env_nonempty("PACER_AGENT_DISABLE")) {
+        unmeasured = "PACER_AGENT_DISABLE is set";
+        return;
+    }
+    if (!env_nonempty("PACER_OUT") && !env_nonempty("PACER_RAW_EVENTS") && !env_nonempty("PACER_SERVER_URL"))
         return;
     const char *claimed = env_nonempty("PACER_AGENT_PID");
     if (claimed && strtol(claimed, NULL, 10) != (long)getpid())
@@ -354,6 +463,7 @@ __attribute__((constructor)) static void agent_ctor(void)
     const char *missing = NULL;
     if (!agent_api_load(&missing)) {
         agent_note_once("api", "GTK 4 lacks %s; this program is not measured", missing);
+        unmeasured = "its GTK 4 lacks a function the agent needs";
         return;
     }
     agent_activate(0);

@@ -112,6 +112,7 @@ extern _Atomic uint64_t agent_net_epoch;
 void exit_signals_install(void); /* exit.c: SIGTERM, SIGINT, SIGHUP write what is pending */
 void start_install(void);    /* start.c: GApplication created */
 void soup_install(void);     /* soup.c: when libsoup-3.0 is loaded */
+void soup_flush(void);       /* soup.c: failed requests still waiting for their error text */
 void mainloop_install(void); /* mainloop.c: the default context's poll function */
 void watchdog_start(void);   /* watchdog.c */
 /* Stops it: an iteration still stuck is reported as ongoing. Waits at most
@@ -181,6 +182,7 @@ typedef struct net_info {
     int64_t first_byte_ns; /* request start → first response byte */
     int64_t total_ns;      /* request start → end */
     const char *error;     /* transport error text, NULL when none */
+    int64_t end_ns;        /* when it ended (CLOCK_MONOTONIC; 0: now) */
 } net_info;
 
 /* The `net` record of one finished request (docs/records.md). */

@@ -84,7 +84,13 @@ void *agent_real(const char *soname, const char *name);
     X(AGENT_LIBGTK, gtk_native_get_surface)                                                     \
     X(AGENT_LIBGTK, gdk_surface_get_type)                                                       \
     X(AGENT_LIBGTK, gdk_frame_clock_get_refresh_info)                                           \
-    X(AGENT_LIBGTK, gdk_frame_clock_get_frame_time)
+    X(AGENT_LIBGTK, gdk_frame_clock_get_frame_time)                                             \
+    X(AGENT_LIBGLIB, g_timeout_add_full)                                                        \
+    X(AGENT_LIBGLIB, g_error_free)                                                              \
+    X(AGENT_LIBGIO, g_application_get_is_remote)                                                \
+    X(AGENT_LIBGTK, gtk_stack_get_type)                                                         \
+    X(AGENT_LIBGTK, gtk_stack_get_visible_child)                                                \
+    X(AGENT_LIBGTK, gtk_stack_get_visible_child_name)
 
 typedef struct agent_toolkit {
 #define AGENT_SLOT(lib, name) __typeof__(name) *name;
@@ -148,6 +154,12 @@ bool agent_api_load(const char **ret_missing);
 #define gdk_surface_get_type (*agent_fn.gdk_surface_get_type)
 #define gdk_frame_clock_get_refresh_info (*agent_fn.gdk_frame_clock_get_refresh_info)
 #define gdk_frame_clock_get_frame_time (*agent_fn.gdk_frame_clock_get_frame_time)
+#define g_timeout_add_full (*agent_fn.g_timeout_add_full)
+#define g_error_free (*agent_fn.g_error_free)
+#define g_application_get_is_remote (*agent_fn.g_application_get_is_remote)
+#define gtk_stack_get_type (*agent_fn.gtk_stack_get_type)
+#define gtk_stack_get_visible_child (*agent_fn.gtk_stack_get_visible_child)
+#define gtk_stack_get_visible_child_name (*agent_fn.gtk_stack_get_visible_child_name)
 #endif
 
 #endif

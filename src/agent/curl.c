@@ -9,6 +9,10 @@
  *          of it); curl_multi_remove_handle of a handle still running ends
  *          it as aborted.
  *   free   curl_easy_cleanup / curl_easy_reset forget the handle.
+ *   error  a failed transfer's text: the app's CURLOPT_ERRORBUFFER when it set
+ *          one (curl writes the detailed message there: "Failed to connect
+ *          to 127.0.0.1 port 9 after 0 ms: Couldn't connect to server"), else
+ *          curl_easy_strerror(); phases it never reached are null.
  * Timings and sizes come from curl_easy_getinfo (the *_TIME_T values are
  * cumulative from the transfer start; the record holds phase durations).
  *
@@ -42,6 +46,7 @@ _Static_assert(sizeof(long) == sizeof(void *) && sizeof(curl_off_t) == sizeof(vo
 typedef struct creq {
     CURL *h;
     char *url;
+    const char *errbuf; /* the app's CURLOPT_ERRORBUFFER (CURL_ERROR_SIZE bytes), or NULL */
     int64_t t_start;
     bool running;
     struct creq *next;
@@ -165,7 +170,7 @@ static const char *info_str(CURL *h, CURLINFO what)
  * handle before it completed. */
 static void request_end(CURL *h, CURLcode result, bool aborted)
 {
-    char url[2048] = "";
+    char url[2048] = "", errtext[CURL_ERROR_SIZE] = "";
     int64_t t_end = pacer_now_ns(), t_start = 0;
     bool was_running = false;
     pthread_mutex_lock(&mu);
@@ -176,6 +181,8 @@ static void request_end(CURL *h, CURLcode result, bool aborted)
         t_start = c->t_start;
         if (c->url)
             snprintf(url, sizeof(url), "%s", c->url);
+        if (c->errbuf && result != CURLE_OK)
+            snprintf(errtext, sizeof(errtext), "%.*s", (int)strnlen(c->errbuf, CURL_ERROR_SIZE - 1), c->errbuf);
     }
     pthread_mutex_unlock(&mu);
     if (!was_running)
@@ -196,6 +203,7 @@ static void request_end(CURL *h, CURLcode result, bool aborted)
     else
         atomic_fetch_add(&agent_net_epoch, 1);
 
+    bool failed = aborted || result != CURLE_OK;
     curl_off_t dns = info_off(h, CURLINFO_NAMELOOKUP_TIME_T);
     curl_off_t conn = info_off(h, CURLINFO_CONNECT_TIME_T);
     curl_off_t app = info_off(h, CURLINFO_APPCONNECT_TIME_T);
@@ -213,13 +221,18 @@ static void request_end(CURL *h, CURLcode result, bool aborted)
         .bytes_received = hdr_size >= 0 && down >= 0 ? hdr_size + down : -1,
         .body_received = down,
         .content_type = status > 0 ? info_str(h, CURLINFO_CONTENT_TYPE) : NULL,
-        .dns_ns = dns >= 0 ? dns * 1000 : -1,
-        .connect_ns = conn >= 0 && dns >= 0 && conn >= dns ? (conn - dns) * 1000 : -1,
-        .tls_ns = app > 0 && conn >= 0 && app >= conn ? (app - conn) * 1000 : 0,
+        /* curl reports 0 for a phase not reached: unknown in a failed
+         * transfer, not needed (no TLS, a reused connection) in one that
+         * succeeded */
+        .dns_ns = dns > 0 || (dns == 0 && !failed) ? dns * 1000 : -1,
+        .connect_ns = conn > 0 && dns >= 0 && conn >= dns ? (conn - dns) * 1000 : !failed && conn == 0 ? 0 : -1,
+        .tls_ns = app > 0 && conn >= 0 && app >= conn ? (app - conn) * 1000 : failed ? -1 : 0,
         .first_byte_ns = first > 0 ? first * 1000 : -1,
+        .end_ns = t_end,
         /* the agent's own clock: includes the app's wait for info_read */
         .total_ns = t_end - t_start,
-        .error = aborted ? "removed before completion"
+        .error = aborted                             ? "removed before completion"
+                 : result != CURLE_OK && errtext[0]  ? errtext
                  : result != CURLE_OK && R.strerror ? R.strerror(result)
                                                     : NULL,
     };
@@ -236,6 +249,13 @@ AGENT_EXPORT CURLcode curl_easy_setopt(CURL *h, CURLoption option, ...)
     if (!R.setopt)
         return CURLE_FAILED_INIT;
     CURLcode rc = R.setopt(h, option, arg);
+    if (option == CURLOPT_ERRORBUFFER && rc == CURLE_OK && hooks_on(__builtin_return_address(0))) {
+        pthread_mutex_lock(&mu);
+        creq *c = find(h, true);
+        if (c)
+            c->errbuf = arg;
+        pthread_mutex_unlock(&mu);
+    }
     if (option == CURLOPT_URL && rc == CURLE_OK && hooks_on(__builtin_return_address(0))) {
         agent_in_hook++;
         char *copy = arg ? strdup(arg) : NULL;

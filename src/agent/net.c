@@ -77,6 +77,8 @@ void net_emit(const net_info *n)
     pacer_record *r = pacer_record_new(PACER_RECORD_NET);
     if (!r)
         return;
+    if (n->end_ns > 0)
+        pacer_record_set_time(r, n->end_ns); /* a record held back still says when it ended */
     /* a URL with a huge query is cut at a character boundary */
     const char *url = n->url ? n->url : "";
     size_t url_len = strlen(url);

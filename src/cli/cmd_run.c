@@ -10,7 +10,11 @@
  *   PACER_OUT          records file (JSON Lines, appended)
  *   PACER_RAW_EVENTS   events file, for `pacer replay` (only with --raw-events)
  *   PACER_CONFIG       page config (only with --config), validated here first
- *   PACER_APP, PACER_APP_VERSION   "app" / "version" of every record
+ *   PACER_APP, PACER_APP_VERSION   "app" / "version" of every record (PACER_APP
+ *                      only with --app: the agent names the app otherwise)
+ *   PACER_RUN_PID, PACER_RUN_OUT_SIZE  this process's pid (the program's, after
+ *                      exec) and the records file's size before the run (-1:
+ *                      none), for the agent's one-line summary at exit
  *   LD_PRELOAD         the agent, prepended to any value already set
  * Paths are made absolute, since the program may change directory.
  *
@@ -22,11 +26,14 @@
 
 #include <pacer/pacer.h>
 
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef PACER_AGENT_DIR
@@ -43,12 +50,14 @@ static const char usage[] =
     "Runs PROGRAM with the pacer agent preloaded. A GTK4 program needs no change:\n"
     "its windows, configured pages, start-up and HTTP requests (libsoup-3.0,\n"
     "libcurl) are measured and written as records. Other programs run unchanged.\n"
-    "The exit status is PROGRAM's.\n"
+    "The exit status is PROGRAM's. At its end one line on stderr says where the\n"
+    "records went, or why PROGRAM was not measured.\n"
     "\n"
     "  --config FILE       page config (XML); without it every\n"
     "                      window is still measured\n"
     "  --out FILE          records, JSON Lines, appended (default: pacer.jsonl)\n"
-    "  --app NAME          \"app\" field of the records (default: PROGRAM's name)\n"
+    "  --app NAME          \"app\" field of the records (default: PROGRAM's name;\n"
+    "                      for a script run by python3 or gjs, the script's)\n"
     "  --app-version V     \"version\" field of the records\n"
     "  --raw-events FILE   also write the raw event stream, for `pacer replay`\n"
     "  --server URL        also send the records to a pacer server (pacerd, or any\n"
@@ -102,6 +111,87 @@ static char *find_agent(void)
     }
     const char *installed = PACER_AGENT_DIR "/" AGENT_NAME;
     return readable(installed) ? strdup(installed) : NULL;
+}
+
+/* Whether the file at `path` can be appended to, creating it if need be; a
+ * file created for the check is removed again. On failure says why (exit 2
+ * follows), before the program starts. */
+static bool appendable(const char *option, const char *path)
+{
+    struct stat sb;
+    bool existed = stat(path, &sb) == 0;
+    if (existed && S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "pacer run: %s '%s' is a directory\n", option, path);
+        return false;
+    }
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "pacer run: cannot write %s '%s': %s\n", option, path, strerror(errno));
+        return false;
+    }
+    close(fd);
+    if (!existed)
+        unlink(path);
+    return true;
+}
+
+/* The file execvp would run for `prog`, or NULL. */
+static char *resolve_program(const char *prog)
+{
+    if (strchr(prog, '/'))
+        return access(prog, X_OK) == 0 ? strdup(prog) : NULL;
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    for (const char *p = path; *p;) {
+        size_t len = strcspn(p, ":");
+        char cand[PATH_MAX];
+        if (len > 0 && (size_t)snprintf(cand, sizeof(cand), "%.*s/%s", (int)len, p, prog) < sizeof(cand) &&
+            access(cand, X_OK) == 0)
+            return strdup(cand);
+        p += len + (p[len] == ':');
+    }
+    return NULL;
+}
+
+/* Says when the agent cannot be loaded into `prog` at all, which the agent
+ * itself then cannot say: a statically linked executable (no dynamic
+ * loader, so no LD_PRELOAD) or a set-user/group-ID one (the loader ignores
+ * LD_PRELOAD). The program still runs. */
+static void warn_unloadable(const char *prog)
+{
+    char *file = resolve_program(prog);
+    if (!file)
+        return; /* execvp reports it */
+    struct stat sb;
+    if (stat(file, &sb) == 0 && (sb.st_mode & (S_ISUID | S_ISGID)) &&
+        (sb.st_uid != geteuid() || sb.st_gid != getegid())) {
+        fprintf(stderr, "pacer run: %s is set-user-ID or set-group-ID: the loader ignores LD_PRELOAD, so it is "
+                        "not measured\n", prog);
+        free(file);
+        return;
+    }
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    free(file);
+    if (fd < 0)
+        return;
+    Elf64_Ehdr eh;
+    bool is_static = false;
+    if (read(fd, &eh, sizeof(eh)) == (ssize_t)sizeof(eh) && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+        eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum < 512) {
+        is_static = true;
+        for (unsigned i = 0; i < eh.e_phnum && is_static; i++) {
+            Elf64_Phdr ph;
+            if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) != (ssize_t)sizeof(ph))
+                is_static = false; /* unreadable: say nothing */
+            else if (ph.p_type == PT_INTERP)
+                is_static = false;
+        }
+    }
+    close(fd);
+    if (is_static)
+        fprintf(stderr, "pacer run: %s is statically linked: the agent cannot be loaded into it, so it is not "
+                        "measured\n", prog);
 }
 
 static int set_path_env(const char *name, const char *path)
@@ -180,8 +270,8 @@ static int run(int argc, char **argv)
         return 2;
     }
 
-    const char *base = strrchr(prog[0], '/');
-    base = base ? base + 1 : prog[0];
+    if (!appendable("--out", out) || (raw && !appendable("--raw-events", raw)))
+        return 2;
     if (set_path_env("PACER_OUT", out) < 0 || (config && set_path_env("PACER_CONFIG", config) < 0) ||
         (raw && set_path_env("PACER_RAW_EVENTS", raw) < 0))
         return 2;
@@ -224,6 +314,14 @@ static int run(int argc, char **argv)
     setenv("LD_PRELOAD", preload, 1);
     free(preload);
     free(agent);
+
+    char num[32];
+    struct stat sb;
+    snprintf(num, sizeof(num), "%lld", stat(out, &sb) == 0 ? (long long)sb.st_size : -1LL);
+    setenv("PACER_RUN_OUT_SIZE", num, 1);
+    snprintf(num, sizeof(num), "%ld", (long)getpid());
+    setenv("PACER_RUN_PID", num, 1);
+    warn_unloadable(prog[0]);
 
     char launch[32];
     snprintf(launch, sizeof(launch), "%lld", (long long)pacer_now_ns());

@@ -69,10 +69,14 @@ static gpointer worker(gpointer data)
 {
     fetch *f = data;
     CURL *c = curl_easy_init();
+    char errbuf[CURL_ERROR_SIZE] = "";
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
     if (curl_easy_perform(c) == CURLE_OK)
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &f->status);
+    else
+        fprintf(stderr, "pages-app: request failed: %s\n", errbuf);
     curl_easy_cleanup(c);
     g_idle_add(show_result, f);
     return NULL;

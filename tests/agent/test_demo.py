@@ -9,6 +9,8 @@ request so a busy 2-core CI machine does not fail them, while a real error
 hundreds of ms.
 """
 import os
+import re
+import socket
 import sys
 import unittest
 
@@ -186,6 +188,33 @@ class Children(Base):
         self.assertEqual(len(of_type(records, "net")), 4)
         home = [p for p in of_type(records, "page") if p["page"] == "ShopHomeWindow"][0]
         self.check_home(home)
+
+
+
+class FailedRequests(Base):
+    def test_failed_requests_carry_the_library_error_and_no_made_up_phases(self):
+        """Every request to a closed port fails: the app prints the error its
+        library gave it (GError message for libsoup, curl's for libcurl);
+        each `net` record carries exactly that text, status 0, and the
+        phases the request never reached (connect, TLS, first byte) null,
+        not 0."""
+        with socket.socket() as s:  # a port nothing listens on
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        args = ["--api", "http://127.0.0.1:%d" % port, "--splash-ms", "100", "--lazy-ms", "200", "--auto-exit"]
+        rc, records, _, err = pacer_run(self.x.display, SHOP_APP, args, config=SHOP_CONFIG)
+        self.assertEqual(rc, 0, err)
+        seen = set(re.findall(r"^shop-app: request failed: (.*)$", err, re.M))
+        nets = of_type(records, "net")
+        self.assertEqual({n["lib"] for n in nets}, {"soup", "curl"}, nets)
+        for n in nets:
+            self.assertEqual(n["status"], 0, n)
+            self.assertIn(n["error"], seen, n)
+            self.assertIn("error", n["classes"])
+            for phase in ("connect_ms", "tls_ms", "first_byte_ms"):
+                self.assertIsNone(n[phase], (phase, n))
+        soup = [n for n in nets if n["lib"] == "soup"]
+        self.assertTrue(soup and all("Connection refused" in n["error"] for n in soup), soup)
 
 
 if __name__ == "__main__":

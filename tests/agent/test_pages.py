@@ -7,6 +7,8 @@ after its data (the request's end is submitted before the draw epoch
 moves, so no paint can use it up first), with the server's delay as its
 API time."""
 import os
+import re
+import socket
 import tempfile
 import unittest
 
@@ -48,6 +50,28 @@ class LatePages(unittest.TestCase):
         for n in nets:
             self.assertEqual(n["status"], 200)
             self.assertGreaterEqual(n["total_ms"], DELAY_MS)
+
+    def test_failed_curl_request_carries_the_apps_error_buffer(self):
+        """The app set CURLOPT_ERRORBUFFER: the record's error is the text
+        curl wrote there (what the app printed), not the generic one."""
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        with tempfile.TemporaryDirectory() as tmp, Xvfb() as x:
+            rc, records, _, err = pacer_run(x.display, PAGES_APP,
+                                            ["--url", "http://127.0.0.1:%d/api/test1" % port, "--pages", "2",
+                                             "--every-ms", "100"], workdir=tmp)
+        self.assertEqual(rc, 0, err)
+        printed = re.findall(r"^pages-app: request failed: (.*)$", err, re.M)
+        self.assertEqual(len(printed), 2, err)
+        self.assertIn("port %d" % port, printed[0])
+        nets = of_type(records, "net", lib="curl")
+        self.assertEqual(len(nets), 2, records)
+        for n in nets:
+            self.assertIn(n["error"], printed)
+            self.assertEqual(n["status"], 0)
+            self.assertIsNone(n["connect_ms"])
+            self.assertIsNone(n["tls_ms"])
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """Programs that are not GTK run under `pacer run` exactly as without it:
 same output, same exit status, no record file, no GTK or GLib mapped into
-them. Plus `pacer run`'s own errors, and the agent's link-time promise: it
+them; `pacer run` adds one line on stderr at the end saying the program was
+not measured and why (a measured program's line says where its records
+went: test_jank.py, the demo). Plus `pacer run`'s own errors, and the agent's link-time promise: it
 links no toolkit (only what the pacer core itself needs), and exports its
 hooks, not the core's symbols.
 """
@@ -13,6 +15,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from agentlib import PACER  # noqa: E402
+
+NOT_GTK = "was not measured: it did not load GTK 4 (the agent measures GTK 4 programs)\n"
 
 AGENT = os.environ["PACER_AGENT_LIB"]
 
@@ -28,7 +32,9 @@ class PlainPrograms(unittest.TestCase):
                               env=env)
 
     def test_exit_status_is_the_programs(self):
-        self.assertEqual(self.run_pacer("true").returncode, 0)
+        p = self.run_pacer("true")
+        self.assertEqual(p.returncode, 0)
+        self.assertRegex(p.stderr, r"^pacer: true \(pid [0-9]+\) " + NOT_GTK.replace("(", "\\(").replace(")", "\\)") + "$")
         self.assertEqual(self.run_pacer("false").returncode, 1)
         self.assertFalse(os.path.exists(self.out), "a non-GTK program produced records")
 
@@ -39,7 +45,11 @@ class PlainPrograms(unittest.TestCase):
         os.chmod(script, 0o755)
         direct = subprocess.run([script, "a", "b c"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         p = self.run_pacer(script, "a", "b c")
-        self.assertEqual((p.returncode, p.stdout, p.stderr), (direct.returncode, direct.stdout, direct.stderr))
+        self.assertEqual((p.returncode, p.stdout), (direct.returncode, direct.stdout))
+        # the script's stderr, then pacer's one line (once: not from each process of the script)
+        self.assertTrue(p.stderr.startswith(direct.stderr), p.stderr)
+        self.assertEqual(p.stderr[len(direct.stderr):].count("\n"), 1, p.stderr)
+        self.assertIn(NOT_GTK, p.stderr)
         self.assertEqual(p.returncode, 7)
         self.assertFalse(os.path.exists(self.out))
 
@@ -77,6 +87,27 @@ class PlainPrograms(unittest.TestCase):
         p = self.run_pacer("true", env=env)
         self.assertEqual(p.returncode, 2)
         self.assertIn("PACER_AGENT_LIB", p.stderr)
+
+    def test_unwritable_out_is_found_before_the_program_starts(self):
+        marker = os.path.join(self.work, "started")
+        for out in (os.path.join(self.work, "no", "such", "dir", "r.jsonl"), self.work):
+            p = subprocess.run([PACER, "run", "--out", out, "--", "sh", "-c", "touch " + marker],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("--out '%s'" % out, p.stderr)
+            self.assertFalse(os.path.exists(marker), "the program ran")
+        # a writable place: the check leaves no file behind when nothing was written
+        p = self.run_pacer("true")
+        self.assertEqual(p.returncode, 0)
+        self.assertFalse(os.path.exists(self.out))
+
+    def test_static_program_is_said_to_be_unmeasurable(self):
+        static = "/sbin/ldconfig"  # Debian's ldconfig is a static PIE
+        if not os.path.exists(static):
+            self.skipTest("no static executable here")
+        p = self.run_pacer(static, "--version")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("pacer run: %s is statically linked: the agent cannot be loaded into it" % static, p.stderr)
 
     def test_agent_links_no_toolkit(self):
         if not shutil.which("readelf"):
