@@ -30,10 +30,11 @@ typedef enum pacer_event_type {
     PACER_EV_API_START,         /* url, req */
     PACER_EV_API_END,           /* url, req, status */
     PACER_EV_PAGE_SHOW,         /* page: it could be seen for the first time (mapped) */
+    PACER_EV_HANDOFF,           /* the launch handed its work to an instance already running */
 } pacer_event_type;
 
 #define PACER_EV_FIRST PACER_EV_LAUNCH
-#define PACER_EV_LAST PACER_EV_PAGE_SHOW
+#define PACER_EV_LAST PACER_EV_HANDOFF
 
 typedef enum pacer_page_kind {
     PACER_PAGE_WINDOW = 0, /* a toplevel window (Activity) */

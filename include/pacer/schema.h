@@ -80,8 +80,8 @@ extern "C" {
 
 /* ---- startup (DESIGN §3.2, seeds 000 and 002) ---- */
 #define PACER_STARTUP_FIELDS(X)                                                                                      \
-    X(KIND, "kind", STRING, PACER_FIELD_REQUIRED | PACER_FIELD_NAME, NULL, "cold|warm", NULL, "kind", NONE,          \
-      "cold or warm")                                                                                                \
+    X(KIND, "kind", STRING, PACER_FIELD_REQUIRED | PACER_FIELD_NAME, NULL, "cold|warm|handoff", NULL, "kind", NONE,  \
+      "cold, warm, or handoff (the launch passed its work to an instance already running)")                          \
     X(COLD_MS, "cold_ms", MS, PACER_FIELD_METRIC | PACER_FIELD_SPAN_END, "ms", NULL, NULL, "cold_ms", NONE,          \
       "cold: launch to the first frame of the main page")                                                            \
     X(FIRST_SCREEN_MS, "first_screen_ms", MS, PACER_FIELD_METRIC, "ms", NULL, NULL, "first_screen_ms", NONE,         \
@@ -92,6 +92,8 @@ extern "C" {
       "cold: launch to the main page's final draw")                                                                  \
     X(WARM_MS, "warm_ms", MS, PACER_FIELD_METRIC | PACER_FIELD_SPAN_END, "ms", NULL, NULL, "warm_ms", NONE,          \
       "warm: a window created after all had closed to its first draw")                                               \
+    X(HANDOFF_MS, "handoff_ms", MS, PACER_FIELD_METRIC | PACER_FIELD_SPAN_END, "ms", NULL, NULL, "handoff_ms", NONE,  \
+      "handoff: launch to the handoff to the running instance")                                                      \
     X(OUTLIER, "outlier", BOOL, 0, NULL, NULL, NULL, "outlier", NONE, "slower than 30 s: left out of percentiles")   \
     X(MAIN_PAGE, "main_page", STRING, 0, NULL, NULL, NULL, "main_page", NONE, "cold: class of the main page")        \
     X(PAGE, "page", STRING, 0, NULL, NULL, NULL, "page", NONE, "warm: class of the window that opened")              \
@@ -105,7 +107,8 @@ extern "C" {
     X(FIRST_FRAME, "first_frame", INT, 0, "ns", NULL, NULL, NULL, NONE, "the first draw of any page")                \
     X(MAIN_FRAME, "main_frame", INT, 0, "ns", NULL, NULL, NULL, NONE, "cold: the first draw of the main page")       \
     X(FULL_DISPLAY, "full_display", INT, 0, "ns", NULL, NULL, NULL, NONE, "cold: the main page's final draw")        \
-    X(CREATE, "create", INT, 0, "ns", NULL, NULL, NULL, NONE, "warm: the window's creation")
+    X(CREATE, "create", INT, 0, "ns", NULL, NULL, NULL, NONE, "warm: the window's creation")                         \
+    X(HANDOFF, "handoff", INT, 0, "ns", NULL, NULL, NULL, NONE, "handoff: activation passed to the running instance")
 
 /* ---- net (DESIGN §3.4, seed 001) ---- */
 #define PACER_NET_FIELDS(X)                                                                                          \

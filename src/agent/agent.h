@@ -111,6 +111,8 @@ extern _Atomic uint64_t agent_net_epoch;
 /* ---- features (agent.c drives them: install at setup; stop, flush at exit) ---- */
 void exit_signals_install(void); /* exit.c: SIGTERM, SIGINT, SIGHUP write what is pending */
 void start_install(void);    /* start.c: GApplication created */
+/* start.c: a GApplication instance was constructed (types.c's trampoline) */
+void start_on_application(GTypeInstance *app);
 void soup_install(void);     /* soup.c: when libsoup-3.0 is loaded */
 void soup_flush(void);       /* soup.c: failed requests still waiting for their error text */
 void mainloop_install(void); /* mainloop.c: the default context's poll function */

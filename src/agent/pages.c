@@ -6,7 +6,10 @@
  *   -------------  ------------------------------  ---------------------------------
  *   create         construction begins (types.c:   likewise, for a type the config in
  *                  GtkWidget's instance_init)      force names; or gtk_stack_add_named/
- *                                                  _titled with a configured name
+ *                                                  _titled with a configured name; or
+ *                                                  a stack page whose name (from a
+ *                                                  GtkBuilder file) is configured,
+ *                                                  when it first becomes visible
  *   view_created   child set: gtk_window_set_child  gets a parent (notify::parent):
  *                  called by the app, else         added to its stack / notebook
  *                  notify::child
@@ -370,8 +373,42 @@ static bool is_page(GType type, bool *ret_window)
     return configured;
 }
 
+/* Stack pages named in a GtkBuilder file (<object class="GtkStackPage">
+ * <property name="name">) are added inside GTK, not through the app's
+ * gtk_stack_add_named: every stack is watched, and a visible child whose
+ * page name the config in force names becomes a page when it is first
+ * selected (created then; shown at once when the stack is mapped). */
+static void on_visible_child_name(GObject *stack, GParamSpec *pspec, gpointer data)
+{
+    const char *name = gtk_stack_get_visible_child_name((GtkStack *)stack);
+    GtkWidget *child = gtk_stack_get_visible_child((GtkStack *)stack);
+    if (!name || !child || page_of(child) || !agent_active())
+        return;
+    pacer_config *cfg = agent_config();
+    bool configured = cfg && pacer_config_find_page(cfg, name) >= 0;
+    pacer_config_unref(cfg);
+    if (!configured)
+        return;
+    agent_in_hook++;
+    page_track((GObject *)child, name, false);
+    page *pg = page_of(child);
+    if (pg) {
+        view_created(pg); /* it is in its stack already */
+        container_connect(pg);
+        if (gtk_widget_get_mapped(child))
+            on_map(child, pg);
+    }
+    agent_in_hook--;
+}
+
 void pages_on_construct(GTypeInstance *instance, GType type)
 {
+    static GType stack_type;
+    if (!stack_type)
+        stack_type = gtk_stack_get_type();
+    if (g_type_is_a(type, stack_type))
+        g_signal_connect_data(instance, "notify::visible-child-name", G_CALLBACK(on_visible_child_name), NULL, NULL,
+                              0);
     bool window;
     if (!is_page(type, &window))
         return;

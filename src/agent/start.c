@@ -13,6 +13,15 @@
  * mark is the moment activation begins, before the app builds its first
  * window. Apps without GApplication get the first window's creation from
  * the model instead (DESIGN §2).
+ *
+ * Handoff: a unique GApplication started while an instance of it runs
+ * registers, finds itself remote, passes its activation to the running
+ * instance over D-Bus and returns from g_application_run() without a window
+ * or a local `activate`. Every GApplication instance comes here from its
+ * instance_init (types.c); a handler on its notify::is-registered (emitted
+ * by g_application_register() once is-remote is known) marks
+ * PACER_EV_HANDOFF when it is remote. The model then writes a `handoff`
+ * start-up record, not an empty cold start.
  */
 #include "agent.h"
 
@@ -33,6 +42,19 @@ static gboolean on_app_signal(GSignalInvocationHint *hint, guint n, const GValue
     pacer_event ev = {.type = PACER_EV_APP_CREATED};
     agent_submit(&ev);
     return FALSE;
+}
+
+static void on_registered(GObject *app, GParamSpec *pspec, gpointer data)
+{
+    if (!agent_active() || !g_application_get_is_remote((GApplication *)app))
+        return;
+    pacer_event ev = {.type = PACER_EV_HANDOFF};
+    agent_submit(&ev);
+}
+
+void start_on_application(GTypeInstance *app)
+{
+    g_signal_connect_data(app, "notify::is-registered", G_CALLBACK(on_registered), NULL, NULL, 0);
 }
 
 /* The "application created" mark (a feature: agent.c installs it). */

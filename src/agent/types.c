@@ -22,6 +22,10 @@
  * Cost: one check per widget created (a type test, and a lookup of the type
  * among the configured pages cached per config; pages.c).
  *
+ * GApplication's instance_init gets a trampoline the same way: every
+ * application instance is handed to start.c (start_on_application), which
+ * watches its registration for a handoff to a running instance.
+ *
  * Limit: when GtkWidget was registered before the agent's constructor ran,
  * no construction can be seen (types_check says so).
  */
@@ -38,6 +42,8 @@ static register_static_fn real_register_static;
 
 static GInstanceInitFunc widget_init;  /* GtkWidget's own instance_init */
 static _Atomic bool widget_registered; /* through this hook */
+static GInstanceInitFunc application_init;
+static _Atomic bool application_registered;
 
 static void widget_init_trampoline(GTypeInstance *instance, gpointer klass)
 {
@@ -50,15 +56,35 @@ static void widget_init_trampoline(GTypeInstance *instance, gpointer klass)
         widget_init(instance, klass);
 }
 
-/* The init to register for type `name`: the trampoline for GtkWidget. */
+static void application_init_trampoline(GTypeInstance *instance, gpointer klass)
+{
+    if (application_init)
+        application_init(instance, klass);
+    if (!agent_in_hook && agent_active()) {
+        agent_in_hook++;
+        start_on_application(instance);
+        agent_in_hook--;
+    }
+}
+
+/* The init to register for type `name`: a trampoline for GtkWidget and
+ * GApplication, once each. (Registration may nest — register_static_simple
+ * calling register_static — and the flags keep it to one wrap. The agent's
+ * own set-up registers GApplication, with agent_in_hook set: that one is
+ * wrapped too.) */
 static GInstanceInitFunc maybe_wrap(const char *name, GInstanceInitFunc init)
 {
-    if (agent_in_hook || !agent_active() || !name || strcmp(name, "GtkWidget") != 0 ||
-        atomic_load(&widget_registered))
+    if (!agent_active() || !name)
         return init;
-    widget_init = init;
-    atomic_store(&widget_registered, true);
-    return widget_init_trampoline;
+    if (strcmp(name, "GtkWidget") == 0 && !agent_in_hook && !atomic_exchange(&widget_registered, true)) {
+        widget_init = init;
+        return widget_init_trampoline;
+    }
+    if (strcmp(name, "GApplication") == 0 && !atomic_exchange(&application_registered, true)) {
+        application_init = init;
+        return application_init_trampoline;
+    }
+    return init;
 }
 
 AGENT_EXPORT GType g_type_register_static_simple(GType parent_type, const gchar *type_name, guint class_size,

@@ -36,7 +36,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const event_names[] = {
+static const char *const event_names[PACER_EV_LAST + 1] = {
     [PACER_EV_LAUNCH] = "launch",
     [PACER_EV_AGENT_INIT] = "agent_init",
     [PACER_EV_MAIN] = "main",
@@ -50,6 +50,7 @@ static const char *const event_names[] = {
     [PACER_EV_API_START] = "api_start",
     [PACER_EV_API_END] = "api_end",
     [PACER_EV_PAGE_SHOW] = "page_show",
+    [PACER_EV_HANDOFF] = "handoff",
 };
 
 /* Vocabulary members, in the order the writer emits them. */
@@ -62,7 +63,7 @@ static const char *const field_names[F_COUNT] = {
 
 #define FB(f) (1u << (f))
 /* Members each event requires besides "t" and "ev". */
-static const unsigned event_fields[] = {
+static const unsigned event_fields[PACER_EV_LAST + 1] = {
     [PACER_EV_PAGE_CREATE] = FB(F_PAGE) | FB(F_CLASS) | FB(F_KIND),
     [PACER_EV_PAGE_VIEW_CREATED] = FB(F_PAGE),
     [PACER_EV_PAGE_DRAW] = FB(F_PAGE),

@@ -233,6 +233,29 @@ static void emit_cold(model *m)
     deliver(m, r, bad);
 }
 
+static void emit_handoff(model *m)
+{
+    const startup *s = &m->st;
+    int64_t start = s->phase[PHASE_LAUNCH] != PAGE_UNSET ? s->phase[PHASE_LAUNCH] : s->handoff;
+    pacer_record *r = pacer_record_new(PACER_RECORD_STARTUP);
+    bool bad = !r || !stamp(m, r, start);
+    if (bad) {
+        deliver(m, r, true);
+        return;
+    }
+    bad |= pacer_record_set_str(r, PACER_STARTUP_KIND, "handoff") < 0;
+    if (s->phase[PHASE_LAUNCH] != PAGE_UNSET)
+        bad |= pacer_record_set_ms(r, PACER_STARTUP_HANDOFF_MS, s->handoff - s->phase[PHASE_LAUNCH]) < 0;
+    pacer_record *ph = pacer_record_add(r, PACER_STARTUP_PHASES);
+    bad |= !ph;
+    for (int i = 0; i < N_PHASES && ph; i++)
+        if (s->phase[i] != PAGE_UNSET)
+            bad |= pacer_record_set_int(ph, (unsigned)i, s->phase[i]) < 0;
+    if (ph)
+        bad |= pacer_record_set_int(ph, PACER_PHASE_HANDOFF, s->handoff) < 0;
+    deliver(m, r, bad);
+}
+
 static void emit_warm(model *m, const startup_report *w)
 {
     pacer_record *r = pacer_record_new(PACER_RECORD_STARTUP);
@@ -392,6 +415,9 @@ int model_submit(model *m, const pacer_event *in)
     case PACER_EV_APP_CREATED:
         startup_on_mark(&m->st, PHASE_APP_CREATED, ev->t_ns);
         break;
+    case PACER_EV_HANDOFF:
+        startup_on_handoff(&m->st, ev->t_ns);
+        break;
     case PACER_EV_PAGE_CREATE:
         on_page_create(m, ev);
         break;
@@ -445,8 +471,9 @@ void model_finish(model *m)
     for (page *p = m->head; p; p = p->next)
         if (p->status == PAGE_MEASURING)
             report_page(m, p, unfinished(m, p, PAGE_INCOMPLETE));
-    if (startup_on_finish(&m->st))
-        emit_cold(m);
+    bool handoff;
+    if (startup_on_finish(&m->st, &handoff))
+        handoff ? emit_handoff(m) : emit_cold(m);
 }
 
 int model_emit(model *m, const char *type, const char *fields_json, int64_t t_ns)

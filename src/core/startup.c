@@ -20,6 +20,11 @@
  * carries full_display; or at the end of data. A warm start begins when a
  * window opens in a process whose windows had all closed after the cold
  * start, and ends at that window's first draw (Matrix warmCost).
+ *
+ * A handoff: a GApplication launched while an instance of it runs passes
+ * its activation to that instance and exits without a window. That launch
+ * is no cold start: at the end of data it gets a `handoff` record (launch →
+ * the handoff) instead, unless it opened a window after all.
  */
 #include "startup.h"
 
@@ -36,6 +41,7 @@ void startup_init(startup *s)
     memset(s, 0, sizeof(*s));
     for (int i = 0; i < N_PHASES; i++)
         s->phase[i] = PAGE_UNSET;
+    s->handoff = PAGE_UNSET;
 }
 
 void startup_clear(startup *s)
@@ -61,6 +67,7 @@ void startup_on_page_create(startup *s, page *p, bool cfg_has_main, int64_t t)
             s->warm_create = t;
         }
         s->live_windows++;
+        s->any_window = true;
     }
     if (!s->main_chosen) {
         bool is_main = cfg_has_main ? p->is_main
@@ -122,10 +129,22 @@ bool startup_on_main_reported(startup *s, const page *p)
     return true;
 }
 
-bool startup_on_finish(startup *s)
+void startup_on_handoff(startup *s, int64_t t)
 {
+    if (!set(s->handoff))
+        s->handoff = t;
+}
+
+bool startup_on_finish(startup *s, bool *ret_handoff)
+{
+    *ret_handoff = false;
     if (s->cold_reported)
         return false;
+    if (set(s->handoff) && !s->any_window) {
+        s->cold_reported = true;
+        *ret_handoff = true;
+        return true;
+    }
     for (int i = 0; i < N_PHASES; i++) {
         if (set(s->phase[i])) {
             s->cold_reported = true;

@@ -32,6 +32,8 @@ typedef struct startup {
     char *main_class;
     bool cold_reported;
     int live_windows;
+    bool any_window;       /* a window was created */
+    int64_t handoff;       /* PAGE_UNSET, or when the launch handed off */
     /* warm start in progress: every window had closed, then this one opened */
     bool warm_pending;
     uint64_t warm_page;
@@ -68,9 +70,14 @@ bool startup_on_first_draw(startup *s, const page *p, int64_t t, startup_report 
  * display. Returns true when the cold start record is now due. */
 bool startup_on_main_reported(startup *s, const page *p);
 
-/* End of data: true when a cold start record is still due (some mark was
- * seen but the main page never finished). */
-bool startup_on_finish(startup *s);
+/* The launch handed its work to an instance already running (GApplication
+ * remote activation). The first wins. */
+void startup_on_handoff(startup *s, int64_t t);
+
+/* End of data: true when a start-up record is still due (some mark was
+ * seen but the main page never finished). *ret_handoff says it is a handoff
+ * record (the launch handed off and opened no window), not a cold start. */
+bool startup_on_finish(startup *s, bool *ret_handoff);
 
 /* Cold start metrics (ns from launch); false when absent. */
 bool startup_cold_ns(const startup *s, startup_phase phase, int64_t *ret);

@@ -31,6 +31,14 @@
  *                       SIGTERM" and exits 3
  *   --print-dispositions  prints "SIGTERM=dfl|other SIGINT=… SIGHUP=…", what
  *                       sigaction() tells it at start
+ *   --builder-stack     the window's child is a GtkStack built from a GtkBuilder
+ *                       file, pages named "home" and "settings"; "settings" is
+ *                       selected 200 ms after the window's first frame, the
+ *                       window closes 400 ms later
+ *   --say-drawn         prints "drawn" once the window's first frame painted
+ *   --unique            a unique GApplication (org.pacer.JankApp on the session
+ *                       bus): a second launch hands its activation to the
+ *                       first and exits; prints "activated" at each activate
  * Exits 0 when done; with no --animate-ms the window closes after the janks.
  */
 #include <gtk/gtk.h>
@@ -48,7 +56,7 @@
 
 static struct {
     guint animate_ms, slow_frame_ms, busy_frame_ms, janks, jank_ms, gap_ms, block_ms, idle_ms;
-    gboolean block_signals, main_blocks, handle_term, print_dispositions;
+    gboolean block_signals, main_blocks, handle_term, print_dispositions, unique, builder_stack, say_drawn;
     const char *block;
     const char *stall;
 } opt;
@@ -253,11 +261,60 @@ static void jank_app_window_class_init(JankAppWindowClass *klass)
 {
 }
 
+static const char stack_ui[] =
+    "<interface>"
+    "  <object class=\"GtkStack\" id=\"stack\">"
+    "    <child><object class=\"GtkStackPage\"><property name=\"name\">home</property>"
+    "      <property name=\"child\"><object class=\"GtkLabel\"><property name=\"label\">home</property></object>"
+    "      </property></object></child>"
+    "    <child><object class=\"GtkStackPage\"><property name=\"name\">settings</property>"
+    "      <property name=\"child\"><object class=\"GtkLabel\"><property name=\"label\">settings</property>"
+    "      </object></property></object></child>"
+    "  </object>"
+    "</interface>";
+
+static gboolean select_settings(gpointer stack)
+{
+    gtk_stack_set_visible_child_name(GTK_STACK(stack), "settings");
+    g_timeout_add(400, finish, NULL);
+    return G_SOURCE_REMOVE;
+}
+
+static void on_first_paint(GdkFrameClock *clock, gpointer data)
+{
+    g_signal_handlers_disconnect_by_func(clock, on_first_paint, data);
+    if (opt.say_drawn) {
+        puts("drawn");
+        fflush(stdout);
+    }
+    if (opt.builder_stack)
+        g_timeout_add(200, select_settings, gtk_window_get_child(window));
+}
+
+static void on_map(GtkWidget *w, gpointer data)
+{
+    g_signal_connect(gtk_widget_get_frame_clock(w), "after-paint", G_CALLBACK(on_first_paint), NULL);
+}
+
 static void on_activate(GApplication *app)
 {
     window = g_object_new(JANK_TYPE_APP_WINDOW, "application", app, NULL);
+    if (opt.builder_stack) {
+        GtkBuilder *b = gtk_builder_new_from_string(stack_ui, -1);
+        GtkWidget *stack = GTK_WIDGET(gtk_builder_get_object(b, "stack"));
+        gtk_window_set_child(window, stack);
+        g_object_unref(b);
+    }
+    if (opt.builder_stack || opt.say_drawn)
+        g_signal_connect(window, "map", G_CALLBACK(on_map), NULL);
     gtk_window_present(window);
-    if (opt.block) {
+    if (opt.unique) {
+        puts("activated");
+        fflush(stdout);
+    }
+    if (opt.builder_stack) {
+        /* select_settings ends it */
+    } else if (opt.block) {
         g_timeout_add(opt.gap_ms, one_block, NULL);
     } else if (opt.stall) {
         g_timeout_add(opt.gap_ms, one_stall, NULL);
@@ -314,6 +371,12 @@ int main(int argc, char **argv)
             opt.handle_term = TRUE;
         else if (strcmp(a, "--print-dispositions") == 0)
             opt.print_dispositions = TRUE;
+        else if (strcmp(a, "--unique") == 0)
+            opt.unique = TRUE;
+        else if (strcmp(a, "--builder-stack") == 0)
+            opt.builder_stack = TRUE;
+        else if (strcmp(a, "--say-drawn") == 0)
+            opt.say_drawn = TRUE;
         else {
             fprintf(stderr, "jank-app: unknown option %s\n", a);
             return 2;
@@ -336,7 +399,8 @@ int main(int argc, char **argv)
         printf("SIGTERM=%s SIGINT=%s SIGHUP=%s\n", disposition(SIGTERM), disposition(SIGINT), disposition(SIGHUP));
         fflush(stdout);
     }
-    GtkApplication *app = gtk_application_new("org.pacer.JankApp", G_APPLICATION_NON_UNIQUE);
+    GtkApplication *app =
+        gtk_application_new("org.pacer.JankApp", opt.unique ? G_APPLICATION_DEFAULT_FLAGS : G_APPLICATION_NON_UNIQUE);
     g_signal_connect(app, "activate", G_CALLBACK(on_activate), NULL);
     char *args[] = {argv[0], NULL};
     int status = g_application_run(G_APPLICATION(app), 1, args);

@@ -36,8 +36,11 @@ class ExitSignals(unittest.TestCase):
         return p, first
 
     def run_and_signal(self, sig, args, under_pacer, out=None):
-        p, first = self.start(args + ["--print-dispositions"], under_pacer, out)
-        time.sleep(2.0)  # the window maps and animates
+        p, first = self.start(args + ["--print-dispositions", "--say-drawn"], under_pacer, out)
+        drawn = p.stdout.readline()  # the first frame is on screen
+        self.assertEqual(drawn, "drawn\n")
+        first += drawn
+        time.sleep(1.0)  # it animates
         p.send_signal(sig)
         rest, err = p.communicate(timeout=60)
         return p.returncode, first + rest, err

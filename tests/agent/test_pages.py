@@ -74,5 +74,28 @@ class LatePages(unittest.TestCase):
             self.assertIsNone(n["tls_ms"])
 
 
+class BuilderStackPages(unittest.TestCase):
+    def test_pages_named_in_a_builder_file_are_measured(self):
+        """jank-app --builder-stack: a GtkStack from a GtkBuilder file with
+        pages "home" (visible first) and "settings" (selected 400 ms
+        later). Both names are configured: each gets a complete page
+        record, "settings" measured from its selection (a frame or two,
+        not the 400 ms it waited hidden)."""
+        jank_app = os.environ["JANK_APP"]
+        with tempfile.TemporaryDirectory() as tmp, Xvfb() as x:
+            cfg = os.path.join(tmp, "stack.xml")
+            with open(cfg, "w") as f:
+                f.write('<pacer><page id="home"/><page id="settings"/></pacer>')
+            rc, records, _, err = pacer_run(x.display, jank_app, ["--builder-stack"], config=cfg, workdir=tmp)
+        self.assertEqual(rc, 0, err)
+        for name in ("home", "settings"):
+            pages = of_type(records, "page", page=name)
+            self.assertEqual(len(pages), 1, records)
+            self.assertEqual(pages[0]["status"], "complete", pages[0])
+            self.assertEqual(pages[0]["kind"], "page")
+            self.assertGreater(pages[0]["initial_draw_ms"], 0)
+        self.assertLess(of_type(records, "page", page="settings")[0]["initial_draw_ms"], 300)
+
+
 if __name__ == "__main__":
     unittest.main()

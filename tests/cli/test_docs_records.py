@@ -44,18 +44,27 @@ def emitted():
         {"t": 4, "ev": "page_create", "page": 2, "class": "W", "kind": "window"},
         {"t": 5, "ev": "page_draw", "page": 2},
     ]
+    handoff = [
+        {"t": 0, "ev": "launch"},
+        {"t": 1, "ev": "main"},
+        {"t": 2, "ev": "handoff"},
+    ]
     recs = []
     runs = [["--config", os.path.join(ROOT, "tests", "data", "shop.xml"),
              os.path.join(ROOT, "examples", "events", "shop-events.jsonl")]]
-    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
-        f.write("".join(json.dumps(e) + "\n" for e in warm))
-    runs.append([f.name])
+    files = []
+    for events in (warm, handoff):
+        with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+            f.write("".join(json.dumps(e) + "\n" for e in events))
+        files.append(f.name)
+        runs.append([f.name])
     try:
         for args in runs:
             p = subprocess.run([PACER, "replay"] + args, capture_output=True, text=True, check=True)
             recs += [json.loads(l) for l in p.stdout.splitlines()]
     finally:
-        os.unlink(f.name)
+        for name in files:
+            os.unlink(name)
     keys = {}
     for r in recs:
         keys.setdefault(r["type"], set()).update(r.keys())

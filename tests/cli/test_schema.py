@@ -76,7 +76,7 @@ class SchemaTest(unittest.TestCase):
         self.assertIn("required", self.field("page", "apis", "url")["flags"])
 
     def test_startup(self):
-        self.assertEqual(self.field("startup", "kind")["values"], ["cold", "warm"])
+        self.assertEqual(self.field("startup", "kind")["values"], ["cold", "warm", "handoff"])
         phases = self.field("startup", "phases")
         self.assertEqual(phases["type"], "object")
         launch = self.field("startup", "phases", "launch")

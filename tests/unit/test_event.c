@@ -72,7 +72,7 @@ static void test_event_names(void **state)
     static const char *const names[] = {
         "launch",    "agent_init",  "main",        "app_created", "page_create", "page_view_created",
         "page_draw", "page_select", "page_scroll", "page_destroy", "api_start",  "api_end",
-        "page_show",
+        "page_show", "handoff",
     };
     for (int t = PACER_EV_FIRST; t <= PACER_EV_LAST; t++)
         assert_string_equal(pacer_event_name((pacer_event_type)t), names[t - PACER_EV_FIRST]);
@@ -92,6 +92,7 @@ static void test_parse_every_type(void **state)
         {"agent_init", PACER_EV_AGENT_INIT},
         {"main", PACER_EV_MAIN},
         {"app_created", PACER_EV_APP_CREATED},
+        {"handoff", PACER_EV_HANDOFF},
     };
     static const struct {
         const char *name;

@@ -297,6 +297,37 @@ static void test_marks_first_wins(void **state)
     rec_capture_clear(&c);
 }
 
+/* A launch that hands off to a running instance: a handoff record, no cold
+ * start; one that opens a window after all is a cold start as before. */
+static void test_handoff(void **state)
+{
+    (void)state;
+    rec_capture c;
+    pacer_t *p = test_pacer_new(&c, NULL);
+    marks(p, 0, 2, 5, -1);
+    ev_at(p, 40, PACER_EV_HANDOFF, 0);
+    pacer_free(p);
+    assert_int_equal(rec_count(&c, "startup"), 1);
+    json_t *r = rec_find(&c, "startup", "kind", "handoff", 0);
+    assert_non_null(r);
+    assert_ms(r, "handoff_ms", 40);
+    assert_false(rec_has(r, "cold_ms"));
+    json_t *ph = json_object_get(r, "phases");
+    assert_int_equal((int64_t)json_integer_value(json_object_get(ph, "handoff")), 40000000);
+    assert_int_equal((int64_t)json_integer_value(json_object_get(ph, "main")), 5000000);
+    rec_capture_clear(&c);
+
+    p = test_pacer_new(&c, NULL);
+    marks(p, 0, 2, 5, -1);
+    ev_at(p, 40, PACER_EV_HANDOFF, 0);
+    ev_create(p, 60, 1, "W", W);
+    ev_at(p, 80, PACER_EV_PAGE_DRAW, 1);
+    pacer_free(p);
+    json_t *r2 = cold(&c);
+    assert_ms(r2, "cold_ms", 80);
+    rec_capture_clear(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -311,6 +342,7 @@ int main(void)
         cmocka_unit_test(test_without_launch_mark),
         cmocka_unit_test(test_nothing_no_startup_record),
         cmocka_unit_test(test_marks_first_wins),
+        cmocka_unit_test(test_handoff),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
