@@ -54,6 +54,7 @@ struct http_server {
     conn_table conns;
     pool pool;
     uint64_t rejects[HTTP_REJ_COUNT];
+    size_t max_discard;
     /* libmicrohttpd's log, once it runs */
     pthread_mutex_t log_lock;
     bool running;
@@ -82,6 +83,7 @@ typedef struct hreq {
     size_t len, cap, taken; /* taken: body bytes counted in the pool's budget */
     bool too_large, over_budget, admitted;
     bool deferred;    /* rs is an answer made on the headers, sent at the last call */
+    size_t discard;   /* deferred: the body is read and dropped, up to this many bytes */
     http_response rs; /* the worker's answer, or the deferred one */
 } hreq;
 
@@ -177,18 +179,36 @@ static enum MHD_Result answer(hreq *h, http_response *rs)
 static long long content_length(const hreq *h);
 static size_t header_count(const hreq *h, const char *name, const char **ret_first);
 
-/* An answer decided on the headers. libmicrohttpd closes the connection
- * after an answer queued before the body was read, as it must when a body
- * follows; a request without a body keeps its connection: its answer waits
- * for the last call. */
+/* An answer decided on the headers, when a body may follow. Queued at
+ * once, it is sent before the body is read and libmicrohttpd closes the
+ * connection; a client still sending its body may then never read it (it
+ * gets EPIPE, or a reset that discards the answer). So:
+ *   - a client that waits (Expect: 100-continue), a body too large to be
+ *     read, or a refused credential with a body over DISCARD_SMALL: the
+ *     answer goes at once, without a byte of the body;
+ *   - 429 (a client with a right key, told when to retry): the body, up to
+ *     max_discard bytes, is read and dropped as it arrives (never kept),
+ *     then the answer is sent and the connection stays open;
+ *   - any other refusal with a body of at most DISCARD_SMALL bytes, or
+ *     without a body: likewise. */
+#define DISCARD_SMALL 65536
+
 static enum MHD_Result finish(hreq *h, http_response *rs)
 {
-    bool body = content_length(h) > 0 || header_count(h, MHD_HTTP_HEADER_TRANSFER_ENCODING, NULL);
-    if (h->state != R_NEW || body || rs->close)
+    if (h->state != R_NEW || rs->close)
+        return answer(h, rs);
+    long long cl = content_length(h);
+    bool chunked = header_count(h, MHD_HTTP_HEADER_TRANSFER_ENCODING, NULL) > 0;
+    const char *expect = NULL;
+    header_count(h, MHD_HTTP_HEADER_EXPECT, &expect);
+    size_t cap = rs->status == 429 ? h->srv->max_discard : DISCARD_SMALL;
+    bool body = cl > 0 || chunked;
+    if (body && ((expect && strcasecmp(expect, "100-continue") == 0) || cl > (long long)cap ||
+                 (chunked && rs->status != 429) || rs->status == 413))
         return answer(h, rs);
     h->rs = *rs;
     h->deferred = true;
-    h->max_body = 0;
+    h->discard = cap;
     h->state = R_BODY;
     return MHD_YES;
 }
@@ -458,6 +478,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     switch (h->state) {
     case R_NEW: return first_call(h, method, version);
     case R_BODY:
+        if (*upload_size && h->deferred) {
+            size_t n = *upload_size;
+            *upload_size = 0;
+            if (n > h->discard)
+                return MHD_NO; /* more than it announced, or a chunked body too long: close */
+            h->discard -= n;
+            return MHD_YES;
+        }
         if (*upload_size) {
             body_append(h, upload_data, *upload_size);
             *upload_size = 0;
@@ -564,6 +592,8 @@ static void options_defaults(http_options *o)
         o->max_body_bytes_in_flight = (size_t)256 << 20;
     if (!o->max_wait_ms)
         o->max_wait_ms = 1000;
+    if (!o->max_discard_bytes)
+        o->max_discard_bytes = (size_t)16 << 20;
 }
 
 http_server *http_start(const char *addr, uint16_t port, const http_options *opts, const http_app *app, char *err,
@@ -601,6 +631,7 @@ http_server *http_start(const char *addr, uint16_t port, const http_options *opt
     }
     srv->app = *app;
     srv->tls = tls;
+    srv->max_discard = o.max_discard_bytes;
     pthread_mutex_init(&srv->log_lock, NULL);
     if (conns_init(&srv->conns, &o, srv->rejects) < 0) {
         snprintf(err, err_size, "cannot start the connection reaper");
@@ -686,13 +717,29 @@ void http_get_stats(http_server *srv, http_stats *ret)
     pthread_mutex_unlock(&p->lock);
 }
 
+/* How long a drain waits, once nothing is in flight, for requests that
+ * clients sent before the signal and that still sit unread in socket
+ * buffers; each is then answered 503. */
+#define DRAIN_GRACE_MS 100
+
 size_t http_drain(http_server *srv, unsigned timeout_ms)
 {
     __atomic_store_n(&srv->draining, true, __ATOMIC_RELEASE);
     MHD_socket fd = MHD_quiesce_daemon(srv->daemon);
     if (fd != MHD_INVALID_SOCKET)
         close(fd);
-    return pool_wait_idle(&srv->pool, mono_ns() + (int64_t)timeout_ms * 1000000LL);
+    int64_t deadline = mono_ns() + (int64_t)timeout_ms * 1000000LL;
+    bool quiet_once = false;
+    for (;;) {
+        size_t left = pool_wait_idle(&srv->pool, deadline);
+        unsigned busy = conns_busy(&srv->conns);
+        if (left || mono_ns() >= deadline)
+            return left > busy ? left : busy;
+        if (!busy && quiet_once)
+            return 0;
+        quiet_once = !busy;
+        sleep_ms(busy ? 10 : DRAIN_GRACE_MS);
+    }
 }
 
 void http_stop(http_server *srv)

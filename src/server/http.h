@@ -20,12 +20,14 @@
  *                 the parameter;
  *   body          the application's preflight sees the headers only and
  *                 decides (credentials, method, route) before a byte of the
- *                 body is read: its refusal is sent at once, without
- *                 "100 Continue", and the connection closes; a body larger
- *                 than the route's limit is 413 from Content-Length alone;
- *                 bodies are read into memory as they arrive (nothing is
- *                 reserved from Content-Length), and all bodies being read
- *                 or handled together are held to max_body_bytes_in_flight
+ *                 body is read, so a refusal never keeps a body in memory
+ *                 and is never preceded by "100 Continue" (finish() in
+ *                 http.c: when the body is still read, and dropped, so that
+ *                 the client sees the answer); a body larger than the
+ *                 route's limit is 413 from Content-Length alone; bodies
+ *                 are read into memory as they arrive (nothing is allocated
+ *                 from Content-Length alone), and all bodies being read or
+ *                 handled together are held to max_body_bytes_in_flight
  *                 (beyond: 429);
  *   waiting       requests for workers wait in one queue; a new one is
  *                 admitted only while the wait it would have (from the
@@ -129,6 +131,7 @@ typedef struct http_options {
     unsigned idle_timeout_s;    /* 0: 30 */
     size_t max_body_bytes_in_flight; /* 0: 256 MiB */
     unsigned max_wait_ms;       /* 0: 1000 */
+    size_t max_discard_bytes;   /* a body read and dropped after a 429 (0: 16 MiB) */
     const char *tls_cert_pem;   /* with tls_key_pem: serve HTTPS only */
     const char *tls_key_pem;
 } http_options;

@@ -217,5 +217,16 @@ void conns_phase(conn_table *t, conn *c, enum conn_phase p)
     pthread_mutex_lock(&t->lock);
     c->phase = p;
     c->deadline_ns = deadline;
+    c->in_request = p != PH_IDLE;
     pthread_mutex_unlock(&t->lock);
+}
+
+unsigned conns_busy(conn_table *t)
+{
+    unsigned n = 0;
+    pthread_mutex_lock(&t->lock);
+    for (conn *c = t->head; c; c = c->next)
+        n += c->in_request && !c->closing;
+    pthread_mutex_unlock(&t->lock);
+    return n;
 }

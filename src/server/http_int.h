@@ -41,6 +41,7 @@ typedef struct conn {
     enum conn_phase phase;
     int64_t deadline_ns; /* mono; 0: none */
     bool closing;        /* its socket was shut down */
+    bool in_request;     /* a request line arrived and its answer is not sent yet */
 } conn;
 
 #define ADDR_BUCKETS 1024
@@ -70,6 +71,8 @@ void conns_remove(conn_table *t, conn *c);
 /* Moves c (NULL: nothing) to phase p, with that phase's deadline counted
  * from now. */
 void conns_phase(conn_table *t, conn *c, enum conn_phase p);
+/* Connections inside a request (request line seen, answer not sent). */
+unsigned conns_busy(conn_table *t);
 
 /* ---- workers and admission (http_pool.c) ---- */
 

@@ -351,6 +351,7 @@ int main(int argc, char **argv)
         wipe_free(key);
         return 1;
     }
+    o.http.max_discard_bytes = o.max_body;
     o.http.tls_cert_pem = cert;
     o.http.tls_key_pem = key;
     http_app app = {pacerd_preflight, pacerd_handle, pacerd_done, &d};

@@ -1,9 +1,12 @@
 /* The store's health and figures (store_health.h, store.h).
  *
- * A failure's cause comes from SQLite's result code and, for I/O, the
- * errno of the system call that failed: a full disk (SQLITE_FULL, ENOSPC,
- * EDQUOT), a read-only file or file system (SQLITE_READONLY, EROFS),
- * corruption (SQLITE_CORRUPT, SQLITE_NOTADB), anything else. What is
+ * A failure's cause comes from SQLite's result code and, for an I/O error,
+ * from the errno of the system call that failed when SQLite kept it, else
+ * from a probe of the database's file system (fs_probe: a file created,
+ * written and removed beside the database; ext4's emergency read-only
+ * state, for one, is not in the mount flags): a full disk (SQLITE_FULL,
+ * ENOSPC, EDQUOT), a read-only file or file system (SQLITE_READONLY,
+ * EROFS), corruption (SQLITE_CORRUPT, SQLITE_NOTADB), anything else. What is
  * logged, each time once:
  *   writes: the first failed transaction of a run of failures (and again
  *           when the cause changes), and the first commit after the run;
@@ -16,14 +19,18 @@
 #include <pacer/base/clock.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
-void health_init(health_state *h, void (*log)(void *ctx, const char *msg), void *log_ctx)
+void health_init(health_state *h, const char *path, void (*log)(void *ctx, const char *msg), void *log_ctx)
 {
     memset(h, 0, sizeof *h);
     pthread_mutex_init(&h->lock, NULL);
+    h->path = path;
     h->log = log;
     h->log_ctx = log_ctx;
     h->last_ok_ns = mono_ns();
@@ -41,8 +48,36 @@ void store_error_capture(sqlite3 *db, store_error *ret)
     snprintf(ret->msg, sizeof ret->msg, "%s", db && ret->code != SQLITE_OK ? sqlite3_errmsg(db) : "");
 }
 
-static enum store_fault classify(const store_error *e)
+/* For an I/O error whose errno SQLite did not keep: what writing a block
+ * beside the database says. *ret_errno: the errno seen, or 0. */
+static enum store_fault fs_probe(const health_state *h, int *ret_errno)
 {
+    *ret_errno = 0;
+    struct statvfs v;
+    if (!h->path)
+        return STORE_IO;
+    if (statvfs(h->path, &v) == 0 && (v.f_flag & ST_RDONLY)) {
+        *ret_errno = EROFS;
+        return STORE_READ_ONLY;
+    }
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s-probe", h->path);
+    int fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int e = fd < 0 ? errno : 0;
+    if (fd >= 0) {
+        static const char block[4096];
+        if (write(fd, block, sizeof block) != (ssize_t)sizeof block || fsync(fd) != 0)
+            e = errno ? errno : EIO;
+        close(fd);
+        unlink(probe);
+    }
+    *ret_errno = e;
+    return e == EROFS ? STORE_READ_ONLY : e == ENOSPC || e == EDQUOT ? STORE_DISK_FULL : STORE_IO;
+}
+
+static enum store_fault classify(const health_state *h, const store_error *e, int *ret_errno)
+{
+    *ret_errno = e->sys;
     switch (e->code & 0xff) {
     case SQLITE_FULL: return STORE_DISK_FULL;
     case SQLITE_READONLY: return STORE_READ_ONLY;
@@ -54,7 +89,7 @@ static enum store_fault classify(const store_error *e)
             return STORE_DISK_FULL;
         if (e->sys == EROFS)
             return STORE_READ_ONLY;
-        return STORE_IO;
+        return fs_probe(h, ret_errno);
     default: return STORE_IO;
     }
 }
@@ -72,15 +107,13 @@ static const char *fault_text(enum store_fault f)
     }
 }
 
-/* "the disk is full: database or disk is full (No space left on device)" */
-static void describe(const store_error *e, enum store_fault f, char *out, size_t size)
+/* "the database is read-only: disk I/O error (Read-only file system)" */
+static void describe(const store_error *e, enum store_fault f, int sys, char *out, size_t size)
 {
-    if (e->code == SQLITE_OK) {
+    if (e->code == SQLITE_OK)
         snprintf(out, size, "%s: out of memory", fault_text(f));
-        return;
-    }
-    if (e->sys)
-        snprintf(out, size, "%s: %s (%s)", fault_text(f), e->msg, strerror(e->sys));
+    else if (sys)
+        snprintf(out, size, "%s: %s (%s)", fault_text(f), e->msg, strerror(sys));
     else
         snprintf(out, size, "%s: %s", fault_text(f), e->msg);
 }
@@ -113,6 +146,12 @@ static void note_corrupt(health_state *h, const char *reason, const char *what)
 void health_write(health_state *h, const store_error *err, int64_t duration_ns, const uint64_t *rows,
                   uint64_t duplicates)
 {
+    /* the cause first: its probe must not hold the lock */
+    int sys = 0;
+    enum store_fault f = err ? classify(h, err, &sys) : STORE_OK;
+    char reason[320] = "";
+    if (err)
+        describe(err, f, sys, reason, sizeof reason);
     pthread_mutex_lock(&h->lock);
     h->stats.transactions++;
     latency_add(&h->stats.transaction, duration_ns);
@@ -131,9 +170,6 @@ void health_write(health_state *h, const store_error *err, int64_t duration_ns, 
         pthread_mutex_unlock(&h->lock);
         return;
     }
-    enum store_fault f = classify(err);
-    char reason[320];
-    describe(err, f, reason, sizeof reason);
     h->stats.transaction_failures++;
     h->stats.failures[f]++;
     if (f == STORE_CORRUPT)
@@ -154,15 +190,17 @@ void health_write(health_state *h, const store_error *err, int64_t duration_ns, 
 
 void health_read(health_state *h, const store_error *err, const char *what)
 {
+    int sys = 0;
+    enum store_fault f = err ? classify(h, err, &sys) : STORE_OK;
+    char reason[320] = "";
+    if (err)
+        describe(err, f, sys, reason, sizeof reason);
     pthread_mutex_lock(&h->lock);
     if (!err) {
         h->read_failing = false;
         pthread_mutex_unlock(&h->lock);
         return;
     }
-    enum store_fault f = classify(err);
-    char reason[320];
-    describe(err, f, reason, sizeof reason);
     h->stats.read_failures++;
     h->stats.failures[f]++;
     if (f == STORE_CORRUPT)

@@ -19,6 +19,7 @@ typedef struct store_error {
 
 typedef struct health_state {
     pthread_mutex_t lock;
+    const char *path; /* the database: its file system is looked at on an I/O error */
     void (*log)(void *ctx, const char *msg);
     void *log_ctx;
     /* writes: the current run of failures */
@@ -37,7 +38,7 @@ typedef struct health_state {
     store_stats stats;
 } health_state;
 
-void health_init(health_state *h, void (*log)(void *ctx, const char *msg), void *log_ctx);
+void health_init(health_state *h, const char *path, void (*log)(void *ctx, const char *msg), void *log_ctx);
 void health_destroy(health_state *h);
 
 /* The failure that db saw last. */

@@ -1203,8 +1203,8 @@ store *store_open(const char *path, const store_options *opt, char *err, size_t 
         free(st);
         return NULL;
     }
-    health_init(&st->health, opt->log, opt->log_ctx);
     st->path = strdup(path);
+    health_init(&st->health, st->path, opt->log, opt->log_ctx);
     st->max_queued = opt->max_queued_items ? opt->max_queued_items : 200000;
     st->lag_ns = (int64_t)opt->rollup_lag_ms * 1000000LL;
     size_t nr = opt->readers ? opt->readers : 4;
