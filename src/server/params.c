@@ -47,6 +47,16 @@ static const char *decode(const char *src, size_t n, bool plus_is_space, char *o
     return NULL;
 }
 
+/* A decoded name for a message: at most 100 bytes, cut on a character. */
+#define SHOWN_MAX 100
+static const char *shown_name(const char *name, char out[SHOWN_MAX + 1])
+{
+    size_t n = utf8_cut(name, strlen(name), SHOWN_MAX);
+    memcpy(out, name, n);
+    out[n] = 0;
+    return out;
+}
+
 void params_free(params *p)
 {
     if (!p)
@@ -111,7 +121,8 @@ int params_parse(const char *query, size_t len, params *ret, char *err, size_t e
         const char *v = eq ? eq + 1 : seg_end;
         why = decode(v, (size_t)(seg_end - v), true, out, &vl);
         if (why) {
-            snprintf(err, err_size, "%s: %s", prm->name, why);
+            char nm[SHOWN_MAX + 1];
+            snprintf(err, err_size, "%s: %s", shown_name(prm->name, nm), why);
             goto fail;
         }
         prm->value = out;
@@ -119,7 +130,8 @@ int params_parse(const char *query, size_t len, params *ret, char *err, size_t e
         out += vl + 1;
         for (size_t i = 0; i < ret->n; i++)
             if (strcmp(ret->p[i].name, prm->name) == 0) {
-                snprintf(err, err_size, "%s: given more than once", prm->name);
+                char nm[SHOWN_MAX + 1];
+                snprintf(err, err_size, "%s: given more than once", shown_name(prm->name, nm));
                 goto fail;
             }
         ret->n++;
@@ -176,7 +188,9 @@ int params_only(const params *p, const char *const *names, char *err, size_t err
         list[0] = 0;
         for (k = 0; names[k] && o < sizeof list; k++)
             o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", k ? ", " : "", names[k]);
-        snprintf(err, err_size, "%.100s: unknown parameter (expected %s)", p->p[i].name, k ? list : "none");
+        char nm[SHOWN_MAX + 1];
+        snprintf(err, err_size, "%s: unknown parameter (expected %s)", shown_name(p->p[i].name, nm),
+                 k ? list : "none");
         return -EINVAL;
     }
     return 0;

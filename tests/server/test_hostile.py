@@ -138,6 +138,60 @@ class Slowloris(unittest.TestCase):
             d.close()
 
 
+class SlowBodiesAndCaps(unittest.TestCase):
+    def test_a_trickled_body_is_cut_at_the_body_deadline(self):
+        d = Pacerd(["--body-timeout", "2"])
+        try:
+            s = socket.create_connection(("127.0.0.1", d.port), timeout=20)
+            s.sendall(("POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                       "Authorization: Bearer %s\r\nContent-Length: 1000\r\n\r\n" % KEYS["shop"]).encode())
+            t = time.monotonic()
+            closed = False
+            while time.monotonic() - t < 15 and not closed:
+                try:
+                    s.sendall(b" ")
+                    s.setblocking(False)
+                    closed = s.recv(1024) == b""
+                except (BlockingIOError, InterruptedError):
+                    pass
+                except OSError:
+                    closed = True
+                s.setblocking(True)
+                time.sleep(0.3)
+            s.close()
+            self.assertTrue(closed, "a body trickled a byte every 0.3 s was never cut")
+            self.assertEqual(scrape(d)['pacerd_rejects_total{reason="body_timeout"}'], 1)
+            self.assertEqual(d.query("/api/v1/apps")["apps"], [])
+        finally:
+            d.close()
+
+    def test_the_connection_cap_refuses_at_accept(self):
+        d = Pacerd(["--max-connections", "16", "--max-per-address", "100"])
+        socks = []
+        try:
+            for _ in range(16):
+                socks.append(socket.create_connection(("127.0.0.1", d.port), timeout=10))
+            # once pacerd has accepted the 16, the next is refused
+            deadline = time.monotonic() + 10
+            while True:
+                got, closed = raw_exchange(d.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                if got == b"" or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            self.assertEqual((got, closed), (b"", True))
+            for s in socks:
+                s.close()
+            socks = []
+            deadline = time.monotonic() + 10
+            while healthz_time(d.port)[0] != 200 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            self.assertGreaterEqual(scrape(d)['pacerd_rejects_total{reason="connections"}'], 1)
+        finally:
+            for s in socks:
+                s.close()
+            d.close()
+
+
 class LargeBodies(unittest.TestCase):
     BODY = 16_000_000
 
