@@ -242,8 +242,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *mc)
     h->target = strdup(uri ? uri : "");
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     h->conn = ci ? ci->socket_context : NULL;
-    /* a request on a keep-alive connection: its headers are due now */
-    conns_phase(&srv->conns, h->conn, PH_HEADERS);
+    conns_request_line(&srv->conns, h->conn);
     return h;
 }
 

@@ -221,6 +221,20 @@ void conns_phase(conn_table *t, conn *c, enum conn_phase p)
     pthread_mutex_unlock(&t->lock);
 }
 
+void conns_request_line(conn_table *t, conn *c)
+{
+    if (!c)
+        return;
+    int64_t deadline = mono_ns() + t->header_ns;
+    pthread_mutex_lock(&t->lock);
+    if (c->phase == PH_IDLE) {
+        c->phase = PH_HEADERS;
+        c->deadline_ns = deadline;
+    }
+    c->in_request = true;
+    pthread_mutex_unlock(&t->lock);
+}
+
 unsigned conns_busy(conn_table *t)
 {
     unsigned n = 0;

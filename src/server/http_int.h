@@ -71,6 +71,10 @@ void conns_remove(conn_table *t, conn *c);
 /* Moves c (NULL: nothing) to phase p, with that phase's deadline counted
  * from now. */
 void conns_phase(conn_table *t, conn *c, enum conn_phase p);
+/* A request line arrived on c: it is inside a request; on a keep-alive
+ * connection its headers are due header_timeout from now, on a new one the
+ * deadline counted from the connection stays. */
+void conns_request_line(conn_table *t, conn *c);
 /* Connections inside a request (request line seen, answer not sent). */
 unsigned conns_busy(conn_table *t);
 
