@@ -9,6 +9,7 @@ The file-system faults need root (mount, loop devices); elsewhere they are
 skipped, except in CI (CI=true), where `make test` runs as root."""
 import json
 import os
+import shutil
 import signal
 import socket
 import sqlite3
@@ -32,6 +33,13 @@ def need_root(what):
     if os.environ.get("CI"):
         raise AssertionError("%s needs root (CI runs make test as root)" % what)
     raise unittest.SkipTest("%s needs root" % what)
+
+
+def unmount(path):
+    """Unmounts path (lazily when something still holds it): a test never
+    leaves a mount behind."""
+    if subprocess.run(["umount", path], capture_output=True).returncode != 0:
+        subprocess.run(["umount", "-l", path], capture_output=True)
 
 
 def batch(tag, n, day=0):
@@ -121,10 +129,12 @@ class FullDisk(unittest.TestCase):
             d.start()
             self.assertEqual(count(d), acked)
         finally:
-            if d:
-                d.close()
-            subprocess.run(["umount", mnt], check=False)
-            os.rmdir(mnt)
+            try:
+                if d:
+                    d.close()
+            finally:
+                unmount(mnt)
+                os.rmdir(mnt)
 
 
 class ReadOnlyStore(unittest.TestCase):
@@ -171,14 +181,12 @@ class ReadOnlyStore(unittest.TestCase):
             log = d.stderr_text()
             self.assertEqual(log.count("writes fail: the database is read-only"), 1, log)
         finally:
-            if d:
-                d.close()
-            subprocess.run(["umount", mnt], check=False)
-            for p in (img,):
-                if os.path.exists(p):
-                    os.unlink(p)
-            os.rmdir(mnt)
-            os.rmdir(tmp)
+            try:
+                if d:
+                    d.close()
+            finally:
+                unmount(mnt)
+                shutil.rmtree(tmp, ignore_errors=True)
 
 
 class CorruptPage(unittest.TestCase):
