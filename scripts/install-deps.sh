@@ -8,8 +8,10 @@ packages=(
   # build
   gcc make pkg-config meson ninja-build
   libexpat1-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev
-  # tests: unit tests, sanitizers, fuzzers, CLI tests
+  # tests: unit tests, sanitizers, fuzzers, CLI tests; pacerd's TLS and
+  # fault tests (a certificate, a tmpfs, an ext4 image on a loop device)
   libcmocka-dev clang libclang-rt-14-dev python3
+  openssl e2fsprogs mount util-linux
   # agent, demo app and its tests
   libglib2.0-dev libgtk-4-dev libsoup-3.0-dev libmicrohttpd-dev
   xvfb xauth dbus-daemon gtk-4-examples

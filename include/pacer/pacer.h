@@ -72,8 +72,16 @@ typedef struct pacer_options {
      * beside the spool for offline starts (the cached server config takes
      * precedence over config_path). */
     const char *server_url;
-    const char *server_key;    /* the app's ingest key (Authorization: Bearer) */
+    /* The app's ingest key (Authorization: Bearer). NULL: the key `pacer
+     * run` hands over, if any: the file descriptor named by
+     * PACER_SERVER_KEY_FD, which is read once, then closed and the
+     * variable removed, so that the app's children inherit neither. */
+    const char *server_key;
     const char *spool_path;    /* NULL: $XDG_STATE_HOME/pacer/spool.db or ~/.local/state/pacer/ */
+    /* CA certificates (PEM) an https:// server's certificate is verified
+     * against, e.g. for a self-signed one. NULL: $PACER_SERVER_CA, else the
+     * system's. The certificate and its host name are always verified. */
+    const char *server_ca_file;
 } pacer_options;
 
 /* Creates an instance. On success *ret is set and 0 returned. A config file

@@ -197,7 +197,7 @@ static void report_upload(void)
                         st.upload_message[0] ? st.upload_message : "no reason given");
     if (st.batches_refused)
         agent_note_once("upload", "the server refused %llu batch(es) of records (HTTP %d); check the key "
-                        "(--key) and the app name (--app) against the server's keys file",
+                        "(--key-file or $PACER_KEY) and the app name (--app) against the server's keys file",
                         (unsigned long long)st.batches_refused, st.upload_last_error);
     else if (st.upload_retries && !st.batches_sent)
         agent_note_once("upload", "records could not be sent (%s %d); they wait in the spool for the next run",

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage[] =
     "usage: pacer replay [OPTIONS] EVENTS.jsonl\n"
@@ -29,7 +30,10 @@ static const char usage[] =
     "      --session ID       session id written in records (default: random)\n"
     "      --server URL       also upload the records to a pacer server (OTLP/HTTP\n"
     "                         JSON, docs/otlp-mapping.md), e.g. http://127.0.0.1:4318\n"
-    "      --key KEY          the app's ingest key for --server (or PACER_KEY)\n"
+    "      --key-file FILE    the app's ingest key for --server, on the file's first\n"
+    "                         line (default: $PACER_KEY); never on the command line\n"
+    "      --ca FILE          CA certificates (PEM) to verify an https:// server with\n"
+    "                         (a self-signed one); default: the system's\n"
     "      --spool FILE       the upload spool (default ~/.local/state/pacer/spool.db)\n"
     "  -h, --help             show this help\n"
     "\n"
@@ -48,11 +52,14 @@ static int run(int argc, char **argv)
         {"session", required_argument, NULL, 's'},
         {"server", required_argument, NULL, 'S'},
         {"key", required_argument, NULL, 'k'},
+        {"key-file", required_argument, NULL, 'K'},
+        {"ca", required_argument, NULL, 'A'},
         {"spool", required_argument, NULL, 'p'},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
     pacer_options opts = {.app_name = "replay", .out_path = "-", .explicit_times = true};
+    const char *key_file = NULL;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "+c:o:h", longopts, NULL)) != -1) {
@@ -63,14 +70,14 @@ static int run(int argc, char **argv)
         case 'V': opts.app_version = optarg; break;
         case 's': opts.session = optarg; break;
         case 'S': opts.server_url = optarg; break;
-        case 'k': opts.server_key = optarg; break;
+        case 'k': fprintf(stderr, "pacer replay: %s\n", CLI_NO_KEY_IN_ARGV); return 2;
+        case 'K': key_file = optarg; break;
+        case 'A': opts.server_ca_file = optarg; break;
         case 'p': opts.spool_path = optarg; break;
         case 'h': fputs(usage, stdout); return 0;
         default: fputs(usage, stderr); return 2;
         }
     }
-    if (opts.server_url && !opts.server_key)
-        opts.server_key = getenv("PACER_KEY");
     if (argc - optind != 1) {
         fprintf(stderr, "pacer replay: expected one EVENTS file\n\n%s", usage);
         return 2;
@@ -82,9 +89,25 @@ static int run(int argc, char **argv)
         return 2;
     }
 
+    if (opts.server_ca_file && access(opts.server_ca_file, R_OK) != 0) {
+        fprintf(stderr, "pacer replay: --ca %s: %s\n", opts.server_ca_file, strerror(errno));
+        if (in != stdin)
+            fclose(in);
+        return 2;
+    }
+    int key_error = 0;
+    char *key = opts.server_url ? cli_server_key("replay", key_file, &key_error) : NULL;
+    if (key_error) {
+        if (in != stdin)
+            fclose(in);
+        return 2;
+    }
+    opts.server_key = key;
     pacer_t *p;
     char *err = NULL;
     int r = pacer_new(&opts, &p, &err);
+    cli_key_free(key); /* the uploader has its own copy */
+    opts.server_key = NULL;
     if (r < 0) {
         fprintf(stderr, "pacer replay: %s\n", err ? err : strerror(-r));
         free(err);

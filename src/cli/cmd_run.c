@@ -15,8 +15,20 @@
  *   PACER_RUN_PID, PACER_RUN_OUT_SIZE  this process's pid (the program's, after
  *                      exec) and the records file's size before the run (-1:
  *                      none), for the agent's one-line summary at exit
+ *   PACER_SERVER_URL   --server
+ *   PACER_SERVER_CA    --ca, the CA certificates for an https:// server
+ *   PACER_SERVER_KEY_FD  the descriptor of the key (below)
  *   LD_PRELOAD         the agent, prepended to any value already set
  * Paths are made absolute, since the program may change directory.
+ *
+ * The key (--key-file, or $PACER_KEY) is never on a command line nor in
+ * the environment: it goes into a sealed memfd named "pacer-key", left
+ * open across exec, whose number PACER_SERVER_KEY_FD gives. The measured
+ * program's libpacer reads it once, closes it and removes the variable
+ * (pacer_options.server_key), so its children inherit neither; PACER_KEY
+ * itself is removed from the program's environment. A program that is not
+ * measured (a script that starts the app) passes the descriptor on to
+ * the app it starts.
  *
  * The agent is found, in order: $PACER_AGENT_LIB; next to this executable
  * in a build tree (../agent/libpacer-agent.so, relative to src/cli/pacer);
@@ -33,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,8 +57,8 @@
 
 static const char usage[] =
     "usage: pacer run [--config FILE] [--out FILE.jsonl] [--app NAME] [--app-version V]\n"
-    "                 [--raw-events FILE] [--server URL [--key KEY] [--spool FILE]]\n"
-    "                 -- PROGRAM [ARGS...]\n"
+    "                 [--raw-events FILE] [--server URL [--key-file FILE] [--ca FILE]\n"
+    "                 [--spool FILE]] -- PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM with the pacer agent preloaded. A GTK4 program needs no change:\n"
     "its windows, configured pages, start-up and HTTP requests (libsoup-3.0,\n"
@@ -63,7 +76,12 @@ static const char usage[] =
     "  --server URL        also send the records to a pacer server (pacerd, or any\n"
     "                      OTLP/HTTP JSON receiver), e.g. http://127.0.0.1:4318; the\n"
     "                      page config then comes from the server too\n"
-    "  --key KEY           the app's ingest key for --server (default: $PACER_KEY)\n"
+    "  --key-file FILE     the app's ingest key for --server, on the file's first\n"
+    "                      line (default: $PACER_KEY). Never on a command line nor in\n"
+    "                      the program's environment: it goes through a descriptor\n"
+    "                      the measured app closes once read, so its children lack it\n"
+    "  --ca FILE           CA certificates (PEM) to verify an https:// server with\n"
+    "                      (a self-signed one); default: the system's\n"
     "  --spool FILE        where records wait until delivered\n"
     "                      (default: ~/.local/state/pacer/spool.db)\n"
     "\n"
@@ -206,10 +224,32 @@ static int set_path_env(const char *name, const char *path)
     return 0;
 }
 
+/* The key in a sealed memfd the program inherits; its number in
+ * PACER_SERVER_KEY_FD. */
+static int hand_over_key(const char *key)
+{
+    int fd = memfd_create("pacer-key", MFD_ALLOW_SEALING); /* no MFD_CLOEXEC: it crosses exec */
+    if (fd < 0) {
+        fprintf(stderr, "pacer run: cannot hand the key over (memfd_create): %s\n", strerror(errno));
+        return -1;
+    }
+    size_t n = strlen(key);
+    if (write(fd, key, n) != (ssize_t)n ||
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
+        fprintf(stderr, "pacer run: cannot hand the key over: %s\n", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    char v[16];
+    snprintf(v, sizeof v, "%d", fd);
+    setenv("PACER_SERVER_KEY_FD", v, 1);
+    return 0;
+}
+
 static int run(int argc, char **argv)
 {
     const char *config = NULL, *out = "pacer.jsonl", *app = NULL, *version = NULL, *raw = NULL;
-    const char *server = NULL, *key = getenv("PACER_KEY"), *spool = NULL;
+    const char *server = NULL, *key_file = NULL, *ca = NULL, *spool = NULL;
     int i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
@@ -230,7 +270,12 @@ static int run(int argc, char **argv)
         } else if (strcmp(a, "--server") == 0) {
             slot = &server;
         } else if (strcmp(a, "--key") == 0) {
-            slot = &key;
+            fprintf(stderr, "pacer run: %s\n", CLI_NO_KEY_IN_ARGV);
+            return 2;
+        } else if (strcmp(a, "--key-file") == 0) {
+            slot = &key_file;
+        } else if (strcmp(a, "--ca") == 0) {
+            slot = &ca;
         } else if (strcmp(a, "--spool") == 0) {
             slot = &spool;
         } else if (a[0] != '-') {
@@ -287,10 +332,26 @@ static int run(int argc, char **argv)
         setenv("PACER_SERVER_URL", server, 1);
     else
         unsetenv("PACER_SERVER_URL");
-    if (server && key)
-        setenv("PACER_SERVER_KEY", key, 1);
-    else
-        unsetenv("PACER_SERVER_KEY");
+    /* the key: never in the program's environment */
+    unsetenv("PACER_SERVER_KEY");
+    unsetenv("PACER_SERVER_KEY_FD");
+    int key_error = 0;
+    char *key = server ? cli_server_key("run", key_file, &key_error) : NULL;
+    unsetenv("PACER_KEY");
+    if (key_error)
+        return 2;
+    int handed = key ? hand_over_key(key) : 0;
+    cli_key_free(key);
+    if (handed < 0)
+        return 2;
+    if (server && ca && access(ca, R_OK) != 0) {
+        fprintf(stderr, "pacer run: --ca %s: %s\n", ca, strerror(errno));
+        return 2;
+    }
+    if (server && ca && set_path_env("PACER_SERVER_CA", ca) < 0)
+        return 2;
+    if (!server || !ca)
+        unsetenv("PACER_SERVER_CA");
     if (spool && set_path_env("PACER_SPOOL", spool) < 0)
         return 2;
     if (!spool)

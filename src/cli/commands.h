@@ -29,6 +29,18 @@ void cli_usage(const cli_command *cmd, FILE *out);
 /* True when argv holds -h or --help before any "--". */
 int cli_wants_help(int argc, char **argv);
 
+/* The ingest key for --server: the first line of key_file, else
+ * $PACER_KEY, else NULL. On a file that cannot be read, prints why
+ * ("pacer CMD: --key-file ...") and sets *ret_error. Free with
+ * cli_key_free, which wipes it. */
+char *cli_server_key(const char *cmd, const char *key_file, int *ret_error);
+void cli_key_free(char *key);
+
+/* What --key KEY now says: keys do not go on the command line. */
+#define CLI_NO_KEY_IN_ARGV                                                                                           \
+    "--key would show the key to every user of this machine (ps, /proc); "                                          \
+    "put it in a file (--key-file FILE) or in $PACER_KEY"
+
 /* The value of --format: "text" (0) or "json" (1); -1 for anything else
  * (the caller says so). */
 int cli_format(const char *arg);

@@ -119,6 +119,36 @@ static char *config_cache_path(const char *spool_path, const char *app)
     return path;
 }
 
+/* The key `pacer run` hands over (src/cli/cmd_run.c): a sealed memfd named
+ * "pacer-key", inherited as the descriptor PACER_SERVER_KEY_FD names. It is
+ * read, closed and its variable removed, so that the app's children get
+ * neither; a descriptor that is not that memfd is left alone. Returns the
+ * malloc'd key, or NULL. */
+static char *key_from_fd(void)
+{
+    const char *v = getenv("PACER_SERVER_KEY_FD");
+    if (!v || !*v)
+        return NULL;
+    char *end;
+    long fd = strtol(v, &end, 10);
+    unsetenv("PACER_SERVER_KEY_FD");
+    if (*end || fd < 3 || fd > 65535)
+        return NULL;
+    char link[64], target[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%ld", fd);
+    ssize_t tl = readlink(link, target, sizeof target - 1);
+    if (tl < 0 || (target[tl] = 0, strncmp(target, "/memfd:pacer-key", 16) != 0))
+        return NULL;
+    char buf[1024];
+    ssize_t n = pread((int)fd, buf, sizeof buf - 1, 0);
+    close((int)fd);
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+        n--;
+    char *key = n > 0 ? strndup(buf, (size_t)n) : NULL;
+    memset(buf, 0, sizeof buf);
+    return key;
+}
+
 /* Starts the spool and the uploader. Returns 0 or a negative errno with
  * *ret_error set. Called before the writer starts. */
 static int start_upload(pacer_t *p, const pacer_options *opts, pacer_config **cfg, char **ret_error)
@@ -141,10 +171,13 @@ static int start_upload(pacer_t *p, const pacer_options *opts, pacer_config **cf
     }
     int64_t cap = (int64_t)pacer_config_spool_max_kb(*cfg) * 1024;
     int r = spool_open(spool_path, cap, &p->spool, ret_error);
+    char *handed = opts->server_key ? NULL : key_from_fd();
+    const char *ca = opts->server_ca_file ? opts->server_ca_file : getenv("PACER_SERVER_CA");
     if (r == 0) {
         uploader_options uo = {
             .server_url = opts->server_url,
-            .key = opts->server_key,
+            .key = opts->server_key ? opts->server_key : handed,
+            .ca_file = ca && *ca ? ca : NULL,
             .app = app,
             .spool_path = spool_path,
             .config_cache = cache,
@@ -157,6 +190,10 @@ static int start_upload(pacer_t *p, const pacer_options *opts, pacer_config **cf
             spool_close(p->spool);
             p->spool = NULL;
         }
+    }
+    if (handed) {
+        memset(handed, 0, strlen(handed));
+        free(handed);
     }
     free(cache);
     free(spool_path);

@@ -47,7 +47,7 @@
 #define BACKOFF_MAX_MS 60000
 
 struct uploader {
-    char *server, *key, *app, *spool_path, *config_cache;
+    char *server, *key, *app, *spool_path, *config_cache, *ca_file;
     uploader_config_fn on_config;
     void *user_data;
     unsigned batch_records;
@@ -173,6 +173,8 @@ static long request(uploader *u, const char *path, const char *body, size_t len,
     u->c->easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
     u->c->easy_setopt(c, CURLOPT_XFERINFODATA, u);
     u->c->easy_setopt(c, CURLOPT_USERAGENT, "pacer/" PACER_VERSION);
+    if (u->ca_file)
+        u->c->easy_setopt(c, CURLOPT_CAINFO, u->ca_file);
     if (body) {
         u->c->easy_setopt(c, CURLOPT_POSTFIELDS, body);
         u->c->easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
@@ -455,10 +457,13 @@ static void release(uploader *u)
     if (u->curl)
         u->c->easy_cleanup(u->curl);
     free(u->server);
+    if (u->key)
+        memset(u->key, 0, strlen(u->key));
     free(u->key);
     free(u->app);
     free(u->spool_path);
     free(u->config_cache);
+    free(u->ca_file);
     free(u);
 }
 
@@ -479,6 +484,7 @@ int uploader_new(const uploader_options *o, uploader **ret, char **ret_error)
     u->app = dup_or_null(o->app);
     u->spool_path = strdup(o->spool_path);
     u->config_cache = dup_or_null(o->config_cache);
+    u->ca_file = dup_or_null(o->ca_file);
     u->on_config = o->on_config;
     u->user_data = o->user_data;
     u->poll_ms = o->config_poll_ms;

@@ -18,6 +18,7 @@ typedef void (*uploader_config_fn)(pacer_config *cfg, void *user_data);
 typedef struct uploader_options {
     const char *server_url;     /* "http://127.0.0.1:4318" (no trailing path) */
     const char *key;            /* the app's ingest key (Bearer); may be NULL */
+    const char *ca_file;        /* CA certificates for https (PEM); NULL: the system's */
     const char *app;            /* config service: GET /v1/config/{app} */
     const char *spool_path;     /* the spool file (opened separately by the writer side) */
     const char *config_cache;   /* last good server config, for offline starts; NULL = none */

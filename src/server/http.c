@@ -1,14 +1,26 @@
-/* HTTP layer on libmicrohttpd (http.h).
+/* HTTP layer on libmicrohttpd (http.h): requests.
  *
- * A request goes through the access handler several times:
- *   1st call: allocate the request's state; reject early (413) when
- *             Content-Length exceeds the limit, so the body is never read;
- *   next calls with data: append to the body, or drop it and remember
- *             that it was too large when it grows past the limit (chunked
- *             uploads have no Content-Length);
- *   last call (no data): run the handler and queue its response.
+ * libmicrohttpd calls, for one request (each on the connection's thread):
+ *   on_uri            the request line arrived: the raw target is kept
+ *                     (its decoding is ours), the request's state made;
+ *   on_request        1st call, headers complete (R_NEW → R_BODY or an
+ *                     answer): framing, target, preflight, limits,
+ *                     admission; an answer queued here is sent without
+ *                     reading the body (libmicrohttpd then closes);
+ *                     next calls with data: the body grows as it arrives;
+ *                     last call (no data): INLINE runs the handler and
+ *                     answers; QUEUED suspends the connection and queues
+ *                     the request (R_QUEUED); a worker runs the handler
+ *                     (on_work) and resumes the connection;
+ *                     after the resume: the worker's answer is queued;
+ *   on_completed      the answer was sent or the connection failed: the
+ *                     state goes, with its admission and body bytes.
+ * on_connection tracks each connection (http_conn.c) and moves its phase,
+ * hence its deadline, at each of these steps.
  */
-#include "http.h"
+#include "http_int.h"
+
+#include <pacer/base/clock.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -18,30 +30,74 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
+#include <unistd.h>
+
+#define LOG_EVERY_NS (60 * 1000000000LL) /* libmicrohttpd's messages once running: one a minute */
+
+const char *const http_reject_names[HTTP_REJ_COUNT] = {
+    [HTTP_REJ_CONNECTIONS] = "connections",       [HTTP_REJ_PER_ADDRESS] = "per_address",
+    [HTTP_REJ_HEADER_TIMEOUT] = "header_timeout", [HTTP_REJ_BODY_TIMEOUT] = "body_timeout",
+    [HTTP_REJ_SEND_TIMEOUT] = "send_timeout",     [HTTP_REJ_FRAMING] = "framing",
+    [HTTP_REJ_TARGET] = "target",                 [HTTP_REJ_TOO_LARGE] = "too_large",
+    [HTTP_REJ_BODY_BUDGET] = "body_budget",       [HTTP_REJ_OVERLOAD] = "overload",
+    [HTTP_REJ_QUEUE_TIMEOUT] = "queue_timeout",   [HTTP_REJ_DRAINING] = "draining",
+};
 
 struct http_server {
     struct MHD_Daemon *daemon;
-    http_handler handler;
-    void *ctx;
-    size_t max_body;
+    http_app app;
     uint16_t port;
+    bool tls;
+    bool draining, stopping; /* atomic */
+    conn_table conns;
+    pool pool;
+    uint64_t rejects[HTTP_REJ_COUNT];
+    size_t max_discard;
+    /* libmicrohttpd's log, once it runs */
+    pthread_mutex_t log_lock;
+    bool running;
+    int64_t log_next_ns;
+    unsigned log_dropped;
 };
 
-typedef struct conn_state {
+enum req_state { R_NEW, R_BODY, R_QUEUED, R_ANSWERED };
+
+typedef struct hreq {
+    pool_item item; /* first: the pool's queue links it */
+    http_server *srv;
+    struct MHD_Connection *mc;
+    conn *conn;
+    char *target; /* as sent */
+    enum req_state state;
+    http_plan plan;
+    http_request rq;
+    params query;
+    char *path;
+    http_header_field *hdrs;
+    size_t n_hdrs, cap_hdrs;
+    bool hdrs_oom;
+    size_t max_body;
     char *body;
-    size_t len, cap;
-    bool too_large;
-} conn_state;
+    size_t len, cap, taken; /* taken: body bytes counted in the pool's budget */
+    bool too_large, over_budget, admitted;
+    bool deferred;    /* rs is an answer made on the headers, sent at the last call */
+    size_t discard;   /* deferred: the body is read and dropped, up to this many bytes */
+    http_response rs; /* the worker's answer, or the deferred one */
+} hreq;
+
+static bool flag_get(const bool *b)
+{
+    return __atomic_load_n(b, __ATOMIC_ACQUIRE);
+}
 
 const char *http_header(const http_request *rq, const char *name)
 {
-    return MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, name);
-}
-
-const char *http_arg(const http_request *rq, const char *name)
-{
-    return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name);
+    for (size_t i = 0; i < rq->n_headers; i++)
+        if (strcasecmp(rq->headers[i].name, name) == 0)
+            return rq->headers[i].value;
+    return NULL;
 }
 
 void http_json_text(http_response *rs, unsigned status, const char *json)
@@ -83,11 +139,17 @@ void http_error(http_response *rs, unsigned status, const char *fmt, ...)
     http_json(rs, status, &b);
 }
 
-static enum MHD_Result queue(struct MHD_Connection *c, http_response *rs)
+/* Queues rs (whose body it takes) and tells the application. */
+static enum MHD_Result answer(hreq *h, http_response *rs)
 {
+    http_server *srv = h->srv;
+    h->state = R_ANSWERED;
+    if (flag_get(&srv->draining))
+        rs->close = true;
     struct MHD_Response *r = MHD_create_response_from_buffer(rs->len, rs->body, MHD_RESPMEM_MUST_FREE);
     if (!r) {
         free(rs->body);
+        rs->body = NULL;
         return MHD_NO;
     }
     rs->body = NULL;
@@ -102,116 +164,447 @@ static enum MHD_Result queue(struct MHD_Connection *c, http_response *rs)
     }
     if (rs->challenge)
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"pacerd\"");
-    enum MHD_Result ok = MHD_queue_response(c, rs->status, r);
+    if (rs->allow)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, rs->allow);
+    if (rs->close)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result ok = MHD_queue_response(h->mc, rs->status, r);
     MHD_destroy_response(r);
+    conns_phase(&srv->conns, h->conn, PH_SENDING);
+    if (srv->app.done)
+        srv->app.done(srv->app.ctx, &h->rq, rs);
     return ok;
 }
 
-static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *msg)
+static long long content_length(const hreq *h);
+static size_t header_count(const hreq *h, const char *name, const char **ret_first);
+
+/* An answer decided on the headers, when a body may follow. Queued at
+ * once, it is sent before the body is read and libmicrohttpd closes the
+ * connection; a client still sending its body may then never read it (it
+ * gets EPIPE, or a reset that discards the answer). So:
+ *   - a client that waits (Expect: 100-continue), a body too large to be
+ *     read, or a refused credential with a body over DISCARD_SMALL: the
+ *     answer goes at once, without a byte of the body;
+ *   - 429 (a client with a right key, told when to retry): the body, up to
+ *     max_discard bytes, is read and dropped as it arrives (never kept),
+ *     then the answer is sent and the connection stays open;
+ *   - any other refusal with a body of at most DISCARD_SMALL bytes, or
+ *     without a body: likewise. */
+#define DISCARD_SMALL 65536
+
+static enum MHD_Result finish(hreq *h, http_response *rs)
 {
-    http_response rs = {0};
-    http_error(&rs, status, "%s", msg);
-    return queue(c, &rs);
+    if (h->state != R_NEW || rs->close)
+        return answer(h, rs);
+    long long cl = content_length(h);
+    bool chunked = header_count(h, MHD_HTTP_HEADER_TRANSFER_ENCODING, NULL) > 0;
+    const char *expect = NULL;
+    header_count(h, MHD_HTTP_HEADER_EXPECT, &expect);
+    size_t cap = rs->status == 429 ? h->srv->max_discard : DISCARD_SMALL;
+    bool body = cl > 0 || chunked;
+    if (body && ((expect && strcasecmp(expect, "100-continue") == 0) || cl > (long long)cap ||
+                 (chunked && rs->status != 429) || rs->status == 413))
+        return answer(h, rs);
+    h->rs = *rs;
+    h->deferred = true;
+    h->discard = cap;
+    h->state = R_BODY;
+    return MHD_YES;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-                                  const char *version, const char *upload_data, size_t *upload_size, void **con_cls)
+/* Answers {"error": msg} with status, counting why. */
+static enum MHD_Result refuse(hreq *h, enum http_reject why, unsigned status, int retry_after, bool close,
+                              const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static enum MHD_Result refuse(hreq *h, enum http_reject why, unsigned status, int retry_after, bool close,
+                              const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (why != HTTP_REJ_COUNT)
+        rejects_add(h->srv->rejects, why);
+    http_response rs = {.retry_after = retry_after, .close = close};
+    http_error(&rs, status, "%s", msg);
+    return finish(h, &rs);
+}
+
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *mc)
 {
     http_server *srv = cls;
-    conn_state *cs = *con_cls;
-    if (!cs) {
-        cs = calloc(1, sizeof *cs);
-        if (!cs)
-            return MHD_NO;
-        *con_cls = cs;
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl) {
-            char *end;
-            errno = 0;
-            unsigned long long n = strtoull(cl, &end, 10);
-            if (errno || *end || n > srv->max_body) {
-                cs->too_large = true;
-                char msg[128];
-                snprintf(msg, sizeof msg, "the body is larger than the limit of %zu bytes", srv->max_body);
-                return reply_error(c, MHD_HTTP_CONTENT_TOO_LARGE, msg);
-            }
-            if (n) {
-                cs->body = malloc((size_t)n + 1);
-                if (!cs->body)
-                    return reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory");
-                cs->cap = (size_t)n + 1;
-            }
-        }
-        return MHD_YES;
-    }
-    if (*upload_size) {
-        size_t n = *upload_size;
-        *upload_size = 0;
-        if (cs->too_large)
-            return MHD_YES;
-        if (cs->len + n > srv->max_body) {
-            cs->too_large = true;
-            free(cs->body);
-            cs->body = NULL;
-            cs->len = cs->cap = 0;
-            return MHD_YES;
-        }
-        if (cs->len + n + 1 > cs->cap) {
-            size_t cap = cs->cap ? cs->cap : 4096;
-            while (cap < cs->len + n + 1)
-                cap *= 2;
-            char *b = realloc(cs->body, cap);
-            if (!b)
-                return MHD_NO;
-            cs->body = b;
-            cs->cap = cap;
-        }
-        memcpy(cs->body + cs->len, upload_data, n);
-        cs->len += n;
-        return MHD_YES;
-    }
-    if (cs->too_large) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "the body is larger than the limit of %zu bytes", srv->max_body);
-        return reply_error(c, MHD_HTTP_CONTENT_TOO_LARGE, msg);
-    }
-    if (cs->body)
-        cs->body[cs->len] = 0;
-    http_request rq = {.method = method, .path = url, .body = cs->body ? cs->body : "", .body_len = cs->len,
-                       .conn = c};
-    http_response rs = {0};
-    srv->handler(srv->ctx, &rq, &rs);
-    if (!rs.status)
-        http_error(&rs, 500, "internal error: the handler gave no answer");
-    return queue(c, &rs);
+    hreq *h = calloc(1, sizeof *h);
+    if (!h)
+        return NULL;
+    h->srv = srv;
+    h->mc = mc;
+    h->target = strdup(uri ? uri : "");
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    h->conn = ci ? ci->socket_context : NULL;
+    conns_request_line(&srv->conns, h->conn);
+    return h;
 }
 
-static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                      const char *value, size_t value_size)
 {
-    conn_state *cs = *con_cls;
-    if (cs) {
-        free(cs->body);
-        free(cs);
-        *con_cls = NULL;
+    hreq *h = cls;
+    if (h->n_hdrs == h->cap_hdrs) {
+        size_t cap = h->cap_hdrs ? 2 * h->cap_hdrs : 16;
+        http_header_field *f = realloc(h->hdrs, cap * sizeof *f);
+        if (!f) {
+            h->hdrs_oom = true;
+            return MHD_NO;
+        }
+        h->hdrs = f;
+        h->cap_hdrs = cap;
     }
+    /* the strings live in the connection's memory until the request ends */
+    h->hdrs[h->n_hdrs++] = (http_header_field){key, value ? value : ""};
+    return MHD_YES;
+}
+
+static size_t header_count(const hreq *h, const char *name, const char **ret_first)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < h->n_hdrs; i++)
+        if (strcasecmp(h->hdrs[i].name, name) == 0 && n++ == 0 && ret_first)
+            *ret_first = h->hdrs[i].value;
+    return n;
+}
+
+/* The framing checks; NULL when the request is well framed. */
+static const char *framing_error(const hreq *h, unsigned *ret_status)
+{
+    const char *te = NULL;
+    size_t n_cl = header_count(h, MHD_HTTP_HEADER_CONTENT_LENGTH, NULL);
+    size_t n_te = header_count(h, MHD_HTTP_HEADER_TRANSFER_ENCODING, &te);
+    size_t n_host = header_count(h, MHD_HTTP_HEADER_HOST, NULL);
+    *ret_status = 400;
+    if (n_cl > 1)
+        return "Content-Length sent more than once";
+    if (n_te > 1)
+        return "Transfer-Encoding sent more than once";
+    if (n_cl && n_te)
+        return "Content-Length and Transfer-Encoding together: send one of them";
+    if (n_te && strcasecmp(te, "chunked") != 0) {
+        *ret_status = 501;
+        return "Transfer-Encoding: only chunked is supported";
+    }
+    if (strcmp(h->rq.version, MHD_HTTP_VERSION_1_1) == 0 && n_host != 1)
+        return n_host ? "Host sent more than once" : "HTTP/1.1 requires a Host header";
+    return NULL;
+}
+
+/* Content-Length, or -1 when there is none (libmicrohttpd answered a
+ * malformed one already). */
+static long long content_length(const hreq *h)
+{
+    const char *cl = NULL;
+    if (!header_count(h, MHD_HTTP_HEADER_CONTENT_LENGTH, &cl))
+        return -1;
+    return strtoll(cl, NULL, 10);
+}
+
+static enum MHD_Result first_call(hreq *h, const char *method, const char *version)
+{
+    http_server *srv = h->srv;
+    conns_phase(&srv->conns, h->conn, PH_BODY);
+    h->rq.method = method;
+    h->rq.version = version;
+    h->rq.path = "";
+    h->rq.query = &h->query;
+    h->rq.body = "";
+    if (flag_get(&srv->draining))
+        return refuse(h, HTTP_REJ_DRAINING, 503, 5, true, "pacerd is shutting down: retry in a few seconds");
+    MHD_get_connection_values_n(h->mc, MHD_HEADER_KIND, collect_header, h);
+    if (h->hdrs_oom)
+        return refuse(h, HTTP_REJ_COUNT, 503, 1, true, "out of memory");
+    h->rq.headers = h->hdrs;
+    h->rq.n_headers = h->n_hdrs;
+    unsigned status;
+    const char *bad = framing_error(h, &status);
+    if (bad)
+        return refuse(h, HTTP_REJ_FRAMING, status, 0, true, "%s", bad);
+
+    char err[256];
+    const char *t = h->target, *q = strchr(t, '?');
+    size_t plen = q ? (size_t)(q - t) : strlen(t);
+    if (strcmp(t, "*") == 0 && strcmp(method, MHD_HTTP_METHOD_OPTIONS) == 0) {
+        h->path = strdup("*");
+        if (!h->path)
+            return refuse(h, HTTP_REJ_COUNT, 503, 1, true, "out of memory");
+    } else if (params_path(t, plen, &h->path, err, sizeof err) < 0 ||
+               (q && params_parse(q + 1, strlen(q + 1), &h->query, err, sizeof err) < 0)) {
+        return refuse(h, HTTP_REJ_TARGET, 400, 0, false, "%s", err);
+    }
+    h->rq.path = h->path;
+
+    http_response rs = {0};
+    size_t max_body = 0;
+    h->plan = srv->app.preflight(srv->app.ctx, &h->rq, &rs, &max_body);
+    if (h->plan == HTTP_ANSWERED)
+        return finish(h, &rs);
+    free(rs.body);
+    h->max_body = max_body;
+    long long cl = content_length(h);
+    if (cl > (long long)max_body) {
+        if (max_body == 0)
+            return refuse(h, HTTP_REJ_TOO_LARGE, 413, 0, false, "%s %s takes no body", method, h->path);
+        return refuse(h, HTTP_REJ_TOO_LARGE, 413, 0, false, "the body is larger than the limit of %zu bytes",
+                      max_body);
+    }
+    if (h->plan == HTTP_QUEUED) {
+        unsigned retry;
+        if (pool_admit(&srv->pool, &retry) < 0)
+            return refuse(h, HTTP_REJ_OVERLOAD, 429, (int)retry, false,
+                          "pacerd is busy: requests would wait longer than allowed; retry after %u s", retry);
+        h->admitted = true;
+    }
+    if (cl > 0 && !pool_body_fits(&srv->pool, (size_t)cl))
+        return refuse(h, HTTP_REJ_BODY_BUDGET, 429, 1, false,
+                      "pacerd is busy: too many request bodies in flight; retry after 1 s");
+    h->state = R_BODY;
+    return MHD_YES;
+}
+
+static void body_drop(hreq *h)
+{
+    free(h->body);
+    h->body = NULL;
+    h->len = h->cap = 0;
+    pool_body_give(&h->srv->pool, h->taken);
+    h->taken = 0;
+}
+
+static void body_append(hreq *h, const char *data, size_t n)
+{
+    if (h->too_large || h->over_budget)
+        return;
+    if (h->len + n > h->max_body) {
+        h->too_large = true;
+        body_drop(h);
+        return;
+    }
+    if (h->len + n + 1 > h->cap) {
+        long long cl = content_length(h);
+        size_t cap = h->cap ? 2 * h->cap : 16384;
+        if (cap < h->len + n + 1)
+            cap = h->len + n + 1;
+        if (cl >= 0 && cap > (size_t)cl + 1)
+            cap = (size_t)cl + 1;
+        size_t more = cap - h->cap;
+        if (!pool_body_take(&h->srv->pool, more)) {
+            h->over_budget = true;
+            body_drop(h);
+            return;
+        }
+        char *b = realloc(h->body, cap);
+        if (!b) {
+            pool_body_give(&h->srv->pool, more);
+            h->over_budget = true;
+            body_drop(h);
+            return;
+        }
+        h->taken += more;
+        h->body = b;
+        h->cap = cap;
+    }
+    memcpy(h->body + h->len, data, n);
+    h->len += n;
+}
+
+static enum MHD_Result last_call(hreq *h)
+{
+    http_server *srv = h->srv;
+    if (h->deferred)
+        return answer(h, &h->rs);
+    if (h->too_large)
+        return refuse(h, HTTP_REJ_TOO_LARGE, 413, 0, false, "the body is larger than the limit of %zu bytes",
+                      h->max_body);
+    if (h->over_budget)
+        return refuse(h, HTTP_REJ_BODY_BUDGET, 429, 1, false,
+                      "pacerd is busy: too many request bodies in flight; retry after 1 s");
+    if (h->body)
+        h->body[h->len] = 0;
+    h->rq.body = h->body ? h->body : "";
+    h->rq.body_len = h->len;
+    conns_phase(&srv->conns, h->conn, PH_SERVER);
+    if (h->plan == HTTP_INLINE) {
+        http_response rs = {0};
+        srv->app.handle(srv->app.ctx, &h->rq, &rs);
+        if (!rs.status)
+            http_error(&rs, 500, "internal error: the handler gave no answer");
+        return answer(h, &rs);
+    }
+    /* suspended before it is queued: the worker may resume it at once */
+    h->state = R_QUEUED;
+    MHD_suspend_connection(h->mc);
+    pool_push(&srv->pool, &h->item);
+    return MHD_YES;
+}
+
+/* A worker: runs the handler (or sheds the request) and resumes the
+ * connection, whose thread then sends the answer. */
+static void on_work(pool_item *it, bool shed, unsigned retry_after_s)
+{
+    hreq *h = (hreq *)it;
+    http_server *srv = h->srv;
+    if (shed && flag_get(&srv->stopping)) {
+        h->rs.retry_after = (int)retry_after_s;
+        h->rs.close = true;
+        http_error(&h->rs, 503, "pacerd is shutting down: retry in a few seconds");
+        rejects_add(srv->rejects, HTTP_REJ_DRAINING);
+    } else if (shed) {
+        h->rs.retry_after = (int)retry_after_s;
+        http_error(&h->rs, 429, "pacerd is busy: this request waited too long; retry after %u s", retry_after_s);
+        rejects_add(srv->rejects, HTTP_REJ_QUEUE_TIMEOUT);
+    } else {
+        srv->app.handle(srv->app.ctx, &h->rq, &h->rs);
+        if (!h->rs.status)
+            http_error(&h->rs, 500, "internal error: the handler gave no answer");
+    }
+    MHD_resume_connection(h->mc); /* the last touch: h may be gone after it */
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const char *url, const char *method,
+                                  const char *version, const char *upload_data, size_t *upload_size, void **con_cls)
+{
+    hreq *h = *con_cls;
+    if (!h)
+        return MHD_NO; /* out of memory when the request began: close */
+    switch (h->state) {
+    case R_NEW: return first_call(h, method, version);
+    case R_BODY:
+        if (*upload_size && h->deferred) {
+            size_t n = *upload_size;
+            *upload_size = 0;
+            if (n > h->discard)
+                return MHD_NO; /* more than it announced, or a chunked body too long: close */
+            h->discard -= n;
+            return MHD_YES;
+        }
+        if (*upload_size) {
+            body_append(h, upload_data, *upload_size);
+            *upload_size = 0;
+            return MHD_YES;
+        }
+        return last_call(h);
+    case R_QUEUED: return answer(h, &h->rs);
+    case R_ANSWERED: break;
+    }
+    return MHD_YES;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+    http_server *srv = cls;
+    hreq *h = *con_cls;
+    if (!h)
+        return;
+    *con_cls = NULL;
+    conns_phase(&srv->conns, h->conn, PH_IDLE);
+    body_drop(h);
+    if (h->admitted)
+        pool_unadmit(&srv->pool);
+    free(h->rs.body);
+    free(h->rq.state);
+    params_free(&h->query);
+    free(h->path);
+    free(h->hdrs);
+    free(h->target);
+    free(h);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    http_server *srv = cls;
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        conns_remove(&srv->conns, *socket_context);
+        *socket_context = NULL;
+        return;
+    }
+    const union MHD_ConnectionInfo *fd = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *ad = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    conn *c = fd ? conns_add(&srv->conns, fd->connect_fd, ad ? ad->client_addr : NULL) : NULL;
+    if (!c && fd)
+        shutdown(fd->connect_fd, SHUT_RDWR); /* out of memory: no connection we cannot bound */
+    *socket_context = c;
+}
+
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t len)
+{
+    http_server *srv = cls;
+    return conns_admit(&srv->conns, addr, len) ? MHD_YES : MHD_NO;
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
-    /* libmicrohttpd's own errors (bind failures, protocol violations). They
-     * never contain header values. */
-    fputs("pacerd: libmicrohttpd: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    /* libmicrohttpd's own messages (bind failures, clients that break the
+     * protocol). They never contain header values. Once serving, clients
+     * can cause them at will: at most one a minute. */
+    http_server *srv = cls;
+    pthread_mutex_lock(&srv->log_lock);
+    int64_t now = mono_ns();
+    bool say = !srv->running || now >= srv->log_next_ns;
+    unsigned dropped = 0;
+    if (say && srv->running) {
+        dropped = srv->log_dropped;
+        srv->log_dropped = 0;
+        srv->log_next_ns = now + LOG_EVERY_NS;
+    } else if (!say) {
+        srv->log_dropped++;
+    }
+    pthread_mutex_unlock(&srv->log_lock);
+    if (!say)
+        return;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n && msg[n - 1] == '\n')
+        msg[--n] = 0;
+    if (dropped)
+        fprintf(stderr, "pacerd: libmicrohttpd: %s (and %u more messages in the last minute)\n", msg, dropped);
+    else
+        fprintf(stderr, "pacerd: libmicrohttpd: %s\n", msg);
 }
 
-http_server *http_start(const char *addr, uint16_t port, const http_options *opt, http_handler handler, void *ctx,
-                        char *err, size_t err_size)
+static void options_defaults(http_options *o)
 {
+    if (!o->io_threads)
+        o->io_threads = 2;
+    if (!o->workers)
+        o->workers = 4;
+    if (!o->max_connections)
+        o->max_connections = 4096;
+    if (!o->max_per_address)
+        o->max_per_address = 64;
+    if (!o->header_timeout_s)
+        o->header_timeout_s = 10;
+    if (!o->body_timeout_s)
+        o->body_timeout_s = 60;
+    if (!o->idle_timeout_s)
+        o->idle_timeout_s = 30;
+    if (!o->max_body_bytes_in_flight)
+        o->max_body_bytes_in_flight = (size_t)256 << 20;
+    if (!o->max_wait_ms)
+        o->max_wait_ms = 1000;
+    if (!o->max_discard_bytes)
+        o->max_discard_bytes = (size_t)16 << 20;
+}
+
+http_server *http_start(const char *addr, uint16_t port, const http_options *opts, const http_app *app, char *err,
+                        size_t err_size)
+{
+    http_options o = *opts;
+    options_defaults(&o);
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
     struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
     struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC;
     if (inet_pton(AF_INET, addr, &s4->sin_addr) == 1) {
         s4->sin_family = AF_INET;
         s4->sin_port = htons(port);
@@ -223,30 +616,71 @@ http_server *http_start(const char *addr, uint16_t port, const http_options *opt
         snprintf(err, err_size, "%s:%u: not an IPv4 or IPv6 address", addr, port);
         return NULL;
     }
+    bool tls = o.tls_cert_pem && o.tls_key_pem;
+    if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+        snprintf(err, err_size, "this libmicrohttpd was built without TLS");
+        return NULL;
+    }
+    if (tls)
+        flags |= MHD_USE_TLS;
     http_server *srv = calloc(1, sizeof *srv);
     if (!srv) {
         snprintf(err, err_size, "out of memory");
         return NULL;
     }
-    srv->handler = handler;
-    srv->ctx = ctx;
-    srv->max_body = opt->max_body;
-    srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
-                                   MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
-                                   MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-                                   MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(opt->threads ? opt->threads : 4),
-                                   MHD_OPTION_CONNECTION_LIMIT, (unsigned)(opt->max_connections ? opt->max_connections : 1000),
-                                   MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(opt->timeout_s ? opt->timeout_s : 30),
-                                   MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-                                   MHD_OPTION_END);
+    srv->app = *app;
+    srv->tls = tls;
+    srv->max_discard = o.max_discard_bytes;
+    pthread_mutex_init(&srv->log_lock, NULL);
+    if (conns_init(&srv->conns, &o, srv->rejects) < 0) {
+        snprintf(err, err_size, "cannot start the connection reaper");
+        goto fail_conns;
+    }
+    if (pool_start(&srv->pool, o.workers, o.max_wait_ms, o.max_body_bytes_in_flight, on_work) < 0) {
+        snprintf(err, err_size, "cannot start %u worker threads", o.workers);
+        goto fail_pool;
+    }
+    /* ours is the limit that counts (on_accept); libmicrohttpd shares its
+     * own among its threads, so it is set above what any one could reach */
+    unsigned mhd_limit = o.max_connections * o.io_threads + o.io_threads;
+    /* TLS 1.2 and 1.3 only */
+    static const char priorities[] = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2";
+    struct MHD_OptionItem tls_opts[] = {
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)o.tls_key_pem},
+        {MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)o.tls_cert_pem},
+        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)priorities},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    srv->daemon = MHD_start_daemon(
+        flags, 0, on_accept, srv, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, o.io_threads,
+        MHD_OPTION_CONNECTION_LIMIT, mhd_limit, MHD_OPTION_CONNECTION_TIMEOUT, o.idle_timeout_s,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
+        MHD_OPTION_ARRAY, tls ? tls_opts : tls_opts + 3, MHD_OPTION_END);
     if (!srv->daemon) {
-        snprintf(err, err_size, "%s:%u: cannot listen (address in use, or not an address of this host?)", addr, port);
-        free(srv);
-        return NULL;
+        if (tls)
+            snprintf(err, err_size, "%s:%u: cannot listen with TLS (a certificate or key libmicrohttpd cannot use, "
+                     "address in use, or not an address of this host?)", addr, port);
+        else
+            snprintf(err, err_size, "%s:%u: cannot listen (address in use, or not an address of this host?)", addr,
+                     port);
+        goto fail_daemon;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
     srv->port = info ? info->port : port;
+    pthread_mutex_lock(&srv->log_lock);
+    srv->running = true;
+    pthread_mutex_unlock(&srv->log_lock);
     return srv;
+fail_daemon:
+    pool_stop(&srv->pool);
+fail_pool:
+    conns_destroy(&srv->conns);
+fail_conns:
+    pthread_mutex_destroy(&srv->log_lock);
+    free(srv);
+    return NULL;
 }
 
 uint16_t http_port(const http_server *srv)
@@ -254,10 +688,69 @@ uint16_t http_port(const http_server *srv)
     return srv->port;
 }
 
+bool http_tls(const http_server *srv)
+{
+    return srv->tls;
+}
+
+void http_get_stats(http_server *srv, http_stats *ret)
+{
+    memset(ret, 0, sizeof *ret);
+    for (size_t i = 0; i < HTTP_REJ_COUNT; i++)
+        ret->rejects[i] = __atomic_load_n(&srv->rejects[i], __ATOMIC_RELAXED);
+    pthread_mutex_lock(&srv->conns.lock);
+    ret->connections_open = srv->conns.n;
+    ret->connections_total = srv->conns.total;
+    ret->idle_closed = srv->conns.idle_closed;
+    pthread_mutex_unlock(&srv->conns.lock);
+    pool *p = &srv->pool;
+    pthread_mutex_lock(&p->lock);
+    ret->body_bytes_in_flight = p->body_bytes;
+    ret->admitted = p->admitted;
+    ret->queued = p->queued;
+    ret->running = p->running;
+    ret->workers = p->n_workers;
+    ret->service_s = p->service_ns / 1e9;
+    ret->queue_wait = p->wait;
+    ret->handler_time = p->handler;
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* How long a drain waits, once nothing is in flight, for requests that
+ * clients sent before the signal and that still sit unread in socket
+ * buffers; each is then answered 503. */
+#define DRAIN_GRACE_MS 100
+
+size_t http_drain(http_server *srv, unsigned timeout_ms)
+{
+    __atomic_store_n(&srv->draining, true, __ATOMIC_RELEASE);
+    MHD_socket fd = MHD_quiesce_daemon(srv->daemon);
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+    int64_t deadline = mono_ns() + (int64_t)timeout_ms * 1000000LL;
+    bool quiet_once = false;
+    for (;;) {
+        size_t left = pool_wait_idle(&srv->pool, deadline);
+        unsigned busy = conns_busy(&srv->conns);
+        if (left || mono_ns() >= deadline)
+            return left > busy ? left : busy;
+        if (!busy && quiet_once)
+            return 0;
+        quiet_once = !busy;
+        sleep_ms(busy ? 10 : DRAIN_GRACE_MS);
+    }
+}
+
 void http_stop(http_server *srv)
 {
     if (!srv)
         return;
+    __atomic_store_n(&srv->draining, true, __ATOMIC_RELEASE);
+    __atomic_store_n(&srv->stopping, true, __ATOMIC_RELEASE);
+    /* every suspended connection is resumed before libmicrohttpd stops */
+    pool_stop(&srv->pool);
     MHD_stop_daemon(srv->daemon);
+    conns_destroy(&srv->conns);
+    pthread_mutex_destroy(&srv->log_lock);
     free(srv);
 }

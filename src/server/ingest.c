@@ -656,6 +656,7 @@ void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_resp
     }
     jbuf_close(&resp, '}');
     http_json(rs, 200, &resp);
+    rs->items = duplicate ? 0 : n;
 out:
     free(recs);
     free(m.first_reason);

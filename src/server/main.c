@@ -1,30 +1,42 @@
-/* pacerd: command line, start-up and shutdown.
+/* pacerd: command line, start-up, signals and shutdown.
  *
- *   pacerd --listen ADDR:PORT --db FILE --admin-token-file FILE --keys-file FILE
- *          [--threads N] [--max-body BYTES] [--max-queue SPANS] [--sync normal|full]
- *          [--rollup-lag MS]
+ *   pacerd --listen ADDR:PORT --db FILE --admin-token-file FILE --keys-file FILE [options]
  *
  * Start: credentials → store (schema, writer thread) → HTTP → prints
- * "pacerd: listening on http://ADDR:PORT" on stdout. SIGINT / SIGTERM stop
- * it: HTTP first (running requests finish), then the store (queued writes
- * commit). Credentials are read from files, not from the command line,
- * which every user of the machine can read in /proc.
+ * "pacerd: listening on http://ADDR:PORT" (https with --tls-cert) on
+ * stdout. Signals, taken by the main thread only (sigwait):
+ *   SIGHUP           reads the admin token and keys files again; a file
+ *                    with an error is reported and the credentials in use
+ *                    stay;
+ *   SIGTERM, SIGINT  drain: stop accepting, answer new requests on open
+ *                    connections 503, wait (at most --drain-timeout) until
+ *                    every admitted request has been answered; then stop
+ *                    HTTP (running handlers finish) and the store (queued
+ *                    writes commit).
+ * Credentials are read from files, not from the command line, which every
+ * user of the machine can read in /proc.
  */
 #include "pacerd.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#define FDS_BESIDE_CONNECTIONS 64 /* database, WAL, readers, epoll, logs */
+
 typedef struct options {
-    const char *listen, *db, *admin_file, *keys_file;
+    const char *listen, *db, *admin_file, *keys_file, *tls_cert, *tls_key;
     char addr[64];
     uint16_t port;
+    size_t max_body;
+    unsigned drain_timeout_s;
     http_options http;
     store_options store;
 } options;
@@ -35,11 +47,29 @@ static void usage(FILE *f)
           "\n"
           "  --listen ADDR:PORT        address to serve on (127.0.0.1:4318, [::1]:4318; port 0: any free port)\n"
           "  --db FILE                 SQLite database (created when missing)\n"
-          "  --admin-token-file FILE   the admin token (first line): config changes and queries\n"
-          "  --keys-file FILE          ingest keys, one \"APP KEY\" per line\n"
-          "  --threads N               HTTP threads (default: 2 per CPU, at least 4)\n"
-          "  --max-body BYTES          largest request body accepted (default 16777216)\n"
+          "  --admin-token-file FILE   the admin token (first line): config changes, queries, /metrics\n"
+          "  --keys-file FILE          ingest keys, one \"APP KEY [rate=N/s] [burst=N] [daily=N]\" per line\n"
+          "                            (SIGHUP reads both files again)\n"
+          "  --tls-cert FILE           serve HTTPS with this certificate (PEM; with --tls-key)\n"
+          "  --tls-key FILE            the certificate's private key (PEM)\n"
+          "\n"
+          "limits (every client may be hostile):\n"
+          "  --max-body BYTES          largest ingest body (default 16777216)\n"
+          "  --max-inflight-bytes N    all request bodies held in memory at once (default 268435456)\n"
+          "  --max-connections N       open connections in all (default 4096)\n"
+          "  --max-per-address N       open connections from one address or IPv6 /64 (default 64)\n"
+          "  --header-timeout S        a request's headers must be complete within S s of the connection\n"
+          "                            or the previous answer (default 10)\n"
+          "  --body-timeout S          its body within S s of the headers; an answer must be taken\n"
+          "                            within S s (default 60)\n"
+          "  --idle-timeout S          keep-alive connections idle longer are closed (default 30)\n"
+          "  --max-wait MS             longest a request may wait for a worker: beyond, 429 with\n"
+          "                            Retry-After (default 1000)\n"
           "  --max-queue N             records waiting for the writer before ingest answers 429 (default 200000)\n"
+          "\n"
+          "  --threads N               worker threads handling requests (default: 2 per CPU, at least 4)\n"
+          "  --io-threads N            connection threads (default: 1 per CPU, 2 to 8)\n"
+          "  --drain-timeout S         on SIGTERM, longest wait for requests in flight (default 30)\n"
           "  --sync normal|full        SQLite synchronous mode (default normal: durable across a crash of\n"
           "                            pacerd; full: also across a crash of the machine)\n"
           "  --rollup-lag MS           longest time a stored record waits to be added to the rollups\n"
@@ -81,6 +111,16 @@ static int parse_listen(options *o, const char *s)
     return 0;
 }
 
+/* The numeric options: name, range, where. */
+typedef struct num_opt {
+    int code;
+    const char *name;
+    size_t min, max;
+    size_t *size;
+    unsigned *uint;
+    const char *unit;
+} num_opt;
+
 static int parse_args(int argc, char **argv, options *o)
 {
     static const struct option longopts[] = {
@@ -88,26 +128,75 @@ static int parse_args(int argc, char **argv, options *o)
         {"db", required_argument, NULL, 'd'},
         {"admin-token-file", required_argument, NULL, 'a'},
         {"keys-file", required_argument, NULL, 'k'},
+        {"tls-cert", required_argument, NULL, 'C'},
+        {"tls-key", required_argument, NULL, 'K'},
         {"threads", required_argument, NULL, 't'},
+        {"io-threads", required_argument, NULL, 'i'},
         {"max-body", required_argument, NULL, 'b'},
+        {"max-inflight-bytes", required_argument, NULL, 'F'},
+        {"max-connections", required_argument, NULL, 'c'},
+        {"max-per-address", required_argument, NULL, 'p'},
+        {"header-timeout", required_argument, NULL, 'H'},
+        {"body-timeout", required_argument, NULL, 'B'},
+        {"idle-timeout", required_argument, NULL, 'I'},
+        {"max-wait", required_argument, NULL, 'w'},
         {"max-queue", required_argument, NULL, 'q'},
+        {"drain-timeout", required_argument, NULL, 'D'},
         {"sync", required_argument, NULL, 's'},
         {"rollup-lag", required_argument, NULL, 'r'},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    o->http.threads = ncpu > 2 ? (unsigned)(2 * ncpu) : 4;
-    o->http.max_body = 16 << 20;
-    o->http.max_connections = 1000;
-    o->http.timeout_s = 30;
+    o->http.workers = ncpu > 2 ? (unsigned)(2 * ncpu) : 4;
+    o->http.io_threads = ncpu < 2 ? 2 : ncpu > 8 ? 8 : (unsigned)ncpu;
+    o->max_body = 16 << 20;
+    o->http.max_body_bytes_in_flight = (size_t)256 << 20;
+    o->http.max_connections = 4096;
+    o->http.max_per_address = 64;
+    o->http.header_timeout_s = 10;
+    o->http.body_timeout_s = 60;
+    o->http.idle_timeout_s = 30;
+    o->http.max_wait_ms = 1000;
+    o->drain_timeout_s = 30;
     o->store.max_queued_items = 200000;
     o->store.readers = 4;
     o->store.rollup_lag_ms = 500;
+    const num_opt nums[] = {
+        {'t', "--threads", 1, 256, NULL, &o->http.workers, ""},
+        {'i', "--io-threads", 1, 64, NULL, &o->http.io_threads, ""},
+        {'b', "--max-body", 1024, (size_t)1 << 30, &o->max_body, NULL, " bytes"},
+        {'F', "--max-inflight-bytes", 1 << 16, (size_t)1 << 36, &o->http.max_body_bytes_in_flight, NULL, " bytes"},
+        {'c', "--max-connections", 16, 1000000, NULL, &o->http.max_connections, ""},
+        {'p', "--max-per-address", 1, 1000000, NULL, &o->http.max_per_address, ""},
+        {'H', "--header-timeout", 1, 3600, NULL, &o->http.header_timeout_s, " s"},
+        {'B', "--body-timeout", 1, 3600, NULL, &o->http.body_timeout_s, " s"},
+        {'I', "--idle-timeout", 1, 3600, NULL, &o->http.idle_timeout_s, " s"},
+        {'w', "--max-wait", 1, 600000, NULL, &o->http.max_wait_ms, " ms"},
+        {'q', "--max-queue", 1, 100000000, &o->store.max_queued_items, NULL, ""},
+        {'D', "--drain-timeout", 1, 3600, NULL, &o->drain_timeout_s, " s"},
+        {'r', "--rollup-lag", 0, 3600000, &o->store.rollup_lag_ms, NULL, " ms"},
+    };
     int c;
-    size_t v;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        const num_opt *num = NULL;
+        for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
+            if (nums[i].code == c)
+                num = &nums[i];
+        if (num) {
+            size_t v;
+            if (parse_size(optarg, num->min, num->max, &v) < 0) {
+                fprintf(stderr, "pacerd: %s %s: expected %zu to %zu%s\n", num->name, optarg, num->min, num->max,
+                        num->unit);
+                return -EINVAL;
+            }
+            if (num->size)
+                *num->size = v;
+            else
+                *num->uint = (unsigned)v;
+            continue;
+        }
         switch (c) {
         case 'l':
             o->listen = optarg;
@@ -119,37 +208,14 @@ static int parse_args(int argc, char **argv, options *o)
         case 'd': o->db = optarg; break;
         case 'a': o->admin_file = optarg; break;
         case 'k': o->keys_file = optarg; break;
-        case 't':
-            if (parse_size(optarg, 1, 256, &v) < 0) {
-                fprintf(stderr, "pacerd: --threads %s: expected 1-256\n", optarg);
-                return -EINVAL;
-            }
-            o->http.threads = (unsigned)v;
-            break;
-        case 'b':
-            if (parse_size(optarg, 1024, (size_t)1 << 30, &o->http.max_body) < 0) {
-                fprintf(stderr, "pacerd: --max-body %s: expected 1024 to 1073741824 bytes\n", optarg);
-                return -EINVAL;
-            }
-            break;
-        case 'q':
-            if (parse_size(optarg, 1, 100000000, &o->store.max_queued_items) < 0) {
-                fprintf(stderr, "pacerd: --max-queue %s: expected 1 to 100000000\n", optarg);
-                return -EINVAL;
-            }
-            break;
+        case 'C': o->tls_cert = optarg; break;
+        case 'K': o->tls_key = optarg; break;
         case 's':
             if (strcmp(optarg, "full") != 0 && strcmp(optarg, "normal") != 0) {
                 fprintf(stderr, "pacerd: --sync %s: expected normal or full\n", optarg);
                 return -EINVAL;
             }
             o->store.sync_full = strcmp(optarg, "full") == 0;
-            break;
-        case 'r':
-            if (parse_size(optarg, 0, 3600000, &o->store.rollup_lag_ms) < 0) {
-                fprintf(stderr, "pacerd: --rollup-lag %s: expected 0 to 3600000 ms\n", optarg);
-                return -EINVAL;
-            }
             break;
         case 'h': usage(stdout); exit(0);
         default:
@@ -167,7 +233,75 @@ static int parse_args(int argc, char **argv, options *o)
         fprintf(stderr, "pacerd: %s is required (see pacerd --help)\n", missing);
         return -EINVAL;
     }
+    if (!o->tls_cert != !o->tls_key) {
+        fprintf(stderr, "pacerd: --tls-cert and --tls-key go together\n");
+        return -EINVAL;
+    }
+    if (o->max_body > o->http.max_body_bytes_in_flight) {
+        fprintf(stderr, "pacerd: --max-body %zu is larger than --max-inflight-bytes %zu\n", o->max_body,
+                o->http.max_body_bytes_in_flight);
+        return -EINVAL;
+    }
     return 0;
+}
+
+/* A PEM file, whole (at most 1 MiB). */
+static char *read_pem(const char *path, const char *what)
+{
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        fprintf(stderr, "pacerd: %s %s: %s\n", what, path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 20;
+    char *buf = malloc(cap + 1);
+    size_t n = buf ? fread(buf, 1, cap + 1, f) : 0;
+    bool bad = !buf || ferror(f) || n > cap || !memmem(buf, n, "-----BEGIN ", 11);
+    fclose(f);
+    if (bad) {
+        fprintf(stderr, "pacerd: %s %s: %s\n", what, path,
+                !buf ? "out of memory" : n > cap ? "larger than 1 MiB" : "not a PEM file (no -----BEGIN line)");
+        free(buf);
+        return NULL;
+    }
+    buf[n] = 0;
+    return buf;
+}
+
+static void wipe_free(char *s)
+{
+    if (s) {
+        memset(s, 0, strlen(s));
+        free(s);
+    }
+}
+
+/* Open files: every connection is one. The soft limit goes up to the hard
+ * one; when even that is short, fewer connections are allowed. */
+static void fit_fd_limit(http_options *h)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    rlim_t want = (rlim_t)h->max_connections + FDS_BESIDE_CONNECTIONS + 4 * h->io_threads;
+    if (rl.rlim_cur < want) {
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur < want) {
+        rlim_t room = rl.rlim_cur > FDS_BESIDE_CONNECTIONS + 4 * h->io_threads + 16
+                          ? rl.rlim_cur - FDS_BESIDE_CONNECTIONS - 4 * h->io_threads
+                          : 16;
+        fprintf(stderr, "pacerd: the open file limit (%llu) allows %llu connections, not --max-connections %u\n",
+                (unsigned long long)rl.rlim_cur, (unsigned long long)room, h->max_connections);
+        h->max_connections = (unsigned)room;
+    }
+}
+
+static void log_line(void *ctx, const char *msg)
+{
+    fprintf(stderr, "pacerd: %s\n", msg);
 }
 
 int main(int argc, char **argv)
@@ -175,45 +309,88 @@ int main(int argc, char **argv)
     options o = {0};
     if (parse_args(argc, argv, &o) < 0)
         return 2;
+    /* Bodies of 128 KiB and more are mmapped and go back to the system when
+     * freed (glibc's threshold otherwise grows with the largest freed
+     * block, and megabytes of freed bodies stay resident); few arenas, so
+     * that the threads' freed memory is not kept apart. */
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+    mallopt(M_ARENA_MAX, 4);
 
     /* Every thread started from here on inherits the blocked set; only
      * sigwait below takes these signals. */
-    sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGINT);
-    sigaddset(&stop, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
+    fit_fd_limit(&o.http);
 
     char err[512];
-    pacerd d = {.max_config_bytes = 1 << 20};
+    pacerd d = {.max_config_bytes = 1 << 20, .max_body = o.max_body};
+    metrics_init(&d.metrics);
+    char *cert = NULL, *key = NULL;
+    if (o.tls_cert && (!(cert = read_pem(o.tls_cert, "--tls-cert")) || !(key = read_pem(o.tls_key, "--tls-key")))) {
+        free(cert);
+        return 1;
+    }
     d.auth = auth_load(o.admin_file, o.keys_file, err, sizeof err);
     if (!d.auth) {
         fprintf(stderr, "pacerd: %s\n", err);
+        free(cert);
+        wipe_free(key);
         return 1;
     }
+    o.store.log = log_line;
     d.store = store_open(o.db, &o.store, err, sizeof err);
     if (!d.store) {
         fprintf(stderr, "pacerd: %s\n", err);
         auth_free(d.auth);
+        free(cert);
+        wipe_free(key);
         return 1;
     }
-    http_server *srv = http_start(o.addr, o.port, &o.http, pacerd_route, &d, err, sizeof err);
-    if (!srv) {
+    o.http.max_discard_bytes = o.max_body;
+    o.http.tls_cert_pem = cert;
+    o.http.tls_key_pem = key;
+    http_app app = {pacerd_preflight, pacerd_handle, pacerd_done, &d};
+    d.http = http_start(o.addr, o.port, &o.http, &app, err, sizeof err);
+    free(cert); /* libmicrohttpd keeps its own copies */
+    wipe_free(key);
+    if (!d.http) {
         fprintf(stderr, "pacerd: %s\n", err);
         store_close(d.store);
         auth_free(d.auth);
         return 1;
     }
     bool v6 = strchr(o.addr, ':') != NULL;
-    printf("pacerd: listening on http://%s%s%s:%u\n", v6 ? "[" : "", o.addr, v6 ? "]" : "", http_port(srv));
+    printf("pacerd: listening on %s://%s%s%s:%u\n", http_tls(d.http) ? "https" : "http", v6 ? "[" : "", o.addr,
+           v6 ? "]" : "", http_port(d.http));
     fflush(stdout);
 
     int sig = 0;
-    sigwait(&stop, &sig);
-    fprintf(stderr, "pacerd: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    http_stop(srv);
+    for (;;) {
+        sigwait(&sigs, &sig);
+        if (sig != SIGHUP)
+            break;
+        int r = auth_reload(d.auth, err, sizeof err);
+        metrics_reload(&d.metrics, r == 0);
+        if (r == 0)
+            fprintf(stderr, "pacerd: SIGHUP: reloaded the admin token and %zu keys\n", auth_n_keys(d.auth));
+        else
+            fprintf(stderr, "pacerd: SIGHUP: %s; the credentials in use stay\n", err);
+    }
+    http_stats hs;
+    http_get_stats(d.http, &hs);
+    fprintf(stderr, "pacerd: %s: stopping; %zu requests in flight\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+            hs.admitted);
+    size_t left = http_drain(d.http, o.drain_timeout_s * 1000);
+    if (left)
+        fprintf(stderr, "pacerd: %zu requests still in flight after %u s; closing them\n", left, o.drain_timeout_s);
+    http_stop(d.http);
     store_close(d.store);
     auth_free(d.auth);
+    metrics_destroy(&d.metrics);
     return 0;
 }

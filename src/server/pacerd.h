@@ -1,23 +1,34 @@
-/* What the request handlers of pacerd share: the store, the credentials and
- * the limits. Built once by main.c; read-only while serving. */
+/* What the request handlers of pacerd share: the store, the credentials,
+ * the figures and the limits. Built once by main.c; the credentials
+ * reload themselves (auth.h), the rest is read-only while serving. */
 #ifndef PACER_SERVER_PACERD_H
 #define PACER_SERVER_PACERD_H
 
 #include "auth.h"
 #include "http.h"
+#include "metrics.h"
 #include "store.h"
 
 typedef struct pacerd {
     store *store;
     auth *auth;
-    size_t max_config_bytes;
+    server_metrics metrics;
+    http_server *http; /* for /metrics */
+    size_t max_body;         /* ingest bodies */
+    size_t max_config_bytes; /* PUT /v1/config */
 } pacerd;
 
-/* Routes one request (router.c): authenticates it and calls the handler of
- * its endpoint. An http_handler; ctx is the pacerd. */
-void pacerd_route(void *ctx, const http_request *rq, http_response *rs);
+/* The routes (router.c): http_app callbacks; ctx is the pacerd.
+ *   preflight: the route, the credential and the key's limits, from the
+ *              headers alone; OPTIONS and refusals are answered there;
+ *   handle:    the route's handler, once the body is complete;
+ *   done:      counts the answer, charges a key what it stored. */
+http_plan pacerd_preflight(void *ctx, http_request *rq, http_response *rs, size_t *ret_max_body);
+void pacerd_handle(void *ctx, const http_request *rq, http_response *rs);
+void pacerd_done(void *ctx, const http_request *rq, const http_response *rs);
 
-/* Endpoint handlers. app is the app whose key authenticated the request. */
+/* Endpoint handlers. app is the app whose key authenticated the request.
+ * ingest_handle sets rs->items to the records it stored. */
 void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_response *rs);
 void query_handle(pacerd *d, const http_request *rq, http_response *rs);
 void config_get(pacerd *d, const char *app, const http_request *rq, http_response *rs);

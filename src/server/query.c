@@ -3,8 +3,10 @@
  * Percentiles come from the DDSketch rollups (store_scan merges whole days
  * from the rollups with the raw rows of the days a range cuts), so a query
  * costs one sketch per (name, metric, day), not one row per event.
- * Arguments: app (required, except for apps), version (optional: all
- * versions merged), from / to (optional, unix seconds, [from, to)).
+ * Arguments (params.h: decoded strictly, anything else is 400 naming the
+ * parameter): app (required, except for apps), version (optional: all
+ * versions merged), from / to (optional, unix seconds, [from, to), at most
+ * the largest second whose nanoseconds fit 64 bits).
  */
 #include "pacerd.h"
 
@@ -148,21 +150,8 @@ static void metrics_json(jbuf *b, enum store_kind kind, const agg *g)
     jbuf_close(b, '}');
 }
 
-/* Unix seconds → ns; false when not a non-negative integer. */
-static bool parse_seconds(const char *s, int64_t *ret)
-{
-    if (!s || !*s || strlen(s) > 11)
-        return false;
-    int64_t v = 0;
-    for (; *s; s++) {
-        if (*s < '0' || *s > '9')
-            return false;
-        v = v * 10 + (*s - '0');
-    }
-    *ret = v * 1000000000LL;
-    return true;
-}
-
+#define MAX_SECONDS (INT64_MAX / 1000000000LL) /* 9223372036: its nanoseconds fit an int64 */
+#define MAX_NAME 256
 /* {"apps":[{"app":A,"versions":[…]}, …]} from the sorted (app, version)
  * pairs: an entry per run of one app. */
 typedef struct apps_out {
@@ -201,7 +190,13 @@ void query_handle(pacerd *d, const http_request *rq, http_response *rs)
         {"/api/v1/requests", "requests", "pattern", KIND_REQUEST},
         {"/api/v1/spans", "spans", "name", KIND_SPAN},
     };
+    char err[256];
     if (strcmp(rq->path, "/api/v1/apps") == 0) {
+        static const char *const none[] = {NULL};
+        if (params_only(rq->query, none, err, sizeof err) < 0) {
+            http_error(rs, 400, "%s", err);
+            return;
+        }
         apps_out o = {.app = NULL};
         jbuf_init(&o.b);
         jbuf_open(&o.b, '{');
@@ -230,18 +225,28 @@ void query_handle(pacerd *d, const http_request *rq, http_response *rs)
         http_error(rs, 404, "no such query: %s (apps, pages, startup, requests, spans)", rq->path);
         return;
     }
-    const char *app = http_arg(rq, "app");
-    const char *version = http_arg(rq, "version");
-    const char *from_s = http_arg(rq, "from"), *to_s = http_arg(rq, "to");
-    int64_t from = INT64_MIN, to = INT64_MAX;
-    if (!app || !*app) {
+    static const char *const known[] = {"app", "version", "from", "to", NULL};
+    const char *app = NULL, *version = NULL;
+    int64_t from_s = 0, to_s = 0;
+    int has_from = 0, has_to = 0, has_app = 0;
+    if (params_only(rq->query, known, err, sizeof err) < 0 ||
+        (has_app = params_str(rq->query, "app", MAX_NAME, &app, err, sizeof err)) < 0 ||
+        params_str(rq->query, "version", MAX_NAME, &version, err, sizeof err) < 0 ||
+        (has_from = params_int(rq->query, "from", 0, MAX_SECONDS, &from_s, err, sizeof err)) < 0 ||
+        (has_to = params_int(rq->query, "to", 0, MAX_SECONDS, &to_s, err, sizeof err)) < 0) {
+        http_error(rs, 400, "%s", err);
+        return;
+    }
+    if (!has_app) {
         http_error(rs, 400, "app: required (%s?app=APP[&version=V][&from=UNIX_S&to=UNIX_S])", rq->path);
         return;
     }
-    if ((from_s && !parse_seconds(from_s, &from)) || (to_s && !parse_seconds(to_s, &to))) {
-        http_error(rs, 400, "from, to: expected unix seconds (a non-negative integer)");
+    if (has_from && has_to && from_s >= to_s) {
+        http_error(rs, 400, "from, to: from must be before to ([from, to) in unix seconds)");
         return;
     }
+    int64_t from = has_from ? from_s * 1000000000LL : INT64_MIN;
+    int64_t to = has_to ? to_s * 1000000000LL : INT64_MAX;
     enum store_kind kind = endpoints[e].kind;
     aggs a = {.n_metrics = store_kind(kind)->n_metrics};
     store_scan_cb cb = {on_count, on_sketch, on_raw, &a};
@@ -268,10 +273,10 @@ void query_handle(pacerd *d, const http_request *rq, http_response *rs)
     jbuf_kv_str(&b, "app", app);
     if (version)
         jbuf_kv_str(&b, "version", version);
-    if (from_s)
-        jbuf_kv_i64(&b, "from", from / 1000000000LL);
-    if (to_s)
-        jbuf_kv_i64(&b, "to", to / 1000000000LL);
+    if (has_from)
+        jbuf_kv_i64(&b, "from", from_s);
+    if (has_to)
+        jbuf_kv_i64(&b, "to", to_s);
     jbuf_key(&b, endpoints[e].list);
     jbuf_open(&b, '[');
     for (size_t i = 0; i < n; i++) {

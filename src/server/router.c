@@ -1,17 +1,38 @@
-/* Request routing and authentication (pacerd.h).
+/* Routes, credentials and limits (pacerd.h).
  *
- *   GET  /healthz                   none          200 when the store commits a probe write
- *   POST /v1/traces|logs|metrics    app key       ingest (ingest.c)
- *   GET  /v1/config/{app}           app key of {app}, or admin
- *   PUT  /v1/config/{app}           admin         (config_service.c)
- *   GET  /api/v1/...                admin         queries (query.c)
- *
+ *   route                          methods              credential              runs on
+ *   /healthz                       GET HEAD             none                    the I/O thread
+ *   /metrics                       GET HEAD             admin                   the I/O thread
+ *   /v1/traces, /v1/logs,          POST                 app key (rate, quota)   a worker
+ *     /v1/metrics
+ *   /v1/config/{app}               GET HEAD             app key of {app}, admin a worker
+ *                                  PUT                  admin                   a worker
+ *   /api/v1/...                    GET HEAD             admin                   a worker
+ * OPTIONS on any of them (and OPTIONS *) answers 204 with Allow, without a
+ * credential; another method 405 with Allow. Everything is decided on the
+ * headers (pacerd_preflight), so a refused request's body is never read:
  * 401 when no usable credential was sent, 403 when it does not grant the
- * endpoint. Credentials are never echoed back nor logged.
+ * endpoint, 429 with Retry-After when the key's rate or daily quota is
+ * used up. Credentials are never echoed back nor logged. Routes other than
+ * /api/v1 take no query parameters.
  */
 #include "pacerd.h"
 
+#include <pacer/base/clock.h>
+
+#include <stdlib.h>
 #include <string.h>
+
+typedef struct route_state {
+    enum route route;
+    auth_id id;
+    const char *app; /* /v1/config/{app}: points into the path */
+} route_state;
+
+typedef struct route_def {
+    enum route route;
+    const char *allow;
+} route_def;
 
 static bool app_name_ok(const char *s)
 {
@@ -24,89 +45,230 @@ static bool app_name_ok(const char *s)
     return true;
 }
 
-void pacerd_route(void *ctx, const http_request *rq, http_response *rs)
+static route_def find_route(const char *path)
+{
+    if (strcmp(path, "/healthz") == 0)
+        return (route_def){ROUTE_HEALTHZ, "GET, HEAD, OPTIONS"};
+    if (strcmp(path, "/metrics") == 0)
+        return (route_def){ROUTE_METRICS, "GET, HEAD, OPTIONS"};
+    if (strcmp(path, "/v1/traces") == 0)
+        return (route_def){ROUTE_TRACES, "POST, OPTIONS"};
+    if (strcmp(path, "/v1/logs") == 0)
+        return (route_def){ROUTE_LOGS, "POST, OPTIONS"};
+    if (strcmp(path, "/v1/metrics") == 0)
+        return (route_def){ROUTE_METRICS_INGEST, "POST, OPTIONS"};
+    if (strncmp(path, "/v1/config/", 11) == 0 && app_name_ok(path + 11))
+        return (route_def){ROUTE_CONFIG, "GET, HEAD, PUT, OPTIONS"};
+    if (strncmp(path, "/api/v1/", 8) == 0)
+        return (route_def){ROUTE_QUERY, "GET, HEAD, OPTIONS"};
+    if (strcmp(path, "*") == 0)
+        return (route_def){ROUTE_OPTIONS_ANY, "GET, HEAD, POST, PUT, OPTIONS"};
+    return (route_def){ROUTE_UNKNOWN, NULL};
+}
+
+/* Whether method is in the Allow list (HEAD wherever GET is). */
+static bool allowed(const char *allow, const char *method)
+{
+    size_t n = strlen(method);
+    for (const char *p = allow; (p = strstr(p, method)); p += n)
+        if ((p == allow || p[-1] == ' ') && (p[n] == ',' || p[n] == 0))
+            return true;
+    return false;
+}
+
+static bool is_ingest(enum route r)
+{
+    return r == ROUTE_TRACES || r == ROUTE_LOGS || r == ROUTE_METRICS_INGEST;
+}
+
+static http_plan refuse_credential(pacerd *d, http_response *rs, bool forbidden, const char *fmt, const char *arg)
+{
+    if (!forbidden)
+        rs->challenge = true;
+    metrics_reject(&d->metrics, forbidden ? MREJ_FORBIDDEN : MREJ_UNAUTHORIZED);
+    http_error(rs, forbidden ? 403 : 401, fmt, arg);
+    return HTTP_ANSWERED;
+}
+
+http_plan pacerd_preflight(void *ctx, http_request *rq, http_response *rs, size_t *ret_max_body)
 {
     pacerd *d = ctx;
-    const char *path = rq->path;
-    const char *token = auth_bearer(http_header(rq, "Authorization"));
-    bool get = strcmp(rq->method, "GET") == 0;
-
-    if (strcmp(path, "/healthz") == 0) {
-        if (!get) {
-            http_error(rs, 405, "use GET /healthz");
-            return;
-        }
-        if (store_probe(d->store) == 0)
-            http_json_text(rs, 200, "{\"status\":\"ok\"}");
+    route_state *st = calloc(1, sizeof *st);
+    if (!st) {
+        rs->retry_after = 1;
+        http_error(rs, 503, "out of memory");
+        return HTTP_ANSWERED;
+    }
+    rq->state = st;
+    route_def def = find_route(rq->path);
+    st->route = def.route;
+    *ret_max_body = 0;
+    if (def.route == ROUTE_UNKNOWN) {
+        if (strncmp(rq->path, "/v1/config/", 11) == 0)
+            http_error(rs, 404, "expected /v1/config/APP (APP: 1-256 bytes, no spaces, control characters or '/')");
         else
-            http_error(rs, 503, "the store is not writable");
+            http_error(rs, 404, "no such endpoint: %.200s", rq->path);
+        return HTTP_ANSWERED;
+    }
+    if (strcmp(rq->method, "OPTIONS") == 0) {
+        rs->status = 204;
+        rs->allow = def.allow;
+        return HTTP_ANSWERED;
+    }
+    if (def.route == ROUTE_OPTIONS_ANY || !allowed(def.allow, rq->method)) {
+        rs->allow = def.allow;
+        http_error(rs, 405, "%.200s: the methods are %s", rq->path, def.allow);
+        return HTTP_ANSWERED;
+    }
+    bool get = strcmp(rq->method, "GET") == 0 || strcmp(rq->method, "HEAD") == 0;
+
+    const char *token = auth_bearer(http_header(rq, "Authorization"));
+    auth_identify(d->auth, token, &st->id);
+    enum auth_who who = st->id.who;
+    http_plan plan = HTTP_QUEUED;
+    switch (def.route) {
+    case ROUTE_HEALTHZ:
+        plan = HTTP_INLINE;
+        break;
+    case ROUTE_METRICS:
+        if (who != AUTH_ADMIN)
+            return refuse_credential(d, rs, who == AUTH_KEY, "%s", "/metrics takes the admin token: "
+                                                                   "Authorization: Bearer TOKEN");
+        plan = HTTP_INLINE;
+        break;
+    case ROUTE_TRACES:
+    case ROUTE_LOGS:
+    case ROUTE_METRICS_INGEST: {
+        if (who != AUTH_KEY)
+            return refuse_credential(d, rs, who == AUTH_ADMIN, "%s",
+                                     who == AUTH_ADMIN ? "ingest takes an app key, not the admin token"
+                                     : token           ? "unknown key"
+                                                       : "send the app's key: Authorization: Bearer KEY");
+        unsigned retry;
+        char why[256];
+        if (auth_limit(d->auth, st->id.key_id, &retry, why, sizeof why) < 0) {
+            metrics_reject(&d->metrics, strstr(why, "daily") ? MREJ_QUOTA : MREJ_RATE_LIMIT);
+            rs->retry_after = (int)retry;
+            http_error(rs, 429, "%s: retry after %u s", why, retry);
+            return HTTP_ANSWERED;
+        }
+        *ret_max_body = d->max_body;
+        break;
+    }
+    case ROUTE_CONFIG:
+        st->app = rq->path + 11;
+        if (who == AUTH_NONE)
+            return refuse_credential(d, rs, false, "%s", token ? "unknown token"
+                                                               : "send a token: Authorization: Bearer TOKEN");
+        if (get && who == AUTH_KEY && strcmp(st->id.app, st->app) != 0)
+            return refuse_credential(d, rs, true, "%s", "this key is for another app");
+        if (!get && who != AUTH_ADMIN)
+            return refuse_credential(d, rs, true, "%s", "changing a config takes the admin token");
+        if (!get)
+            *ret_max_body = d->max_config_bytes;
+        break;
+    case ROUTE_QUERY:
+        if (who != AUTH_ADMIN)
+            return refuse_credential(d, rs, who == AUTH_KEY, "%s",
+                                     "queries take the admin token: Authorization: Bearer TOKEN");
+        return HTTP_QUEUED; /* query.c checks its parameters */
+    default:
+        break;
+    }
+    char err[256];
+    static const char *const none[] = {NULL};
+    if (params_only(rq->query, none, err, sizeof err) < 0) {
+        http_error(rs, 400, "%s", err);
+        return HTTP_ANSWERED;
+    }
+    return plan;
+}
+
+static void healthz(pacerd *d, http_response *rs)
+{
+    store_health h;
+    /* the store answers from its last transactions; a probe, when there
+     * was none for a second, is waited for at most 50 ms */
+    store_health_get(d->store, 50, &h);
+    if (h.fault == STORE_OK) {
+        http_json_text(rs, 200, "{\"status\":\"ok\"}");
         return;
     }
+    static const char *const names[STORE_FAULT_COUNT] = {"ok", "disk_full", "read_only", "corrupt", "io", "stuck"};
+    jbuf b;
+    jbuf_init(&b);
+    jbuf_open(&b, '{');
+    jbuf_kv_str(&b, "status", names[h.fault]);
+    jbuf_kv_str(&b, "error", h.reason);
+    jbuf_kv_i64(&b, "since", h.since_ns / 1000000000LL);
+    jbuf_close(&b, '}');
+    http_json(rs, 503, &b);
+}
 
-    if (strcmp(path, "/v1/traces") == 0 || strcmp(path, "/v1/logs") == 0 || strcmp(path, "/v1/metrics") == 0) {
-        if (strcmp(rq->method, "POST") != 0) {
-            http_error(rs, 405, "use POST %s", path);
-            return;
-        }
-        const char *app = auth_app_of(d->auth, token);
-        if (!app) {
-            rs->challenge = true;
-            if (!token)
-                http_error(rs, 401, "send the app's key: Authorization: Bearer KEY");
-            else
-                http_error(rs, auth_is_admin(d->auth, token) ? 403 : 401,
-                           auth_is_admin(d->auth, token) ? "ingest takes an app key, not the admin token"
-                                                         : "unknown key");
-            return;
-        }
-        ingest_handle(d, app, rq, rs);
+static void metrics_page(pacerd *d, http_response *rs)
+{
+    http_stats hs;
+    store_stats ss;
+    store_health h;
+    http_get_stats(d->http, &hs);
+    store_get_stats(d->store, &ss);
+    store_health_get(d->store, 0, &h);
+    jbuf b;
+    jbuf_init(&b);
+    metrics_render(&d->metrics, &b, &hs, &ss, &h, auth_n_keys(d->auth));
+    size_t len;
+    char *text = jbuf_steal(&b, &len);
+    if (!text) {
+        http_error(rs, 503, "out of memory");
         return;
     }
+    rs->status = 200;
+    rs->body = text;
+    rs->len = len;
+    rs->content_type = "text/plain; version=0.0.4; charset=utf-8";
+}
 
-    if (strncmp(path, "/v1/config/", 11) == 0) {
-        const char *app = path + 11;
-        if (!app_name_ok(app)) {
-            http_error(rs, 404, "expected /v1/config/APP");
-            return;
-        }
-        bool admin = auth_is_admin(d->auth, token);
-        const char *key_app = admin ? NULL : auth_app_of(d->auth, token);
-        if (!admin && !key_app) {
-            rs->challenge = true;
-            http_error(rs, 401, token ? "unknown token" : "send a token: Authorization: Bearer TOKEN");
-            return;
-        }
-        if (get) {
-            if (!admin && strcmp(key_app, app) != 0) {
-                http_error(rs, 403, "this key is for another app");
-                return;
-            }
-            config_get(d, app, rq, rs);
-        } else if (strcmp(rq->method, "PUT") == 0) {
-            if (!admin) {
-                http_error(rs, 403, "changing a config takes the admin token");
-                return;
-            }
-            config_put(d, app, rq, rs);
-        } else {
-            http_error(rs, 405, "use GET or PUT %s", path);
-        }
+void pacerd_handle(void *ctx, const http_request *rq, http_response *rs)
+{
+    pacerd *d = ctx;
+    const route_state *st = rq->state;
+    switch (st->route) {
+    case ROUTE_HEALTHZ: healthz(d, rs); return;
+    case ROUTE_METRICS: metrics_page(d, rs); return;
+    case ROUTE_TRACES:
+    case ROUTE_LOGS:
+    case ROUTE_METRICS_INGEST:
+        ingest_handle(d, st->id.app, rq, rs);
+        if (rs->status == 429)
+            metrics_reject(&d->metrics, MREJ_STORE_QUEUE);
+        else if (rs->status == 503)
+            metrics_reject(&d->metrics, MREJ_STORE_FAILED);
         return;
-    }
-
-    if (strncmp(path, "/api/v1/", 8) == 0) {
-        if (!auth_is_admin(d->auth, token)) {
-            rs->challenge = true;
-            http_error(rs, auth_app_of(d->auth, token) ? 403 : 401, "queries take the admin token: Authorization: Bearer TOKEN");
-            return;
-        }
-        if (!get) {
-            http_error(rs, 405, "use GET %s", path);
-            return;
-        }
+    case ROUTE_CONFIG:
+        if (strcmp(rq->method, "PUT") == 0)
+            config_put(d, st->app, rq, rs);
+        else
+            config_get(d, st->app, rq, rs);
+        if (rs->status == 503)
+            metrics_reject(&d->metrics, MREJ_STORE_FAILED);
+        return;
+    case ROUTE_QUERY:
         query_handle(d, rq, rs);
+        if (rs->status == 503)
+            metrics_reject(&d->metrics, MREJ_STORE_FAILED);
         return;
+    default: http_error(rs, 500, "internal error: no handler for this route"); return;
     }
+}
 
-    http_error(rs, 404, "no such endpoint: %s", path);
+void pacerd_done(void *ctx, const http_request *rq, const http_response *rs)
+{
+    pacerd *d = ctx;
+    const route_state *st = rq->state;
+    enum route r = st ? st->route : ROUTE_NONE;
+    metrics_request(&d->metrics, r, rs->status);
+    if (st && is_ingest(r) && rs->status == 200 && rs->items) {
+        auth_charge(d->auth, st->id.key_id, rs->items);
+        metrics_stored(&d->metrics, r, rs->items);
+    }
 }

@@ -35,9 +35,10 @@
 
 #include <pacer/schema.h>
 
+#include "latency.h"
 #include "sketch.h"
 
-#define STORE_MAX_METRICS 5
+#define STORE_MAX_METRICS 8
 #define STORE_MAX_COLS 24
 #define STORE_MAX_FIELDS 32 /* fields of one record type */
 #define STORE_DAY_NS (86400LL * 1000000000LL)
@@ -170,6 +171,10 @@ typedef struct store_options {
     size_t max_queued_items; /* records waiting for the writer before submits get -EAGAIN */
     size_t readers;          /* read connections */
     size_t rollup_lag_ms;    /* longest a committed record waits to be added to the rollups (0: none) */
+    /* where failures of the store are told, one line each, no newline
+     * (NULL: nowhere); called from any of the store's threads */
+    void (*log)(void *ctx, const char *msg);
+    void *log_ctx;
 } store_options;
 
 /* Opens (creating when needed) the database and starts the writer thread.
@@ -186,9 +191,40 @@ void store_close(store *st);
 int store_submit(store *st, const char *app, const char *batch_id, const char *endpoint, store_record *recs,
                  size_t n, size_t rejected, bool *ret_duplicate);
 
-/* Writes and commits a probe row. 0 when the store is writable, else
- * negative errno. */
-int store_probe(store *st);
+/* ---- health and figures (store_health.c) ----
+ *
+ * Every write transaction and every read reports its outcome. A failure
+ * is classified by its cause (SQLite's code and the system's errno) and
+ * logged once, through store_options.log, when it starts and once when
+ * writes succeed again; corruption, once seen, stays reported until
+ * pacerd restarts. */
+enum store_fault { STORE_OK, STORE_DISK_FULL, STORE_READ_ONLY, STORE_CORRUPT, STORE_IO, STORE_STUCK,
+                   STORE_FAULT_COUNT };
+
+typedef struct store_health {
+    enum store_fault fault;
+    char reason[320];   /* what failed and why; "" when ok */
+    int64_t since_ns;   /* wall time of the first failure of this kind in a row; 0 when ok */
+} store_health;
+
+/* The store's state now. Answers at once from what the last transactions
+ * and reads found; when nothing was committed in the last second and no
+ * failure is known, the writer commits a probe row and this waits for it
+ * at most wait_ms (longer: STORE_STUCK). Any thread. */
+void store_health_get(store *st, unsigned wait_ms, store_health *ret);
+
+typedef struct store_stats {
+    uint64_t transactions, transaction_failures, read_failures;
+    uint64_t failures[STORE_FAULT_COUNT]; /* failed transactions and reads, by cause */
+    uint64_t rows[TABLE_COUNT];           /* rows committed, by table */
+    uint64_t duplicates;                  /* batches already stored, answered without storing */
+    latency transaction;                  /* BEGIN to COMMIT */
+    latency submit;                       /* store_submit: queued to committed, as its caller waits */
+    size_t queued_items;
+    int64_t db_bytes, wal_bytes, disk_free_bytes; /* -1 when unknown */
+} store_stats;
+
+void store_get_stats(store *st, store_stats *ret);
 
 /* Configs: versions per app, newest wins. put stores xml as a new version
  * (etag computed from the content) and returns it in ret_version. get

@@ -48,6 +48,7 @@
  * of earlier versions keep their columns (same names, maybe another order).
  */
 #include "store.h"
+#include "store_health.h"
 
 #include <pacer/base/clock.h>
 #include <pacer/base/hash.h>
@@ -62,6 +63,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 
 /* The server's own tables; the raw tables and their *_keys tables are
  * made from the layout (schema_create). */
@@ -199,7 +202,7 @@ static int add_missing_columns(sqlite3 *db, enum store_table tb, char **msg)
 
 /* The metrics of every rollup kind, in order: what a keys table's m0… mean.
  * Kept in meta: when the schema changed them, the keys tables (a cache of
- * the raw rows up to the marks) are filled again. */
+ * the raw rows up to the marks) are made and filled again. */
 static char *kinds_signature(void)
 {
     char buf[1024];
@@ -208,6 +211,38 @@ static char *kinds_signature(void)
         o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s:%s", k ? ";" : "", store_kind(k)->name,
                               store_kind(k)->metrics_sql);
     return o < sizeof buf ? strdup(buf) : NULL;
+}
+
+/* Whether the file's keys tables were written for other metric lists
+ * (meta 'kinds' differs from this pacerd's). */
+static int kinds_changed(sqlite3 *db, bool *ret)
+{
+    char *sig = kinds_signature();
+    if (!sig)
+        return SQLITE_NOMEM;
+    sqlite3_stmt *s = NULL;
+    int r = sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'kinds'", -1, &s, NULL);
+    *ret = false;
+    if (r == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+        *ret = strcmp((const char *)sqlite3_column_text(s, 0), sig) != 0;
+    sqlite3_finalize(s);
+    free(sig);
+    return r;
+}
+
+/* Keys tables of other metric lists may have another number of metric
+ * columns too: they are made again (empty; refill_keys_if_changed fills
+ * them). */
+static int remake_keys_if_changed(sqlite3 *db, char **msg)
+{
+    bool changed;
+    int r = kinds_changed(db, &changed);
+    for (enum store_kind k = 0; changed && k < KIND_COUNT && r == SQLITE_OK; k++) {
+        r = exec_owned(db, sql_text("DROP TABLE IF EXISTS %s_keys", store_table(store_kind(k)->table)->name), msg);
+        if (r == SQLITE_OK)
+            r = exec_owned(db, table_sql(store_kind(k)->table), msg);
+    }
+    return r;
 }
 
 static int refill_keys_if_changed(sqlite3 *db, char **msg)
@@ -257,6 +292,8 @@ static int schema_create(sqlite3 *db, char **msg)
                        sql_text("INSERT OR IGNORE INTO rollup_marks SELECT '%s', COALESCE(MAX(rowid), 0) FROM %s",
                                 store_kind(k)->name, store_table(store_kind(k)->table)->name),
                        msg);
+    if (r == SQLITE_OK)
+        r = remake_keys_if_changed(db, msg);
     for (enum store_kind k = 0; k < KIND_COUNT && r == SQLITE_OK; k++)
         r = exec_owned(db, keys_fill_sql(k, schema1), msg);
     if (r == SQLITE_OK)
@@ -290,7 +327,7 @@ typedef struct group {
     sketch m[STORE_MAX_METRICS];
 } group;
 
-enum job_type { JOB_RECORDS, JOB_PROBE, JOB_CONFIG };
+enum job_type { JOB_RECORDS, JOB_CONFIG };
 
 typedef struct job {
     struct job *next;
@@ -331,6 +368,12 @@ struct store {
     int64_t lag_ns;
     int64_t lag_since_ns; /* when (mono_ns) the oldest row not in the rollups was committed; 0: none */
     bool need_replay;      /* the groups in memory are lost: rebuild them before the next job */
+    /* health (store_health_get): a probe row is committed when asked */
+    health_state health;
+    bool probe_wanted;
+    uint64_t probe_gen;    /* probes done */
+    pthread_cond_t probed;
+    int64_t txn_since_ns;  /* mono: when the writer's running transaction began; 0: none */
     /* readers */
     pthread_mutex_t rlock;
     pthread_cond_t rfree;
@@ -648,9 +691,6 @@ static int run_job(store *st, job *j)
 {
     int r;
     switch (j->type) {
-    case JOB_PROBE:
-        sqlite3_bind_int64(st->st[ST_PROBE], 1, wall_ns());
-        return step_done(st->st[ST_PROBE]);
     case JOB_CONFIG: {
         uint64_t h = fnv1a64(FNV1A64_INIT, j->xml, j->xml_len);
         sqlite3_stmt *s = st->st[ST_CONFIG_VERSION];
@@ -701,7 +741,7 @@ static int run_job(store *st, job *j)
  * flushes them. Called and returns with lock. */
 static bool writer_wait(store *st)
 {
-    while (!st->head && !st->stopping) {
+    while (!st->head && !st->stopping && !st->probe_wanted) {
         if (!st->dirty) {
             pthread_cond_wait(&st->wake, &st->lock);
             continue;
@@ -710,7 +750,7 @@ static bool writer_wait(store *st)
         if (cond_wait_until(&st->wake, &st->lock, t) == ETIMEDOUT)
             return true;
     }
-    return st->head || st->dirty;
+    return st->head || st->dirty || st->probe_wanted;
 }
 
 static void *writer_main(void *arg)
@@ -721,6 +761,10 @@ static void *writer_main(void *arg)
         job *list = st->head;
         st->head = st->tail = NULL;
         bool stopping = st->stopping;
+        bool probe = st->probe_wanted;
+        st->probe_wanted = false;
+        int64_t t0 = mono_ns();
+        st->txn_since_ns = t0;
         pthread_mutex_unlock(&st->lock);
 
         int r = 0;
@@ -730,6 +774,10 @@ static void *writer_main(void *arg)
             r = step_done(st->st[ST_BEGIN]);
         for (job *j = list; j && r == 0; j = j->next)
             r = run_job(st, j);
+        if (r == 0 && probe) {
+            sqlite3_bind_int64(st->st[ST_PROBE], 1, wall_ns());
+            r = step_done(st->st[ST_PROBE]);
+        }
         if (r == 0 && st->lag_rows && !st->lag_since_ns)
             st->lag_since_ns = mono_ns();
         /* the rows are the truth; the rollups follow within LAG_* */
@@ -739,6 +787,16 @@ static void *writer_main(void *arg)
             r = groups_flush(st);
         if (r == 0)
             r = step_done(st->st[ST_COMMIT]);
+        store_error err;
+        if (r < 0)
+            store_error_capture(st->w, &err); /* before the ROLLBACK replaces it */
+        uint64_t rows[TABLE_COUNT] = {0}, duplicates = 0;
+        for (job *j = list; j && r == 0; j = j->next) {
+            duplicates += j->duplicate;
+            for (size_t i = 0; j->type == JOB_RECORDS && !j->duplicate && i < j->n; i++)
+                rows[j->recs[i].table]++;
+        }
+        health_write(&st->health, r < 0 ? &err : NULL, mono_ns() - t0, rows, duplicates);
         if (r < 0) {
             step_done(st->st[ST_ROLLBACK]);
             /* the groups may hold rows of this transaction: rebuild them */
@@ -749,6 +807,11 @@ static void *writer_main(void *arg)
         }
 
         pthread_mutex_lock(&st->lock);
+        st->txn_since_ns = 0;
+        if (probe) {
+            st->probe_gen++;
+            pthread_cond_broadcast(&st->probed);
+        }
         for (job *j = list; j; j = j->next) {
             j->result = r < 0 ? -EIO : 0;
             if (r < 0)
@@ -777,6 +840,7 @@ static int submit(store *st, job *j)
         return -EAGAIN;
     }
     st->queued_items += j->n;
+    int64_t t0 = mono_ns();
     if (st->tail)
         st->tail->next = j;
     else
@@ -786,6 +850,8 @@ static int submit(store *st, job *j)
     while (!j->done)
         pthread_cond_wait(&st->done, &st->lock);
     pthread_mutex_unlock(&st->lock);
+    if (j->type == JOB_RECORDS)
+        health_submit(&st->health, mono_ns() - t0);
     return j->result;
 }
 
@@ -799,10 +865,59 @@ int store_submit(store *st, const char *app, const char *batch_id, const char *e
     return r;
 }
 
-int store_probe(store *st)
+/* A transaction running longer than this makes the store "stuck". */
+#define STUCK_NS (10 * 1000000000LL)
+
+void store_health_get(store *st, unsigned wait_ms, store_health *ret)
 {
-    job j = {.type = JOB_PROBE};
-    return submit(st, &j);
+    int64_t last_ok;
+    health_snapshot(&st->health, ret, &last_ok);
+    if (ret->fault == STORE_CORRUPT || (ret->fault == STORE_OK && mono_ns() - last_ok < 1000000000LL))
+        return;
+    /* nothing committed for a second, or failing: does a write work now? */
+    pthread_mutex_lock(&st->lock);
+    uint64_t gen = st->probe_gen;
+    if (!st->stopping) {
+        st->probe_wanted = true;
+        pthread_cond_signal(&st->wake);
+    }
+    int64_t deadline = mono_ns() + (int64_t)wait_ms * 1000000LL;
+    while (st->probe_gen == gen && !st->stopping && cond_wait_until(&st->probed, &st->lock, deadline) != ETIMEDOUT)
+        ;
+    bool probed = st->probe_gen != gen;
+    int64_t txn = st->txn_since_ns;
+    pthread_mutex_unlock(&st->lock);
+    health_snapshot(&st->health, ret, &last_ok);
+    if (probed || ret->fault != STORE_OK)
+        return;
+    int64_t now = mono_ns();
+    if (txn && now - txn > STUCK_NS) {
+        ret->fault = STORE_STUCK;
+        snprintf(ret->reason, sizeof ret->reason,
+                 "the store is not committing: a transaction has been running for %.0f s (a hung disk?)",
+                 (double)(now - txn) / 1e9);
+        ret->since_ns = wall_ns() - (now - txn);
+    }
+}
+
+static int64_t file_bytes(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (int64_t)sb.st_size : -1;
+}
+
+void store_get_stats(store *st, store_stats *ret)
+{
+    health_stats(&st->health, ret);
+    pthread_mutex_lock(&st->lock);
+    ret->queued_items = st->queued_items;
+    pthread_mutex_unlock(&st->lock);
+    char p[4096];
+    ret->db_bytes = file_bytes(st->path);
+    snprintf(p, sizeof p, "%s-wal", st->path);
+    ret->wal_bytes = file_bytes(p);
+    struct statvfs vfs;
+    ret->disk_free_bytes = statvfs(st->path, &vfs) == 0 ? (int64_t)vfs.f_bavail * (int64_t)vfs.f_frsize : -1;
 }
 
 int store_config_put(store *st, const char *app, const char *xml, size_t len, int64_t *ret_version)
@@ -815,6 +930,18 @@ int store_config_put(store *st, const char *app, const char *xml, size_t len, in
 }
 
 /* ---- readers ---- */
+
+static void reader_put(store *st, sqlite3 *db);
+
+/* Gives a reader back, telling the health what its read found. */
+static void read_done(store *st, sqlite3 *db, bool failed, const char *what)
+{
+    store_error err;
+    if (failed)
+        store_error_capture(db, &err);
+    health_read(&st->health, failed ? &err : NULL, what);
+    reader_put(st, db);
+}
 
 static sqlite3 *reader_get(store *st)
 {
@@ -867,7 +994,7 @@ int store_config_get(store *st, const char *app, char **ret_xml, size_t *ret_len
     }
 out:
     sqlite3_finalize(s);
-    reader_put(st, db);
+    read_done(st, db, r == -EIO, "a config read");
     return r;
 }
 
@@ -1004,7 +1131,11 @@ int store_scan(store *st, enum store_kind kind, const char *app, const char *ver
         if (r == 0 && d_hi != INT64_MAX && to_ns > d_hi * STORE_DAY_NS)
             r = scan_raw(db, kind, app, version, d_hi * STORE_DAY_NS, to_ns, -1, cb);
     }
+    store_error err;
+    if (r < 0)
+        store_error_capture(db, &err); /* before the COMMIT replaces it */
     sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    health_read(&st->health, r < 0 ? &err : NULL, "a query");
     reader_put(st, db);
     return r;
 }
@@ -1021,7 +1152,7 @@ int store_apps(store *st, void (*cb)(void *ctx, const char *app, const char *ver
         r = sr == SQLITE_DONE ? 0 : -EIO;
         sqlite3_finalize(s);
     }
-    reader_put(st, db);
+    read_done(st, db, r < 0, "a query");
     return r;
 }
 
@@ -1089,6 +1220,7 @@ static void close_all(store *st)
     groups_drop(st);
     free(st->apps_sql);
     free(st->path);
+    health_destroy(&st->health);
     free(st);
 }
 
@@ -1106,6 +1238,7 @@ store *store_open(const char *path, const store_options *opt, char *err, size_t 
         return NULL;
     }
     st->path = strdup(path);
+    health_init(&st->health, st->path, opt->log, opt->log_ctx);
     st->max_queued = opt->max_queued_items ? opt->max_queued_items : 200000;
     st->lag_ns = (int64_t)opt->rollup_lag_ms * 1000000LL;
     size_t nr = opt->readers ? opt->readers : 4;
@@ -1174,6 +1307,7 @@ store *store_open(const char *path, const store_options *opt, char *err, size_t 
     pthread_mutex_init(&st->lock, NULL);
     cond_init_monotonic(&st->wake); /* the rollup lag is timed on mono_ns */
     pthread_cond_init(&st->done, NULL);
+    cond_init_monotonic(&st->probed);
     pthread_mutex_init(&st->rlock, NULL);
     pthread_cond_init(&st->rfree, NULL);
     if (thread_start(&st->writer, "pacerd-writer", writer_main, st) < 0) {

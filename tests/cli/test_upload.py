@@ -118,9 +118,9 @@ class Upload(unittest.TestCase):
 
     def replay(self, server, session, events=EVENTS):
         p = subprocess.run([PACER, "replay", "--config", SHOP, "--app", "shop", "--app-version", "2.0",
-                            "--session", session, "--server", server, "--key", "k-shop",
+                            "--session", session, "--server", server,
                             "--spool", self.spool, events],
-                           capture_output=True, text=True, timeout=60)
+                           capture_output=True, text=True, timeout=60, env=dict(os.environ, PACER_KEY="k-shop"))
         self.assertEqual(p.returncode, 0, p.stderr)
         return [json.loads(l) for l in p.stdout.splitlines()]
 

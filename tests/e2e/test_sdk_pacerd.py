@@ -27,6 +27,15 @@ def probe(server, spool, *mode, timeout=90):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def key_file(directory):
+    """The shop key in a file, for `pacer run --key-file`."""
+    path = os.path.join(directory, "shop.key")
+    with open(path, "w") as f:
+        f.write(KEYS["shop"] + "\n")
+    os.chmod(path, 0o600)
+    return path
+
+
 def page_count(d, page):
     for p in d.query("/api/v1/pages?app=shop")["pages"]:
         if p["page"] == page:
@@ -100,7 +109,7 @@ class DemoAppToPacerd(unittest.TestCase):
                 env = dict(os.environ, DISPLAY=x.display, **APP_ENV)
                 env.pop("WAYLAND_DISPLAY", None)
                 p = subprocess.run([PACER, "run", "--config", SHOP_CONFIG, "--out", out, "--app", "shop",
-                                    "--app-version", "e2e", "--server", d.base, "--key", KEYS["shop"],
+                                    "--app-version", "e2e", "--server", d.base, "--key-file", key_file(tmp.name),
                                     "--spool", os.path.join(tmp.name, "spool.db"), "--",
                                     SHOP_APP, "--api", api.base, "--auto-exit"],
                                    env=env, capture_output=True, text=True, timeout=120)
@@ -130,6 +139,109 @@ class DemoAppToPacerd(unittest.TestCase):
             tmp.cleanup()
 
 
+    def test_key_reaches_the_app_not_its_children(self):
+        """The key given in $PACER_KEY reaches the measured app (its records
+        arrive) but never its command line or environment; the descriptor
+        it came through is closed once read, and the children the app
+        spawns (shop-app --children) inherit neither key nor descriptor."""
+        from agentlib import SHOP_APP, SHOP_CONFIG, APP_ENV, ApiServer, Xvfb
+        d = Pacerd()
+        tmp = tempfile.TemporaryDirectory()
+        key = KEYS["shop"].encode()
+        try:
+            with Xvfb() as x, ApiServer({"/api/config": 200, "/api/list": 300, "/api/test1": 300}) as api:
+                env = dict(os.environ, DISPLAY=x.display, PACER_KEY=KEYS["shop"], **APP_ENV)
+                env.pop("WAYLAND_DISPLAY", None)
+                p = subprocess.Popen([PACER, "run", "--config", SHOP_CONFIG, "--out",
+                                      os.path.join(tmp.name, "records.jsonl"), "--app", "shop",
+                                      "--app-version", "secrets", "--server", d.base,
+                                      "--spool", os.path.join(tmp.name, "spool.db"), "--",
+                                      SHOP_APP, "--api", api.base, "--children", "--auto-exit"],
+                                     env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                seen_closed = False
+                children = {}
+                deadline = time.monotonic() + 60
+                while p.poll() is None and time.monotonic() < deadline:
+                    # pacer run, then (same pid) the app it execs: the key never
+                    # is on the command line; the app's environment lacks it
+                    self.assertNotIn(key, read_proc(p.pid, "cmdline"))
+                    try:
+                        is_app = os.readlink("/proc/%d/exe" % p.pid) == os.path.realpath(SHOP_APP)
+                    except OSError:
+                        is_app = False
+                    if not is_app:
+                        time.sleep(0.005)
+                        continue
+                    self.assertNotIn(key, read_proc(p.pid, "environ"), "the key is in the app's environment")
+                    fds = proc_fds(p.pid)
+                    if fds and not any("pacer-key" in t for t in fds):
+                        seen_closed = True
+                    # the forked child (whose /proc environ is the parent's first
+                    # block) and the program spawned (GLib double-forks: it is
+                    # not the app's child any more)
+                    for pid in child_pids(p.pid):
+                        children.setdefault(pid, (b"", proc_fds(pid)))
+                    for pid in spawned_pids(api.base):
+                        if not children.get(pid, (b"",))[0]:
+                            children[pid] = (read_proc(pid, "environ"), proc_fds(pid))
+                    time.sleep(0.005)
+                _, err = p.communicate(timeout=60)
+            self.assertEqual(p.returncode, 0, err)
+            self.assertTrue(seen_closed, "the key's descriptor stayed open in the app")
+            self.assertTrue([c for c in children.values() if c[0]], "shop-app --children spawned no program we saw")
+            for pid, (environ, fds) in children.items():
+                self.assertNotIn(key, environ)
+                self.assertNotIn(b"PACER_SERVER_KEY", environ)
+                self.assertFalse([t for t in fds if "pacer-key" in t], "child %d inherited the key" % pid)
+            got = {g["page"]: g for g in d.query("/api/v1/pages?app=shop&version=secrets")["pages"]}
+            self.assertEqual(got["ShopHomeWindow"]["count"], 1)
+        finally:
+            d.close()
+            tmp.cleanup()
+
+
+def read_proc(pid, what):
+    try:
+        with open("/proc/%d/%s" % (pid, what), "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
+def proc_fds(pid):
+    out = []
+    try:
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            try:
+                out.append(os.readlink("/proc/%d/fd/%s" % (pid, fd)))
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return out
+
+
+def spawned_pids(api):
+    """The shop-apps that shop-app --children spawned for this api."""
+    want = b"\x00--api\x00" + api.encode() + b"\x00--splash-ms\x000\x00--lazy-ms\x00100\x00"
+    return [int(n) for n in os.listdir("/proc") if n.isdigit() and want in read_proc(int(n), "cmdline")]
+
+
+def child_pids(parent):
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[1]) == parent:
+                out.append(int(name))
+        except (OSError, IndexError, ValueError):
+            pass
+    return out
+
+
 class LiveThresholds(unittest.TestCase):
     def test_jank_threshold_changed_on_the_server_applies_live(self):
         """jank-app janks 500 ms every 0.9 s. The server's config starts at
@@ -147,7 +259,7 @@ class LiveThresholds(unittest.TestCase):
                 env = dict(os.environ, DISPLAY=x.display, **APP_ENV)
                 env.pop("WAYLAND_DISPLAY", None)
                 p = subprocess.Popen([PACER, "run", "--out", out, "--app", "shop", "--server", d.base,
-                                      "--key", KEYS["shop"], "--spool", os.path.join(tmp.name, "spool.db"),
+                                      "--key-file", key_file(tmp.name), "--spool", os.path.join(tmp.name, "spool.db"),
                                       "--", os.environ["JANK_APP"], "--janks", "12", "--jank-ms", "500",
                                       "--gap-ms", "400"],
                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -189,7 +301,7 @@ class LivePages(unittest.TestCase):
                 env = dict(os.environ, DISPLAY=x.display, **APP_ENV)
                 env.pop("WAYLAND_DISPLAY", None)
                 p = subprocess.Popen([PACER, "run", "--out", out, "--app", "shop", "--server", d.base,
-                                      "--key", KEYS["shop"], "--spool", os.path.join(tmp.name, "spool.db"),
+                                      "--key-file", key_file(tmp.name), "--spool", os.path.join(tmp.name, "spool.db"),
                                       "--", os.environ["PAGES_APP"], "--url", api.base + "/api/test1",
                                       "--pages", "16", "--every-ms", "250"],
                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

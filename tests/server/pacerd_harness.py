@@ -19,20 +19,29 @@ class Pacerd:
     """pacerd with a fresh database in a temporary directory (kept across
     restart(), removed by close())."""
 
-    def __init__(self, extra_args=(), db=None):
+    def __init__(self, extra_args=(), db=None, keys_text=None, scheme="http"):
         self.dir = tempfile.mkdtemp(prefix="pacerd-test-")
         self.db = db or os.path.join(self.dir, "pacer.db")
         self.admin_file = os.path.join(self.dir, "admin-token")
         self.keys_file = os.path.join(self.dir, "keys")
+        self.scheme = scheme
+        self.ssl_context = None
         with open(self.admin_file, "w") as f:
             f.write(ADMIN + "\n")
         with open(self.keys_file, "w") as f:
-            f.write("# app key\n")
-            for app, key in KEYS.items():
-                f.write("%s %s\n" % (app, key))
+            if keys_text is not None:
+                f.write(keys_text)
+            else:
+                f.write("# app key\n")
+                for app, key in KEYS.items():
+                    f.write("%s %s\n" % (app, key))
         self.extra_args = list(extra_args)
         self.proc = None
-        self.start()
+        try:
+            self.start()
+        except RuntimeError:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise
 
     def start(self, port=0):
         self.stderr_path = os.path.join(self.dir, "stderr.%d" % time.monotonic_ns())
@@ -42,11 +51,15 @@ class Pacerd:
              "--keys-file", self.keys_file] + self.extra_args,
             stdout=subprocess.PIPE, stderr=self.stderr, text=True)
         line = self.proc.stdout.readline()
-        if not line.startswith("pacerd: listening on http://127.0.0.1:"):
+        if not line.startswith("pacerd: listening on %s://127.0.0.1:" % self.scheme):
             self.proc.kill()
-            raise RuntimeError("pacerd did not start: %r; stderr: %s" % (line, open(self.stderr_path).read()))
+            self.proc.wait()
+            self.proc.stdout.close()
+            self.stderr.close()
+            with open(self.stderr_path) as f:
+                raise RuntimeError("pacerd did not start: %r; stderr: %s" % (line, f.read()))
         self.port = int(line.rsplit(":", 1)[1])
-        self.base = "http://127.0.0.1:%d" % self.port
+        self.base = "%s://127.0.0.1:%d" % (self.scheme, self.port)
 
     def kill(self, sig=9):
         self.proc.send_signal(sig)
@@ -84,7 +97,7 @@ class Pacerd:
         for k, v in (headers or {}).items():
             req.add_header(k, v)
         try:
-            with urllib.request.urlopen(req, timeout=30) as r:
+            with urllib.request.urlopen(req, timeout=30, context=self.ssl_context) as r:
                 return r.status, r.headers, r.read()
         except urllib.error.HTTPError as e:
             return e.code, e.headers, e.read()
@@ -146,3 +159,56 @@ def traces(spans, app="shop", version="1.0", session="00000000deadbeef"):
 def exact_quantile(values, q):
     s = sorted(values)
     return s[int(q * (len(s) - 1))]
+
+
+def proc_kib(pid, field="VmRSS"):
+    """A memory figure of a process from /proc/PID/status, in KiB."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise KeyError(field)
+
+
+def scrape(d, token=ADMIN):
+    """GET /metrics, as {'name{labels}': value}."""
+    status, _, body = d.request("GET", "/metrics", token=token)
+    if status != 200:
+        raise AssertionError("/metrics: HTTP %d: %s" % (status, body[:300]))
+    out = {}
+    for line in body.decode().splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            out[name] = float(value)
+    return out
+
+
+def raw_exchange(port, data, src="127.0.0.1", timeout=10.0, read_all=True):
+    """Sends raw bytes, returns (what came back, whether the server closed
+    the connection) — the server's close is seen within timeout."""
+    import socket
+    s = socket.socket()
+    s.settimeout(timeout)
+    s.bind((src, 0))
+    s.connect(("127.0.0.1", port))
+    try:
+        s.sendall(data)
+    except OSError:
+        pass
+    got = b""
+    closed = False
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                closed = True
+                break
+            got += chunk
+            if not read_all and b"\r\n\r\n" in got:
+                break
+    except socket.timeout:
+        pass
+    except ConnectionResetError:
+        closed = True
+    s.close()
+    return got, closed

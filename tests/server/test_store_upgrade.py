@@ -65,6 +65,32 @@ class StoreUpgrade(unittest.TestCase):
         finally:
             d.close()
 
+    def test_keys_tables_of_fewer_metric_columns_are_made_again(self):
+        """A file whose keys tables have fewer metric columns than this
+        pacerd's (a kind gained a metric since) gets them made again."""
+        d = Pacerd(["--rollup-lag", "0"])
+        try:
+            spans = [page_span("UpWindow", T0 + DAY // 2 + i, 100.0 + i) for i in range(20)]
+            d.ingest("/v1/traces", traces(spans))
+            query = "/api/v1/pages?app=shop&from=%d&to=%d" % ((T0 + DAY // 4) // 10**9, (T0 + DAY) // 10**9)
+            before = d.query(query)
+            d.kill(15)
+            db = sqlite3.connect(d.db)
+            cols = [r[1] for r in db.execute("PRAGMA table_info(page_loads_keys)")]
+            last = max(c for c in cols if c.startswith("m") and c[1:].isdigit())
+            db.execute("ALTER TABLE page_loads_keys DROP COLUMN %s" % last)
+            db.execute("UPDATE meta SET value = 'page:fewer' WHERE key = 'kinds'")
+            db.commit()
+            db.close()
+            d.start()
+            d.ingest("/v1/traces", traces([page_span("UpWindow", T0 + DAY // 2 + 100, 500.0)]))
+            after = d.query(query)
+            self.assertEqual(after["pages"][0]["count"], 21)
+            self.assertEqual(after["pages"][0]["metrics"]["total_ms"]["max"], 500.0)
+            self.assertEqual(before["pages"][0]["count"], 20)
+        finally:
+            d.close()
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,0 +1,245 @@
+/* The store's health and figures (store_health.h, store.h).
+ *
+ * A failure's cause comes from SQLite's result code and, for an I/O error,
+ * from the errno of the system call that failed when SQLite kept it, else
+ * from a probe of the database's file system (fs_probe: a file created,
+ * written and removed beside the database; ext4's emergency read-only
+ * state, for one, is not in the mount flags): a full disk (SQLITE_FULL,
+ * ENOSPC, EDQUOT), a read-only file or file system (SQLITE_READONLY,
+ * EROFS), corruption (SQLITE_CORRUPT, SQLITE_NOTADB), anything else. What is
+ * logged, each time once:
+ *   writes: the first failed transaction of a run of failures (and again
+ *           when the cause changes), and the first commit after the run;
+ *   reads:  the first failed read of a run, unless it is corruption;
+ *   corruption, from a write or a read: once; it stays in the health
+ *           until the process ends (the file must be repaired).
+ */
+#include "store_health.h"
+
+#include <pacer/base/clock.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+void health_init(health_state *h, const char *path, void (*log)(void *ctx, const char *msg), void *log_ctx)
+{
+    memset(h, 0, sizeof *h);
+    pthread_mutex_init(&h->lock, NULL);
+    h->path = path;
+    h->log = log;
+    h->log_ctx = log_ctx;
+    h->last_ok_ns = mono_ns();
+}
+
+void health_destroy(health_state *h)
+{
+    pthread_mutex_destroy(&h->lock);
+}
+
+void store_error_capture(sqlite3 *db, store_error *ret)
+{
+    ret->code = db ? sqlite3_extended_errcode(db) : SQLITE_OK;
+    ret->sys = db ? sqlite3_system_errno(db) : 0;
+    snprintf(ret->msg, sizeof ret->msg, "%s", db && ret->code != SQLITE_OK ? sqlite3_errmsg(db) : "");
+}
+
+/* For an I/O error whose errno SQLite did not keep: what writing a block
+ * beside the database says. *ret_errno: the errno seen, or 0. */
+static enum store_fault fs_probe(const health_state *h, int *ret_errno)
+{
+    *ret_errno = 0;
+    struct statvfs v;
+    if (!h->path)
+        return STORE_IO;
+    if (statvfs(h->path, &v) == 0 && (v.f_flag & ST_RDONLY)) {
+        *ret_errno = EROFS;
+        return STORE_READ_ONLY;
+    }
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s-probe", h->path);
+    int fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int e = fd < 0 ? errno : 0;
+    if (fd >= 0) {
+        static const char block[4096];
+        if (write(fd, block, sizeof block) != (ssize_t)sizeof block || fsync(fd) != 0)
+            e = errno ? errno : EIO;
+        close(fd);
+        unlink(probe);
+    }
+    *ret_errno = e;
+    return e == EROFS ? STORE_READ_ONLY : e == ENOSPC || e == EDQUOT ? STORE_DISK_FULL : STORE_IO;
+}
+
+static enum store_fault classify(const health_state *h, const store_error *e, int *ret_errno)
+{
+    *ret_errno = e->sys;
+    switch (e->code & 0xff) {
+    case SQLITE_FULL: return STORE_DISK_FULL;
+    case SQLITE_READONLY: return STORE_READ_ONLY;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: return STORE_CORRUPT;
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:
+        if (e->sys == ENOSPC || e->sys == EDQUOT)
+            return STORE_DISK_FULL;
+        if (e->sys == EROFS)
+            return STORE_READ_ONLY;
+        return fs_probe(h, ret_errno);
+    default: return STORE_IO;
+    }
+}
+
+static const char *fault_text(enum store_fault f)
+{
+    switch (f) {
+    case STORE_OK: return "ok";
+    case STORE_DISK_FULL: return "the disk is full";
+    case STORE_READ_ONLY: return "the database is read-only";
+    case STORE_CORRUPT: return "the database is corrupt";
+    case STORE_IO: return "the store failed";
+    case STORE_STUCK: return "the store is not committing";
+    default: return "?";
+    }
+}
+
+/* "the database is read-only: disk I/O error (Read-only file system)" */
+static void describe(const store_error *e, enum store_fault f, int sys, char *out, size_t size)
+{
+    if (e->code == SQLITE_OK)
+        snprintf(out, size, "%s: out of memory", fault_text(f));
+    else if (sys)
+        snprintf(out, size, "%s: %s (%s)", fault_text(f), e->msg, strerror(sys));
+    else
+        snprintf(out, size, "%s: %s", fault_text(f), e->msg);
+}
+
+static void say(health_state *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(health_state *h, const char *fmt, ...)
+{
+    if (!h->log)
+        return;
+    char msg[640];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    h->log(h->log_ctx, msg);
+}
+
+/* Called with the lock. */
+static void note_corrupt(health_state *h, const char *reason, const char *what)
+{
+    if (h->corrupt)
+        return;
+    h->corrupt = true;
+    h->corrupt_since_ns = wall_ns();
+    snprintf(h->corrupt_reason, sizeof h->corrupt_reason, "%s", reason);
+    say(h, "store: %s, seen by %s; /healthz answers 503 until pacerd is restarted on a repaired file "
+           "(sqlite3 FILE '.recover')", reason, what);
+}
+
+void health_write(health_state *h, const store_error *err, int64_t duration_ns, const uint64_t *rows,
+                  uint64_t duplicates)
+{
+    /* the cause first: its probe must not hold the lock */
+    int sys = 0;
+    enum store_fault f = err ? classify(h, err, &sys) : STORE_OK;
+    char reason[320] = "";
+    if (err)
+        describe(err, f, sys, reason, sizeof reason);
+    pthread_mutex_lock(&h->lock);
+    h->stats.transactions++;
+    latency_add(&h->stats.transaction, duration_ns);
+    if (!err) {
+        for (size_t t = 0; rows && t < TABLE_COUNT; t++)
+            h->stats.rows[t] += rows[t];
+        h->stats.duplicates += duplicates;
+        h->last_ok_ns = mono_ns();
+        if (h->fault != STORE_OK)
+            say(h, "store: writes succeed again, after %llu failed transaction(s) over %.1f s",
+                (unsigned long long)h->streak, (double)(wall_ns() - h->since_ns) / 1e9);
+        h->fault = STORE_OK;
+        h->reason[0] = 0;
+        h->streak = 0;
+        h->since_ns = 0;
+        pthread_mutex_unlock(&h->lock);
+        return;
+    }
+    h->stats.transaction_failures++;
+    h->stats.failures[f]++;
+    if (f == STORE_CORRUPT)
+        note_corrupt(h, reason, "a write");
+    if (h->fault != f) {
+        if (f != STORE_CORRUPT)
+            say(h, "store: writes fail: %s; ingest and config changes answer 503 until they succeed again", reason);
+        if (h->fault == STORE_OK) {
+            h->since_ns = wall_ns();
+            h->streak = 0;
+        }
+        h->fault = f;
+    }
+    snprintf(h->reason, sizeof h->reason, "%s", reason);
+    h->streak++;
+    pthread_mutex_unlock(&h->lock);
+}
+
+void health_read(health_state *h, const store_error *err, const char *what)
+{
+    int sys = 0;
+    enum store_fault f = err ? classify(h, err, &sys) : STORE_OK;
+    char reason[320] = "";
+    if (err)
+        describe(err, f, sys, reason, sizeof reason);
+    pthread_mutex_lock(&h->lock);
+    if (!err) {
+        h->read_failing = false;
+        pthread_mutex_unlock(&h->lock);
+        return;
+    }
+    h->stats.read_failures++;
+    h->stats.failures[f]++;
+    if (f == STORE_CORRUPT)
+        note_corrupt(h, reason, what);
+    else if (!h->read_failing || h->read_fault != f)
+        say(h, "store: reads fail: %s, seen by %s; queries answer 503", reason, what);
+    h->read_failing = true;
+    h->read_fault = f;
+    pthread_mutex_unlock(&h->lock);
+}
+
+void health_submit(health_state *h, int64_t duration_ns)
+{
+    pthread_mutex_lock(&h->lock);
+    latency_add(&h->stats.submit, duration_ns);
+    pthread_mutex_unlock(&h->lock);
+}
+
+void health_snapshot(health_state *h, store_health *ret, int64_t *ret_last_ok_ns)
+{
+    pthread_mutex_lock(&h->lock);
+    memset(ret, 0, sizeof *ret);
+    if (h->corrupt) {
+        ret->fault = STORE_CORRUPT;
+        snprintf(ret->reason, sizeof ret->reason, "%s", h->corrupt_reason);
+        ret->since_ns = h->corrupt_since_ns;
+    } else if (h->fault != STORE_OK) {
+        ret->fault = h->fault;
+        snprintf(ret->reason, sizeof ret->reason, "%s", h->reason);
+        ret->since_ns = h->since_ns;
+    }
+    if (ret_last_ok_ns)
+        *ret_last_ok_ns = h->last_ok_ns;
+    pthread_mutex_unlock(&h->lock);
+}
+
+void health_stats(health_state *h, store_stats *ret)
+{
+    pthread_mutex_lock(&h->lock);
+    *ret = h->stats;
+    pthread_mutex_unlock(&h->lock);
+}
