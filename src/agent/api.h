@@ -84,7 +84,18 @@ void *agent_real(const char *soname, const char *name);
     X(AGENT_LIBGTK, gtk_native_get_surface)                                                     \
     X(AGENT_LIBGTK, gdk_surface_get_type)                                                       \
     X(AGENT_LIBGTK, gdk_frame_clock_get_refresh_info)                                           \
-    X(AGENT_LIBGTK, gdk_frame_clock_get_frame_time)
+    X(AGENT_LIBGTK, gdk_frame_clock_get_frame_time)                                             \
+    X(AGENT_LIBGLIB, g_timeout_add_full)                                                        \
+    X(AGENT_LIBGLIB, g_idle_add_full)                                                           \
+    X(AGENT_LIBGOBJECT, g_object_is_floating)                                                   \
+    X(AGENT_LIBGTK, gtk_widget_get_first_child)                                                 \
+    X(AGENT_LIBGTK, gtk_widget_get_next_sibling)                                                \
+    X(AGENT_LIBGTK, gtk_widget_observe_controllers)                                             \
+    X(AGENT_LIBGTK, gtk_widget_get_layout_manager)                                              \
+    X(AGENT_LIBGTK, gtk_event_controller_get_type)                                              \
+    X(AGENT_LIBGTK, gtk_event_controller_get_widget)                                            \
+    X(AGENT_LIBGTK, gtk_layout_manager_get_type)                                                \
+    X(AGENT_LIBGTK, gtk_layout_manager_get_widget)
 
 typedef struct agent_toolkit {
 #define AGENT_SLOT(lib, name) __typeof__(name) *name;
@@ -148,6 +159,17 @@ bool agent_api_load(const char **ret_missing);
 #define gdk_surface_get_type (*agent_fn.gdk_surface_get_type)
 #define gdk_frame_clock_get_refresh_info (*agent_fn.gdk_frame_clock_get_refresh_info)
 #define gdk_frame_clock_get_frame_time (*agent_fn.gdk_frame_clock_get_frame_time)
+#define g_timeout_add_full (*agent_fn.g_timeout_add_full)
+#define g_idle_add_full (*agent_fn.g_idle_add_full)
+#define g_object_is_floating (*agent_fn.g_object_is_floating)
+#define gtk_widget_get_first_child (*agent_fn.gtk_widget_get_first_child)
+#define gtk_widget_get_next_sibling (*agent_fn.gtk_widget_get_next_sibling)
+#define gtk_widget_observe_controllers (*agent_fn.gtk_widget_observe_controllers)
+#define gtk_widget_get_layout_manager (*agent_fn.gtk_widget_get_layout_manager)
+#define gtk_event_controller_get_type (*agent_fn.gtk_event_controller_get_type)
+#define gtk_event_controller_get_widget (*agent_fn.gtk_event_controller_get_widget)
+#define gtk_layout_manager_get_type (*agent_fn.gtk_layout_manager_get_type)
+#define gtk_layout_manager_get_widget (*agent_fn.gtk_layout_manager_get_widget)
 #endif
 
 #endif
