@@ -196,8 +196,8 @@ extern "C" {
       "points to")                                                                                                   \
     X(SIGNATURE, "signature", STRING, PACER_FIELD_REQUIRED, NULL, NULL, NULL, NULL, NONE,                            \
       "16 hex digits naming the leak's shape, the key repeated leaks group under")                                  \
-    X(ORIGIN, "origin", STRING, PACER_FIELD_REQUIRED, NULL, "app|library", NULL, NULL, NONE,                         \
-      "library: a known leak of GTK or another library, not the app's")                                            \
+    X(ORIGIN, "origin", STRING, PACER_FIELD_REQUIRED, NULL, "app|library|unknown", NULL, NULL, NONE,                 \
+      "app, library (a known leak, or native: no frame of the app's) or unknown (native: no stack)")                 \
     X(KNOWN_LEAK, "known_leak", STRING, 0, NULL, NULL, NULL, NULL, NONE, "the known-leak entry it matched")          \
     X(PAGE, "page", STRING, 0, NULL, NULL, NULL, NULL, NONE, "object: the destroyed page's class")                   \
     X(INSTANCE, "instance", ID, 0, NULL, NULL, NULL, NULL, NONE, "object: the page instance (as page records')")     \

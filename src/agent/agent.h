@@ -229,6 +229,8 @@ void leaks_on_construct(GTypeInstance *instance);
 /* A page was destroyed (pages.c): watch it and what it owns until the
  * leak check. GTK thread, while its widget tree is still whole. */
 void leaks_on_page_gone(GObject *obj, const char *class_name, uint64_t instance, bool window);
+/* At setup: what --leaks=refs and native need (the stack store). */
+void leaks_install(void);
 /* At exit (--leaks=native): the mark phase and the native `leak` records. */
 void heap_exit_check(void);
 

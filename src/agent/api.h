@@ -88,6 +88,9 @@ void *agent_real(const char *soname, const char *name);
     X(AGENT_LIBGLIB, g_timeout_add_full)                                                        \
     X(AGENT_LIBGLIB, g_idle_add_full)                                                           \
     X(AGENT_LIBGOBJECT, g_object_is_floating)                                                   \
+    X(AGENT_LIBGOBJECT, g_weak_ref_init)                                                        \
+    X(AGENT_LIBGOBJECT, g_weak_ref_get)                                                         \
+    X(AGENT_LIBGOBJECT, g_weak_ref_clear)                                                       \
     X(AGENT_LIBGTK, gtk_widget_get_first_child)                                                 \
     X(AGENT_LIBGTK, gtk_widget_get_next_sibling)                                                \
     X(AGENT_LIBGTK, gtk_widget_observe_controllers)                                             \
@@ -162,6 +165,9 @@ bool agent_api_load(const char **ret_missing);
 #define g_timeout_add_full (*agent_fn.g_timeout_add_full)
 #define g_idle_add_full (*agent_fn.g_idle_add_full)
 #define g_object_is_floating (*agent_fn.g_object_is_floating)
+#define g_weak_ref_init (*agent_fn.g_weak_ref_init)
+#define g_weak_ref_get (*agent_fn.g_weak_ref_get)
+#define g_weak_ref_clear (*agent_fn.g_weak_ref_clear)
 #define gtk_widget_get_first_child (*agent_fn.gtk_widget_get_first_child)
 #define gtk_widget_get_next_sibling (*agent_fn.gtk_widget_get_next_sibling)
 #define gtk_widget_observe_controllers (*agent_fn.gtk_widget_observe_controllers)

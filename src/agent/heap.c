@@ -281,12 +281,23 @@ static bool table_remove(uintptr_t a, uint64_t *ret_meta)
     return found;
 }
 
+void heap_lock_all(void)
+{
+    for (size_t k = 0; k < SHARDS; k++)
+        spin_take(&shards[k].lock);
+}
+
+void heap_unlock_all(void)
+{
+    for (size_t k = SHARDS; k-- > 0;)
+        spin_give(&shards[k].lock);
+}
+
 size_t heap_snapshot(heap_block *out, size_t max)
 {
     size_t n = 0;
     for (size_t k = 0; k < SHARDS; k++) {
         shard *s = &shards[k];
-        spin_take(&s->lock);
         for (size_t i = 0; i < s->cap; i++) {
             if (!s->slots[i].addr)
                 continue;
@@ -295,7 +306,6 @@ size_t heap_snapshot(heap_block *out, size_t max)
                                       (uint32_t)(s->slots[i].meta & ((1u << STACK_BITS) - 1)), 0, 0};
             n++;
         }
-        spin_give(&s->lock);
     }
     return n;
 }

@@ -31,8 +31,13 @@ typedef struct heap_block {
                           * may lie inside the block's last bytes; else 0 */
 } heap_block;
 
-/* The live blocks, copied into out[0..max) shard by shard (each under its
- * lock). Returns how many there were (may exceed max: call again). */
+/* Every shard of the table locked: a thread that did not stop for the mark
+ * waits in its next hook, so no block is freed (and maybe unmapped) while
+ * the mark reads it. heap_unlock_all() releases them. */
+void heap_lock_all(void);
+void heap_unlock_all(void);
+/* The live blocks, copied into out[0..max), with every shard locked.
+ * Returns how many there were (may exceed max: call again). */
 size_t heap_snapshot(heap_block *out, size_t max);
 /* Blocks live now (approximate while threads allocate). */
 size_t heap_live_blocks(void);

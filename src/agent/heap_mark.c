@@ -136,6 +136,33 @@ static int64_t now_ns(void)
     return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
+/* Memory given up during a check stays mapped until the check ends: the
+ * maps read at the stop may list it, and the mark must never read memory
+ * that is gone. */
+#define GRAVEYARD 256
+static struct {
+    void *p;
+    size_t bytes;
+} graveyard[GRAVEYARD];
+static size_t n_graves;
+
+static void retire(void *p, size_t bytes)
+{
+    if (!p)
+        return;
+    if (n_graves < GRAVEYARD)
+        graveyard[n_graves++].p = p, graveyard[n_graves - 1].bytes = bytes;
+    else
+        heap_unmap(p, bytes); /* cannot happen: vectors double */
+}
+
+static void bury(void)
+{
+    for (size_t i = 0; i < n_graves; i++)
+        heap_unmap(graveyard[i].p, graveyard[i].bytes);
+    n_graves = 0;
+}
+
 static bool vec_push(vec *v, const void *item)
 {
     if (v->n == v->cap) {
@@ -145,7 +172,7 @@ static bool vec_push(vec *v, const void *item)
             return false;
         if (v->p) {
             memcpy(np, v->p, v->n * v->elem);
-            heap_unmap(v->p, v->cap * v->elem);
+            retire(v->p, v->cap * v->elem);
         }
         v->p = np;
         v->cap = ncap;
@@ -157,7 +184,7 @@ static bool vec_push(vec *v, const void *item)
 
 static void vec_free(vec *v)
 {
-    heap_unmap(v->p, v->cap * v->elem);
+    retire(v->p, v->cap * v->elem);
     *v = (vec){.elem = v->elem};
 }
 
@@ -347,15 +374,25 @@ typedef struct mapping {
     char name[24]; /* start of the path, enough for [heap], [stack], [vdso] */
 } mapping;
 
-static bool read_maps(vec *out)
+#define MAPS_TEXT (8u << 20)
+
+/* Reads /proc/self/maps whole into `text` first, then parses it: nothing
+ * we map while parsing is in the listing. */
+static bool read_maps(vec *out, char *text)
 {
     int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return false;
-    char buf[8192], line[512];
+    size_t len = 0;
+    long r;
+    while (len < MAPS_TEXT && (r = read(fd, text + len, MAPS_TEXT - len)) > 0)
+        len += (size_t)r;
+    close(fd);
+    char line[512];
     size_t ll = 0;
-    long got;
-    while ((got = read(fd, buf, sizeof(buf))) > 0) {
+    {
+        const char *buf = text;
+        long got = (long)len;
         for (long i = 0; i < got; i++) {
             if (buf[i] != '\n') {
                 if (ll < sizeof(line) - 1)
@@ -387,13 +424,10 @@ static bool read_maps(vec *out)
             while (*end == ' ')
                 end++;
             strncpy(m.name, end, sizeof(m.name) - 1);
-            if (!vec_push(out, &m)) {
-                close(fd);
+            if (!vec_push(out, &m))
                 return false;
-            }
         }
     }
-    close(fd);
     return true;
 }
 
@@ -730,7 +764,7 @@ static void emit(pacer_t *own, const group *g, pacer_config *cfg)
     bool app = g->stack && !known && leakstack_in_app(g->stack);
     pacer_record_set_str(r, PACER_LEAK_KIND, "native");
     pacer_record_set_str(r, PACER_LEAK_SIGNATURE, sig);
-    pacer_record_set_str(r, PACER_LEAK_ORIGIN, app || !g->stack ? "app" : "library");
+    pacer_record_set_str(r, PACER_LEAK_ORIGIN, !g->stack ? "unknown" : app ? "app" : "library");
     pacer_record_set_str(r, PACER_LEAK_KNOWN_LEAK, known);
     pacer_record_set_int(r, PACER_LEAK_COUNT, (int64_t)g->count);
     pacer_record_set_int(r, PACER_LEAK_BYTES, (int64_t)g->bytes);
@@ -859,6 +893,7 @@ void heap_check(bool at_exit)
     vec maps = {.elem = sizeof(mapping)}, modules = {.elem = sizeof(range)}, ex = {.elem = sizeof(range)};
     heap_block *blocks = NULL;
     size_t cap = 0;
+    char *maps_text = NULL;
     if (!slots)
         slots = heap_map(MAX_THREADS * sizeof(*slots));
     if (!slots || !choose_signal()) {
@@ -868,13 +903,20 @@ void heap_check(bool at_exit)
     dl_iterate_phdr(collect_module, &modules);
     m.pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 
+    maps_text = heap_map(MAPS_TEXT);
+    if (!maps_text) {
+        agent_note_once("heap-mark", "native leaks cannot be checked here (no memory for the mark)");
+        goto out;
+    }
     size_t unanswered = 0;
     stop_world(self, &unanswered);
+    read_maps(&maps, maps_text);
     /* the blocks, sorted */
+    heap_lock_all();
     for (int tries = 0; tries < 4; tries++) {
         size_t need = heap_live_blocks() + 1024;
         if (need > cap) {
-            heap_unmap(blocks, cap * sizeof(*blocks));
+            retire(blocks, cap * sizeof(*blocks));
             cap = need + need / 4;
             blocks = heap_map(cap * sizeof(*blocks));
             if (!blocks) {
@@ -887,6 +929,7 @@ void heap_check(bool at_exit)
             break;
     }
     if (!blocks || m.n > cap) {
+        heap_unlock_all();
         resume_world();
         agent_note_once("heap-mark", "native leaks cannot be checked here (no memory for the mark)");
         goto out;
@@ -898,7 +941,8 @@ void heap_check(bool at_exit)
         if (m.b[i].addr + (m.b[i].size ? m.b[i].size : 1) > m.hi)
             m.hi = m.b[i].addr + (m.b[i].size ? m.b[i].size : 1);
 
-    /* what is not a root */
+    /* what is not a root: everything we mapped so far (nothing we map is
+     * unmapped before the check ends) */
     heap_region own[1100];
     size_t n_own = heap_own_regions(own, 1100);
     for (size_t i = 0; i < n_own; i++)
@@ -908,7 +952,6 @@ void heap_check(bool at_exit)
     else
         for (size_t i = 0; i < m.n; i++)
             vec_push(&ex, &(range){m.b[i].addr, m.b[i].addr + m.b[i].size});
-    read_maps(&maps);
     const mapping *mp = maps.p;
     const heap_thread_seen *seen;
     size_t n_seen = heap_threads_seen(&seen);
@@ -971,6 +1014,7 @@ void heap_check(bool at_exit)
                 consider(&m, slots[s].regs[k]);
         drain(&m);
     }
+    heap_unlock_all();
     resume_world();
     heap_self.depth--;
 
@@ -989,14 +1033,18 @@ void heap_check(bool at_exit)
     report(&m, at_exit);
     heap_self.depth++;
     note_reported(&m);
+    heap_unmap(maps_text, MAPS_TEXT);
+    maps_text = NULL;
 out:
+    heap_unmap(maps_text, maps_text ? MAPS_TEXT : 0);
     if (m.pagemap >= 0)
         close(m.pagemap);
     vec_free(&m.stack);
     vec_free(&maps);
     vec_free(&modules);
     vec_free(&ex);
-    heap_unmap(blocks, cap * sizeof(*blocks));
+    retire(blocks, cap * sizeof(*blocks));
+    bury();
     heap_self.depth--;
     atomic_store(&checking, false);
 }

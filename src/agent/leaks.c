@@ -12,12 +12,14 @@
  *    object is taken only when its reference count is no higher than the
  *    number of the page's objects that hold it, so a model the app shares
  *    or caches on purpose is never watched.
- * 2. Watch. Each object gets qdata whose destroy notify runs when GObject
- *    finalizes it (g_object_finalize clears qdata): a weak reference that,
- *    unlike g_object_weak_ref's, does not fire at dispose, so a window
- *    gtk_window_destroy() disposed while the app still holds it counts as
- *    alive. The notify may run on any thread: it only clears an atomic
- *    flag and drops the entry's reference on the watch.
+ * 2. Watch. Each object gets a GWeakRef: GLib clears it when the last
+ *    reference goes (g_object_unref, before dispose), not when an object
+ *    is disposed while still referenced, so a window gtk_window_destroy()
+ *    disposed while the app holds it counts as alive; and it does not rely
+ *    on finalize chaining up (a subclass that forgets to is still seen
+ *    gone). g_weak_ref_get() hands a checker a reference while it looks,
+ *    so an object is never touched after it was freed, whatever thread
+ *    drops its last reference.
  * 3. Check. After leak_grace_ms (<thresholds leak-grace-ms>, default 5000;
  *    PACER_LEAK_GRACE_MS overrides it) a low-priority idle callback (the
  *    main loop has nothing else to do) counts the survivors. None: done.
@@ -39,7 +41,8 @@
  * A page whose process exits before its check is not reported: there is
  * no grace period left to tell a leak from an object on its way out.
  *
- * Threads: all of it on the GTK thread, but the finalize notify (any).
+ * Threads: all of it on the GTK thread; GWeakRef is thread-safe, so the
+ * objects may die on any thread.
  */
 #include "leaks.h"
 
@@ -56,25 +59,21 @@
 
 static const char *const owned_props[] = {"model", "factory", "paintable"};
 
-typedef struct watch watch;
-
 typedef struct watch_entry {
-    GObject *obj; /* not a reference: valid while alive */
+    GWeakRef ref;
+    GObject *obj;     /* its address, compared but never followed */
     const char *type; /* g_type_name: lives as long as the process */
-    _Atomic bool alive;
-    watch *w;
 } watch_entry;
 
-struct watch {
+typedef struct watch {
     const char *page;
     uint64_t instance;
     bool window;
     int64_t destroyed_ns;
     int phase;
-    _Atomic int refs; /* the checker's, and one per entry not yet finalized */
     size_t n;
     watch_entry e[];
-};
+} watch;
 
 static GQuark watch_quark, created_quark;
 static int modes = -1;
@@ -122,18 +121,11 @@ bool leaks_native_mode(void)
     return NATIVE_BUILD && (mode() & MODE_NATIVE);
 }
 
-static void watch_unref(watch *w)
+static void watch_free(watch *w)
 {
-    if (atomic_fetch_sub(&w->refs, 1) == 1)
-        free(w);
-}
-
-/* Any thread: GObject finalizes the object. */
-static void on_finalized(gpointer data)
-{
-    watch_entry *e = data;
-    atomic_store(&e->alive, false);
-    watch_unref(e->w);
+    for (size_t i = 0; i < w->n; i++)
+        g_weak_ref_clear(&w->e[i].ref);
+    free(w);
 }
 
 /* ---- the walk (GTK thread, while the tree is whole) ---- */
@@ -292,14 +284,12 @@ void leaks_on_page_gone(GObject *obj, const char *class_name, uint64_t instance,
     w->window = window;
     w->destroyed_ns = mono_ns();
     w->n = n;
-    atomic_init(&w->refs, (int)n + 1);
     for (size_t i = 0; i < n; i++) {
         watch_entry *e = &w->e[i];
         e->obj = set.v[i];
         e->type = g_type_name(G_OBJECT_TYPE(e->obj));
-        e->w = w;
-        atomic_init(&e->alive, true);
-        g_object_set_qdata_full(e->obj, watch_quark, e, on_finalized);
+        g_weak_ref_init(&e->ref, e->obj);
+        g_object_set_qdata(e->obj, watch_quark, GINT_TO_POINTER(1));
         if (leaks_refs_mode())
             refs_watch(e->obj, 0);
     }
@@ -313,6 +303,12 @@ void leaks_on_page_gone(GObject *obj, const char *class_name, uint64_t instance,
     w->phase = 1;
     g_timeout_add_full(G_PRIORITY_DEFAULT, (guint)grace, on_grace, w, NULL);
     agent_in_hook--;
+}
+
+void leaks_install(void)
+{
+    if ((leaks_refs_mode() || leaks_native_mode()) && !stackstore_init())
+        agent_note_once("leak-stacks", "no memory for stacks; leak records come without them");
 }
 
 void leaks_on_construct(GTypeInstance *instance)
@@ -359,27 +355,67 @@ static bool in_use(GObject *o)
     return false;
 }
 
-static bool retained(watch_entry *e)
+/* The page's objects alive now, as references (NULL: gone); the caller
+ * drops them with let_go(). */
+static GObject **hold_alive(watch *w)
 {
-    return atomic_load(&e->alive) && !in_use(e->obj);
+    GObject **live = calloc(w->n ? w->n : 1, sizeof(*live));
+    for (size_t i = 0; live && i < w->n; i++)
+        live[i] = g_weak_ref_get(&w->e[i].ref);
+    return live;
+}
+
+static void let_go(watch *w, GObject **live)
+{
+    for (size_t i = 0; live && i < w->n; i++)
+        if (live[i])
+            g_object_unref(live[i]);
+    free(live);
 }
 
 static size_t count_retained(watch *w)
 {
+    GObject **live = hold_alive(w);
     size_t n = 0;
-    for (size_t i = 0; i < w->n; i++)
-        n += retained(&w->e[i]);
+    for (size_t i = 0; live && i < w->n; i++)
+        n += live[i] && !in_use(live[i]);
+    let_go(w, live);
     return n;
 }
 
+/* Whether a survivor is held by another survivor of the page through the
+ * widget tree (a child of a retained widget, a controller or the layout
+ * manager of one): retained through it, not a leak of its own. */
+static bool held_by_survivor(watch *w, GObject *const *live, GObject *o)
+{
+    GObject *holder = NULL;
+    if (is_a(o, gtk_widget_get_type()))
+        holder = (GObject *)gtk_widget_get_parent(GTK_WIDGET(o));
+    else if (is_a(o, gtk_event_controller_get_type()))
+        holder = (GObject *)gtk_event_controller_get_widget(GTK_EVENT_CONTROLLER(o));
+    else if (is_a(o, gtk_layout_manager_get_type()))
+        holder = (GObject *)gtk_layout_manager_get_widget(GTK_LAYOUT_MANAGER(o));
+    if (!holder)
+        return false;
+    for (size_t i = 0; i < w->n; i++)
+        if (live[i] && live[i] == holder)
+            return true;
+    return false;
+}
+
+typedef struct survivor {
+    GObject *obj; /* a reference of hold_alive()'s */
+    const char *type;
+} survivor;
+
 static int by_type(const void *a, const void *b)
 {
-    const watch_entry *x = *(watch_entry *const *)a, *y = *(watch_entry *const *)b;
+    const survivor *x = a, *y = b;
     return strcmp(x->type, y->type);
 }
 
-/* One record of the entries `v` (sorted by type). */
-static void emit(watch *w, watch_entry **v, size_t n, const char *known)
+/* One record of the entries `v` (sorted by type), of `survivors` in all. */
+static void emit(watch *w, const survivor *v, size_t n, size_t survivors, const char *known)
 {
     pacer_record *r = pacer_record_new(PACER_RECORD_LEAK);
     if (!r)
@@ -388,9 +424,9 @@ static void emit(watch *w, watch_entry **v, size_t n, const char *known)
     h = fnv1a64(h, w->page, strlen(w->page));
     h = fnv1a64(h, "\n", 1);
     for (size_t i = 0; i < n; i++) {
-        if (i && strcmp(v[i]->type, v[i - 1]->type) == 0)
+        if (i && strcmp(v[i].type, v[i - 1].type) == 0)
             continue;
-        h = fnv1a64(h, v[i]->type, strlen(v[i]->type));
+        h = fnv1a64(h, v[i].type, strlen(v[i].type));
         h = fnv1a64(h, "\n", 1);
     }
     char sig[17];
@@ -403,15 +439,15 @@ static void emit(watch *w, watch_entry **v, size_t n, const char *known)
     pacer_record_set_str(r, PACER_LEAK_PAGE, w->page);
     pacer_record_set_id(r, PACER_LEAK_INSTANCE, w->instance);
     pacer_record_set_str(r, PACER_LEAK_PAGE_KIND, w->window ? "window" : "page");
-    pacer_record_set_int(r, PACER_LEAK_RETAINED, (int64_t)n);
+    pacer_record_set_int(r, PACER_LEAK_RETAINED, (int64_t)survivors);
     pacer_record_set_ms(r, PACER_LEAK_CHECK_MS, mono_ns() - w->destroyed_ns);
     for (size_t i = 0; i < n;) {
         size_t j = i;
-        while (j < n && strcmp(v[j]->type, v[i]->type) == 0)
+        while (j < n && strcmp(v[j].type, v[i].type) == 0)
             j++;
         pacer_record *t = pacer_record_add(r, PACER_LEAK_TYPES);
         if (t) {
-            pacer_record_set_str(t, PACER_LEAKTYPE_TYPE, v[i]->type);
+            pacer_record_set_str(t, PACER_LEAKTYPE_TYPE, v[i].type);
             pacer_record_set_int(t, PACER_LEAKTYPE_COUNT, (int64_t)(j - i));
         }
         i = j;
@@ -420,9 +456,9 @@ static void emit(watch *w, watch_entry **v, size_t n, const char *known)
         pacer_record *o = pacer_record_add(r, PACER_LEAK_OBJECTS);
         if (!o)
             break;
-        GObject *obj = v[i]->obj;
-        int refs = g_atomic_int_get((int *)&obj->ref_count);
-        pacer_record_set_str(o, PACER_LEAKOBJ_TYPE, v[i]->type);
+        GObject *obj = v[i].obj;
+        int refs = g_atomic_int_get((int *)&obj->ref_count) - 1; /* not ours */
+        pacer_record_set_str(o, PACER_LEAKOBJ_TYPE, v[i].type);
         pacer_record_set_int(o, PACER_LEAKOBJ_REF_COUNT, refs);
         uint32_t created = created_quark ? GPOINTER_TO_UINT(g_object_get_qdata(obj, created_quark)) : 0;
         if (created)
@@ -435,58 +471,68 @@ static void emit(watch *w, watch_entry **v, size_t n, const char *known)
 
 static void report(watch *w)
 {
-    watch_entry **app = calloc(w->n, sizeof(*app)), **lib = calloc(w->n, sizeof(*lib));
-    if (!app || !lib) {
+    GObject **live = hold_alive(w);
+    survivor *app = calloc(w->n ? w->n : 1, sizeof(*app)), *lib = calloc(w->n ? w->n : 1, sizeof(*lib));
+    if (!live || !app || !lib) {
+        let_go(w, live);
         free(app);
         free(lib);
         return;
     }
     pacer_config *cfg = agent_config();
-    size_t n_app = 0, n_lib = 0;
+    size_t n_app = 0, n_lib = 0, all_app = 0, all_lib = 0;
     const char *known = NULL;
     for (size_t i = 0; i < w->n; i++) {
-        watch_entry *e = &w->e[i];
-        if (!retained(e))
+        if (!live[i] || in_use(live[i]))
             continue;
-        const char *k = leaks_known_object(cfg, w->page, e->type);
+        const char *k = leaks_known_object(cfg, w->page, w->e[i].type);
+        if (k)
+            all_lib++;
+        else
+            all_app++;
+        if (held_by_survivor(w, live, live[i]))
+            continue;
+        survivor s = {live[i], w->e[i].type};
         if (k) {
             known = known ? known : k;
-            lib[n_lib++] = e;
+            lib[n_lib++] = s;
         } else {
-            app[n_app++] = e;
+            app[n_app++] = s;
         }
     }
     /* by type, as the record lists them */
-    if (n_app > 1)
-        qsort(app, n_app, sizeof(*app), by_type);
-    if (n_lib > 1)
-        qsort(lib, n_lib, sizeof(*lib), by_type);
+    qsort(app, n_app, sizeof(*app), by_type);
+    qsort(lib, n_lib, sizeof(*lib), by_type);
     agent_in_hook++;
     if (n_app)
-        emit(w, app, n_app, NULL);
+        emit(w, app, n_app, all_app, NULL);
     if (n_lib)
-        emit(w, lib, n_lib, known);
+        emit(w, lib, n_lib, all_lib, known);
     agent_in_hook--;
     pacer_config_unref(cfg);
     free(app);
     free(lib);
+    let_go(w, live);
 }
 
 static gboolean on_idle(gpointer data)
 {
     watch *w = data;
     if (!agent_active()) {
-        watch_unref(w);
+        watch_free(w);
         return G_SOURCE_REMOVE;
     }
-    if (count_retained(w) == 0) {
-        watch_unref(w);
+    agent_in_hook++;
+    size_t n = count_retained(w);
+    agent_in_hook--;
+    if (n == 0) {
+        watch_free(w);
     } else if (w->phase == 1) {
         w->phase = 2;
         g_timeout_add_full(G_PRIORITY_DEFAULT, SECOND_CHECK_MS, on_grace, w, NULL);
     } else {
         report(w);
-        watch_unref(w);
+        watch_free(w);
     }
     return G_SOURCE_REMOVE;
 }

@@ -173,6 +173,8 @@ void refs_watch(GObject *obj, uint32_t created)
     if (!refs_quark)
         refs_quark = g_quark_from_static_string("pacer-agent-refs");
     pthread_mutex_lock(&mu);
+    if (created)
+        erase(obj); /* a new object at the address of one that died unseen */
     bool fresh = !find(obj);
     reflog *l = fresh ? calloc(1, sizeof(*l)) : NULL;
     if (l) {

@@ -17,9 +17,15 @@
  * (in read) points to.
  *
  * --churn N changes CHURN (the benchmark runs it with more); --no-leaks
- * frees the three instead of losing them. Prints nothing; exits 0.
+ * frees the three instead of losing them; --fork also forks a child that
+ * allocates, leaks and exits through exit() (its atexit handlers run), and
+ * execs a shell; --check-early asks for a leak check (pacer_leaks_check,
+ * found with dlsym: the program does not link pacer) right after the
+ * direct leak. Prints nothing; exits 0.
  */
+#include <dlfcn.h>
 #include <pthread.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +45,7 @@ struct node {
 void *kept[KEPT]; /* not static: the compiler must keep the stores */
 static __thread void *tls_block;
 static int blocker_pipe[2];
-static int no_leaks;
+static int no_leaks, do_fork, check_early;
 static volatile unsigned long sink;
 
 __attribute__((noinline)) static void native_leak_direct(void)
@@ -129,6 +135,10 @@ int main(int argc, char **argv)
             churn_n = atol(argv[++i]);
         else if (strcmp(argv[i], "--no-leaks") == 0)
             no_leaks = 1;
+        else if (strcmp(argv[i], "--fork") == 0)
+            do_fork = 1;
+        else if (strcmp(argv[i], "--check-early") == 0)
+            check_early = 1;
     }
     for (int i = 1; i < KEPT; i++)
         kept[i] = malloc(32 + i % 200);
@@ -139,6 +149,21 @@ int main(int argc, char **argv)
 
     churn(churn_n / 2);
     native_leak_direct();
+    if (check_early) {
+        void (*check)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "pacer_leaks_check");
+        if (check)
+            check();
+    }
+    if (do_fork) {
+        pid_t child = fork();
+        if (child == 0) {
+            sink += (unsigned long)malloc(12345); /* the child's leak: not reported */
+            exit(0);
+        }
+        waitpid(child, NULL, 0);
+        if (system("true") != 0)
+            return 1;
+    }
     native_leak_list();
     pthread_t t;
     pthread_create(&t, NULL, native_leak_thread, NULL);
