@@ -277,7 +277,9 @@ class ForeignApps(unittest.TestCase):
                 opened += self.open_and_close(lambda: self.activate(name, "/org/gtk/Demo4", action))
             opened += self.open_and_close(lambda: self.activate(name, "/org/gtk/Demo4/window/1", "show-help-overlay"))
             # demos from the list on the left: select a row, then win.run
-            for y in [160, 230, 260, 290, 380, 410, 470, 530, 560]:
+            # (not "Frames": gtk4-demo 4.8 never unrefs that demo's GtkBuilder, which
+            # keeps its window: a real leak of the app, which pacer reports)
+            for y in [160, 230, 290, 380, 410, 470, 530, 560]:
                 def run_demo():
                     subprocess.run(["xdotool", "mousemove", "100", str(y), "click", "1"], env=self.env(),
                                    check=True, timeout=20)
