@@ -18,6 +18,8 @@ benchmarks=(
   "trace: ns per traced call, pacer vs floor vs uftrace|bench/trace/run.sh $dir"
   "agent: time to first frame of the demo app, with vs without the agent|bench/agent/ttff.py $dir"
   "agent: ns per main-loop iteration, with vs without the jank monitor|bench/agent/loop.py $dir"
+  "agent: native leak tracking vs the plain program vs heaptrack, same program|bench/leaks/heap.py $dir"
+  "agent: ns per g_object_ref/unref pair, plain vs the agent vs --leaks=refs|bench/agent/refs.py $dir"
 )
 
 for b in "${benchmarks[@]}"; do

@@ -12,7 +12,9 @@ packages=(
   libcmocka-dev clang libclang-rt-14-dev python3
   # agent, demo app and its tests
   libglib2.0-dev libgtk-4-dev libsoup-3.0-dev libmicrohttpd-dev
-  xvfb xauth dbus-daemon gtk-4-examples
+  xvfb xauth dbus-daemon gtk-4-examples xdotool
+  # native leak tracking: the peer benchmarked against
+  heaptrack
   # function tracing: symbols, compression, the peer benchmarked against
   libelf-dev libdw-dev libzstd-dev uftrace
 )
