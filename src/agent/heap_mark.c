@@ -452,38 +452,85 @@ typedef struct marker {
     heap_block *b;
     size_t n;
     uintptr_t lo, hi; /* lowest block start, highest block end */
+    uint64_t *pages;  /* open addressing: page << 24 | (first block touching it, relative), 0 empty */
+    uint32_t *page_first;
+    size_t page_cap;
     vec stack;        /* of size_t */
     int pagemap;
     uint64_t scanned; /* bytes */
 } marker;
 
-static void sift_down(heap_block *b, size_t i, size_t n)
+/* Sorts by address: LSD radix sort on 16-bit digits through a second
+ * buffer (no allocation but mmap; linear, unlike a comparison sort over
+ * hundreds of thousands of blocks). */
+static bool sort_blocks(heap_block *b, size_t n)
 {
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n)
-            return;
-        if (c + 1 < n && b[c + 1].addr > b[c].addr)
-            c++;
-        if (b[i].addr >= b[c].addr)
-            return;
-        heap_block t = b[i];
-        b[i] = b[c];
-        b[c] = t;
-        i = c;
+    heap_block *tmp = heap_map(n * sizeof(*b) + 1);
+    size_t *count = heap_map(65536 * sizeof(size_t));
+    if (!tmp || !count) {
+        retire(tmp, n * sizeof(*b) + 1);
+        retire(count, 65536 * sizeof(size_t));
+        return false;
     }
+    heap_block *from = b, *to = tmp;
+    for (int shift = 0; shift < 64; shift += 16) {
+        memset(count, 0, 65536 * sizeof(size_t));
+        for (size_t i = 0; i < n; i++)
+            count[(from[i].addr >> shift) & 0xffff]++;
+        if (count[(from[0].addr >> shift) & 0xffff] == n)
+            continue; /* one digit value: this pass moves nothing */
+        size_t at = 0;
+        for (size_t d = 0; d < 65536; d++) {
+            size_t c = count[d];
+            count[d] = at;
+            at += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            to[count[(from[i].addr >> shift) & 0xffff]++] = from[i];
+        heap_block *t = from;
+        from = to;
+        to = t;
+    }
+    if (from != b)
+        memcpy(b, from, n * sizeof(*b));
+    retire(tmp, n * sizeof(*b) + 1);
+    retire(count, 65536 * sizeof(size_t));
+    return true;
 }
 
-static void sort_blocks(heap_block *b, size_t n)
+static inline size_t page_slot(uintptr_t page, size_t cap)
 {
-    for (size_t i = n / 2; i-- > 0;)
-        sift_down(b, i, n);
-    for (size_t i = n; i-- > 1;) {
-        heap_block t = b[0];
-        b[0] = b[i];
-        b[i] = t;
-        sift_down(b, 0, i);
+    return (size_t)((page * UINT64_C(0x9E3779B97F4A7C15)) >> 20) & (cap - 1);
+}
+
+/* The index of every page a block touches → the first block touching it,
+ * so a word that points nowhere is rejected with one probe. */
+static bool index_pages(marker *m)
+{
+    size_t pages = 0;
+    for (size_t i = 0; i < m->n; i++)
+        pages += ((m->b[i].addr + (m->b[i].size ? m->b[i].size : 1) - 1) >> 12) - (m->b[i].addr >> 12) + 1;
+    size_t cap = 1024;
+    while (cap < 2 * pages)
+        cap *= 2;
+    m->pages = heap_map(cap * sizeof(uint64_t));
+    m->page_first = heap_map(cap * sizeof(uint32_t));
+    if (!m->pages || !m->page_first)
+        return false;
+    m->page_cap = cap;
+    for (size_t i = 0; i < m->n; i++) {
+        uintptr_t first = m->b[i].addr >> 12, last = (m->b[i].addr + (m->b[i].size ? m->b[i].size : 1) - 1) >> 12;
+        for (uintptr_t pg = first; pg <= last; pg++) {
+            size_t k = page_slot(pg, cap);
+            while (m->pages[k] && m->pages[k] != pg + 1)
+                k = (k + 1) & (cap - 1);
+            if (!m->pages[k]) {
+                m->pages[k] = pg + 1;
+                m->page_first[k] = (uint32_t)i;
+            }
+        }
     }
+    return true;
 }
 
 /* The block containing address a, or -1. */
@@ -492,6 +539,16 @@ static long find_block(const marker *m, uintptr_t a)
     if (a < m->lo || a >= m->hi)
         return -1;
     size_t lo = 0, hi = m->n;
+    if (m->pages) {
+        uintptr_t pg = a >> 12;
+        size_t k = page_slot(pg, m->page_cap);
+        while (m->pages[k] && m->pages[k] != pg + 1)
+            k = (k + 1) & (m->page_cap - 1);
+        if (!m->pages[k])
+            return -1;
+        lo = m->page_first[k];
+        hi = lo + 4097 < m->n ? lo + 4097 : m->n; /* a page holds at most 256 blocks, plus one reaching in */
+    }
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (m->b[mid].addr <= a)
@@ -935,11 +992,14 @@ void heap_check(bool at_exit)
         goto out;
     }
     m.b = blocks;
-    sort_blocks(m.b, m.n);
+    if (m.n)
+        sort_blocks(m.b, m.n);
     m.lo = m.n ? m.b[0].addr : 0;
     for (size_t i = 0; i < m.n; i++)
         if (m.b[i].addr + (m.b[i].size ? m.b[i].size : 1) > m.hi)
             m.hi = m.b[i].addr + (m.b[i].size ? m.b[i].size : 1);
+    if (!index_pages(&m))
+        m.pages = NULL; /* binary search over all blocks then */
 
     /* what is not a root: everything we mapped so far (nothing we map is
      * unmapped before the check ends) */
@@ -1044,6 +1104,8 @@ out:
     vec_free(&modules);
     vec_free(&ex);
     retire(blocks, cap * sizeof(*blocks));
+    retire(m.pages, m.page_cap * sizeof(uint64_t));
+    retire(m.page_first, m.page_cap * sizeof(uint32_t));
     bury();
     heap_self.depth--;
     atomic_store(&checking, false);
