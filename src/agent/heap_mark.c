@@ -547,7 +547,7 @@ static long find_block(const marker *m, uintptr_t a)
         if (!m->pages[k])
             return -1;
         lo = m->page_first[k];
-        hi = lo + 4097 < m->n ? lo + 4097 : m->n; /* a page holds at most 256 blocks, plus one reaching in */
+        hi = lo + 258 < m->n ? lo + 258 : m->n; /* a page holds at most 256 block starts, plus one reaching in */
     }
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
