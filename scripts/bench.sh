@@ -19,6 +19,8 @@ benchmarks=(
   "trace: ns per traced call, pacer vs floor vs uftrace|bench/trace/run.sh $dir"
   "agent: time to first paint seen by the X server, demo and gtk4-widget-factory, with vs without pacer run|bench/agent/ttff.py $dir"
   "agent: ns per main-loop iteration, with vs without the jank monitor|bench/agent/loop.py $dir"
+  "agent: native leak tracking vs the plain program vs heaptrack, same program|bench/leaks/heap.py $dir"
+  "agent: ns per g_object_ref/unref pair, plain vs the agent vs --leaks=refs|bench/agent/refs.py $dir"
 )
 
 for b in "${benchmarks[@]}"; do

@@ -14,9 +14,11 @@ packages=(
   openssl e2fsprogs mount util-linux
   # agent, demo app and its tests
   libglib2.0-dev libgtk-4-dev libsoup-3.0-dev libmicrohttpd-dev
-  xvfb xauth dbus-daemon gtk-4-examples
+  xvfb xauth dbus-daemon gtk-4-examples xdotool
   # an app that loads GTK at run time (PyGObject)
   python3-gi gir1.2-gtk-4.0
+  # native leak tracking: the peer benchmarked against
+  heaptrack
   # function tracing: symbols, compression, the peer benchmarked against
   libelf-dev libdw-dev libzstd-dev uftrace
 )

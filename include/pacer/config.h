@@ -5,7 +5,9 @@
  *     <page id="HomeActivity" tag="1"> <api id="/api/config"/> </page>
  *     <splash id="ShopSplashWindow"/>
  *     <thresholds jank-ms="700" hang-ms="5000" page-deadline-ms="30000"
- *                 slow-request-ms="1000" large-image-bytes="102400" frames-interval-ms="10000"/>
+ *                 slow-request-ms="1000" large-image-bytes="102400" frames-interval-ms="10000"
+ *                 leak-grace-ms="5000"/>
+ *     <known-leak id="gtk-popover-cache" type="GtkPopoverMenu" page="MyWindow"/>
  *     <upload config-poll-ms="60000" spool-max-kb="65536"/>
  *     <in-app module="libshop"/>
  *   </pacer>
@@ -36,6 +38,7 @@ typedef struct pacer_config pacer_config;
 #define PACER_DEFAULT_SLOW_REQUEST_MS 1000
 #define PACER_DEFAULT_LARGE_IMAGE_BYTES 102400
 #define PACER_DEFAULT_FRAMES_INTERVAL_MS 10000
+#define PACER_DEFAULT_LEAK_GRACE_MS 5000
 #define PACER_DEFAULT_CONFIG_POLL_MS 60000
 #define PACER_DEFAULT_SPOOL_MAX_KB 65536
 
@@ -93,6 +96,21 @@ PACER_API uint32_t pacer_config_slow_request_ms(const pacer_config *cfg);
 PACER_API uint32_t pacer_config_large_image_bytes(const pacer_config *cfg);
 /* How often a window that paints writes a frames record. */
 PACER_API uint32_t pacer_config_frames_interval_ms(const pacer_config *cfg);
+
+/* How long after a page is destroyed its objects may still be alive before
+ * they are checked (then an idle pass and a second check). */
+PACER_API uint32_t pacer_config_leak_grace_ms(const pacer_config *cfg);
+
+/* Known leaks (<known-leak>), in file order: leaks of GTK's or another
+ * library's own, reported with origin "library" and not as the app's. Each
+ * has an id and either a type (object leaks: a retained object's GType
+ * name) or a function (native leaks: a function of the allocation stack);
+ * page, when not NULL, limits it to leaks of that page class. */
+PACER_API size_t pacer_config_known_leak_count(const pacer_config *cfg);
+PACER_API const char *pacer_config_known_leak_id(const pacer_config *cfg, size_t i);
+PACER_API const char *pacer_config_known_leak_type(const pacer_config *cfg, size_t i);
+PACER_API const char *pacer_config_known_leak_function(const pacer_config *cfg, size_t i);
+PACER_API const char *pacer_config_known_leak_page(const pacer_config *cfg, size_t i);
 
 /* Upload settings: how often a running app polls the server for a new
  * config (ms), and the size cap of the on-disk spool (KiB). */

@@ -195,8 +195,44 @@ extern "C" {
     X(HIGH, "high", INT, 0, "count", NULL, NULL, NULL, NONE, "24 to 41 dropped")                                     \
     X(FROZEN, "frozen", INT, 0, "count", NULL, NULL, NULL, NONE, "42 or more dropped")
 
-/* ---- leak (DESIGN §3.5): reserved, nothing emits it yet ---- */
-#define PACER_LEAK_FIELDS(X)
+/* ---- leak (DESIGN §3.5, seed 001: LeakCanary, KOOM) ---- */
+#define PACER_LEAK_FIELDS(X)                                                                                         \
+    X(KIND, "kind", STRING, PACER_FIELD_REQUIRED, NULL, "object|native", NULL, NULL, NONE,                           \
+      "object: GObjects of a destroyed page still alive after the grace period; native: heap blocks nothing "      \
+      "points to")                                                                                                   \
+    X(SIGNATURE, "signature", STRING, PACER_FIELD_REQUIRED, NULL, NULL, NULL, NULL, NONE,                            \
+      "16 hex digits naming the leak's shape, the key repeated leaks group under")                                  \
+    X(ORIGIN, "origin", STRING, PACER_FIELD_REQUIRED, NULL, "app|library|unknown", NULL, NULL, NONE,                 \
+      "app, library (a known leak, or native: no frame of the app's) or unknown (native: no stack)")                 \
+    X(KNOWN_LEAK, "known_leak", STRING, 0, NULL, NULL, NULL, NULL, NONE, "the known-leak entry it matched")          \
+    X(PAGE, "page", STRING, 0, NULL, NULL, NULL, NULL, NONE, "object: the destroyed page's class")                   \
+    X(INSTANCE, "instance", ID, 0, NULL, NULL, NULL, NULL, NONE, "object: the page instance (as page records')")     \
+    X(PAGE_KIND, "page_kind", STRING, 0, NULL, "window|page", NULL, NULL, NONE, "object: the page's kind")           \
+    X(RETAINED, "retained", INT, 0, "count", NULL, NULL, NULL, NONE, "object: objects still alive")                  \
+    X(CHECK_MS, "check_ms", MS, 0, "ms", NULL, NULL, NULL, NONE, "object: from the destroy to the second check")     \
+    X(TYPES, "types", LIST, 0, NULL, NULL, NULL, NULL, LEAK_TYPE, "object: retained objects by type")                \
+    X(OBJECTS, "objects", LIST, 0, NULL, NULL, NULL, NULL, LEAK_OBJECT, "object: the retained objects")             \
+    X(COUNT, "count", INT, 0, "count", NULL, NULL, NULL, NONE, "native: leaked blocks")                              \
+    X(BYTES, "bytes", INT, 0, "bytes", NULL, NULL, NULL, NONE, "native: their size, as requested")                   \
+    X(SAMPLED, "sampled", INT, 0, "count", NULL, NULL, NULL, NONE, "native: blocks of them sampled with this stack")  \
+    X(STACK, "stack", LIST, 0, NULL, NULL, NULL, NULL, STACK_FRAME, "native: the allocation stack, its caller first")
+
+#define PACER_LEAK_TYPE_FIELDS(X)                                                                                    \
+    X(TYPE, "type", STRING, PACER_FIELD_REQUIRED, NULL, NULL, NULL, NULL, NONE, "GType name")                        \
+    X(COUNT, "count", INT, PACER_FIELD_REQUIRED, "count", NULL, NULL, NULL, NONE, "retained objects of the type")
+
+#define PACER_LEAK_OBJECT_FIELDS(X)                                                                                  \
+    X(TYPE, "type", STRING, PACER_FIELD_REQUIRED, NULL, NULL, NULL, NULL, NONE, "GType name")                        \
+    X(REF_COUNT, "ref_count", INT, 0, "count", NULL, NULL, NULL, NONE, "its reference count at the second check")    \
+    X(CREATED, "created", LIST, 0, NULL, NULL, NULL, NULL, STACK_FRAME, "where it was constructed")                  \
+    X(REFS, "refs", LIST, 0, NULL, NULL, NULL, NULL, LEAK_REF, "references taken and never dropped (--leaks=refs)")  \
+    X(REFS_UNSEEN, "refs_unseen", INT, 0, "count", NULL, NULL, NULL, NONE,                                           \
+      "references held that no recorded ref accounts for")
+
+#define PACER_LEAK_REF_FIELDS(X)                                                                                     \
+    X(OP, "op", STRING, PACER_FIELD_REQUIRED, NULL, "new|ref|ref_sink", NULL, NULL, NONE, "how it was taken")        \
+    X(COUNT, "count", INT, 0, "count", NULL, NULL, NULL, NONE, "references taken at this stack")                     \
+    X(STACK, "stack", LIST, 0, NULL, NULL, NULL, NULL, STACK_FRAME, "where, innermost frame first")
 
 /* The record types: X(ID, "type", SIGNAL, "table", "span prefix", FIELDS, "meaning"). */
 #define PACER_RECORD_TYPES(X)                                                                                        \
@@ -205,7 +241,7 @@ extern "C" {
     X(NET, "net", TRACES, "requests", NULL, NET, "one HTTP request")                                                 \
     X(JANK, "jank", LOGS, NULL, NULL, JANK, "one main-loop iteration busy for at least jank-ms")                      \
     X(FRAMES, "frames", METRICS, NULL, NULL, FRAMES, "frame statistics of one window")                               \
-    X(LEAK, "leak", LOGS, NULL, NULL, LEAK, "objects that outlived their page (reserved)")
+    X(LEAK, "leak", LOGS, NULL, NULL, LEAK, "objects that outlived their page, heap blocks nothing points to")
 
 /* ---- the C view of the lists ---- */
 
@@ -281,6 +317,9 @@ typedef struct pacer_record_type {
 #define PACER__ROW_FRAMES(ID, ...) PACER_FRAMES_##ID,
 #define PACER__ROW_FRAME_LEVELS(ID, ...) PACER_LEVEL_##ID,
 #define PACER__ROW_LEAK(ID, ...) PACER_LEAK_##ID,
+#define PACER__ROW_LEAK_TYPE(ID, ...) PACER_LEAKTYPE_##ID,
+#define PACER__ROW_LEAK_OBJECT(ID, ...) PACER_LEAKOBJ_##ID,
+#define PACER__ROW_LEAK_REF(ID, ...) PACER_LEAKREF_##ID,
 
 enum { PACER_COMMON_FIELDS(PACER__ROW_COMMON) PACER_COMMON_N_FIELDS };
 enum { PACER_PAGE_FIELDS(PACER__ROW_PAGE) PACER_PAGE_N_FIELDS };
@@ -293,6 +332,9 @@ enum { PACER_STACK_FRAME_FIELDS(PACER__ROW_STACK_FRAME) PACER_STACK_N_FIELDS };
 enum { PACER_FRAMES_FIELDS(PACER__ROW_FRAMES) PACER_FRAMES_N_FIELDS };
 enum { PACER_FRAME_LEVELS_FIELDS(PACER__ROW_FRAME_LEVELS) PACER_LEVEL_N_FIELDS };
 enum { PACER_LEAK_FIELDS(PACER__ROW_LEAK) PACER_LEAK_N_FIELDS };
+enum { PACER_LEAK_TYPE_FIELDS(PACER__ROW_LEAK_TYPE) PACER_LEAKTYPE_N_FIELDS };
+enum { PACER_LEAK_OBJECT_FIELDS(PACER__ROW_LEAK_OBJECT) PACER_LEAKOBJ_N_FIELDS };
+enum { PACER_LEAK_REF_FIELDS(PACER__ROW_LEAK_REF) PACER_LEAKREF_N_FIELDS };
 
 #define PACER__ROW_TYPE(ID, ...) PACER_RECORD_##ID,
 typedef enum pacer_record_id { PACER_RECORD_TYPES(PACER__ROW_TYPE) PACER_N_RECORD_TYPES } pacer_record_id;

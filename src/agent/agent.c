@@ -84,6 +84,7 @@ static const agent_feature features[] = {
     {"mainloop", mainloop_install, NULL, NULL},
     {"watchdog", watchdog_start, watchdog_stop, NULL},
     {"frames", NULL, NULL, frames_flush_all},
+    {"leaks", leaks_install, heap_exit_check, NULL},
 };
 #define N_FEATURES (sizeof(features) / sizeof(features[0]))
 

@@ -237,4 +237,16 @@ int stack_capture(stack_trace *ret, int timeout_ms, const char **ret_method);
 void jank_emit(const loop_span *span, int64_t hang_ns, const stack_trace *st, const char *stack_status,
                const char *stack_method, const char *page, bool ongoing);
 
+/* ---- leaks.c, heap.c (leaks.h has the rest) ---- */
+/* GtkWidget's instance_init ran for `instance` (types.c): its creation
+ * stack, when --leaks=refs or native wants it. GTK thread. */
+void leaks_on_construct(GTypeInstance *instance);
+/* A page was destroyed (pages.c): watch it and what it owns until the
+ * leak check. GTK thread, while its widget tree is still whole. */
+void leaks_on_page_gone(GObject *obj, const char *class_name, uint64_t instance, bool window);
+/* At setup: what --leaks=refs and native need (the stack store). */
+void leaks_install(void);
+/* At exit (--leaks=native): the mark phase and the native `leak` records. */
+void heap_exit_check(void);
+
 #endif

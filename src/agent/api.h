@@ -90,7 +90,20 @@ void *agent_real(const char *soname, const char *name);
     X(AGENT_LIBGIO, g_application_get_is_remote)                                                \
     X(AGENT_LIBGTK, gtk_stack_get_type)                                                         \
     X(AGENT_LIBGTK, gtk_stack_get_visible_child)                                                \
-    X(AGENT_LIBGTK, gtk_stack_get_visible_child_name)
+    X(AGENT_LIBGTK, gtk_stack_get_visible_child_name)                                           \
+    X(AGENT_LIBGLIB, g_idle_add_full)                                                           \
+    X(AGENT_LIBGOBJECT, g_object_is_floating)                                                   \
+    X(AGENT_LIBGOBJECT, g_weak_ref_init)                                                        \
+    X(AGENT_LIBGOBJECT, g_weak_ref_get)                                                         \
+    X(AGENT_LIBGOBJECT, g_weak_ref_clear)                                                       \
+    X(AGENT_LIBGTK, gtk_widget_get_first_child)                                                 \
+    X(AGENT_LIBGTK, gtk_widget_get_next_sibling)                                                \
+    X(AGENT_LIBGTK, gtk_widget_observe_controllers)                                             \
+    X(AGENT_LIBGTK, gtk_widget_get_layout_manager)                                              \
+    X(AGENT_LIBGTK, gtk_event_controller_get_type)                                              \
+    X(AGENT_LIBGTK, gtk_event_controller_get_widget)                                            \
+    X(AGENT_LIBGTK, gtk_layout_manager_get_type)                                                \
+    X(AGENT_LIBGTK, gtk_layout_manager_get_widget)
 
 typedef struct agent_toolkit {
 #define AGENT_SLOT(lib, name) __typeof__(name) *name;
@@ -160,6 +173,19 @@ bool agent_api_load(const char **ret_missing);
 #define gtk_stack_get_type (*agent_fn.gtk_stack_get_type)
 #define gtk_stack_get_visible_child (*agent_fn.gtk_stack_get_visible_child)
 #define gtk_stack_get_visible_child_name (*agent_fn.gtk_stack_get_visible_child_name)
+#define g_idle_add_full (*agent_fn.g_idle_add_full)
+#define g_object_is_floating (*agent_fn.g_object_is_floating)
+#define g_weak_ref_init (*agent_fn.g_weak_ref_init)
+#define g_weak_ref_get (*agent_fn.g_weak_ref_get)
+#define g_weak_ref_clear (*agent_fn.g_weak_ref_clear)
+#define gtk_widget_get_first_child (*agent_fn.gtk_widget_get_first_child)
+#define gtk_widget_get_next_sibling (*agent_fn.gtk_widget_get_next_sibling)
+#define gtk_widget_observe_controllers (*agent_fn.gtk_widget_observe_controllers)
+#define gtk_widget_get_layout_manager (*agent_fn.gtk_widget_get_layout_manager)
+#define gtk_event_controller_get_type (*agent_fn.gtk_event_controller_get_type)
+#define gtk_event_controller_get_widget (*agent_fn.gtk_event_controller_get_widget)
+#define gtk_layout_manager_get_type (*agent_fn.gtk_layout_manager_get_type)
+#define gtk_layout_manager_get_widget (*agent_fn.gtk_layout_manager_get_widget)
 #endif
 
 #endif

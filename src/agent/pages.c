@@ -163,6 +163,7 @@ static void page_gone(page *pg)
     agent_in_hook++;
     submit_page(PACER_EV_PAGE_DESTROY, pg, NULL);
     agent_in_hook--;
+    leaks_on_page_gone(pg->obj, pg->class_name, pg->id, pg->window);
 }
 
 static void on_destroy(GtkWidget *w, gpointer data)

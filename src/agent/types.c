@@ -50,6 +50,7 @@ static void widget_init_trampoline(GTypeInstance *instance, gpointer klass)
     if (!agent_in_hook && agent_active() && agent_on_gtk_thread()) {
         agent_in_hook++;
         pages_on_construct(instance, G_TYPE_FROM_CLASS(klass));
+        leaks_on_construct(instance);
         agent_in_hook--;
     }
     if (widget_init)

@@ -62,6 +62,20 @@ static void print_config(const char *path, const pacer_config *cfg)
     }
     printf("thresholds jank-ms=%u hang-ms=%u page-deadline-ms=%u\n", (unsigned)pacer_config_jank_ms(cfg),
            (unsigned)pacer_config_hang_ms(cfg), (unsigned)pacer_config_page_deadline_ms(cfg));
+    printf("leaks leak-grace-ms=%u\n", (unsigned)pacer_config_leak_grace_ms(cfg));
+    for (size_t i = 0; i < pacer_config_known_leak_count(cfg); i++) {
+        const char *type = pacer_config_known_leak_type(cfg, i);
+        const char *page = pacer_config_known_leak_page(cfg, i);
+        fputs("known-leak ", stdout);
+        print_escaped(pacer_config_known_leak_id(cfg, i));
+        fputs(type ? " type " : " function ", stdout);
+        print_escaped(type ? type : pacer_config_known_leak_function(cfg, i));
+        if (page) {
+            fputs(" page ", stdout);
+            print_escaped(page);
+        }
+        putchar('\n');
+    }
     printf("upload config-poll-ms=%u spool-max-kb=%u\n", (unsigned)pacer_config_config_poll_ms(cfg),
            (unsigned)pacer_config_spool_max_kb(cfg));
 }

@@ -29,6 +29,7 @@ static const report_section *const sections[] = {
     &report_net_section,
     &report_jank_section,
     &report_frames_section,
+    &report_leaks_section,
 };
 #define N_SECTIONS (sizeof(sections) / sizeof(sections[0]))
 

@@ -18,6 +18,9 @@
  *   PACER_SERVER_URL   --server
  *   PACER_SERVER_CA    --ca, the CA certificates for an https:// server
  *   PACER_SERVER_KEY_FD  the descriptor of the key (below)
+ *   PACER_LEAKS        the leak modes (only with --leaks); with native also
+ *                      G_SLICE=always-malloc, so GLib's slices are blocks of
+ *                      their own that the mark can see
  *   LD_PRELOAD         the agent, prepended to any value already set
  * Paths are made absolute, since the program may change directory.
  *
@@ -33,6 +36,8 @@
  * The agent is found, in order: $PACER_AGENT_LIB; next to this executable
  * in a build tree (../agent/libpacer-agent.so, relative to src/cli/pacer);
  * the install location ($libdir/pacer, compiled in as PACER_AGENT_DIR).
+ * With --leaks=native the agent that tracks allocations,
+ * libpacer-agent-heap.so, from the same directory, is preloaded instead.
  */
 #include "commands.h"
 
@@ -54,11 +59,13 @@
 #endif
 
 #define AGENT_NAME "libpacer-agent.so"
+#define AGENT_HEAP_NAME "libpacer-agent-heap.so"
 
 static const char usage[] =
     "usage: pacer run [--config FILE] [--out FILE.jsonl] [--app NAME] [--app-version V]\n"
     "                 [--raw-events FILE] [--server URL [--key-file FILE] [--ca FILE]\n"
-    "                 [--spool FILE]] -- PROGRAM [ARGS...]\n"
+    "                 [--spool FILE]] [--leaks=refs|native|refs,native|off]\n"
+    "                 -- PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM with the pacer agent preloaded. A GTK4 program needs no change:\n"
     "its windows, configured pages, start-up and HTTP requests (libsoup-3.0,\n"
@@ -84,6 +91,12 @@ static const char usage[] =
     "                      (a self-signed one); default: the system's\n"
     "  --spool FILE        where records wait until delivered\n"
     "                      (default: ~/.local/state/pacer/spool.db)\n"
+    "  --leaks=MODES       objects of destroyed windows that stay alive are\n"
+    "                      reported without this; MODES (comma-separated) adds:\n"
+    "                        refs    the stacks of the references that keep them\n"
+    "                        native  malloc'd memory nothing points to at exit\n"
+    "                                (sampled allocation stacks, a mark phase)\n"
+    "                      off turns leak detection off\n"
     "\n"
     "Environment: PACER_AGENT_LIB overrides where libpacer-agent.so is found.\n";
 
@@ -246,10 +259,46 @@ static int hand_over_key(const char *key)
     return 0;
 }
 
+/* Checks --leaks: comma-separated refs, native, off. */
+static bool leaks_valid(const char *v, bool *ret_native)
+{
+    *ret_native = false;
+    if (!*v)
+        return false;
+    for (const char *p = v; *p;) {
+        size_t k = strcspn(p, ",");
+        if (k == 6 && strncmp(p, "native", 6) == 0)
+            *ret_native = true;
+        else if (!(k == 4 && strncmp(p, "refs", 4) == 0) && !(k == 3 && strncmp(p, "off", 3) == 0))
+            return false;
+        p += k;
+        if (*p == ',' && !*++p)
+            return false;
+    }
+    return true;
+}
+
+/* The agent with allocation tracking, beside `agent`. Malloc'd, or NULL. */
+static char *heap_agent(const char *agent)
+{
+    const char *slash = strrchr(agent, '/');
+    size_t dir = slash ? (size_t)(slash - agent + 1) : 0;
+    size_t n = dir + sizeof(AGENT_HEAP_NAME);
+    char *p = malloc(n);
+    if (!p)
+        return NULL;
+    snprintf(p, n, "%.*s%s", (int)dir, agent, AGENT_HEAP_NAME);
+    if (!readable(p)) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
 static int run(int argc, char **argv)
 {
     const char *config = NULL, *out = "pacer.jsonl", *app = NULL, *version = NULL, *raw = NULL;
-    const char *server = NULL, *key_file = NULL, *ca = NULL, *spool = NULL;
+    const char *server = NULL, *key_file = NULL, *ca = NULL, *spool = NULL, *leaks = NULL;
     int i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
@@ -278,6 +327,11 @@ static int run(int argc, char **argv)
             slot = &ca;
         } else if (strcmp(a, "--spool") == 0) {
             slot = &spool;
+        } else if (strcmp(a, "--leaks") == 0) {
+            slot = &leaks;
+        } else if (strncmp(a, "--leaks=", 8) == 0) {
+            leaks = a + 8;
+            continue;
         } else if (a[0] != '-') {
             break; /* PROGRAM without "--" */
         } else {
@@ -295,6 +349,12 @@ static int run(int argc, char **argv)
         return 2;
     }
     char **prog = argv + i;
+    bool native = false;
+    if (leaks && !leaks_valid(leaks, &native)) {
+        fprintf(stderr, "pacer run: --leaks wants refs, native, off or a comma-separated list of them, not '%s'\n",
+                leaks);
+        return 2;
+    }
 
     if (config) {
         char *err = NULL;
@@ -314,6 +374,21 @@ static int run(int argc, char **argv)
                 AGENT_NAME, PACER_AGENT_DIR);
         return 2;
     }
+    if (native) {
+        char *heap = heap_agent(agent);
+        if (!heap) {
+            fprintf(stderr, "pacer run: --leaks=native needs %s next to %s\n", AGENT_HEAP_NAME, agent);
+            free(agent);
+            return 2;
+        }
+        free(agent);
+        agent = heap;
+        setenv("G_SLICE", "always-malloc", 0);
+    }
+    if (leaks)
+        setenv("PACER_LEAKS", leaks, 1);
+    else
+        unsetenv("PACER_LEAKS");
 
     if (!appendable("--out", out) || (raw && !appendable("--raw-events", raw)))
         return 2;

@@ -72,5 +72,6 @@ extern const report_section report_startup_section;
 extern const report_section report_net_section;
 extern const report_section report_jank_section;
 extern const report_section report_frames_section;
+extern const report_section report_leaks_section;
 
 #endif

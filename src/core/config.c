@@ -56,6 +56,14 @@ static const char WRAP_CLOSE[] = "</_>";
 #define WRAP_OPEN_LEN (sizeof(WRAP_OPEN) - 1)
 #define WRAP_CLOSE_LEN (sizeof(WRAP_CLOSE) - 1)
 
+/* <known-leak>: a leak of GTK's or another library's own (docs/agent.md). */
+typedef struct config_known_leak {
+    char *id;
+    char *type;     /* object leaks: a retained object's GType name, or NULL */
+    char *function; /* native leaks: a function of the allocation stack, or NULL */
+    char *page;     /* only after this page class, or NULL: any */
+} config_known_leak;
+
 typedef struct config_page {
     char *id;
     const char *simple; /* points into id: the part after the last '.' */
@@ -78,6 +86,9 @@ struct pacer_config {
     uint32_t slow_request_ms;
     uint32_t large_image_bytes;
     uint32_t frames_interval_ms;
+    uint32_t leak_grace_ms;
+    size_t n_known_leaks;
+    config_known_leak *known_leaks;
     uint32_t config_poll_ms;
     uint32_t spool_max_kb;
 };
@@ -218,6 +229,7 @@ typedef enum elem_kind {
     ELEM_THRESHOLDS,
     ELEM_UPLOAD,
     ELEM_IN_APP,
+    ELEM_KNOWN_LEAK,
 } elem_kind;
 
 static const char *const elem_names[] = {
@@ -230,6 +242,7 @@ static const char *const elem_names[] = {
     [ELEM_THRESHOLDS] = "thresholds",
     [ELEM_UPLOAD] = "upload",
     [ELEM_IN_APP] = "in-app",
+    [ELEM_KNOWN_LEAK] = "known-leak",
 };
 
 #define STACK_MAX 8
@@ -267,7 +280,7 @@ typedef struct parse_state {
     unsigned long thresholds_line;
     unsigned long upload_line;
 
-    size_t cap_pages, cap_apis, cap_splash, cap_in_app;
+    size_t cap_pages, cap_apis, cap_splash, cap_in_app, cap_known_leaks;
     strset page_ids, api_ids, splash_ids, in_app_ids;
 } parse_state;
 
@@ -561,19 +574,22 @@ static int parse_ms(const char *s, uint32_t *ret)
  * (a size, 1..2^31). */
 static void start_thresholds(parse_state *st, const char **atts, unsigned long line)
 {
-    static const char *const allowed[] = {"jank-ms", "hang-ms", "page-deadline-ms", "slow-request-ms",
-                                          "large-image-bytes", "frames-interval-ms", NULL};
+    static const char *const allowed[] = {"jank-ms",           "hang-ms",           "page-deadline-ms",
+                                          "slow-request-ms",   "large-image-bytes", "frames-interval-ms",
+                                          "leak-grace-ms",     NULL};
     if (!check_attributes(st, "thresholds", atts, allowed,
-                          "jank-ms, hang-ms, page-deadline-ms, slow-request-ms, large-image-bytes and "
-                          "frames-interval-ms"))
+                          "jank-ms, hang-ms, page-deadline-ms, slow-request-ms, large-image-bytes, "
+                          "frames-interval-ms and leak-grace-ms"))
         return;
     if (st->thresholds_line) {
         fail(st, "more than one <thresholds> (the first is on line %lu)", st->thresholds_line);
         return;
     }
     st->thresholds_line = line;
-    uint32_t *fields[] = {&st->cfg->jank_ms,         &st->cfg->hang_ms,           &st->cfg->page_deadline_ms,
-                          &st->cfg->slow_request_ms, &st->cfg->large_image_bytes, &st->cfg->frames_interval_ms};
+    uint32_t *fields[] = {&st->cfg->jank_ms,           &st->cfg->hang_ms,
+                          &st->cfg->page_deadline_ms,  &st->cfg->slow_request_ms,
+                          &st->cfg->large_image_bytes, &st->cfg->frames_interval_ms,
+                          &st->cfg->leak_grace_ms};
     for (size_t i = 0; allowed[i]; i++) {
         const char *v = attribute(atts, allowed[i]);
         bool bytes = fields[i] == &st->cfg->large_image_bytes;
@@ -588,6 +604,58 @@ static void start_thresholds(parse_state *st, const char **atts, unsigned long l
                      q, THRESHOLD_MAX_MS);
             return;
         }
+    }
+}
+
+/* A copy of attribute `name` when present and not blank; *ret stays NULL
+ * when absent. Returns false after failing (blank, or out of memory). */
+static bool optional_text(parse_state *st, const char **atts, const char *elem, const char *name, char **ret)
+{
+    const char *v = attribute(atts, name);
+    *ret = NULL;
+    if (!v)
+        return true;
+    const char *p = v;
+    while (is_xml_space(*p))
+        p++;
+    if (!*p) {
+        fail(st, "<%s> has an empty %s", elem, name);
+        return false;
+    }
+    if (!(*ret = strdup(v))) {
+        fail_oom(st);
+        return false;
+    }
+    return true;
+}
+
+/* <known-leak id type|function [page]>: a leak that is not the app's. */
+static void start_known_leak(parse_state *st, const char **atts)
+{
+    static const char *const allowed[] = {"id", "type", "function", "page", NULL};
+    if (!check_attributes(st, "known-leak", atts, allowed, "id, type, function and page"))
+        return;
+    pacer_config *cfg = st->cfg;
+    if (grow((void **)&cfg->known_leaks, &st->cap_known_leaks, cfg->n_known_leaks, sizeof(*cfg->known_leaks)) < 0) {
+        fail_oom(st);
+        return;
+    }
+    /* From here on the entry belongs to cfg, so it is freed with it. */
+    config_known_leak *k = &cfg->known_leaks[cfg->n_known_leaks++];
+    *k = (config_known_leak){0};
+    if (!optional_text(st, atts, "known-leak", "type", &k->type) ||
+        !optional_text(st, atts, "known-leak", "function", &k->function) ||
+        !optional_text(st, atts, "known-leak", "page", &k->page))
+        return;
+    if (!k->type == !k->function) {
+        fail(st, "<known-leak> needs exactly one of type (a GType name, for object leaks) and function (a "
+                 "function of the allocation stack, for native leaks)");
+        return;
+    }
+    if (attribute(atts, "id")) {
+        k->id = required_id(st, "known-leak", atts);
+    } else if (!(k->id = strdup(k->type ? k->type : k->function))) {
+        fail_oom(st);
     }
 }
 
@@ -629,8 +697,8 @@ static void XMLCALL on_start(void *user, const XML_Char *name, const XML_Char **
     if (kind == ELEM_UNKNOWN) {
         char q[QUOTE_MAX + 8];
         quote(q, sizeof(q), name);
-        fail(st, "unknown element <%s> (expected <page>, <api>, <splash>, <thresholds>, <upload>, <in-app> or a <pacer> "
-                 "root)",
+        fail(st, "unknown element <%s> (expected <page>, <api>, <splash>, <thresholds>, <upload>, <in-app>, "
+                 "<known-leak> or a <pacer> root)",
              q);
         return;
     }
@@ -645,6 +713,7 @@ static void XMLCALL on_start(void *user, const XML_Char *name, const XML_Char **
     case ELEM_THRESHOLDS:
     case ELEM_UPLOAD:
     case ELEM_IN_APP:
+    case ELEM_KNOWN_LEAK:
         fail(st, "<%s> inside <%s> (line %lu); <%s> takes no child elements", name, elem_names[parent], parent_line,
              elem_names[parent]);
         return;
@@ -709,6 +778,9 @@ static void XMLCALL on_start(void *user, const XML_Char *name, const XML_Char **
         break;
     case ELEM_IN_APP:
         start_in_app(st, atts, line);
+        break;
+    case ELEM_KNOWN_LEAK:
+        start_known_leak(st, atts);
         break;
     case ELEM_UNKNOWN:
     case ELEM_TOP:
@@ -894,6 +966,7 @@ static pacer_config *config_alloc(void)
     cfg->slow_request_ms = PACER_DEFAULT_SLOW_REQUEST_MS;
     cfg->large_image_bytes = PACER_DEFAULT_LARGE_IMAGE_BYTES;
     cfg->frames_interval_ms = PACER_DEFAULT_FRAMES_INTERVAL_MS;
+    cfg->leak_grace_ms = PACER_DEFAULT_LEAK_GRACE_MS;
     cfg->config_poll_ms = PACER_DEFAULT_CONFIG_POLL_MS;
     cfg->spool_max_kb = PACER_DEFAULT_SPOOL_MAX_KB;
     return cfg;
@@ -914,6 +987,13 @@ static void config_free(pacer_config *cfg)
     for (size_t i = 0; i < cfg->n_in_app; i++)
         free(cfg->in_app[i]);
     free(cfg->in_app);
+    for (size_t i = 0; i < cfg->n_known_leaks; i++) {
+        free(cfg->known_leaks[i].id);
+        free(cfg->known_leaks[i].type);
+        free(cfg->known_leaks[i].function);
+        free(cfg->known_leaks[i].page);
+    }
+    free(cfg->known_leaks);
     free(cfg);
 }
 
@@ -1223,6 +1303,45 @@ PACER_API uint32_t pacer_config_large_image_bytes(const pacer_config *cfg)
 PACER_API uint32_t pacer_config_frames_interval_ms(const pacer_config *cfg)
 {
     return cfg ? cfg->frames_interval_ms : PACER_DEFAULT_FRAMES_INTERVAL_MS;
+}
+
+PACER_API uint32_t pacer_config_leak_grace_ms(const pacer_config *cfg)
+{
+    return cfg ? cfg->leak_grace_ms : PACER_DEFAULT_LEAK_GRACE_MS;
+}
+
+PACER_API size_t pacer_config_known_leak_count(const pacer_config *cfg)
+{
+    return cfg ? cfg->n_known_leaks : 0;
+}
+
+static const config_known_leak *known_leak(const pacer_config *cfg, size_t i)
+{
+    return cfg && i < cfg->n_known_leaks ? &cfg->known_leaks[i] : NULL;
+}
+
+PACER_API const char *pacer_config_known_leak_id(const pacer_config *cfg, size_t i)
+{
+    const config_known_leak *k = known_leak(cfg, i);
+    return k ? k->id : NULL;
+}
+
+PACER_API const char *pacer_config_known_leak_type(const pacer_config *cfg, size_t i)
+{
+    const config_known_leak *k = known_leak(cfg, i);
+    return k ? k->type : NULL;
+}
+
+PACER_API const char *pacer_config_known_leak_function(const pacer_config *cfg, size_t i)
+{
+    const config_known_leak *k = known_leak(cfg, i);
+    return k ? k->function : NULL;
+}
+
+PACER_API const char *pacer_config_known_leak_page(const pacer_config *cfg, size_t i)
+{
+    const config_known_leak *k = known_leak(cfg, i);
+    return k ? k->page : NULL;
 }
 
 PACER_API uint32_t pacer_config_config_poll_ms(const pacer_config *cfg)

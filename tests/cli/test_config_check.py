@@ -22,6 +22,7 @@ page HomeActivity (main)
 page com.test.MerchantFragment
   api /api/test1
 thresholds jank-ms=700 hang-ms=5000 page-deadline-ms=30000
+leaks leak-grace-ms=5000
 upload config-poll-ms=60000 spool-max-kb=65536
 """
 
@@ -34,6 +35,7 @@ page ShopMerchantPage
   api /api/test1
 splash ShopSplashWindow
 thresholds jank-ms=700 hang-ms=5000 page-deadline-ms=30000
+leaks leak-grace-ms=5000
 upload config-poll-ms=60000 spool-max-kb=65536
 """
 
@@ -91,6 +93,16 @@ class ConfigCheckTest(unittest.TestCase):
         self.assertEqual(
             self.check_ok("one.xml", cwd=self.tmp.name),
             "one.xml: OK, 1 page, 1 API\npage A\n  api /x\nthresholds jank-ms=700 hang-ms=100 page-deadline-ms=30000\n"
+            "leaks leak-grace-ms=5000\nupload config-poll-ms=60000 spool-max-kb=65536\n",
+        )
+
+    def test_known_leaks(self):
+        self.write("leaks.xml", '<thresholds leak-grace-ms="800"/>\n<known-leak id="im" type="GtkIMContextSimple"/>\n'
+                   '<known-leak function="FcInit" page="W"/>\n')
+        self.assertEqual(
+            self.check_ok("leaks.xml", cwd=self.tmp.name),
+            "leaks.xml: OK, 0 pages, 0 APIs\nthresholds jank-ms=700 hang-ms=5000 page-deadline-ms=30000\n"
+            "leaks leak-grace-ms=800\nknown-leak im type GtkIMContextSimple\nknown-leak FcInit function FcInit page W\n"
             "upload config-poll-ms=60000 spool-max-kb=65536\n",
         )
 

@@ -207,12 +207,86 @@ class ReportTest(unittest.TestCase):
     # --- other types, filters --------------------------------------------------
 
     def test_other_types_counted(self):
-        recs = [common("leak")] * 3 + [common("brand_new")]
+        recs = [common("oddity")] * 3 + [common("brand_new")]
         path = self.write(recs + [page("P")])
         doc, _ = self.report_json(path)
-        self.assertEqual(doc["other"], {"brand_new": 1, "leak": 3})
+        self.assertEqual(doc["other"], {"brand_new": 1, "oddity": 3})
         self.assertEqual(doc["records"], 5)
-        self.assertIn("Other records: brand_new 1, leak 3", self.run_report(path).stdout)
+        self.assertIn("Other records: brand_new 1, oddity 3", self.run_report(path).stdout)
+
+    # --- leaks -----------------------------------------------------------------
+
+    def frame(self, fn, in_app=True, file=None, line=0):
+        f = {"address": "0x1", "module": "app" if in_app else "libgtk-4.so.1", "offset": "0x1", "function": fn,
+             "in_app": in_app}
+        if file:
+            f.update(file=file, line=line)
+        return f
+
+    def object_leak(self, sig, page_class, types, session="s1", origin="app", refs=None, **extra):
+        r = common("leak")
+        r.update(kind="object", signature=sig, origin=origin, page=page_class, instance=1, page_kind="window",
+                 retained=sum(c for _, c in types) + 1, check_ms=5100.0,
+                 types=[{"type": t, "count": c} for t, c in types],
+                 objects=[{"type": t, "ref_count": 1} for t, _ in types], session=session)
+        if refs:
+            r["objects"][0]["refs"] = [{"op": "ref", "count": 1, "stack": refs}]
+        r.update(extra)
+        return r
+
+    def native_leak(self, sig, blocks, nbytes, stack, origin="app"):
+        r = common("leak")
+        r.update(kind="native", signature=sig, origin=origin, count=blocks, bytes=nbytes, sampled=1, stack=stack)
+        return r
+
+    def test_leaks_by_signature(self):
+        kept = [self.frame("g_object_ref", False), self.frame("stash", file="/src/app.c", line=42)]
+        recs = [self.object_leak("aaaaaaaaaaaaaaaa", "MainWindow", [("GtkLabel", 1)], session="s1"),
+                self.object_leak("aaaaaaaaaaaaaaaa", "MainWindow", [("GtkLabel", 1)], session="s2", refs=kept),
+                self.object_leak("aaaaaaaaaaaaaaaa", "MainWindow", [("GtkLabel", 1)], session="s2"),
+                self.object_leak("bbbbbbbbbbbbbbbb", "GtkAssistant", [("GtkBox", 2)], origin="library",
+                                 known_leak="gtk-assistant-pages"),
+                self.native_leak("cccccccccccccccc", 20000, 4000000, [self.frame("malloc", False),
+                                                                      self.frame("list_push", file="a/n.c", line=7)]),
+                self.native_leak("cccccccccccccccc", 10, 2000, [self.frame("list_push", file="a/n.c", line=7)]),
+                self.native_leak("0000000000000000", 5, 50, [], origin="unknown")]
+        path = self.write(recs)
+        doc, _ = self.report_json(path)
+        leaks = {g["signature"]: g for g in doc["leaks"]}
+        self.assertEqual(list(leaks), ["aaaaaaaaaaaaaaaa", "cccccccccccccccc", "0000000000000000",
+                                       "bbbbbbbbbbbbbbbb"])  # by records, then bytes
+        a = leaks["aaaaaaaaaaaaaaaa"]
+        self.assertEqual((a["records"], a["sessions"], a["versions"], a["retained"]), (3, 2, 1, 6))
+        self.assertEqual((a["kind"], a["origin"], a["page"], a["types"]), ("object", "app", "MainWindow", "GtkLabel x1"))
+        self.assertEqual(a["where"], "kept by stash (app.c:42)")
+        c = leaks["cccccccccccccccc"]
+        self.assertEqual((c["records"], c["blocks"], c["bytes"], c["where"]), (2, 20010, 4002000, "list_push (n.c:7)"))
+        self.assertEqual(leaks["bbbbbbbbbbbbbbbb"]["known_leak"], "gtk-assistant-pages")
+        self.assertIsNone(leaks["0000000000000000"]["where"])
+        text = self.run_report(path).stdout
+        app, _, rest = text.partition("known and library leaks (not the app's):")
+        self.assertRegex(app, r"(?m)^\s+aaaaaaaaaaaaaaaa\s+object\s+3\s+2\s+MainWindow: GtkLabel x1 \(6 retained\)$")
+        self.assertRegex(app, r"(?m)^\s+kept by stash \(app\.c:42\)$")
+        self.assertRegex(app, r"(?m)^\s+cccccccccccccccc\s+native\s+2\s+1\s+4002000 bytes in 20010 blocks$")
+        self.assertNotIn("bbbb", app)
+        self.assertRegex(rest, r"(?m)^\s+library: gtk-assistant-pages$")
+        self.assertIn("0000000000000000", rest)
+
+    def test_leaks_page_filter_and_bad_records(self):
+        recs = [self.object_leak("aaaaaaaaaaaaaaaa", "MainWindow", [("GtkLabel", 1)]),
+                self.object_leak("dddddddddddddddd", "Other", [("GtkBox", 1)])]
+        doc, _ = self.report_json("--page", "Other", self.write(recs))
+        self.assertEqual([g["signature"] for g in doc["leaks"]], ["dddddddddddddddd"])
+        bad = common("leak")
+        bad.update(kind="native", signature="e" * 16, origin="app", count=1)  # no bytes
+        noorigin = dict(recs[0])
+        del noorigin["origin"]
+        p = self.run_report(self.write([bad, noorigin, recs[0]]))
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(':1: a native leak without "bytes"', p.stderr)
+        self.assertIn(':2: missing field "origin"', p.stderr)
+        self.assertIn("aaaaaaaaaaaaaaaa", p.stdout)
+        self.assertIn("no leak records", self.run_report(self.write([page("P")])).stdout)
 
     # --- requests, jank, frames ------------------------------------------------
 
@@ -302,8 +376,8 @@ class ReportTest(unittest.TestCase):
 
     def test_app_filter(self):
         recs = [page("P", app="one", total_ms=10.0), page("P", app="two", total_ms=20.0),
-                startup("cold", app="two", cold_ms=300.0), common("leak", app="one"),
-                {"type": "leak"}]  # no app: never matches --app
+                startup("cold", app="two", cold_ms=300.0), common("oddity", app="one"),
+                {"type": "oddity"}]  # no app: never matches --app
         path = self.write(recs)
         doc, _ = self.report_json("--app", "two", path)
         self.assertEqual(metric(self.page_of(doc, "P")["metrics"]["total_ms"]), (1, 20, 20, 20, 20))
@@ -314,7 +388,7 @@ class ReportTest(unittest.TestCase):
 
         doc, _ = self.report_json(path)  # no filter: everything
         self.assertEqual(self.page_of(doc, "P")["count"], 2)
-        self.assertEqual(doc["other"], {"leak": 2})
+        self.assertEqual(doc["other"], {"oddity": 2})
 
     def test_sample_file(self):
         doc, _ = self.report_json("--app", "notes", SAMPLE)

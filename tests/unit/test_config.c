@@ -306,16 +306,16 @@ static void test_error_structure(void **state)
 static void test_error_unknown(void **state)
 {
     expect_error("<page id=\"a\">\n  <apis id=\"x\"/>\n</page>",
-                 "2:3: unknown element <apis> (expected <page>, <api>, <splash>, <thresholds>, <upload>, <in-app> or a <pacer> root)");
+                 "2:3: unknown element <apis> (expected <page>, <api>, <splash>, <thresholds>, <upload>, <in-app>, <known-leak> or a <pacer> root)");
     expect_error("<config>\n" SEED_XML "</config>",
-                 "1:1: unknown element <config> (expected <page>, <api>, <splash>, <thresholds>, <upload>, <in-app> or a <pacer> root)");
+                 "1:1: unknown element <config> (expected <page>, <api>, <splash>, <thresholds>, <upload>, <in-app>, <known-leak> or a <pacer> root)");
     expect_error("\n<page id=\"a\" name=\"x\"/>", "2:1: unknown attribute \"name\" on <page> (it accepts id and tag)");
     expect_error("<page id=\"a\">\n <api id=\"x\" method=\"GET\"/></page>",
                  "2:2: unknown attribute \"method\" on <api> (it accepts only id)");
     expect_error("<splash id=\"s\" tag=\"1\"/>", "1:1: unknown attribute \"tag\" on <splash> (it accepts only id)");
     expect_error("<thresholds jank=\"5\"/>",
                  "1:1: unknown attribute \"jank\" on <thresholds> (it accepts jank-ms, hang-ms, page-deadline-ms, "
-                 "slow-request-ms, large-image-bytes and frames-interval-ms)");
+                 "slow-request-ms, large-image-bytes, frames-interval-ms and leak-grace-ms)");
     expect_error("<pacer version=\"1\"/>", "1:1: unknown attribute \"version\" on <pacer> (it takes no attributes)");
 }
 
@@ -408,6 +408,48 @@ static void test_upload_settings(void **state)
     expect_error("<page id=\"a\">\n<upload/>\n</page>", "2:1: <upload> inside a <page> (line 1); only <api> belongs there");
 }
 
+static void test_leak_settings(void **state)
+{
+    pacer_config *cfg = parse_ok("<page id=\"A\"/>");
+    assert_int_equal(pacer_config_leak_grace_ms(cfg), PACER_DEFAULT_LEAK_GRACE_MS);
+    assert_int_equal(pacer_config_known_leak_count(cfg), 0);
+    assert_null(pacer_config_known_leak_id(cfg, 0));
+    pacer_config_unref(cfg);
+    assert_int_equal(pacer_config_leak_grace_ms(NULL), 5000);
+
+    cfg = parse_ok("<pacer>\n<thresholds leak-grace-ms=\"1500\"/>\n"
+                   "<known-leak id=\"gtk-im\" type=\"GtkIMContextSimple\"/>\n"
+                   "<known-leak type=\"GtkPopoverMenu\" page=\"MyWindow\"/>\n"
+                   "<known-leak function=\"FcPatternCreate\"/>\n</pacer>");
+    assert_int_equal(pacer_config_leak_grace_ms(cfg), 1500);
+    assert_int_equal(pacer_config_known_leak_count(cfg), 3);
+    assert_string_equal(pacer_config_known_leak_id(cfg, 0), "gtk-im");
+    assert_string_equal(pacer_config_known_leak_type(cfg, 0), "GtkIMContextSimple");
+    assert_null(pacer_config_known_leak_function(cfg, 0));
+    assert_null(pacer_config_known_leak_page(cfg, 0));
+    assert_string_equal(pacer_config_known_leak_id(cfg, 1), "GtkPopoverMenu"); /* no id: the type */
+    assert_string_equal(pacer_config_known_leak_page(cfg, 1), "MyWindow");
+    assert_string_equal(pacer_config_known_leak_function(cfg, 2), "FcPatternCreate");
+    assert_null(pacer_config_known_leak_type(cfg, 2));
+    assert_null(pacer_config_known_leak_type(cfg, 3));
+    pacer_config_unref(cfg);
+
+    expect_error("<thresholds leak-grace-ms=\"0\"/>",
+                 "1:1: leak-grace-ms=\"0\" on <thresholds>: use a whole number of milliseconds from 1 to 3600000");
+    expect_error("\n<known-leak id=\"x\"/>",
+                 "2:1: <known-leak> needs exactly one of type (a GType name, for object leaks) and function (a "
+                 "function of the allocation stack, for native leaks)");
+    expect_error("<known-leak type=\"A\" function=\"f\"/>",
+                 "1:1: <known-leak> needs exactly one of type (a GType name, for object leaks) and function (a "
+                 "function of the allocation stack, for native leaks)");
+    expect_error("<known-leak type=\" \"/>", "1:1: <known-leak> has an empty type");
+    expect_error("<known-leak type=\"A\" id=\"\"/>", "1:1: <known-leak> has an empty id");
+    expect_error("<known-leak type=\"A\" size=\"1\"/>",
+                 "1:1: unknown attribute \"size\" on <known-leak> (it accepts id, type, function and page)");
+    expect_error("<page id=\"a\">\n<known-leak type=\"A\"/>\n</page>",
+                 "2:1: <known-leak> inside a <page> (line 1); only <api> belongs there");
+}
+
 static void test_error_text(void **state)
 {
     expect_error("<page id=\"a\">\n  HomeActivity\n</page>",
@@ -468,7 +510,7 @@ static void test_error_columns_after_prologue(void **state)
     expect_error("<?xml version=\"1.0\"\n  encoding=\"UTF-8\"?><api id=\"x\"/>", "2:21: <api> outside of a <page>");
     expect_error("<?xml version=\"1.0\"?>\n<api id=\"x\"/>", "2:1: <api> outside of a <page>");
     expect_error("<?xml version=\"1.0\"?><page id=\"é\"><x/></page>",
-                 "1:35: unknown element <x> (expected <page>, <api>, <splash>, <thresholds>, <upload>, <in-app> or a <pacer> root)");
+                 "1:35: unknown element <x> (expected <page>, <api>, <splash>, <thresholds>, <upload>, <in-app>, <known-leak> or a <pacer> root)");
     expect_error("<?xml version=\"1.0\"?><page id=\"a\">", "1:35: end of file inside <page> (opened on line 1)");
     expect_error("\r\n\r\n<api id=\"x\"/>", "3:1: <api> outside of a <page>");
     expect_error("\r\r<api id=\"x\"/>", "3:1: <api> outside of a <page>");
@@ -627,6 +669,7 @@ int main(void)
         cmocka_unit_test(test_error_duplicates),
         cmocka_unit_test(test_error_thresholds),
         cmocka_unit_test(test_upload_settings),
+        cmocka_unit_test(test_leak_settings),
         cmocka_unit_test(test_error_text),
         cmocka_unit_test(test_error_malformed),
         cmocka_unit_test(test_error_columns_after_prologue),
