@@ -44,6 +44,26 @@ const char *http_arg(const http_request *rq, const char *name)
     return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+typedef struct args_walk {
+    bool (*fn)(void *ctx, const char *key, size_t key_len, const char *value, size_t value_len);
+    void *ctx;
+} args_walk;
+
+static enum MHD_Result on_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                              const char *value, size_t value_size)
+{
+    args_walk *w = cls;
+    return w->fn(w->ctx, key, key_size, value ? value : "", value ? value_size : 0) ? MHD_YES : MHD_NO;
+}
+
+void http_args(const http_request *rq,
+               bool (*fn)(void *ctx, const char *key, size_t key_len, const char *value, size_t value_len),
+               void *ctx)
+{
+    args_walk w = {fn, ctx};
+    MHD_get_connection_values_n(rq->conn, MHD_GET_ARGUMENT_KIND, on_arg, &w);
+}
+
 void http_json_text(http_response *rs, unsigned status, const char *json)
 {
     free(rs->body);

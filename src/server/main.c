@@ -186,7 +186,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     char err[512];
-    pacerd d = {.max_config_bytes = 1 << 20};
+    pacerd d = {.max_config_bytes = 1 << 20, .max_body = o.http.max_body};
     d.auth = auth_load(o.admin_file, o.keys_file, err, sizeof err);
     if (!d.auth) {
         fprintf(stderr, "pacerd: %s\n", err);

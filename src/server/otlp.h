@@ -39,6 +39,8 @@
 #ifndef PACER_SERVER_OTLP_H
 #define PACER_SERVER_OTLP_H
 
+#include <pacer/base/json.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -46,7 +48,9 @@
 #define OTLP_MAX_DEPTH 64
 #define OTLP_MAX_NAME 1024 /* bytes in a span, metric or attribute name */
 
-/* An AnyValue, checked. `json` is its text in the body (not compacted). */
+/* An AnyValue, checked. From a JSON body, `json` is its text in the body
+ * (not compacted); from a protobuf body, `json` is NULL and an ARRAY or
+ * KVLIST keeps its encoded bytes in s/len (rendered by otlp_write_value). */
 typedef enum otlp_value_type {
     OTLP_EMPTY, /* {} or only unknown members */
     OTLP_STRING, OTLP_BOOL, OTLP_INT, OTLP_DOUBLE, OTLP_BYTES, OTLP_ARRAY, OTLP_KVLIST
@@ -54,16 +58,17 @@ typedef enum otlp_value_type {
 
 typedef struct otlp_value {
     otlp_value_type type;
-    const char *s; /* STRING, BYTES (the base64 text): NUL-terminated */
+    const char *s; /* STRING, BYTES (JSON: the base64 text; protobuf: the bytes), ARRAY/KVLIST (protobuf) */
     size_t len;
     int64_t i;
-    double d;
+    double d;      /* NaN and infinities included */
     bool b;
     const char *json;
     size_t json_len;
 } otlp_value;
 
-/* One KeyValue. `json` is the whole {"key":…,"value":…} text in the body. */
+/* One KeyValue. `json` is the whole {"key":…,"value":…} text in the body
+ * (NULL from protobuf). */
 typedef struct otlp_kv {
     const char *key;
     size_t key_len;
@@ -74,7 +79,7 @@ typedef struct otlp_kv {
 } otlp_kv;
 
 /* A KeyValue list: n entries at kv; json is the array's text in the body, or
- * NULL when the list was absent. */
+ * NULL when the list was absent or came from protobuf. */
 typedef struct otlp_attrs {
     const otlp_kv *kv;
     size_t n;
@@ -88,58 +93,161 @@ typedef struct otlp_resource {
     const char *service_version; /* service.version, or NULL */
     const char *session;         /* pacer.session, or NULL */
     otlp_attrs attrs;
+    uint32_t dropped_attributes;
+    const char *schema_url; /* of the ResourceSpans/Logs/Metrics entry, or NULL */
 } otlp_resource;
+
+/* One ScopeSpans / ScopeLogs / ScopeMetrics entry (an InstrumentationScope,
+ * or the deprecated InstrumentationLibrary). */
+typedef struct otlp_scope {
+    const char *name, *version; /* or NULL */
+    otlp_attrs attrs;
+    uint32_t dropped_attributes;
+    const char *schema_url; /* of the entry, or NULL */
+} otlp_scope;
+
+typedef struct otlp_event {
+    int64_t time_ns;
+    const char *name;
+    otlp_attrs attrs;
+    uint32_t dropped_attributes;
+} otlp_event;
+
+typedef struct otlp_link {
+    uint8_t trace_id[16];
+    uint8_t span_id[8];
+    const char *trace_state; /* or NULL */
+    otlp_attrs attrs;
+    uint32_t dropped_attributes;
+    bool has_flags;
+    uint32_t flags;
+} otlp_link;
 
 typedef struct otlp_span {
     uint32_t resource; /* index into resources */
+    uint32_t scope;    /* index into scopes */
     uint8_t trace_id[16];
     uint8_t span_id[8];
     uint8_t parent_span_id[8];
     bool has_parent;
     const char *name;
-    const char *scope; /* instrumentation scope name, or NULL */
+    const char *scope_name; /* instrumentation scope name, or NULL */
+    const char *trace_state; /* or NULL */
+    bool has_flags;
+    uint32_t flags;
     int kind;          /* 0 unspecified … 5 consumer */
     int64_t start_ns, end_ns;
     int status_code;   /* 0 unset, 1 ok, 2 error */
     const char *status_message; /* or NULL */
     otlp_attrs attrs;
+    uint32_t dropped_attributes, dropped_events, dropped_links;
+    size_t first_event, n_events; /* into the batch's events */
+    size_t first_link, n_links;   /* into the batch's links */
 } otlp_span;
 
 typedef struct otlp_log {
     uint32_t resource;
+    uint32_t scope;
     int64_t time_ns; /* timeUnixNano, or observedTimeUnixNano when it is 0 */
+    int64_t observed_ns; /* 0: absent */
     int severity_number;
     const char *severity_text; /* or NULL */
+    const char *event_name;    /* or NULL */
     bool has_body;
     otlp_value body;
     otlp_attrs attrs;
+    uint32_t dropped_attributes;
+    bool has_flags;
+    uint32_t flags;
+    bool has_trace_id, has_span_id;
+    uint8_t trace_id[16];
+    uint8_t span_id[8];
 } otlp_log;
+
+typedef struct otlp_exemplar {
+    int64_t time_ns;
+    bool is_int;
+    int64_t i;
+    double d;
+    bool has_trace_id, has_span_id;
+    uint8_t trace_id[16];
+    uint8_t span_id[8];
+    otlp_attrs attrs; /* filtered attributes */
+} otlp_exemplar;
+
+typedef struct otlp_quantile {
+    double quantile, value;
+} otlp_quantile;
+
+/* Buckets of an exponential histogram: counts[i] is bucket offset + i. */
+typedef struct otlp_buckets {
+    int32_t offset;
+    const uint64_t *counts;
+    size_t n;
+} otlp_buckets;
 
 typedef struct otlp_point {
     uint32_t resource;
+    uint32_t scope;
     const char *name;
+    const char *description; /* or NULL */
     const char *unit;    /* or NULL */
     const char *type;    /* "gauge", "sum", "histogram", "exponential_histogram", "summary" */
     int64_t time_ns;
-    double value;        /* gauge, sum: the value; histograms, summary: the sum */
+    int64_t start_ns;    /* 0: absent */
+    double value;        /* gauge, sum: the value; histograms, summary: the sum (0 when absent) */
+    bool is_int;         /* gauge, sum: asInt (exact in int_value) */
+    int64_t int_value;
     int64_t count;       /* histograms, summary: the count; else -1 */
+    int temporality;     /* sum, histograms: 0 unspecified, 1 delta, 2 cumulative; -1: none */
+    int monotonic;       /* sum: 0 or 1; -1: none */
+    uint32_t flags;
+    bool has_sum, has_min, has_max;
+    double sum, min, max;
+    /* histogram */
+    const uint64_t *bucket_counts;
+    size_t n_bucket_counts;
+    const double *bounds;
+    size_t n_bounds;
+    /* exponential histogram */
+    int32_t scale;
+    uint64_t zero_count;
+    double zero_threshold;
+    otlp_buckets positive, negative;
+    /* summary */
+    const otlp_quantile *quantiles;
+    size_t n_quantiles;
+    size_t first_exemplar, n_exemplars; /* into the batch's exemplars */
     otlp_attrs attrs;
 } otlp_point;
 
+typedef struct otlp_chunk otlp_chunk;
+
 typedef struct otlp_batch {
     char *text;           /* the copy of the body every string points into */
+    otlp_chunk *pool;     /* numbers and strings the decoder made (protobuf: copies of strings) */
     otlp_kv *kvs;         /* every attribute of the batch */
     size_t n_kvs;
     otlp_resource *resources;
     size_t n_resources;
+    otlp_scope *scopes;
+    size_t n_scopes;
     otlp_span *spans;
     size_t n_spans;
+    otlp_event *events;
+    size_t n_events;
+    otlp_link *links;
+    size_t n_links;
     otlp_log *logs;
     size_t n_logs;
     otlp_point *points;
     size_t n_points;
+    otlp_exemplar *exemplars;
+    size_t n_exemplars;
     size_t rejected;      /* items left out */
     char *reject_message; /* the first item's reason (malloc'd), or NULL */
+    size_t ignored;       /* unknown fields skipped (nothing of them is stored) */
+    char *ignore_message; /* the first one (malloc'd), or NULL */
 } otlp_batch;
 
 /* Decode a request body into an empty (zeroed) batch. Return 0 (items may
@@ -149,6 +257,40 @@ typedef struct otlp_batch {
 int otlp_decode_traces(const char *body, size_t len, otlp_batch *batch, char *err, size_t err_size);
 int otlp_decode_logs(const char *body, size_t len, otlp_batch *batch, char *err, size_t err_size);
 int otlp_decode_metrics(const char *body, size_t len, otlp_batch *batch, char *err, size_t err_size);
+
+/* The same from OTLP/HTTP protobuf bodies (Export…ServiceRequest), in
+ * otlp_proto.c. A body that is not a valid message of that type (bad wire
+ * format, a known field with the wrong wire type, nesting deeper than
+ * OTLP_MAX_DEPTH) is invalid as a whole: -EBADMSG, the reason beginning
+ * with "invalid protobuf". Item checks and reasons are those of the JSON
+ * decoder, with the proto field names in the path. */
+int otlp_proto_decode_traces(const uint8_t *body, size_t len, otlp_batch *batch, char *err, size_t err_size);
+int otlp_proto_decode_logs(const uint8_t *body, size_t len, otlp_batch *batch, char *err, size_t err_size);
+int otlp_proto_decode_metrics(const uint8_t *body, size_t len, otlp_batch *batch, char *err, size_t err_size);
+
+/* An Export…ServiceResponse (protobuf): partial_success with `rejected` and
+ * `message` when either is set, else empty. Returns the malloc'd bytes (len
+ * in *ret_len, possibly 0), or NULL when out of memory. */
+uint8_t *otlp_proto_response(size_t rejected, const char *message, size_t *ret_len);
+/* A google.rpc.Status (protobuf) with the gRPC code and message, the error
+ * body OTLP/HTTP asks for in answer to a protobuf request. */
+uint8_t *otlp_proto_status(int code, const char *message, size_t *ret_len);
+
+/* OTLP JSON of what a batch holds, whichever encoding it came in: a value
+ * ({"stringValue":…}), a KeyValue ({"key":…,"value":…}), a KeyValue list
+ * ([…]). Text from a JSON body is copied without its whitespace. */
+void otlp_write_value(jbuf *b, const otlp_value *v);
+void otlp_write_kv(jbuf *b, const otlp_kv *kv);
+void otlp_write_attrs(jbuf *b, const otlp_attrs *a);
+/* A double as OTLP JSON has it: a number, or "NaN", "Infinity", "-Infinity". */
+void otlp_write_double(jbuf *b, double d);
+/* An ARRAY or KVLIST from protobuf (its encoded bytes), for
+ * otlp_write_value; in otlp_proto.c. */
+void otlp_proto_write_list(jbuf *b, otlp_value_type type, const uint8_t *p, size_t len);
+
+/* Memory that lives as long as the batch (aligned for any type); NULL when
+ * out of memory. For the decoders. */
+void *otlp_batch_alloc(otlp_batch *batch, size_t n);
 
 /* Frees what a batch holds and zeroes it. Accepts an empty batch. */
 void otlp_batch_clear(otlp_batch *batch);

@@ -4,7 +4,7 @@
  *   POST /v1/traces|logs|metrics    app key       ingest (ingest.c)
  *   GET  /v1/config/{app}           app key of {app}, or admin
  *   PUT  /v1/config/{app}           admin         (config_service.c)
- *   GET  /api/v1/...                admin         queries (query.c)
+ *   GET  /api/v1/...                admin         queries (query.c), read APIs (read_api.c)
  *
  * 401 when no usable credential was sent, 403 when it does not grant the
  * endpoint. Credentials are never echoed back nor logged.
@@ -57,6 +57,7 @@ void pacerd_route(void *ctx, const http_request *rq, http_response *rs)
                 http_error(rs, auth_is_admin(d->auth, token) ? 403 : 401,
                            auth_is_admin(d->auth, token) ? "ingest takes an app key, not the admin token"
                                                          : "unknown key");
+            ingest_error_encoding(rq, rs);
             return;
         }
         ingest_handle(d, app, rq, rs);
@@ -104,7 +105,8 @@ void pacerd_route(void *ctx, const http_request *rq, http_response *rs)
             http_error(rs, 405, "use GET %s", path);
             return;
         }
-        query_handle(d, rq, rs);
+        if (!read_api_handle(d, rq, rs))
+            query_handle(d, rq, rs);
         return;
     }
 
