@@ -488,6 +488,11 @@ static void write_log(jbuf *b, sqlite3_stmt *s)
     for (size_t i = 0; i < t->n_cols; i++) {
         const store_column *col = &t->cols[i];
         int c = (int)i;
+        if (col->source == SRC_ATTRIBUTES && col_null(s, c)) {
+            jbuf_key(b, "attributes");
+            jbuf_puts(b, "[]");
+            b->need_comma = true;
+        }
         if (col_null(s, c))
             continue;
         switch (col->source) {
@@ -536,6 +541,11 @@ static void write_point(jbuf *b, sqlite3_stmt *s)
     for (size_t i = 0; i < t->n_cols; i++) {
         const store_column *col = &t->cols[i];
         int c = (int)i;
+        if (col->source == SRC_ATTRIBUTES && col_null(s, c)) {
+            jbuf_key(b, "attributes");
+            jbuf_puts(b, "[]");
+            b->need_comma = true;
+        }
         if (col_null(s, c) && col->source != SRC_VALUE)
             continue;
         switch (col->source) {
