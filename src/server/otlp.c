@@ -1653,7 +1653,7 @@ static bool parse_point(decoder *d, size_t kind, size_t i, size_t j, size_t k, s
             bad = "zeroCount: expected a non-negative 64-bit integer";
         else if (in.zero_threshold.t && !jv_double(&in.zero_threshold, &out->zero_threshold))
             bad = "zeroThreshold must be a number";
-        else if (in.quantiles_bad)
+        else if (in.quantiles_bad || in.quantiles.bad)
             bad = "quantileValues: expected [{\"quantile\": 0…1, \"value\": number}]";
         else
             out->value = out->has_sum ? out->sum : 0;
