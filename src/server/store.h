@@ -251,9 +251,10 @@ int store_scan(store *st, enum store_kind kind, const char *app, const char *ver
 #define STORE_MAX_ANSWER (4u << 20)
 #define STORE_MAX_EXAMINED 20000
 
-/* An attribute filter: key = value, the value given as text. It matches a
- * string attribute of that text, an integer, double or bool that the text
- * reads as. */
+/* An attribute filter: key = value, the value given as text. It matches an
+ * attribute of that key whose value writes as that text: a string of it,
+ * or an integer, double or bool written canonically ("3" finds 3, 3.0 and
+ * "3"; "true" finds true and "true"). */
 typedef struct store_attr_filter {
     const char *key, *value;
 } store_attr_filter;
@@ -316,9 +317,10 @@ int store_search_points(store *st, const store_point_query *q, jbuf *out);
 int store_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan), void *ctx);
 
 /* The hash under which span_attr_keys indexes an attribute: of the key and
- * the value's canonical text, `type` 's' string, 'i' integer (decimal),
- * 'd' double (%.17g), 'b' bool ("true"/"false"). */
-uint64_t store_attr_hash(const char *key, size_t key_len, char type, const char *text, size_t len);
+ * the value's canonical text (a string's text, an integer in decimal, a
+ * double as the shortest %.17g or an integral one as an integer, a bool
+ * as "true"/"false"). */
+uint64_t store_attr_hash(const char *key, size_t key_len, const char *text, size_t len);
 
 /* Every (app, version) that has rollups, sorted. */
 int store_apps(store *st, void (*cb)(void *ctx, const char *app, const char *version), void *ctx);

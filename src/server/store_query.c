@@ -36,11 +36,10 @@
 
 /* ---- attribute values: canonical text and hash ---- */
 
-uint64_t store_attr_hash(const char *key, size_t key_len, char type, const char *text, size_t len)
+uint64_t store_attr_hash(const char *key, size_t key_len, const char *text, size_t len)
 {
     uint64_t h = fnv1a64(FNV1A64_INIT, key, key_len);
     h = fnv1a64(h, "", 1);
-    h = fnv1a64(h, &type, 1);
     return fnv1a64(h, text, len) & INT64_MAX; /* an SQLite integer */
 }
 
@@ -163,7 +162,7 @@ static void attr_hash_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     jread_init(&r, buf, (size_t)n, NULL, 0);
     canon c = {0};
     if (read_kv(&r, &c))
-        sqlite3_result_int64(ctx, (int64_t)store_attr_hash(c.key, c.key_len, c.type, c.text, c.len));
+        sqlite3_result_int64(ctx, (int64_t)store_attr_hash(c.key, c.key_len, c.text, c.len));
     else
         sqlite3_result_null(ctx);
     if (buf != small)
@@ -176,32 +175,30 @@ int store_register_functions(sqlite3 *db)
                                    NULL, NULL);
 }
 
-/* The hashes a filter's value may have been stored under: as a string,
- * and as the integer, double or bool it reads as. */
-static size_t filter_hashes(const store_attr_filter *f, int64_t *out)
+/* The canonical text a filter's value is compared in: numbers as they
+ * are stored (store_attr_hash), so that "3" finds 3, 3.0 and "3". */
+static void filter_canon(const store_attr_filter *f, char *out, size_t size)
 {
-    size_t n = 0, kl = strlen(f->key), vl = strlen(f->value);
-    out[n++] = (int64_t)store_attr_hash(f->key, kl, 's', f->value, vl);
     char *end;
     errno = 0;
     long long i = strtoll(f->value, &end, 10);
-    if (vl && !*end && !errno) {
-        char num[32];
-        snprintf(num, sizeof num, "%lld", i);
-        out[n++] = (int64_t)store_attr_hash(f->key, kl, 'i', num, strlen(num));
+    if (*f->value && !*end && !errno) {
+        snprintf(out, size, "%lld", i);
+        return;
     }
     double d = strtod(f->value, &end);
-    if (vl && (!*end || strcmp(f->value, "NaN") == 0 || strcmp(f->value, "Infinity") == 0 ||
-               strcmp(f->value, "-Infinity") == 0)) {
-        if (*end)
-            d = f->value[0] == 'N' ? NAN : f->value[0] == '-' ? -INFINITY : INFINITY;
-        char num[40];
-        canon_double(d, num, sizeof num);
-        out[n++] = (int64_t)store_attr_hash(f->key, kl, 'd', num, strlen(num));
+    if (*f->value && !*end && strspn(f->value, "+-0123456789.eE") == strlen(f->value)) {
+        canon_double(d, out, size);
+        return;
     }
-    if (strcmp(f->value, "true") == 0 || strcmp(f->value, "false") == 0)
-        out[n++] = (int64_t)store_attr_hash(f->key, kl, 'b', f->value, vl);
-    return n;
+    snprintf(out, size, "%s", f->value);
+}
+
+static int64_t filter_hash(const store_attr_filter *f)
+{
+    char canon_text[1100];
+    filter_canon(f, canon_text, sizeof canon_text);
+    return (int64_t)store_attr_hash(f->key, strlen(f->key), canon_text, strlen(canon_text));
 }
 
 /* Whether the attribute list (OTLP JSON) has every filter's key with a
@@ -216,10 +213,9 @@ static bool attrs_match(const char *json, size_t len, const store_attr_filter *f
     if (!buf)
         return false;
     bool found[STORE_MAX_FILTERS] = {false};
-    int64_t want[STORE_MAX_FILTERS][4];
-    size_t n_want[STORE_MAX_FILTERS];
+    char want[STORE_MAX_FILTERS][1100];
     for (size_t i = 0; i < n; i++)
-        n_want[i] = filter_hashes(&filters[i], want[i]);
+        filter_canon(&filters[i], want[i], sizeof want[i]);
     memcpy(buf, json, len);
     jread r;
     jread_init(&r, buf, len, NULL, 0);
@@ -234,11 +230,10 @@ static bool attrs_match(const char *json, size_t len, const store_attr_filter *f
             }
             if (!read_kv(&r, &c))
                 continue;
-            int64_t h = (int64_t)store_attr_hash(c.key, c.key_len, c.type, c.text, c.len);
             for (size_t i = 0; i < n; i++)
-                for (size_t k = 0; k < n_want[i] && !found[i]; k++)
-                    found[i] = want[i][k] == h && strlen(filters[i].key) == c.key_len &&
-                               memcmp(filters[i].key, c.key, c.key_len) == 0;
+                found[i] = found[i] || (strlen(filters[i].key) == c.key_len &&
+                                        memcmp(filters[i].key, c.key, c.key_len) == 0 && strlen(want[i]) == c.len &&
+                                        memcmp(want[i], c.text, c.len) == 0);
         }
     }
     free(buf);
@@ -621,7 +616,7 @@ enum { SQ_NAME = 1, SQ_VERSION = 2, SQ_DURATION = 4, SQ_ATTR = 8, SQ_COMBOS = 16
 
 /* Candidates up to the mark (keys == true: from spans_keys / span_attr_keys)
  * or after it (from spans, by rowid): rid, ts. ?6 name, ?7 version, ?8 ?9
- * duration, ?10 the mark, ?11… the attribute hashes of the first filter. */
+ * duration, ?10 the mark, ?11 the hash of the first attribute filter. */
 static char *span_sql(unsigned flags, bool keys)
 {
     char where[512], range[256];
@@ -645,9 +640,9 @@ static char *span_sql(unsigned flags, bool keys)
         snprintf(range, sizeof range,
                  "a.app = ?1 AND a.ts >= ?2 AND a.ts < ?3 AND (a.ts < ?4 OR (a.ts = ?4 AND a.rid < ?5))");
         r = asprintf(&s,
-                     "SELECT a.rid, a.ts FROM span_attr_keys AS a JOIN spans_keys AS k"
+                     "SELECT a.rid, a.ts FROM span_attr_keys AS a CROSS JOIN spans_keys AS k"
                      " ON k.app = a.app AND k.ts = a.ts AND k.rid = a.rid"
-                     " WHERE a.h IN (?11, ?12, ?13, ?14) AND %s%s ORDER BY a.ts DESC, a.rid DESC",
+                     " WHERE a.h = ?11 AND %s%s ORDER BY a.ts DESC, a.rid DESC",
                      range, where);
     } else {
         snprintf(range, sizeof range,
@@ -728,12 +723,8 @@ int store_search_spans(store *st, const store_span_query *q, jbuf *out)
         if (i == 1)
             sqlite3_bind_int64(s, 10, mark);
     }
-    if (q->n_attrs) {
-        int64_t h[4];
-        size_t n = filter_hashes(&q->attrs[0], h);
-        for (size_t k = 0; k < 4; k++)
-            sqlite3_bind_int64(a.s, 11 + (int)k, h[k < n ? k : 0]);
-    }
+    if (q->n_attrs)
+        sqlite3_bind_int64(a.s, 11, filter_hash(&q->attrs[0]));
     /* rows up to the mark are in spans_keys: candidates there must be <= mark */
     stream_step(&a);
     stream_step(&b);
