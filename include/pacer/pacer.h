@@ -67,13 +67,19 @@ typedef struct pacer_options {
     bool explicit_times;
     /* Upload (docs/otlp-mapping.md). With server_url set ("http://host:port"),
      * records also go to an on-disk spool and a background thread sends them
-     * to the server as OTLP/HTTP JSON, with retries; the page config is
+     * to the server as OTLP/HTTP (protobuf or JSON, gzip: below), with retries; the page config is
      * fetched from GET /v1/config/{app_name}, polled, applied live and cached
      * beside the spool for offline starts (the cached server config takes
      * precedence over config_path). */
     const char *server_url;
     const char *server_key;    /* the app's ingest key (Authorization: Bearer) */
     const char *spool_path;    /* NULL: $XDG_STATE_HOME/pacer/spool.db or ~/.local/state/pacer/ */
+    /* How the uploader encodes: "protobuf" (OTLP's default, what any
+     * OpenTelemetry Collector takes) or "json"; NULL: $PACER_OTLP_PROTOCOL,
+     * else "protobuf". Another value fails pacer_new with -EINVAL. */
+    const char *otlp_protocol;
+    /* "gzip" or "none"; NULL: $PACER_OTLP_COMPRESSION, else "gzip". */
+    const char *otlp_compression;
 } pacer_options;
 
 /* Creates an instance. On success *ret is set and 0 returned. A config file

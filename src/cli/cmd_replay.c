@@ -27,10 +27,12 @@ static const char usage[] =
     "      --app NAME         app name written in records (default \"replay\")\n"
     "      --app-version V    version written in records (default \"unknown\")\n"
     "      --session ID       session id written in records (default: random)\n"
-    "      --server URL       also upload the records to a pacer server (OTLP/HTTP\n"
-    "                         JSON, docs/otlp-mapping.md), e.g. http://127.0.0.1:4318\n"
+    "      --server URL       also upload the records to a pacer server (OTLP/HTTP,\n"
+    "                         docs/otlp-mapping.md), e.g. http://127.0.0.1:4318\n"
     "      --key KEY          the app's ingest key for --server (or PACER_KEY)\n"
     "      --spool FILE       the upload spool (default ~/.local/state/pacer/spool.db)\n"
+    "      --otlp-protocol P  protobuf (default, or $PACER_OTLP_PROTOCOL) or json\n"
+    "      --otlp-compression C  gzip (default, or $PACER_OTLP_COMPRESSION) or none\n"
     "  -h, --help             show this help\n"
     "\n"
     "Lines that cannot be read are reported on standard error as FILE:LINE:\n"
@@ -49,6 +51,8 @@ static int run(int argc, char **argv)
         {"server", required_argument, NULL, 'S'},
         {"key", required_argument, NULL, 'k'},
         {"spool", required_argument, NULL, 'p'},
+        {"otlp-protocol", required_argument, NULL, 'P'},
+        {"otlp-compression", required_argument, NULL, 'Z'},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
@@ -65,6 +69,8 @@ static int run(int argc, char **argv)
         case 'S': opts.server_url = optarg; break;
         case 'k': opts.server_key = optarg; break;
         case 'p': opts.spool_path = optarg; break;
+        case 'P': opts.otlp_protocol = optarg; break;
+        case 'Z': opts.otlp_compression = optarg; break;
         case 'h': fputs(usage, stdout); return 0;
         default: fputs(usage, stderr); return 2;
         }
