@@ -1,9 +1,17 @@
-/* pacerd load generator: POSTs OTLP/HTTP JSON page spans (the SDK's
- * mapping, docs/server.md) over keep-alive loopback connections, one thread
- * per connection, each request with its own X-Pacer-Batch-Id.
+/* pacerd load generator: POSTs OTLP/HTTP page spans (the SDK's mapping,
+ * docs/server.md) over keep-alive loopback connections, one thread per
+ * connection, each request with its own X-Pacer-Batch-Id.
  *
  *   loadgen --port P --key KEY [--app A] [--connections N] [--batch SPANS]
  *           [--spans TOTAL] [--pages N] [--versions N] [--days N] [--fresh]
+ *           [--protobuf] [--gzip]
+ *
+ * --protobuf sends the same bodies as OTLP protobuf (the JSON built, then
+ * turned into protobuf by the SDK's encoder, src/core/otlp_proto.c), --gzip
+ * compresses them (Content-Encoding: gzip), as pacer's uploader and the
+ * OpenTelemetry SDKs' otlp-proto exporters send by default. The seed of each
+ * connection is the same whatever the encoding, so both runs carry the same
+ * spans.
  *
  * Bodies: by default a pool of 32 bodies per connection, built and
  * connected before the clock starts, is sent over and over (what is
@@ -35,12 +43,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "otlp.h"
+
 typedef struct config {
     int port;
     const char *key, *app;
     int connections, batch, pages, versions, days;
     long long total;
-    bool fresh;
+    bool fresh, protobuf, gzip;
 } config;
 
 static config cfg = {.app = "bench", .connections = 4, .batch = 1000, .total = 500000, .pages = 20, .versions = 2,
@@ -120,6 +130,24 @@ static void build_body(buf *b, unsigned *seed)
             initial, api, final, total);
     }
     put(b, "]}]}]}");
+    if (cfg.protobuf || cfg.gzip) { /* the same request, as the SDK would send it */
+        size_t n = b->len;
+        uint8_t *pb = NULL;
+        if (cfg.protobuf && !(pb = otlp_json_to_proto(PACER_SIGNAL_TRACES, b->p, b->len, &n)))
+            abort();
+        uint8_t *z = cfg.gzip ? otlp_gzip(pb ? (const void *)pb : b->p, n, &n) : NULL;
+        if (cfg.gzip && !z)
+            abort();
+        const uint8_t *body = z ? z : pb;
+        if (n > b->cap) {
+            b->p = realloc(b->p, n);
+            b->cap = n;
+        }
+        memcpy(b->p, body, n);
+        b->len = n;
+        free(pb);
+        free(z);
+    }
 }
 
 static int connect_to(void)
@@ -197,9 +225,10 @@ static void *worker(void *arg)
         char head[512];
         int hn = snprintf(head, sizeof head,
                           "POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
-                          "Content-Type: application/json\r\nX-Pacer-Batch-Id: lg-%d-%lld-%lld\r\n"
+                          "Content-Type: %s\r\n%sX-Pacer-Batch-Id: lg-%d-%lld-%lld\r\n"
                           "Content-Length: %zu\r\n\r\n",
-                          cfg.key, (int)getpid(), (long long)now_s, id, b->len);
+                          cfg.key, cfg.protobuf ? "application/x-protobuf" : "application/json",
+                          cfg.gzip ? "Content-Encoding: gzip\r\n" : "", (int)getpid(), (long long)now_s, id, b->len);
         for (;;) {
             struct iovec iov[2] = {{head, (size_t)hn}, {b->p, b->len}};
             size_t total = (size_t)hn + b->len, done = 0;
@@ -249,7 +278,8 @@ int main(int argc, char **argv)
         {"app", required_argument, NULL, 'a'}, {"connections", required_argument, NULL, 'c'},
         {"batch", required_argument, NULL, 'b'}, {"spans", required_argument, NULL, 'n'},
         {"pages", required_argument, NULL, 'g'}, {"versions", required_argument, NULL, 'v'},
-        {"days", required_argument, NULL, 'd'}, {"fresh", no_argument, NULL, 'f'}, {0},
+        {"days", required_argument, NULL, 'd'}, {"fresh", no_argument, NULL, 'f'},
+        {"protobuf", no_argument, NULL, 'P'}, {"gzip", no_argument, NULL, 'z'}, {0},
     };
     int c;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -264,6 +294,8 @@ int main(int argc, char **argv)
         case 'v': cfg.versions = atoi(optarg); break;
         case 'd': cfg.days = atoi(optarg); break;
         case 'f': cfg.fresh = true; break;
+        case 'P': cfg.protobuf = true; break;
+        case 'z': cfg.gzip = true; break;
         default: fprintf(stderr, "loadgen: bad option (see the top of bench/server/loadgen.c)\n"); return 2;
         }
     }

@@ -135,6 +135,9 @@ static int next(pdec *d, msg *m, pf *f)
     if (m->p >= m->end)
         return 0;
     f->at = m->p;
+    f->v = 0;
+    f->data = NULL;
+    f->len = 0;
     uint64_t key;
     if (!varint(&m->p, m->end, &key)) {
         fail(d, f->at, "truncated field key");
