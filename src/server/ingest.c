@@ -629,8 +629,8 @@ static void take_attrs(mapper *m, const store_table_desc *t, const otlp_attrs *a
     for (size_t i = 0; i < attrs->n; i++) {
         const otlp_kv *kv = &attrs->kv[i];
         bool known = key_is(kv, "pacer.type", 10) || key_is(kv, "pacer.session", 13);
-        for (size_t c = 0; c < t->n_cols && !known; c++)
-            for (size_t k = 0; k < t->cols[c].n_attrs; k++)
+        for (size_t x = 0; x < t->n_attr_cols && !known; x++)
+            for (size_t k = 0, c = (size_t)t->attr_cols[x]; k < t->cols[c].n_attrs; k++)
                 if (key_is(kv, t->cols[c].attrs[k], t->cols[c].attr_lens[k])) {
                     if (!found[c][k])
                         found[c][k] = kv;

@@ -124,6 +124,8 @@ typedef struct store_table_desc {
     size_t n_cols;
     store_column cols[STORE_MAX_COLS];
     int field_cols[STORE_MAX_FIELDS]; /* the column of each field of type, or -1 */
+    size_t n_attr_cols;
+    int attr_cols[STORE_MAX_COLS];    /* the columns that read attributes (n_attrs > 0), in order */
     const char *columns;              /* the column names, "ts, app, …" */
 } store_table_desc;
 
@@ -156,9 +158,11 @@ const char *store_layout_error(void);
 /* A value bound to one column. */
 typedef struct store_value {
     enum { SV_NULL, SV_INT, SV_REAL, SV_TEXT, SV_BLOB } type;
-    int64_t i;
-    double d;
-    const void *p; /* TEXT (NUL-terminated or with n) / BLOB */
+    union {
+        int64_t i;
+        double d;
+        const void *p; /* TEXT (NUL-terminated or with n) / BLOB */
+    };
     size_t n;
 } store_value;
 

@@ -14,7 +14,11 @@ void store_reader_put(store *st, sqlite3 *db);
 
 /* SQL functions of the store, on the writer's connection:
  * pacer_attr_hash(KEYVALUE_JSON) → store_attr_hash of it, or NULL for a
- * value that is not a string, integer, double or bool. */
+ * value that is not a string, integer, double or bool; pacer_trace_key. */
 int store_register_functions(sqlite3 *db);
+
+/* trace_keys' key of a trace: its first 8 bytes, as a non-negative
+ * integer (pacer_trace_key(BLOB) in SQL). */
+int64_t store_trace_key(const uint8_t *trace_id, size_t n);
 
 #endif

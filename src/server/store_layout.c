@@ -68,7 +68,6 @@ static const own_column record_tail[] = {
     {"events", "TEXT", SRC_EVENTS},
     {"links", "TEXT", SRC_LINKS},
     {"dropped", "TEXT", SRC_DROPPED},
-    {"scope", "TEXT", SRC_SCOPE},
     {"resource_id", "INTEGER", SRC_RESOURCE_ID},
     {"scope_id", "INTEGER", SRC_SCOPE_ID},
 };
@@ -428,6 +427,9 @@ static void build(void)
             continue;
         }
         td->columns = join(td, NULL, td->n_cols, ", ");
+        for (size_t c = 0; c < td->n_cols; c++)
+            if (td->cols[c].n_attrs)
+                td->attr_cols[td->n_attr_cols++] = (int)c;
     }
 }
 

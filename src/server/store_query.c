@@ -169,10 +169,32 @@ static void attr_hash_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
         free(buf);
 }
 
+int64_t store_trace_key(const uint8_t *trace_id, size_t n)
+{
+    uint64_t k = 0;
+    for (size_t i = 0; i < 8 && i < n; i++)
+        k = k << 8 | trace_id[i];
+    return (int64_t)(k & INT64_MAX);
+}
+
+static void trace_key_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    const uint8_t *p = sqlite3_value_blob(argv[0]);
+    int n = sqlite3_value_bytes(argv[0]);
+    if (!p || n <= 0)
+        sqlite3_result_null(ctx);
+    else
+        sqlite3_result_int64(ctx, store_trace_key(p, (size_t)n));
+}
+
 int store_register_functions(sqlite3 *db)
 {
-    return sqlite3_create_function(db, "pacer_attr_hash", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, attr_hash_fn,
-                                   NULL, NULL);
+    int r = sqlite3_create_function(db, "pacer_attr_hash", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, attr_hash_fn,
+                                    NULL, NULL);
+    if (r == SQLITE_OK)
+        r = sqlite3_create_function(db, "pacer_trace_key", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, trace_key_fn,
+                                    NULL, NULL);
+    return r;
 }
 
 /* The canonical text a filter's value is compared in: numbers as they
@@ -912,7 +934,7 @@ static char *trace_after_sql(enum store_kind k)
     return s;
 }
 
-static const char TRACE_KEYS_SQL[] = "SELECT tbl, rid FROM trace_keys WHERE trace_id = ?1";
+static const char TRACE_KEYS_SQL[] = "SELECT tbl, rid FROM trace_keys WHERE t = ?1";
 
 int store_trace(store *st, const uint8_t trace_id[16], jbuf *out, size_t *ret_n)
 {
@@ -927,7 +949,7 @@ int store_trace(store *st, const uint8_t trace_id[16], jbuf *out, size_t *ret_n)
     /* up to the marks: the index */
     if (sqlite3_prepare_v2(db, TRACE_KEYS_SQL, -1, &s, NULL) != SQLITE_OK)
         goto out;
-    sqlite3_bind_blob(s, 1, trace_id, 16, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 1, store_trace_key(trace_id, 16)); /* the row's own trace id is checked below */
     int sr;
     while ((sr = sqlite3_step(s)) == SQLITE_ROW) {
         if (n == TRACE_MAX_SPANS) {
@@ -1009,8 +1031,11 @@ int store_trace(store *st, const uint8_t trace_id[16], jbuf *out, size_t *ret_n)
         }
         sqlite3_bind_int64(q, 1, rows[i].rid);
         if (sqlite3_step(q) == SQLITE_ROW) {
-            write_span(out, (enum store_table)rows[i].tbl, q);
-            written++;
+            int c = column_of((enum store_table)rows[i].tbl, SRC_TRACE_ID);
+            if (c >= 0 && sqlite3_column_bytes(q, c) == 16 && memcmp(sqlite3_column_blob(q, c), trace_id, 16) == 0) {
+                write_span(out, (enum store_table)rows[i].tbl, q);
+                written++;
+            }
         }
         sqlite3_reset(q);
     }

@@ -84,9 +84,10 @@ static const char FIXED_SCHEMA[] =
     "CREATE INDEX IF NOT EXISTS resources_hash ON resources(hash);"
     "CREATE TABLE IF NOT EXISTS scopes(id INTEGER PRIMARY KEY, hash INTEGER NOT NULL, json TEXT NOT NULL);"
     "CREATE INDEX IF NOT EXISTS scopes_hash ON scopes(hash);"
-    /* per span row up to its kind's mark: its trace (tbl: enum store_table) */
-    "CREATE TABLE IF NOT EXISTS trace_keys(trace_id BLOB NOT NULL, tbl INTEGER NOT NULL, rid INTEGER NOT NULL,"
-    "  PRIMARY KEY(trace_id, tbl, rid)) WITHOUT ROWID;"
+    /* per span row up to its kind's mark: its trace (t: the trace id's first
+     * 8 bytes as an integer, pacer_trace_key; tbl: enum store_table) */
+    "CREATE TABLE IF NOT EXISTS trace_keys(t INTEGER NOT NULL, tbl INTEGER NOT NULL, rid INTEGER NOT NULL,"
+    "  PRIMARY KEY(t, tbl, rid)) WITHOUT ROWID;"
     /* per attribute of a plain span up to the mark: store_attr_hash(key, value) */
     "CREATE TABLE IF NOT EXISTS span_attr_keys(app TEXT NOT NULL, h INTEGER NOT NULL, ts INTEGER NOT NULL,"
     "  rid INTEGER NOT NULL, PRIMARY KEY(app, h, ts, rid)) WITHOUT ROWID;";
@@ -144,8 +145,8 @@ static char *keys_fill_sql(enum store_kind k, const char *where)
 static char *trace_fill_sql(enum store_kind k, const char *where)
 {
     enum store_table tb = store_kind(k)->table;
-    return sql_text("INSERT OR IGNORE INTO trace_keys SELECT trace_id, %d, rowid FROM %s"
-                    " WHERE %s AND trace_id IS NOT NULL ORDER BY trace_id",
+    return sql_text("INSERT OR IGNORE INTO trace_keys SELECT pacer_trace_key(trace_id) AS t, %d, rowid FROM %s"
+                    " WHERE %s AND trace_id IS NOT NULL ORDER BY t",
                     (int)tb, store_table(tb)->name, where);
 }
 
