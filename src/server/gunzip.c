@@ -93,7 +93,7 @@ int gunzip(const void *in, size_t in_len, size_t max, char **ret, size_t *ret_le
         }
     }
     inflateEnd(&z);
-    if (r == Z_STREAM_END) {
+    if (r == Z_STREAM_END && !too_big) {
         out[len] = 0;
         *ret = out;
         *ret_len = len;
