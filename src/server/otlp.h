@@ -1,10 +1,17 @@
-/* OTLP/HTTP JSON decoding: request bodies of /v1/traces, /v1/logs and
- * /v1/metrics → flat arrays of spans, log records and data points.
+/* OTLP/HTTP decoding: request bodies of /v1/traces, /v1/logs and
+ * /v1/metrics → flat arrays of spans (with their events and links), log
+ * records and data points (with their buckets, quantiles and exemplars),
+ * and the resources and scopes they belong to. The JSON decoder is here
+ * (otlp.c), the protobuf one in otlp_proto.c; both fill the same batch.
  *
- * Accepts what OpenTelemetry SDKs send (the OTLP JSON encoding and the plain
- * proto3 JSON mapping): trace and span ids as hex (OTLP JSON) or base64
- * (proto3 JSON), 64-bit integers as strings or numbers, enums as integers or
- * their names. Unknown fields are ignored, as OTLP requires.
+ * JSON is accepted as OpenTelemetry SDKs send it (the OTLP JSON encoding
+ * and the plain proto3 JSON mapping): members in lowerCamelCase or named as
+ * the proto fields (snake_case), the deprecated instrumentationLibrary…
+ * lists read as scopes, trace and span ids as hex (OTLP JSON) or base64
+ * (proto3 JSON), 64-bit integers as strings or numbers, enums as integers
+ * or their names, doubles as numbers or "NaN", "Infinity", "-Infinity".
+ * Unknown members are skipped, as OTLP requires, and counted
+ * (batch->ignored) so that the answer can say so.
  *
  * The decoder reads the body in one pass of base's pull parser (jread, in
  * <pacer/base/json.h>): no JSON tree is built. Strings are unescaped in place
@@ -14,7 +21,8 @@
  *
  * Limits: nesting depth at most OTLP_MAX_DEPTH, valid UTF-8 (no overlong
  * forms, no surrogates), no \u0000 and no raw control characters in
- * strings, integers within 64 bits, finite numbers.
+ * strings, integers within 64 bits, finite JSON numbers (non-finite doubles
+ * come as the strings above).
  *
  * Two levels of failure:
  *   - the request as a whole (not JSON, too deep, the top level is not an
@@ -263,7 +271,7 @@ int otlp_decode_metrics(const char *body, size_t len, otlp_batch *batch, char *e
  * format, a known field with the wrong wire type, nesting deeper than
  * OTLP_MAX_DEPTH) is invalid as a whole: -EBADMSG, the reason beginning
  * with "invalid protobuf". Item checks and reasons are those of the JSON
- * decoder, with the proto field names in the path. */
+ * decoder, with the same (OTLP JSON) path, so both encodings answer alike. */
 int otlp_proto_decode_traces(const uint8_t *body, size_t len, otlp_batch *batch, char *err, size_t err_size);
 int otlp_proto_decode_logs(const uint8_t *body, size_t len, otlp_batch *batch, char *err, size_t err_size);
 int otlp_proto_decode_metrics(const uint8_t *body, size_t len, otlp_batch *batch, char *err, size_t err_size);
