@@ -37,7 +37,7 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 echo "ingest: $runs runs each of 200000 page spans, 1000 per request, 4 connections;"
 echo "  OTLP/HTTP JSON and OTLP protobuf + gzip (the same spans), alternating"
-json_rates=(); pb_rates=(); ratios=()
+json_rates=(); pb_rates=(); ratios=(); json_cpu=(); pb_cpu=()
 for i in $(seq "$runs"); do
   for enc in json protobuf; do
     rm -f "$work/ingest.db"*
@@ -45,8 +45,11 @@ for i in $(seq "$runs"); do
     flags=""; [ "$enc" = protobuf ] && flags="--protobuf --gzip"
     # shellcheck disable=SC2086
     line=$("$loadgen" --port "$port" --key "$key" --app bench --spans 200000 --batch 1000 --connections 4 $flags)
+    # pacerd's CPU time for the run (user + system; the flush at exit excluded)
+    cpu=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$pid/stat")
     stop
-    echo "  run $i $enc: $line"
+    echo "  run $i $enc: $line pacerd_cpu_s=$cpu"
+    if [ "$enc" = json ]; then json_cpu+=("$cpu"); else pb_cpu+=("$cpu"); fi
     rate=$(sed -n 's/.*spans_per_s=\([0-9]*\).*/\1/p' <<<"$line")
     if [ "$enc" = json ]; then json_rates+=("$rate"); last_json=$rate; else pb_rates+=("$rate");
       ratios+=("$(awk -v a="$rate" -v b="$last_json" 'BEGIN {printf "%.3f", a / b}')"); fi
@@ -57,6 +60,9 @@ mp=$(printf '%s\n' "${pb_rates[@]}" | median)
 mr=$(printf '%s\n' "${ratios[@]}" | median)
 awk -v m="$m" 'BEGIN {printf "  JSON: median %d spans/s = %.2f x the target of 100000 spans/s\n", m, m / 100000}'
 awk -v m="$mp" -v j="$m" -v r="$mr" 'BEGIN {printf "  protobuf + gzip: median %d spans/s = %.2f x JSON (ratio of medians); median per-pair ratio %.2f (target >= 1.5)\n", m, m / j, r}'
+cj=$(printf '%s\n' "${json_cpu[@]}" | median)
+cp=$(printf '%s\n' "${pb_cpu[@]}" | median)
+awk -v j="$cj" -v p="$cp" 'BEGIN {printf "  pacerd CPU per 200000 spans: JSON %.2f s, protobuf + gzip %.2f s (%.2f x less)\n", j, p, j / p}'
 
 db=$work/pages-1m.db
 if [ ! -f "$db" ] || [ "$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT COUNT(*) FROM page_loads").fetchone()[0])' "$db" 2>/dev/null || echo 0)" -lt 1000000 ]; then

@@ -39,7 +39,7 @@
 #include "sketch.h"
 
 #define STORE_MAX_METRICS 5
-#define STORE_MAX_COLS 48
+#define STORE_MAX_COLS 40
 #define STORE_MAX_FIELDS 32 /* fields of one record type */
 #define STORE_DAY_NS (86400LL * 1000000000LL)
 

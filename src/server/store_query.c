@@ -2,9 +2,10 @@
  * (store.h, "reading rows back").
  *
  * Where each reads from:
- *   trace      trace_keys (trace_id → table, row), which groups_flush keeps
- *              for the span rows up to each kind's rollup mark, plus the
- *              rows after the marks by rowid range;
+ *   trace      trace_keys (trace id → table, row; one run per rollup
+ *              batch, seeked run by run), which groups_flush keeps for the
+ *              span rows up to each kind's rollup mark, plus the rows after
+ *              the marks by rowid range;
  *   spans      spans_keys (app, ts, rid) — or its index (app, name, ts), or
  *              span_attr_keys (app, attribute hash, ts) for an attribute
  *              filter — up to the mark, plus the rows after it by rowid;
@@ -934,7 +935,10 @@ static char *trace_after_sql(enum store_kind k)
     return s;
 }
 
-static const char TRACE_KEYS_SQL[] = "SELECT tbl, rid FROM trace_keys WHERE t = ?1";
+/* trace_keys holds one run per rollup batch: the next run after ?1, then the
+ * entries of the trace in it (a primary-key seek each). */
+static const char TRACE_RUN_SQL[] = "SELECT b FROM trace_keys WHERE b > ?1 ORDER BY b LIMIT 1";
+static const char TRACE_KEYS_SQL[] = "SELECT tbl, rid FROM trace_keys WHERE b = ?1 AND t = ?2";
 
 int store_trace(store *st, const uint8_t trace_id[16], jbuf *out, size_t *ret_n)
 {
@@ -946,25 +950,42 @@ int store_trace(store *st, const uint8_t trace_id[16], jbuf *out, size_t *ret_n)
     bool truncated = false;
     sqlite3_stmt *s = NULL;
     *ret_n = 0;
-    /* up to the marks: the index */
-    if (sqlite3_prepare_v2(db, TRACE_KEYS_SQL, -1, &s, NULL) != SQLITE_OK)
+    /* up to the marks: the index, run by run */
+    sqlite3_stmt *runs = NULL;
+    if (sqlite3_prepare_v2(db, TRACE_RUN_SQL, -1, &runs, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, TRACE_KEYS_SQL, -1, &s, NULL) != SQLITE_OK) {
+        sqlite3_finalize(runs);
         goto out;
-    sqlite3_bind_int64(s, 1, store_trace_key(trace_id, 16)); /* the row's own trace id is checked below */
-    int sr;
-    while ((sr = sqlite3_step(s)) == SQLITE_ROW) {
-        if (n == TRACE_MAX_SPANS) {
-            truncated = true;
-            break;
-        }
-        if (n == cap) {
-            cap = cap ? cap * 2 : 64;
-            trace_row *p = realloc(rows, cap * sizeof *p);
-            if (!p)
-                goto out;
-            rows = p;
-        }
-        rows[n++] = (trace_row){sqlite3_column_int(s, 0), sqlite3_column_int64(s, 1), 0};
     }
+    int sr;
+    int64_t run = -1;
+    for (;;) {
+        sqlite3_bind_int64(runs, 1, run);
+        if (sqlite3_step(runs) != SQLITE_ROW)
+            break;
+        run = sqlite3_column_int64(runs, 0);
+        sqlite3_reset(runs);
+        sqlite3_bind_int64(s, 1, run);
+        sqlite3_bind_int64(s, 2, store_trace_key(trace_id, 16)); /* the row's own trace id is checked below */
+        while ((sr = sqlite3_step(s)) == SQLITE_ROW && !truncated) {
+            if (n == TRACE_MAX_SPANS) {
+                truncated = true;
+                break;
+            }
+            if (n == cap) {
+                cap = cap ? cap * 2 : 64;
+                trace_row *p = realloc(rows, cap * sizeof *p);
+                if (!p) {
+                    sqlite3_finalize(runs);
+                    goto out;
+                }
+                rows = p;
+            }
+            rows[n++] = (trace_row){sqlite3_column_int(s, 0), sqlite3_column_int64(s, 1), 0};
+        }
+        sqlite3_reset(s);
+    }
+    sqlite3_finalize(runs);
     sqlite3_finalize(s);
     s = NULL;
     /* after the marks: by rowid */
@@ -1085,7 +1106,9 @@ static int explain_one(sqlite3 *db, const char *name, const char *sql,
 int store_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan), void *ctx)
 {
     sqlite3 *db = store_reader_get(st);
-    int r = explain_one(db, "trace: keys", TRACE_KEYS_SQL, cb, ctx);
+    int r = explain_one(db, "trace: runs", TRACE_RUN_SQL, cb, ctx);
+    if (r == 0)
+        r = explain_one(db, "trace: keys", TRACE_KEYS_SQL, cb, ctx);
     for (enum store_kind k = 0; k < KIND_COUNT && r == 0; k++) {
         char name[64], *sql = trace_after_sql(k);
         snprintf(name, sizeof name, "trace: %s after the mark", store_table(store_kind(k)->table)->name);

@@ -85,9 +85,13 @@ static const char FIXED_SCHEMA[] =
     "CREATE TABLE IF NOT EXISTS scopes(id INTEGER PRIMARY KEY, hash INTEGER NOT NULL, json TEXT NOT NULL);"
     "CREATE INDEX IF NOT EXISTS scopes_hash ON scopes(hash);"
     /* per span row up to its kind's mark: its trace (t: the trace id's first
-     * 8 bytes as an integer, pacer_trace_key; tbl: enum store_table) */
-    "CREATE TABLE IF NOT EXISTS trace_keys(t INTEGER NOT NULL, tbl INTEGER NOT NULL, rid INTEGER NOT NULL,"
-    "  PRIMARY KEY(t, tbl, rid)) WITHOUT ROWID;"
+     * 8 bytes as an integer, pacer_trace_key; tbl: enum store_table), in
+     * runs: b numbers the rollup batch that wrote the entry, so that a batch
+     * is appended in key order after the earlier ones (random trace ids
+     * inserted into one tree would touch every page of it per batch); a
+     * lookup seeks each run (store_query.c) */
+    "CREATE TABLE IF NOT EXISTS trace_keys(b INTEGER NOT NULL, t INTEGER NOT NULL, tbl INTEGER NOT NULL,"
+    "  rid INTEGER NOT NULL, PRIMARY KEY(b, t, tbl, rid)) WITHOUT ROWID;"
     /* per attribute of a plain span up to the mark: store_attr_hash(key, value) */
     "CREATE TABLE IF NOT EXISTS span_attr_keys(app TEXT NOT NULL, h INTEGER NOT NULL, ts INTEGER NOT NULL,"
     "  rid INTEGER NOT NULL, PRIMARY KEY(app, h, ts, rid)) WITHOUT ROWID;";
@@ -145,7 +149,7 @@ static char *keys_fill_sql(enum store_kind k, const char *where)
 static char *trace_fill_sql(enum store_kind k, const char *where)
 {
     enum store_table tb = store_kind(k)->table;
-    return sql_text("INSERT OR IGNORE INTO trace_keys SELECT pacer_trace_key(trace_id) AS t, %d, rowid FROM %s"
+    return sql_text("INSERT OR IGNORE INTO trace_keys SELECT ?3, pacer_trace_key(trace_id) AS t, %d, rowid FROM %s"
                     " WHERE %s AND trace_id IS NOT NULL ORDER BY t",
                     (int)tb, store_table(tb)->name, where);
 }
@@ -315,7 +319,15 @@ static int schema_create(sqlite3 *db, char **msg)
     }
     for (enum store_kind k = 0; k < KIND_COUNT && r == SQLITE_OK && !indexed; k++) {
         char *where = sql_text("rowid <= (SELECT last_rowid FROM rollup_marks WHERE kind = '%s')", store_kind(k)->name);
-        r = where ? exec_owned(db, trace_fill_sql(k, where), msg) : SQLITE_NOMEM;
+        char *fill = where ? trace_fill_sql(k, where) : NULL;
+        sqlite3_stmt *q = NULL;
+        r = fill ? sqlite3_prepare_v2(db, fill, -1, &q, NULL) : SQLITE_NOMEM;
+        if (r == SQLITE_OK) {
+            sqlite3_bind_int64(q, 3, 0); /* the run of what was there before */
+            r = sqlite3_step(q) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+        }
+        sqlite3_finalize(q);
+        free(fill);
         free(where);
         if (r == SQLITE_OK && k == KIND_SPAN) {
             where = sql_text("s.rowid <= (SELECT last_rowid FROM rollup_marks WHERE kind = '%s')", store_kind(k)->name);
@@ -379,6 +391,7 @@ struct store {
     sqlite3_stmt *insert[TABLE_COUNT];
     sqlite3_stmt *fill_keys[KIND_COUNT];
     sqlite3_stmt *fill_trace[KIND_COUNT], *fill_attrs; /* trace_keys, span_attr_keys */
+    int64_t trace_run;                                /* trace_keys.b of the last rollup batch */
     sqlite3_stmt *origin_find[2], *origin_add[2];     /* resources, scopes */
     struct {
         uint64_t hash;
@@ -552,6 +565,8 @@ static int groups_flush(store *st)
                 continue;
             sqlite3_bind_int64(s, 1, st->mark[k]);
             sqlite3_bind_int64(s, 2, st->last_rowid[k]);
+            if (f == 1)
+                sqlite3_bind_int64(s, 3, st->trace_run + 1);
             if (step_done(s) < 0)
                 return -EIO;
         }
@@ -601,6 +616,7 @@ static void groups_flushed(store *st)
     }
     st->dirty = NULL;
     memcpy(st->mark, st->last_rowid, sizeof st->mark);
+    st->trace_run++;
     st->lag_rows = 0;
     st->lag_since_ns = 0;
     if (st->n_groups > GROUP_LIMIT)
@@ -1315,6 +1331,11 @@ store *store_open(const char *path, const store_options *opt, char *err, size_t 
         snprintf(err, err_size, "%s: out of memory", path);
         goto fail;
     }
+    sqlite3_stmt *runq = NULL;
+    if (sqlite3_prepare_v2(st->w, "SELECT COALESCE(MAX(b), 0) FROM trace_keys", -1, &runq, NULL) == SQLITE_OK &&
+        sqlite3_step(runq) == SQLITE_ROW)
+        st->trace_run = sqlite3_column_int64(runq, 0);
+    sqlite3_finalize(runq);
     if (groups_replay(st) < 0) {
         snprintf(err, err_size, "%s: cannot rebuild the rollups: %s", path, sqlite3_errmsg(st->w));
         goto fail;
