@@ -64,6 +64,9 @@ cj=$(printf '%s\n' "${json_cpu[@]}" | median)
 cp=$(printf '%s\n' "${pb_cpu[@]}" | median)
 awk -v j="$cj" -v p="$cp" 'BEGIN {printf "  pacerd CPU per 200000 spans: JSON %.2f s, protobuf + gzip %.2f s (%.2f x less)\n", j, p, j / p}'
 
+echo "decoding alone (bench/server/decodebench.c): one body of 1000 page spans, JSON vs protobuf vs protobuf + gzip"
+echo "  $("$build/bench/server/pacerd-decodebench" --runs 40)"
+
 db=$work/pages-1m.db
 if [ ! -f "$db" ] || [ "$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT COUNT(*) FROM page_loads").fetchone()[0])' "$db" 2>/dev/null || echo 0)" -lt 1000000 ]; then
   rm -f "$db"*

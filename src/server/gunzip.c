@@ -17,10 +17,15 @@ int gunzip(const void *in, size_t in_len, size_t max, char **ret, size_t *ret_le
         snprintf(err, err_size, "Content-Encoding: gzip, but the body is not gzip data");
         return -EBADMSG;
     }
-    /* a first guess from typical ratios; doubled as needed, never past max */
-    size_t cap = in_len < max / 4 ? in_len * 4 : max;
-    if (cap < 65536)
-        cap = max < 65536 ? max : 65536;
+    /* a first guess: the size the last member's trailer gives (ISIZE, the
+     * inflated size mod 2^32; only a hint, never trusted), else typical
+     * ratios; doubled as needed, never past max */
+    const unsigned char *tail = (const unsigned char *)in + in_len - 4;
+    size_t isize = in_len >= 18 ? (size_t)tail[0] | (size_t)tail[1] << 8 | (size_t)tail[2] << 16 | (size_t)tail[3] << 24
+                                : 0;
+    size_t cap = isize >= in_len && isize <= max ? isize : in_len < max / 4 ? in_len * 4 : max;
+    if (cap < 4096)
+        cap = max < 4096 ? max : 4096;
     char *out = malloc(cap + 1);
     if (!out)
         return -ENOMEM;
