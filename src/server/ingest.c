@@ -1,8 +1,14 @@
 /* OTLP ingest: POST /v1/traces, /v1/logs, /v1/metrics (pacerd.h).
  *
- * request → checks (content type, batch id) → otlp decode (otlp.c)
- *         → one store_record per accepted item (the mapping below)
- *         → store_submit (blocks until committed) → 200 with partialSuccess
+ * request → checks (content type: protobuf or JSON; encoding: gzip or
+ *           identity; batch id) → gunzip up to --max-body (gunzip.c)
+ *         → decode (otlp_proto.c or otlp.c: the same batch)
+ *         → one store_record per accepted item (the mapping below), with its
+ *           resource and scope as OTLP JSON (the store keeps each once)
+ *         → store_submit (blocks until committed)
+ *         → 200 with partialSuccess (rejected items, or skipped unknown
+ *           fields), in the request's encoding; errors to a protobuf request
+ *           as google.rpc.Status
  *
  * Spans are told apart by the attribute pacer.type (docs/server.md, "OTLP
  * mapping"): a record type of the schema that has a table ("page" →

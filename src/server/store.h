@@ -1,4 +1,6 @@
-/* pacerd's storage on SQLite: raw records, rollups, batch ids, configs.
+/* pacerd's storage on SQLite: raw records (each resource and scope once,
+ * rows naming them by id), rollups, the indexes the read APIs use, batch
+ * ids, configs.
  *
  * One file in WAL mode. All writes go through one writer thread, which
  * group-commits: it takes every job queued since its last commit, runs them
