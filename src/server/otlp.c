@@ -1707,7 +1707,7 @@ typedef struct metric_in {
     jv name, unit, description;
     jv temporality, monotonic; /* of the data kind that counts */
     long kind; /* index in metric_kinds, or -1 */
-    bool data_bad;
+    bool data_bad, several; /* several: more than one data kind (a oneof) */
 } metric_in;
 
 static bool metric_point(decoder *d, void *ctx, size_t index)
@@ -1741,8 +1741,10 @@ static int metric_member(decoder *d, void *ctx, const char *key, size_t kl)
     for (size_t x = 0; x < N_METRIC_KINDS && kd < 0; x++)
         if (key_is2(key, kl, metric_kinds[x].field, metric_kinds[x].snake))
             kd = (long)x;
-    if (kd < 0 || (in->kind >= 0 && kd >= in->kind))
+    if (kd < 0)
         return 0;
+    if (in->kind >= 0)
+        in->several = true; /* rejected at the end: which one was meant? */
     mark_restore(d, in->m0);
     in->kind = kd;
     in->data_bad = false;
@@ -1758,7 +1760,7 @@ static const char *const temporalities[] = {"AGGREGATION_TEMPORALITY_UNSPECIFIED
 
 /* One metric: its points are decoded as they come and given the metric's
  * name, unit and type at its end, or rolled back when the metric is bad.
- * Of several data kinds, the first in metric_kinds counts (as before). */
+ * A metric with several data kinds is rejected (they are a oneof). */
 static bool parse_metric(decoder *d, size_t i, size_t j, size_t k)
 {
     static const field fields[] = {FIELD(metric_in, "name", name), FIELD(metric_in, "unit", unit),
@@ -1776,10 +1778,11 @@ static bool parse_metric(decoder *d, size_t i, size_t j, size_t k)
                   "bytes), unit and description", i, j, k);
         return true;
     }
-    if (in.kind < 0 || in.data_bad) {
+    if (in.kind < 0 || in.data_bad || in.several) {
         mark_restore(d, in.m0);
-        reject(d, "resourceMetrics[%zu].scopeMetrics[%zu].metrics[%zu]: expected one of gauge, sum, "
-                  "histogram, exponentialHistogram, summary with a \"dataPoints\" array", i, j, k);
+        reject(d, "resourceMetrics[%zu].scopeMetrics[%zu].metrics[%zu]: expected %s of gauge, sum, "
+                  "histogram, exponentialHistogram, summary with a \"dataPoints\" array", i, j, k,
+               in.several ? "only one" : "one");
         return true;
     }
     if ((in.kind == MK_SUM || in.kind == MK_HISTOGRAM || in.kind == MK_EXPONENTIAL) &&

@@ -158,6 +158,10 @@ class NothingDropped(unittest.TestCase):
             ("/v1/metrics", {"resourceMetrics": [{"resource": resource(), "scopeMetrics": [{"metrics": [
                 {"name": "t", "sum": {"aggregationTemporality": 7, "dataPoints": [{"timeUnixNano": str(NOW), "asInt": "1"}]}}]}]}]},
              "rejectedDataPoints", "aggregationTemporality"),
+            ("/v1/metrics", {"resourceMetrics": [{"resource": resource(), "scopeMetrics": [{"metrics": [
+                {"name": "two", "gauge": {"dataPoints": [{"timeUnixNano": str(NOW), "asInt": "1"}]},
+                 "sum": {"aggregationTemporality": 1, "dataPoints": [{"timeUnixNano": str(NOW), "asInt": "2"}]}}]}]}]},
+             "rejectedDataPoints", "expected only one of gauge, sum"),
         ]
         for endpoint, body, field, what in cases:
             with self.subTest(what=what):
