@@ -101,6 +101,7 @@ static int run(int argc, char **argv)
         timeline_free(&tl);
         return 2;
     }
+    size_t tl_skipped = tl.skipped;
     int r = strcmp(format, "perfetto") == 0 ? timeline_write_perfetto(&tl, out) : timeline_write_chrome(&tl, out);
     if (fflush(out) != 0)
         r = -EIO;
@@ -113,6 +114,9 @@ static int run(int argc, char **argv)
     }
     if (skipped > MAX_SHOWN)
         fprintf(stderr, "pacer export: %s: %zu lines skipped in all\n", path, skipped);
+    if (tl_skipped)
+        fprintf(stderr, "pacer export: %s: %zu record(s) of types with no place on the timeline (frames, leak, …) "
+                        "left out\n", path, tl_skipped);
     return skipped ? 1 : 0;
 }
 

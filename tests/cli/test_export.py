@@ -80,6 +80,7 @@ class Export(unittest.TestCase):
     def test_chrome(self):
         p, out = self.export("chrome")
         self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("1 record(s) of types with no place on the timeline", p.stderr)  # the frames record
         doc = json.load(open(out))
         names = {(e["pid"], e["tid"]): e["args"]["name"] for e in doc["traceEvents"]
                  if e["ph"] == "M" and e["name"] == "thread_name"}
