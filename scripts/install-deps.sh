@@ -34,10 +34,14 @@ for p in "${packages[@]}"; do
   [ "$status" = "installed" ] || missing+=("$p")
 done
 
-# The OpenTelemetry JS client pacerd's tests export with, pinned by its
-# package-lock.json (npm registry).
+# The OpenTelemetry JS SDK and exporters (otlp-http and otlp-proto, for
+# traces, logs and metrics), protobufjs and the opentelemetry-proto .proto
+# files pacer's tests use, pinned by package-lock.json (npm registry).
+# Installed again when the lock is newer than what node_modules holds.
 npm_deps() {
-  if [ ! -d tests/server/otel/node_modules ] && command -v npm >/dev/null; then
+  local otel=tests/server/otel
+  if command -v npm >/dev/null &&
+     { [ ! -f $otel/node_modules/.package-lock.json ] || [ $otel/package-lock.json -nt $otel/node_modules/.package-lock.json ]; }; then
     echo "install-deps: npm ci --prefix tests/server/otel"
     npm ci --prefix tests/server/otel --no-audit --no-fund >/dev/null
   fi

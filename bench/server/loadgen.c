@@ -1,9 +1,17 @@
-/* pacerd load generator: POSTs OTLP/HTTP JSON page spans (the SDK's
- * mapping, docs/server.md) over keep-alive loopback connections, one thread
- * per connection, each request with its own X-Pacer-Batch-Id.
+/* pacerd load generator: POSTs OTLP/HTTP page spans (the SDK's mapping,
+ * docs/server.md) over keep-alive loopback connections, one thread per
+ * connection, each request with its own X-Pacer-Batch-Id.
  *
  *   loadgen --port P --key KEY [--app A] [--connections N] [--batch SPANS]
  *           [--spans TOTAL] [--pages N] [--versions N] [--days N] [--fresh]
+ *           [--protobuf] [--gzip]
+ *
+ * --protobuf sends the same bodies as OTLP protobuf (the JSON built, then
+ * turned into protobuf by the SDK's encoder, src/core/otlp_proto.c), --gzip
+ * compresses them (Content-Encoding: gzip), as pacer's uploader and the
+ * OpenTelemetry SDKs' otlp-proto exporters send by default. The seed of each
+ * connection is the same whatever the encoding, so both runs carry the same
+ * spans.
  *
  * Bodies: by default a pool of 32 bodies per connection, built and
  * connected before the clock starts, is sent over and over (what is
@@ -35,12 +43,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "otlp.h"
+
 typedef struct config {
     int port;
     const char *key, *app;
     int connections, batch, pages, versions, days;
     long long total;
-    bool fresh;
+    bool fresh, protobuf, gzip;
 } config;
 
 static config cfg = {.app = "bench", .connections = 4, .batch = 1000, .total = 500000, .pages = 20, .versions = 2,
@@ -50,77 +60,7 @@ static atomic_bool failed;
 static int64_t now_s;
 static pthread_barrier_t ready; /* every worker has its bodies and its connection: start the clock */
 
-typedef struct buf {
-    char *p;
-    size_t len, cap;
-} buf;
-
-static void put(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(buf *b, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-        va_end(ap);
-        if ((size_t)n < b->cap - b->len) {
-            b->len += (size_t)n;
-            return;
-        }
-        b->cap = b->cap * 2 + (size_t)n + 1;
-        b->p = realloc(b->p, b->cap);
-        if (!b->p)
-            abort();
-    }
-}
-
-static double uniform(unsigned *seed)
-{
-    return (rand_r(seed) + 1.0) / ((double)RAND_MAX + 2.0);
-}
-
-static double lognormal(unsigned *seed, double median, double sigma)
-{
-    double z = sqrt(-2 * log(uniform(seed))) * cos(2 * M_PI * uniform(seed));
-    return median * exp(sigma * z);
-}
-
-/* One request body of cfg.batch page spans. */
-static void build_body(buf *b, unsigned *seed)
-{
-    b->len = 0;
-    int version = rand_r(seed) % cfg.versions;
-    put(b, "{\"resourceSpans\":[{\"resource\":{\"attributes\":["
-           "{\"key\":\"service.name\",\"value\":{\"stringValue\":\"%s\"}},"
-           "{\"key\":\"service.version\",\"value\":{\"stringValue\":\"1.%d\"}},"
-           "{\"key\":\"pacer.session\",\"value\":{\"stringValue\":\"%08x%08x\"}}]},"
-           "\"scopeSpans\":[{\"scope\":{\"name\":\"pacer\"},\"spans\":[",
-        cfg.app, version, rand_r(seed), rand_r(seed));
-    for (int i = 0; i < cfg.batch; i++) {
-        int page = rand_r(seed) % cfg.pages;
-        double initial = lognormal(seed, 40 + page, 0.5);
-        double api = lognormal(seed, 300 + 10 * page, 0.6);
-        double final = lognormal(seed, 15, 0.4);
-        double total = initial + api + final;
-        int64_t ts = (now_s - (int64_t)(uniform(seed) * cfg.days * 86400)) * 1000000000LL + rand_r(seed) % 1000000000;
-        put(b, "%s{\"traceId\":\"%08x%08x%08x%08x\",\"spanId\":\"%08x%08x\",\"name\":\"Page%d\",\"kind\":1,"
-               "\"startTimeUnixNano\":\"%lld\",\"endTimeUnixNano\":\"%lld\",\"attributes\":["
-               "{\"key\":\"pacer.type\",\"value\":{\"stringValue\":\"page\"}},"
-               "{\"key\":\"pacer.page\",\"value\":{\"stringValue\":\"Page%d\"}},"
-               "{\"key\":\"pacer.instance\",\"value\":{\"intValue\":\"%d\"}},"
-               "{\"key\":\"pacer.kind\",\"value\":{\"stringValue\":\"window\"}},"
-               "{\"key\":\"pacer.status\",\"value\":{\"stringValue\":\"complete\"}},"
-               "{\"key\":\"pacer.main\",\"value\":{\"boolValue\":%s}},"
-               "{\"key\":\"pacer.initial_draw_ms\",\"value\":{\"doubleValue\":%.3f}},"
-               "{\"key\":\"pacer.api_load_ms\",\"value\":{\"doubleValue\":%.3f}},"
-               "{\"key\":\"pacer.final_draw_ms\",\"value\":{\"doubleValue\":%.3f}},"
-               "{\"key\":\"pacer.total_ms\",\"value\":{\"doubleValue\":%.3f}}]}",
-            i ? "," : "", rand_r(seed), rand_r(seed), rand_r(seed), rand_r(seed) | 1, rand_r(seed), rand_r(seed) | 1,
-            page, (long long)ts, (long long)(ts + (int64_t)(total * 1e6)), page, i + 1, page == 0 ? "true" : "false",
-            initial, api, final, total);
-    }
-    put(b, "]}]}]}");
-}
+#include "pagespans.h"
 
 static int connect_to(void)
 {
@@ -197,9 +137,10 @@ static void *worker(void *arg)
         char head[512];
         int hn = snprintf(head, sizeof head,
                           "POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
-                          "Content-Type: application/json\r\nX-Pacer-Batch-Id: lg-%d-%lld-%lld\r\n"
+                          "Content-Type: %s\r\n%sX-Pacer-Batch-Id: lg-%d-%lld-%lld\r\n"
                           "Content-Length: %zu\r\n\r\n",
-                          cfg.key, (int)getpid(), (long long)now_s, id, b->len);
+                          cfg.key, cfg.protobuf ? "application/x-protobuf" : "application/json",
+                          cfg.gzip ? "Content-Encoding: gzip\r\n" : "", (int)getpid(), (long long)now_s, id, b->len);
         for (;;) {
             struct iovec iov[2] = {{head, (size_t)hn}, {b->p, b->len}};
             size_t total = (size_t)hn + b->len, done = 0;
@@ -249,7 +190,8 @@ int main(int argc, char **argv)
         {"app", required_argument, NULL, 'a'}, {"connections", required_argument, NULL, 'c'},
         {"batch", required_argument, NULL, 'b'}, {"spans", required_argument, NULL, 'n'},
         {"pages", required_argument, NULL, 'g'}, {"versions", required_argument, NULL, 'v'},
-        {"days", required_argument, NULL, 'd'}, {"fresh", no_argument, NULL, 'f'}, {0},
+        {"days", required_argument, NULL, 'd'}, {"fresh", no_argument, NULL, 'f'},
+        {"protobuf", no_argument, NULL, 'P'}, {"gzip", no_argument, NULL, 'z'}, {0},
     };
     int c;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -264,6 +206,8 @@ int main(int argc, char **argv)
         case 'v': cfg.versions = atoi(optarg); break;
         case 'd': cfg.days = atoi(optarg); break;
         case 'f': cfg.fresh = true; break;
+        case 'P': cfg.protobuf = true; break;
+        case 'z': cfg.gzip = true; break;
         default: fprintf(stderr, "loadgen: bad option (see the top of bench/server/loadgen.c)\n"); return 2;
         }
     }

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # pacerd benchmarks (make bench): ingest throughput and query latency.
 #   bench/server/run.sh BUILD_DIR
-# Ingest: RUNS fresh databases, each filled by the load generator with
-# 200,000 page spans (1,000 per request, 4 keep-alive connections on
-# loopback); prints every run, the median spans/s and its ratio to the
-# target (100,000 spans/s). Query: a database of 1,000,000 page loads
+# Ingest: RUNS pairs of fresh databases, each filled by the load generator
+# with 200,000 page spans (1,000 per request, 4 keep-alive connections on
+# loopback), once as OTLP/HTTP JSON and once as protobuf + gzip (the same
+# spans), alternating; prints every run, the medians, JSON's ratio to the
+# target (100,000 spans/s) and protobuf's to JSON (target 1.5). Query: a database of 1,000,000 page loads
 # (20 pages, 2 versions, 30 days; built once, kept under BUILD_DIR), then
 # the latency of /api/v1/pages for one app over all time, one version, and
 # a range that cuts days (raw rows for the cut parts); median of 50 each,
@@ -34,18 +35,37 @@ start() { # db
 stop() { kill "$pid"; wait "$pid" || true; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-echo "ingest: $runs runs of 200000 page spans, 1000 per request, 4 connections"
-rates=()
+echo "ingest: $runs runs each of 200000 page spans, 1000 per request, 4 connections;"
+echo "  OTLP/HTTP JSON and OTLP protobuf + gzip (the same spans), alternating"
+json_rates=(); pb_rates=(); ratios=(); json_cpu=(); pb_cpu=()
 for i in $(seq "$runs"); do
-  rm -f "$work/ingest.db"*
-  start "$work/ingest.db"
-  line=$("$loadgen" --port "$port" --key "$key" --app bench --spans 200000 --batch 1000 --connections 4)
-  stop
-  echo "  run $i: $line"
-  rates+=("$(sed -n 's/.*spans_per_s=\([0-9]*\).*/\1/p' <<<"$line")")
+  for enc in json protobuf; do
+    rm -f "$work/ingest.db"*
+    start "$work/ingest.db"
+    flags=""; [ "$enc" = protobuf ] && flags="--protobuf --gzip"
+    # shellcheck disable=SC2086
+    line=$("$loadgen" --port "$port" --key "$key" --app bench --spans 200000 --batch 1000 --connections 4 $flags)
+    # pacerd's CPU time for the run (user + system; the flush at exit excluded)
+    cpu=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$pid/stat")
+    stop
+    echo "  run $i $enc: $line pacerd_cpu_s=$cpu"
+    if [ "$enc" = json ]; then json_cpu+=("$cpu"); else pb_cpu+=("$cpu"); fi
+    rate=$(sed -n 's/.*spans_per_s=\([0-9]*\).*/\1/p' <<<"$line")
+    if [ "$enc" = json ]; then json_rates+=("$rate"); last_json=$rate; else pb_rates+=("$rate");
+      ratios+=("$(awk -v a="$rate" -v b="$last_json" 'BEGIN {printf "%.3f", a / b}')"); fi
+  done
 done
-m=$(printf '%s\n' "${rates[@]}" | median)
-awk -v m="$m" 'BEGIN {printf "  median %d spans/s = %.2f x the target of 100000 spans/s\n", m, m / 100000}'
+m=$(printf '%s\n' "${json_rates[@]}" | median)
+mp=$(printf '%s\n' "${pb_rates[@]}" | median)
+mr=$(printf '%s\n' "${ratios[@]}" | median)
+awk -v m="$m" 'BEGIN {printf "  JSON: median %d spans/s = %.2f x the target of 100000 spans/s\n", m, m / 100000}'
+awk -v m="$mp" -v j="$m" -v r="$mr" 'BEGIN {printf "  protobuf + gzip: median %d spans/s = %.2f x JSON (ratio of medians); median per-pair ratio %.2f (target >= 1.5)\n", m, m / j, r}'
+cj=$(printf '%s\n' "${json_cpu[@]}" | median)
+cp=$(printf '%s\n' "${pb_cpu[@]}" | median)
+awk -v j="$cj" -v p="$cp" 'BEGIN {printf "  pacerd CPU per 200000 spans: JSON %.2f s, protobuf + gzip %.2f s (%.2f x less)\n", j, p, j / p}'
+
+echo "decoding alone (bench/server/decodebench.c): one body of 1000 page spans, JSON vs protobuf vs protobuf + gzip"
+echo "  $("$build/bench/server/pacerd-decodebench" --runs 40)"
 
 db=$work/pages-1m.db
 if [ ! -f "$db" ] || [ "$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT COUNT(*) FROM page_loads").fetchone()[0])' "$db" 2>/dev/null || echo 0)" -lt 1000000 ]; then

@@ -67,7 +67,7 @@ typedef struct pacer_options {
     bool explicit_times;
     /* Upload (docs/otlp-mapping.md). With server_url set ("http://host:port"),
      * records also go to an on-disk spool and a background thread sends them
-     * to the server as OTLP/HTTP JSON, with retries; the page config is
+     * to the server as OTLP/HTTP (protobuf or JSON, gzip: below), with retries; the page config is
      * fetched from GET /v1/config/{app_name}, polled, applied live and cached
      * beside the spool for offline starts (the cached server config takes
      * precedence over config_path). */
@@ -82,6 +82,12 @@ typedef struct pacer_options {
      * against, e.g. for a self-signed one. NULL: $PACER_SERVER_CA, else the
      * system's. The certificate and its host name are always verified. */
     const char *server_ca_file;
+    /* How the uploader encodes: "protobuf" (OTLP's default, what any
+     * OpenTelemetry Collector takes) or "json"; NULL: $PACER_OTLP_PROTOCOL,
+     * else "protobuf". Another value fails pacer_new with -EINVAL. */
+    const char *otlp_protocol;
+    /* "gzip" or "none"; NULL: $PACER_OTLP_COMPRESSION, else "gzip". */
+    const char *otlp_compression;
 } pacer_options;
 
 /* Creates an instance. On success *ret is set and 0 returned. A config file

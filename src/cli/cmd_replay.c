@@ -28,13 +28,15 @@ static const char usage[] =
     "      --app NAME         app name written in records (default \"replay\")\n"
     "      --app-version V    version written in records (default \"unknown\")\n"
     "      --session ID       session id written in records (default: random)\n"
-    "      --server URL       also upload the records to a pacer server (OTLP/HTTP\n"
-    "                         JSON, docs/otlp-mapping.md), e.g. http://127.0.0.1:4318\n"
+    "      --server URL       also upload the records to a pacer server (OTLP/HTTP,\n"
+    "                         docs/otlp-mapping.md), e.g. http://127.0.0.1:4318\n"
     "      --key-file FILE    the app's ingest key for --server, on the file's first\n"
     "                         line (default: $PACER_KEY); never on the command line\n"
     "      --ca FILE          CA certificates (PEM) to verify an https:// server with\n"
     "                         (a self-signed one); default: the system's\n"
     "      --spool FILE       the upload spool (default ~/.local/state/pacer/spool.db)\n"
+    "      --otlp-protocol P  protobuf (default, or $PACER_OTLP_PROTOCOL) or json\n"
+    "      --otlp-compression C  gzip (default, or $PACER_OTLP_COMPRESSION) or none\n"
     "  -h, --help             show this help\n"
     "\n"
     "Lines that cannot be read are reported on standard error as FILE:LINE:\n"
@@ -55,6 +57,8 @@ static int run(int argc, char **argv)
         {"key-file", required_argument, NULL, 'K'},
         {"ca", required_argument, NULL, 'A'},
         {"spool", required_argument, NULL, 'p'},
+        {"otlp-protocol", required_argument, NULL, 'P'},
+        {"otlp-compression", required_argument, NULL, 'Z'},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
@@ -74,6 +78,8 @@ static int run(int argc, char **argv)
         case 'K': key_file = optarg; break;
         case 'A': opts.server_ca_file = optarg; break;
         case 'p': opts.spool_path = optarg; break;
+        case 'P': opts.otlp_protocol = optarg; break;
+        case 'Z': opts.otlp_compression = optarg; break;
         case 'h': fputs(usage, stdout); return 0;
         default: fputs(usage, stderr); return 2;
         }

@@ -64,7 +64,8 @@
 static const char usage[] =
     "usage: pacer run [--config FILE] [--out FILE.jsonl] [--app NAME] [--app-version V]\n"
     "                 [--raw-events FILE] [--server URL [--key-file FILE] [--ca FILE]\n"
-    "                 [--spool FILE]] [--leaks=refs|native|refs,native|off]\n"
+    "                 [--spool FILE] [--otlp-protocol protobuf|json] [--otlp-compression gzip|none]]\n"
+    "                 [--leaks=refs|native|refs,native|off]\n"
     "                 -- PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM with the pacer agent preloaded. A GTK4 program needs no change:\n"
@@ -81,8 +82,8 @@ static const char usage[] =
     "  --app-version V     \"version\" field of the records\n"
     "  --raw-events FILE   also write the raw event stream, for `pacer replay`\n"
     "  --server URL        also send the records to a pacer server (pacerd, or any\n"
-    "                      OTLP/HTTP JSON receiver), e.g. http://127.0.0.1:4318; the\n"
-    "                      page config then comes from the server too\n"
+    "                      OTLP/HTTP receiver: an OpenTelemetry Collector), e.g.\n"
+    "                      http://127.0.0.1:4318; the page config then comes from pacerd\n"
     "  --key-file FILE     the app's ingest key for --server, on the file's first\n"
     "                      line (default: $PACER_KEY). Never on a command line nor in\n"
     "                      the program's environment: it goes through a descriptor\n"
@@ -91,6 +92,8 @@ static const char usage[] =
     "                      (a self-signed one); default: the system's\n"
     "  --spool FILE        where records wait until delivered\n"
     "                      (default: ~/.local/state/pacer/spool.db)\n"
+    "  --otlp-protocol P   protobuf (default) or json\n"
+    "  --otlp-compression C  gzip (default) or none\n"
     "  --leaks=MODES       objects of destroyed windows that stay alive are\n"
     "                      reported without this; MODES (comma-separated) adds:\n"
     "                        refs    the stacks of the references that keep them\n"
@@ -299,6 +302,7 @@ static int run(int argc, char **argv)
 {
     const char *config = NULL, *out = "pacer.jsonl", *app = NULL, *version = NULL, *raw = NULL;
     const char *server = NULL, *key_file = NULL, *ca = NULL, *spool = NULL, *leaks = NULL;
+    const char *protocol = NULL, *compression = NULL;
     int i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
@@ -332,6 +336,10 @@ static int run(int argc, char **argv)
         } else if (strncmp(a, "--leaks=", 8) == 0) {
             leaks = a + 8;
             continue;
+        } else if (strcmp(a, "--otlp-protocol") == 0) {
+            slot = &protocol;
+        } else if (strcmp(a, "--otlp-compression") == 0) {
+            slot = &compression;
         } else if (a[0] != '-') {
             break; /* PROGRAM without "--" */
         } else {
@@ -403,6 +411,18 @@ static int run(int argc, char **argv)
         fprintf(stderr, "pacer run: --server wants an http:// or https:// URL, not '%s'\n", server);
         return 2;
     }
+    if (protocol && strcmp(protocol, "protobuf") != 0 && strcmp(protocol, "json") != 0) {
+        fprintf(stderr, "pacer run: --otlp-protocol %s: expected protobuf or json\n", protocol);
+        return 2;
+    }
+    if (compression && strcmp(compression, "gzip") != 0 && strcmp(compression, "none") != 0) {
+        fprintf(stderr, "pacer run: --otlp-compression %s: expected gzip or none\n", compression);
+        return 2;
+    }
+    if (protocol)
+        setenv("PACER_OTLP_PROTOCOL", protocol, 1);
+    if (compression)
+        setenv("PACER_OTLP_COMPRESSION", compression, 1);
     if (server)
         setenv("PACER_SERVER_URL", server, 1);
     else

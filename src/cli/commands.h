@@ -17,6 +17,7 @@ typedef struct cli_command {
 } cli_command;
 
 extern const cli_command cmd_config;
+extern const cli_command cmd_export;
 extern const cli_command cmd_replay;
 extern const cli_command cmd_report;
 extern const cli_command cmd_trace;

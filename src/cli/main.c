@@ -10,6 +10,7 @@ static const cli_command *const commands[] = {
     &cmd_replay,
     &cmd_report,
     &cmd_config,
+    &cmd_export,
     &cmd_run,
     &cmd_schema,
     &cmd_trace,

@@ -1,4 +1,6 @@
-/* Records → OTLP/HTTP JSON (docs/otlp-mapping.md is the contract).
+/* Records → OTLP/HTTP JSON (docs/otlp-mapping.md is the contract); otlp_proto.c
+ * turns it into protobuf. Members are written in the order of their
+ * protobuf field numbers, so that both encodings are canonical.
  *
  * Every spooled line is read back as a record (pacer_record_parse) and
  * written from the schema: a field f is the attribute pacer.<f> (and its
@@ -404,7 +406,6 @@ static void write_log(jbuf *b, const pacer_record *r, const char *line)
     snprintf(ts, sizeof(ts), "%" PRId64, pacer_record_ts(r));
     jbuf_open(b, '{');
     jbuf_kv_str(b, "timeUnixNano", ts);
-    jbuf_kv_str(b, "observedTimeUnixNano", ts);
     jbuf_kv_i64(b, "severityNumber", 13);
     jbuf_kv_str(b, "severityText", "WARN");
     jbuf_key(b, "body");
@@ -417,6 +418,7 @@ static void write_log(jbuf *b, const pacer_record *r, const char *line)
     attrs_of_fields(b, r, -1);
     attrs_of_extra(b, pacer_record_extra(r), NULL, NULL);
     jbuf_close(b, ']');
+    jbuf_kv_str(b, "observedTimeUnixNano", ts); /* last: the members go in protobuf field order */
     jbuf_close(b, '}');
 }
 

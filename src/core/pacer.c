@@ -169,6 +169,23 @@ static int start_upload(pacer_t *p, const pacer_options *opts, pacer_config **cf
             *cfg = cached;
         }
     }
+    const char *protocol = opts->otlp_protocol ? opts->otlp_protocol : getenv("PACER_OTLP_PROTOCOL");
+    const char *compression = opts->otlp_compression ? opts->otlp_compression : getenv("PACER_OTLP_COMPRESSION");
+    if (protocol && !*protocol)
+        protocol = NULL;
+    if (compression && !*compression)
+        compression = NULL;
+    bool bad_protocol = protocol && strcmp(protocol, "protobuf") != 0 && strcmp(protocol, "json") != 0;
+    bool bad_compression = compression && strcmp(compression, "gzip") != 0 && strcmp(compression, "none") != 0;
+    if (bad_protocol || bad_compression) {
+        if (ret_error && asprintf(ret_error, bad_protocol ? "OTLP protocol '%s': expected protobuf or json"
+                                                          : "OTLP compression '%s': expected gzip or none",
+                                  bad_protocol ? protocol : compression) < 0)
+            *ret_error = NULL;
+        free(cache);
+        free(spool_path);
+        return -EINVAL;
+    }
     int64_t cap = (int64_t)pacer_config_spool_max_kb(*cfg) * 1024;
     int r = spool_open(spool_path, cap, &p->spool, ret_error);
     char *handed = opts->server_key ? NULL : key_from_fd();
@@ -184,6 +201,8 @@ static int start_upload(pacer_t *p, const pacer_options *opts, pacer_config **cf
             .on_config = on_server_config,
             .user_data = p,
             .config_poll_ms = pacer_config_config_poll_ms(*cfg),
+            .json = protocol && strcmp(protocol, "json") == 0,
+            .no_gzip = compression && strcmp(compression, "none") == 0,
         };
         r = uploader_new(&uo, &p->uploader, ret_error);
         if (r < 0) {

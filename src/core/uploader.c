@@ -51,6 +51,7 @@ struct uploader {
     uploader_config_fn on_config;
     void *user_data;
     unsigned batch_records;
+    bool json, gzip;
 
     spool *sp;
     const curl_api *c;  /* libcurl, loaded at run time */
@@ -143,8 +144,11 @@ static long request(uploader *u, const char *path, const char *body, size_t len,
     char url[2048], auth[1024], bid[128], inm[300];
     snprintf(url, sizeof(url), "%s%s", u->server, path);
     struct curl_slist *h = NULL;
-    if (body)
-        h = u->c->slist_append(h, "Content-Type: application/json");
+    if (body) {
+        h = u->c->slist_append(h, u->json ? "Content-Type: application/json" : "Content-Type: application/x-protobuf");
+        if (u->gzip)
+            h = u->c->slist_append(h, "Content-Encoding: gzip");
+    }
     if (u->key) {
         snprintf(auth, sizeof(auth), "Authorization: Bearer %s", u->key);
         h = u->c->slist_append(h, auth);
@@ -216,6 +220,17 @@ static void note_partial_success(uploader *u, const char *body, size_t len)
 {
     if (!body || !len)
         return;
+    if (!u->json) { /* the answer to protobuf is protobuf */
+        int64_t n = 0;
+        char msg[sizeof(u->stats.message)];
+        if (otlp_proto_partial_success((const uint8_t *)body, len, &n, msg, sizeof(msg)) && n > 0) {
+            pthread_mutex_lock(&u->mu);
+            u->stats.rejected += (uint64_t)n;
+            snprintf(u->stats.message, sizeof(u->stats.message), "%s", msg);
+            pthread_mutex_unlock(&u->mu);
+        }
+        return;
+    }
     char *buf = malloc(len + 1);
     if (!buf)
         return;
@@ -282,6 +297,20 @@ static bool send_all(uploader *u)
             spool_get_stats(u->sp, &st);
             size_t len, skipped;
             char *body = otlp_encode((pacer_signal)sig, b.records, b.n, b.id, st.dropped, &len, &skipped);
+            if (body && !u->json) {
+                size_t plen;
+                uint8_t *pb = otlp_json_to_proto((pacer_signal)sig, body, len, &plen);
+                free(body);
+                body = (char *)pb;
+                len = plen;
+            }
+            if (body && u->gzip) {
+                size_t zlen;
+                uint8_t *z = otlp_gzip(body, len, &zlen);
+                free(body);
+                body = (char *)z;
+                len = zlen;
+            }
             if (!body) {
                 spool_batch_clear(&b);
                 backoff(u, -1);
@@ -489,6 +518,8 @@ int uploader_new(const uploader_options *o, uploader **ret, char **ret_error)
     u->user_data = o->user_data;
     u->poll_ms = o->config_poll_ms;
     u->batch_records = o->batch_records ? o->batch_records : 500;
+    u->json = o->json;
+    u->gzip = !o->no_gzip;
     u->rand_state = (unsigned)(pacer_now_ns() ^ getpid());
     size_t sl = u->server ? strlen(u->server) : 0;
     while (sl && u->server[sl - 1] == '/')

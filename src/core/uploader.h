@@ -1,5 +1,6 @@
 /* The uploader: a thread that sends spooled records to the server as
- * OTLP/HTTP JSON and keeps the page config in step with the server's.
+ * OTLP/HTTP (protobuf or JSON, gzip-compressed by default) and keeps the
+ * page config in step with the server's.
  * See uploader.c. */
 #ifndef PACER_CORE_UPLOADER_H
 #define PACER_CORE_UPLOADER_H
@@ -27,6 +28,8 @@ typedef struct uploader_options {
     unsigned config_poll_ms;    /* 0 = never poll after the first fetch; a fetched
                                    config's <upload config-poll-ms> replaces it */
     unsigned batch_records;     /* 0 = 500 */
+    bool json;                  /* send OTLP/HTTP JSON (else protobuf, the OTLP default) */
+    bool no_gzip;               /* send bodies uncompressed (else Content-Encoding: gzip) */
 } uploader_options;
 
 int uploader_new(const uploader_options *opts, uploader **ret, char **ret_error);

@@ -100,6 +100,17 @@ const char *http_header(const http_request *rq, const char *name)
     return NULL;
 }
 
+void http_args(const http_request *rq,
+               bool (*fn)(void *ctx, const char *key, size_t key_len, const char *value, size_t value_len),
+               void *ctx)
+{
+    for (size_t i = 0; rq->query && i < rq->query->n; i++) {
+        const param *p = &rq->query->p[i];
+        if (!fn(ctx, p->name, strlen(p->name), p->value, p->value_len))
+            return;
+    }
+}
+
 void http_json_text(http_response *rs, unsigned status, const char *json)
 {
     free(rs->body);

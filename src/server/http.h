@@ -94,6 +94,13 @@ typedef struct http_response {
  * Any thread, while the request is being handled. */
 const char *http_header(const http_request *rq, const char *name);
 
+/* Calls fn for every query argument in order, repeats included, with the
+ * decoded lengths (a value may hold a NUL: check value_len). A NULL value
+ * (no '=') has length 0. Stops when fn returns false. */
+void http_args(const http_request *rq,
+               bool (*fn)(void *ctx, const char *key, size_t key_len, const char *value, size_t value_len),
+               void *ctx);
+
 /* Sets a JSON response: the text of body, which it takes (body is left
  * empty). A body whose writing failed (out of memory) answers 503. */
 void http_json(http_response *rs, unsigned status, jbuf *body);

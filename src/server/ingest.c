@@ -1,8 +1,14 @@
 /* OTLP ingest: POST /v1/traces, /v1/logs, /v1/metrics (pacerd.h).
  *
- * request → checks (content type, batch id) → otlp decode (otlp.c)
- *         → one store_record per accepted item (the mapping below)
- *         → store_submit (blocks until committed) → 200 with partialSuccess
+ * request → checks (content type: protobuf or JSON; encoding: gzip or
+ *           identity; batch id) → gunzip up to --max-body (gunzip.c)
+ *         → decode (otlp_proto.c or otlp.c: the same batch)
+ *         → one store_record per accepted item (the mapping below), with its
+ *           resource and scope as OTLP JSON (the store keeps each once)
+ *         → store_submit (blocks until committed)
+ *         → 200 with partialSuccess (rejected items, or skipped unknown
+ *           fields), in the request's encoding; errors to a protobuf request
+ *           as google.rpc.Status
  *
  * Spans are told apart by the attribute pacer.type (docs/server.md, "OTLP
  * mapping"): a record type of the schema that has a table ("page" →
@@ -19,8 +25,11 @@
  * into another app); a resource without one takes the key's app.
  */
 #include "pacerd.h"
+#include "gunzip.h"
 #include "otlp.h"
 #include "urlfold.h"
+
+#include <pacer/base/hash.h>
 
 #include <pacer/base/json.h>
 
@@ -67,12 +76,6 @@ static char *arena_alloc(arena *a, size_t n)
     return p;
 }
 
-/* Gives back all but the first n bytes of p, the last allocation. */
-static void arena_keep(arena *a, const char *p, size_t n)
-{
-    a->head->used = (size_t)(p - a->head->data) + n;
-}
-
 static void arena_free(arena *a)
 {
     for (chunk *c = a->head, *next; c; c = next) {
@@ -96,7 +99,259 @@ typedef struct mapper {
     arena arena;
     size_t rejected;
     char *first_reason; /* the first rejection made here (not by the decoder) */
+    jbuf tmp;           /* JSON being written, then copied into the arena */
+    store_origin *resources, *scopes; /* one per otlp resource / scope */
 } mapper;
+
+/* Starts a JSON text in m->tmp. */
+static jbuf *tmp_begin(mapper *m)
+{
+    m->tmp.len = 0;
+    m->tmp.need_comma = false;
+    if (m->tmp.data)
+        m->tmp.data[0] = 0;
+    return &m->tmp;
+}
+
+/* The text written since tmp_begin, in the arena (NULL when empty or out
+ * of memory). */
+static const char *tmp_end(mapper *m)
+{
+    if (m->tmp.failed) {
+        m->arena.oom = true;
+        return NULL;
+    }
+    if (!m->tmp.len)
+        return NULL;
+    char *s = arena_alloc(&m->arena, m->tmp.len + 1);
+    if (s)
+        memcpy(s, m->tmp.data, m->tmp.len + 1);
+    return s;
+}
+
+/* A KeyValue list as stored: compact OTLP JSON, or NULL when empty. */
+static const char *attrs_text(mapper *m, const otlp_attrs *a)
+{
+    if (!a->n)
+        return NULL;
+    if (a->json)
+        return arena_json(&m->arena, a->json, a->json_len);
+    otlp_write_attrs(tmp_begin(m), a);
+    return tmp_end(m);
+}
+
+static void write_hex(jbuf *b, const char *key, const uint8_t *p, size_t n)
+{
+    char hex[40];
+    for (size_t i = 0; i < n; i++)
+        snprintf(hex + 2 * i, 3, "%02x", p[i]);
+    jbuf_kv_str(b, key, hex);
+}
+
+static void write_ns(jbuf *b, const char *key, int64_t ns)
+{
+    char num[24];
+    snprintf(num, sizeof num, "%lld", (long long)ns);
+    jbuf_kv_str(b, key, num);
+}
+
+/* The resource and the scope as the store keeps them (store_origin). */
+static bool make_origins(mapper *m)
+{
+    otlp_batch *b = m->b;
+    size_t n = b->n_resources + b->n_scopes;
+    if (!n)
+        return true;
+    store_origin *o = calloc(n, sizeof *o);
+    if (!o)
+        return false;
+    m->resources = o;
+    m->scopes = o + b->n_resources;
+    for (size_t i = 0; i < n; i++) {
+        jbuf *j = tmp_begin(m);
+        const otlp_attrs *attrs;
+        uint32_t dropped;
+        const char *schema;
+        jbuf_open(j, '{');
+        if (i < b->n_resources) {
+            attrs = &b->resources[i].attrs;
+            dropped = b->resources[i].dropped_attributes;
+            schema = b->resources[i].schema_url;
+        } else {
+            const otlp_scope *sc = &b->scopes[i - b->n_resources];
+            attrs = &sc->attrs;
+            dropped = sc->dropped_attributes;
+            schema = sc->schema_url;
+            if (sc->name)
+                jbuf_kv_str(j, "name", sc->name);
+            if (sc->version)
+                jbuf_kv_str(j, "version", sc->version);
+        }
+        jbuf_key(j, "attributes");
+        otlp_write_attrs(j, attrs);
+        if (dropped)
+            jbuf_kv_i64(j, "droppedAttributesCount", dropped);
+        if (schema)
+            jbuf_kv_str(j, "schemaUrl", schema);
+        jbuf_close(j, '}');
+        const char *text = tmp_end(m);
+        if (!text)
+            return false;
+        o[i].json = text;
+        o[i].hash = fnv1a64(FNV1A64_INIT, text, strlen(text));
+    }
+    return true;
+}
+
+static const char *events_text(mapper *m, const otlp_span *s)
+{
+    if (!s->n_events)
+        return NULL;
+    jbuf *j = tmp_begin(m);
+    jbuf_open(j, '[');
+    for (size_t i = 0; i < s->n_events; i++) {
+        const otlp_event *e = &m->b->events[s->first_event + i];
+        jbuf_open(j, '{');
+        write_ns(j, "timeUnixNano", e->time_ns);
+        jbuf_kv_str(j, "name", e->name);
+        jbuf_key(j, "attributes");
+        otlp_write_attrs(j, &e->attrs);
+        if (e->dropped_attributes)
+            jbuf_kv_i64(j, "droppedAttributesCount", e->dropped_attributes);
+        jbuf_close(j, '}');
+    }
+    jbuf_close(j, ']');
+    return tmp_end(m);
+}
+
+static const char *links_text(mapper *m, const otlp_span *s)
+{
+    if (!s->n_links)
+        return NULL;
+    jbuf *j = tmp_begin(m);
+    jbuf_open(j, '[');
+    for (size_t i = 0; i < s->n_links; i++) {
+        const otlp_link *l = &m->b->links[s->first_link + i];
+        jbuf_open(j, '{');
+        write_hex(j, "traceId", l->trace_id, 16);
+        write_hex(j, "spanId", l->span_id, 8);
+        if (l->trace_state)
+            jbuf_kv_str(j, "traceState", l->trace_state);
+        jbuf_key(j, "attributes");
+        otlp_write_attrs(j, &l->attrs);
+        if (l->dropped_attributes)
+            jbuf_kv_i64(j, "droppedAttributesCount", l->dropped_attributes);
+        if (l->has_flags)
+            jbuf_kv_i64(j, "flags", l->flags);
+        jbuf_close(j, '}');
+    }
+    jbuf_close(j, ']');
+    return tmp_end(m);
+}
+
+/* {"attributes":N,"events":N,"links":N} of what the sender dropped, or NULL. */
+static const char *dropped_text(mapper *m, uint32_t attrs, uint32_t events, uint32_t links)
+{
+    if (!attrs && !events && !links)
+        return NULL;
+    jbuf *j = tmp_begin(m);
+    jbuf_open(j, '{');
+    if (attrs)
+        jbuf_kv_i64(j, "attributes", attrs);
+    if (events)
+        jbuf_kv_i64(j, "events", events);
+    if (links)
+        jbuf_kv_i64(j, "links", links);
+    jbuf_close(j, '}');
+    return tmp_end(m);
+}
+
+static void write_u64s(jbuf *j, const char *key, const uint64_t *v, size_t n)
+{
+    jbuf_key(j, key);
+    jbuf_open(j, '[');
+    for (size_t i = 0; i < n; i++) {
+        char num[24];
+        snprintf(num, sizeof num, "%llu", (unsigned long long)v[i]);
+        jbuf_str(j, num); /* 64-bit integers are strings in OTLP JSON */
+    }
+    jbuf_close(j, ']');
+}
+
+/* A point's distribution: histogram buckets and bounds, exponential
+ * buckets, summary quantiles (members of an object), or NULL. */
+static const char *data_text(mapper *m, const otlp_point *p)
+{
+    jbuf *j = tmp_begin(m);
+    jbuf_open(j, '{');
+    if (strcmp(p->type, "histogram") == 0) {
+        write_u64s(j, "bucketCounts", p->bucket_counts, p->n_bucket_counts);
+        jbuf_key(j, "explicitBounds");
+        jbuf_open(j, '[');
+        for (size_t i = 0; i < p->n_bounds; i++)
+            otlp_write_double(j, p->bounds[i]);
+        jbuf_close(j, ']');
+    } else if (strcmp(p->type, "exponential_histogram") == 0) {
+        char num[24];
+        jbuf_kv_i64(j, "scale", p->scale);
+        snprintf(num, sizeof num, "%llu", (unsigned long long)p->zero_count);
+        jbuf_kv_str(j, "zeroCount", num);
+        jbuf_key(j, "zeroThreshold");
+        otlp_write_double(j, p->zero_threshold);
+        const otlp_buckets *bk[2] = {&p->positive, &p->negative};
+        for (int i = 0; i < 2; i++) {
+            jbuf_key(j, i ? "negative" : "positive");
+            jbuf_open(j, '{');
+            jbuf_kv_i64(j, "offset", bk[i]->offset);
+            write_u64s(j, "bucketCounts", bk[i]->counts, bk[i]->n);
+            jbuf_close(j, '}');
+        }
+    } else if (strcmp(p->type, "summary") == 0) {
+        jbuf_key(j, "quantileValues");
+        jbuf_open(j, '[');
+        for (size_t i = 0; i < p->n_quantiles; i++) {
+            jbuf_open(j, '{');
+            jbuf_key(j, "quantile");
+            otlp_write_double(j, p->quantiles[i].quantile);
+            jbuf_key(j, "value");
+            otlp_write_double(j, p->quantiles[i].value);
+            jbuf_close(j, '}');
+        }
+        jbuf_close(j, ']');
+    } else {
+        return NULL;
+    }
+    jbuf_close(j, '}');
+    return tmp_end(m);
+}
+
+static const char *exemplars_text(mapper *m, const otlp_point *p)
+{
+    if (!p->n_exemplars)
+        return NULL;
+    jbuf *j = tmp_begin(m);
+    jbuf_open(j, '[');
+    for (size_t i = 0; i < p->n_exemplars; i++) {
+        const otlp_exemplar *e = &m->b->exemplars[p->first_exemplar + i];
+        jbuf_open(j, '{');
+        write_ns(j, "timeUnixNano", e->time_ns);
+        if (e->is_int) {
+            write_ns(j, "asInt", e->i);
+        } else {
+            jbuf_key(j, "asDouble");
+            otlp_write_double(j, e->d);
+        }
+        if (e->has_trace_id)
+            write_hex(j, "traceId", e->trace_id, 16);
+        if (e->has_span_id)
+            write_hex(j, "spanId", e->span_id, 8);
+        jbuf_key(j, "filteredAttributes");
+        otlp_write_attrs(j, &e->attrs);
+        jbuf_close(j, '}');
+    }
+    jbuf_close(j, ']');
+    return tmp_end(m);
+}
 
 static void reject(mapper *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void reject(mapper *m, const char *fmt, ...)
@@ -127,6 +382,16 @@ static store_value v_int(int64_t i)
 static store_value v_real(double d)
 {
     return isnan(d) ? v_null() : (store_value){.type = SV_REAL, .d = d};
+}
+/* A number that may be NaN or infinite: those as the text OTLP JSON gives
+ * them (SQLite would store a NaN as NULL). */
+static store_value v_number(double d)
+{
+    if (isnan(d))
+        return (store_value){.type = SV_TEXT, .p = "NaN"};
+    if (isinf(d))
+        return (store_value){.type = SV_TEXT, .p = d < 0 ? "-Infinity" : "Infinity"};
+    return (store_value){.type = SV_REAL, .d = d};
 }
 static store_value v_blob(const void *p, size_t n)
 {
@@ -169,6 +434,8 @@ typedef struct item {
     const char *extra; /* a record's attributes that no column took */
 } item;
 
+/* A log's body: the text of a string; otherwise the AnyValue's JSON (also
+ * in body_any, which tells the two apart). */
 static const char *any_text(mapper *m, const otlp_log *l)
 {
     const char *s;
@@ -176,7 +443,10 @@ static const char *any_text(mapper *m, const otlp_log *l)
         return NULL;
     if (otlp_value_string(&l->body, &s))
         return s;
-    return arena_json(&m->arena, l->body.json, l->body.json_len);
+    if (l->body.json)
+        return arena_json(&m->arena, l->body.json, l->body.json_len);
+    otlp_write_value(tmp_begin(m), &l->body);
+    return tmp_end(m);
 }
 
 /* The value of a column of r that is not a record's field (those are read
@@ -184,6 +454,9 @@ static const char *any_text(mapper *m, const otlp_log *l)
 static store_value column_value(mapper *m, const store_column *col, const item *it, const store_record *r)
 {
     const otlp_span *s = it->span;
+    const otlp_log *l = it->log;
+    const otlp_point *p = it->point;
+    const char *body;
     switch (col->source) {
     case SRC_COMMON:
         switch (col->index) {
@@ -196,16 +469,51 @@ static store_value column_value(mapper *m, const store_column *col, const item *
     case SRC_FIELD:
     case SRC_PATTERN: break;
     case SRC_FAILED: return v_int(r->failed);
-    case SRC_TRACE_ID: return v_blob(s->trace_id, 16);
-    case SRC_SPAN_ID: return v_blob(s->span_id, 8);
+    case SRC_TRACE_ID:
+        if (l)
+            return l->has_trace_id ? v_blob(l->trace_id, 16) : v_null();
+        return v_blob(s->trace_id, 16);
+    case SRC_SPAN_ID:
+        if (l)
+            return l->has_span_id ? v_blob(l->span_id, 8) : v_null();
+        return v_blob(s->span_id, 8);
     case SRC_EXTRA: return v_text(it->extra);
+    case SRC_TRACE_STATE: return v_text(s->trace_state);
+    case SRC_EVENTS: return v_text(events_text(m, s));
+    case SRC_LINKS: return v_text(links_text(m, s));
+    case SRC_FLAGS:
+        if (s)
+            return s->has_flags ? v_int(s->flags) : v_null();
+        if (l)
+            return l->has_flags ? v_int(l->flags) : v_null();
+        return p && p->flags ? v_int(p->flags) : v_null();
+    case SRC_DROPPED:
+        if (s)
+            return v_text(dropped_text(m, s->dropped_attributes, s->dropped_events, s->dropped_links));
+        return l ? v_text(dropped_text(m, l->dropped_attributes, 0, 0)) : v_null();
+    case SRC_RESOURCE_ID:
+    case SRC_SCOPE_ID: return v_null(); /* the store's: store_record.resource, .scope */
+    case SRC_OBSERVED_TS: return l->observed_ns ? v_int(l->observed_ns) : v_null();
+    case SRC_EVENT_NAME: return v_text(l->event_name);
+    case SRC_BODY_ANY:
+        return l->has_body && l->body.type != OTLP_STRING && (body = any_text(m, l)) ? v_text(body) : v_null();
+    case SRC_DESCRIPTION: return v_text(p->description);
+    case SRC_START_TS: return p->start_ns ? v_int(p->start_ns) : v_null();
+    case SRC_TEMPORALITY: return p->temporality >= 0 ? v_int(p->temporality) : v_null();
+    case SRC_MONOTONIC: return p->monotonic >= 0 ? v_int(p->monotonic) : v_null();
+    case SRC_INT_VALUE: return p->is_int ? v_int(p->int_value) : v_null();
+    case SRC_SUM: return p->has_sum ? v_number(p->sum) : v_null();
+    case SRC_MIN: return p->has_min ? v_number(p->min) : v_null();
+    case SRC_MAX: return p->has_max ? v_number(p->max) : v_null();
+    case SRC_DATA: return v_text(data_text(m, p));
+    case SRC_EXEMPLARS: return v_text(exemplars_text(m, p));
     case SRC_END_TS: return v_int(s->end_ns);
     case SRC_SPAN_NAME: return v_text(s->name);
     case SRC_SPAN_KIND: return v_int(s->kind);
     case SRC_STATUS_CODE: return v_int(s->status_code);
     case SRC_STATUS_MESSAGE: return v_text(s->status_message);
     case SRC_PARENT_SPAN_ID: return s->has_parent ? v_blob(s->parent_span_id, 8) : v_null();
-    case SRC_SCOPE: return v_text(s->scope);
+    case SRC_SCOPE: return v_text(s->scope_name);
     case SRC_LOG_TYPE: return v_text(it->log_type);
     case SRC_SEVERITY_NUMBER: return v_int(it->log->severity_number);
     case SRC_SEVERITY_TEXT: return v_text(it->log->severity_text);
@@ -213,10 +521,9 @@ static store_value column_value(mapper *m, const store_column *col, const item *
     case SRC_METRIC_NAME: return v_text(it->point->name);
     case SRC_METRIC_TYPE: return v_text(it->point->type);
     case SRC_UNIT: return v_text(it->point->unit);
-    case SRC_VALUE: return v_real(it->point->value);
+    case SRC_VALUE: return v_number(it->point->value);
     case SRC_COUNT: return it->point->count >= 0 ? v_int(it->point->count) : v_null();
-    case SRC_ATTRIBUTES:
-        return v_text(it->attrs->n ? arena_json(&m->arena, it->attrs->json, it->attrs->json_len) : NULL);
+    case SRC_ATTRIBUTES: return v_text(attrs_text(m, it->attrs));
     }
     return v_null();
 }
@@ -325,15 +632,12 @@ static bool key_is(const otlp_kv *kv, const char *key, size_t len)
 static void take_attrs(mapper *m, const store_table_desc *t, const otlp_attrs *attrs,
                        const otlp_kv *found[][STORE_MAX_ATTRS], const char **ret_extra)
 {
-    /* the extra is a part of the list's text: room for all of it, the
-     * rest given back at the end */
-    char *extra = NULL;
-    size_t o = 0;
+    jbuf *extra = NULL;
     for (size_t i = 0; i < attrs->n; i++) {
         const otlp_kv *kv = &attrs->kv[i];
         bool known = key_is(kv, "pacer.type", 10) || key_is(kv, "pacer.session", 13);
-        for (size_t c = 0; c < t->n_cols && !known; c++)
-            for (size_t k = 0; k < t->cols[c].n_attrs; k++)
+        for (size_t x = 0; x < t->n_attr_cols && !known; x++)
+            for (size_t k = 0, c = (size_t)t->attr_cols[x]; k < t->cols[c].n_attrs; k++)
                 if (key_is(kv, t->cols[c].attrs[k], t->cols[c].attr_lens[k])) {
                     if (!found[c][k])
                         found[c][k] = kv;
@@ -343,21 +647,15 @@ static void take_attrs(mapper *m, const store_table_desc *t, const otlp_attrs *a
         if (known)
             continue;
         if (!extra) {
-            extra = arena_alloc(&m->arena, attrs->json_len + 3);
-            if (!extra)
-                return;
-            extra[o++] = '[';
-        } else {
-            extra[o++] = ',';
+            extra = tmp_begin(m);
+            jbuf_open(extra, '[');
         }
-        o += json_compact(kv->json, kv->json_len, extra + o);
+        otlp_write_kv(extra, kv);
     }
     if (extra) {
-        extra[o++] = ']';
-        extra[o++] = 0;
-        arena_keep(&m->arena, extra, o);
+        jbuf_close(extra, ']');
+        *ret_extra = tmp_end(m);
     }
-    *ret_extra = extra;
 }
 
 /* The text of columns cols[0..n) joined by ' ' (the rollup group name). */
@@ -502,6 +800,8 @@ static size_t map_spans(mapper *m, store_record *recs)
         r->app = app;
         r->version = res->service_version;
         r->ts_ns = s->start_ns;
+        r->resource = &m->resources[s->resource];
+        r->scope = m->b->n_scopes ? &m->scopes[s->scope] : NULL;
         n++;
     }
     return n;
@@ -533,6 +833,8 @@ static size_t map_logs(mapper *m, store_record *recs)
         item it = {.app = app, .version = res->service_version, .session = session ? session : res->session,
                    .ts = l->time_ns, .log = l, .attrs = &l->attrs, .log_type = type};
         fill_row(m, t, &it, r);
+        r->resource = &m->resources[l->resource];
+        r->scope = m->b->n_scopes ? &m->scopes[l->scope] : NULL;
         if (m->arena.oom)
             return 0;
     }
@@ -562,6 +864,8 @@ static size_t map_points(mapper *m, store_record *recs)
         item it = {.app = app, .version = res->service_version, .session = session ? session : res->session,
                    .ts = p->time_ns, .point = p, .attrs = &p->attrs};
         fill_row(m, t, &it, r);
+        r->resource = &m->resources[p->resource];
+        r->scope = m->b->n_scopes ? &m->scopes[p->scope] : NULL;
         if (m->arena.oom)
             return 0;
     }
@@ -580,46 +884,133 @@ static bool batch_id_ok(const char *id)
     return true;
 }
 
+/* The request's encoding, from its Content-Type: 0 JSON, 1 protobuf, -1
+ * neither. */
+static int encoding_of(const char *ct)
+{
+    static const char *const types[] = {"application/json", "application/x-protobuf", "application/protobuf"};
+    for (size_t i = 0; ct && i < sizeof types / sizeof types[0]; i++) {
+        size_t n = strlen(types[i]);
+        if (strncasecmp(ct, types[i], n) == 0 && (!ct[n] || ct[n] == ';' || ct[n] == ' '))
+            return i == 0 ? 0 : 1;
+    }
+    return -1;
+}
+
+/* The gRPC status code OTLP/HTTP puts in a protobuf error body. */
+static int grpc_code(unsigned status)
+{
+    switch (status) {
+    case 400: return 3;  /* INVALID_ARGUMENT */
+    case 401: return 16; /* UNAUTHENTICATED */
+    case 403: return 7;  /* PERMISSION_DENIED */
+    case 404: return 5;  /* NOT_FOUND */
+    case 413: return 11; /* OUT_OF_RANGE */
+    case 415: return 3;
+    case 429: return 8;  /* RESOURCE_EXHAUSTED */
+    case 503: return 14; /* UNAVAILABLE */
+    default: return 2;   /* UNKNOWN */
+    }
+}
+
+void ingest_error_encoding(const http_request *rq, http_response *rs)
+{
+    if (rs->status < 400 || encoding_of(http_header(rq, "Content-Type")) != 1 || !rs->body)
+        return;
+    /* the message of {"error": "…"} */
+    char *msg = NULL;
+    char *text = malloc(rs->len + 1);
+    if (text) {
+        memcpy(text, rs->body, rs->len);
+        jread r;
+        jread_init(&r, text, rs->len, NULL, 0);
+        const char *k;
+        size_t kl;
+        jvalue v;
+        if (jread_enter_object(&r))
+            while (jread_member(&r, &k, &kl) > 0 && jread_value(&r, &v))
+                if (kl == 5 && memcmp(k, "error", 5) == 0 && v.type == JT_STRING)
+                    msg = strdup(v.s);
+        free(text);
+    }
+    size_t len;
+    uint8_t *body = otlp_proto_status(grpc_code(rs->status), msg ? msg : "", &len);
+    free(msg);
+    if (!body)
+        return; /* keep the JSON one */
+    free(rs->body);
+    rs->body = (char *)body;
+    rs->len = len;
+    rs->content_type = "application/x-protobuf";
+}
+
 void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_response *rs)
 {
     enum { TRACES, LOGS, METRICS } what =
         strcmp(rq->path, "/v1/traces") == 0 ? TRACES : strcmp(rq->path, "/v1/logs") == 0 ? LOGS : METRICS;
     static const char *const rejected_field[] = {"rejectedSpans", "rejectedLogRecords", "rejectedDataPoints"};
 
-    const char *ct = http_header(rq, "Content-Type");
-    if (!ct || strncasecmp(ct, "application/json", 16) != 0 || (ct[16] && ct[16] != ';' && ct[16] != ' ')) {
-        http_error(rs, 415, "pacerd takes OTLP/HTTP JSON: send Content-Type: application/json "
-                            "(set the exporter's protocol to http/json)");
+    int proto = encoding_of(http_header(rq, "Content-Type"));
+    if (proto < 0) {
+        http_error(rs, 415, "pacerd takes OTLP/HTTP: send Content-Type: application/x-protobuf or application/json");
         return;
     }
     const char *ce = http_header(rq, "Content-Encoding");
-    if (ce && strcasecmp(ce, "identity") != 0) {
-        http_error(rs, 415, "Content-Encoding %.40s is not supported: send the body uncompressed", ce);
-        return;
+    bool gzip = ce && strcasecmp(ce, "gzip") == 0;
+    if (ce && !gzip && strcasecmp(ce, "identity") != 0) {
+        http_error(rs, 415, "Content-Encoding %.40s is not supported: send gzip or identity", ce);
+        goto encode_error;
     }
     const char *batch_id = http_header(rq, "X-Pacer-Batch-Id");
     if (batch_id && !batch_id_ok(batch_id)) {
         http_error(rs, 400, "X-Pacer-Batch-Id: expected 1-%d characters of A-Z a-z 0-9 - _ . :", MAX_BATCH_ID);
-        return;
+        goto encode_error;
+    }
+
+    const char *body = rq->body;
+    size_t body_len = rq->body_len;
+    char *inflated = NULL;
+    char err[512];
+    if (gzip) {
+        int g = gunzip(rq->body, rq->body_len, d->max_body, &inflated, &body_len, err, sizeof err);
+        if (g == -EFBIG) {
+            http_error(rs, 413, "%s", err);
+            goto encode_error;
+        }
+        if (g < 0) {
+            if (g == -ENOMEM)
+                http_error(rs, 503, "out of memory");
+            else
+                http_error(rs, 400, "%s", err);
+            goto encode_error;
+        }
+        body = inflated;
     }
 
     otlp_batch b = {0};
-    char err[512];
-    int r = what == TRACES ? otlp_decode_traces(rq->body, rq->body_len, &b, err, sizeof err)
-            : what == LOGS ? otlp_decode_logs(rq->body, rq->body_len, &b, err, sizeof err)
-                           : otlp_decode_metrics(rq->body, rq->body_len, &b, err, sizeof err);
+    int r;
+    if (proto)
+        r = what == TRACES   ? otlp_proto_decode_traces((const uint8_t *)body, body_len, &b, err, sizeof err)
+            : what == LOGS   ? otlp_proto_decode_logs((const uint8_t *)body, body_len, &b, err, sizeof err)
+                             : otlp_proto_decode_metrics((const uint8_t *)body, body_len, &b, err, sizeof err);
+    else
+        r = what == TRACES   ? otlp_decode_traces(body, body_len, &b, err, sizeof err)
+            : what == LOGS   ? otlp_decode_logs(body, body_len, &b, err, sizeof err)
+                             : otlp_decode_metrics(body, body_len, &b, err, sizeof err);
+    mapper m = {.app = app, .b = &b};
+    jbuf_init(&m.tmp);
+    store_record *recs = NULL;
     if (r < 0) {
         if (r == -ENOMEM)
             http_error(rs, 503, "out of memory");
         else
             http_error(rs, 400, "%s", err);
-        return;
+        goto out;
     }
     size_t items = what == TRACES ? b.n_spans : what == LOGS ? b.n_logs : b.n_points;
-    mapper m = {.app = app, .b = &b};
-    store_record *recs = items ? malloc(items * sizeof *recs) : NULL;
+    recs = items ? malloc(items * sizeof *recs) : NULL;
     size_t n = 0;
-    if (items && !recs) {
+    if ((items && !recs) || !make_origins(&m)) {
         http_error(rs, 503, "out of memory");
         goto out;
     }
@@ -641,17 +1032,45 @@ void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_resp
         http_error(rs, 503, "the store could not commit the batch: retry later");
         goto out;
     }
+    /* what was left out, and why; or, with nothing left out, what was
+     * ignored (OTLP: rejected 0 and a message is a warning) */
+    char why[768] = "";
+    if (rejected) {
+        const char *first = b.reject_message ? b.reject_message : m.first_reason;
+        snprintf(why, sizeof why, "%s", first ? first : "");
+    }
+    if (b.ignored)
+        snprintf(why + strlen(why), sizeof why - strlen(why), "%s%zu unknown field%s skipped (nothing of %s is stored), "
+                 "the first: %s", why[0] ? "; " : "", b.ignored, b.ignored == 1 ? "" : "s",
+                 b.ignored == 1 ? "it" : "them", b.ignore_message ? b.ignore_message : "?");
+    if (duplicate) {
+        rejected = 0;
+        why[0] = 0;
+    }
+    if (proto) {
+        size_t len;
+        uint8_t *resp = otlp_proto_response(rejected, why, &len);
+        if (!resp) {
+            http_error(rs, 503, "out of memory");
+            goto out;
+        }
+        free(rs->body);
+        rs->status = 200;
+        rs->body = (char *)resp;
+        rs->len = len;
+        rs->content_type = "application/x-protobuf";
+        goto out;
+    }
     jbuf resp;
     jbuf_init(&resp);
     jbuf_open(&resp, '{');
-    if (rejected && !duplicate) {
-        const char *why = b.reject_message ? b.reject_message : m.first_reason;
+    if (rejected || why[0]) {
         char count[24];
         snprintf(count, sizeof count, "%zu", rejected); /* an OTLP int64: a string */
         jbuf_key(&resp, "partialSuccess");
         jbuf_open(&resp, '{');
         jbuf_kv_str(&resp, rejected_field[what], count);
-        jbuf_kv_str(&resp, "errorMessage", why ? why : "");
+        jbuf_kv_str(&resp, "errorMessage", why);
         jbuf_close(&resp, '}');
     }
     jbuf_close(&resp, '}');
@@ -660,6 +1079,11 @@ void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_resp
 out:
     free(recs);
     free(m.first_reason);
+    free(m.resources);
+    jbuf_free(&m.tmp);
     arena_free(&m.arena);
     otlp_batch_clear(&b);
+    free(inflated);
+encode_error:
+    ingest_error_encoding(rq, rs);
 }

@@ -215,6 +215,13 @@ static bool key_is(const char *k, size_t kl, const char *lit)
     return kl == n && memcmp(k, lit, n) == 0;
 }
 
+/* A member named in lowerCamelCase (OTLP JSON) or as the proto field
+ * (snake_case), which proto3 JSON parsers accept both. */
+static bool key_is2(const char *k, size_t kl, const char *camel, const char *snake)
+{
+    return key_is(k, kl, camel) || key_is(k, kl, snake);
+}
+
 static bool jv_int64(const jv *v, int64_t *ret)
 {
     if (v->t == 'i') {
@@ -222,6 +229,45 @@ static bool jv_int64(const jv *v, int64_t *ret)
         return true;
     }
     return v->t == 's' && otlp_parse_int64(v->s, v->len, ret);
+}
+
+/* A double: a JSON number, or a string (proto3 JSON): "NaN", "Infinity",
+ * "-Infinity" or a decimal number. */
+static bool jv_double(const jv *v, double *ret)
+{
+    if (v->t == 'i' || v->t == 'd') {
+        *ret = v->d;
+        return true;
+    }
+    if (v->t != 's')
+        return false;
+    if (strcmp(v->s, "NaN") == 0) {
+        *ret = NAN;
+        return true;
+    }
+    if (strcmp(v->s, "Infinity") == 0 || strcmp(v->s, "-Infinity") == 0) {
+        *ret = v->s[0] == '-' ? -INFINITY : INFINITY;
+        return true;
+    }
+    /* a number as text: digits, sign, point, exponent only (no "inf", hex) */
+    if (!v->len || strspn(v->s, "0123456789+-.eE") != v->len)
+        return false;
+    char *end;
+    double d = strtod(v->s, &end);
+    if (*end || !isfinite(d))
+        return false;
+    *ret = d;
+    return true;
+}
+
+/* A non-negative integer below 2^32 (counts of dropped items, flags). */
+static bool jv_u32(const jv *v, uint32_t *ret)
+{
+    int64_t x;
+    if (!jv_int64(v, &x) || x < 0 || x > UINT32_MAX)
+        return false;
+    *ret = (uint32_t)x;
+    return true;
 }
 
 /* An unsigned 64-bit nanosecond timestamp; pacerd keeps them signed (until
@@ -273,8 +319,10 @@ static bool grow(void **arr, size_t n, size_t *cap, size_t size)
 typedef struct decoder {
     jread r;     /* over the batch's copy of the body; r.src is the body */
     otlp_batch *b;
-    size_t cap_res, cap_items, cap_kvs;
+    size_t cap_res, cap_items, cap_kvs, cap_scopes, cap_events, cap_links, cap_exemplars;
     bool oom;
+    char ignore_msg[256]; /* the first unknown field skipped */
+    bool has_ignore;
     const char *shape; /* the first wrong shape of a list (whole request) */
     char shape_buf[160];
     char msg[512];     /* the first rejection's reason */
@@ -323,8 +371,42 @@ static void reject(decoder *d, const char *fmt, ...)
     d->has_msg = true;
 }
 
+struct otlp_chunk {
+    struct otlp_chunk *next;
+    size_t used, size;
+    max_align_t data[];
+};
+
+void *otlp_batch_alloc(otlp_batch *b, size_t n)
+{
+    n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
+    otlp_chunk *c = b->pool;
+    if (!c || c->size - c->used < n) {
+        size_t size = n > 65536 ? n : 65536;
+        c = malloc(sizeof *c + size);
+        if (!c)
+            return NULL;
+        c->next = b->pool;
+        c->used = 0;
+        c->size = size;
+        b->pool = c;
+    }
+    void *p = (char *)c->data + c->used;
+    c->used += n;
+    return p;
+}
+
 void otlp_batch_clear(otlp_batch *b)
 {
+    for (otlp_chunk *c = b->pool, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
+    free(b->scopes);
+    free(b->events);
+    free(b->links);
+    free(b->exemplars);
+    free(b->ignore_message);
     free(b->text);
     free(b->kvs);
     free(b->resources);
@@ -375,7 +457,20 @@ typedef struct object_kind {
     const field *fields;
     size_t n_fields;
     member_fn *more; /* or NULL */
+    const char *what; /* an OTLP message whose unknown members are counted as ignored ("span"), or NULL */
 } object_kind;
+
+/* An unknown member of an OTLP message: skipped, as OTLP requires, and
+ * counted, so that the answer says what was not stored. */
+static void ignored(decoder *d, const char *what, const char *key, size_t kl)
+{
+    d->b->ignored++;
+    if (d->has_ignore)
+        return;
+    snprintf(d->ignore_msg, sizeof d->ignore_msg, "unknown field \"%.*s\" of a %s", (int)(kl > 100 ? 100 : kl),
+             key, what);
+    d->has_ignore = true;
+}
 
 /* read_object, which also gives where the value began. */
 static int read_object_at(decoder *d, const object_kind *kind, void *ctx, size_t *ret_start)
@@ -393,8 +488,11 @@ static int read_object_at(decoder *d, const object_kind *kind, void *ctx, size_t
         int done = x < kind->n_fields ? (read_value(p, (jv *)((char *)ctx + kind->fields[x].off)) ? 1 : -1)
                    : kind->more        ? kind->more(d, ctx, key, kl)
                                        : 0;
-        if (done == 0)
+        if (done == 0) {
+            if (kind->what)
+                ignored(d, kind->what, key, kl);
             done = skip(p) ? 1 : -1;
+        }
         if (done < 0)
             return -1;
     }
@@ -498,11 +596,11 @@ typedef struct any_in {
 
 static int any_member(decoder *d, void *ctx, const char *key, size_t kl)
 {
-    static const object_kind list_kind = {NULL, 0, any_list_member};
+    static const object_kind list_kind = {NULL, 0, any_list_member, NULL};
     any_in *in = ctx;
     otlp_value *out = in->out;
     otlp_value_type t;
-    if (key_is(key, kl, "arrayValue") || key_is(key, kl, "kvlistValue")) {
+    if (key_is2(key, kl, "arrayValue", "array_value") || key_is2(key, kl, "kvlistValue", "kvlist_value")) {
         bool kv = key[0] == 'k';
         t = kv ? OTLP_KVLIST : OTLP_ARRAY;
         any_list l = {kv, kv ? "kvlistValue must be {\"values\":[…]}" : "arrayValue must be {\"values\":[…]}",
@@ -517,34 +615,34 @@ static int any_member(decoder *d, void *ctx, const char *key, size_t kl)
         if (!read_value(&d->r, &x))
             return -1;
         const char *w = NULL;
-        if (key_is(key, kl, "stringValue")) {
+        if (key_is2(key, kl, "stringValue", "string_value")) {
             t = OTLP_STRING;
             if (x.t != 's')
                 w = "stringValue must be a string";
             out->s = x.s;
             out->len = x.len;
-        } else if (key_is(key, kl, "boolValue")) {
+        } else if (key_is2(key, kl, "boolValue", "bool_value")) {
             t = OTLP_BOOL;
             if (x.t != 'b')
                 w = "boolValue must be true or false";
             out->b = x.b;
-        } else if (key_is(key, kl, "intValue")) {
+        } else if (key_is2(key, kl, "intValue", "int_value")) {
             t = OTLP_INT;
             if (!jv_int64(&x, &out->i))
                 w = "intValue must be a 64-bit integer (number or decimal string)";
-        } else if (key_is(key, kl, "doubleValue")) {
+        } else if (key_is2(key, kl, "doubleValue", "double_value")) {
             t = OTLP_DOUBLE;
-            if (x.t != 'i' && x.t != 'd')
-                w = "doubleValue must be a number";
-            out->d = x.d;
-        } else if (key_is(key, kl, "bytesValue")) {
+            if (!jv_double(&x, &out->d))
+                w = "doubleValue must be a number, or \"NaN\", \"Infinity\", \"-Infinity\"";
+        } else if (key_is2(key, kl, "bytesValue", "bytes_value")) {
             t = OTLP_BYTES;
             if (x.t != 's')
                 w = "bytesValue must be a base64 string";
             out->s = x.s;
             out->len = x.len;
         } else {
-            return 1; /* unknown members are ignored (already read) */
+            ignored(d, "value (AnyValue)", key, kl); /* already read */
+            return 1;
         }
         first_why(&in->bad, w);
     }
@@ -558,7 +656,7 @@ static int any_member(decoder *d, void *ctx, const char *key, size_t kl)
  * syntax error or out of memory. */
 static bool parse_any(decoder *d, otlp_value *out, const char **why)
 {
-    static const object_kind kind = {NULL, 0, any_member};
+    static const object_kind kind = {NULL, 0, any_member, NULL};
     jread *p = &d->r;
     memset(out, 0, sizeof *out);
     size_t start;
@@ -606,7 +704,7 @@ typedef struct kvs_in {
 static bool kvs_element(decoder *d, void *ctx, size_t index)
 {
     static const field fields[] = {FIELD(kv_in, "key", key)};
-    static const object_kind kind = {fields, N_OF(fields), kv_member};
+    static const object_kind kind = {fields, N_OF(fields), kv_member, "attribute (KeyValue)"};
     kvs_in *l = ctx;
     jread *p = &d->r;
     otlp_batch *b = d->b;
@@ -709,6 +807,138 @@ bool otlp_value_int(const otlp_value *v, int64_t *ret)
     return false;
 }
 
+/* ---- writing what a batch holds as OTLP JSON ---- */
+
+/* A value written by hand: the separator jbuf would write first. */
+static void raw_value(jbuf *b, const char *text, size_t len)
+{
+    if (b->need_comma)
+        jbuf_raw(b, ",", 1);
+    jbuf_raw(b, text, len);
+    b->need_comma = true;
+}
+
+/* JSON text of the body, without its whitespace. */
+static void write_compact(jbuf *b, const char *json, size_t len)
+{
+    char small[1024];
+    char *t = len < sizeof small ? small : malloc(len + 1);
+    if (!t) {
+        b->failed = true;
+        return;
+    }
+    size_t n = json_compact(json, len, t);
+    raw_value(b, t, n);
+    if (t != small)
+        free(t);
+}
+
+static void write_base64(jbuf *b, const uint8_t *p, size_t n)
+{
+    static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t out_len = (n + 2) / 3 * 4;
+    if (!n) {
+        jbuf_str(b, "");
+        return;
+    }
+    char small[256] = "";
+    char *t = out_len < sizeof small ? small : malloc(out_len + 1);
+    if (!t) {
+        b->failed = true;
+        return;
+    }
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
+        t[o++] = digits[v >> 18 & 63];
+        t[o++] = digits[v >> 12 & 63];
+        t[o++] = i + 1 < n ? digits[v >> 6 & 63] : '=';
+        t[o++] = i + 2 < n ? digits[v & 63] : '=';
+    }
+    jbuf_strn(b, t, o);
+    if (t != small)
+        free(t);
+}
+
+/* A double as OTLP JSON writes it: a number, or "NaN", "Infinity",
+ * "-Infinity". */
+void otlp_write_double(jbuf *b, double d)
+{
+    if (isnan(d))
+        jbuf_str(b, "NaN");
+    else if (isinf(d))
+        jbuf_str(b, d < 0 ? "-Infinity" : "Infinity");
+    else
+        jbuf_double(b, d);
+}
+
+void otlp_write_value(jbuf *b, const otlp_value *v)
+{
+    if (v->json) {
+        write_compact(b, v->json, v->json_len);
+        return;
+    }
+    char num[24];
+    jbuf_open(b, '{');
+    switch (v->type) {
+    case OTLP_EMPTY: break;
+    case OTLP_STRING:
+        jbuf_key(b, "stringValue");
+        jbuf_strn(b, v->s, v->len);
+        break;
+    case OTLP_BOOL: jbuf_kv_bool(b, "boolValue", v->b); break;
+    case OTLP_INT:
+        snprintf(num, sizeof num, "%" PRId64, v->i);
+        jbuf_kv_str(b, "intValue", num);
+        break;
+    case OTLP_DOUBLE:
+        jbuf_key(b, "doubleValue");
+        otlp_write_double(b, v->d);
+        break;
+    case OTLP_BYTES:
+        jbuf_key(b, "bytesValue");
+        write_base64(b, (const uint8_t *)v->s, v->len);
+        break;
+    case OTLP_ARRAY:
+    case OTLP_KVLIST:
+        jbuf_key(b, v->type == OTLP_ARRAY ? "arrayValue" : "kvlistValue");
+        jbuf_open(b, '{');
+        jbuf_key(b, "values");
+        otlp_proto_write_list(b, v->type, (const uint8_t *)v->s, v->len);
+        jbuf_close(b, '}');
+        break;
+    }
+    jbuf_close(b, '}');
+}
+
+void otlp_write_kv(jbuf *b, const otlp_kv *kv)
+{
+    if (kv->json) {
+        write_compact(b, kv->json, kv->json_len);
+        return;
+    }
+    jbuf_open(b, '{');
+    jbuf_key(b, "key");
+    jbuf_strn(b, kv->key, kv->key_len);
+    if (kv->has_value) {
+        jbuf_key(b, "value");
+        otlp_write_value(b, &kv->value);
+    }
+    jbuf_close(b, '}');
+}
+
+void otlp_write_attrs(jbuf *b, const otlp_attrs *a)
+{
+    if (a->json) {
+        write_compact(b, a->json, a->json_len);
+        return;
+    }
+    jbuf_open(b, '[');
+    for (size_t i = 0; i < a->n; i++)
+        otlp_write_kv(b, &a->kv[i]);
+    jbuf_close(b, ']');
+}
+
 bool otlp_value_bool(const otlp_value *v, bool *ret)
 {
     if (!v || v->type != OTLP_BOOL)
@@ -719,9 +949,15 @@ bool otlp_value_bool(const otlp_value *v, bool *ret)
 
 /* ---- the OTLP shape ---- */
 
-/* What differs between /v1/traces, /v1/logs and /v1/metrics. */
+/* What differs between /v1/traces, /v1/logs and /v1/metrics. Lists are
+ * named in OTLP JSON (lowerCamelCase) and as proto fields (snake_case);
+ * old_scopes is the deprecated InstrumentationLibrary… list, read as
+ * scopes. */
 typedef struct signal {
-    const char *list, *scopes, *items; /* "resourceSpans", "scopeSpans", "spans" */
+    const char *list, *list_snake;     /* "resourceSpans", "resource_spans" */
+    const char *scopes, *scopes_snake; /* "scopeSpans", "scope_spans" */
+    const char *old_scopes, *old_scopes_snake;
+    const char *items, *items_snake;   /* "spans" */
     bool reject_each;                  /* a bad resource rejects each item under it (else once) */
     bool (*item)(decoder *d, size_t i, size_t j, size_t k);
 } signal;
@@ -760,28 +996,173 @@ static int item_attrs(decoder *d, const char *key, size_t kl, otlp_attrs *attrs,
     return parse_kvs(d, true, attrs, why) ? 1 : -1;
 }
 
+/* An optional id: absent or "" (how OTLP JSON writes an unset id) leaves
+ * *has false; otherwise it must be valid. */
+static bool optional_id(const jv *v, uint8_t *out, size_t n, bool *has)
+{
+    *has = false;
+    if (!v->t || (v->t == 's' && v->len == 0))
+        return true;
+    return v->t == 's' && (*has = otlp_parse_id(v->s, out, n));
+}
+
 /* Each item parser reads its object into a struct of jvs, then checks the
  * fields in a fixed order; "must be an object" and every reason are
  * reported under the item's JSON path. */
 
-typedef struct span_in {
-    jv trace, span, parent, name, kind, start, end;
-    jv code, message; /* status.code, status.message */
-    bool has_status, status_obj;
+/* ---- span events and links ---- */
+
+typedef struct event_in {
+    jv time, name, dropped;
     const char *attrs_why;
+    otlp_event out;
+} event_in;
+
+static int event_member(decoder *d, void *ctx, const char *key, size_t kl)
+{
+    event_in *in = ctx;
+    return item_attrs(d, key, kl, &in->out.attrs, &in->attrs_why);
+}
+
+/* Reads one event into the batch; *why: the first reason one is invalid. */
+typedef struct sub_in {
+    const char *why;
+    size_t index; /* of the first invalid one */
+} sub_in;
+
+static bool span_event(decoder *d, void *ctx, size_t index)
+{
+    static const field fields[] = {
+        FIELD(event_in, "timeUnixNano", time), FIELD(event_in, "time_unix_nano", time),
+        FIELD(event_in, "name", name),
+        FIELD(event_in, "droppedAttributesCount", dropped), FIELD(event_in, "dropped_attributes_count", dropped),
+    };
+    static const object_kind kind = {fields, N_OF(fields), event_member, "span event"};
+    sub_in *l = ctx;
+    event_in in = {0};
+    int r = read_object(d, &kind, &in);
+    if (r < 0)
+        return false;
+    const char *bad = NULL;
+    otlp_event *out = &in.out;
+    if (r == 0)
+        bad = "must be an object";
+    else if (!parse_time(&in.time, &out->time_ns))
+        bad = "timeUnixNano: expected a non-negative 64-bit integer";
+    else if (in.name.t && in.name.t != 's')
+        bad = "name: expected a string";
+    else if (in.name.t && in.name.len > OTLP_MAX_NAME)
+        bad = "name: longer than 1024 bytes";
+    else if (in.dropped.t && !jv_u32(&in.dropped, &out->dropped_attributes))
+        bad = "droppedAttributesCount: expected a 32-bit unsigned integer";
+    else
+        bad = in.attrs_why;
+    if (bad) {
+        if (!l->why) {
+            l->why = bad;
+            l->index = index;
+        }
+        return true;
+    }
+    out->name = in.name.t ? in.name.s : "";
+    otlp_batch *b = d->b;
+    if (!room(d, (void **)&b->events, b->n_events, &d->cap_events, sizeof *b->events))
+        return false;
+    b->events[b->n_events++] = *out;
+    return true;
+}
+
+typedef struct link_in {
+    jv trace, span, state, dropped, flags;
+    const char *attrs_why;
+    otlp_link out;
+} link_in;
+
+static int link_member(decoder *d, void *ctx, const char *key, size_t kl)
+{
+    link_in *in = ctx;
+    return item_attrs(d, key, kl, &in->out.attrs, &in->attrs_why);
+}
+
+static bool span_link(decoder *d, void *ctx, size_t index)
+{
+    static const field fields[] = {
+        FIELD(link_in, "traceId", trace), FIELD(link_in, "trace_id", trace),
+        FIELD(link_in, "spanId", span), FIELD(link_in, "span_id", span),
+        FIELD(link_in, "traceState", state), FIELD(link_in, "trace_state", state),
+        FIELD(link_in, "droppedAttributesCount", dropped), FIELD(link_in, "dropped_attributes_count", dropped),
+        FIELD(link_in, "flags", flags),
+    };
+    static const object_kind kind = {fields, N_OF(fields), link_member, "span link"};
+    sub_in *l = ctx;
+    link_in in = {0};
+    int r = read_object(d, &kind, &in);
+    if (r < 0)
+        return false;
+    const char *bad = NULL;
+    otlp_link *out = &in.out;
+    if (r == 0)
+        bad = "must be an object";
+    else if (in.trace.t != 's' || !otlp_parse_id(in.trace.s, out->trace_id, 16))
+        bad = "traceId: expected 32 hex digits or base64 of 16 bytes, not all zero";
+    else if (in.span.t != 's' || !otlp_parse_id(in.span.s, out->span_id, 8))
+        bad = "spanId: expected 16 hex digits or base64 of 8 bytes, not all zero";
+    else if (in.state.t && in.state.t != 's')
+        bad = "traceState: expected a string";
+    else if (in.dropped.t && !jv_u32(&in.dropped, &out->dropped_attributes))
+        bad = "droppedAttributesCount: expected a 32-bit unsigned integer";
+    else if (in.flags.t && !(out->has_flags = jv_u32(&in.flags, &out->flags)))
+        bad = "flags: expected a 32-bit unsigned integer";
+    else
+        bad = in.attrs_why;
+    if (bad) {
+        if (!l->why) {
+            l->why = bad;
+            l->index = index;
+        }
+        return true;
+    }
+    out->trace_state = in.state.t && in.state.len ? in.state.s : NULL;
+    otlp_batch *b = d->b;
+    if (!room(d, (void **)&b->links, b->n_links, &d->cap_links, sizeof *b->links))
+        return false;
+    b->links[b->n_links++] = *out;
+    return true;
+}
+
+/* ---- spans ---- */
+
+typedef struct span_in {
+    jv trace, span, parent, name, kind, start, end, state, flags;
+    jv dropped_attrs, dropped_events, dropped_links;
+    jv code, message; /* status.code, status.message */
+    bool has_status, status_obj, events_bad, links_bad;
+    const char *attrs_why;
+    sub_in events, links;
     otlp_span out;
 } span_in;
 
 static int span_member(decoder *d, void *ctx, const char *key, size_t kl)
 {
     static const field status_fields[] = {FIELD(span_in, "code", code), FIELD(span_in, "message", message)};
-    static const object_kind status = {status_fields, N_OF(status_fields), NULL};
+    static const object_kind status = {status_fields, N_OF(status_fields), NULL, "span status"};
     span_in *in = ctx;
+    int r;
+    if (key_is(key, kl, "events")) {
+        r = read_array(d, span_event, &in->events);
+        in->events_bad |= r == 0;
+        return r < 0 ? -1 : 1;
+    }
+    if (key_is(key, kl, "links")) {
+        r = read_array(d, span_link, &in->links);
+        in->links_bad |= r == 0;
+        return r < 0 ? -1 : 1;
+    }
     if (!key_is(key, kl, "status"))
         return item_attrs(d, key, kl, &in->out.attrs, &in->attrs_why);
     in->has_status = true;
     in->code.t = in->message.t = 0;
-    int r = read_object(d, &status, in);
+    r = read_object(d, &status, in);
     in->status_obj = r > 0;
     return r < 0 ? -1 : 1;
 }
@@ -789,21 +1170,30 @@ static int span_member(decoder *d, void *ctx, const char *key, size_t kl)
 static bool parse_span(decoder *d, size_t i, size_t j, size_t k)
 {
     static const field fields[] = {
-        FIELD(span_in, "traceId", trace),
-        FIELD(span_in, "spanId", span),
-        FIELD(span_in, "parentSpanId", parent),
+        FIELD(span_in, "traceId", trace), FIELD(span_in, "trace_id", trace),
+        FIELD(span_in, "spanId", span), FIELD(span_in, "span_id", span),
+        FIELD(span_in, "parentSpanId", parent), FIELD(span_in, "parent_span_id", parent),
         FIELD(span_in, "name", name),
         FIELD(span_in, "kind", kind),
-        FIELD(span_in, "startTimeUnixNano", start),
-        FIELD(span_in, "endTimeUnixNano", end),
+        FIELD(span_in, "startTimeUnixNano", start), FIELD(span_in, "start_time_unix_nano", start),
+        FIELD(span_in, "endTimeUnixNano", end), FIELD(span_in, "end_time_unix_nano", end),
+        FIELD(span_in, "traceState", state), FIELD(span_in, "trace_state", state),
+        FIELD(span_in, "flags", flags),
+        FIELD(span_in, "droppedAttributesCount", dropped_attrs),
+        FIELD(span_in, "dropped_attributes_count", dropped_attrs),
+        FIELD(span_in, "droppedEventsCount", dropped_events), FIELD(span_in, "dropped_events_count", dropped_events),
+        FIELD(span_in, "droppedLinksCount", dropped_links), FIELD(span_in, "dropped_links_count", dropped_links),
     };
-    static const object_kind kind = {fields, N_OF(fields), span_member};
+    static const object_kind kind = {fields, N_OF(fields), span_member, "span"};
+    otlp_batch *b = d->b;
     span_in in = {.status_obj = true};
+    size_t first_event = b->n_events, first_link = b->n_links;
     int r = read_object(d, &kind, &in);
     if (r < 0)
         return false;
     otlp_span *out = &in.out;
     const char *bad = NULL;
+    char sub[160];
     if (r == 0)
         bad = "must be an object";
     else if (in.trace.t != 's' || !otlp_parse_id(in.trace.s, out->trace_id, 16))
@@ -827,29 +1217,53 @@ static bool parse_span(decoder *d, size_t i, size_t j, size_t k)
         bad = "endTimeUnixNano: expected a non-negative 64-bit integer";
     else if (out->end_ns < out->start_ns)
         bad = "endTimeUnixNano is before startTimeUnixNano";
+    else if (in.state.t && in.state.t != 's')
+        bad = "traceState: expected a string";
+    else if (in.flags.t && !(out->has_flags = jv_u32(&in.flags, &out->flags)))
+        bad = "flags: expected a 32-bit unsigned integer";
+    else if ((in.dropped_attrs.t && !jv_u32(&in.dropped_attrs, &out->dropped_attributes)) ||
+             (in.dropped_events.t && !jv_u32(&in.dropped_events, &out->dropped_events)) ||
+             (in.dropped_links.t && !jv_u32(&in.dropped_links, &out->dropped_links)))
+        bad = "dropped…Count: expected a 32-bit unsigned integer";
     else if (in.has_status && !in.status_obj)
         bad = "status must be an object";
     else if (in.code.t && !parse_enum(&in.code, status_codes, 2, &out->status_code))
         bad = "status.code: expected 0-2 or a STATUS_CODE_* name";
     else if (in.message.t && in.message.t != 's')
         bad = "status.message must be a string";
+    else if (in.events_bad)
+        bad = "events must be an array";
+    else if (in.links_bad)
+        bad = "links must be an array";
+    else if (in.events.why)
+        bad = (snprintf(sub, sizeof sub, "events[%zu].%s", in.events.index, in.events.why), sub);
+    else if (in.links.why)
+        bad = (snprintf(sub, sizeof sub, "links[%zu].%s", in.links.index, in.links.why), sub);
     else
         bad = in.attrs_why;
     if (bad) {
+        b->n_events = first_event;
+        b->n_links = first_link;
         reject(d, "resourceSpans[%zu].scopeSpans[%zu].spans[%zu].%s", i, j, k, bad);
         return true;
     }
     out->name = in.name.s;
+    out->trace_state = in.state.t && in.state.len ? in.state.s : NULL;
     out->status_message = in.message.t ? in.message.s : NULL;
-    otlp_batch *b = d->b;
+    out->first_event = first_event;
+    out->n_events = b->n_events - first_event;
+    out->first_link = first_link;
+    out->n_links = b->n_links - first_link;
     if (!room(d, (void **)&b->spans, b->n_spans, &d->cap_items, sizeof *b->spans))
         return false;
     b->spans[b->n_spans++] = *out;
     return true;
 }
 
+/* ---- log records ---- */
+
 typedef struct log_in {
-    jv time, observed, severity, text;
+    jv time, observed, severity, text, event_name, dropped, flags, trace, span;
     const char *attrs_why, *body_why;
     otlp_log out;
 } log_in;
@@ -869,12 +1283,17 @@ static int log_member(decoder *d, void *ctx, const char *key, size_t kl)
 static bool parse_log(decoder *d, size_t i, size_t j, size_t k)
 {
     static const field fields[] = {
-        FIELD(log_in, "timeUnixNano", time),
-        FIELD(log_in, "observedTimeUnixNano", observed),
-        FIELD(log_in, "severityNumber", severity),
-        FIELD(log_in, "severityText", text),
+        FIELD(log_in, "timeUnixNano", time), FIELD(log_in, "time_unix_nano", time),
+        FIELD(log_in, "observedTimeUnixNano", observed), FIELD(log_in, "observed_time_unix_nano", observed),
+        FIELD(log_in, "severityNumber", severity), FIELD(log_in, "severity_number", severity),
+        FIELD(log_in, "severityText", text), FIELD(log_in, "severity_text", text),
+        FIELD(log_in, "eventName", event_name), FIELD(log_in, "event_name", event_name),
+        FIELD(log_in, "droppedAttributesCount", dropped), FIELD(log_in, "dropped_attributes_count", dropped),
+        FIELD(log_in, "flags", flags),
+        FIELD(log_in, "traceId", trace), FIELD(log_in, "trace_id", trace),
+        FIELD(log_in, "spanId", span), FIELD(log_in, "span_id", span),
     };
-    static const object_kind kind = {fields, N_OF(fields), log_member};
+    static const object_kind kind = {fields, N_OF(fields), log_member, "log record"};
     log_in in = {0};
     int r = read_object(d, &kind, &in);
     if (r < 0)
@@ -894,13 +1313,25 @@ static bool parse_log(decoder *d, size_t i, size_t j, size_t k)
         bad = "severityNumber: expected 0-24 or a SEVERITY_NUMBER_* name";
     else if (in.text.t && in.text.t != 's')
         bad = "severityText must be a string";
+    else if (in.event_name.t && (in.event_name.t != 's' || in.event_name.len > OTLP_MAX_NAME))
+        bad = "eventName: expected a string of at most 1024 bytes";
+    else if (in.dropped.t && !jv_u32(&in.dropped, &out->dropped_attributes))
+        bad = "droppedAttributesCount: expected a 32-bit unsigned integer";
+    else if (in.flags.t && !(out->has_flags = jv_u32(&in.flags, &out->flags)))
+        bad = "flags: expected a 32-bit unsigned integer";
+    else if (!optional_id(&in.trace, out->trace_id, 16, &out->has_trace_id))
+        bad = "traceId: expected 32 hex digits or base64 of 16 bytes, not all zero";
+    else if (!optional_id(&in.span, out->span_id, 8, &out->has_span_id))
+        bad = "spanId: expected 16 hex digits or base64 of 8 bytes, not all zero";
     else
         bad = in.body_why ? in.body_why : in.attrs_why;
     if (bad) {
         reject(d, "resourceLogs[%zu].scopeLogs[%zu].logRecords[%zu].%s", i, j, k, bad);
         return true;
     }
+    out->observed_ns = o;
     out->severity_text = in.text.t ? in.text.s : NULL;
+    out->event_name = in.event_name.t && in.event_name.len ? in.event_name.s : NULL;
     otlp_batch *b = d->b;
     if (!room(d, (void **)&b->logs, b->n_logs, &d->cap_items, sizeof *b->logs))
         return false;
@@ -908,77 +1339,362 @@ static bool parse_log(decoder *d, size_t i, size_t j, size_t k)
     return true;
 }
 
+/* ---- metrics ---- */
+
 static const struct {
-    const char *field, *type;
+    const char *field, *snake, *type;
     bool histogram;
 } metric_kinds[] = {
-    {"gauge", "gauge", false},
-    {"sum", "sum", false},
-    {"histogram", "histogram", true},
-    {"exponentialHistogram", "exponential_histogram", true},
-    {"summary", "summary", true},
+    {"gauge", "gauge", "gauge", false},
+    {"sum", "sum", "sum", false},
+    {"histogram", "histogram", "histogram", true},
+    {"exponentialHistogram", "exponential_histogram", "exponential_histogram", true},
+    {"summary", "summary", "summary", true},
 };
 #define N_METRIC_KINDS (sizeof metric_kinds / sizeof metric_kinds[0])
+enum { MK_GAUGE, MK_SUM, MK_HISTOGRAM, MK_EXPONENTIAL, MK_SUMMARY };
+
+/* A JSON array of numbers, copied into the batch's pool. */
+typedef struct nums_in {
+    bool doubles;
+    uint64_t *u;
+    double *f;
+    size_t n, cap;
+    bool bad;
+} nums_in;
+
+static bool num_element(decoder *d, void *ctx, size_t index)
+{
+    nums_in *l = ctx;
+    jv x;
+    (void)index;
+    if (!read_value(&d->r, &x))
+        return false;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        void *p = realloc(l->doubles ? (void *)l->f : (void *)l->u, cap * 8);
+        if (!p) {
+            d->oom = true;
+            return false;
+        }
+        if (l->doubles)
+            l->f = p;
+        else
+            l->u = p;
+        l->cap = cap;
+    }
+    int64_t v;
+    if (l->doubles)
+        l->bad |= !jv_double(&x, &l->f[l->n]);
+    else if (jv_int64(&x, &v) && v >= 0)
+        l->u[l->n] = (uint64_t)v;
+    else if (x.t == 's' && x.len && strspn(x.s, "0123456789") == x.len && x.len <= 20 &&
+             (errno = 0, l->u[l->n] = strtoull(x.s, NULL, 10), errno == 0))
+        ; /* an unsigned 64-bit count above INT64_MAX */
+    else
+        l->bad = true;
+    l->n++;
+    return true;
+}
+
+/* Reads the array at the position into *ret (in the pool): 1 read, 0 not an
+ * array or an element of the wrong type (*why set), -1 on a syntax error or
+ * out of memory. */
+static int read_nums(decoder *d, bool doubles, const void **ret, size_t *ret_n)
+{
+    nums_in l = {.doubles = doubles};
+    int r = read_array(d, num_element, &l);
+    void *tmp = doubles ? (void *)l.f : (void *)l.u;
+    if (r > 0 && !l.bad && l.n) {
+        void *p = otlp_batch_alloc(d->b, l.n * 8);
+        if (!p) {
+            d->oom = true;
+            r = -1;
+        } else {
+            memcpy(p, tmp, l.n * 8);
+            *ret = p;
+            *ret_n = l.n;
+        }
+    } else if (r > 0 && !l.bad) {
+        *ret = NULL;
+        *ret_n = 0;
+    }
+    free(tmp);
+    if (r > 0 && l.bad)
+        return 0;
+    return r;
+}
+
+typedef struct buckets_in {
+    jv offset;
+    bool bad;
+    otlp_buckets *out;
+} buckets_in;
+
+static int buckets_member(decoder *d, void *ctx, const char *key, size_t kl)
+{
+    buckets_in *in = ctx;
+    if (!key_is2(key, kl, "bucketCounts", "bucket_counts"))
+        return 0;
+    int r = read_nums(d, false, (const void **)&in->out->counts, &in->out->n);
+    in->bad |= r == 0;
+    return r < 0 ? -1 : 1;
+}
+
+/* One {"quantile","value"} of a summary. */
+typedef struct quantiles_in {
+    otlp_quantile *q;
+    size_t n, cap;
+    bool bad;
+} quantiles_in;
+
+typedef struct quantile_in {
+    jv quantile, value;
+} quantile_in;
+
+static bool quantile_element(decoder *d, void *ctx, size_t index)
+{
+    static const field fields[] = {FIELD(quantile_in, "quantile", quantile), FIELD(quantile_in, "value", value)};
+    static const object_kind kind = {fields, N_OF(fields), NULL, "summary quantile"};
+    quantiles_in *l = ctx;
+    quantile_in in = {0};
+    (void)index;
+    int r = read_object(d, &kind, &in);
+    if (r < 0)
+        return false;
+    otlp_quantile q = {0, 0};
+    if (r == 0 || (in.quantile.t && !jv_double(&in.quantile, &q.quantile)) ||
+        (in.value.t && !jv_double(&in.value, &q.value)) || !(q.quantile >= 0 && q.quantile <= 1)) {
+        l->bad = true;
+        return true;
+    }
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 8;
+        otlp_quantile *p = realloc(l->q, cap * sizeof *p);
+        if (!p) {
+            d->oom = true;
+            return false;
+        }
+        l->q = p;
+        l->cap = cap;
+    }
+    l->q[l->n++] = q;
+    return true;
+}
+
+typedef struct exemplar_in {
+    jv time, as_double, as_int, trace, span;
+    const char *attrs_why;
+    otlp_exemplar out;
+} exemplar_in;
+
+static int exemplar_member(decoder *d, void *ctx, const char *key, size_t kl)
+{
+    exemplar_in *in = ctx;
+    if (!key_is2(key, kl, "filteredAttributes", "filtered_attributes"))
+        return 0;
+    in->attrs_why = NULL;
+    return parse_kvs(d, true, &in->out.attrs, &in->attrs_why) ? 1 : -1;
+}
+
+static bool point_exemplar(decoder *d, void *ctx, size_t index)
+{
+    static const field fields[] = {
+        FIELD(exemplar_in, "timeUnixNano", time), FIELD(exemplar_in, "time_unix_nano", time),
+        FIELD(exemplar_in, "asDouble", as_double), FIELD(exemplar_in, "as_double", as_double),
+        FIELD(exemplar_in, "asInt", as_int), FIELD(exemplar_in, "as_int", as_int),
+        FIELD(exemplar_in, "traceId", trace), FIELD(exemplar_in, "trace_id", trace),
+        FIELD(exemplar_in, "spanId", span), FIELD(exemplar_in, "span_id", span),
+    };
+    static const object_kind kind = {fields, N_OF(fields), exemplar_member, "exemplar"};
+    sub_in *l = ctx;
+    exemplar_in in = {0};
+    int r = read_object(d, &kind, &in);
+    if (r < 0)
+        return false;
+    otlp_exemplar *out = &in.out;
+    const char *bad = NULL;
+    if (r == 0)
+        bad = "must be an object";
+    else if (in.time.t && !parse_time(&in.time, &out->time_ns))
+        bad = "timeUnixNano: expected a non-negative 64-bit integer";
+    else if (in.as_double.t && !jv_double(&in.as_double, &out->d))
+        bad = "asDouble: expected a number";
+    else if (!in.as_double.t && in.as_int.t && !(out->is_int = jv_int64(&in.as_int, &out->i)))
+        bad = "asInt: expected a 64-bit integer";
+    else if (!optional_id(&in.trace, out->trace_id, 16, &out->has_trace_id))
+        bad = "traceId: expected 32 hex digits or base64 of 16 bytes";
+    else if (!optional_id(&in.span, out->span_id, 8, &out->has_span_id))
+        bad = "spanId: expected 16 hex digits or base64 of 8 bytes";
+    else
+        bad = in.attrs_why;
+    if (bad) {
+        if (!l->why) {
+            l->why = bad;
+            l->index = index;
+        }
+        return true;
+    }
+    otlp_batch *b = d->b;
+    if (!room(d, (void **)&b->exemplars, b->n_exemplars, &d->cap_exemplars, sizeof *b->exemplars))
+        return false;
+    b->exemplars[b->n_exemplars++] = *out;
+    return true;
+}
 
 typedef struct point_in {
-    jv time, count, sum, as_double, as_int;
+    jv time, start, flags, count, sum, as_double, as_int, min, max, scale, zero_count, zero_threshold;
     const char *attrs_why;
+    bool counts_bad, bounds_bad, quantiles_bad, buckets_bad, exemplars_bad;
+    buckets_in pos, neg;
+    quantiles_in quantiles;
+    sub_in exemplars;
     otlp_point out;
 } point_in;
 
 static int point_member(decoder *d, void *ctx, const char *key, size_t kl)
 {
+    static const field bucket_fields[] = {FIELD(buckets_in, "offset", offset)};
+    static const object_kind buckets = {bucket_fields, N_OF(bucket_fields), buckets_member, "buckets"};
     point_in *in = ctx;
-    return item_attrs(d, key, kl, &in->out.attrs, &in->attrs_why);
+    otlp_point *out = &in->out;
+    int r;
+    if (key_is2(key, kl, "bucketCounts", "bucket_counts")) {
+        r = read_nums(d, false, (const void **)&out->bucket_counts, &out->n_bucket_counts);
+        in->counts_bad |= r == 0;
+    } else if (key_is2(key, kl, "explicitBounds", "explicit_bounds")) {
+        r = read_nums(d, true, (const void **)&out->bounds, &out->n_bounds);
+        in->bounds_bad |= r == 0;
+    } else if (key_is(key, kl, "positive") || key_is(key, kl, "negative")) {
+        buckets_in *bi = key[0] == 'p' ? &in->pos : &in->neg;
+        bi->out = key[0] == 'p' ? &out->positive : &out->negative;
+        r = read_object(d, &buckets, bi);
+        in->buckets_bad |= r == 0;
+    } else if (key_is2(key, kl, "quantileValues", "quantile_values")) {
+        r = read_array(d, quantile_element, &in->quantiles);
+        in->quantiles_bad |= r == 0;
+    } else if (key_is(key, kl, "exemplars")) {
+        r = read_array(d, point_exemplar, &in->exemplars);
+        in->exemplars_bad |= r == 0;
+    } else {
+        return item_attrs(d, key, kl, &out->attrs, &in->attrs_why);
+    }
+    return r < 0 ? -1 : 1;
 }
 
 static bool parse_point(decoder *d, size_t kind, size_t i, size_t j, size_t k, size_t m)
 {
     static const field fields[] = {
-        FIELD(point_in, "timeUnixNano", time),
+        FIELD(point_in, "timeUnixNano", time), FIELD(point_in, "time_unix_nano", time),
+        FIELD(point_in, "startTimeUnixNano", start), FIELD(point_in, "start_time_unix_nano", start),
+        FIELD(point_in, "flags", flags),
         FIELD(point_in, "count", count),
         FIELD(point_in, "sum", sum),
-        FIELD(point_in, "asDouble", as_double),
-        FIELD(point_in, "asInt", as_int),
+        FIELD(point_in, "min", min),
+        FIELD(point_in, "max", max),
+        FIELD(point_in, "asDouble", as_double), FIELD(point_in, "as_double", as_double),
+        FIELD(point_in, "asInt", as_int), FIELD(point_in, "as_int", as_int),
+        FIELD(point_in, "scale", scale),
+        FIELD(point_in, "zeroCount", zero_count), FIELD(point_in, "zero_count", zero_count),
+        FIELD(point_in, "zeroThreshold", zero_threshold), FIELD(point_in, "zero_threshold", zero_threshold),
     };
-    static const object_kind point = {fields, N_OF(fields), point_member};
+    static const object_kind point = {fields, N_OF(fields), point_member, "data point"};
+    otlp_batch *b = d->b;
+    size_t first_exemplar = b->n_exemplars;
     point_in in = {0};
     int r = read_object(d, &point, &in);
-    if (r < 0)
+    if (r < 0) {
+        free(in.quantiles.q);
         return false;
+    }
     otlp_point *out = &in.out;
     const char *bad = NULL;
+    char sub[160];
     int64_t iv;
     out->count = -1;
     if (r == 0)
         bad = "must be an object";
     else if (!parse_time(&in.time, &out->time_ns) || out->time_ns == 0)
         bad = "timeUnixNano: expected a positive 64-bit integer";
+    else if (in.start.t && !parse_time(&in.start, &out->start_ns))
+        bad = "startTimeUnixNano: expected a non-negative 64-bit integer";
+    else if (in.flags.t && !jv_u32(&in.flags, &out->flags))
+        bad = "flags: expected a 32-bit unsigned integer";
+    else if (in.exemplars_bad)
+        bad = "exemplars must be an array";
+    else if (in.exemplars.why)
+        bad = (snprintf(sub, sizeof sub, "exemplars[%zu].%s", in.exemplars.index, in.exemplars.why), sub);
     else if (metric_kinds[kind].histogram) {
         if (!jv_int64(&in.count, &out->count) || out->count < 0)
             bad = "count: expected a non-negative 64-bit integer";
-        else if (in.sum.t && in.sum.t != 'i' && in.sum.t != 'd')
+        else if (in.sum.t && !(out->has_sum = jv_double(&in.sum, &out->sum)))
             bad = "sum must be a number";
+        else if (in.min.t && !(out->has_min = jv_double(&in.min, &out->min)))
+            bad = "min must be a number";
+        else if (in.max.t && !(out->has_max = jv_double(&in.max, &out->max)))
+            bad = "max must be a number";
+        else if (in.counts_bad)
+            bad = "bucketCounts: expected an array of non-negative 64-bit integers";
+        else if (in.bounds_bad)
+            bad = "explicitBounds: expected an array of numbers";
+        else if (kind == MK_HISTOGRAM && out->n_bucket_counts && out->n_bucket_counts != out->n_bounds + 1)
+            bad = "bucketCounts must have one more element than explicitBounds";
+        else if (in.buckets_bad || in.pos.bad || in.neg.bad)
+            bad = "positive, negative: expected {\"offset\": integer, \"bucketCounts\": [integers]}";
+        else if ((in.pos.offset.t && (!jv_int64(&in.pos.offset, &iv) || iv < INT32_MIN || iv > INT32_MAX ||
+                                      !((out->positive.offset = (int32_t)iv), true))) ||
+                 (in.neg.offset.t && (!jv_int64(&in.neg.offset, &iv) || iv < INT32_MIN || iv > INT32_MAX ||
+                                      !((out->negative.offset = (int32_t)iv), true))))
+            bad = "offset: expected a 32-bit integer";
+        else if (in.scale.t && (!jv_int64(&in.scale, &iv) || iv < -128 || iv > 128 || !((out->scale = (int32_t)iv), true)))
+            bad = "scale: expected an integer in [-128, 128]";
+        else if (in.zero_count.t && (!jv_int64(&in.zero_count, &iv) || iv < 0 ||
+                                     !((out->zero_count = (uint64_t)iv), true)))
+            bad = "zeroCount: expected a non-negative 64-bit integer";
+        else if (in.zero_threshold.t && !jv_double(&in.zero_threshold, &out->zero_threshold))
+            bad = "zeroThreshold must be a number";
+        else if (in.quantiles_bad || in.quantiles.bad)
+            bad = "quantileValues: expected [{\"quantile\": 0…1, \"value\": number}]";
         else
-            out->value = in.sum.t ? in.sum.d : 0;
-    } else if (in.as_double.t == 'i' || in.as_double.t == 'd') {
-        out->value = in.as_double.d;
-    } else if (!in.as_double.t && in.as_int.t && jv_int64(&in.as_int, &iv)) {
-        out->value = (double)iv;
-    } else {
+            out->value = out->has_sum ? out->sum : 0;
+    } else if (in.as_double.t) {
+        if (!jv_double(&in.as_double, &out->value))
+            bad = "asDouble: expected a number, or \"NaN\", \"Infinity\", \"-Infinity\"";
+    } else if (in.as_int.t) {
+        if (!jv_int64(&in.as_int, &out->int_value))
+            bad = "asInt: expected a 64-bit integer";
+        out->is_int = true;
+        out->value = (double)out->int_value;
+    } else if (!(out->flags & 1)) { /* FLAG_NO_RECORDED_VALUE: no value is right */
         bad = "expected asDouble (a number) or asInt (a 64-bit integer)";
+    } else {
+        out->value = NAN;
     }
-    if (!bad && !isfinite(out->value))
-        bad = "the value is not finite";
     if (!bad)
         bad = in.attrs_why;
     if (bad) {
+        free(in.quantiles.q);
+        b->n_exemplars = first_exemplar;
         reject(d, "resourceMetrics[%zu].scopeMetrics[%zu].metrics[%zu].%s.dataPoints[%zu].%s", i, j, k,
                metric_kinds[kind].field, m, bad);
         return true;
     }
+    if (in.quantiles.n) {
+        otlp_quantile *q = otlp_batch_alloc(b, in.quantiles.n * sizeof *q);
+        if (!q) {
+            free(in.quantiles.q);
+            d->oom = true;
+            return false;
+        }
+        memcpy(q, in.quantiles.q, in.quantiles.n * sizeof *q);
+        out->quantiles = q;
+        out->n_quantiles = in.quantiles.n;
+    }
+    free(in.quantiles.q);
     out->type = metric_kinds[kind].type;
-    otlp_batch *b = d->b;
+    out->temporality = out->monotonic = -1;
+    out->first_exemplar = first_exemplar;
+    out->n_exemplars = b->n_exemplars - first_exemplar;
     if (!room(d, (void **)&b->points, b->n_points, &d->cap_items, sizeof *b->points))
         return false;
     b->points[b->n_points++] = *out;
@@ -988,9 +1704,10 @@ static bool parse_point(decoder *d, size_t kind, size_t i, size_t j, size_t k, s
 typedef struct metric_in {
     size_t i, j, k;
     mark m0;
-    jv name, unit;
+    jv name, unit, description;
+    jv temporality, monotonic; /* of the data kind that counts */
     long kind; /* index in metric_kinds, or -1 */
-    bool data_bad;
+    bool data_bad, several; /* several: more than one data kind (a oneof) */
 } metric_in;
 
 static bool metric_point(decoder *d, void *ctx, size_t index)
@@ -999,11 +1716,11 @@ static bool metric_point(decoder *d, void *ctx, size_t index)
     return parse_point(d, (size_t)in->kind, in->i, in->j, in->k, index);
 }
 
-/* A member of {"dataPoints":[…]}. */
+/* A member of {"dataPoints":[…], "aggregationTemporality", "isMonotonic"}. */
 static int metric_data_member(decoder *d, void *ctx, const char *key, size_t kl)
 {
     metric_in *in = ctx;
-    if (!key_is(key, kl, "dataPoints"))
+    if (!key_is2(key, kl, "dataPoints", "data_points"))
         return 0;
     int r = read_array(d, metric_point, in);
     if (r == 0)
@@ -1013,69 +1730,112 @@ static int metric_data_member(decoder *d, void *ctx, const char *key, size_t kl)
 
 static int metric_member(decoder *d, void *ctx, const char *key, size_t kl)
 {
-    static const object_kind data = {NULL, 0, metric_data_member};
+    static const field data_fields[] = {
+        FIELD(metric_in, "aggregationTemporality", temporality),
+        FIELD(metric_in, "aggregation_temporality", temporality),
+        FIELD(metric_in, "isMonotonic", monotonic), FIELD(metric_in, "is_monotonic", monotonic),
+    };
+    static const object_kind data = {data_fields, N_OF(data_fields), metric_data_member, "metric's data"};
     metric_in *in = ctx;
     long kd = -1;
     for (size_t x = 0; x < N_METRIC_KINDS && kd < 0; x++)
-        if (key_is(key, kl, metric_kinds[x].field))
+        if (key_is2(key, kl, metric_kinds[x].field, metric_kinds[x].snake))
             kd = (long)x;
-    if (kd < 0 || (in->kind >= 0 && kd >= in->kind))
+    if (kd < 0)
         return 0;
+    if (in->kind >= 0)
+        in->several = true; /* rejected at the end: which one was meant? */
     mark_restore(d, in->m0);
     in->kind = kd;
     in->data_bad = false;
+    in->temporality.t = in->monotonic.t = 0;
     int r = read_object(d, &data, in);
     if (r == 0)
         in->data_bad = true;
     return r < 0 ? -1 : 1;
 }
 
+static const char *const temporalities[] = {"AGGREGATION_TEMPORALITY_UNSPECIFIED", "AGGREGATION_TEMPORALITY_DELTA",
+                                            "AGGREGATION_TEMPORALITY_CUMULATIVE"};
+
 /* One metric: its points are decoded as they come and given the metric's
  * name, unit and type at its end, or rolled back when the metric is bad.
- * Of several data kinds, the first in metric_kinds counts (as before). */
+ * A metric with several data kinds is rejected (they are a oneof). */
 static bool parse_metric(decoder *d, size_t i, size_t j, size_t k)
 {
-    static const field fields[] = {FIELD(metric_in, "name", name), FIELD(metric_in, "unit", unit)};
-    static const object_kind metric = {fields, N_OF(fields), metric_member};
+    static const field fields[] = {FIELD(metric_in, "name", name), FIELD(metric_in, "unit", unit),
+                                   FIELD(metric_in, "description", description)};
+    static const object_kind metric = {fields, N_OF(fields), metric_member, "metric"};
     metric_in in = {.i = i, .j = j, .k = k, .m0 = mark_take(d), .kind = -1};
     int r = read_object(d, &metric, &in);
     if (r < 0)
         return false;
-    if (r == 0 || in.name.t != 's' || in.name.len > OTLP_MAX_NAME || (in.unit.t && in.unit.t != 's')) {
+    int temporality = -1, monotonic = -1;
+    if (r == 0 || in.name.t != 's' || in.name.len > OTLP_MAX_NAME || (in.unit.t && in.unit.t != 's') ||
+        (in.description.t && in.description.t != 's')) {
         mark_restore(d, in.m0);
         reject(d, "resourceMetrics[%zu].scopeMetrics[%zu].metrics[%zu]: expected a string name (at most 1024 "
-                  "bytes) and unit", i, j, k);
+                  "bytes), unit and description", i, j, k);
         return true;
     }
-    if (in.kind < 0 || in.data_bad) {
+    if (in.kind < 0 || in.data_bad || in.several) {
         mark_restore(d, in.m0);
-        reject(d, "resourceMetrics[%zu].scopeMetrics[%zu].metrics[%zu]: expected one of gauge, sum, "
-                  "histogram, exponentialHistogram, summary with a \"dataPoints\" array", i, j, k);
+        reject(d, "resourceMetrics[%zu].scopeMetrics[%zu].metrics[%zu]: expected %s of gauge, sum, "
+                  "histogram, exponentialHistogram, summary with a \"dataPoints\" array", i, j, k,
+               in.several ? "only one" : "one");
         return true;
+    }
+    if ((in.kind == MK_SUM || in.kind == MK_HISTOGRAM || in.kind == MK_EXPONENTIAL) &&
+        !(in.temporality.t ? parse_enum(&in.temporality, temporalities, 2, &temporality) : (temporality = 0, true))) {
+        mark_restore(d, in.m0);
+        reject(d, "resourceMetrics[%zu].scopeMetrics[%zu].metrics[%zu].%s.aggregationTemporality: expected 0-2 or an "
+                  "AGGREGATION_TEMPORALITY_* name", i, j, k, metric_kinds[in.kind].field);
+        return true;
+    }
+    if (in.kind == MK_SUM) {
+        if (in.monotonic.t && in.monotonic.t != 'b') {
+            mark_restore(d, in.m0);
+            reject(d, "resourceMetrics[%zu].scopeMetrics[%zu].metrics[%zu].sum.isMonotonic: expected true or false",
+                   i, j, k);
+            return true;
+        }
+        monotonic = in.monotonic.t ? in.monotonic.b : 0;
     }
     for (size_t x = in.m0.items; x < d->b->n_points; x++) {
-        d->b->points[x].name = in.name.s;
-        d->b->points[x].unit = in.unit.t ? in.unit.s : NULL;
+        otlp_point *p = &d->b->points[x];
+        p->name = in.name.s;
+        p->unit = in.unit.t && in.unit.len ? in.unit.s : NULL;
+        p->description = in.description.t && in.description.len ? in.description.s : NULL;
+        p->temporality = temporality;
+        p->monotonic = monotonic;
     }
     return true;
 }
 
-/* Sets the resource (and, for spans, the scope) of items [from, now). */
-static void set_owner(decoder *d, size_t from, long resource, const char *scope, bool set_scope)
+/* Sets the resource and the scope of items [from, now). */
+static void set_owner(decoder *d, size_t from, long resource, long scope, const char *scope_name)
 {
     otlp_batch *b = d->b;
     for (size_t x = from; x < b->n_spans; x++) {
         if (resource >= 0)
             b->spans[x].resource = (uint32_t)resource;
-        if (set_scope)
-            b->spans[x].scope = scope;
+        if (scope >= 0) {
+            b->spans[x].scope = (uint32_t)scope;
+            b->spans[x].scope_name = scope_name;
+        }
     }
-    if (resource < 0)
-        return;
-    for (size_t x = from; x < b->n_logs; x++)
-        b->logs[x].resource = (uint32_t)resource;
-    for (size_t x = from; x < b->n_points; x++)
-        b->points[x].resource = (uint32_t)resource;
+    for (size_t x = from; x < b->n_logs; x++) {
+        if (resource >= 0)
+            b->logs[x].resource = (uint32_t)resource;
+        if (scope >= 0)
+            b->logs[x].scope = (uint32_t)scope;
+    }
+    for (size_t x = from; x < b->n_points; x++) {
+        if (resource >= 0)
+            b->points[x].resource = (uint32_t)resource;
+        if (scope >= 0)
+            b->points[x].scope = (uint32_t)scope;
+    }
 }
 
 /* One scope entry (scopeSpans[j], …). */
@@ -1083,8 +1843,10 @@ typedef struct scope_in {
     const signal *sg;
     size_t i, j;
     size_t *count; /* items seen under the resource */
-    jv name;       /* scope.name (the last one) */
-    bool items_bad;
+    jv name, version, dropped, schema_url; /* scope.name (the last one) … */
+    const char *attrs_why;
+    otlp_attrs attrs;
+    bool items_bad, scope_bad;
 } scope_in;
 
 static bool scope_item(decoder *d, void *ctx, size_t index)
@@ -1096,18 +1858,31 @@ static bool scope_item(decoder *d, void *ctx, size_t index)
     return true;
 }
 
+/* A member of the "scope" (or "instrumentationLibrary") object. */
+static int scope_attrs_member(decoder *d, void *ctx, const char *key, size_t kl)
+{
+    scope_in *in = ctx;
+    return item_attrs(d, key, kl, &in->attrs, &in->attrs_why);
+}
+
 static int scope_member(decoder *d, void *ctx, const char *key, size_t kl)
 {
-    static const field scope_fields[] = {FIELD(scope_in, "name", name)};
-    static const object_kind scope = {scope_fields, N_OF(scope_fields), NULL};
+    static const field scope_fields[] = {
+        FIELD(scope_in, "name", name), FIELD(scope_in, "version", version),
+        FIELD(scope_in, "droppedAttributesCount", dropped), FIELD(scope_in, "dropped_attributes_count", dropped),
+    };
+    static const object_kind scope = {scope_fields, N_OF(scope_fields), scope_attrs_member, "scope"};
     scope_in *in = ctx;
     int r;
-    if (key_is(key, kl, in->sg->items)) {
+    if (key_is2(key, kl, in->sg->items, in->sg->items_snake)) {
         r = read_array(d, scope_item, in);
         if (r == 0)
             in->items_bad = true;
-    } else if (key_is(key, kl, "scope")) {
-        r = read_object(d, &scope, in); /* any other value: ignored */
+    } else if (key_is(key, kl, "scope") || key_is2(key, kl, "instrumentationLibrary", "instrumentation_library")) {
+        r = read_object(d, &scope, in);
+        in->scope_bad |= r == 0;
+    } else if (key_is2(key, kl, "schemaUrl", "schema_url")) {
+        r = read_value(&d->r, &in->schema_url) ? 1 : -1;
     } else {
         return 0;
     }
@@ -1116,18 +1891,44 @@ static int scope_member(decoder *d, void *ctx, const char *key, size_t kl)
 
 static bool parse_scope(decoder *d, const signal *sg, size_t i, size_t j, size_t *count)
 {
-    static const object_kind kind = {NULL, 0, scope_member};
+    static const object_kind kind = {NULL, 0, scope_member, "scope entry"};
+    otlp_batch *b = d->b;
     mark m0 = mark_take(d);
     scope_in in = {.sg = sg, .i = i, .j = j, .count = count};
     int r = read_object(d, &kind, &in);
     if (r < 0)
         return false;
-    if (r == 0 || in.items_bad) {
+    const char *bad = NULL;
+    otlp_scope sc = {0};
+    if (r == 0 || in.items_bad)
+        bad = "expected an object with an array of items";
+    else if (in.scope_bad)
+        bad = "scope must be an object";
+    else if ((in.name.t && in.name.t != 's') || (in.version.t && in.version.t != 's'))
+        bad = "scope: expected a string name and version";
+    else if (in.dropped.t && !jv_u32(&in.dropped, &sc.dropped_attributes))
+        bad = "scope.droppedAttributesCount: expected a 32-bit unsigned integer";
+    else if (in.schema_url.t && in.schema_url.t != 's')
+        bad = "schemaUrl: expected a string";
+    else
+        bad = in.attrs_why;
+    if (bad) {
         mark_restore(d, m0);
-        reject(d, "%s[%zu].%s[%zu]: expected an object with a \"%s\" array", sg->list, i, sg->scopes, j, sg->items);
+        if (r == 0 || in.items_bad)
+            reject(d, "%s[%zu].%s[%zu]: expected an object with a \"%s\" array", sg->list, i, sg->scopes, j,
+                   sg->items);
+        else
+            reject(d, "%s[%zu].%s[%zu].%s", sg->list, i, sg->scopes, j, bad);
         return true;
     }
-    set_owner(d, m0.items, -1, in.name.t == 's' ? in.name.s : NULL, true);
+    sc.name = in.name.t && in.name.len ? in.name.s : NULL;
+    sc.version = in.version.t && in.version.len ? in.version.s : NULL;
+    sc.schema_url = in.schema_url.t && in.schema_url.len ? in.schema_url.s : NULL;
+    sc.attrs = in.attrs;
+    if (!room(d, (void **)&b->scopes, b->n_scopes, &d->cap_scopes, sizeof *b->scopes))
+        return false;
+    b->scopes[b->n_scopes] = sc;
+    set_owner(d, m0.items, -1, (long)b->n_scopes++, sc.name);
     return true;
 }
 
@@ -1137,6 +1938,7 @@ typedef struct entry_in {
     size_t i;
     const char *why; /* the first reason the resource is invalid */
     otlp_attrs attrs;
+    jv dropped, schema_url;
     size_t count; /* items seen under it */
     bool scopes_bad;
 } entry_in;
@@ -1159,17 +1961,24 @@ static bool entry_scope(decoder *d, void *ctx, size_t index)
 
 static int entry_member(decoder *d, void *ctx, const char *key, size_t kl)
 {
-    static const object_kind resource = {NULL, 0, resource_member};
+    static const field resource_fields[] = {
+        FIELD(entry_in, "droppedAttributesCount", dropped), FIELD(entry_in, "dropped_attributes_count", dropped),
+    };
+    static const object_kind resource = {resource_fields, N_OF(resource_fields), resource_member, "resource"};
     entry_in *in = ctx;
+    const signal *sg = in->sg;
     int r;
     if (key_is(key, kl, "resource")) {
         r = read_object(d, &resource, in);
         if (r == 0)
             first_why(&in->why, "resource must be an object");
-    } else if (key_is(key, kl, in->sg->scopes)) {
+    } else if (key_is2(key, kl, sg->scopes, sg->scopes_snake) ||
+               key_is2(key, kl, sg->old_scopes, sg->old_scopes_snake)) {
         r = read_array(d, entry_scope, in);
         if (r == 0)
             in->scopes_bad = true;
+    } else if (key_is2(key, kl, "schemaUrl", "schema_url")) {
+        r = read_value(&d->r, &in->schema_url) ? 1 : -1;
     } else {
         return 0;
     }
@@ -1178,15 +1987,20 @@ static int entry_member(decoder *d, void *ctx, const char *key, size_t kl)
 
 static bool parse_entry(decoder *d, const signal *sg, size_t i)
 {
-    static const object_kind kind = {NULL, 0, entry_member};
+    static const object_kind kind = {NULL, 0, entry_member, "resource entry"};
     otlp_batch *b = d->b;
     mark m0 = mark_take(d);
     entry_in in = {.sg = sg, .i = i, .attrs.first = b->n_kvs};
     int r = read_object(d, &kind, &in);
     if (r < 0)
         return false;
+    uint32_t dropped = 0;
     if (r == 0)
         in.why = "must be an object"; /* nothing under it: rejected once */
+    else if (in.dropped.t && !jv_u32(&in.dropped, &dropped))
+        first_why(&in.why, "resource.droppedAttributesCount: expected a 32-bit unsigned integer");
+    else if (in.schema_url.t && in.schema_url.t != 's')
+        first_why(&in.why, "schemaUrl: expected a string");
     if (in.why) {
         mark_restore(d, m0);
         size_t n = sg->reject_each && in.count ? in.count : 1;
@@ -1204,11 +2018,13 @@ static bool parse_entry(decoder *d, const signal *sg, size_t i)
     otlp_resource *rs = &b->resources[b->n_resources];
     memset(rs, 0, sizeof *rs);
     rs->attrs = in.attrs;
+    rs->dropped_attributes = dropped;
+    rs->schema_url = in.schema_url.t && in.schema_url.len ? in.schema_url.s : NULL;
     rs->attrs.kv = in.attrs.n ? b->kvs + in.attrs.first : NULL; /* for the lookups below; set again at the end */
     otlp_value_string(otlp_attr(&rs->attrs, "service.name"), &rs->service_name);
     otlp_value_string(otlp_attr(&rs->attrs, "service.version"), &rs->service_version);
     otlp_value_string(otlp_attr(&rs->attrs, "pacer.session"), &rs->session);
-    set_owner(d, m0.items, (long)b->n_resources++, NULL, false);
+    set_owner(d, m0.items, (long)b->n_resources++, -1, NULL);
     return true;
 }
 
@@ -1226,7 +2042,7 @@ static bool top_entry(decoder *d, void *ctx, size_t index)
 static int top_member(decoder *d, void *ctx, const char *key, size_t kl)
 {
     const signal *sg = ctx;
-    if (!key_is(key, kl, sg->list))
+    if (!key_is2(key, kl, sg->list, sg->list_snake))
         return 0;
     int r = read_array(d, top_entry, ctx);
     if (r == 0 && !d->shape) {
@@ -1238,7 +2054,7 @@ static int top_member(decoder *d, void *ctx, const char *key, size_t kl)
 
 static int decode(const char *body, size_t len, otlp_batch *b, const signal *sg, char *err, size_t err_size)
 {
-    static const object_kind top = {NULL, 0, top_member};
+    static const object_kind top = {NULL, 0, top_member, "request"};
     b->text = malloc(len + 1);
     if (!b->text)
         goto oom;
@@ -1286,7 +2102,17 @@ static int decode(const char *body, size_t len, otlp_batch *b, const signal *sg,
         fix_attrs(b, &b->logs[x].attrs);
     for (size_t x = 0; x < b->n_points; x++)
         fix_attrs(b, &b->points[x].attrs);
+    for (size_t x = 0; x < b->n_scopes; x++)
+        fix_attrs(b, &b->scopes[x].attrs);
+    for (size_t x = 0; x < b->n_events; x++)
+        fix_attrs(b, &b->events[x].attrs);
+    for (size_t x = 0; x < b->n_links; x++)
+        fix_attrs(b, &b->links[x].attrs);
+    for (size_t x = 0; x < b->n_exemplars; x++)
+        fix_attrs(b, &b->exemplars[x].attrs);
     if (d.has_msg && !(b->reject_message = strdup(d.msg)))
+        goto oom;
+    if (d.has_ignore && !(b->ignore_message = strdup(d.ignore_msg)))
         goto oom;
     return 0;
 oom:
@@ -1297,18 +2123,24 @@ oom:
 
 int otlp_decode_traces(const char *body, size_t len, otlp_batch *b, char *err, size_t err_size)
 {
-    static const signal sg = {"resourceSpans", "scopeSpans", "spans", true, parse_span};
+    static const signal sg = {"resourceSpans", "resource_spans", "scopeSpans", "scope_spans",
+                              "instrumentationLibrarySpans", "instrumentation_library_spans", "spans", "spans",
+                              true, parse_span};
     return decode(body, len, b, &sg, err, err_size);
 }
 
 int otlp_decode_logs(const char *body, size_t len, otlp_batch *b, char *err, size_t err_size)
 {
-    static const signal sg = {"resourceLogs", "scopeLogs", "logRecords", true, parse_log};
+    static const signal sg = {"resourceLogs", "resource_logs", "scopeLogs", "scope_logs",
+                              "instrumentationLibraryLogs", "instrumentation_library_logs", "logRecords", "log_records",
+                              true, parse_log};
     return decode(body, len, b, &sg, err, err_size);
 }
 
 int otlp_decode_metrics(const char *body, size_t len, otlp_batch *b, char *err, size_t err_size)
 {
-    static const signal sg = {"resourceMetrics", "scopeMetrics", "metrics", false, parse_metric};
+    static const signal sg = {"resourceMetrics", "resource_metrics", "scopeMetrics", "scope_metrics",
+                              "instrumentationLibraryMetrics", "instrumentation_library_metrics", "metrics", "metrics",
+                              false, parse_metric};
     return decode(body, len, b, &sg, err, err_size);
 }

@@ -14,7 +14,7 @@ typedef struct pacerd {
     auth *auth;
     server_metrics metrics;
     http_server *http; /* for /metrics */
-    size_t max_body;         /* ingest bodies */
+    size_t max_body;         /* ingest bodies (--max-body: also the limit of a gzip body once inflated) */
     size_t max_config_bytes; /* PUT /v1/config */
 } pacerd;
 
@@ -31,6 +31,12 @@ void pacerd_done(void *ctx, const http_request *rq, const http_response *rs);
  * ingest_handle sets rs->items to the records it stored. */
 void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_response *rs);
 void query_handle(pacerd *d, const http_request *rq, http_response *rs);
+/* GET /api/v1/traces/{id}, /api/v1/spans/search, /api/v1/logs, /api/v1/metrics (read_api.c). True when
+ * the path is one of them (and the answer is set). */
+bool read_api_handle(pacerd *d, const http_request *rq, http_response *rs);
+/* An error answer to an ingest request sent as protobuf becomes a
+ * google.rpc.Status in protobuf, as OTLP/HTTP asks (ingest.c). */
+void ingest_error_encoding(const http_request *rq, http_response *rs);
 void config_get(pacerd *d, const char *app, const http_request *rq, http_response *rs);
 void config_put(pacerd *d, const char *app, const http_request *rq, http_response *rs);
 

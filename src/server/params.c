@@ -81,6 +81,13 @@ static void raw_name(char *out, size_t size, const char *s, size_t n)
     out[o < size ? o : size - 1] = 0;
 }
 
+/* Names a query may repeat: the read APIs' attribute filters
+ * (attr=K=V&attr=K2=V2, docs/server.md). Every other name is given once. */
+static bool repeatable(const char *name)
+{
+    return strcmp(name, "attr") == 0;
+}
+
 int params_parse(const char *query, size_t len, params *ret, char *err, size_t err_size)
 {
     memset(ret, 0, sizeof *ret);
@@ -128,7 +135,7 @@ int params_parse(const char *query, size_t len, params *ret, char *err, size_t e
         prm->value = out;
         prm->value_len = vl;
         out += vl + 1;
-        for (size_t i = 0; i < ret->n; i++)
+        for (size_t i = 0; i < ret->n && !repeatable(prm->name); i++)
             if (strcmp(ret->p[i].name, prm->name) == 0) {
                 char nm[SHOWN_MAX + 1];
                 snprintf(err, err_size, "%s: given more than once", shown_name(prm->name, nm));

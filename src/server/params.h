@@ -4,8 +4,8 @@
  * Percent-escapes must be two hex digits; in the query '+' is a space.
  * After decoding, every name and value is valid UTF-8 with no control
  * character (NUL included): "shop%00x" is an error, not "shop". A query
- * holds at most PARAMS_MAX parameters, each named once, none with an
- * empty name. Numbers are plain decimal integers checked against a range
+ * holds at most PARAMS_MAX parameters, each named once (but "attr", the
+ * read APIs' repeatable attribute filter), none with an empty name. Numbers are plain decimal integers checked against a range
  * before they are used. Every error message starts with what it is about
  * ("from: ...", "path: ..."), so a 400 names the parameter.
  */

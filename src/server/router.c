@@ -139,17 +139,21 @@ http_plan pacerd_preflight(void *ctx, http_request *rq, http_response *rs, size_
     case ROUTE_TRACES:
     case ROUTE_LOGS:
     case ROUTE_METRICS_INGEST: {
-        if (who != AUTH_KEY)
-            return refuse_credential(d, rs, who == AUTH_ADMIN, "%s",
-                                     who == AUTH_ADMIN ? "ingest takes an app key, not the admin token"
-                                     : token           ? "unknown key"
-                                                       : "send the app's key: Authorization: Bearer KEY");
+        if (who != AUTH_KEY) {
+            refuse_credential(d, rs, who == AUTH_ADMIN, "%s",
+                              who == AUTH_ADMIN ? "ingest takes an app key, not the admin token"
+                              : token           ? "unknown key"
+                                                : "send the app's key: Authorization: Bearer KEY");
+            ingest_error_encoding(rq, rs); /* a protobuf client gets a google.rpc.Status */
+            return HTTP_ANSWERED;
+        }
         unsigned retry;
         char why[256];
         if (auth_limit(d->auth, st->id.key_id, &retry, why, sizeof why) < 0) {
             metrics_reject(&d->metrics, strstr(why, "daily") ? MREJ_QUOTA : MREJ_RATE_LIMIT);
             rs->retry_after = (int)retry;
             http_error(rs, 429, "%s: retry after %u s", why, retry);
+            ingest_error_encoding(rq, rs);
             return HTTP_ANSWERED;
         }
         *ret_max_body = d->max_body;
@@ -253,7 +257,8 @@ void pacerd_handle(void *ctx, const http_request *rq, http_response *rs)
             metrics_reject(&d->metrics, MREJ_STORE_FAILED);
         return;
     case ROUTE_QUERY:
-        query_handle(d, rq, rs);
+        if (!read_api_handle(d, rq, rs))
+            query_handle(d, rq, rs);
         if (rs->status == 503)
             metrics_reject(&d->metrics, MREJ_STORE_FAILED);
         return;

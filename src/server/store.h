@@ -1,4 +1,6 @@
-/* pacerd's storage on SQLite: raw records, rollups, batch ids, configs.
+/* pacerd's storage on SQLite: raw records (each resource and scope once,
+ * rows naming them by id), rollups, the indexes the read APIs use, batch
+ * ids, configs.
  *
  * One file in WAL mode. All writes go through one writer thread, which
  * group-commits: it takes every job queued since its last commit, runs them
@@ -33,13 +35,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <pacer/base/json.h>
 #include <pacer/schema.h>
 
 #include "latency.h"
 #include "sketch.h"
 
 #define STORE_MAX_METRICS 8
-#define STORE_MAX_COLS 24
+#define STORE_MAX_COLS 40
 #define STORE_MAX_FIELDS 32 /* fields of one record type */
 #define STORE_DAY_NS (86400LL * 1000000000LL)
 
@@ -80,13 +83,25 @@ enum store_source {
     SRC_TRACE_ID,
     SRC_SPAN_ID,
     SRC_EXTRA,   /* the attributes no column took */
-    /* spans */
+    /* spans (and the span columns of record tables) */
     SRC_END_TS, SRC_SPAN_NAME, SRC_SPAN_KIND, SRC_STATUS_CODE, SRC_STATUS_MESSAGE, SRC_PARENT_SPAN_ID, SRC_SCOPE,
+    SRC_TRACE_STATE,
+    SRC_EVENTS,  /* span events, OTLP JSON */
+    SRC_LINKS,   /* span links, OTLP JSON */
     /* logs */
-    SRC_LOG_TYPE, SRC_SEVERITY_NUMBER, SRC_SEVERITY_TEXT, SRC_BODY,
+    SRC_LOG_TYPE, SRC_SEVERITY_NUMBER, SRC_SEVERITY_TEXT, SRC_BODY, SRC_OBSERVED_TS, SRC_EVENT_NAME,
+    SRC_BODY_ANY, /* the body as an AnyValue (OTLP JSON) when it is not a string; NULL otherwise */
     /* metric points */
-    SRC_METRIC_NAME, SRC_METRIC_TYPE, SRC_UNIT, SRC_VALUE, SRC_COUNT,
+    SRC_METRIC_NAME, SRC_METRIC_TYPE, SRC_UNIT, SRC_VALUE, SRC_COUNT, SRC_DESCRIPTION, SRC_START_TS,
+    SRC_TEMPORALITY, SRC_MONOTONIC, SRC_INT_VALUE, SRC_SUM, SRC_MIN, SRC_MAX,
+    SRC_DATA,      /* histogram buckets and bounds, exponential buckets, summary quantiles: OTLP JSON */
+    SRC_EXEMPLARS, /* OTLP JSON */
+    /* any item */
     SRC_ATTRIBUTES, /* every attribute of the item, OTLP JSON */
+    SRC_FLAGS,
+    SRC_DROPPED,     /* counts of what the sender dropped, JSON; NULL when none */
+    SRC_RESOURCE_ID, /* filled by the store from store_record.resource (table resources) */
+    SRC_SCOPE_ID,    /* from store_record.scope (table scopes) */
 };
 
 #define STORE_MAX_ATTRS 3
@@ -112,6 +127,8 @@ typedef struct store_table_desc {
     size_t n_cols;
     store_column cols[STORE_MAX_COLS];
     int field_cols[STORE_MAX_FIELDS]; /* the column of each field of type, or -1 */
+    size_t n_attr_cols;
+    int attr_cols[STORE_MAX_COLS];    /* the columns that read attributes (n_attrs > 0), in order */
     const char *columns;              /* the column names, "ts, app, …" */
 } store_table_desc;
 
@@ -144,17 +161,27 @@ const char *store_layout_error(void);
 /* A value bound to one column. */
 typedef struct store_value {
     enum { SV_NULL, SV_INT, SV_REAL, SV_TEXT, SV_BLOB } type;
-    int64_t i;
-    double d;
-    const void *p; /* TEXT (NUL-terminated or with n) / BLOB */
+    union {
+        int64_t i;
+        double d;
+        const void *p; /* TEXT (NUL-terminated or with n) / BLOB */
+    };
     size_t n;
 } store_value;
 
 /* One record: a row of `table` (columns in the order of store_table_columns)
  * and, when kind != KIND_NONE, its contribution to a rollup group. Strings
  * are borrowed: they must live until the submit call returns. */
+/* A resource or an instrumentation scope, as OTLP JSON; the store keeps
+ * each distinct one once (tables resources, scopes) and the rows its id. */
+typedef struct store_origin {
+    const char *json;
+    uint64_t hash; /* of json */
+} store_origin;
+
 typedef struct store_record {
     enum store_table table;
+    const store_origin *resource, *scope; /* or NULL */
     store_value cols[STORE_MAX_COLS];
     enum store_kind kind;
     const char *app, *version, *name;
@@ -250,6 +277,92 @@ typedef struct store_scan_cb {
 
 int store_scan(store *st, enum store_kind kind, const char *app, const char *version, int64_t from_ns,
                int64_t to_ns, const store_scan_cb *cb);
+
+/* ---- reading rows back (store_query.c) ----
+ *
+ * Every answer is JSON written into a jbuf, bounded: at most `limit` items
+ * and about STORE_MAX_ANSWER bytes, and at most STORE_MAX_EXAMINED rows
+ * looked at per call, so that a rare match over a large store still
+ * answers at once (with a cursor to go on from). Items come newest first,
+ * (ts, row) descending; a cursor "TS.ROW" names the last row examined: the
+ * next page starts strictly after it. Each query reads through an index
+ * (store_explain shows the plans); plain spans and the span rows of the
+ * record tables that have not reached the rollup mark yet (at most one
+ * rollup batch) are read by rowid range instead. */
+
+#define STORE_MAX_ANSWER (4u << 20)
+#define STORE_MAX_EXAMINED 20000
+
+/* An attribute filter: key = value, the value given as text. It matches an
+ * attribute of that key whose value writes as that text: a string of it,
+ * or an integer, double or bool written canonically ("3" finds 3, 3.0 and
+ * "3"; "true" finds true and "true"). */
+typedef struct store_attr_filter {
+    const char *key, *value;
+} store_attr_filter;
+
+#define STORE_MAX_FILTERS 8
+
+typedef struct store_cursor {
+    bool set;
+    int64_t ts, row;
+} store_cursor;
+
+typedef struct store_span_query {
+    const char *app;
+    const char *version, *name;                /* or NULL */
+    size_t n_attrs;
+    store_attr_filter attrs[STORE_MAX_FILTERS];
+    double min_ms, max_ms;                     /* duration range; NAN: none */
+    int64_t from_ns, to_ns;                    /* [from, to) of the start */
+    store_cursor after;
+    size_t limit;
+} store_span_query;
+
+typedef struct store_log_query {
+    const char *app;
+    int min_severity;           /* 0: any */
+    const char *text;           /* substring of the body (ASCII case ignored), or NULL */
+    int64_t from_ns, to_ns;
+    store_cursor after;
+    size_t limit;
+} store_log_query;
+
+typedef struct store_point_query {
+    const char *app;
+    const char *name;
+    size_t n_attrs;
+    store_attr_filter attrs[STORE_MAX_FILTERS]; /* each must be among the point's attributes */
+    int64_t from_ns, to_ns;
+    store_cursor after;
+    size_t limit;
+} store_point_query;
+
+/* Every span of the trace, from the tables of plain spans and of pacer's
+ * records, oldest first, as {"spans":[…]} members written into out (inside
+ * an open object): each span as OTLP JSON with its attributes (a record's
+ * fields as pacer.<field>), events, links, resource and scope. 0, or
+ * -EIO. *ret_n: spans written. */
+int store_trace(store *st, const uint8_t trace_id[16], jbuf *out, size_t *ret_n);
+
+/* Span search over plain spans (any OpenTelemetry SDK): writes "spans":[…]
+ * and, when more may follow, "next":"CURSOR". */
+int store_search_spans(store *st, const store_span_query *q, jbuf *out);
+/* Log records: "logs":[…], "next". */
+int store_search_logs(store *st, const store_log_query *q, jbuf *out);
+/* Metric data points of one metric, histogram buckets included: "points":[…], "next". */
+int store_search_points(store *st, const store_point_query *q, jbuf *out);
+
+/* The query plan (EXPLAIN QUERY PLAN) of every statement the read APIs
+ * use, one call per statement: its name, SQL text, and the plan's lines
+ * joined by "; ". For tests. */
+int store_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan), void *ctx);
+
+/* The hash under which span_attr_keys indexes an attribute: of the key and
+ * the value's canonical text (a string's text, an integer in decimal, a
+ * double as the shortest %.17g or an integral one as an integer, a bool
+ * as "true"/"false"). */
+uint64_t store_attr_hash(const char *key, size_t key_len, const char *text, size_t len);
 
 /* Every (app, version) that has rollups, sorted. */
 int store_apps(store *st, void (*cb)(void *ctx, const char *app, const char *version), void *ctx);

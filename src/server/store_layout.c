@@ -50,12 +50,26 @@ typedef struct own_column {
     enum store_source source;
 } own_column;
 
-/* After the fields of every record table (and its pattern, if any). */
+/* After the fields of every record table (and its pattern, if any): the
+ * span that carried the record, as it was sent. */
 static const own_column record_tail[] = {
     {"failed", "INTEGER", SRC_FAILED},
     {"trace_id", "BLOB", SRC_TRACE_ID},
     {"span_id", "BLOB", SRC_SPAN_ID},
     {"extra", "TEXT", SRC_EXTRA},
+    {"parent_span_id", "BLOB", SRC_PARENT_SPAN_ID},
+    {"end_ts", "INTEGER", SRC_END_TS},
+    {"span_name", "TEXT", SRC_SPAN_NAME},
+    {"span_kind", "INTEGER", SRC_SPAN_KIND},
+    {"status_code", "INTEGER", SRC_STATUS_CODE},
+    {"status_message", "TEXT", SRC_STATUS_MESSAGE},
+    {"trace_state", "TEXT", SRC_TRACE_STATE},
+    {"flags", "INTEGER", SRC_FLAGS},
+    {"events", "TEXT", SRC_EVENTS},
+    {"links", "TEXT", SRC_LINKS},
+    {"dropped", "TEXT", SRC_DROPPED},
+    {"resource_id", "INTEGER", SRC_RESOURCE_ID},
+    {"scope_id", "INTEGER", SRC_SCOPE_ID},
 };
 
 static const own_column span_columns[] = {
@@ -70,6 +84,13 @@ static const own_column span_columns[] = {
     {"parent_span_id", "BLOB", SRC_PARENT_SPAN_ID},
     {"scope", "TEXT", SRC_SCOPE},
     {"attributes", "TEXT", SRC_ATTRIBUTES},
+    {"trace_state", "TEXT", SRC_TRACE_STATE},
+    {"flags", "INTEGER", SRC_FLAGS},
+    {"events", "TEXT", SRC_EVENTS},
+    {"links", "TEXT", SRC_LINKS},
+    {"dropped", "TEXT", SRC_DROPPED},
+    {"resource_id", "INTEGER", SRC_RESOURCE_ID},
+    {"scope_id", "INTEGER", SRC_SCOPE_ID},
 };
 
 static const own_column log_columns[] = {
@@ -78,8 +99,19 @@ static const own_column log_columns[] = {
     {"severity_text", "TEXT", SRC_SEVERITY_TEXT},
     {"body", "TEXT", SRC_BODY},
     {"attributes", "TEXT", SRC_ATTRIBUTES},
+    {"observed_ts", "INTEGER", SRC_OBSERVED_TS},
+    {"event_name", "TEXT", SRC_EVENT_NAME},
+    {"body_any", "TEXT", SRC_BODY_ANY},
+    {"trace_id", "BLOB", SRC_TRACE_ID},
+    {"span_id", "BLOB", SRC_SPAN_ID},
+    {"flags", "INTEGER", SRC_FLAGS},
+    {"dropped", "TEXT", SRC_DROPPED},
+    {"resource_id", "INTEGER", SRC_RESOURCE_ID},
+    {"scope_id", "INTEGER", SRC_SCOPE_ID},
 };
 
+/* value: the number (NaN and infinities as the text "NaN", "Infinity",
+ * "-Infinity"); int_value: an asInt point's exact value. */
 static const own_column point_columns[] = {
     {"name", "TEXT NOT NULL", SRC_METRIC_NAME},
     {"type", "TEXT", SRC_METRIC_TYPE},
@@ -87,6 +119,19 @@ static const own_column point_columns[] = {
     {"value", "REAL", SRC_VALUE},
     {"count", "INTEGER", SRC_COUNT},
     {"attributes", "TEXT", SRC_ATTRIBUTES},
+    {"description", "TEXT", SRC_DESCRIPTION},
+    {"start_ts", "INTEGER", SRC_START_TS},
+    {"temporality", "INTEGER", SRC_TEMPORALITY},
+    {"monotonic", "INTEGER", SRC_MONOTONIC},
+    {"int_value", "INTEGER", SRC_INT_VALUE},
+    {"sum", "REAL", SRC_SUM},
+    {"min", "REAL", SRC_MIN},
+    {"max", "REAL", SRC_MAX},
+    {"data", "TEXT", SRC_DATA},
+    {"exemplars", "TEXT", SRC_EXEMPLARS},
+    {"flags", "INTEGER", SRC_FLAGS},
+    {"resource_id", "INTEGER", SRC_RESOURCE_ID},
+    {"scope_id", "INTEGER", SRC_SCOPE_ID},
 };
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
@@ -382,6 +427,9 @@ static void build(void)
             continue;
         }
         td->columns = join(td, NULL, td->n_cols, ", ");
+        for (size_t c = 0; c < td->n_cols; c++)
+            if (td->cols[c].n_attrs)
+                td->attr_cols[td->n_attr_cols++] = (int)c;
     }
 }
 

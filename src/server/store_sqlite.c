@@ -49,6 +49,7 @@
  */
 #include "store.h"
 #include "store_health.h"
+#include "store_int.h"
 
 #include <pacer/base/clock.h>
 #include <pacer/base/hash.h>
@@ -80,7 +81,23 @@ static const char FIXED_SCHEMA[] =
     "  PRIMARY KEY(kind, app, version, name, metric, day)) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS configs(app TEXT NOT NULL, version INTEGER NOT NULL, etag TEXT NOT NULL,"
     "  xml TEXT NOT NULL, created_ns INTEGER, PRIMARY KEY(app, version)) WITHOUT ROWID;"
-    "CREATE TABLE IF NOT EXISTS rollup_marks(kind TEXT PRIMARY KEY, last_rowid INTEGER NOT NULL) WITHOUT ROWID;";
+    "CREATE TABLE IF NOT EXISTS rollup_marks(kind TEXT PRIMARY KEY, last_rowid INTEGER NOT NULL) WITHOUT ROWID;"
+    /* each distinct resource and scope once (OTLP JSON); rows name them by id */
+    "CREATE TABLE IF NOT EXISTS resources(id INTEGER PRIMARY KEY, hash INTEGER NOT NULL, json TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS resources_hash ON resources(hash);"
+    "CREATE TABLE IF NOT EXISTS scopes(id INTEGER PRIMARY KEY, hash INTEGER NOT NULL, json TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS scopes_hash ON scopes(hash);"
+    /* per span row up to its kind's mark: its trace (t: the trace id's first
+     * 8 bytes as an integer, pacer_trace_key; tbl: enum store_table), in
+     * runs: b numbers the rollup batch that wrote the entry, so that a batch
+     * is appended in key order after the earlier ones (random trace ids
+     * inserted into one tree would touch every page of it per batch); a
+     * lookup seeks each run (store_query.c) */
+    "CREATE TABLE IF NOT EXISTS trace_keys(b INTEGER NOT NULL, t INTEGER NOT NULL, tbl INTEGER NOT NULL,"
+    "  rid INTEGER NOT NULL, PRIMARY KEY(b, t, tbl, rid)) WITHOUT ROWID;"
+    /* per attribute of a plain span up to the mark: store_attr_hash(key, value) */
+    "CREATE TABLE IF NOT EXISTS span_attr_keys(app TEXT NOT NULL, h INTEGER NOT NULL, ts INTEGER NOT NULL,"
+    "  rid INTEGER NOT NULL, PRIMARY KEY(app, h, ts, rid)) WITHOUT ROWID;";
 
 /* Text of one statement (the caller frees it), or NULL when out of memory. */
 static char *sql_text(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -129,6 +146,29 @@ static char *keys_fill_sql(enum store_kind k, const char *where)
     return sql;
 }
 
+/* The other indexes groups_flush keeps, of the rows of kind k that match
+ * `where`: the trace of every span row (trace_keys), and the attributes of
+ * plain spans (span_attr_keys; NULL for other kinds). */
+static char *trace_fill_sql(enum store_kind k, const char *where)
+{
+    enum store_table tb = store_kind(k)->table;
+    return sql_text("INSERT OR IGNORE INTO trace_keys SELECT ?3, pacer_trace_key(trace_id) AS t, %d, rowid FROM %s"
+                    " WHERE %s AND trace_id IS NOT NULL ORDER BY t",
+                    (int)tb, store_table(tb)->name, where);
+}
+
+static char *attrs_fill_sql(enum store_kind k, const char *where)
+{
+    if (k != KIND_SPAN)
+        return NULL;
+    return sql_text("INSERT OR IGNORE INTO span_attr_keys SELECT app, h, ts, rid FROM"
+                    " (SELECT s.app AS app, pacer_attr_hash(j.value) AS h, s.ts AS ts, s.rowid AS rid"
+                    "  FROM spans AS s, json_each(CASE WHEN json_valid(s.attributes) THEN s.attributes END) AS j"
+                    "  WHERE %s)"
+                    " WHERE h IS NOT NULL ORDER BY app, h, ts, rid",
+                    where);
+}
+
 /* A raw table, and what goes with it: a rollup kind's *_keys table (per
  * raw row up to the mark, what a scan of a cut day reads: name, failed,
  * excluded, metrics m0… in the kind's order, keyed by (app, ts, rowid of
@@ -143,18 +183,24 @@ static char *table_sql(enum store_table tb)
         o += (size_t)snprintf(cols + o, sizeof cols - o, "%s%s %s", i ? ", " : "", t->cols[i].name, t->cols[i].decl);
     if (o >= sizeof cols)
         return NULL;
-    if (t->kind == KIND_NONE)
+    if (t->kind == KIND_NONE) /* metric points: also by name (the metric query) */
         return sql_text("CREATE TABLE IF NOT EXISTS %s(%s);"
-                        "CREATE INDEX IF NOT EXISTS %s_app_ts ON %s(app, ts);",
-                        t->name, cols, t->name, t->name);
+                        "CREATE INDEX IF NOT EXISTS %s_app_ts ON %s(app, ts);%s",
+                        t->name, cols, t->name, t->name,
+                        tb == TABLE_METRIC_POINTS
+                            ? "CREATE INDEX IF NOT EXISTS metric_points_name ON metric_points(app, name, ts);"
+                            : "");
     keys_columns(ms, sizeof ms, " m%zu REAL,");
     return sql_text("CREATE TABLE IF NOT EXISTS %s(%s);"
                     "DROP INDEX IF EXISTS %s_app_ts;"
                     "DROP INDEX IF EXISTS %s_scan;"
                     "CREATE TABLE IF NOT EXISTS %s_keys(app TEXT NOT NULL, ts INTEGER NOT NULL, version TEXT,"
                     " name TEXT NOT NULL, failed INTEGER, excluded INTEGER,%s rid INTEGER NOT NULL,"
-                    " PRIMARY KEY(app, ts, rid)) WITHOUT ROWID;",
-                    t->name, cols, t->name, t->name, t->name, ms);
+                    " PRIMARY KEY(app, ts, rid)) WITHOUT ROWID;%s",
+                    t->name, cols, t->name, t->name, t->name, ms,
+                    /* span search by name */
+                    t->kind == KIND_SPAN ? "CREATE INDEX IF NOT EXISTS spans_keys_name ON spans_keys(app, name, ts);"
+                                         : "");
 }
 
 static int exec_owned(sqlite3 *db, char *sql, char **msg)
@@ -298,6 +344,36 @@ static int schema_create(sqlite3 *db, char **msg)
         r = exec_owned(db, keys_fill_sql(k, schema1), msg);
     if (r == SQLITE_OK)
         r = refill_keys_if_changed(db, msg);
+    /* a file made before trace_keys and span_attr_keys: index its rows up
+     * to the marks once (later rows are indexed by groups_flush) */
+    bool indexed = false;
+    if (r == SQLITE_OK) {
+        sqlite3_stmt *q = NULL;
+        if (sqlite3_prepare_v2(db, "SELECT 1 FROM meta WHERE key = 'indexes' AND value = '1'", -1, &q, NULL) ==
+            SQLITE_OK)
+            indexed = sqlite3_step(q) == SQLITE_ROW;
+        sqlite3_finalize(q);
+    }
+    for (enum store_kind k = 0; k < KIND_COUNT && r == SQLITE_OK && !indexed; k++) {
+        char *where = sql_text("rowid <= (SELECT last_rowid FROM rollup_marks WHERE kind = '%s')", store_kind(k)->name);
+        char *fill = where ? trace_fill_sql(k, where) : NULL;
+        sqlite3_stmt *q = NULL;
+        r = fill ? sqlite3_prepare_v2(db, fill, -1, &q, NULL) : SQLITE_NOMEM;
+        if (r == SQLITE_OK) {
+            sqlite3_bind_int64(q, 3, 0); /* the run of what was there before */
+            r = sqlite3_step(q) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+        }
+        sqlite3_finalize(q);
+        free(fill);
+        free(where);
+        if (r == SQLITE_OK && k == KIND_SPAN) {
+            where = sql_text("s.rowid <= (SELECT last_rowid FROM rollup_marks WHERE kind = '%s')", store_kind(k)->name);
+            r = where ? exec_owned(db, attrs_fill_sql(k, where), msg) : SQLITE_NOMEM;
+            free(where);
+        }
+    }
+    if (r == SQLITE_OK && !indexed)
+        r = sqlite3_exec(db, "INSERT OR REPLACE INTO meta(key, value) VALUES('indexes', '1')", NULL, NULL, msg);
     if (r == SQLITE_OK)
         r = sqlite3_exec(db, "INSERT OR REPLACE INTO meta(key, value) VALUES('schema', '2'); COMMIT", NULL, NULL, msg);
     if (r != SQLITE_OK)
@@ -351,6 +427,14 @@ struct store {
     sqlite3_stmt *st[ST_COUNT];
     sqlite3_stmt *insert[TABLE_COUNT];
     sqlite3_stmt *fill_keys[KIND_COUNT];
+    sqlite3_stmt *fill_trace[KIND_COUNT], *fill_attrs; /* trace_keys, span_attr_keys */
+    int64_t trace_run;                                /* trace_keys.b of the last rollup batch */
+    sqlite3_stmt *origin_find[2], *origin_add[2];     /* resources, scopes */
+    struct {
+        uint64_t hash;
+        int64_t id;
+    } origin_cache[2][1024];                          /* hash → id, of committed rows */
+    int origin_col[TABLE_COUNT][2];                   /* the resource_id, scope_id column of each table, or -1 */
     char *apps_sql; /* store_apps */
     pthread_t writer;
     pthread_mutex_t lock;
@@ -517,11 +601,18 @@ static int groups_flush(store *st)
     for (size_t k = 0; k < KIND_COUNT; k++) {
         if (st->last_rowid[k] == st->mark[k])
             continue;
-        sqlite3_stmt *s = st->fill_keys[k];
-        sqlite3_bind_int64(s, 1, st->mark[k]);
-        sqlite3_bind_int64(s, 2, st->last_rowid[k]);
-        if (step_done(s) < 0)
-            return -EIO;
+        sqlite3_stmt *fills[3] = {st->fill_keys[k], st->fill_trace[k], k == KIND_SPAN ? st->fill_attrs : NULL};
+        sqlite3_stmt *s;
+        for (int f = 0; f < 3; f++) {
+            if (!(s = fills[f]))
+                continue;
+            sqlite3_bind_int64(s, 1, st->mark[k]);
+            sqlite3_bind_int64(s, 2, st->last_rowid[k]);
+            if (f == 1)
+                sqlite3_bind_int64(s, 3, st->trace_run + 1);
+            if (step_done(s) < 0)
+                return -EIO;
+        }
         s = st->st[ST_SAVE_MARK];
         bind_text(s, 1, store_kind(k)->name);
         sqlite3_bind_int64(s, 2, st->last_rowid[k]);
@@ -568,6 +659,7 @@ static void groups_flushed(store *st)
     }
     st->dirty = NULL;
     memcpy(st->mark, st->last_rowid, sizeof st->mark);
+    st->trace_run++;
     st->lag_rows = 0;
     st->lag_since_ns = 0;
     if (st->n_groups > GROUP_LIMIT)
@@ -584,13 +676,59 @@ static int step_done(sqlite3_stmt *s)
     return r == SQLITE_DONE ? 0 : -EIO;
 }
 
+/* The id of a resource (which 0) or scope (1) in its table, added when
+ * new; in the writer's transaction. 0 for none, -1 on failure. */
+static int64_t origin_id(store *st, int which, const store_origin *o)
+{
+    if (!o)
+        return 0;
+    size_t slot = o->hash & 1023;
+    if (st->origin_cache[which][slot].id && st->origin_cache[which][slot].hash == o->hash)
+        return st->origin_cache[which][slot].id;
+    int64_t id = -1;
+    sqlite3_stmt *s = st->origin_find[which];
+    sqlite3_bind_int64(s, 1, (int64_t)o->hash);
+    sqlite3_bind_text(s, 2, o->json, -1, SQLITE_STATIC);
+    int r = sqlite3_step(s);
+    if (r == SQLITE_ROW)
+        id = sqlite3_column_int64(s, 0);
+    sqlite3_reset(s);
+    if (r == SQLITE_DONE) {
+        s = st->origin_add[which];
+        sqlite3_bind_int64(s, 1, (int64_t)o->hash);
+        sqlite3_bind_text(s, 2, o->json, -1, SQLITE_STATIC);
+        if (step_done(s) == 0)
+            id = sqlite3_last_insert_rowid(st->w);
+    }
+    if (id > 0) {
+        st->origin_cache[which][slot].hash = o->hash;
+        st->origin_cache[which][slot].id = id;
+    }
+    return id;
+}
+
 static int insert_record(store *st, const store_record *rec)
 {
     sqlite3_stmt *s = st->insert[rec->table];
     size_t n = store_table(rec->table)->n_cols;
+    const store_origin *origins[2] = {rec->resource, rec->scope};
+    for (int w = 0; w < 2; w++) {
+        int c = st->origin_col[rec->table][w];
+        if (c < 0)
+            continue;
+        int64_t id = origin_id(st, w, origins[w]);
+        if (id < 0)
+            return -EIO;
+        if (id > 0)
+            sqlite3_bind_int64(s, c + 1, id);
+        else
+            sqlite3_bind_null(s, c + 1);
+    }
     for (size_t i = 0; i < n; i++) {
         const store_value *v = &rec->cols[i];
         int c = (int)i + 1;
+        if ((int)i == st->origin_col[rec->table][0] || (int)i == st->origin_col[rec->table][1])
+            continue;
         switch (v->type) {
         case SV_NULL: sqlite3_bind_null(s, c); break;
         case SV_INT: sqlite3_bind_int64(s, c, v->i); break;
@@ -799,6 +937,8 @@ static void *writer_main(void *arg)
         health_write(&st->health, r < 0 ? &err : NULL, mono_ns() - t0, rows, duplicates);
         if (r < 0) {
             step_done(st->st[ST_ROLLBACK]);
+            /* ids of resources and scopes added by it are gone too */
+            memset(st->origin_cache, 0, sizeof st->origin_cache);
             /* the groups may hold rows of this transaction: rebuild them */
             groups_drop(st);
             st->need_replay = true;
@@ -931,8 +1071,6 @@ int store_config_put(store *st, const char *app, const char *xml, size_t len, in
 
 /* ---- readers ---- */
 
-static void reader_put(store *st, sqlite3 *db);
-
 /* Gives a reader back, telling the health what its read found. */
 static void read_done(store *st, sqlite3 *db, bool failed, const char *what)
 {
@@ -940,10 +1078,10 @@ static void read_done(store *st, sqlite3 *db, bool failed, const char *what)
     if (failed)
         store_error_capture(db, &err);
     health_read(&st->health, failed ? &err : NULL, what);
-    reader_put(st, db);
+    store_reader_put(st, db);
 }
 
-static sqlite3 *reader_get(store *st)
+sqlite3 *store_reader_get(store *st)
 {
     pthread_mutex_lock(&st->rlock);
     while (!st->n_free)
@@ -953,7 +1091,7 @@ static sqlite3 *reader_get(store *st)
     return db;
 }
 
-static void reader_put(store *st, sqlite3 *db)
+void store_reader_put(store *st, sqlite3 *db)
 {
     pthread_mutex_lock(&st->rlock);
     st->free_readers[st->n_free++] = db;
@@ -964,7 +1102,7 @@ static void reader_put(store *st, sqlite3 *db)
 int store_config_get(store *st, const char *app, char **ret_xml, size_t *ret_len, char **ret_etag,
                      int64_t *ret_version)
 {
-    sqlite3 *db = reader_get(st);
+    sqlite3 *db = store_reader_get(st);
     sqlite3_stmt *s = NULL;
     int r = -EIO;
     if (sqlite3_prepare_v2(db, "SELECT version, etag, xml FROM configs WHERE app = ?1 ORDER BY version DESC LIMIT 1",
@@ -1112,7 +1250,7 @@ int store_scan(store *st, enum store_kind kind, const char *app, const char *ver
     /* whole days [d_lo, d_hi) from the rollups, the cut ends from raw rows */
     int64_t d_lo = from_ns / STORE_DAY_NS + (from_ns % STORE_DAY_NS != 0);
     int64_t d_hi = to_ns == INT64_MAX ? INT64_MAX : to_ns / STORE_DAY_NS;
-    sqlite3 *db = reader_get(st);
+    sqlite3 *db = store_reader_get(st);
     int r = 0;
     /* one read transaction: rollups and raw rows from the same snapshot */
     sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
@@ -1136,13 +1274,13 @@ int store_scan(store *st, enum store_kind kind, const char *app, const char *ver
         store_error_capture(db, &err); /* before the COMMIT replaces it */
     sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     health_read(&st->health, r < 0 ? &err : NULL, "a query");
-    reader_put(st, db);
+    store_reader_put(st, db);
     return r;
 }
 
 int store_apps(store *st, void (*cb)(void *ctx, const char *app, const char *version), void *ctx)
 {
-    sqlite3 *db = reader_get(st);
+    sqlite3 *db = store_reader_get(st);
     sqlite3_stmt *s;
     int r = -EIO;
     if (sqlite3_prepare_v2(db, st->apps_sql, -1, &s, NULL) == SQLITE_OK) {
@@ -1210,8 +1348,15 @@ static void close_all(store *st)
         sqlite3_finalize(st->st[i]);
     for (size_t i = 0; i < TABLE_COUNT; i++)
         sqlite3_finalize(st->insert[i]);
-    for (size_t k = 0; k < KIND_COUNT; k++)
+    for (size_t k = 0; k < KIND_COUNT; k++) {
         sqlite3_finalize(st->fill_keys[k]);
+        sqlite3_finalize(st->fill_trace[k]);
+    }
+    sqlite3_finalize(st->fill_attrs);
+    for (int w = 0; w < 2; w++) {
+        sqlite3_finalize(st->origin_find[w]);
+        sqlite3_finalize(st->origin_add[w]);
+    }
     sqlite3_close(st->w);
     for (size_t i = 0; i < st->n_readers; i++)
         sqlite3_close(st->readers[i]);
@@ -1259,6 +1404,10 @@ store *store_open(const char *path, const store_options *opt, char *err, size_t 
              " PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=16384;",
              opt->sync_full ? "FULL" : "NORMAL");
     char *msg = NULL;
+    if (store_register_functions(st->w) != SQLITE_OK) {
+        snprintf(err, err_size, "%s: %s", path, sqlite3_errmsg(st->w));
+        goto fail;
+    }
     if (sqlite3_exec(st->w, pragmas, NULL, NULL, &msg) != SQLITE_OK || schema_create(st->w, &msg) != SQLITE_OK) {
         snprintf(err, err_size, "%s: cannot create the schema: %s", path, msg ? msg : sqlite3_errmsg(st->w));
         sqlite3_free(msg);
@@ -1282,14 +1431,42 @@ store *store_open(const char *path, const store_options *opt, char *err, size_t 
         }
     }
     for (enum store_kind k = 0; k < KIND_COUNT; k++)
-        if (prepare_owned(st->w, keys_fill_sql(k, "rowid > ?1 AND rowid <= ?2"), &st->fill_keys[k]) != SQLITE_OK) {
+        if (prepare_owned(st->w, keys_fill_sql(k, "rowid > ?1 AND rowid <= ?2"), &st->fill_keys[k]) != SQLITE_OK ||
+            prepare_owned(st->w, trace_fill_sql(k, "rowid > ?1 AND rowid <= ?2"), &st->fill_trace[k]) != SQLITE_OK) {
             snprintf(err, err_size, "%s: %s", path, sqlite3_errmsg(st->w));
             goto fail;
         }
+    static const char *const origin_tables[2] = {"resources", "scopes"};
+    for (int w = 0; w < 2; w++)
+        if (prepare_owned(st->w, sql_text("SELECT id FROM %s WHERE hash = ?1 AND json = ?2", origin_tables[w]),
+                          &st->origin_find[w]) != SQLITE_OK ||
+            prepare_owned(st->w, sql_text("INSERT INTO %s(hash, json) VALUES(?1, ?2)", origin_tables[w]),
+                          &st->origin_add[w]) != SQLITE_OK) {
+            snprintf(err, err_size, "%s: %s", path, sqlite3_errmsg(st->w));
+            goto fail;
+        }
+    if (prepare_owned(st->w, attrs_fill_sql(KIND_SPAN, "s.rowid > ?1 AND s.rowid <= ?2"), &st->fill_attrs) !=
+        SQLITE_OK) {
+        snprintf(err, err_size, "%s: %s", path, sqlite3_errmsg(st->w));
+        goto fail;
+    }
+    for (enum store_table t = 0; t < TABLE_COUNT; t++) {
+        st->origin_col[t][0] = st->origin_col[t][1] = -1;
+        for (size_t c = 0; c < store_table(t)->n_cols; c++) {
+            enum store_source src = store_table(t)->cols[c].source;
+            if (src == SRC_RESOURCE_ID || src == SRC_SCOPE_ID)
+                st->origin_col[t][src == SRC_SCOPE_ID] = (int)c;
+        }
+    }
     if (!(st->apps_sql = apps_sql())) {
         snprintf(err, err_size, "%s: out of memory", path);
         goto fail;
     }
+    sqlite3_stmt *runq = NULL;
+    if (sqlite3_prepare_v2(st->w, "SELECT COALESCE(MAX(b), 0) FROM trace_keys", -1, &runq, NULL) == SQLITE_OK &&
+        sqlite3_step(runq) == SQLITE_ROW)
+        st->trace_run = sqlite3_column_int64(runq, 0);
+    sqlite3_finalize(runq);
     if (groups_replay(st) < 0) {
         snprintf(err, err_size, "%s: cannot rebuild the rollups: %s", path, sqlite3_errmsg(st->w));
         goto fail;

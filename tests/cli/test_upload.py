@@ -1,8 +1,10 @@
 """Upload from the SDK side: spool → OTLP/HTTP JSON → server, against a
 scriptable HTTP peer on loopback (it answers what each test needs: 503 with
 Retry-After, 400, being down, a config with an ETag). The mapping checked is
-docs/otlp-mapping.md. pacerd itself is exercised end to end by the server
-tests."""
+docs/otlp-mapping.md. These tests read the bodies as JSON, so they ask the
+uploader for uncompressed JSON (PACER_OTLP_PROTOCOL, PACER_OTLP_COMPRESSION);
+the default, gzip protobuf, is test_otlp_proto.py's. pacerd itself is
+exercised end to end by the server tests."""
 import http.server
 import json
 import os
@@ -13,6 +15,8 @@ import threading
 import time
 import unittest
 
+os.environ["PACER_OTLP_PROTOCOL"] = "json"
+os.environ["PACER_OTLP_COMPRESSION"] = "none"
 PACER = os.environ["PACER"]
 ROOT = os.environ["PACER_SOURCE_ROOT"]
 PROBE = os.environ["UPLOAD_PROBE"]

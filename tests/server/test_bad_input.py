@@ -120,9 +120,11 @@ class BadInput(unittest.TestCase):
         self.assertTrue(reply.startswith("HTTP/1.1 413"), reply[:200])
 
     def test_content_type_and_encoding(self):
-        self.expect_error(415, b"\x0a\x00", "application/json", content_type="application/x-protobuf")
+        self.expect_error(415, b"<spans/>", "application/x-protobuf", content_type="application/xml")
         self.expect_error(415, b"{}", "application/json", content_type=None)
-        self.expect_error(415, b"\x1f\x8b", "Content-Encoding", headers={"Content-Encoding": "gzip"})
+        self.expect_error(415, b"\x1f\x8b", "Content-Encoding", headers={"Content-Encoding": "br"})
+        self.expect_error(400, b"{}", "not gzip data", headers={"Content-Encoding": "gzip"})
+        self.expect_error(400, b"\x1f\x8b\x08\x00\x00\x00", "truncated", headers={"Content-Encoding": "gzip"})
 
     def test_methods_paths_and_queries(self):
         self.assertEqual(self.d.request("GET", "/v1/traces", token=KEYS["shop"])[0], 405)

@@ -181,7 +181,8 @@ static void test_order_and_escapes(void **state)
     assert_int_equal(decode(body, &b, err), 0);
     assert_int_equal(b.n_spans, 1);
     assert_string_equal(b.spans[0].name, "caf\xc3\xa9 \xf0\x9f\x98\x80 \"q\"");
-    assert_string_equal(b.spans[0].scope, "sc");
+    assert_string_equal(b.spans[0].scope_name, "sc");
+    assert_string_equal(b.scopes[b.spans[0].scope].name, "sc");
     assert_string_equal(b.resources[b.spans[0].resource].service_name, "shop");
     assert_int_equal(b.spans[0].attrs.n, 2);
     assert_null(otlp_attr(&b.spans[0].attrs, "n")); /* a key without a value */

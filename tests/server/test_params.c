@@ -69,6 +69,12 @@ static void test_refusals(void **state)
     parse_bad("app=%", "app: '%' must be followed by two hex digits");
     parse_bad("a%zz=1", "a%zz: the parameter's name");
     parse_bad("app=1&app=2", "app: given more than once");
+    params rp;
+    char rerr[128];
+    assert_int_equal(params_parse("attr=a%3D1&attr=b%3D2", 21, &rp, rerr, sizeof rerr), 0);
+    assert_int_equal(rp.n, 2);
+    assert_string_equal(rp.p[1].value, "b=2");
+    params_free(&rp);
     parse_bad("app=1&&b=2", "query: a parameter without a name");
     parse_bad("=1", "query: a parameter without a name");
     parse_bad("app=1&", "query: a parameter without a name");
