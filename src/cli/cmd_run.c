@@ -3,37 +3,15 @@
  * Stamps the launch time, preloads libpacer-agent.so, hands the agent its
  * settings through the environment and execs the program, which replaces
  * this process: the exit status is the program's own. Nothing of pacer
- * stays running beside it.
- *
- * Environment given to the program (the agent's whole interface):
- *   PACER_LAUNCH_NS    CLOCK_MONOTONIC ns taken just before execve (cold start begin)
- *   PACER_OUT          records file (JSON Lines, appended)
- *   PACER_RAW_EVENTS   events file, for `pacer replay` (only with --raw-events)
- *   PACER_CONFIG       page config (only with --config), validated here first
- *   PACER_APP, PACER_APP_VERSION   "app" / "version" of every record
- *   LD_PRELOAD         the agent, prepended to any value already set
- * Paths are made absolute, since the program may change directory.
- *
- * The agent is found, in order: $PACER_AGENT_LIB; next to this executable
- * in a build tree (../agent/libpacer-agent.so, relative to src/cli/pacer);
- * the install location ($libdir/pacer, compiled in as PACER_AGENT_DIR).
+ * stays running beside it. How the agent is found and what the environment
+ * holds: launch.h, which `pacer bench` shares.
  */
 #include "commands.h"
+#include "launch.h"
 
-#include <pacer/pacer.h>
-
-#include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-#ifndef PACER_AGENT_DIR
-#define PACER_AGENT_DIR "/usr/local/lib/pacer"
-#endif
-
-#define AGENT_NAME "libpacer-agent.so"
 
 static const char usage[] =
     "usage: pacer run [--config FILE] [--out FILE.jsonl] [--app NAME] [--app-version V]\n"
@@ -59,62 +37,6 @@ static const char usage[] =
     "                      (default: ~/.local/state/pacer/spool.db)\n"
     "\n"
     "Environment: PACER_AGENT_LIB overrides where libpacer-agent.so is found.\n";
-
-/* Makes `path` absolute against the current directory. The file need not
- * exist. Returns a malloc'd string or NULL. */
-static char *absolute(const char *path)
-{
-    if (path[0] == '/')
-        return strdup(path);
-    char cwd[PATH_MAX];
-    if (!getcwd(cwd, sizeof(cwd)))
-        return NULL;
-    size_t n = strlen(cwd) + 1 + strlen(path) + 1;
-    char *s = malloc(n);
-    if (s)
-        snprintf(s, n, "%s/%s", cwd, path);
-    return s;
-}
-
-static bool readable(const char *path)
-{
-    return access(path, R_OK) == 0;
-}
-
-/* Returns a malloc'd absolute path of the agent, or NULL. */
-static char *find_agent(void)
-{
-    const char *env = getenv("PACER_AGENT_LIB");
-    if (env && *env)
-        return readable(env) ? absolute(env) : NULL;
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            char cand[PATH_MAX + 64];
-            snprintf(cand, sizeof(cand), "%s/../agent/" AGENT_NAME, exe);
-            if (readable(cand))
-                return realpath(cand, NULL);
-        }
-    }
-    const char *installed = PACER_AGENT_DIR "/" AGENT_NAME;
-    return readable(installed) ? strdup(installed) : NULL;
-}
-
-static int set_path_env(const char *name, const char *path)
-{
-    char *abs = absolute(path);
-    if (!abs || setenv(name, abs, 1) != 0) {
-        fprintf(stderr, "pacer run: cannot set %s: %s\n", name, strerror(errno));
-        free(abs);
-        return -1;
-    }
-    free(abs);
-    return 0;
-}
 
 static int run(int argc, char **argv)
 {
@@ -161,72 +83,16 @@ static int run(int argc, char **argv)
     }
     char **prog = argv + i;
 
-    if (config) {
-        char *err = NULL;
-        pacer_config *cfg = pacer_config_load(config, &err);
-        if (!cfg) {
-            fprintf(stderr, "pacer run: %s\n", err ? err : config);
-            free(err);
-            return 2;
-        }
-        pacer_config_unref(cfg);
-    }
-    char *agent = find_agent();
-    if (!agent) {
-        fprintf(stderr,
-                "pacer run: cannot find %s (looked next to this executable and in %s);\n"
-                "set PACER_AGENT_LIB to its path\n",
-                AGENT_NAME, PACER_AGENT_DIR);
+    launch_options lo = {.config = config, .out = out, .raw = raw, .app = app, .version = version,
+                         .server = server, .key = key, .spool = spool};
+    char *agent = NULL;
+    if (launch_check("pacer run", &lo, &agent) < 0)
         return 2;
-    }
-
-    const char *base = strrchr(prog[0], '/');
-    base = base ? base + 1 : prog[0];
-    if (set_path_env("PACER_OUT", out) < 0 || (config && set_path_env("PACER_CONFIG", config) < 0) ||
-        (raw && set_path_env("PACER_RAW_EVENTS", raw) < 0))
-        return 2;
-    if (!config)
-        unsetenv("PACER_CONFIG");
-    if (!raw)
-        unsetenv("PACER_RAW_EVENTS");
-    if (server && strncmp(server, "http://", 7) != 0 && strncmp(server, "https://", 8) != 0) {
-        fprintf(stderr, "pacer run: --server wants an http:// or https:// URL, not '%s'\n", server);
-        return 2;
-    }
-    if (server)
-        setenv("PACER_SERVER_URL", server, 1);
-    else
-        unsetenv("PACER_SERVER_URL");
-    if (server && key)
-        setenv("PACER_SERVER_KEY", key, 1);
-    else
-        unsetenv("PACER_SERVER_KEY");
-    if (spool && set_path_env("PACER_SPOOL", spool) < 0)
-        return 2;
-    if (!spool)
-        unsetenv("PACER_SPOOL");
-    setenv("PACER_APP", app ? app : base, 1);
-    if (version)
-        setenv("PACER_APP_VERSION", version, 1);
-    unsetenv("PACER_AGENT_PID"); /* a fresh run: the program may claim it */
-
-    const char *old = getenv("LD_PRELOAD");
-    size_t n = strlen(agent) + (old ? strlen(old) + 1 : 0) + 1;
-    char *preload = malloc(n);
-    if (!preload)
-        return 2;
-    snprintf(preload, n, "%s%s%s", agent, old && *old ? " " : "", old && *old ? old : "");
-    setenv("LD_PRELOAD", preload, 1);
-    free(preload);
+    int r = launch_set_env("pacer run", &lo, agent, prog[0]);
     free(agent);
-
-    char launch[32];
-    snprintf(launch, sizeof(launch), "%lld", (long long)pacer_now_ns());
-    setenv("PACER_LAUNCH_NS", launch, 1);
-    execvp(prog[0], prog);
-    int e = errno;
-    fprintf(stderr, "pacer run: cannot run '%s': %s\n", prog[0], strerror(e));
-    return e == ENOENT ? 127 : 126;
+    if (r < 0)
+        return 2;
+    return launch_exec("pacer run", prog);
 }
 
 const cli_command cmd_run = {"run", "Run a program with the pacer agent preloaded", usage, run};
