@@ -81,8 +81,10 @@ static double *sorted_copy(const double *v, size_t n)
     double *c = malloc((n ? n : 1) * sizeof(*c));
     if (!c)
         return NULL;
-    memcpy(c, v, n * sizeof(*c));
-    qsort(c, n, sizeof(*c), cmp_double);
+    if (n) {
+        memcpy(c, v, n * sizeof(*c));
+        qsort(c, n, sizeof(*c), cmp_double);
+    }
     return c;
 }
 
@@ -302,6 +304,119 @@ int bench_mann_whitney(const double *x, size_t nx, const double *y, size_t ny, b
     return 0;
 }
 
+/* P(W+ ≥ w) and P(W+ ≤ w) for n ranks 1..n without ties: each subset of
+ * ranks is equally likely, 2^−n; the number of subsets with sum k follows
+ * c(i, k) = c(i−1, k) + c(i−1, k−i), kept as probabilities (halved per
+ * rank) so nothing overflows and every term stays positive. */
+static int wsr_exact_tails(size_t n, double w, double *ret_ge, double *ret_le)
+{
+    size_t top = n * (n + 1) / 2;
+    double *p = calloc(top + 1, sizeof(double));
+    if (!p)
+        return -ENOMEM;
+    p[0] = 1;
+    for (size_t i = 1; i <= n; i++) {
+        size_t hi = i * (i + 1) / 2;
+        for (size_t k = hi + 1; k-- > 0;)
+            p[k] = 0.5 * (p[k] + (k >= i ? p[k - i] : 0));
+    }
+    size_t wk = (size_t)w;
+    double ge = 0, le = 0;
+    for (size_t k = 0; k <= top; k++) {
+        if (k >= wk)
+            ge += p[k];
+        if (k <= wk)
+            le += p[k];
+    }
+    free(p);
+    *ret_ge = ge > 1 ? 1 : ge;
+    *ret_le = le > 1 ? 1 : le;
+    return 0;
+}
+
+typedef struct signed_abs {
+    double a;
+    int positive;
+} signed_abs;
+
+static int cmp_signed_abs(const void *x, const void *y)
+{
+    return cmp_double(&((const signed_abs *)x)->a, &((const signed_abs *)y)->a);
+}
+
+int bench_wilcoxon(const double *d, size_t n, bench_wsr *ret)
+{
+    signed_abs *v = malloc((n ? n : 1) * sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (d[i] != 0)
+            v[m++] = (signed_abs){fabs(d[i]), d[i] > 0};
+    qsort(v, m, sizeof(*v), cmp_signed_abs);
+    double w = 0, tie_sum = 0;
+    bool ties = false;
+    for (size_t i = 0; i < m;) {
+        size_t j = i + 1;
+        while (j < m && v[j].a == v[i].a)
+            j++;
+        double t = (double)(j - i), rank = ((double)(i + 1) + (double)j) / 2;
+        if (j - i > 1) {
+            ties = true;
+            tie_sum += t * t * t - t;
+        }
+        for (size_t k = i; k < j; k++)
+            if (v[k].positive)
+                w += rank;
+        i = j;
+    }
+    free(v);
+    *ret = (bench_wsr){.w_plus = w, .n = m, .ties = ties, .p_greater = 1, .p_less = 1};
+    if (m == 0)
+        return 0;
+    if (!ties && m <= BENCH_WSR_EXACT_MAX) {
+        ret->exact = true;
+        return wsr_exact_tails(m, w, &ret->p_greater, &ret->p_less);
+    }
+    double nn = (double)m;
+    double mean = nn * (nn + 1) / 4;
+    double var = nn * (nn + 1) * (2 * nn + 1) / 24 - tie_sum / 48;
+    if (!(var > 0))
+        return 0;
+    double sd = sqrt(var);
+    ret->p_greater = 1 - bench_norm_cdf((w - mean - 0.5) / sd);
+    ret->p_less = bench_norm_cdf((w - mean + 0.5) / sd);
+    return 0;
+}
+
+int bench_paired_shift_ci(const double *d, size_t n, unsigned resamples, bench_rng *rng, bench_shift *ret)
+{
+    if (resamples < 1)
+        resamples = 1;
+    double med;
+    double *scratch = malloc((n ? n : 1) * sizeof(*scratch));
+    double *meds = malloc(resamples * sizeof(*meds));
+    if (!scratch || !meds || bench_median(d, n, &med) < 0) {
+        free(scratch);
+        free(meds);
+        return -ENOMEM;
+    }
+    for (unsigned b = 0; b < resamples; b++)
+        meds[b] = resample_median(d, n, rng, scratch);
+    qsort(meds, resamples, sizeof(*meds), cmp_double);
+    *ret = (bench_shift){.shift = med,
+                         .ci_lo = bench_quantile_sorted(meds, resamples, 0.025),
+                         .ci_hi = bench_quantile_sorted(meds, resamples, 0.975)};
+    free(scratch);
+    free(meds);
+    return 0;
+}
+
+double bench_mwu_min_p(size_t nx, size_t ny)
+{
+    return exp(lgamma((double)nx + 1) + lgamma((double)ny + 1) - lgamma((double)(nx + ny) + 1));
+}
+
 typedef struct indexed_p {
     double p;
     size_t i;
@@ -408,11 +523,43 @@ double bench_min_detectable(double sigma, size_t nb, size_t nc, double alpha, do
     return detect_factor(alpha, power) * sigma * sqrt(1 / (double)nb + 1 / (double)nc);
 }
 
+double bench_min_detectable_paired(double sigma, size_t n, double alpha, double power)
+{
+    if (n == 0 || ldexp(1, -(int)(n > 1000 ? 1000 : n)) > alpha)
+        return INFINITY;
+    return detect_factor(alpha, power) * sigma / sqrt((double)n);
+}
+
+size_t bench_pairs_needed(double sigma, double shift, double alpha, double power)
+{
+    double n = 0;
+    if (sigma > 0) {
+        double r = detect_factor(alpha, power) * sigma / shift;
+        n = ceil(r * r);
+        if (n >= (double)(SIZE_MAX / 2))
+            return SIZE_MAX / 2;
+    }
+    size_t k = (size_t)n;
+    if (k < 1)
+        k = 1;
+    while (ldexp(1, -(int)k) > alpha && k < 1000)
+        k++;
+    return k;
+}
+
 size_t bench_runs_needed(double sigma, double shift, double alpha, double power)
 {
-    if (!(sigma > 0))
-        return 0;
-    double r = detect_factor(alpha, power) * sigma / shift;
-    double n = ceil(2 * r * r);
-    return n >= (double)(SIZE_MAX / 2) ? SIZE_MAX / 2 : (size_t)n;
+    double n = 0;
+    if (sigma > 0) {
+        double r = detect_factor(alpha, power) * sigma / shift;
+        n = ceil(2 * r * r);
+        if (n >= (double)(SIZE_MAX / 2))
+            return SIZE_MAX / 2;
+    }
+    size_t k = (size_t)n;
+    if (k < 1)
+        k = 1;
+    while (bench_mwu_min_p(k, k) > alpha && k < 1000)
+        k++;
+    return k;
 }

@@ -21,6 +21,15 @@
  *                 the tie correction of the variance and a continuity
  *                 correction of 0.5 (as scipy.stats.mannwhitneyu,
  *                 method="asymptotic", use_continuity=True)
+ *   Wilcoxon      signed-rank test of paired differences y_i − x_i (the
+ *                 runs of two builds that alternated): zeros are dropped,
+ *                 ties take mid-ranks; W+ = the sum of the ranks of |d| of
+ *                 the positive differences. Its exact null distribution is
+ *                 that of the sign-flip permutations of the ranks: used
+ *                 without ties for up to BENCH_WSR_EXACT_MAX pairs, else the
+ *                 normal approximation with the tie correction and a
+ *                 continuity correction of 0.5 (as
+ *                 scipy.stats.wilcoxon, method="approx", correction=True)
  *   Holm          Holm–Bonferroni adjusted p-values: the family-wise error
  *                 rate over all the metrics compared stays at most α
  *
@@ -93,6 +102,29 @@ typedef struct bench_mwu {
  * samples); nx, ny > 0. 0 or -ENOMEM. */
 int bench_mann_whitney(const double *x, size_t nx, const double *y, size_t ny, bench_mwu *ret);
 
+/* Largest number of non-zero differences for the exact signed-rank test. */
+#define BENCH_WSR_EXACT_MAX 200
+
+typedef struct bench_wsr {
+    double w_plus;    /* the sum of the ranks of the positive differences */
+    size_t n;         /* non-zero differences */
+    double p_greater; /* one-sided: the differences tend to be positive */
+    double p_less;
+    bool exact, ties;
+} bench_wsr;
+
+/* The Wilcoxon signed-rank test of n differences. 0 or -ENOMEM. */
+int bench_wilcoxon(const double *d, size_t n, bench_wsr *ret);
+
+/* The median of n differences (n > 0) and its bootstrap 95 % interval
+ * (the differences resampled). 0 or -ENOMEM. */
+int bench_paired_shift_ci(const double *d, size_t n, unsigned resamples, bench_rng *rng, bench_shift *ret);
+
+/* The smallest one-sided p the exact test can give for samples of nx and
+ * ny values (all of y above all of x): 1 / C(nx+ny, nx). When it is above
+ * the level, no shift however large is significant. */
+double bench_mwu_min_p(size_t nx, size_t ny);
+
 /* Holm–Bonferroni: adj[i] is p[i] adjusted over the n p-values (at most 1;
  * reject hypothesis i at family-wise level α when adj[i] ≤ α). NAN entries
  * are not part of the family and stay NAN. 0 or -ENOMEM. */
@@ -118,8 +150,18 @@ int bench_sigma(const double *v, size_t n, double *ret);
  * there, 3/π). */
 double bench_min_detectable(double sigma, size_t nb, size_t nc, double alpha, double power);
 
+/* The same for the signed-rank test of n pairs whose differences spread
+ * with sigma: (z_{1−α} + z_power) · sigma / sqrt(n) / sqrt(3/π); INFINITY
+ * when even n positive differences (p = 2^−n) do not reach alpha. */
+double bench_min_detectable_paired(double sigma, size_t n, double alpha, double power);
+
+/* Pairs the signed-rank test needs to detect `shift` (and for 2^−n to
+ * reach alpha). */
+size_t bench_pairs_needed(double sigma, double shift, double alpha, double power);
+
 /* How many runs on each side the same test needs to detect `shift`
- * (shift > 0); 0 when sigma is 0. Saturates at SIZE_MAX / 2. */
+ * (shift > 0): the normal figure, and at least enough for
+ * bench_mwu_min_p to reach alpha. Saturates at SIZE_MAX / 2. */
 size_t bench_runs_needed(double sigma, double shift, double alpha, double power);
 
 #endif

@@ -11,6 +11,7 @@ static const cli_command *const commands[] = {
     &cmd_report,
     &cmd_config,
     &cmd_run,
+    &cmd_bench,
     &cmd_schema,
     &cmd_trace,
 };

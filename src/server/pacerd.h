@@ -20,6 +20,7 @@ void pacerd_route(void *ctx, const http_request *rq, http_response *rs);
 /* Endpoint handlers. app is the app whose key authenticated the request. */
 void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_response *rs);
 void query_handle(pacerd *d, const http_request *rq, http_response *rs);
+void samples_handle(pacerd *d, const http_request *rq, http_response *rs);
 void config_get(pacerd *d, const char *app, const http_request *rq, http_response *rs);
 void config_put(pacerd *d, const char *app, const http_request *rq, http_response *rs);
 

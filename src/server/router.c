@@ -4,6 +4,7 @@
  *   POST /v1/traces|logs|metrics    app key       ingest (ingest.c)
  *   GET  /v1/config/{app}           app key of {app}, or admin
  *   PUT  /v1/config/{app}           admin         (config_service.c)
+ *   GET  /api/v1/samples            admin         raw records of a version (query_samples.c)
  *   GET  /api/v1/...                admin         queries (query.c)
  *
  * 401 when no usable credential was sent, 403 when it does not grant the
@@ -104,7 +105,10 @@ void pacerd_route(void *ctx, const http_request *rq, http_response *rs)
             http_error(rs, 405, "use GET %s", path);
             return;
         }
-        query_handle(d, rq, rs);
+        if (strcmp(path, "/api/v1/samples") == 0)
+            samples_handle(d, rq, rs);
+        else
+            query_handle(d, rq, rs);
         return;
     }
 

@@ -82,6 +82,17 @@ static const double big_y[] = {
     44.3113, 53.2508, 57.3374, 45.1114,
 };
 
+/* scipy.stats.wilcoxon(d, alternative=..., method="exact") on d1, and
+ * method="approx", zero_method="wilcox", correction=True on d2 (zeros and ties) */
+static const double d1[] = {
+    -8.039, -18.487, 3.033, 16.409, 30.721, 10.194, -3.053, -7.696, 22.975, 40.696, 13.455, -16.667, -11.165, 40.0,
+    12.058,
+};
+static const double d2[] = {
+    4.0, 4.0, -2.0, 0.0, 2.0, 1.0, 2.0, 3.0, 2.0, -3.0, 5.0, 2.0, 5.0, -1.0, 0.0,
+    4.0, -2.0, -3.0, 0.0, 3.0, -2.0, 4.0, 0.0, -1.0, 1.0, 5.0, 4.0, 4.0, -1.0, -3.0,
+};
+
 static void test_median_mad_quantile(void **state)
 {
     (void)state;
@@ -211,6 +222,80 @@ static void test_mwu_false_positive_rate(void **state)
         fail_msg("rejected %d of %d at α = 0.05", rejected, trials);
 }
 
+static void test_wilcoxon(void **state)
+{
+    (void)state;
+    bench_wsr r;
+    assert_int_equal(bench_wilcoxon(d1, N(d1), &r), 0);
+    assert_true(r.exact);
+    assert_int_equal(r.n, 15);
+    assert_abs(r.w_plus, 84, 0, "W+ of d1");
+    assert_rel(r.p_greater, 0.09381103515625, 1e-12, "exact p_greater of d1");
+    assert_rel(r.p_less, 0.91558837890625, 1e-12, "exact p_less of d1");
+
+    assert_int_equal(bench_wilcoxon(d2, N(d2), &r), 0);
+    assert_false(r.exact);
+    assert_true(r.ties);
+    assert_int_equal(r.n, 26); /* 4 zeros dropped */
+    assert_abs(r.w_plus, 270, 0, "W+ of d2");
+    assert_rel(r.p_greater, 0.008186103778236517, 1e-9, "p_greater of d2");
+    assert_rel(r.p_less, 0.99236787753188294, 1e-9, "p_less of d2");
+
+    /* all positive: p = 2^-n; n = 3 by hand: only {1,2,3} sums to 6 of 8 subsets */
+    const double up[] = {1, 2, 3};
+    assert_int_equal(bench_wilcoxon(up, 3, &r), 0);
+    assert_abs(r.w_plus, 6, 0, "W+");
+    assert_rel(r.p_greater, 0.125, 1e-12, "1/8");
+    assert_rel(r.p_less, 1, 1e-12, "p_less");
+    double up15[15];
+    for (int i = 0; i < 15; i++)
+        up15[i] = 10 + i;
+    assert_int_equal(bench_wilcoxon(up15, 15, &r), 0);
+    assert_rel(r.p_greater, 1.0 / 32768, 1e-12, "2^-15");
+
+    const double zeros[] = {0, 0, 0};
+    assert_int_equal(bench_wilcoxon(zeros, 3, &r), 0);
+    assert_int_equal(r.n, 0);
+    assert_abs(r.p_greater, 1, 0, "no differences, no evidence");
+
+    /* the paired shift is the median difference: 3 of 1 2 3 4 5 ... and its interval holds it */
+    bench_rng rng;
+    bench_rng_seed(&rng, 5);
+    bench_shift sh;
+    assert_int_equal(bench_paired_shift_ci(d1, N(d1), 1000, &rng, &sh), 0);
+    assert_abs(sh.shift, 10.194, 1e-12, "median of d1");
+    assert_true(sh.ci_lo <= sh.shift && sh.shift <= sh.ci_hi);
+
+    /* planning: (z_0.95 + z_0.8) / sqrt(3/π) · 10 / sqrt(15) = 6.5699… (9.2911 · sqrt(15/2) / sqrt(15)) */
+    assert_rel(bench_min_detectable_paired(10, 15, 0.05, 0.8), 9.291113168688966 / sqrt(2), 1e-9,
+               "paired detectable");
+    assert_true(isinf(bench_min_detectable_paired(10, 4, 0.05, 0.8))); /* 2^-4 > 0.05 */
+    /* ((z_0.95 + z_0.8) / sqrt(3/π) · 10 / 5)^2 = 25.9 → 26 */
+    assert_int_equal(bench_pairs_needed(10, 5, 0.05, 0.8), 26);
+    assert_int_equal(bench_pairs_needed(0, 5, 0.01, 0.8), 7); /* 2^-7 < 0.01 < 2^-6 */
+}
+
+/* Under H0 (differences symmetric about 0) the exact signed-rank test
+ * rejects at most α of the time. */
+static void test_wilcoxon_false_positive_rate(void **state)
+{
+    (void)state;
+    bench_rng rng;
+    bench_rng_seed(&rng, 43);
+    int rejected = 0, trials = 2000;
+    for (int t = 0; t < trials; t++) {
+        double d[15];
+        for (int i = 0; i < 15; i++)
+            d[i] = (double)(bench_rng_next(&rng) >> 11) - (double)(bench_rng_next(&rng) >> 11);
+        bench_wsr r;
+        assert_int_equal(bench_wilcoxon(d, 15, &r), 0);
+        assert_true(r.exact);
+        rejected += r.p_greater <= 0.05;
+    }
+    if (rejected > 130 || rejected < 60)
+        fail_msg("rejected %d of %d at α = 0.05", rejected, trials);
+}
+
 static void test_holm(void **state)
 {
     (void)state;
@@ -248,7 +333,13 @@ static void test_planning(void **state)
     assert_rel(bench_min_detectable(10, 15, 15, 0.05, 0.8), 9.291113168688966, 1e-9, "min detectable");
     /* 2 · ((z_0.95 + z_0.8) / sqrt(3/π) · 10 / 5)^2 = 51.8 → 52 */
     assert_int_equal(bench_runs_needed(10, 5, 0.05, 0.8), 52);
-    assert_int_equal(bench_runs_needed(0, 5, 0.05, 0.8), 0);
+    /* no spread: as many runs as the exact test needs to reach α at all:
+     * 1/C(6,3) = 0.05, 1/C(8,4) = 1/70; for 0.01, 1/C(10,5) = 1/252 */
+    assert_int_equal(bench_runs_needed(0, 5, 0.05, 0.8), 3);
+    assert_int_equal(bench_runs_needed(0, 5, 0.01, 0.8), 5);
+    assert_rel(bench_mwu_min_p(3, 3), 0.05, 1e-12, "min p 3 vs 3");
+    assert_rel(bench_mwu_min_p(15, 15), 1.0 / 155117520.0, 1e-9, "min p 15 vs 15");
+    assert_rel(bench_mwu_min_p(4, 1), 0.2, 1e-12, "min p 4 vs 1");
 
     double sigma;
     const double v[] = {1, 2, 3, 4, 100}; /* MAD 1 */
@@ -331,6 +422,8 @@ int main(void)
         cmocka_unit_test(test_mwu_exact_by_hand),
         cmocka_unit_test(test_mwu_scipy),
         cmocka_unit_test(test_mwu_false_positive_rate),
+        cmocka_unit_test(test_wilcoxon),
+        cmocka_unit_test(test_wilcoxon_false_positive_rate),
         cmocka_unit_test(test_holm),
         cmocka_unit_test(test_normal),
         cmocka_unit_test(test_planning),
