@@ -85,6 +85,11 @@ static void for_each_warning(const bench_report *r, warn_fn warn, void *ctx)
                      "%s: too few runs for any shift to be significant at α %.3g over all metrics; about %zu runs on "
                      "each side would see one of %.1f ms (its gate)",
                      row->name, r->gate->alpha, row->runs_needed, row->gate_ms);
+        else if (r->gate->paired && row->has_base && row->has_cur)
+            snprintf(text, sizeof(text),
+                     "%s: the differences within its pairs spread (σ ≈ %.1f ms) and hide shifts below %.1f ms, above "
+                     "its gate of %.1f ms; about %zu pairs would see one of %.1f ms",
+                     row->name, row->sigma, row->detectable, row->gate_ms, row->runs_needed, row->gate_ms);
         else
             snprintf(text, sizeof(text),
                      "%s: the %s noise (σ ≈ %.1f ms) hides shifts below %.1f ms, above its gate of %.1f ms; "
@@ -246,10 +251,11 @@ void bench_report_text(const bench_report *r, FILE *out)
                     row->noisy ? " (noisy)" : "");
         }
         fprintf(out,
-                "\nA metric regresses when the %s (Holm-adjusted over the %zu metrics compared) gives p ≤ %.3g and "
-                "its median %s by more than %.3g %% and %.3g ms.\n",
-                test_name(g), res->compared, g->alpha, g->paired ? "difference grew" : "grew", g->threshold_pct,
-                g->floor_ms);
+                "\nA metric regresses when the %s (Holm-adjusted over the %zu metric%s compared) gives p ≤ %.3g and "
+                "the shift (%s) is above %.3g %% of the baseline's median and %.3g ms.\n",
+                test_name(g), res->compared, res->compared == 1 ? "" : "s", g->alpha,
+                g->paired ? "the median of the differences within pairs" : "current median − baseline median",
+                g->threshold_pct, g->floor_ms);
     }
     fprintf(out, "\n");
     for (size_t i = 0; i < res->n; i++)
@@ -261,8 +267,8 @@ void bench_report_text(const bench_report *r, FILE *out)
             fprintf(out, "pacer bench: %zu regression%s among %zu metrics compared\n", res->regressions,
                     res->regressions == 1 ? "" : "s", res->compared);
         else
-            fprintf(out, "pacer bench: no regression among %zu metrics compared%s\n", res->compared,
-                    res->improved ? " (some improved)" : "");
+            fprintf(out, "pacer bench: no regression among %zu metric%s compared%s\n", res->compared,
+                    res->compared == 1 ? "" : "s", res->improved ? " (some improved)" : "");
     }
 }
 
@@ -350,10 +356,11 @@ int bench_report_markdown(const bench_report *r, FILE *out)
                     row->verdict == BENCH_REGRESSION ? "**" : "");
         }
         fprintf(out,
-                "\nA metric regresses when the %s (Holm-adjusted over the %zu metrics compared) gives p ≤ %.3g and "
-                "its median %s by more than %.3g %% and %.3g ms.\n",
-                test_name(g), res->compared, g->alpha, g->paired ? "difference grew" : "grew", g->threshold_pct,
-                g->floor_ms);
+                "\nA metric regresses when the %s (Holm-adjusted over the %zu metric%s compared) gives p ≤ %.3g and "
+                "the shift (%s) is above %.3g %% of the baseline's median and %.3g ms.\n",
+                test_name(g), res->compared, res->compared == 1 ? "" : "s", g->alpha,
+                g->paired ? "the median of the differences within pairs" : "current median − baseline median",
+                g->threshold_pct, g->floor_ms);
     } else {
         fprintf(out, "| metric | n | median (ms) | MAD | 95 %% CI of the median | min | max |\n");
         fprintf(out, "|---|---:|---:|---:|---:|---:|---:|\n");

@@ -32,22 +32,22 @@ const char *bench_until_text(const bench_until *u, char *buf, size_t size)
                             : "";
     switch (u->kind) {
     case BENCH_UNTIL_MAIN:
-        snprintf(buf, size, "the main page's record");
+        snprintf(buf, size, "record of the main page");
         break;
     case BENCH_UNTIL_EXIT:
-        snprintf(buf, size, "its exit");
+        snprintf(buf, size, "exit of its own");
         break;
     case BENCH_UNTIL_PAGE:
         if (u->count == 1)
-            snprintf(buf, size, "a record of %s", u->page);
+            snprintf(buf, size, "record of %s", u->page);
         else
             snprintf(buf, size, "%u records of %s", u->count, u->page);
         break;
     case BENCH_UNTIL_METRIC:
         if (u->startup)
-            snprintf(buf, size, "a start-up record with %s", field);
+            snprintf(buf, size, "start-up record with %s", field);
         else
-            snprintf(buf, size, "a record of %s with %s", u->page, field);
+            snprintf(buf, size, "record of %s with %s", u->page, field);
         break;
     }
     return buf;
@@ -382,12 +382,15 @@ int bench_runner_run(bench_runner *r, char **prog, const char *label, bench_set 
         while (s.met[i])
             i++;
         bench_until_text(cond(&s, i), what, sizeof(what));
-        if (timed_out) {
-            fprintf(stderr, "pacer bench: run %s: no %s within %d s (--timeout)\n", label, what,
+        if (timed_out && cond(&s, i)->kind == BENCH_UNTIL_EXIT) {
+            fprintf(stderr, "pacer bench: run %s: the program did not exit within %d s (--timeout)\n", label,
+                    r->timeout_ms / 1000);
+        } else if (timed_out) {
+            fprintf(stderr, "pacer bench: run %s: the program gave no %s within %d s (--timeout)\n", label, what,
                     r->timeout_ms / 1000);
         } else {
             describe_status(status, st, sizeof(st));
-            fprintf(stderr, "pacer bench: run %s: the program %s before %s\n", label, st, what);
+            fprintf(stderr, "pacer bench: run %s: the program %s before its %s\n", label, st, what);
         }
         if (s.bad)
             fprintf(stderr, "  %zu record line%s did not parse; the first: %s\n", s.bad, s.bad == 1 ? "" : "s",
