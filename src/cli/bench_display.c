@@ -1,6 +1,8 @@
 /* pacer bench: a private X display (bench_display.h). */
 #include "bench_display.h"
 
+#include "bench_env.h"
+
 #include <pacer/base/clock.h>
 
 #include <errno.h>
@@ -13,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-int bench_display_start(bench_display *d, char *err, size_t err_len)
+int bench_display_start(bench_display *d, bool nice_set, int nice, char *err, size_t err_len)
 {
     *d = (bench_display){0};
     int fds[2];
@@ -38,7 +40,9 @@ int bench_display_start(bench_display *d, char *err, size_t err_len)
             dup2(null, 1);
             dup2(null, 2);
         }
-        setpgid(0, 0); /* a ^C in the terminal reaches pacer, which stops it */
+        /* a ^C in the terminal reaches pacer, which stops it */
+        if (bench_own_session(nice_set, nice) < 0)
+            _exit(126);
         execlp("Xvfb", "Xvfb", "-displayfd", fd, "-screen", "0", "1280x1024x24", "-nolisten", "tcp", (char *)NULL);
         _exit(127);
     }

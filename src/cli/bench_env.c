@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* The value of the first "key : value" line of /proc/cpuinfo whose key is
@@ -53,6 +56,9 @@ int bench_env_probe(bench_env *env)
     r |= bench_env_set(&env->pacer, PACER_VERSION);
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     env->cpus = n > 0 ? n : 0;
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, 0);
+    env->nice = errno ? 0 : nice;
     return r < 0 ? -ENOMEM : 0;
 }
 
@@ -151,6 +157,39 @@ double bench_proc_cpu_ms(pid_t pid)
         return NAN;
     long hz = sysconf(_SC_CLK_TCK);
     return hz > 0 ? (double)(utime + stime) * 1000.0 / (double)hz : NAN;
+}
+
+int bench_own_session(bool set, int nice)
+{
+    if (setsid() < 0)
+        return -errno;
+    if (!set)
+        return 0;
+    if (setpriority(PRIO_PROCESS, 0, nice) < 0)
+        return -errno;
+    /* with autogroup scheduling the niceness of a process only ranks it
+     * within its session: the session's group has a niceness of its own */
+    int fd = open("/proc/self/autogroup", O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -errno;
+    char text[16];
+    int n = snprintf(text, sizeof(text), "%d", nice);
+    int r = write(fd, text, (size_t)n) == n ? 0 : -errno;
+    close(fd);
+    return r;
+}
+
+int bench_nice_probe(int nice)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -errno;
+    if (pid == 0)
+        _exit(-bench_own_session(true, nice) & 0xff);
+    int status;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+        return -ECHILD;
+    return -WEXITSTATUS(status);
 }
 
 char *bench_gtk_version(pid_t pid)

@@ -11,8 +11,9 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-/* Fills the CPU model, the CPU count, the kernel release and pacer's
- * version into env. 0 or -ENOMEM. */
+/* Fills the CPU model, the CPU count, the kernel release, pacer's version
+ * and this process's niceness (which the runs inherit) into env. 0 or
+ * -ENOMEM. */
 int bench_env_probe(bench_env *env);
 
 /* The mean clock of the online CPUs now, in MHz: cpufreq's
@@ -40,6 +41,18 @@ double bench_background(bench_cpu_times a, bench_cpu_times b, long cpus, double 
 /* User + system CPU time of process pid so far (/proc/PID/stat), in ms;
  * NAN when it cannot be read. pid 0: this process. */
 double bench_proc_cpu_ms(pid_t pid);
+
+/* For a child pacer bench starts (the program, its Xvfb), before it execs:
+ * a session of its own (setsid), and so, where the kernel groups
+ * processes by session for scheduling (autogroup), a group of its own;
+ * with set, that group's and the process's niceness become `nice`. A
+ * niceness below 0 needs root or CAP_SYS_NICE. 0, or -errno of the step
+ * that failed. */
+int bench_own_session(bool set, int nice);
+
+/* Whether bench_own_session(true, nice) works here: tried in a child. 0,
+ * or the -errno it met. */
+int bench_nice_probe(int nice);
 
 /* The GTK 4 version process pid has loaded, read from the file name of the
  * libgtk-4.so.1.* it maps (GTK names it 1.(100·minor).micro): a malloc'd

@@ -72,6 +72,12 @@ static void for_each_warning(const bench_report *r, warn_fn warn, void *ctx)
         env_differs("kernel", b->kernel, c->kernel, warn, ctx);
         env_differs("GTK", b->gtk, c->gtk, warn, ctx);
         env_differs("pacer", b->pacer, c->pacer, warn, ctx);
+        if (b->nice != c->nice) {
+            char text[200];
+            snprintf(text, sizeof(text), "the baseline ran at niceness %ld, these runs at %ld (--nice)", b->nice,
+                     c->nice);
+            warn(ctx, text);
+        }
     }
     load_warnings(r->base, "baseline", warn, ctx);
     load_warnings(r->cur, r->base ? "current" : "runs", warn, ctx);
@@ -126,6 +132,8 @@ static void env_line(FILE *out, const char *side, const bench_set *set)
         fprintf(out, ", GTK %s", e->gtk);
     if (e->pacer)
         fprintf(out, ", pacer %s", e->pacer);
+    if (e->nice)
+        fprintf(out, ", nice %ld", e->nice);
     if (e->source)
         fprintf(out, " (%s)", e->source);
     fprintf(out, "\n");
@@ -398,6 +406,12 @@ int bench_report_markdown(const bench_report *r, FILE *out)
     md_env_row(out, "kernel", compare ? b->kernel : one->kernel, compare ? c->kernel : NULL, compare);
     md_env_row(out, "GTK", compare ? b->gtk : one->gtk, compare ? c->gtk : NULL, compare);
     md_env_row(out, "pacer", compare ? b->pacer : one->pacer, compare ? c->pacer : NULL, compare);
+    char nice_b[24] = "", nice_c[24] = "";
+    if (b)
+        snprintf(nice_b, sizeof(nice_b), "%ld", b->nice);
+    if (c)
+        snprintf(nice_c, sizeof(nice_c), "%ld", c->nice);
+    md_env_row(out, "niceness", compare ? nice_b : (c ? nice_c : nice_b), nice_c, compare);
     md_env_row(out, "source", compare ? b->source : one->source, compare ? c->source : NULL, compare);
     fprintf(out, "\n</details>\n");
     fflush(out);
@@ -484,6 +498,9 @@ int bench_report_junit(const bench_report *r, FILE *out)
     xml_property(out, "kernel", set->env.kernel);
     xml_property(out, "gtk", set->env.gtk);
     xml_property(out, "pacer", set->env.pacer);
+    char nice[24];
+    snprintf(nice, sizeof(nice), "%ld", set->env.nice);
+    xml_property(out, "nice", nice);
     if (compare)
         xml_property(out, "baseline", r->base_label);
     fputs("    </properties>\n", out);

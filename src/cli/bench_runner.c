@@ -194,7 +194,7 @@ static void read_records(run_state *s, const char *path)
 
 static void child(const bench_runner *r, char **prog, const char *records, const char *log)
 {
-    setpgid(0, 0);
+    int own = bench_own_session(r->nice_set, r->nice);
     int null = open("/dev/null", O_RDONLY);
     int out = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (null >= 0)
@@ -214,6 +214,10 @@ static void child(const bench_runner *r, char **prog, const char *records, const
         setenv("GIO_USE_PROXY_RESOLVER", "dummy", 0);
         setenv("GTK_A11Y", "none", 0);
         setenv("NO_AT_BRIDGE", "1", 0);
+    }
+    if (own < 0) {
+        fprintf(stderr, "pacer bench: --nice %d: %s\n", r->nice, strerror(-own));
+        _exit(126);
     }
     launch_options lo = r->launch;
     lo.out = records;
@@ -270,16 +274,24 @@ void bench_runner_clean(const bench_runner *r, const char *label)
 
 /* Ends the process group: SIGTERM, a grace period, SIGKILL. Returns the
  * pid's wait status and rusage. */
+/* Signals the program's process group, or the program alone when its
+ * group is not there yet (the child signalled before its setsid). */
+static void signal_group(pid_t pid, int sig)
+{
+    if (kill(-pid, sig) < 0)
+        kill(pid, sig);
+}
+
 static int stop_group(pid_t pid, int *status, struct rusage *ru)
 {
-    kill(-pid, SIGTERM);
+    signal_group(pid, SIGTERM);
     for (int waited = 0; waited < TERM_GRACE_MS; waited += POLL_MS) {
         pid_t w = wait4(pid, status, WNOHANG, ru);
         if (w == pid)
             return 0;
         sleep_ms(POLL_MS);
     }
-    kill(-pid, SIGKILL);
+    signal_group(pid, SIGKILL);
     return wait4(pid, status, 0, ru) == pid ? 1 : -1;
 }
 
@@ -324,7 +336,6 @@ int bench_runner_run(bench_runner *r, char **prog, const char *label, bench_set 
     }
     if (pid == 0)
         child(r, prog, records, log);
-    setpgid(pid, pid); /* also here: no window in which a signal to the group misses it */
     s.pid = pid;
 
     int status = 0;

@@ -1,9 +1,9 @@
 /* pacer bench: one measured run of a program.
  *
  * A run forks, sets the agent's environment in the child (launch.h) with a
- * records file of its own, and execs the program in a process group of its
- * own, its stdin /dev/null and its output in a log file beside the
- * records. The parent reads the records file as the agent writes it (the
+ * records file of its own, and execs the program in a session (and process
+ * group) of its own, at the --nice niceness (bench_own_session), its stdin
+ * /dev/null and its output in a log file beside the records. The parent reads the records file as the agent writes it (the
  * writer flushes every 100 ms), every 20 ms, keeping the records of the
  * program's pid, until every --until condition holds; then it sends
  * SIGTERM to the group (the agent reports what is still pending at
@@ -35,6 +35,8 @@ typedef struct bench_runner {
     const char *display;   /* DISPLAY for the program, or NULL: as inherited */
     bool headless;         /* on a private display: the settings of a session without D-Bus */
     pid_t xvfb;            /* that display's server (its CPU time is pacer's, not background), or 0 */
+    bool nice_set;         /* --nice: the runs' niceness */
+    int nice;
     long cpus;
     char *gtk;             /* the GTK version the first run loaded (malloc'd), or NULL */
 } bench_runner;

@@ -282,6 +282,7 @@ void bench_set_filter(bench_set *set, const char *const *patterns, size_t n)
 static int env_copy(bench_env *to, const bench_env *from)
 {
     to->cpus = from->cpus;
+    to->nice = from->nice;
     return bench_env_set(&to->program, from->program) | bench_env_set(&to->cpu_model, from->cpu_model) |
            bench_env_set(&to->kernel, from->kernel) | bench_env_set(&to->gtk, from->gtk) |
            bench_env_set(&to->pacer, from->pacer) | bench_env_set(&to->source, from->source);
@@ -501,6 +502,8 @@ char *bench_set_format(const bench_set *set, size_t *ret_len)
     kv_opt_str(&b, "kernel", set->env.kernel);
     kv_opt_str(&b, "gtk", set->env.gtk);
     kv_opt_str(&b, "pacer", set->env.pacer);
+    if (set->env.nice)
+        jbuf_kv_i64(&b, "nice", set->env.nice);
     kv_opt_str(&b, "source", set->env.source);
     jbuf_close(&b, '}');
     jbuf_puts(&b, "\n");
@@ -621,6 +624,14 @@ static int read_env(jread *r, bench_env *env, char *err, size_t n)
             if (v.type != JT_NULL && (!jvalue_int64(&v, &cpus) || cpus < 0 || cpus > 1000000))
                 return failf(err, n, "env.cpus: expected a count of CPUs");
             env->cpus = v.type == JT_NULL ? 0 : (long)cpus;
+        } else if (strcmp(key, "nice") == 0) {
+            jvalue v;
+            int64_t nice;
+            if (!jread_value(r, &v))
+                return syntax(r, err, n);
+            if (v.type != JT_NULL && (!jvalue_int64(&v, &nice) || nice < -20 || nice > 19))
+                return failf(err, n, "env.nice: expected a niceness from -20 to 19");
+            env->nice = v.type == JT_NULL ? 0 : (long)nice;
         } else {
             jvalue v;
             if (!jread_value(r, &v))

@@ -22,7 +22,7 @@
  *
  *   {"pacer_bench": 1,
  *    "env": {"program": "…", "cpu_model": "…", "cpus": 2, "kernel": "…",
- *            "gtk": "4.8.3", "pacer": "0.1.0", "source": "…"},
+ *            "gtk": "4.8.3", "pacer": "0.1.0", "nice": 0, "source": "…"},
  *    "runs": [{"start": UNIX_NS, "wall_ms": …, "cpu_ms": …, "background": …,
  *              "load1": …, "cpu_mhz": …, "session": "…"}, …],
  *    "metrics": {"cold_ms": [693.3, 701.2, null, …], …}}
@@ -67,6 +67,7 @@ typedef struct bench_metric {
 typedef struct bench_env {
     char *program, *cpu_model, *kernel, *gtk, *pacer, *source; /* owned; NULL: unknown */
     long cpus;                                                 /* 0: unknown */
+    long nice;                                                 /* the runs' niceness */
 } bench_env;
 
 typedef struct bench_set {

@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -78,6 +79,12 @@ static const char usage[] =
     "                      dummy, GTK_A11Y=none and NO_AT_BRIDGE=1 unless they are\n"
     "                      set: without a session bus, looking for one adds up to\n"
     "                      seconds of noise to the first request and window\n"
+    "  --nice N            run the program and its Xvfb at niceness N (-20 to\n"
+    "                      19; their scheduling group's too, where the kernel\n"
+    "                      groups by session): below 0 the runs take the CPU\n"
+    "                      from other work on a shared machine, which would\n"
+    "                      otherwise show as noise. Below 0 needs root or\n"
+    "                      CAP_SYS_NICE. Each run has a session of its own\n"
     "  --keep DIR          keep each run's records and output in DIR: r01.jsonl,\n"
     "                      r01.log, … (with --vs a01 for OTHER, b01 for PROGRAM;\n"
     "                      rw01 … for warm-ups); default: a temporary directory,\n"
@@ -146,6 +153,8 @@ typedef struct bench_opts {
     size_t n_metrics;
     bool xvfb, min_detectable;
     int timeout_s;
+    bool nice_set;
+    int nice;
     bench_gate gate;
     const char *report_md, *junit;
     const char *server, *key, *token_file, *app, *version, *spool;
@@ -219,7 +228,7 @@ static int parse_options(int argc, char **argv, bench_opts *o)
             continue;
         }
         static const char *const with_value[] = {
-            "--runs", "--warmup", "--config", "--until", "--timeout", "--vs", "--keep", "--metric", "--save",
+            "--runs", "--warmup", "--config", "--until", "--timeout", "--vs", "--nice", "--keep", "--metric", "--save",
             "--save-vs", "--baseline", "--current", "--threshold", "--floor", "--alpha", "--seed", "--report-md",
             "--junit", "--server", "--key", "--token-file", "--app", "--app-version", "--spool", NULL};
         bool known = false;
@@ -241,6 +250,13 @@ static int parse_options(int argc, char **argv, bench_opts *o)
             if (!parse_size(v, 1, 86400, &sz))
                 return bad_usage("--timeout: expected seconds from 1 to 86400, not '%s'", v);
             o->timeout_s = (int)sz;
+        } else if (strcmp(a, "--nice") == 0) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (!*v || *end || n < -20 || n > 19)
+                return bad_usage("--nice: expected a niceness from -20 to 19, not '%s'", v);
+            o->nice_set = true;
+            o->nice = (int)n;
         } else if (strcmp(a, "--threshold") == 0) {
             if (!parse_double(v, 0, 1000, &o->gate.threshold_pct))
                 return bad_usage("--threshold: expected a percentage from 0 to 1000, not '%s'", v);
@@ -301,9 +317,10 @@ static int parse_options(int argc, char **argv, bench_opts *o)
     if (o->baseline && strncmp(o->baseline, "server:", 7) == 0 && (!o->server || !o->baseline[7]))
         return bad_usage("%s", o->baseline[7] ? "--baseline server:VERSION needs --server URL"
                                                : "--baseline server: needs a VERSION after the colon");
-    if (!runs_something && (o->config || o->n_until || o->keep || o->xvfb || o->save || o->key || o->spool))
-        return bad_usage("%s", "--config, --until, --keep, --xvfb, --save, --key and --spool concern runs, and "
-                               "this runs nothing");
+    if (!runs_something && (o->config || o->n_until || o->keep || o->xvfb || o->save || o->key || o->spool ||
+                            o->nice_set))
+        return bad_usage("%s", "--config, --until, --keep, --xvfb, --nice, --save, --key and --spool concern runs, "
+                               "and this runs nothing");
     return 0;
 }
 
@@ -520,6 +537,12 @@ static int run_all(bench_work *w, const bench_opts *o, char **prog, char **other
 
 static int prepare_runs(bench_work *w, const bench_opts *o)
 {
+    int nr = o->nice_set ? bench_nice_probe(o->nice) : 0;
+    if (nr < 0) {
+        fprintf(stderr, "pacer bench: --nice %d: %s%s\n", o->nice, strerror(-nr),
+                nr == -EACCES || nr == -EPERM ? " (a niceness below the current one needs root or CAP_SYS_NICE)" : "");
+        return -1;
+    }
     for (size_t i = 0; i < o->n_until; i++) {
         bench_until *u = realloc(w->until, (w->n_until + 1) * sizeof(*u));
         if (!u)
@@ -559,7 +582,7 @@ static int prepare_runs(bench_work *w, const bench_opts *o)
                         (getenv("WAYLAND_DISPLAY") && *getenv("WAYLAND_DISPLAY"));
     if (o->xvfb || !have_display) {
         char err[300];
-        if (bench_display_start(&w->display, err, sizeof(err)) < 0) {
+        if (bench_display_start(&w->display, o->nice_set, o->nice, err, sizeof(err)) < 0) {
             fprintf(stderr, "pacer bench: %s\n", err);
             return -1;
         }
@@ -572,7 +595,9 @@ static int prepare_runs(bench_work *w, const bench_opts *o)
                                .workdir = w->workdir,
                                .display = w->display.pid ? w->display.name : NULL,
                                .headless = w->display.pid != 0,
-                               .xvfb = w->display.pid};
+                               .xvfb = w->display.pid,
+                               .nice_set = o->nice_set,
+                               .nice = o->nice};
     return 0;
 }
 
@@ -584,6 +609,8 @@ static int fill_env(bench_set *set, char **prog, const bench_runner *r)
     rc |= bench_env_set(&set->env.gtk, r->gtk);
     rc |= bench_env_set(&set->env.source, "pacer bench runs");
     set->env.cpus = r->cpus;
+    if (r->nice_set)
+        set->env.nice = r->nice;
     free(text);
     return rc < 0 ? -1 : 0;
 }
@@ -622,7 +649,7 @@ static int bench(int argc, char **argv)
         if (prepare_runs(&w, &o) < 0)
             goto out;
         bench_env tmp = {0};
-        bench_env_probe(&tmp);
+        bench_env_probe(&tmp); /* after --nice */
         w.runner.cpus = tmp.cpus;
         free(tmp.cpu_model);
         free(tmp.kernel);
