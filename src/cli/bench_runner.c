@@ -345,10 +345,10 @@ int bench_runner_run(bench_runner *r, char **prog, const char *label, bench_set 
     size_t gtk_tried = 0;
     for (;;) {
         read_records(&s, records);
-        if (!r->gtk && s.records > gtk_tried) {
+        if (!set->env.gtk && s.records > gtk_tried) {
             /* once it wrote a record, whatever GTK it uses is loaded */
             gtk_tried = s.records;
-            r->gtk = bench_gtk_version(pid);
+            set->env.gtk = bench_gtk_version(pid);
         }
         if (s.error)
             break;

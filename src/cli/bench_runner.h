@@ -38,7 +38,6 @@ typedef struct bench_runner {
     bool nice_set;         /* --nice: the runs' niceness */
     int nice;
     long cpus;
-    char *gtk;             /* the GTK version the first run loaded (malloc'd), or NULL */
 } bench_runner;
 
 /* Set by the caller's SIGINT/SIGTERM/SIGHUP handler: the run in progress
@@ -46,7 +45,8 @@ typedef struct bench_runner {
 extern volatile sig_atomic_t bench_interrupted;
 
 /* Runs prog once, as the run called label (a file name: "a01"), and adds
- * it to set with its metrics and notes. 0, or -1 when the run failed
+ * it to set with its metrics and notes; the first run of a set that maps
+ * GTK 4 notes its version in set->env.gtk. 0, or -1 when the run failed
  * (printed on stderr). */
 int bench_runner_run(bench_runner *r, char **prog, const char *label, bench_set *set);
 

@@ -486,7 +486,6 @@ static void bench_cleanup(bench_work *w)
         free(w->until[i].page);
     free(w->until);
     free(w->agent);
-    free(w->runner.gtk);
 }
 
 static int one_run(bench_work *w, char **prog, const char *label, bench_set *set)
@@ -606,7 +605,6 @@ static int fill_env(bench_set *set, char **prog, const bench_runner *r)
     char *text = join_words(prog);
     int rc = bench_env_probe(&set->env);
     rc |= bench_env_set(&set->env.program, text);
-    rc |= bench_env_set(&set->env.gtk, r->gtk);
     rc |= bench_env_set(&set->env.source, "pacer bench runs");
     set->env.cpus = r->cpus;
     if (r->nice_set)
