@@ -88,7 +88,7 @@ static const char usage[] =
     "  --keep DIR          keep each run's records and output in DIR: r01.jsonl,\n"
     "                      r01.log, … (with --vs a01 for OTHER, b01 for PROGRAM;\n"
     "                      rw01 … for warm-ups); default: a temporary directory,\n"
-    "                      removed at the end\n"
+    "                      removed at the end unless a run failed\n"
     "\n"
     "Metrics:\n"
     "  --metric PATTERN    only the metrics matching PATTERN (shell pattern, e.g.\n"
@@ -469,19 +469,23 @@ typedef struct bench_work {
     bench_until *until;
     size_t n_until;
     char *agent;
+    bool failed; /* a run failed: its files stay, for a look */
 } bench_work;
 
 static void bench_cleanup(bench_work *w)
 {
     bench_display_stop(&w->display);
+    bool remove = w->temp_workdir && !w->failed;
     for (size_t i = 0; i < w->n_labels; i++) {
-        if (w->temp_workdir)
+        if (remove)
             bench_runner_clean(&w->runner, w->labels[i]);
         free(w->labels[i]);
     }
     free(w->labels);
-    if (w->temp_workdir)
+    if (remove)
         rmdir(w->workdir);
+    else if (w->temp_workdir)
+        fprintf(stderr, "pacer bench: the runs' records and output are kept in %s\n", w->workdir);
     for (size_t i = 0; i < w->n_until; i++)
         free(w->until[i].page);
     free(w->until);
@@ -663,8 +667,10 @@ static int bench(int argc, char **argv)
             fprintf(stderr, "pacer bench: out of memory\n");
             goto out;
         }
-        if (run_all(&w, &o, o.prog, other, cur, vs) < 0)
+        if (run_all(&w, &o, o.prog, other, cur, vs) < 0) {
+            w.failed = true;
             goto out;
+        }
         if (fill_env(cur, o.prog, &w.runner) < 0 || (vs && fill_env(vs, other, &w.runner) < 0)) {
             fprintf(stderr, "pacer bench: out of memory\n");
             goto out;

@@ -382,6 +382,10 @@ class BenchGate(unittest.TestCase):
         self.assertEqual(p.returncode, 2)
         self.assertIn("run r01: the program exited with status 3 before its record of the main page", p.stderr)
         self.assertIn("about to fail", p.stderr)
+        kept = re.search(r"the runs' records and output are kept in (\S+)", p.stderr)
+        self.assertTrue(kept, p.stderr)
+        self.assertIn("about to fail", open(os.path.join(kept.group(1), "r01.log")).read())
+        shutil.rmtree(kept.group(1))
         # a program that never reports
         p = bench("--runs", 1, "--warmup", 0, "--timeout", 2, "--", "sleep", "30", timeout=120)
         self.assertEqual(p.returncode, 2)
