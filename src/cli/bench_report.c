@@ -88,9 +88,10 @@ static void for_each_warning(const bench_report *r, warn_fn warn, void *ctx)
         char text[900];
         if (isinf(row->detectable))
             snprintf(text, sizeof(text),
-                     "%s: too few runs for any shift to be significant at α %.3g over all metrics; about %zu runs on "
-                     "each side would see one of %.1f ms (its gate)",
-                     row->name, r->gate->alpha, row->runs_needed, row->gate_ms);
+                     "%s: too few runs for any shift to be significant at α %.3g over all metrics; about %zu %s "
+                     "would see one of %.1f ms (its gate)",
+                     row->name, r->gate->alpha, row->runs_needed,
+                     r->gate->paired && row->has_base && row->has_cur ? "pairs" : "runs on each side", row->gate_ms);
         else if (r->gate->paired && row->has_base && row->has_cur)
             snprintf(text, sizeof(text),
                      "%s: the differences within its pairs spread (σ ≈ %.1f ms) and hide shifts below %.1f ms, above "

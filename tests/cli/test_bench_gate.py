@@ -49,6 +49,7 @@ PAIRS = 20       # same build against itself
 BASELINE = 15    # runs in a baseline
 TRIES = 20       # no-false-alarm tries
 SLOW_PAIRS = 15  # the slower build against the baseline build
+MORE_PAIRS = 40  # … when the gate says 15 pairs cannot see 100 ms on this machine now
 # As root (as `make test` is), the runs take the CPU from the other work of
 # a shared machine, which is what --nice is for; otherwise they run as they
 # are, noisier.
@@ -71,6 +72,20 @@ def bench(*args, timeout=900):
 def regressions(stdout):
     """The metrics of the REGRESSION lines."""
     return set(re.findall(r"^REGRESSION (\S+):", stdout, flags=re.M))
+
+
+ROW = re.compile(r"^(\S+) +(\d+)/(\d+) +(\S+) +(\S+) +(\S+) +(\S+) +\[ *(\S+), *(\S+)\] +(\S+) +(\S+) +(.*)$",
+                 flags=re.M)
+
+
+def table(stdout):
+    """The comparison table: name → {base, cur, shift, p, detect, verdict}."""
+    rows = {}
+    for m in ROW.finditer(stdout):
+        detect = float(m.group(11)) if re.match(r"^([0-9.]+|inf)$", m.group(11)) else float("nan")
+        rows[m.group(1)] = {"base": m.group(4), "cur": m.group(5), "shift": m.group(6), "p": m.group(10),
+                            "detect": detect, "verdict": m.group(12)}
+    return rows
 
 
 def junit(path):
@@ -114,6 +129,15 @@ class BenchGate(unittest.TestCase):
                          "--save", w + "/slow.json", "--save-vs", w + "/slowbase.json",
                          "--junit", w + "/slow.xml", "--report-md", w + "/slow.md",
                          "--", "env", "SHOP_STARTUP_DELAY_MS=100", *cls.app)
+        cls.first_slow = cls.slow
+        if not {"cold_ms", "first_screen_ms"} <= regressions(cls.slow.stdout):
+            # The gate may say that 15 pairs cannot see 100 ms on this
+            # machine now (the test below holds it to that); given more
+            # runs it must.
+            print("again with %d pairs:\n%s" % (MORE_PAIRS, cls.slow.stdout))
+            cls.slow = bench(*NICE, "--runs", MORE_PAIRS, "--config", SHOP_CONFIG, "--vs", cls.app_text,
+                             "--junit", w + "/slow.xml", "--report-md", w + "/slow.md",
+                             "--", "env", "SHOP_STARTUP_DELAY_MS=100", *cls.app)
 
     @classmethod
     def tearDownClass(cls):
@@ -167,6 +191,22 @@ class BenchGate(unittest.TestCase):
     # ---- the slower build ----
 
     def test_slower_start_fails_naming_cold_and_first_screen(self):
+        first = self.first_slow
+        missed = {"cold_ms", "first_screen_ms"} - regressions(first.stdout)
+        if first is not self.slow:
+            # the first try missed one: allowed only when the gate said that
+            # 15 pairs could not see 100 ms on this machine then
+            rows = table(first.stdout)
+            self.assertTrue(missed)
+            for m in missed:
+                self.assertGreater(rows[m]["detect"], 100, "missed %s although it could see 100 ms:\n%s"
+                                   % (m, first.stdout))
+                self.assertRegex(first.stdout, r"warning: %s: (the differences within its pairs spread|too few runs)"
+                                 % re.escape(m))
+        else:
+            self.assertFalse(missed, first.stdout)
+        self.assertEqual({m for m in regressions(first.stdout) if "." in m}, set(),
+                         "page metrics flagged although no page changed:\n" + first.stdout)
         p = self.slow
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
         found = regressions(p.stdout)
@@ -188,8 +228,9 @@ class BenchGate(unittest.TestCase):
     def test_paired_replay_gives_the_same_verdict(self):
         w = self.work
         p = bench("--baseline", w + "/slowbase.json", "--current", w + "/slow.json", "--paired", timeout=120)
-        self.assertEqual(p.returncode, self.slow.returncode, p.stdout)
-        self.assertEqual(regressions(p.stdout), regressions(self.slow.stdout))
+        self.assertEqual(p.returncode, self.first_slow.returncode, p.stdout)
+        self.assertEqual(regressions(p.stdout), regressions(self.first_slow.stdout))
+        self.assertEqual(table(p.stdout), table(self.first_slow.stdout))
 
     def test_markdown_reports(self):
         with open(os.path.join(self.work, "slow.md")) as f:
@@ -285,11 +326,17 @@ class BenchGate(unittest.TestCase):
         key = "key-%s" % os.urandom(12).hex()
         with open(w + "/keys", "w") as f:
             f.write("shop %s\n" % key)
-        d = subprocess.Popen([PACERD, "--listen", "127.0.0.1:0", "--db", w + "/pacer.db", "--admin-token-file",
-                              w + "/admin", "--keys-file", w + "/keys", "--rollup-lag", "0"],
-                             stdout=subprocess.PIPE, text=True)
+
+        def start_pacerd():
+            # a rollup lag of 10 minutes: the records stay after the rollup
+            # mark (read from the raw table) until pacerd stops
+            d = subprocess.Popen([PACERD, "--listen", "127.0.0.1:0", "--db", w + "/pacer.db", "--admin-token-file",
+                                  w + "/admin", "--keys-file", w + "/keys", "--rollup-lag", "600000"],
+                                 stdout=subprocess.PIPE, text=True)
+            return d, d.stdout.readline().split("listening on ", 1)[1].strip()
+
+        d, url = start_pacerd()
         try:
-            url = d.stdout.readline().split("listening on ", 1)[1].strip()
             admin = open(w + "/admin").read().strip()
             up = bench("--runs", 4, "--warmup", 0, "--config", SHOP_CONFIG, "--server", url, "--key", key,
                        "--app", "shop", "--app-version", "1.0", "--spool", w + "/spool.db", "--save", w + "/up.json",
@@ -332,6 +379,15 @@ class BenchGate(unittest.TestCase):
             self.assertEqual(get("/api/v1/samples?app=shop&version=1.0", token="nope")[0], 401)
             st, none = get("/api/v1/samples?app=shop&version=2.0")
             self.assertEqual((st, none["records"]), (200, []))
+
+            # restarted, pacerd has moved the records into the rollups and
+            # their keys table: the same answer through it
+            d.terminate()
+            d.wait(10)
+            d, url = start_pacerd()
+            st, again = get("/api/v1/samples?app=shop&version=1.0")
+            self.assertEqual(st, 200)
+            self.assertEqual(sorted(map(json.dumps, again["records"])), sorted(map(json.dumps, doc["records"])))
 
             # the same values through pacer bench: every shift is exactly 0
             p = bench("--baseline", "server:1.0", "--server", url, "--token-file", w + "/admin", "--app", "shop",
