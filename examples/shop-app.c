@@ -34,7 +34,12 @@
  * press the "Recommendations" button by itself: its handler blocks the main
  * loop N ms inside shop_compute_recommendations(), the main-loop jank the
  * agent must report with that function in its stack; pressed by hand it
- * blocks 1000 ms). */
+ * blocks 1000 ms).
+ *
+ * Environment: SHOP_STARTUP_DELAY_MS=N blocks the main loop N ms (a sleep,
+ * as a slow synchronous init would) at activation, before the first window
+ * is created: a slower build of the same app, for `pacer bench`'s test. Its
+ * cold_ms and first_screen_ms grow by N; no page's own figures change. */
 #include <curl/curl.h>
 #include <gtk/gtk.h>
 #include <libsoup/soup.h>
@@ -538,8 +543,12 @@ static void first_frame_watch(GtkWidget *window, gpointer data)
     g_signal_connect(gtk_widget_get_frame_clock(window), "after-paint", G_CALLBACK(first_frame_done), NULL);
 }
 
+static guint startup_delay_ms;
+
 static void on_activate(GApplication *application)
 {
+    if (startup_delay_ms)
+        g_usleep((gulong)startup_delay_ms * 1000);
     if (opt.first_frame_exit) {
         GtkWindow *splash = g_object_new(SHOP_TYPE_SPLASH_WINDOW, "application", application, NULL);
         g_signal_connect(splash, "map", G_CALLBACK(first_frame_watch), NULL);
@@ -604,6 +613,9 @@ int main(int argc, char **argv)
             return strcmp(a, "--help") == 0 ? 0 : 2;
         }
     }
+    const char *delay = getenv("SHOP_STARTUP_DELAY_MS");
+    if (delay && *delay)
+        startup_delay_ms = parse_ms(delay, "SHOP_STARTUP_DELAY_MS");
     curl_global_init(CURL_GLOBAL_DEFAULT);
     session = soup_session_new();
     app = gtk_application_new("org.pacer.Shop", G_APPLICATION_NON_UNIQUE);

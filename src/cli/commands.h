@@ -16,6 +16,7 @@ typedef struct cli_command {
     int (*run)(int argc, char **argv);
 } cli_command;
 
+extern const cli_command cmd_bench;
 extern const cli_command cmd_config;
 extern const cli_command cmd_export;
 extern const cli_command cmd_replay;

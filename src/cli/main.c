@@ -12,6 +12,7 @@ static const cli_command *const commands[] = {
     &cmd_config,
     &cmd_export,
     &cmd_run,
+    &cmd_bench,
     &cmd_schema,
     &cmd_trace,
 };

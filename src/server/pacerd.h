@@ -37,6 +37,7 @@ bool read_api_handle(pacerd *d, const http_request *rq, http_response *rs);
 /* An error answer to an ingest request sent as protobuf becomes a
  * google.rpc.Status in protobuf, as OTLP/HTTP asks (ingest.c). */
 void ingest_error_encoding(const http_request *rq, http_response *rs);
+void samples_handle(pacerd *d, const http_request *rq, http_response *rs);
 void config_get(pacerd *d, const char *app, const http_request *rq, http_response *rs);
 void config_put(pacerd *d, const char *app, const http_request *rq, http_response *rs);
 

@@ -257,7 +257,9 @@ void pacerd_handle(void *ctx, const http_request *rq, http_response *rs)
             metrics_reject(&d->metrics, MREJ_STORE_FAILED);
         return;
     case ROUTE_QUERY:
-        if (!read_api_handle(d, rq, rs))
+        if (strcmp(rq->path, "/api/v1/samples") == 0)
+            samples_handle(d, rq, rs);
+        else if (!read_api_handle(d, rq, rs))
             query_handle(d, rq, rs);
         if (rs->status == 503)
             metrics_reject(&d->metrics, MREJ_STORE_FAILED);

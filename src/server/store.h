@@ -367,4 +367,25 @@ uint64_t store_attr_hash(const char *key, size_t key_len, const char *text, size
 /* Every (app, version) that has rollups, sorted. */
 int store_apps(store *st, void (*cb)(void *ctx, const char *app, const char *version), void *ctx);
 
+/* Lends fn a read connection, inside one read transaction (a snapshot),
+ * and returns what fn returns. For readers of the store's own files
+ * (store_samples.c); any thread. */
+struct sqlite3;
+int store_read(store *st, int (*fn)(void *ctx, struct sqlite3 *db), void *ctx);
+
+/* One raw row of a table: the columns of store_table_columns, borrowed
+ * until the callback returns. */
+typedef struct store_row {
+    enum store_table table;
+    size_t n;
+    store_value cols[STORE_MAX_COLS];
+} store_row;
+
+/* The rows of a rollup kind's table (TABLE_PAGE_LOADS, TABLE_STARTUPS) of
+ * app and version, newest first (by ts), at most limit, among the newest
+ * scan_max rows of the app (store_samples.c). *ret_truncated: there may be
+ * more. 0 or negative errno. */
+int store_version_rows(store *st, enum store_table table, const char *app, const char *version, size_t limit,
+                       size_t scan_max, void (*cb)(void *ctx, const store_row *row), void *ctx, bool *ret_truncated);
+
 #endif

@@ -1294,6 +1294,16 @@ int store_apps(store *st, void (*cb)(void *ctx, const char *app, const char *ver
     return r;
 }
 
+int store_read(store *st, int (*fn)(void *ctx, sqlite3 *db), void *ctx)
+{
+    sqlite3 *db = store_reader_get(st);
+    sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+    int r = fn(ctx, db);
+    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    read_done(st, db, r < 0, "a query");
+    return r;
+}
+
 /* ---- open / close ---- */
 
 static const char *const stmt_sql[ST_COUNT] = {
