@@ -207,6 +207,8 @@ typedef struct store_options {
 /* Opens (creating when needed) the database and starts the writer thread.
  * Returns NULL with a message "PATH: reason" in err. */
 store *store_open(const char *path, const store_options *opt, char *err, size_t err_size);
+/* The backend that serves the store: "sqlite". */
+const char *store_backend_name(store *st);
 /* Finishes queued jobs, stops the writer, closes everything. Accepts NULL. */
 void store_close(store *st);
 
@@ -363,6 +365,11 @@ int store_explain(store *st, void (*cb)(void *ctx, const char *name, const char 
  * double as the shortest %.17g or an integral one as an integer, a bool
  * as "true"/"false"). */
 uint64_t store_attr_hash(const char *key, size_t key_len, const char *text, size_t len);
+
+/* Whether the attribute list (OTLP JSON, len bytes) has every filter's
+ * key with a value the filter's text matches, as store_span_query says.
+ * Any thread. */
+bool store_attrs_match(const char *json, size_t len, const store_attr_filter *filters, size_t n);
 
 /* Every (app, version) that has rollups, sorted. */
 int store_apps(store *st, void (*cb)(void *ctx, const char *app, const char *version), void *ctx);

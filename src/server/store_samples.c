@@ -9,6 +9,7 @@
  * lag). The cost is bounded by scan_max whatever the size of the store.
  */
 #include "store.h"
+#include "store_backend.h"
 
 #include <sqlite3.h>
 
@@ -115,7 +116,7 @@ static int read_rows(void *ctx, sqlite3 *db)
     return 0;
 }
 
-int store_version_rows(store *st, enum store_table table, const char *app, const char *version, size_t limit,
+int store_sqlite_version_rows(store *st, enum store_table table, const char *app, const char *version, size_t limit,
                        size_t scan_max, void (*cb)(void *ctx, const store_row *row), void *ctx, bool *ret_truncated)
 {
     version_rows v = {table, app, version, limit, scan_max, cb, ctx, false};

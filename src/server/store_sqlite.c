@@ -48,6 +48,7 @@
  * of earlier versions keep their columns (same names, maybe another order).
  */
 #include "store.h"
+#include "store_backend.h"
 #include "store_health.h"
 #include "store_int.h"
 
@@ -422,6 +423,7 @@ enum stmt_id { ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_BATCH, ST_PROBE, ST_CONFIG_P
                ST_LOAD_COUNT, ST_LOAD_SKETCH, ST_SAVE_COUNT, ST_SAVE_SKETCH, ST_SAVE_MARK, ST_COUNT };
 
 struct store {
+    const store_backend *backend; /* first: store.c dispatches through it (store_backend.h) */
     char *path;
     sqlite3 *w;
     sqlite3_stmt *st[ST_COUNT];
@@ -995,7 +997,7 @@ static int submit(store *st, job *j)
     return j->result;
 }
 
-int store_submit(store *st, const char *app, const char *batch_id, const char *endpoint, store_record *recs,
+static int sqlite_submit(store *st, const char *app, const char *batch_id, const char *endpoint, store_record *recs,
                  size_t n, size_t rejected, bool *ret_duplicate)
 {
     job j = {.type = JOB_RECORDS, .app = app, .batch_id = batch_id, .endpoint = endpoint, .recs = recs, .n = n,
@@ -1008,7 +1010,7 @@ int store_submit(store *st, const char *app, const char *batch_id, const char *e
 /* A transaction running longer than this makes the store "stuck". */
 #define STUCK_NS (10 * 1000000000LL)
 
-void store_health_get(store *st, unsigned wait_ms, store_health *ret)
+static void sqlite_health_get(store *st, unsigned wait_ms, store_health *ret)
 {
     int64_t last_ok;
     health_snapshot(&st->health, ret, &last_ok);
@@ -1046,7 +1048,7 @@ static int64_t file_bytes(const char *path)
     return stat(path, &sb) == 0 ? (int64_t)sb.st_size : -1;
 }
 
-void store_get_stats(store *st, store_stats *ret)
+static void sqlite_get_stats(store *st, store_stats *ret)
 {
     health_stats(&st->health, ret);
     pthread_mutex_lock(&st->lock);
@@ -1060,7 +1062,7 @@ void store_get_stats(store *st, store_stats *ret)
     ret->disk_free_bytes = statvfs(st->path, &vfs) == 0 ? (int64_t)vfs.f_bavail * (int64_t)vfs.f_frsize : -1;
 }
 
-int store_config_put(store *st, const char *app, const char *xml, size_t len, int64_t *ret_version)
+static int sqlite_config_put(store *st, const char *app, const char *xml, size_t len, int64_t *ret_version)
 {
     job j = {.type = JOB_CONFIG, .app = app, .xml = xml, .xml_len = len};
     int r = submit(st, &j);
@@ -1099,7 +1101,7 @@ void store_reader_put(store *st, sqlite3 *db)
     pthread_mutex_unlock(&st->rlock);
 }
 
-int store_config_get(store *st, const char *app, char **ret_xml, size_t *ret_len, char **ret_etag,
+static int sqlite_config_get(store *st, const char *app, char **ret_xml, size_t *ret_len, char **ret_etag,
                      int64_t *ret_version)
 {
     sqlite3 *db = store_reader_get(st);
@@ -1238,7 +1240,7 @@ static int scan_raw(sqlite3 *db, enum store_kind kind, const char *app, const ch
     return r == SQLITE_DONE ? 0 : -EIO;
 }
 
-int store_scan(store *st, enum store_kind kind, const char *app, const char *version, int64_t from_ns,
+static int sqlite_scan(store *st, enum store_kind kind, const char *app, const char *version, int64_t from_ns,
                int64_t to_ns, const store_scan_cb *cb)
 {
     if (kind < 0 || kind >= KIND_COUNT)
@@ -1278,7 +1280,7 @@ int store_scan(store *st, enum store_kind kind, const char *app, const char *ver
     return r;
 }
 
-int store_apps(store *st, void (*cb)(void *ctx, const char *app, const char *version), void *ctx)
+static int sqlite_apps(store *st, void (*cb)(void *ctx, const char *app, const char *version), void *ctx)
 {
     sqlite3 *db = store_reader_get(st);
     sqlite3_stmt *s;
@@ -1379,7 +1381,7 @@ static void close_all(store *st)
     free(st);
 }
 
-store *store_open(const char *path, const store_options *opt, char *err, size_t err_size)
+store *store_sqlite_open(const char *path, const store_options *opt, char *err, size_t err_size)
 {
     store *st = calloc(1, sizeof *st);
     if (!st) {
@@ -1392,6 +1394,7 @@ store *store_open(const char *path, const store_options *opt, char *err, size_t 
         free(st);
         return NULL;
     }
+    st->backend = &store_backend_sqlite;
     st->path = strdup(path);
     health_init(&st->health, st->path, opt->log, opt->log_ctx);
     st->max_queued = opt->max_queued_items ? opt->max_queued_items : 200000;
@@ -1507,7 +1510,7 @@ fail:
     return NULL;
 }
 
-void store_close(store *st)
+static void sqlite_close(store *st)
 {
     if (!st)
         return;
@@ -1518,3 +1521,21 @@ void store_close(store *st)
     pthread_join(st->writer, NULL);
     close_all(st);
 }
+
+const store_backend store_backend_sqlite = {
+    .name = "sqlite",
+    .close = sqlite_close,
+    .submit = sqlite_submit,
+    .health_get = sqlite_health_get,
+    .get_stats = sqlite_get_stats,
+    .config_put = sqlite_config_put,
+    .config_get = sqlite_config_get,
+    .scan = sqlite_scan,
+    .apps = sqlite_apps,
+    .trace = store_sqlite_trace,
+    .search_spans = store_sqlite_search_spans,
+    .search_logs = store_sqlite_search_logs,
+    .search_points = store_sqlite_search_points,
+    .explain = store_sqlite_explain,
+    .version_rows = store_sqlite_version_rows,
+};
