@@ -1,6 +1,7 @@
 /* pacerd: command line, start-up, signals and shutdown.
  *
  *   pacerd --listen ADDR:PORT --db FILE --admin-token-file FILE --keys-file FILE [options]
+ *   pacerd --listen ADDR:PORT --clickhouse URL|--clickhouse-file FILE --admin-token-file FILE …
  *
  * Start: credentials → store (schema, writer thread) → HTTP → prints
  * "pacerd: listening on http://ADDR:PORT" (https with --tls-cert) on
@@ -32,7 +33,7 @@
 #define FDS_BESIDE_CONNECTIONS 64 /* database, WAL, readers, epoll, logs */
 
 typedef struct options {
-    const char *listen, *db, *admin_file, *keys_file, *tls_cert, *tls_key;
+    const char *listen, *db, *admin_file, *keys_file, *tls_cert, *tls_key, *clickhouse, *clickhouse_file;
     char addr[64];
     uint16_t port;
     size_t max_body;
@@ -44,9 +45,15 @@ typedef struct options {
 static void usage(FILE *f)
 {
     fputs("usage: pacerd --listen ADDR:PORT --db FILE --admin-token-file FILE --keys-file FILE [options]\n"
+          "       pacerd --listen ADDR:PORT --clickhouse URL --admin-token-file FILE --keys-file FILE [options]\n"
           "\n"
           "  --listen ADDR:PORT        address to serve on (127.0.0.1:4318, [::1]:4318; port 0: any free port)\n"
           "  --db FILE                 SQLite database (created when missing)\n"
+          "  --clickhouse URL          store in ClickHouse instead: http://[USER[:PASSWORD]@]HOST[:PORT]/[DATABASE]\n"
+          "                            (database pacer by default, created when missing); several pacerd may\n"
+          "                            share it. HOST1:PORT1,HOST2:PORT2 with ?cluster=NAME: the shards of a\n"
+          "                            cluster in ClickHouse's remote_servers, tables on each (docs/server.md)\n"
+          "  --clickhouse-file FILE    the same URL read from FILE's first line (keeps the password out of ps)\n"
           "  --admin-token-file FILE   the admin token (first line): config changes, queries, /metrics\n"
           "  --keys-file FILE          ingest keys, one \"APP KEY [rate=N/s] [burst=N] [daily=N]\" per line\n"
           "                            (SIGHUP reads both files again)\n"
@@ -75,6 +82,11 @@ static void usage(FILE *f)
           "                            pacerd; full: also across a crash of the machine)\n"
           "  --rollup-lag MS           longest time a stored record waits to be added to the rollups\n"
           "                            (default 500; queries read such records from the raw rows)\n"
+          "  --clickhouse-slot S       ClickHouse: the commit hour that consolidation sums at once\n"
+          "                            (default 3600; a divisor of 86400)\n"
+          "  --clickhouse-settle S     ClickHouse: how long after a slot ended it is consolidated (default 360;\n"
+          "                            a batch commits within S/2 of its start or is refused 503)\n"
+          "  --clickhouse-day S        ClickHouse: the span consolidated a second time (default 86400)\n"
           "  --help                    this text\n",
           f);
 }
@@ -145,6 +157,11 @@ static int parse_args(int argc, char **argv, options *o)
         {"drain-timeout", required_argument, NULL, 'D'},
         {"sync", required_argument, NULL, 's'},
         {"rollup-lag", required_argument, NULL, 'r'},
+        {"clickhouse", required_argument, NULL, 'X'},
+        {"clickhouse-file", required_argument, NULL, 'x'},
+        {"clickhouse-slot", required_argument, NULL, 'U'},
+        {"clickhouse-settle", required_argument, NULL, 'S'},
+        {"clickhouse-day", required_argument, NULL, 'Y'},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
@@ -177,6 +194,9 @@ static int parse_args(int argc, char **argv, options *o)
         {'q', "--max-queue", 1, 100000000, &o->store.max_queued_items, NULL, ""},
         {'D', "--drain-timeout", 1, 3600, NULL, &o->drain_timeout_s, " s"},
         {'r', "--rollup-lag", 0, 3600000, &o->store.rollup_lag_ms, NULL, " ms"},
+        {'U', "--clickhouse-slot", 1, 86400, NULL, &o->store.clickhouse_unit_s, " s"},
+        {'S', "--clickhouse-settle", 2, 86400, NULL, &o->store.clickhouse_settle_s, " s"},
+        {'Y', "--clickhouse-day", 1, 86400, NULL, &o->store.clickhouse_day_s, " s"},
     };
     int c;
     opterr = 0;
@@ -207,6 +227,8 @@ static int parse_args(int argc, char **argv, options *o)
             }
             break;
         case 'd': o->db = optarg; break;
+        case 'X': o->clickhouse = optarg; break;
+        case 'x': o->clickhouse_file = optarg; break;
         case 'a': o->admin_file = optarg; break;
         case 'k': o->keys_file = optarg; break;
         case 'C': o->tls_cert = optarg; break;
@@ -228,7 +250,12 @@ static int parse_args(int argc, char **argv, options *o)
         fprintf(stderr, "pacerd: unexpected argument %s (see pacerd --help)\n", argv[optind]);
         return -EINVAL;
     }
-    const char *missing = !o->listen ? "--listen" : !o->db ? "--db" : !o->admin_file ? "--admin-token-file"
+    int stores = !!o->db + !!o->clickhouse + !!o->clickhouse_file;
+    if (stores > 1) {
+        fprintf(stderr, "pacerd: give one of --db, --clickhouse, --clickhouse-file\n");
+        return -EINVAL;
+    }
+    const char *missing = !o->listen ? "--listen" : !stores ? "--db (or --clickhouse)" : !o->admin_file ? "--admin-token-file"
                           : !o->keys_file ? "--keys-file" : NULL;
     if (missing) {
         fprintf(stderr, "pacerd: %s is required (see pacerd --help)\n", missing);
@@ -275,6 +302,28 @@ static void wipe_free(char *s)
         memset(s, 0, strlen(s));
         free(s);
     }
+}
+
+/* The ClickHouse URL from the first line of a file (it may hold a
+ * password): malloc'd, or NULL with the reason on stderr. */
+static char *read_url(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        fprintf(stderr, "pacerd: --clickhouse-file %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    char line[4096];
+    bool ok = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    line[strcspn(line, "\r\n")] = 0;
+    if (!ok || !line[0]) {
+        fprintf(stderr, "pacerd: --clickhouse-file %s: expected the URL on the first line\n", path);
+        return NULL;
+    }
+    char *url = strdup(line);
+    memset(line, 0, sizeof line);
+    return url;
 }
 
 /* Open files: every connection is one. The soft limit goes up to the hard
@@ -344,7 +393,18 @@ int main(int argc, char **argv)
         return 1;
     }
     o.store.log = log_line;
-    d.store = store_open(o.db, &o.store, err, sizeof err);
+    char *url = o.clickhouse_file ? read_url(o.clickhouse_file) : NULL;
+    if (o.clickhouse_file && !url) {
+        auth_free(d.auth);
+        free(cert);
+        wipe_free(key);
+        return 1;
+    }
+    if (o.clickhouse || url)
+        d.store = store_open_clickhouse(url ? url : o.clickhouse, &o.store, err, sizeof err);
+    else
+        d.store = store_open(o.db, &o.store, err, sizeof err);
+    wipe_free(url);
     if (!d.store) {
         fprintf(stderr, "pacerd: %s\n", err);
         auth_free(d.auth);

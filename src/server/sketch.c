@@ -299,3 +299,33 @@ int sketch_decode(sketch *s, const uint8_t *buf, size_t len)
     s->bins = bins;
     return 0;
 }
+
+int sketch_set(sketch *s, uint64_t zero_count, double sum, double min, double max, int32_t offset,
+               const uint64_t *bins, size_t n)
+{
+    sketch_reset(s);
+    uint64_t count = zero_count;
+    for (size_t k = 0; k < n; k++) {
+        if (bins[k] > UINT64_MAX - count)
+            return -EBADMSG;
+        count += bins[k];
+    }
+    if (count == zero_count)
+        n = 0; /* buckets of zeros only: none */
+    if (n > SKETCH_MAX_BINS || (int64_t)offset + (int64_t)n > INT32_MAX || (count && !(min <= max)))
+        return -EBADMSG;
+    if (n) {
+        s->bins = malloc(n * sizeof *s->bins);
+        if (!s->bins)
+            return -ENOMEM;
+        memcpy(s->bins, bins, n * sizeof *s->bins);
+    }
+    s->count = count;
+    s->zero_count = zero_count;
+    s->sum = sum;
+    s->min = min;
+    s->max = max;
+    s->offset = offset;
+    s->n_bins = s->cap_bins = (uint32_t)n;
+    return 0;
+}

@@ -66,4 +66,12 @@ int sketch_encode(const sketch *s, uint8_t **ret_buf, size_t *ret_len);
  * sketch is left empty), or -ENOMEM. Never reads outside buf[0..len). */
 int sketch_decode(sketch *s, const uint8_t *buf, size_t len);
 
+/* Makes the empty (initialised) sketch s hold exactly these parts: n
+ * bucket counts from index offset, zero_count values in the zero bucket,
+ * and the values' exact sum, min and max (what sketch_encode keeps; a
+ * store that keeps the parts in columns of its own rebuilds the sketch
+ * with it). Returns 0, -EBADMSG for parts no sketch has, or -ENOMEM. */
+int sketch_set(sketch *s, uint64_t zero_count, double sum, double min, double max, int32_t offset,
+               const uint64_t *bins, size_t n);
+
 #endif

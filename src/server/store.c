@@ -1,5 +1,6 @@
 /* The store's calls (store.h), handed to the backend that opened the store
- * (store_backend.h). */
+ * (store_backend.h): SQLite (store_sqlite.c) or ClickHouse
+ * (store_clickhouse.c). */
 #include "store.h"
 #include "store_backend.h"
 
@@ -12,6 +13,11 @@ static const store_backend *ops(store *st)
 store *store_open(const char *path, const store_options *opt, char *err, size_t err_size)
 {
     return store_sqlite_open(path, opt, err, err_size);
+}
+
+store *store_open_clickhouse(const char *url, const store_options *opt, char *err, size_t err_size)
+{
+    return store_clickhouse_open(url, opt, err, err_size);
 }
 
 void store_close(store *st)

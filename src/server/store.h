@@ -1,4 +1,10 @@
-/* pacerd's storage on SQLite: raw records (each resource and scope once,
+/* pacerd's storage. Two backends serve this interface (store.c hands each
+ * call to the one that opened the store): SQLite, described here, and
+ * ClickHouse, for several pacerd instances sharing one database
+ * (store_clickhouse.c: its schema, and how batches stay exactly once
+ * without a single writer). Both give the same answers on the same data.
+ *
+ * On SQLite: raw records (each resource and scope once,
  * rows naming them by id), rollups, the indexes the read APIs use, batch
  * ids, configs.
  *
@@ -198,6 +204,11 @@ typedef struct store_options {
     size_t max_queued_items; /* records waiting for the writer before submits get -EAGAIN */
     size_t readers;          /* read connections */
     size_t rollup_lag_ms;    /* longest a committed record waits to be added to the rollups (0: none) */
+    /* ClickHouse (store_clickhouse.c), 0 for the defaults: the commit hour
+     * consolidated into the rollups (3600 s), the span of level 2 (86400),
+     * how long after an hour ends it is (360; an attempt commits within
+     * half of it or not at all), writer threads (2) */
+    unsigned clickhouse_unit_s, clickhouse_day_s, clickhouse_settle_s, clickhouse_writers;
     /* where failures of the store are told, one line each, no newline
      * (NULL: nowhere); called from any of the store's threads */
     void (*log)(void *ctx, const char *msg);
@@ -207,7 +218,11 @@ typedef struct store_options {
 /* Opens (creating when needed) the database and starts the writer thread.
  * Returns NULL with a message "PATH: reason" in err. */
 store *store_open(const char *path, const store_options *opt, char *err, size_t err_size);
-/* The backend that serves the store: "sqlite". */
+/* Opens the ClickHouse store at url, "http://[USER[:PASSWORD]@]HOST[:PORT]/[DATABASE][?cluster=NAME]"
+ * (store_clickhouse.c), creating the database and its tables when missing.
+ * NULL with a message in err (the password never in it). */
+store *store_open_clickhouse(const char *url, const store_options *opt, char *err, size_t err_size);
+/* The backend that serves the store: "sqlite" or "clickhouse". */
 const char *store_backend_name(store *st);
 /* Finishes queued jobs, stops the writer, closes everything. Accepts NULL. */
 void store_close(store *st);

@@ -12,7 +12,7 @@
 #include "store.h"
 
 typedef struct store_backend {
-    const char *name; /* "sqlite" */
+    const char *name; /* "sqlite", "clickhouse" */
     void (*close)(store *st);
     int (*submit)(store *st, const char *app, const char *batch_id, const char *endpoint, store_record *recs,
                   size_t n, size_t rejected, bool *ret_duplicate);
@@ -46,5 +46,8 @@ int store_sqlite_explain(store *st, void (*cb)(void *ctx, const char *name, cons
 int store_sqlite_version_rows(store *st, enum store_table table, const char *app, const char *version, size_t limit,
                               size_t scan_max, void (*cb)(void *ctx, const store_row *row), void *ctx,
                               bool *ret_truncated);
+
+/* ClickHouse (store_clickhouse.c). */
+store *store_clickhouse_open(const char *url, const store_options *opt, char *err, size_t err_size);
 
 #endif

@@ -1,0 +1,194 @@
+/* What the ClickHouse store's files share (store_clickhouse.c: open, the
+ * writers, consolidation, health, configs; store_ch_read.c: the queries;
+ * store_ch_layout.c: the tables' physical columns). */
+#ifndef PACER_SERVER_STORE_CH_H
+#define PACER_SERVER_STORE_CH_H
+
+#include "ch_client.h"
+#include "store.h"
+#include "store_backend.h"
+#include "store_health.h"
+
+#include <pthread.h>
+
+/* ---- physical columns (store_ch_layout.c) ----
+ *
+ * Each column of the layout (store.h, "the rows") becomes one or more
+ * ClickHouse columns of the same name; what differs from SQLite is only
+ * how a value is held, never what comes back:
+ *   an MS field (milliseconds)  three columns: NAME Nullable(Int64), the
+ *                 value in microseconds when that is exact; NAME_ns, in
+ *                 nanoseconds when that is; NAME_f, the double otherwise
+ *                 (integers compress far better than doubles);
+ *   end_ts        its difference from ts and, in a record table, from the
+ *                 record's span-end metric (0 for spans written by
+ *                 pacer's SDK: nothing to store);
+ *   span_name     of a page or start-up record: NULL when it is the name
+ *                 pacer's SDK gives it ("page NAME");
+ *   trace_id, span_id, parent_span_id  FixedString(16) / (8);
+ *   resource_id, scope_id  UInt64, the hash of the resource or scope
+ *                 (0: none), whose JSON the table `origins` keeps;
+ * plus `rday`, the UTC day the row was received (the partition), and, in
+ * logs and metric_points, `rid`, the row's identity (spans have theirs:
+ * trace and span id). */
+
+enum ch_enc {
+    CE_TS,       /* Int64, the common ts */
+    CE_STR,      /* String (NOT NULL) */
+    CE_NSTR,     /* Nullable(String) */
+    CE_INT,      /* Int64 (NOT NULL) */
+    CE_NINT,     /* Nullable(Int64) */
+    CE_REAL,     /* Nullable(Float64): NaN and infinities too */
+    CE_MS_US,    /* an MS field: Nullable(Int64) µs … */
+    CE_MS_NS,    /* … Nullable(Int64) ns … */
+    CE_MS_F,     /* … Nullable(Float64) */
+    CE_ID,       /* FixedString(n) */
+    CE_NID,      /* Nullable(FixedString(n)) */
+    CE_END,      /* Nullable(Int64): end_ts - ts - the span-end metric's ns */
+    CE_SPAN_NAME, /* Nullable(String): NULL = the SDK's name */
+    CE_ORIGIN,   /* UInt64: resource or scope hash, 0 = none */
+    CE_RID,      /* UInt64 identity of a log or a point */
+    CE_RDAY,     /* UInt32 */
+};
+
+typedef struct ch_col {
+    char name[48];
+    const char *type;
+    enum ch_enc enc;
+    int logical; /* the layout's column, or -1 */
+    size_t id_len; /* CE_ID, CE_NID */
+} ch_col;
+
+#define CH_MAX_COLS (STORE_MAX_COLS * 3 + 4)
+
+typedef struct ch_table {
+    const char *name;
+    size_t n_cols;
+    ch_col cols[CH_MAX_COLS];
+    const char *order_by, *shard_key;
+    const char *columns;  /* "ts, app, …" for INSERT and SELECT */
+    int end_metric[STORE_MAX_METRICS + 1]; /* record tables: the layout columns of the span-end metrics, -1 ended */
+    int ts_col, trace_col, span_col, name_col, version_col, session_col, attrs_col, origin_cols[2];
+} ch_table;
+
+const ch_table *ch_table_of(enum store_table t);
+
+/* Appends the physical columns of one record (RowBinary) to out; rid is
+ * the identity of a log or a point, rday the receive day. */
+void ch_encode_row(const ch_table *t, const store_record *rec, uint64_t rid, uint32_t rday, rb_buf *out);
+
+/* Reads one row of `SELECT <t->columns>` into row (values borrowed from
+ * the reader's buffer or from scratch, which must hold CH_ROW_SCRATCH
+ * bytes; strings NUL-terminated) and the origin ids. false on a bad answer. */
+#define CH_ROW_SCRATCH 128
+typedef struct ch_row {
+    store_row row;
+    uint64_t origin[2];
+    uint64_t rid; /* logs, points */
+    char *owned; /* NUL-terminated copies of the strings, one block (freed by ch_row_clear) */
+} ch_row;
+bool ch_decode_row(const ch_table *t, rb_reader *r, ch_row *ret);
+void ch_row_clear(ch_row *r);
+
+/* The record's span-end prediction (ns) for CE_END: the first span-end
+ * metric the row has, as nanoseconds. */
+int64_t ch_end_pred(const ch_table *t, const store_value *cols);
+
+/* ---- the store ---- */
+
+/* Rollup rows: per (kind, app, version, name, hour) of data, one row of
+ * counts (metric -1) and one per metric with its sketch. */
+typedef struct ch_srow {
+    int8_t kind;
+    const char *app, *version, *name;
+    uint8_t grain; /* 0: t is an hour (since the epoch), 1: a day */
+    int32_t t;
+    int8_t metric;
+    uint64_t cnt, failed;
+    sketch s; /* metric >= 0 */
+} ch_srow;
+
+typedef struct ch_store ch_store;
+
+struct ch_store {
+    const store_backend *backend; /* first (store_backend.h) */
+    ch_client *ch;
+    char **nodes; /* cluster: every node's URL (schema on each); else NULL */
+    size_t n_nodes;
+    bool cluster;
+    health_state health;
+    void (*log)(void *ctx, const char *msg);
+    void *log_ctx;
+    /* writers: group commit */
+    pthread_mutex_t lock;
+    pthread_cond_t wake, done;
+    struct ch_job *head, *tail;
+    size_t queued_items, max_queued;
+    bool stopping;
+    pthread_t writers[4];
+    size_t n_writers;
+    /* consolidation, retention */
+    pthread_t keeper;
+    pthread_cond_t keeper_wake;
+    bool keeper_started;
+    int64_t settle_s; /* a commit hour is consolidated this long after it ended */
+    int64_t unit_s;   /* its length (3600) */
+    int64_t day_s;    /* level 2's slot (86400) */
+    /* origins already written today (hash → 1), per receive day */
+    pthread_mutex_t olock;
+    uint64_t origin_seen[4096];
+    uint32_t origin_day;
+    int64_t last_ok_ns;
+};
+
+/* "app = 'x'" style SQL helpers */
+void ch_sql_str(jbuf *b, const char *s);
+
+/* A query whose failure is told to the health (reads). 0 or -EIO. */
+int ch_read(ch_store *st, const char *sql, ch_reply *ret, const char *what);
+/* A write statement; the failure is told to the health by the caller. */
+int ch_write(ch_store *st, const char *sql, const void *data, size_t len, ch_reply *ret);
+/* The health's view of a failed request. */
+void ch_error_of(const ch_reply *r, store_error *ret);
+
+/* The tiers (store_ch_read.c): the last commit hour consolidated into
+ * level 1 and the last commit day into level 2; -1 when none. */
+int ch_watermarks(ch_store *st, int64_t *ret_hour, int64_t *ret_day);
+
+/* Reads rollup rows of kind, app and version (NULL: all): those of the
+ * consolidated tiers (once per slot) and of the committed attempts after
+ * them (winners only); cb gets each row. */
+typedef struct ch_rollup_query {
+    int8_t kind;
+    const char *app, *version;
+    int64_t a_lo, a_hi;   /* level 1 and pending: these hours */
+    int64_t d_lo, d_hi;   /* level 2: these days, by data day … */
+    int64_t h_lo, h_hi, h2_lo, h2_hi; /* … and these hours by data hour (the cut ends) */
+} ch_rollup_query;
+int ch_rollups(ch_store *st, const ch_rollup_query *q, void (*cb)(void *ctx, const ch_srow *row), void *ctx);
+
+/* The committed rows of pending that match `where` and count (fresh rows;
+ * a retry's when its attempt wins), each to cb; manifests (kind -1) too. */
+int ch_pending_rows(ch_store *st, const char *where,
+                    void (*cb)(void *ctx, const ch_srow *row, uint64_t att, const char *batch, bool fresh,
+                               uint32_t at),
+                    void *ctx);
+
+/* The read operations (store_ch_read.c). */
+int ch_op_scan(store *st, enum store_kind kind, const char *app, const char *version, int64_t from_ns, int64_t to_ns,
+               const store_scan_cb *cb);
+int ch_op_apps(store *st, void (*cb)(void *ctx, const char *app, const char *version), void *ctx);
+int ch_op_trace(store *st, const uint8_t trace_id[16], jbuf *out, size_t *ret_n);
+int ch_op_search_spans(store *st, const store_span_query *q, jbuf *out);
+int ch_op_search_logs(store *st, const store_log_query *q, jbuf *out);
+int ch_op_search_points(store *st, const store_point_query *q, jbuf *out);
+int ch_op_version_rows(store *st, enum store_table table, const char *app, const char *version, size_t limit,
+                       size_t scan_max, void (*cb)(void *ctx, const store_row *row), void *ctx, bool *ret_truncated);
+
+/* Parses the RowBinary rows of a rollup SELECT (store_ch_read.c's
+ * column list ROLLUP_COLUMNS) — shared with consolidation. */
+#define CH_SKETCH_COLUMNS "kind, app, version, name, grain, t, metric, cnt, failed, zero, sum, min, max, off, c"
+bool ch_read_srow(rb_reader *r, ch_srow *ret);
+void ch_write_srow(rb_buf *b, const ch_srow *row);
+
+#endif
