@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,14 +87,27 @@ static int reserve(sketch *s, int32_t lo, int32_t hi, int32_t *ret_floor)
     return 0;
 }
 
+#define SUM_MAX ((__int128)1 << 120) /* sums saturate here (far beyond any duration) */
+
+static __int128 add_sat(__int128 a, __int128 b)
+{
+    return a > SUM_MAX - b ? SUM_MAX : a + b;
+}
+
 static void note_value(sketch *s, double v)
 {
     if (s->count == 0 || v < s->min)
         s->min = v;
     if (s->count == 0 || v > s->max)
         s->max = v;
-    s->sum += v;
+    double ns = nearbyint(v * 1e6); /* v >= 0 and finite */
+    s->sum_ns = add_sat(s->sum_ns, ns < 1e36 ? (__int128)ns : SUM_MAX);
     s->count++;
+}
+
+double sketch_sum(const sketch *s)
+{
+    return (double)s->sum_ns / 1e6;
 }
 
 int sketch_add(sketch *s, double value)
@@ -137,7 +151,7 @@ int sketch_merge(sketch *dst, const sketch *src)
         dst->min = src->min;
     if (dst->count == 0 || src->max > dst->max)
         dst->max = src->max;
-    dst->sum += src->sum;
+    dst->sum_ns = add_sat(dst->sum_ns, src->sum_ns);
     dst->count += src->count;
     dst->zero_count += src->zero_count;
     return 0;
@@ -178,8 +192,10 @@ double sketch_quantile(const sketch *s, double q)
     return v;
 }
 
-/* Encoding: 'D' 1 | varint count | varint zero_count | f64 sum min max |
- * zigzag varint offset | varint n_bins | n_bins varint counts. */
+/* Encoding: 'D' 2 | varint count | varint zero_count | varint sum_ns (low
+ * 64 bits) | varint sum_ns >> 64 | f64 min max | zigzag varint offset |
+ * varint n_bins | n_bins varint counts. Version 1 (files of earlier
+ * pacerd) had f64 sum min max: its sum is read rounded to nanoseconds. */
 
 static size_t put_varint(uint8_t *p, uint64_t v)
 {
@@ -230,19 +246,20 @@ static int get_double(const uint8_t *buf, size_t len, size_t *pos, double *ret)
 
 int sketch_encode(const sketch *s, uint8_t **ret_buf, size_t *ret_len)
 {
-    size_t cap = 2 + 10 * 2 + 24 + 5 + 5 + (size_t)s->n_bins * 10;
+    size_t cap = 2 + 10 * 4 + 16 + 5 + 5 + (size_t)s->n_bins * 10;
     uint8_t *buf = malloc(cap);
     if (!buf)
         return -ENOMEM;
     size_t n = 0;
     buf[n++] = 'D';
-    buf[n++] = 1;
+    buf[n++] = 2;
     n += put_varint(buf + n, s->count);
     n += put_varint(buf + n, s->zero_count);
-    put_double(buf + n, s->sum);
-    put_double(buf + n + 8, s->min);
-    put_double(buf + n + 16, s->max);
-    n += 24;
+    n += put_varint(buf + n, (uint64_t)s->sum_ns);
+    n += put_varint(buf + n, (uint64_t)(s->sum_ns >> 64));
+    put_double(buf + n, s->min);
+    put_double(buf + n + 8, s->max);
+    n += 16;
     uint32_t zz = ((uint32_t)s->offset << 1) ^ (uint32_t)(s->offset >> 31);
     n += put_varint(buf + n, zz);
     n += put_varint(buf + n, s->n_bins);
@@ -257,14 +274,20 @@ int sketch_decode(sketch *s, const uint8_t *buf, size_t len)
 {
     sketch_reset(s);
     size_t pos = 2;
-    uint64_t count, zero, zz, n_bins;
-    double sum, mn, mx;
-    if (len < 2 || buf[0] != 'D' || buf[1] != 1)
+    uint64_t count, zero, zz, n_bins, lo = 0, hi = 0;
+    double sum = 0, mn, mx;
+    if (len < 2 || buf[0] != 'D' || (buf[1] != 1 && buf[1] != 2))
         return -EBADMSG;
+    bool v1 = buf[1] == 1;
     if (get_varint(buf, len, &pos, &count) < 0 || get_varint(buf, len, &pos, &zero) < 0 ||
-        get_double(buf, len, &pos, &sum) < 0 || get_double(buf, len, &pos, &mn) < 0 ||
-        get_double(buf, len, &pos, &mx) < 0 || get_varint(buf, len, &pos, &zz) < 0 ||
-        get_varint(buf, len, &pos, &n_bins) < 0)
+        (v1 ? get_double(buf, len, &pos, &sum) < 0
+            : get_varint(buf, len, &pos, &lo) < 0 || get_varint(buf, len, &pos, &hi) < 0) ||
+        get_double(buf, len, &pos, &mn) < 0 || get_double(buf, len, &pos, &mx) < 0 ||
+        get_varint(buf, len, &pos, &zz) < 0 || get_varint(buf, len, &pos, &n_bins) < 0)
+        return -EBADMSG;
+    __int128 sum_ns = v1 ? (sum >= 0 && sum * 1e6 < 1e36 ? (__int128)nearbyint(sum * 1e6) : 0)
+                         : (__int128)((unsigned __int128)hi << 64 | lo);
+    if (sum_ns < 0 || sum_ns > SUM_MAX)
         return -EBADMSG;
     if (zz > UINT32_MAX || n_bins > SKETCH_MAX_BINS || zero > count)
         return -EBADMSG;
@@ -291,7 +314,7 @@ int sketch_decode(sketch *s, const uint8_t *buf, size_t len)
     }
     s->count = count;
     s->zero_count = zero;
-    s->sum = sum;
+    s->sum_ns = sum_ns;
     s->min = mn;
     s->max = mx;
     s->offset = offset;
@@ -300,7 +323,7 @@ int sketch_decode(sketch *s, const uint8_t *buf, size_t len)
     return 0;
 }
 
-int sketch_set(sketch *s, uint64_t zero_count, double sum, double min, double max, int32_t offset,
+int sketch_set(sketch *s, uint64_t zero_count, __int128 sum_ns, double min, double max, int32_t offset,
                const uint64_t *bins, size_t n)
 {
     sketch_reset(s);
@@ -312,7 +335,8 @@ int sketch_set(sketch *s, uint64_t zero_count, double sum, double min, double ma
     }
     if (count == zero_count)
         n = 0; /* buckets of zeros only: none */
-    if (n > SKETCH_MAX_BINS || (int64_t)offset + (int64_t)n > INT32_MAX || (count && !(min <= max)))
+    if (n > SKETCH_MAX_BINS || (int64_t)offset + (int64_t)n > INT32_MAX || (count && !(min <= max)) || sum_ns < 0 ||
+        sum_ns > SUM_MAX)
         return -EBADMSG;
     if (n) {
         s->bins = malloc(n * sizeof *s->bins);
@@ -322,7 +346,7 @@ int sketch_set(sketch *s, uint64_t zero_count, double sum, double min, double ma
     }
     s->count = count;
     s->zero_count = zero_count;
-    s->sum = sum;
+    s->sum_ns = sum_ns;
     s->min = min;
     s->max = max;
     s->offset = offset;

@@ -123,7 +123,7 @@ static void test_encode_roundtrip(void **state)
     assert_int_equal(sketch_decode(&t, buf, len), 0);
     assert_int_equal(t.count, s.count);
     assert_int_equal(t.zero_count, s.zero_count);
-    assert_true(t.sum == s.sum && t.min == s.min && t.max == s.max);
+    assert_true(t.sum_ns == s.sum_ns && t.min == s.min && t.max == s.max);
     for (double q = 0; q <= 1.0; q += 0.05)
         assert_true(sketch_quantile(&t, q) == sketch_quantile(&s, q));
     /* every truncation and every single-byte change either decodes to a
