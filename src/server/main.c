@@ -87,6 +87,8 @@ static void usage(FILE *f)
           "  --clickhouse-settle S     ClickHouse: how long after a slot ended it is consolidated (default 360;\n"
           "                            a batch commits within S/2 of its start or is refused 503)\n"
           "  --clickhouse-day S        ClickHouse: the span consolidated a second time (default 86400)\n"
+          "  --clickhouse-retention-days N  ClickHouse: drop what was received more than N days ago,\n"
+          "                            whole days at a time (default 0: keep everything)\n"
           "  --help                    this text\n",
           f);
 }
@@ -162,6 +164,7 @@ static int parse_args(int argc, char **argv, options *o)
         {"clickhouse-slot", required_argument, NULL, 'U'},
         {"clickhouse-settle", required_argument, NULL, 'S'},
         {"clickhouse-day", required_argument, NULL, 'Y'},
+        {"clickhouse-retention-days", required_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
@@ -197,6 +200,7 @@ static int parse_args(int argc, char **argv, options *o)
         {'U', "--clickhouse-slot", 1, 86400, NULL, &o->store.clickhouse_unit_s, " s"},
         {'S', "--clickhouse-settle", 2, 86400, NULL, &o->store.clickhouse_settle_s, " s"},
         {'Y', "--clickhouse-day", 1, 86400, NULL, &o->store.clickhouse_day_s, " s"},
+        {'R', "--clickhouse-retention-days", 0, 100000, NULL, &o->store.clickhouse_retention_days, " days"},
     };
     int c;
     opterr = 0;

@@ -209,6 +209,7 @@ typedef struct store_options {
      * how long after an hour ends it is (360; an attempt commits within
      * half of it or not at all), writer threads (2) */
     unsigned clickhouse_unit_s, clickhouse_day_s, clickhouse_settle_s, clickhouse_writers;
+    unsigned clickhouse_retention_days; /* ClickHouse: drop what was received this many days ago (0: keep) */
     /* where failures of the store are told, one line each, no newline
      * (NULL: nowhere); called from any of the store's threads */
     void (*log)(void *ctx, const char *msg);

@@ -113,8 +113,10 @@ typedef struct ch_store ch_store;
 struct ch_store {
     const store_backend *backend; /* first (store_backend.h) */
     ch_client *ch;
-    char **nodes; /* cluster: every node's URL (schema on each); else NULL */
+    ch_client **nodes; /* every node named (one, or the shards of a cluster): schema, partitions */
     size_t n_nodes;
+    unsigned retention_days; /* 0: keep everything */
+    int64_t db_bytes;        /* the database on the first node, as the keeper last saw it; -1: unknown */
     bool cluster;
     health_state health;
     void (*log)(void *ctx, const char *msg);
@@ -187,7 +189,7 @@ int ch_op_version_rows(store *st, enum store_table table, const char *app, const
 
 /* Parses the RowBinary rows of a rollup SELECT (store_ch_read.c's
  * column list ROLLUP_COLUMNS) — shared with consolidation. */
-#define CH_SKETCH_COLUMNS "kind, app, version, name, grain, t, metric, cnt, failed, zero, sum, min, max, off, c"
+#define CH_SKETCH_COLUMNS "kind, app, version, name, grain, t, metric, cnt, failed, zero, sum_lo, sum_hi, min, max, off, c"
 bool ch_read_srow(rb_reader *r, ch_srow *ret);
 void ch_write_srow(rb_buf *b, const ch_srow *row);
 

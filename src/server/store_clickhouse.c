@@ -152,7 +152,7 @@ typedef struct ddl {
 
 #define SKETCH_DDL                                                                                              \
     "kind Int8, app String, version String, name String, grain UInt8, t Int32, metric Int8, cnt UInt64, "     \
-    "failed UInt64, zero UInt64, sum Float64, min Float64, max Float64, off Int32, c Array(UInt64)"
+    "failed UInt64, zero UInt64, sum_lo UInt64, sum_hi UInt64, min Float64, max Float64, off Int32, c Array(UInt64)"
 
 static const ddl fixed_tables[] = {
     {"origins", "which UInt8, id UInt64, json String, rday UInt32",
@@ -291,7 +291,8 @@ void ch_write_srow(rb_buf *b, const ch_srow *row)
     rb_u64(b, row->failed);
     const sketch *s = &row->s;
     rb_u64(b, row->metric >= 0 ? s->zero_count : 0);
-    rb_f64(b, row->metric >= 0 ? s->sum : 0);
+    rb_u64(b, row->metric >= 0 ? (uint64_t)s->sum_ns : 0);
+    rb_u64(b, row->metric >= 0 ? (uint64_t)(s->sum_ns >> 64) : 0);
     rb_f64(b, row->metric >= 0 ? s->min : 0);
     rb_f64(b, row->metric >= 0 ? s->max : 0);
     rb_u32(b, (uint32_t)(row->metric >= 0 ? s->offset : 0));
@@ -323,7 +324,9 @@ bool ch_read_srow(rb_reader *r, ch_srow *ret)
     ret->cnt = rb_get_u64(r);
     ret->failed = rb_get_u64(r);
     uint64_t zero = rb_get_u64(r);
-    double sum = rb_get_f64(r), mn = rb_get_f64(r), mx = rb_get_f64(r);
+    uint64_t lo = rb_get_u64(r), hi = rb_get_u64(r);
+    double mn = rb_get_f64(r), mx = rb_get_f64(r);
+    __int128 sum = (__int128)((unsigned __int128)hi << 64 | lo);
     int32_t off = (int32_t)rb_get_u32(r);
     uint64_t n = rb_get_varint(r);
     if (r->bad || n > SKETCH_MAX_BINS || n * 8 > r->len - r->pos)
@@ -736,6 +739,11 @@ static int run_group(ch_store *st, ch_job *list, ch_reply *rep)
     uint64_t att = random_u64() | 1;
     uint32_t rday = (uint32_t)(wall_ns() / STORE_DAY_NS);
     memset(rep, 0, sizeof *rep);
+    /* a batch sent twice into the same group is stored by its first job */
+    for (ch_job *j = list; j; j = j->next)
+        for (ch_job *k = list; j->batch_id && k != j; k = k->next)
+            if (k->batch_id && strcmp(k->batch_id, j->batch_id) == 0 && strcmp(k->app, j->app) == 0)
+                j->duplicate = true;
     int r = begin_and_check(st, list, att, rday, rep);
     if (r == 0)
         r = write_rows(st, list, att, rday, rep);
@@ -857,7 +865,14 @@ static void ch_get_stats(store *s, store_stats *ret)
     pthread_mutex_lock(&st->lock);
     ret->queued_items = st->queued_items;
     pthread_mutex_unlock(&st->lock);
-    ret->db_bytes = ret->wal_bytes = ret->disk_free_bytes = -1;
+    ret->db_bytes = __atomic_load_n(&st->db_bytes, __ATOMIC_RELAXED);
+    ret->wal_bytes = ret->disk_free_bytes = -1;
+}
+
+/* The database's size on the first node (for /metrics, which must not
+ * wait for ClickHouse). */
+static void measure(ch_store *st)
+{
     jbuf q;
     jbuf_init(&q);
     jbuf_puts(&q, "SELECT sum(bytes_on_disk) FROM system.parts WHERE active AND database = ");
@@ -865,10 +880,76 @@ static void ch_get_stats(store *s, store_stats *ret)
     jbuf_puts(&q, " FORMAT TabSeparated");
     ch_reply rep;
     if (!q.failed && ch_query(st->ch, q.data, NULL, 0, NULL, &rep) == 0) {
-        ret->db_bytes = strtoll(rep.body, NULL, 10);
+        __atomic_store_n(&st->db_bytes, strtoll(rep.body, NULL, 10), __ATOMIC_RELAXED);
         ch_reply_free(&rep);
     }
     jbuf_free(&q);
+}
+
+/* Drops, on every node, the partitions (rday) below `below` of the local
+ * tables named. */
+static int drop_partitions(ch_store *st, const char *const *tables, size_t n, uint32_t below)
+{
+    int r = 0;
+    for (size_t k = 0; k < st->n_nodes; k++)
+        for (size_t i = 0; i < n; i++) {
+            char local[96];
+            table_name(st, tables[i], local, sizeof local, true);
+            jbuf q;
+            jbuf_init(&q);
+            jbuf_puts(&q, "SELECT DISTINCT partition FROM system.parts WHERE active AND database = ");
+            ch_sql_str(&q, ch_client_url(st->ch)->database);
+            jbuf_puts(&q, " AND table = ");
+            ch_sql_str(&q, local);
+            jbuf_puts(&q, " FORMAT TabSeparated");
+            ch_reply rep;
+            if (q.failed || ch_query(st->nodes[k], q.data, NULL, 0, NULL, &rep) < 0) {
+                jbuf_free(&q);
+                r = -EIO;
+                continue;
+            }
+            jbuf_free(&q);
+            for (const char *p = rep.body; *p;) {
+                unsigned long part = strtoul(p, NULL, 10);
+                if (part < below) {
+                    char sql[200];
+                    snprintf(sql, sizeof sql, "ALTER TABLE %s DROP PARTITION %lu", local, part);
+                    ch_reply dr;
+                    if (ch_query(st->nodes[k], sql, NULL, 0, NULL, &dr) == 0)
+                        ch_reply_free(&dr);
+                    else
+                        r = -EIO;
+                }
+                p += strcspn(p, "\n");
+                p += *p == '\n';
+            }
+            ch_reply_free(&rep);
+        }
+    return r;
+}
+
+/* Pending rows two days older than what level 1 holds are in level 1
+ * (their manifests in commits): their partitions go. With retention, so
+ * does everything received before its window. */
+static int tidy(ch_store *st)
+{
+    int64_t w1, w2;
+    int r = ch_watermarks(st, &w1, &w2);
+    if (r == 0 && w1 >= 0) {
+        static const char *const pend[] = {"pending"};
+        int64_t day = (w1 + 1) * st->unit_s / 86400 - 2;
+        if (day > 0)
+            r = drop_partitions(st, pend, 1, (uint32_t)day);
+    }
+    if (st->retention_days) {
+        static const char *const all[] = {"page_loads", "startups", "requests", "spans", "logs", "metric_points",
+                                          "origins", "trace_index", "attempts", "pending", "commits", "rollups"};
+        int64_t today = wall_ns() / STORE_DAY_NS;
+        if (today > st->retention_days && drop_partitions(st, all, sizeof all / sizeof all[0],
+                                                          (uint32_t)(today - st->retention_days)) < 0)
+            r = -EIO;
+    }
+    return r;
 }
 
 /* ---- configs ---- */
@@ -1469,10 +1550,17 @@ static void *keeper_main(void *arg)
     ch_store *st = arg;
     int64_t tick_ns = (st->unit_s < 40 ? st->unit_s / 4 + 1 : 10) * INT64_C(1000000000);
     bool failing = false;
+    int64_t tidied = 0;
     pthread_mutex_lock(&st->lock);
     while (!st->stopping) {
         pthread_mutex_unlock(&st->lock);
         int r = keep_once(st);
+        measure(st);
+        /* partitions: every few minutes (a round of the keeper with a short slot: every round) */
+        if (r == 0 && (mono_ns() - tidied > 300 * INT64_C(1000000000) || st->unit_s < 40)) {
+            r = tidy(st);
+            tidied = mono_ns();
+        }
         if (r < 0 && !failing)
             say(st, "store: consolidating the rollups failed (tried again in %" PRId64 " s; queries stay exact)",
                 tick_ns / INT64_C(1000000000));
@@ -1502,6 +1590,9 @@ static void ch_close(store *s)
     if (st->keeper_started)
         pthread_join(st->keeper, NULL);
     ch_client_free(st->ch);
+    for (size_t i = 0; i < st->n_nodes; i++)
+        ch_client_free(st->nodes[i]);
+    free(st->nodes);
     health_destroy(&st->health);
     free(st);
 }
@@ -1607,6 +1698,10 @@ store *store_clickhouse_open(const char *url, const store_options *opt, char *er
         r = -ENOMEM;
     }
     /* the schema on every node named */
+    if (r == 0 && !(st->nodes = calloc(n_nodes, sizeof *st->nodes))) {
+        snprintf(err, err_size, "out of memory");
+        r = -ENOMEM;
+    }
     for (size_t i = 0; r == 0 && i < n_nodes; i++) {
         ch_url nu;
         ch_client *c = NULL;
@@ -1616,11 +1711,12 @@ store *store_clickhouse_open(const char *url, const store_options *opt, char *er
             break;
         }
         c = ch_client_new(&nu, QUERY_TIMEOUT_MS);
+        if (c)
+            st->nodes[st->n_nodes++] = c;
         if (!c || create_schema(st, c, why, sizeof why) < 0) {
             snprintf(err, err_size, "%s: cannot create the schema: %s", nu.shown, c ? why : "out of memory");
             r = -EIO;
         }
-        ch_client_free(c);
         ch_url_clear(&nu);
     }
     ch_url_clear(&u);
@@ -1628,11 +1724,17 @@ store *store_clickhouse_open(const char *url, const store_options *opt, char *er
         free(nodes[i]);
     free(nodes);
     if (r < 0) {
-        if (st)
+        if (st) {
             ch_client_free(st->ch);
+            for (size_t i = 0; i < st->n_nodes; i++)
+                ch_client_free(st->nodes[i]);
+            free(st->nodes);
+        }
         free(st);
         return NULL;
     }
+    st->db_bytes = -1;
+    st->retention_days = opt->clickhouse_retention_days;
     health_init(&st->health, NULL, opt->log, opt->log_ctx);
     pthread_mutex_init(&st->lock, NULL);
     pthread_mutex_init(&st->olock, NULL);
