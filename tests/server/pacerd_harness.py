@@ -30,7 +30,7 @@ class Pacerd:
     test process's server."""
 
     def __init__(self, extra_args=(), db=None, keys_text=None, scheme="http", backend=None, clickhouse=None,
-                 database=None):
+                 database=None, store_args=None):
         global _databases
         self.backend = backend or BACKEND
         self.dir = tempfile.mkdtemp(prefix="pacerd-test-")
@@ -39,10 +39,13 @@ class Pacerd:
             import clickhouse_harness
             self.ch = clickhouse or clickhouse_harness.shared()
             _databases += 1
+            self.owns_database = database is None  # a database another Pacerd made is left to it
             self.database = database or "t%d_%d" % (os.getpid(), _databases)
             self.store_args = ["--clickhouse", self.ch.url(self.database)] + CLICKHOUSE_ARGS
         else:
             self.store_args = ["--db", self.db]
+        if store_args is not None:
+            self.store_args = list(store_args)
         self.admin_file = os.path.join(self.dir, "admin-token")
         self.keys_file = os.path.join(self.dir, "keys")
         self.scheme = scheme
@@ -92,7 +95,8 @@ class Pacerd:
         self.start()
 
     def stderr_text(self):
-        self.stderr.flush()
+        if not self.stderr.closed:
+            self.stderr.flush()
         out = ""
         for name in sorted(os.listdir(self.dir)):
             if name.startswith("stderr."):
@@ -103,7 +107,7 @@ class Pacerd:
         if self.proc and self.proc.poll() is None:
             self.kill(15)
         shutil.rmtree(self.dir, ignore_errors=True)
-        if self.backend == "clickhouse" and self.ch.proc:
+        if self.backend == "clickhouse" and self.owns_database and self.ch.proc:
             self.ch.sql("DROP DATABASE IF EXISTS " + self.database)
 
     def wait_consolidated(self, timeout=120):

@@ -20,7 +20,7 @@ from pacerd_harness import ADMIN, KEYS, Pacerd, attr, page_span, span, traces  #
 DAY = 86400 * 10**9
 HOUR = 3600 * 10**9
 T0 = 1_700_006_400 * 10**9  # a UTC midnight
-CH_ARGS = ["--clickhouse-slot", "2", "--clickhouse-settle", "6", "--clickhouse-day", "10"]
+CH_ARGS = ["--clickhouse-slot", "2", "--clickhouse-settle", "10", "--clickhouse-day", "10"]
 
 
 def without_cursors(x):

@@ -219,7 +219,7 @@ class PacerdApiRollupLag(PacerdApi):
     on ClickHouse, with every commit consolidated into the last tier."""
     ARGS = ["--rollup-lag", "3600000"]
     if BACKEND == "clickhouse":
-        ARGS = ["--clickhouse-slot", "2", "--clickhouse-settle", "6", "--clickhouse-day", "10"]
+        ARGS = ["--clickhouse-slot", "2", "--clickhouse-settle", "10", "--clickhouse-day", "10"]
         CONSOLIDATED = True
 
     @unittest.skipUnless(BACKEND == "clickhouse", "the ClickHouse store's tiers")
