@@ -273,86 +273,174 @@ static void one_line(char *s)
             *s = ' ';
 }
 
-static int run(ch_client *c, const char *sql, const void *data, size_t len, const char *settings, bool use_db,
-               ch_reply *ret)
+/* One request being made. */
+typedef struct req {
+    CURL *h;
+    jbuf url;
+    struct curl_slist *hdr;
+    sink s;
+    ch_reply *ret;
+} req;
+
+static int req_setup(ch_client *c, req *q, const char *sql, const void *data, size_t len, const char *settings,
+                     bool use_db, ch_reply *ret)
 {
+    memset(q, 0, sizeof *q);
     memset(ret, 0, sizeof *ret);
-    CURL *h = handle_get(c);
-    if (!h) {
+    q->ret = ret;
+    q->h = handle_get(c);
+    if (!q->h) {
         snprintf(ret->error, sizeof ret->error, "out of memory");
         return -EIO;
     }
-    jbuf url;
-    jbuf_init(&url);
-    jbuf_puts(&url, c->url.base);
-    jbuf_puts(&url, "?");
+    jbuf *url = &q->url;
+    jbuf_init(url);
+    jbuf_puts(url, c->url.base);
+    jbuf_puts(url, "?");
     if (use_db) {
-        jbuf_puts(&url, "database=");
-        jbuf_puts(&url, c->url.database);
+        jbuf_puts(url, "database=");
+        jbuf_puts(url, c->url.database);
     }
     if (settings && *settings) {
-        jbuf_puts(&url, use_db ? "&" : "");
-        jbuf_puts(&url, settings);
+        jbuf_puts(url, use_db ? "&" : "");
+        jbuf_puts(url, settings);
     }
     if (data) {
-        char *esc = curl_easy_escape(h, sql, 0);
-        jbuf_puts(&url, "&query=");
-        jbuf_puts(&url, esc ? esc : "");
+        char *esc = curl_easy_escape(q->h, sql, 0);
+        jbuf_puts(url, "&query=");
+        jbuf_puts(url, esc ? esc : "");
         curl_free(esc);
     }
-    sink s = {0};
+    CURL *h = q->h;
     curl_easy_reset(h);
-    curl_easy_setopt(h, CURLOPT_URL, url.data ? url.data : "");
+    curl_easy_setopt(h, CURLOPT_URL, url->data ? url->data : "");
     curl_easy_setopt(h, CURLOPT_POST, 1L);
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, data ? (const char *)data : sql);
     curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(data ? len : strlen(sql)));
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &q->s);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->timeout_ms < 5000 ? c->timeout_ms : 5000L);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
     /* no "Expect: 100-continue" round trip for large bodies */
-    struct curl_slist *hdr = curl_slist_append(NULL, "Expect:");
-    hdr = hdr ? curl_slist_append(hdr, "Content-Type: application/octet-stream") : NULL;
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+    q->hdr = curl_slist_append(NULL, "Expect:");
+    q->hdr = q->hdr ? curl_slist_append(q->hdr, "Content-Type: application/octet-stream") : NULL;
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, q->hdr);
     if (c->url.user) {
         curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
         curl_easy_setopt(h, CURLOPT_USERNAME, c->url.user);
         curl_easy_setopt(h, CURLOPT_PASSWORD, c->url.password ? c->url.password : "");
     }
-    CURLcode cr = url.failed || !hdr ? CURLE_OUT_OF_MEMORY : curl_easy_perform(h);
-    curl_slist_free_all(hdr);
-    jbuf_free(&url);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &ret->http_status);
+    if (url->failed || !q->hdr) {
+        snprintf(ret->error, sizeof ret->error, "out of memory");
+        return -EIO;
+    }
+    return 0;
+}
+
+/* The answer of a request whose transfer ended with cr; frees q. */
+static int req_finish(ch_client *c, req *q, CURLcode cr)
+{
+    ch_reply *ret = q->ret;
+    sink *s = &q->s;
+    curl_slist_free_all(q->hdr);
+    jbuf_free(&q->url);
+    curl_easy_getinfo(q->h, CURLINFO_RESPONSE_CODE, &ret->http_status);
     int r = 0;
     if (cr != CURLE_OK) {
-        ret->transport = cr != CURLE_OUT_OF_MEMORY && !s.too_big;
+        ret->transport = cr != CURLE_OUT_OF_MEMORY && !s->too_big;
         snprintf(ret->error, sizeof ret->error, "%s: %s", c->url.shown,
-                 s.too_big ? "the answer is larger than 512 MiB" : curl_easy_strerror(cr));
+                 s->too_big ? "the answer is larger than 512 MiB" : curl_easy_strerror(cr));
         r = -EIO;
     } else if (ret->http_status != 200) {
-        ret->code = error_code(s.p);
+        ret->code = error_code(s->p);
         snprintf(ret->error, sizeof ret->error, "%s: HTTP %ld: %.300s", c->url.shown, ret->http_status,
-                 s.p ? s.p : "(no message)");
+                 s->p ? s->p : "(no message)");
         one_line(ret->error);
         r = -EIO;
     }
     if (r == 0) {
-        ret->body = s.p ? s.p : calloc(1, 1);
-        ret->len = s.len;
+        ret->body = s->p ? s->p : calloc(1, 1);
+        ret->len = s->len;
         if (!ret->body) {
             snprintf(ret->error, sizeof ret->error, "out of memory");
             r = -EIO;
         }
     } else {
-        free(s.p);
+        free(s->p);
     }
     /* a connection that failed is not kept: the next request opens another */
     if (cr == CURLE_OK)
-        handle_put(c, h);
+        handle_put(c, q->h);
     else
-        curl_easy_cleanup(h);
+        curl_easy_cleanup(q->h);
+    return r;
+}
+
+static int run(ch_client *c, const char *sql, const void *data, size_t len, const char *settings, bool use_db,
+               ch_reply *ret)
+{
+    req q;
+    if (req_setup(c, &q, sql, data, len, settings, use_db, ret) < 0) {
+        if (q.h)
+            req_finish(c, &q, CURLE_OUT_OF_MEMORY);
+        return -EIO;
+    }
+    return req_finish(c, &q, curl_easy_perform(q.h));
+}
+
+int ch_query_many(ch_client *c, size_t n, const ch_request *rqs, const char *settings, ch_reply *ret)
+{
+    if (n == 1)
+        return ch_query(c, rqs[0].sql, rqs[0].data, rqs[0].len, settings, &ret[0]);
+    req *qs = calloc(n ? n : 1, sizeof *qs);
+    CURLM *m = curl_multi_init();
+    int r = qs && m ? 0 : -EIO;
+    bool *set = calloc(n ? n : 1, sizeof *set);
+    if (!set)
+        r = -EIO;
+    for (size_t i = 0; r == 0 && i < n; i++) {
+        if (req_setup(c, &qs[i], rqs[i].sql, rqs[i].data, rqs[i].len, settings, true, &ret[i]) < 0) {
+            r = -EIO;
+            if (qs[i].h)
+                req_finish(c, &qs[i], CURLE_OUT_OF_MEMORY);
+            break;
+        }
+        set[i] = true;
+        curl_multi_add_handle(m, qs[i].h);
+    }
+    CURLcode results[64];
+    for (size_t i = 0; i < n && i < 64; i++)
+        results[i] = CURLE_OK;
+    if (r == 0 && n <= 64) {
+        int running = 1;
+        while (running) {
+            if (curl_multi_perform(m, &running) != CURLM_OK)
+                break;
+            if (running && curl_multi_poll(m, NULL, 0, 1000, NULL) != CURLM_OK)
+                break;
+        }
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(m, &left)))
+            for (size_t i = 0; i < n; i++)
+                if (msg->msg == CURLMSG_DONE && msg->easy_handle == qs[i].h)
+                    results[i] = msg->data.result;
+    } else if (n > 64) {
+        r = -EIO;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!set[i])
+            continue;
+        curl_multi_remove_handle(m, qs[i].h);
+        if (req_finish(c, &qs[i], r == 0 ? results[i] : CURLE_ABORTED_BY_CALLBACK) < 0)
+            r = -EIO;
+    }
+    if (m)
+        curl_multi_cleanup(m);
+    free(qs);
+    free(set);
     return r;
 }
 

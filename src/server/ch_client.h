@@ -58,6 +58,16 @@ int ch_query(ch_client *c, const char *sql, const void *data, size_t len, const 
 int ch_query_nodb(ch_client *c, const char *sql, ch_reply *ret);
 void ch_reply_free(ch_reply *r);
 
+/* Several INSERTs at once (each on a connection of its own): ret[i] gets
+ * the answer to rqs[i] (to be freed, whatever the result). 0 when all
+ * succeeded, else -EIO. At most 64. */
+typedef struct ch_request {
+    const char *sql;
+    const void *data;
+    size_t len;
+} ch_request;
+int ch_query_many(ch_client *c, size_t n, const ch_request *rqs, const char *settings, ch_reply *ret);
+
 /* A string literal for ClickHouse: quotes, backslashes and every byte
  * below 0x20 or 0x7f escaped (\xHH). */
 void ch_quote(jbuf *b, const char *s, size_t n);

@@ -13,62 +13,68 @@
 
 /* ---- physical columns (store_ch_layout.c) ----
  *
- * Each column of the layout (store.h, "the rows") becomes one or more
- * ClickHouse columns of the same name; what differs from SQLite is only
- * how a value is held, never what comes back:
- *   an MS field (milliseconds)  three columns: NAME Nullable(Int64), the
- *                 value in microseconds when that is exact; NAME_ns, in
- *                 nanoseconds when that is; NAME_f, the double otherwise
- *                 (integers compress far better than doubles);
+ * A table of pacer's records or of plain spans keeps as columns of their
+ * own what queries filter, sort or aggregate on — ts, app, version,
+ * session, the group name's fields, the metrics, failed, the ids; a plain
+ * span's name, end and attributes — and every other column of the layout
+ * (store.h, "the rows") packed into one String, `rest` (RowBinary, in the
+ * layout's order): ClickHouse writes two files per column for every insert,
+ * and a pacer span's thirty columns made each insert of a thousand rows
+ * five times dearer than one of ten. Logs and metric points keep a column
+ * each. What differs from SQLite is only how a value is held, never what
+ * comes back (bit for bit):
+ *   an MS field   Nullable(Int64): twice its microseconds when that is
+ *                 exact (even), twice its nanoseconds plus one when that
+ *                 is (odd), NULL when absent or neither (the double then
+ *                 goes into rest): integers compress far better;
  *   end_ts        its difference from ts and, in a record table, from the
- *                 record's span-end metric (0 for spans written by
- *                 pacer's SDK: nothing to store);
- *   span_name     of a page or start-up record: NULL when it is the name
- *                 pacer's SDK gives it ("page NAME");
- *   trace_id, span_id, parent_span_id  FixedString(16) / (8);
- *   resource_id, scope_id  UInt64, the hash of the resource or scope
- *                 (0: none), whose JSON the table `origins` keeps;
+ *                 span-end metric (0 for spans of pacer's SDK);
+ *   span_name     of a page or start-up record: nothing when it is the
+ *                 name the SDK gives it ("page NAME");
+ *   trace_id, span_id  FixedString(16) / (8);
+ *   resource_id, scope_id  the hash of the resource or scope (0: none),
+ *                 whose JSON the table `origins` keeps;
  * plus `rday`, the UTC day the row was received (the partition), and, in
  * logs and metric_points, `rid`, the row's identity (spans have theirs:
  * trace and span id). */
 
 enum ch_enc {
-    CE_TS,       /* Int64, the common ts */
-    CE_STR,      /* String (NOT NULL) */
-    CE_NSTR,     /* Nullable(String) */
-    CE_INT,      /* Int64 (NOT NULL) */
-    CE_NINT,     /* Nullable(Int64) */
-    CE_REAL,     /* Nullable(Float64): NaN and infinities too */
-    CE_MS_US,    /* an MS field: Nullable(Int64) µs … */
-    CE_MS_NS,    /* … Nullable(Int64) ns … */
-    CE_MS_F,     /* … Nullable(Float64) */
-    CE_ID,       /* FixedString(n) */
-    CE_NID,      /* Nullable(FixedString(n)) */
-    CE_END,      /* Nullable(Int64): end_ts - ts - the span-end metric's ns */
-    CE_SPAN_NAME, /* Nullable(String): NULL = the SDK's name */
-    CE_ORIGIN,   /* UInt64: resource or scope hash, 0 = none */
-    CE_RID,      /* UInt64 identity of a log or a point */
-    CE_RDAY,     /* UInt32 */
+    CE_TS,     /* Int64, the common ts */
+    CE_STR,    /* String (NOT NULL) */
+    CE_NSTR,   /* Nullable(String) */
+    CE_INT,    /* Int64 (NOT NULL) */
+    CE_NINT,   /* Nullable(Int64) */
+    CE_REAL,   /* Nullable(Float64): NaN and infinities too */
+    CE_MS,     /* Nullable(Int64): an MS field, 2 us or 2 ns + 1 */
+    CE_ID,     /* FixedString(n) */
+    CE_NID,    /* Nullable(FixedString(n)) */
+    CE_END,    /* Int64 or Nullable(Int64): end_ts - ts - the span-end metric's ns */
+    CE_ORIGIN, /* UInt64: resource or scope hash, 0 = none */
+    CE_REST,   /* String: the packed columns */
+    CE_RID,    /* UInt64 identity of a log or a point */
+    CE_RDAY,   /* UInt32 */
 };
 
 typedef struct ch_col {
     char name[48];
     const char *type;
     enum ch_enc enc;
-    int logical; /* the layout's column, or -1 */
+    int logical;   /* the layout's column, or -1 */
     size_t id_len; /* CE_ID, CE_NID */
 } ch_col;
 
-#define CH_MAX_COLS (STORE_MAX_COLS * 3 + 4)
+#define CH_MAX_COLS (STORE_MAX_COLS + 4)
 
 typedef struct ch_table {
     const char *name;
     size_t n_cols;
     ch_col cols[CH_MAX_COLS];
+    bool packed[STORE_MAX_COLS]; /* the layout's columns that go into rest */
+    bool sdk_names;              /* span_name: nothing when the SDK's */
     const char *order_by, *shard_key;
-    const char *columns;  /* "ts, app, …" for INSERT and SELECT */
+    const char *columns; /* "ts, app, …" for INSERT and SELECT */
     int end_metric[STORE_MAX_METRICS + 1]; /* record tables: the layout columns of the span-end metrics, -1 ended */
-    int ts_col, trace_col, span_col, name_col, version_col, session_col, attrs_col, origin_cols[2];
+    int ts_col, trace_col, span_col, attrs_col; /* layout columns, or -1 */
 } ch_table;
 
 const ch_table *ch_table_of(enum store_table t);
@@ -77,15 +83,14 @@ const ch_table *ch_table_of(enum store_table t);
  * the identity of a log or a point, rday the receive day. */
 void ch_encode_row(const ch_table *t, const store_record *rec, uint64_t rid, uint32_t rday, rb_buf *out);
 
-/* Reads one row of `SELECT <t->columns>` into row (values borrowed from
- * the reader's buffer or from scratch, which must hold CH_ROW_SCRATCH
- * bytes; strings NUL-terminated) and the origin ids. false on a bad answer. */
-#define CH_ROW_SCRATCH 128
+/* Reads one row of `SELECT <t->columns>` into ret (strings NUL-terminated,
+ * in ret->owned; ids borrowed from the reader's buffer). false on a bad
+ * answer. */
 typedef struct ch_row {
     store_row row;
     uint64_t origin[2];
     uint64_t rid; /* logs, points */
-    char *owned; /* NUL-terminated copies of the strings, one block (freed by ch_row_clear) */
+    char *owned;  /* the strings, one block (freed by ch_row_clear) */
 } ch_row;
 bool ch_decode_row(const ch_table *t, rb_reader *r, ch_row *ret);
 void ch_row_clear(ch_row *r);
@@ -96,17 +101,21 @@ int64_t ch_end_pred(const ch_table *t, const store_value *cols);
 
 /* ---- the store ---- */
 
-/* Rollup rows: per (kind, app, version, name, hour) of data, one row of
- * counts (metric -1) and one per metric with its sketch. */
+/* A rollup row: per (kind, app, version, name, hour or day) of data, the
+ * records, the failed ones, and a DDSketch per metric of the kind, kept as
+ * one String (`sk`: per metric that has values, its index, the length and
+ * sketch_encode()'s bytes) — ClickHouse never reads inside it, pacerd
+ * merges the sketches. kind -1: a manifest row of pending (a batch). */
 typedef struct ch_srow {
     int8_t kind;
     const char *app, *version, *name;
     uint8_t grain; /* 0: t is an hour (since the epoch), 1: a day */
     int32_t t;
-    int8_t metric;
     uint64_t cnt, failed;
-    sketch s; /* metric >= 0 */
+    sketch m[STORE_MAX_METRICS]; /* count 0: no values */
 } ch_srow;
+
+void ch_srow_reset(ch_srow *row);
 
 typedef struct ch_store ch_store;
 
@@ -187,9 +196,10 @@ int ch_op_search_points(store *st, const store_point_query *q, jbuf *out);
 int ch_op_version_rows(store *st, enum store_table table, const char *app, const char *version, size_t limit,
                        size_t scan_max, void (*cb)(void *ctx, const store_row *row), void *ctx, bool *ret_truncated);
 
-/* Parses the RowBinary rows of a rollup SELECT (store_ch_read.c's
- * column list ROLLUP_COLUMNS) — shared with consolidation. */
-#define CH_SKETCH_COLUMNS "kind, app, version, name, grain, t, metric, cnt, failed, zero, sum_lo, sum_hi, min, max, off, c"
+/* A rollup row in RowBinary (the columns CH_SKETCH_COLUMNS), both ways;
+ * a row read holds sketches of its own (ch_srow_reset frees them) and
+ * strings valid until the next row is read on this thread. */
+#define CH_SKETCH_COLUMNS "kind, app, version, name, grain, t, cnt, failed, sk"
 bool ch_read_srow(rb_reader *r, ch_srow *ret);
 void ch_write_srow(rb_buf *b, const ch_srow *row);
 

@@ -4,12 +4,19 @@
  * Every encoding here is exact: a value read back is the value written,
  * bit for bit (a double that is not a whole number of microseconds or
  * nanoseconds is kept as a double; -0.0 too).
+ *
+ * `rest` holds, for each packed column of the layout in order: a null
+ * flag byte (1: NULL) and, unless NULL, the value — TEXT and BLOB as
+ * length-prefixed bytes, INTEGER as a zigzag varint (end_ts: its residual),
+ * REAL as 8 bytes, resource_id/scope_id as 8 bytes; a span name the SDK
+ * gave is "NULL" there (0x01) and made again on reading. Then, for each MS
+ * column, 0 or 1 and the double its column could not hold.
  */
 #include "store_ch.h"
 
 #include <math.h>
-#include <stdint.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,12 +42,12 @@ static bool is_span_table(enum store_table tb)
     return store_table(tb)->kind != KIND_NONE;
 }
 
-static ch_col *add(ch_table *t, const char *name, const char *suffix, const char *type, enum ch_enc enc, int logical)
+static ch_col *add(ch_table *t, const char *name, const char *type, enum ch_enc enc, int logical)
 {
     if (t->n_cols == CH_MAX_COLS)
         return NULL;
     ch_col *c = &t->cols[t->n_cols++];
-    snprintf(c->name, sizeof c->name, "%s%s", name, suffix);
+    snprintf(c->name, sizeof c->name, "%s", name);
     c->type = type;
     c->enc = enc;
     c->logical = logical;
@@ -60,73 +67,90 @@ static bool sdk_span_names(const store_table_desc *d)
     return true;
 }
 
+static bool is_ms(const store_column *c)
+{
+    return c->source == SRC_FIELD && c->field && c->field->type == PACER_TYPE_MS;
+}
+
+/* A span table's columns of their own (the rest are packed). */
+static bool own_column(enum store_table tb, size_t i)
+{
+    const store_table_desc *d = store_table(tb);
+    const store_column *c = &d->cols[i];
+    const store_kind_desc *kd = store_kind(d->kind);
+    for (size_t k = 0; k < kd->n_name_cols; k++)
+        if (kd->name_cols[k] == (int)i)
+            return true;
+    switch (c->source) {
+    case SRC_COMMON:
+    case SRC_FAILED:
+    case SRC_TRACE_ID:
+    case SRC_SPAN_ID: return true;
+    case SRC_FIELD: return is_ms(c);
+    case SRC_END_TS:
+    case SRC_ATTRIBUTES: return tb == TABLE_SPANS; /* span search filters on them */
+    default: return false;
+    }
+}
+
 static void build_table(enum store_table tb)
 {
     const store_table_desc *d = store_table(tb);
     ch_table *t = &tables[tb];
     t->name = d->name;
     bool spans = is_span_table(tb);
-    t->ts_col = t->trace_col = t->span_col = t->name_col = t->version_col = t->session_col = t->attrs_col = -1;
-    t->origin_cols[0] = t->origin_cols[1] = -1;
+    t->sdk_names = sdk_span_names(d);
+    t->ts_col = t->trace_col = t->span_col = t->attrs_col = -1;
     size_t n_end = 0;
+    bool any_packed = false;
     for (size_t i = 0; i < d->n_cols; i++) {
         const store_column *c = &d->cols[i];
         bool nn = strstr(c->decl, "NOT NULL") != NULL;
         int li = (int)i;
-        if (c->source == SRC_COMMON && c->index == PACER_COMMON_TS) {
-            add(t, c->name, "", "Int64", CE_TS, li);
+        if (c->source == SRC_COMMON && c->index == PACER_COMMON_TS)
             t->ts_col = li;
-            continue;
-        }
-        if (c->source == SRC_COMMON && c->index == PACER_COMMON_VERSION)
-            t->version_col = li;
-        if (c->source == SRC_COMMON && c->index == PACER_COMMON_SESSION)
-            t->session_col = li;
         if (c->source == SRC_ATTRIBUTES)
             t->attrs_col = li;
-        if (c->source == SRC_SPAN_NAME || c->source == SRC_METRIC_NAME)
-            t->name_col = li;
-        if (strncmp(c->decl, "TEXT", 4) == 0) {
-            if (c->source == SRC_SPAN_NAME && sdk_span_names(d))
-                add(t, c->name, "", "Nullable(String)", CE_SPAN_NAME, li);
-            else
-                add(t, c->name, "", nn ? "String" : "Nullable(String)", nn ? CE_STR : CE_NSTR, li);
+        if (c->source == SRC_TRACE_ID)
+            t->trace_col = li;
+        if (c->source == SRC_SPAN_ID)
+            t->span_col = li;
+        if (is_ms(c) && (c->field->flags & PACER_FIELD_SPAN_END) && n_end < STORE_MAX_METRICS)
+            t->end_metric[n_end++] = li;
+        if (spans && !own_column(tb, i)) {
+            t->packed[i] = any_packed = true;
+            continue;
+        }
+        if (c->source == SRC_COMMON && c->index == PACER_COMMON_TS) {
+            add(t, c->name, "Int64", CE_TS, li);
+        } else if (strncmp(c->decl, "TEXT", 4) == 0) {
+            add(t, c->name, nn ? "String" : "Nullable(String)", nn ? CE_STR : CE_NSTR, li);
         } else if (strncmp(c->decl, "INTEGER", 7) == 0) {
             if (c->source == SRC_END_TS)
-                add(t, c->name, "", nn ? "Int64" : "Nullable(Int64)", CE_END, li);
-            else if (c->source == SRC_RESOURCE_ID || c->source == SRC_SCOPE_ID) {
-                add(t, c->name, "", "UInt64", CE_ORIGIN, li);
-                t->origin_cols[c->source == SRC_SCOPE_ID] = li;
-            } else
-                add(t, c->name, "", nn ? "Int64" : "Nullable(Int64)", nn ? CE_INT : CE_NINT, li);
+                add(t, c->name, nn ? "Int64" : "Nullable(Int64)", CE_END, li);
+            else if (c->source == SRC_RESOURCE_ID || c->source == SRC_SCOPE_ID)
+                add(t, c->name, "UInt64", CE_ORIGIN, li);
+            else
+                add(t, c->name, nn ? "Int64" : "Nullable(Int64)", nn ? CE_INT : CE_NINT, li);
         } else if (strncmp(c->decl, "REAL", 4) == 0) {
-            if (c->source == SRC_FIELD && c->field && c->field->type == PACER_TYPE_MS) {
-                add(t, c->name, "", "Nullable(Int64)", CE_MS_US, li);
-                add(t, c->name, "_ns", "Nullable(Int64)", CE_MS_NS, li);
-                add(t, c->name, "_f", "Nullable(Float64)", CE_MS_F, li);
-                if ((c->field->flags & PACER_FIELD_SPAN_END) && n_end < STORE_MAX_METRICS)
-                    t->end_metric[n_end++] = li;
-            } else {
-                add(t, c->name, "", "Nullable(Float64)", CE_REAL, li);
-            }
+            add(t, c->name, is_ms(c) ? "Nullable(Int64)" : "Nullable(Float64)", is_ms(c) ? CE_MS : CE_REAL, li);
         } else { /* BLOB: the ids */
             size_t len = c->source == SRC_TRACE_ID ? 16 : 8;
             bool must = spans && (c->source == SRC_TRACE_ID || c->source == SRC_SPAN_ID);
-            ch_col *col = add(t, c->name, "", must ? (len == 16 ? "FixedString(16)" : "FixedString(8)")
-                                                   : (len == 16 ? "Nullable(FixedString(16))" : "Nullable(FixedString(8))"),
+            ch_col *col = add(t, c->name,
+                              must ? (len == 16 ? "FixedString(16)" : "FixedString(8)")
+                                   : (len == 16 ? "Nullable(FixedString(16))" : "Nullable(FixedString(8))"),
                               must ? CE_ID : CE_NID, li);
             if (col)
                 col->id_len = len;
-            if (c->source == SRC_TRACE_ID)
-                t->trace_col = li;
-            if (c->source == SRC_SPAN_ID)
-                t->span_col = li;
         }
     }
     t->end_metric[n_end] = -1;
+    if (any_packed)
+        add(t, "rest", "String", CE_REST, -1);
     if (!spans)
-        add(t, "rid", "", "UInt64", CE_RID, -1);
-    add(t, "rday", "", "UInt32", CE_RDAY, -1);
+        add(t, "rid", "UInt64", CE_RID, -1);
+    add(t, "rday", "UInt32", CE_RDAY, -1);
     char buf[4096];
     size_t o = 0;
     for (size_t i = 0; i < t->n_cols && o < sizeof buf; i++)
@@ -182,17 +206,28 @@ int64_t ch_end_pred(const ch_table *t, const store_value *cols)
     return 0;
 }
 
-/* An MS value as the integer that holds it exactly: µs (scale 1e3) or ns
- * (1e6); false when neither does. */
-static bool exact_int(double d, double scale, int64_t *ret)
+/* An MS value as its column holds it: 2 us or 2 ns + 1; false when
+ * neither is exact. */
+static bool ms_int(double d, int64_t *ret)
 {
-    if (!(fabs(d) < 9e15 / scale) || (d == 0 && signbit(d)))
+    if (!(fabs(d) < 4e15 / 1e6) || (d == 0 && signbit(d)))
         return false;
-    int64_t v = llround(d * scale);
-    if ((double)v / scale != d)
-        return false;
-    *ret = v;
-    return true;
+    int64_t us = llround(d * 1e3);
+    if ((double)us / 1e3 == d) {
+        *ret = 2 * us;
+        return true;
+    }
+    int64_t ns = llround(d * 1e6);
+    if ((double)ns / 1e6 == d) {
+        *ret = 2 * ns + 1;
+        return true;
+    }
+    return false;
+}
+
+static double ms_value(int64_t v)
+{
+    return v & 1 ? (double)((v - 1) / 2) / 1e6 : (double)(v / 2) / 1e3;
 }
 
 static size_t text_len(const store_value *v)
@@ -200,9 +235,10 @@ static size_t text_len(const store_value *v)
     return v->n ? v->n : strlen(v->p);
 }
 
+#define NAME_CAP 4096
+
 /* The SDK's span name of a record row: "PREFIX NAME…" into out; its
  * length, or SIZE_MAX when it does not fit. */
-#define NAME_CAP 4096
 static size_t sdk_name(const store_table_desc *d, const store_value *cols, char *out, size_t cap)
 {
     size_t o = (size_t)snprintf(out, cap, "%s", d->type->span_prefix);
@@ -221,6 +257,74 @@ static size_t sdk_name(const store_table_desc *d, const store_value *cols, char 
 static void nullable(rb_buf *b, bool null)
 {
     rb_u8(b, null ? 1 : 0);
+}
+
+static void zigzag(rb_buf *b, int64_t v)
+{
+    rb_varint(b, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+static int64_t unzigzag(rb_reader *r)
+{
+    uint64_t u = rb_get_varint(r);
+    return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+}
+
+static int64_t end_residual(const ch_table *t, const store_value *cols, const store_value *v)
+{
+    int64_t ts = cols[t->ts_col].type == SV_INT ? cols[t->ts_col].i : 0;
+    return (int64_t)((uint64_t)(v->type == SV_INT ? v->i : ts) - (uint64_t)ts - (uint64_t)ch_end_pred(t, cols));
+}
+
+static uint64_t origin_id(const store_origin *o)
+{
+    return o ? (o->hash ? o->hash : 1) : 0;
+}
+
+/* One layout column into rest. */
+static void pack(const ch_table *t, const store_record *rec, size_t i, rb_buf *b)
+{
+    const store_table_desc *d = store_table(rec->table);
+    const store_column *c = &d->cols[i];
+    const store_value *v = &rec->cols[i];
+    double dv;
+    if (c->source == SRC_RESOURCE_ID || c->source == SRC_SCOPE_ID) {
+        rb_u64(b, origin_id(c->source == SRC_RESOURCE_ID ? rec->resource : rec->scope));
+        return;
+    }
+    if (c->source == SRC_SPAN_NAME && t->sdk_names) {
+        char canon[NAME_CAP];
+        size_t n = sdk_name(d, rec->cols, canon, sizeof canon);
+        if (v->type == SV_TEXT && n != SIZE_MAX && text_len(v) == n && memcmp(v->p, canon, n) == 0) {
+            nullable(b, true); /* the SDK's */
+            return;
+        }
+    } else if (c->source == SRC_END_TS) {
+        nullable(b, v->type != SV_INT);
+        if (v->type == SV_INT)
+            zigzag(b, end_residual(t, rec->cols, v));
+        return;
+    }
+    if (strncmp(c->decl, "TEXT", 4) == 0) {
+        nullable(b, v->type != SV_TEXT);
+        if (v->type == SV_TEXT)
+            rb_str(b, v->p, text_len(v));
+    } else if (strncmp(c->decl, "INTEGER", 7) == 0) {
+        nullable(b, v->type != SV_INT);
+        if (v->type == SV_INT)
+            zigzag(b, v->i);
+    } else if (strncmp(c->decl, "REAL", 4) == 0) {
+        bool has = value_double(v, &dv) || v->type == SV_TEXT;
+        if (v->type == SV_TEXT)
+            dv = strcmp(v->p, "NaN") == 0 ? NAN : ((const char *)v->p)[0] == '-' ? -INFINITY : INFINITY;
+        nullable(b, !has);
+        if (has)
+            rb_f64(b, dv);
+    } else {
+        nullable(b, v->type != SV_BLOB);
+        if (v->type == SV_BLOB)
+            rb_str(b, v->p, v->n);
+    }
 }
 
 void ch_encode_row(const ch_table *t, const store_record *rec, uint64_t rid, uint32_t rday, rb_buf *out)
@@ -251,21 +355,11 @@ void ch_encode_row(const ch_table *t, const store_record *rec, uint64_t rid, uin
             if (v->type == SV_TEXT)
                 rb_str(out, v->p, text_len(v));
             break;
-        case CE_SPAN_NAME: {
-            char canon[NAME_CAP];
-            size_t n = sdk_name(d, cols, canon, sizeof canon);
-            bool same = v->type == SV_TEXT && n != SIZE_MAX && text_len(v) == n && memcmp(v->p, canon, n) == 0;
-            nullable(out, same);
-            if (!same)
-                rb_str(out, v->type == SV_TEXT ? v->p : "", v->type == SV_TEXT ? text_len(v) : 0);
-            break;
-        }
         case CE_REAL:
             if (v->type == SV_TEXT) { /* "NaN", "Infinity", "-Infinity" (ingest's v_number) */
                 const char *s = v->p;
-                dv = strcmp(s, "NaN") == 0 ? NAN : s[0] == '-' ? -INFINITY : INFINITY;
                 nullable(out, false);
-                rb_f64(out, dv);
+                rb_f64(out, strcmp(s, "NaN") == 0 ? NAN : s[0] == '-' ? -INFINITY : INFINITY);
             } else if (value_double(v, &dv)) {
                 nullable(out, false);
                 rb_f64(out, dv);
@@ -273,25 +367,11 @@ void ch_encode_row(const ch_table *t, const store_record *rec, uint64_t rid, uin
                 nullable(out, true);
             }
             break;
-        case CE_MS_US: {
-            bool has = value_double(v, &dv) && exact_int(dv, 1e3, &iv);
+        case CE_MS: {
+            bool has = value_double(v, &dv) && ms_int(dv, &iv);
             nullable(out, !has);
             if (has)
                 rb_i64(out, iv);
-            break;
-        }
-        case CE_MS_NS: {
-            bool has = value_double(v, &dv) && !exact_int(dv, 1e3, &iv) && exact_int(dv, 1e6, &iv);
-            nullable(out, !has);
-            if (has)
-                rb_i64(out, iv);
-            break;
-        }
-        case CE_MS_F: {
-            bool has = value_double(v, &dv) && !exact_int(dv, 1e3, &iv) && !exact_int(dv, 1e6, &iv);
-            nullable(out, !has);
-            if (has)
-                rb_f64(out, dv);
             break;
         }
         case CE_ID:
@@ -308,22 +388,35 @@ void ch_encode_row(const ch_table *t, const store_record *rec, uint64_t rid, uin
             break;
         }
         case CE_END: {
-            bool has = v->type == SV_INT;
-            if (strcmp(c->type, "Int64") != 0)
-                nullable(out, !has);
-            else if (!has)
-                has = true; /* NOT NULL: always written */
-            if (has) {
-                int64_t ts = cols[t->ts_col].type == SV_INT ? cols[t->ts_col].i : 0;
-                uint64_t res = (uint64_t)(v->type == SV_INT ? v->i : ts) - (uint64_t)ts -
-                               (uint64_t)ch_end_pred(t, cols);
-                rb_i64(out, (int64_t)res);
-            }
+            bool nn = strcmp(c->type, "Int64") == 0;
+            if (!nn)
+                nullable(out, v->type != SV_INT);
+            if (nn || v->type == SV_INT)
+                rb_i64(out, end_residual(t, cols, v));
             break;
         }
-        case CE_ORIGIN: {
-            const store_origin *o = t->origin_cols[0] == c->logical ? rec->resource : rec->scope;
-            rb_u64(out, o ? (o->hash ? o->hash : 1) : 0);
+        case CE_ORIGIN:
+            rb_u64(out, origin_id(d->cols[c->logical].source == SRC_RESOURCE_ID ? rec->resource : rec->scope));
+            break;
+        case CE_REST: {
+            rb_buf rest;
+            rb_init(&rest);
+            for (size_t k = 0; k < d->n_cols; k++)
+                if (t->packed[k])
+                    pack(t, rec, k, &rest);
+            /* the MS values their column could not hold */
+            for (size_t k = 0; k < t->n_cols; k++)
+                if (t->cols[k].enc == CE_MS) {
+                    const store_value *m = &cols[t->cols[k].logical];
+                    bool extra = value_double(m, &dv) && !ms_int(dv, &iv);
+                    rb_u8(&rest, extra);
+                    if (extra)
+                        rb_f64(&rest, dv);
+                }
+            if (rest.failed)
+                out->failed = true;
+            rb_str(out, rest.p, rest.len);
+            rb_free(&rest);
             break;
         }
         case CE_RID: rb_u64(out, rid); break;
@@ -338,14 +431,60 @@ typedef struct text_ref {
     int col;
     const char *p;
     size_t n;
-    bool synth; /* a span name to make from the row (CE_SPAN_NAME NULL) */
+    bool synth; /* a span name to make from the row */
 } text_ref;
+
+/* One packed column out of rest. */
+static void unpack(const ch_table *t, const store_table_desc *d, size_t i, rb_reader *r, ch_row *ret,
+                   text_ref *texts, size_t *n_texts, int *end_col, int64_t *end_res, bool *end_has)
+{
+    const store_column *c = &d->cols[i];
+    store_value *v = &ret->row.cols[i];
+    if (c->source == SRC_RESOURCE_ID || c->source == SRC_SCOPE_ID) {
+        ret->origin[c->source == SRC_SCOPE_ID] = rb_get_u64(r);
+        return;
+    }
+    bool null = rb_get_u8(r) != 0;
+    if (c->source == SRC_END_TS) {
+        *end_col = (int)i;
+        *end_has = !null;
+        if (!null)
+            *end_res = unzigzag(r);
+        return;
+    }
+    if (null) {
+        if (c->source == SRC_SPAN_NAME && t->sdk_names)
+            texts[(*n_texts)++] = (text_ref){(int)i, NULL, 0, true};
+        return;
+    }
+    size_t n;
+    const char *s;
+    if (strncmp(c->decl, "TEXT", 4) == 0) {
+        s = rb_get_str(r, &n);
+        texts[(*n_texts)++] = (text_ref){(int)i, s, n, false};
+    } else if (strncmp(c->decl, "INTEGER", 7) == 0) {
+        *v = (store_value){.type = SV_INT, .i = unzigzag(r)};
+    } else if (strncmp(c->decl, "REAL", 4) == 0) {
+        double dv = rb_get_f64(r);
+        if (isnan(dv))
+            *v = (store_value){.type = SV_TEXT, .p = "NaN", .n = 3};
+        else if (isinf(dv))
+            *v = dv < 0 ? (store_value){.type = SV_TEXT, .p = "-Infinity", .n = 9}
+                        : (store_value){.type = SV_TEXT, .p = "Infinity", .n = 8};
+        else
+            *v = (store_value){.type = SV_REAL, .d = dv};
+    } else {
+        s = rb_get_str(r, &n);
+        *v = (store_value){.type = SV_BLOB, .p = s, .n = n};
+    }
+}
 
 bool ch_decode_row(const ch_table *t, rb_reader *r, ch_row *ret)
 {
-    const store_table_desc *d = store_table((enum store_table)(t - tables));
+    enum store_table tb = (enum store_table)(t - tables);
+    const store_table_desc *d = store_table(tb);
     store_row *row = &ret->row;
-    row->table = (enum store_table)(t - tables);
+    row->table = tb;
     row->n = d->n_cols;
     for (size_t i = 0; i < d->n_cols; i++)
         row->cols[i] = (store_value){.type = SV_NULL};
@@ -360,7 +499,6 @@ bool ch_decode_row(const ch_table *t, rb_reader *r, ch_row *ret)
     for (size_t i = 0; i < t->n_cols && !r->bad; i++) {
         const ch_col *c = &t->cols[i];
         store_value *v = c->logical >= 0 ? &row->cols[c->logical] : NULL;
-        bool null;
         size_t n;
         const char *s;
         switch (c->enc) {
@@ -372,13 +510,9 @@ bool ch_decode_row(const ch_table *t, rb_reader *r, ch_row *ret)
             break;
         case CE_STR:
         case CE_NSTR:
-        case CE_SPAN_NAME:
-            null = c->enc != CE_STR && rb_get_u8(r);
-            if (!null) {
+            if (c->enc == CE_STR || !rb_get_u8(r)) {
                 s = rb_get_str(r, &n);
                 texts[n_texts++] = (text_ref){c->logical, s, n, false};
-            } else if (c->enc == CE_SPAN_NAME) {
-                texts[n_texts++] = (text_ref){c->logical, NULL, 0, true};
             }
             break;
         case CE_REAL:
@@ -393,14 +527,9 @@ bool ch_decode_row(const ch_table *t, rb_reader *r, ch_row *ret)
                     *v = (store_value){.type = SV_REAL, .d = dv};
             }
             break;
-        case CE_MS_US:
-        case CE_MS_NS:
+        case CE_MS:
             if (!rb_get_u8(r))
-                *v = (store_value){.type = SV_REAL, .d = (double)rb_get_i64(r) / (c->enc == CE_MS_US ? 1e3 : 1e6)};
-            break;
-        case CE_MS_F:
-            if (!rb_get_u8(r))
-                *v = (store_value){.type = SV_REAL, .d = rb_get_f64(r)};
+                *v = (store_value){.type = SV_REAL, .d = ms_value(rb_get_i64(r))};
             break;
         case CE_ID:
         case CE_NID:
@@ -416,7 +545,21 @@ bool ch_decode_row(const ch_table *t, rb_reader *r, ch_row *ret)
             if (end_has)
                 end_res = rb_get_i64(r);
             break;
-        case CE_ORIGIN: ret->origin[t->origin_cols[1] == c->logical] = rb_get_u64(r); break;
+        case CE_ORIGIN: ret->origin[d->cols[c->logical].source == SRC_SCOPE_ID] = rb_get_u64(r); break;
+        case CE_REST: {
+            s = rb_get_str(r, &n);
+            rb_reader rr;
+            rb_reader_init(&rr, s, n);
+            for (size_t k = 0; k < d->n_cols && !rr.bad; k++)
+                if (t->packed[k])
+                    unpack(t, d, k, &rr, ret, texts, &n_texts, &end_col, &end_res, &end_has);
+            for (size_t k = 0; k < t->n_cols && !rr.bad; k++)
+                if (t->cols[k].enc == CE_MS && rb_get_u8(&rr))
+                    row->cols[t->cols[k].logical] = (store_value){.type = SV_REAL, .d = rb_get_f64(&rr)};
+            if (rr.bad)
+                r->bad = true;
+            break;
+        }
         case CE_RID: ret->rid = rb_get_u64(r); break;
         case CE_RDAY: (void)rb_get_u32(r); break;
         }
@@ -425,8 +568,8 @@ bool ch_decode_row(const ch_table *t, rb_reader *r, ch_row *ret)
         return false;
     if (end_col >= 0 && end_has) {
         int64_t ts = row->cols[t->ts_col].i;
-        row->cols[end_col] =
-            (store_value){.type = SV_INT, .i = (int64_t)((uint64_t)ts + (uint64_t)end_res + (uint64_t)ch_end_pred(t, row->cols))};
+        row->cols[end_col] = (store_value){
+            .type = SV_INT, .i = (int64_t)((uint64_t)ts + (uint64_t)end_res + (uint64_t)ch_end_pred(t, row->cols))};
     }
     /* the strings, NUL-terminated, in one block */
     size_t total = 0;
@@ -438,7 +581,7 @@ bool ch_decode_row(const ch_table *t, rb_reader *r, ch_row *ret)
             return false;
         ret->owned = block;
         size_t o = 0;
-        /* the name fields first: a synthesized span name reads them */
+        /* the name fields first: a span name made again reads them */
         for (int pass = 0; pass < 2; pass++)
             for (size_t i = 0; i < n_texts; i++) {
                 text_ref *x = &texts[i];

@@ -95,8 +95,8 @@ static void on_pending(void *ctx, const ch_srow *row, uint64_t att, const char *
 
 static bool same_key(const ch_srow *a, uint32_t sa, const ch_srow *b, uint32_t sb)
 {
-    return sa == sb && a->kind == b->kind && a->grain == b->grain && a->t == b->t && a->metric == b->metric &&
-           strcmp(a->name, b->name) == 0 && strcmp(a->app, b->app) == 0 && strcmp(a->version, b->version) == 0;
+    return sa == sb && a->kind == b->kind && a->grain == b->grain && a->t == b->t && strcmp(a->name, b->name) == 0 &&
+           strcmp(a->app, b->app) == 0 && strcmp(a->version, b->version) == 0;
 }
 
 /* One tier of rollups: rows of `where`, each once per slot. */
@@ -106,7 +106,7 @@ static int read_tier(ch_store *st, const char *where, void (*cb)(void *ctx, cons
     jbuf_init(&q);
     jbuf_printf(&q,
                 "SELECT slot, " CH_SKETCH_COLUMNS " FROM rollups WHERE %s"
-                " ORDER BY kind, app, version, name, grain, t, metric, slot FORMAT RowBinary",
+                " ORDER BY kind, app, version, name, grain, t, slot FORMAT RowBinary",
                 where);
     ch_reply rep;
     int r = q.failed ? -ENOMEM : ch_read(st, q.data, &rep, "a query");
@@ -134,10 +134,9 @@ static int read_tier(ch_store *st, const char *where, void (*cb)(void *ctx, cons
         prev.kind = row.kind;
         prev.grain = row.grain;
         prev.t = row.t;
-        prev.metric = row.metric;
         prev_slot = slot;
         have = true;
-        sketch_reset(&row.s);
+        ch_srow_reset(&row);
     }
     ch_reply_free(&rep);
     return r;
@@ -341,10 +340,10 @@ typedef struct scan_ctx {
 static void on_rollup(void *ctx, const ch_srow *row)
 {
     const store_scan_cb *cb = ((scan_ctx *)ctx)->cb;
-    if (row->metric < 0)
-        cb->count(cb->ctx, row->name, row->cnt, row->failed);
-    else if (row->s.count)
-        cb->sketch(cb->ctx, row->name, (size_t)row->metric, &row->s);
+    cb->count(cb->ctx, row->name, row->cnt, row->failed);
+    for (size_t i = 0; i < store_kind((enum store_kind)row->kind)->n_metrics; i++)
+        if (row->m[i].count)
+            cb->sketch(cb->ctx, row->name, i, &row->m[i]);
 }
 
 int ch_op_scan(store *s, enum store_kind kind, const char *app, const char *version, int64_t from_ns, int64_t to_ns,
@@ -848,7 +847,7 @@ typedef struct count_ctx {
 static void on_count_row(void *ctx, const ch_srow *row)
 {
     count_ctx *c = ctx;
-    if (row->metric >= 0 || row->grain != 0)
+    if (row->grain != 0)
         return;
     for (size_t i = 0; i < c->n; i++)
         if (c->hours[i] == row->t) {

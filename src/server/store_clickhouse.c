@@ -12,10 +12,10 @@
  *                  app, hour): a trace is found by seeking it
  *   attempts       (app, batch, attempt): begun attempts, one row per batch
  *   pending        what each committed attempt adds to the rollups: per
- *                  (kind, app, version, name, hour, metric) a count or a
- *                  sketch (DDSketch buckets from an offset); and per batch
- *                  of it a manifest row (kind -1) saying whether the batch
- *                  was fresh in the attempt
+ *                  (kind, app, version, name, hour) the records, the failed
+ *                  ones and a DDSketch per metric (store_ch.h, ch_srow);
+ *                  and per batch of it a manifest row (kind -1) saying
+ *                  whether the batch was fresh in the attempt
  *   commits        the manifests, kept for good (copied by consolidation)
  *   rollups        consolidated pending rows: level 1 per commit hour,
  *                  level 2 per commit day (also by data day)
@@ -25,15 +25,17 @@
  * An attempt is one group commit of one pacerd instance (a writer thread
  * takes every job queued, as SQLite's writer does): a random 64-bit id,
  * and these steps, each visible on its server before the next begins:
- *   1. begin: a row in `attempts` for each batch id of the group;
+ *   1. begin: a row in `attempts` for each batch id of the group, and
+ *      (at the same time: they do not depend on it) the raw rows, their
+ *      origins and trace index rows;
  *   2. check: a batch id with another attempt's row is a retry; a retry
- *      some attempt already committed is a duplicate: answered so,
- *      nothing stored (as SQLite answers);
- *   3. rows: the raw rows, their origins and trace index rows;
+ *      some attempt already committed is a duplicate: answered so, and
+ *      counted no more (its raw rows came again: readers keep one);
  *   4. commit: ONE insert into `pending` (one part, on one shard: atomic):
  *      manifests, then the rollup rows of the fresh batches summed, and
  *      those of each retry on their own (their batch named);
- *   5. the answer (and the manifests into `commits`).
+ *   5. the answer. (Consolidation copies the manifests into `commits`,
+ *      where they stay when pending's partitions go.)
  * An attempt that passes its deadline (settle/2 after its begin) before 4
  * does not commit: its batches are answered 503 and sent again.
  *
@@ -151,8 +153,7 @@ typedef struct ddl {
 } ddl;
 
 #define SKETCH_DDL                                                                                              \
-    "kind Int8, app String, version String, name String, grain UInt8, t Int32, metric Int8, cnt UInt64, "     \
-    "failed UInt64, zero UInt64, sum_lo UInt64, sum_hi UInt64, min Float64, max Float64, off Int32, c Array(UInt64)"
+    "kind Int8, app String, version String, name String, grain UInt8, t Int32, cnt UInt64, failed UInt64, sk String"
 
 static const ddl fixed_tables[] = {
     {"origins", "which UInt8, id UInt64, json String, rday UInt32",
@@ -166,7 +167,7 @@ static const ddl fixed_tables[] = {
     {"commits", "app String, batch String, att UInt64, fresh UInt8, at UInt32, rday UInt32",
      "MergeTree PARTITION BY rday ORDER BY (app, batch)", "cityHash64(app, batch)"},
     {"rollups", "lvl UInt8, slot UInt32, rday UInt32, " SKETCH_DDL,
-     "ReplacingMergeTree PARTITION BY rday ORDER BY (app, kind, grain, t, name, version, lvl, slot, metric)",
+     "ReplacingMergeTree PARTITION BY rday ORDER BY (app, kind, grain, t, name, version, lvl, slot)",
      "cityHash64(app, name)"},
     {"slots", "lvl UInt8, slot UInt32, at DateTime DEFAULT now()", "MergeTree ORDER BY (lvl, slot)", "slot"},
     {"configs", "app String, version Int64, etag String, xml String, created Int64",
@@ -278,6 +279,12 @@ static int create_schema(ch_store *st, ch_client *c, char *err, size_t err_size)
 
 /* ---- rollup rows ---- */
 
+void ch_srow_reset(ch_srow *row)
+{
+    for (size_t i = 0; i < STORE_MAX_METRICS; i++)
+        sketch_reset(&row->m[i]);
+}
+
 void ch_write_srow(rb_buf *b, const ch_srow *row)
 {
     rb_u8(b, (uint8_t)row->kind);
@@ -286,28 +293,35 @@ void ch_write_srow(rb_buf *b, const ch_srow *row)
     rb_str(b, row->name, strlen(row->name));
     rb_u8(b, row->grain);
     rb_u32(b, (uint32_t)row->t);
-    rb_u8(b, (uint8_t)row->metric);
     rb_u64(b, row->cnt);
     rb_u64(b, row->failed);
-    const sketch *s = &row->s;
-    rb_u64(b, row->metric >= 0 ? s->zero_count : 0);
-    rb_u64(b, row->metric >= 0 ? (uint64_t)s->sum_ns : 0);
-    rb_u64(b, row->metric >= 0 ? (uint64_t)(s->sum_ns >> 64) : 0);
-    rb_f64(b, row->metric >= 0 ? s->min : 0);
-    rb_f64(b, row->metric >= 0 ? s->max : 0);
-    rb_u32(b, (uint32_t)(row->metric >= 0 ? s->offset : 0));
-    uint32_t n = row->metric >= 0 ? s->n_bins : 0;
-    rb_varint(b, n);
-    for (uint32_t i = 0; i < n; i++)
-        rb_u64(b, s->bins[i]);
+    rb_buf sk;
+    rb_init(&sk);
+    for (size_t i = 0; row->kind >= 0 && i < store_kind((enum store_kind)row->kind)->n_metrics; i++) {
+        uint8_t *enc;
+        size_t len;
+        if (!row->m[i].count)
+            continue;
+        if (sketch_encode(&row->m[i], &enc, &len) < 0) {
+            sk.failed = true;
+            continue;
+        }
+        rb_u8(&sk, (uint8_t)i);
+        rb_str(&sk, enc, len);
+        free(enc);
+    }
+    if (sk.failed)
+        b->failed = true;
+    rb_str(b, sk.p, sk.len);
+    rb_free(&sk);
 }
 
-/* Strings of a row read point into the answer (not NUL-terminated): they
- * are copied into names, which must hold 3 * 1100 bytes. */
 bool ch_read_srow(rb_reader *r, ch_srow *ret)
 {
     static _Thread_local char names[3][1100];
     const char **dst[3] = {&ret->app, &ret->version, &ret->name};
+    for (size_t i = 0; i < STORE_MAX_METRICS; i++)
+        sketch_init(&ret->m[i]);
     ret->kind = (int8_t)rb_get_u8(r);
     for (int i = 0; i < 3; i++) {
         size_t n;
@@ -320,33 +334,33 @@ bool ch_read_srow(rb_reader *r, ch_srow *ret)
     }
     ret->grain = rb_get_u8(r);
     ret->t = (int32_t)rb_get_u32(r);
-    ret->metric = (int8_t)rb_get_u8(r);
     ret->cnt = rb_get_u64(r);
     ret->failed = rb_get_u64(r);
-    uint64_t zero = rb_get_u64(r);
-    uint64_t lo = rb_get_u64(r), hi = rb_get_u64(r);
-    double mn = rb_get_f64(r), mx = rb_get_f64(r);
-    __int128 sum = (__int128)((unsigned __int128)hi << 64 | lo);
-    int32_t off = (int32_t)rb_get_u32(r);
-    uint64_t n = rb_get_varint(r);
-    if (r->bad || n > SKETCH_MAX_BINS || n * 8 > r->len - r->pos)
+    size_t n;
+    const char *sk = rb_get_str(r, &n);
+    if (r->bad)
         return false;
-    uint64_t bins[SKETCH_MAX_BINS];
-    for (uint64_t i = 0; i < n; i++)
-        bins[i] = rb_get_u64(r);
-    sketch_init(&ret->s);
-    if (ret->metric < 0)
-        return !r->bad;
-    return !r->bad && sketch_set(&ret->s, zero, sum, mn, mx, off, bins, (size_t)n) == 0;
+    rb_reader sr;
+    rb_reader_init(&sr, sk, n);
+    size_t n_metrics = ret->kind >= 0 && ret->kind < KIND_COUNT ? store_kind((enum store_kind)ret->kind)->n_metrics : 0;
+    while (rb_more(&sr)) {
+        uint8_t i = rb_get_u8(&sr);
+        size_t len;
+        const char *enc = rb_get_str(&sr, &len);
+        if (sr.bad || i >= n_metrics || sketch_decode(&ret->m[i], (const uint8_t *)enc, len) < 0) {
+            ch_srow_reset(ret);
+            return false;
+        }
+    }
+    return !sr.bad;
 }
 
 /* Groups of one attempt: rollup rows being summed in memory. */
 typedef struct agg {
     struct agg *next;
     uint64_t hash;
-    ch_srow row;        /* metric -1: the counts */
+    ch_srow row;
     const char *batch;  /* "" for the fresh batches' sum */
-    sketch m[STORE_MAX_METRICS];
 } agg;
 
 #define AGG_BUCKETS 4096
@@ -377,12 +391,10 @@ static agg *agg_get(aggs *a, int8_t kind, const char *app, const char *version, 
         return NULL;
     }
     g->hash = h;
-    g->row = (ch_srow){.kind = kind, .app = app, .version = version, .name = name, .grain = 0, .t = hour,
-                       .metric = -1};
+    g->row = (ch_srow){.kind = kind, .app = app, .version = version, .name = name, .grain = 0, .t = hour};
     g->batch = batch;
     for (size_t i = 0; i < STORE_MAX_METRICS; i++)
-        sketch_init(&g->m[i]);
-    sketch_init(&g->row.s);
+        sketch_init(&g->row.m[i]);
     g->next = *slot;
     *slot = g;
     a->n++;
@@ -394,8 +406,7 @@ static void aggs_free(aggs *a)
     for (size_t b = 0; b < AGG_BUCKETS; b++)
         for (agg *g = a->slots[b], *next; g; g = next) {
             next = g->next;
-            for (size_t i = 0; i < STORE_MAX_METRICS; i++)
-                sketch_reset(&g->m[i]);
+            ch_srow_reset(&g->row);
             free(g);
         }
     memset(a, 0, sizeof *a);
@@ -415,7 +426,7 @@ static void agg_add(aggs *a, const store_record *rec, const char *batch)
     if (rec->excluded)
         return;
     for (size_t i = 0, n = store_kind(rec->kind)->n_metrics; i < n; i++)
-        if (!isnan(rec->metrics[i]) && sketch_add(&g->m[i], rec->metrics[i]) == -ENOMEM)
+        if (!isnan(rec->metrics[i]) && sketch_add(&g->row.m[i], rec->metrics[i]) == -ENOMEM)
             a->oom = true; /* negative values are left out, as SQLite's rollups do */
 }
 
@@ -436,17 +447,6 @@ static void aggs_write(const aggs *a, uint64_t att, uint32_t rday, rb_buf *b)
         for (const agg *g = a->slots[k]; g; g = g->next) {
             pending_head(b, att, rday, g->batch, !g->batch[0]);
             ch_write_srow(b, &g->row);
-            for (size_t i = 0, n = store_kind((enum store_kind)g->row.kind)->n_metrics; i < n; i++) {
-                if (!g->m[i].count)
-                    continue;
-                ch_srow r = g->row;
-                r.metric = (int8_t)i;
-                r.cnt = g->m[i].count;
-                r.failed = 0;
-                r.s = g->m[i];
-                pending_head(b, att, rday, g->batch, !g->batch[0]);
-                ch_write_srow(b, &r);
-            }
         }
 }
 
@@ -525,27 +525,16 @@ static ch_job *job_of(ch_job *list, const char *app, size_t al, const char *batc
     return NULL;
 }
 
-/* Steps 1 and 2: begin rows, then which batches are retries and which
- * duplicates. */
-static int begin_and_check(ch_store *st, ch_job *list, uint64_t att, uint32_t rday, ch_reply *rep)
+/* Step 2: which batches are retries (another attempt began them) and,
+ * of those, which duplicates (another attempt committed them). */
+static int check(ch_store *st, ch_job *list, uint64_t att, ch_reply *rep)
 {
-    rb_buf b;
-    rb_init(&b);
+    bool ids = false;
     for (ch_job *j = list; j; j = j->next)
-        if (j->batch_id) {
-            rb_str(&b, j->app, strlen(j->app));
-            rb_str(&b, j->batch_id, strlen(j->batch_id));
-            rb_u64(&b, att);
-            rb_u32(&b, rday);
-        }
-    if (!b.len)
+        ids |= j->batch_id != NULL;
+    if (!ids)
         return 0;
-    int r = b.failed ? -ENOMEM
-                     : ch_write(st, "INSERT INTO attempts (app, batch, att, rday) FORMAT RowBinary", b.p, b.len, rep);
-    rb_free(&b);
-    if (r < 0)
-        return r;
-    ch_reply_free(rep);
+    int r;
     jbuf q;
     jbuf_init(&q);
     jbuf_printf(&q, "SELECT app, batch FROM attempts WHERE att != %" PRIu64 " AND ", att);
@@ -595,15 +584,25 @@ static int begin_and_check(ch_store *st, ch_job *list, uint64_t att, uint32_t rd
     return 0;
 }
 
-/* Step 3: the raw rows, origins and trace index of every job that is not a
- * duplicate. */
+/* Steps 1 and 3 at once: the begin rows, and the raw rows, origins and
+ * trace index of every job but a batch twice in the group. (Those of a
+ * batch the check then finds committed are written again: readers keep
+ * one row per identity.) */
 static int write_rows(ch_store *st, ch_job *list, uint64_t att, uint32_t rday, ch_reply *rep)
 {
-    rb_buf rows[TABLE_COUNT], origins, tix;
+    rb_buf rows[TABLE_COUNT], origins, tix, begins;
     for (int t = 0; t < TABLE_COUNT; t++)
         rb_init(&rows[t]);
     rb_init(&origins);
     rb_init(&tix);
+    rb_init(&begins);
+    for (ch_job *j = list; j; j = j->next)
+        if (j->batch_id && !j->duplicate) {
+            rb_str(&begins, j->app, strlen(j->app));
+            rb_str(&begins, j->batch_id, strlen(j->batch_id));
+            rb_u64(&begins, att);
+            rb_u32(&begins, rday);
+        }
     size_t ji = 0;
     for (ch_job *j = list; j; j = j->next, ji++) {
         if (j->duplicate)
@@ -637,37 +636,43 @@ static int write_rows(ch_store *st, ch_job *list, uint64_t att, uint32_t rday, c
         }
     }
     int r = 0;
-    bool oom = origins.failed || tix.failed;
+    bool oom = origins.failed || tix.failed || begins.failed;
     for (int t = 0; t < TABLE_COUNT; t++)
         oom |= rows[t].failed;
     if (oom)
         r = -ENOMEM;
-    if (r == 0 && origins.len) {
-        r = ch_write(st, "INSERT INTO origins (which, id, json, rday) FORMAT RowBinary", origins.p, origins.len, rep);
-        if (r < 0)
+    /* every insert at once: none depends on another (the commit waits for all) */
+    ch_request rq[TABLE_COUNT + 3];
+    char sqls[TABLE_COUNT][4096];
+    size_t n = 0;
+    if (begins.len)
+        rq[n++] = (ch_request){"INSERT INTO attempts (app, batch, att, rday) FORMAT RowBinary", begins.p, begins.len};
+    if (origins.len)
+        rq[n++] = (ch_request){"INSERT INTO origins (which, id, json, rday) FORMAT RowBinary", origins.p, origins.len};
+    for (enum store_table t = 0; t < TABLE_COUNT; t++)
+        if (rows[t].len) {
+            snprintf(sqls[t], sizeof sqls[t], "INSERT INTO %s (%s) FORMAT RowBinary", ch_table_of(t)->name,
+                     ch_table_of(t)->columns);
+            rq[n++] = (ch_request){sqls[t], rows[t].p, rows[t].len};
+        }
+    if (tix.len)
+        rq[n++] = (ch_request){"INSERT INTO trace_index (t, tbl, app, hour, rday) FORMAT RowBinary", tix.p, tix.len};
+    ch_reply reps[TABLE_COUNT + 3];
+    if (r == 0 && n) {
+        r = ch_query_many(st->ch, n, rq, settings(st), reps);
+        for (size_t i = 0; i < n; i++) {
+            if (r < 0 && reps[i].error[0] && !rep->error[0])
+                *rep = reps[i]; /* the first failure's reason */
+            ch_reply_free(&reps[i]);
+        }
+        if (r < 0 && origins.len)
             origin_forget(st);
-        else
-            ch_reply_free(rep);
-    }
-    for (enum store_table t = 0; t < TABLE_COUNT && r == 0; t++) {
-        if (!rows[t].len)
-            continue;
-        char sql[4096];
-        snprintf(sql, sizeof sql, "INSERT INTO %s (%s) FORMAT RowBinary", ch_table_of(t)->name,
-                 ch_table_of(t)->columns);
-        r = ch_write(st, sql, rows[t].p, rows[t].len, rep);
-        if (r == 0)
-            ch_reply_free(rep);
-    }
-    if (r == 0 && tix.len) {
-        r = ch_write(st, "INSERT INTO trace_index (t, tbl, app, hour, rday) FORMAT RowBinary", tix.p, tix.len, rep);
-        if (r == 0)
-            ch_reply_free(rep);
     }
     for (int t = 0; t < TABLE_COUNT; t++)
         rb_free(&rows[t]);
     rb_free(&origins);
     rb_free(&tix);
+    rb_free(&begins);
     if (r == -ENOMEM)
         snprintf(rep->error, sizeof rep->error, "out of memory");
     return r;
@@ -688,7 +693,7 @@ static int commit(ch_store *st, ch_job *list, uint64_t att, uint32_t rday, ch_re
             continue;
         if (j->batch_id) {
             pending_head(&b, att, rday, j->batch_id, !j->retry);
-            ch_srow m = {.kind = -1, .app = j->app, .version = "", .name = "", .metric = -1, .cnt = j->n};
+            ch_srow m = {.kind = -1, .app = j->app, .version = "", .name = "", .cnt = j->n};
             ch_write_srow(&b, &m);
         }
         const char *scope = j->retry ? j->batch_id : "";
@@ -710,29 +715,6 @@ static int commit(ch_store *st, ch_job *list, uint64_t att, uint32_t rday, ch_re
     return r;
 }
 
-/* Step 5: the manifests for good (best effort: consolidation copies them
- * again). */
-static void record_commits(ch_store *st, ch_job *list, uint64_t att, uint32_t rday)
-{
-    rb_buf b;
-    rb_init(&b);
-    uint32_t now = (uint32_t)(wall_ns() / 1000000000LL);
-    for (ch_job *j = list; j; j = j->next)
-        if (j->batch_id && !j->duplicate) {
-            rb_str(&b, j->app, strlen(j->app));
-            rb_str(&b, j->batch_id, strlen(j->batch_id));
-            rb_u64(&b, att);
-            rb_u8(&b, !j->retry);
-            rb_u32(&b, now);
-            rb_u32(&b, rday);
-        }
-    ch_reply rep;
-    if (b.len && !b.failed &&
-        ch_write(st, "INSERT INTO commits (app, batch, att, fresh, at, rday) FORMAT RowBinary", b.p, b.len, &rep) == 0)
-        ch_reply_free(&rep);
-    rb_free(&b);
-}
-
 static int run_group(ch_store *st, ch_job *list, ch_reply *rep)
 {
     int64_t t0 = mono_ns();
@@ -744,9 +726,9 @@ static int run_group(ch_store *st, ch_job *list, ch_reply *rep)
         for (ch_job *k = list; j->batch_id && k != j; k = k->next)
             if (k->batch_id && strcmp(k->batch_id, j->batch_id) == 0 && strcmp(k->app, j->app) == 0)
                 j->duplicate = true;
-    int r = begin_and_check(st, list, att, rday, rep);
+    int r = write_rows(st, list, att, rday, rep);
     if (r == 0)
-        r = write_rows(st, list, att, rday, rep);
+        r = check(st, list, att, rep);
     /* past the deadline, a commit could come after the consolidation of
      * a retry's hour: this attempt gives up (its batches come again) */
     if (r == 0 && mono_ns() - t0 > st->settle_s * INT64_C(1000000000) / 2) {
@@ -756,8 +738,6 @@ static int run_group(ch_store *st, ch_job *list, ch_reply *rep)
     }
     if (r == 0)
         r = commit(st, list, att, rday, rep);
-    if (r == 0)
-        record_commits(st, list, att, rday);
     return r;
 }
 
@@ -1171,7 +1151,7 @@ int ch_pending_rows(ch_store *st, const char *where,
             jbuf_puts(&filter, ")");
             any = true;
         }
-        sketch_reset(&row.s);
+        ch_srow_reset(&row);
     }
     winners ws = {0};
     if (rd.bad || filter.failed)
@@ -1199,7 +1179,7 @@ int ch_pending_rows(ch_store *st, const char *where,
         }
         if (counts)
             cb(ctx, &row, att, batch, fresh, at);
-        sketch_reset(&row.s);
+        ch_srow_reset(&row);
     }
     winners_free(&ws);
     ch_reply_free(&rep);
@@ -1229,13 +1209,11 @@ static void cgroups_add(cgroups *g, const ch_srow *row)
     h = fnv1a64(h, row->name, strlen(row->name) + 1);
     h = fnv1a64(h, &row->grain, 1);
     h = fnv1a64(h, &row->t, sizeof row->t);
-    h = fnv1a64(h, &row->metric, 1);
     cgroup **slot = &g->slots[h % AGG_BUCKETS];
     cgroup *c;
     for (c = *slot; c; c = c->next)
         if (c->hash == h && c->row.kind == row->kind && c->row.grain == row->grain && c->row.t == row->t &&
-            c->row.metric == row->metric && strcmp(c->name, row->name) == 0 && strcmp(c->app, row->app) == 0 &&
-            strcmp(c->version, row->version) == 0)
+            strcmp(c->name, row->name) == 0 && strcmp(c->app, row->app) == 0 && strcmp(c->version, row->version) == 0)
             break;
     if (!c) {
         c = calloc(1, sizeof *c);
@@ -1255,15 +1233,17 @@ static void cgroups_add(cgroups *g, const ch_srow *row)
         c->row.version = c->version;
         c->row.name = c->name;
         c->row.cnt = c->row.failed = 0;
-        sketch_init(&c->row.s);
+        for (size_t i = 0; i < STORE_MAX_METRICS; i++)
+            sketch_init(&c->row.m[i]);
         c->next = *slot;
         *slot = c;
         g->n++;
     }
     c->row.cnt += row->cnt;
     c->row.failed += row->failed;
-    if (row->metric >= 0 && sketch_merge(&c->row.s, &row->s) < 0)
-        g->oom = true;
+    for (size_t i = 0; i < STORE_MAX_METRICS; i++)
+        if (row->m[i].count && sketch_merge(&c->row.m[i], &row->m[i]) < 0)
+            g->oom = true;
 }
 
 static void cgroups_free(cgroups *g)
@@ -1271,7 +1251,7 @@ static void cgroups_free(cgroups *g)
     for (size_t b = 0; b < AGG_BUCKETS; b++)
         for (cgroup *c = g->slots[b], *next; c; c = next) {
             next = c->next;
-            sketch_reset(&c->row.s);
+            ch_srow_reset(&c->row);
             free(c->app);
             free(c->version);
             free(c->name);
@@ -1287,15 +1267,10 @@ static void cgroups_write(const cgroups *g, uint8_t lvl, uint32_t slot, uint32_t
 {
     for (size_t k = 0; k < AGG_BUCKETS; k++)
         for (const cgroup *c = g->slots[k]; c; c = c->next) {
-            if (c->row.metric >= 0 && !c->row.s.count)
-                continue;
             rb_u8(b, lvl);
             rb_u32(b, slot);
             rb_u32(b, rday);
-            ch_srow r = c->row;
-            if (r.metric >= 0)
-                r.cnt = r.s.count;
-            ch_write_srow(b, &r);
+            ch_write_srow(b, &c->row);
         }
 }
 
@@ -1379,8 +1354,8 @@ static int consolidate_unit(ch_store *st, uint32_t u)
  * day. */
 static bool same_key(const ch_srow *a, uint32_t sa, const ch_srow *b, uint32_t sb)
 {
-    return sa == sb && a->kind == b->kind && a->grain == b->grain && a->t == b->t && a->metric == b->metric &&
-           strcmp(a->name, b->name) == 0 && strcmp(a->app, b->app) == 0 && strcmp(a->version, b->version) == 0;
+    return sa == sb && a->kind == b->kind && a->grain == b->grain && a->t == b->t && strcmp(a->name, b->name) == 0 &&
+           strcmp(a->app, b->app) == 0 && strcmp(a->version, b->version) == 0;
 }
 
 static int consolidate_day(ch_store *st, uint32_t d)
@@ -1389,7 +1364,7 @@ static int consolidate_day(ch_store *st, uint32_t d)
     char sql[512];
     snprintf(sql, sizeof sql,
              "SELECT slot, " CH_SKETCH_COLUMNS " FROM rollups WHERE lvl = 1 AND slot >= %" PRIu64 " AND slot < %" PRIu64
-             " ORDER BY kind, app, version, name, grain, t, metric, slot FORMAT RowBinary",
+             " ORDER BY kind, app, version, name, grain, t, slot FORMAT RowBinary",
              (uint64_t)d * per, (uint64_t)(d + 1) * per);
     ch_reply rep;
     int r = ch_read(st, sql, &rep, "consolidation");
@@ -1427,10 +1402,9 @@ static int consolidate_day(ch_store *st, uint32_t d)
         prev.kind = row.kind;
         prev.grain = row.grain;
         prev.t = row.t;
-        prev.metric = row.metric;
         prev_slot = slot;
         have_prev = true;
-        sketch_reset(&row.s);
+        ch_srow_reset(&row);
     }
     ch_reply_free(&rep);
     rb_buf b;

@@ -115,7 +115,7 @@ class TwoInstances(unittest.TestCase):
         begun = [r[0] for r in self.a.sql("SELECT att FROM attempts WHERE batch = 'slow-1'")]
         self.assertEqual(len(begun), 2)
         fresh = [a for a in begun if a != retry][0]  # the attempt that wrote its rows and did not commit
-        cols = "kind, app, version, name, grain, t, metric, cnt, failed, zero, sum_lo, sum_hi, min, max, off, c"
+        cols = "kind, app, version, name, grain, t, cnt, failed, sk"
         self.a.ch.sql("INSERT INTO pending (att, rday, batch, fresh, %s) SELECT %d, rday, batch, 1, %s FROM pending"
                       " WHERE att = %d AND kind = -1 UNION ALL SELECT %d, rday, '', 1, %s FROM pending"
                       " WHERE att = %d AND kind >= 0" % (cols, fresh, cols, retry, fresh, cols, retry), self.a.database)
