@@ -95,6 +95,17 @@ typedef struct ch_row {
 bool ch_decode_row(const ch_table *t, rb_reader *r, ch_row *ret);
 void ch_row_clear(ch_row *r);
 
+/* An MS column's value when no integer holds it exactly: the double is in rest. */
+#define CH_MS_IN_REST INT64_MIN
+
+/* What a percentile query needs of a rollup kind's raw rows (the cut
+ * parts of hours): the SELECT list, and one row of it read — the group
+ * name (false in *ret_named when a part of it is NULL), failed, excluded
+ * and the kind's metrics (NAN: absent). */
+const char *ch_values_columns(enum store_kind k);
+bool ch_decode_values(enum store_kind k, rb_reader *r, char *name, size_t cap, bool *ret_named, bool *ret_failed,
+                      bool *ret_excluded, double *metrics);
+
 /* The record's span-end prediction (ns) for CE_END: the first span-end
  * metric the row has, as nanoseconds. */
 int64_t ch_end_pred(const ch_table *t, const store_value *cols);

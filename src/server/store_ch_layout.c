@@ -10,7 +10,8 @@
  * length-prefixed bytes, INTEGER as a zigzag varint (end_ts: its residual),
  * REAL as 8 bytes, resource_id/scope_id as 8 bytes; a span name the SDK
  * gave is "NULL" there (0x01) and made again on reading. Then, for each MS
- * column, 0 or 1 and the double its column could not hold.
+ * column, 0 or 1 and the double its column could not hold (the column then
+ * holds CH_MS_IN_REST).
  */
 #include "store_ch.h"
 
@@ -86,7 +87,10 @@ static bool own_column(enum store_table tb, size_t i)
     case SRC_FAILED:
     case SRC_TRACE_ID:
     case SRC_SPAN_ID: return true;
-    case SRC_FIELD: return is_ms(c);
+    case SRC_FIELD:
+        if ((int)i == kd->excluded_col)
+            return true; /* read with the metrics */
+        return is_ms(c);
     case SRC_END_TS:
     case SRC_ATTRIBUTES: return tb == TABLE_SPANS; /* span search filters on them */
     default: return false;
@@ -168,10 +172,15 @@ static void build_table(enum store_table tb)
     }
 }
 
+static void lean_list(const ch_table *t, enum store_kind k, char *out, size_t size);
+static char lean[KIND_COUNT][1024];
+
 static void build(void)
 {
     for (enum store_table tb = 0; tb < TABLE_COUNT; tb++)
         build_table(tb);
+    for (enum store_kind k = 0; k < KIND_COUNT; k++)
+        lean_list(&tables[store_kind(k)->table], k, lean[k], sizeof lean[k]);
 }
 
 const ch_table *ch_table_of(enum store_table t)
@@ -368,10 +377,10 @@ void ch_encode_row(const ch_table *t, const store_record *rec, uint64_t rid, uin
             }
             break;
         case CE_MS: {
-            bool has = value_double(v, &dv) && ms_int(dv, &iv);
+            bool has = value_double(v, &dv);
             nullable(out, !has);
-            if (has)
-                rb_i64(out, iv);
+            if (has) /* a value no integer holds: the sentinel, the double in rest */
+                rb_i64(out, ms_int(dv, &iv) ? iv : CH_MS_IN_REST);
             break;
         }
         case CE_ID:
@@ -528,8 +537,11 @@ bool ch_decode_row(const ch_table *t, rb_reader *r, ch_row *ret)
             }
             break;
         case CE_MS:
-            if (!rb_get_u8(r))
-                *v = (store_value){.type = SV_REAL, .d = ms_value(rb_get_i64(r))};
+            if (!rb_get_u8(r)) {
+                int64_t m = rb_get_i64(r);
+                if (m != CH_MS_IN_REST) /* else: rest has it */
+                    *v = (store_value){.type = SV_REAL, .d = ms_value(m)};
+            }
             break;
         case CE_ID:
         case CE_NID:
@@ -608,4 +620,146 @@ void ch_row_clear(ch_row *r)
 {
     free(r->owned);
     r->owned = NULL;
+}
+
+/* ---- the values of a rollup kind's rows (cut hours) ---- */
+
+static void lean_list(const ch_table *t, enum store_kind k, char *out, size_t size)
+{
+    const store_kind_desc *kd = store_kind(k);
+    const store_table_desc *d = store_table(kd->table);
+    size_t o = 0;
+    for (size_t i = 0; i < kd->n_name_cols; i++)
+        o += (size_t)snprintf(out + o, size - o, "%s%s", i ? ", " : "", d->cols[kd->name_cols[i]].name);
+    int failed = -1, end = -1;
+    for (size_t i = 0; i < d->n_cols; i++) {
+        if (d->cols[i].source == SRC_FAILED)
+            failed = (int)i;
+        if (d->cols[i].source == SRC_END_TS)
+            end = (int)i;
+    }
+    o += (size_t)snprintf(out + o, size - o, ", %s", failed >= 0 ? d->cols[failed].name : "toNullable(toInt64(0))");
+    o += (size_t)snprintf(out + o, size - o, ", %s",
+                          kd->excluded_col >= 0 ? d->cols[kd->excluded_col].name : "toNullable(toInt64(0))");
+    bool any_rest = false;
+    for (size_t m = 0; m < kd->n_metrics; m++) {
+        if (kd->metric_cols[m] < 0) /* a plain span's duration: end_ts holds end - ts */
+            o += (size_t)snprintf(out + o, size - o, ", %s", end >= 0 ? d->cols[end].name : "0");
+        else
+            o += (size_t)snprintf(out + o, size - o, ", %s", d->cols[kd->metric_cols[m]].name);
+        any_rest |= kd->metric_cols[m] >= 0;
+    }
+    /* rest only for the rows that need it */
+    bool has_rest = false;
+    for (size_t i = 0; i < t->n_cols; i++)
+        has_rest |= t->cols[i].enc == CE_REST;
+    if (any_rest && has_rest) {
+        o += (size_t)snprintf(out + o, size - o, ", if(0");
+        for (size_t m = 0; m < kd->n_metrics; m++)
+            if (kd->metric_cols[m] >= 0)
+                o += (size_t)snprintf(out + o, size - o, " OR ifNull(%s = %lld, 0)", d->cols[kd->metric_cols[m]].name,
+                                      (long long)CH_MS_IN_REST);
+        o += (size_t)snprintf(out + o, size - o, ", rest, '')");
+    } else {
+        o += (size_t)snprintf(out + o, size - o, ", ''");
+    }
+}
+
+const char *ch_values_columns(enum store_kind k)
+{
+    pthread_once(&once, build);
+    return lean[k];
+}
+
+/* A nullable column of the values' SELECT, as the text it holds (NULL:
+ * ret->type SV_NULL). */
+static void read_name_col(const ch_table *t, int logical, rb_reader *r, const char **ret, size_t *ret_len)
+{
+    bool nn = false;
+    for (size_t i = 0; i < t->n_cols; i++)
+        if (t->cols[i].logical == logical)
+            nn = t->cols[i].enc == CE_STR;
+    if (!nn && rb_get_u8(r)) {
+        *ret = NULL;
+        return;
+    }
+    *ret = rb_get_str(r, ret_len);
+}
+
+bool ch_decode_values(enum store_kind k, rb_reader *r, char *name, size_t cap, bool *ret_named, bool *ret_failed,
+                      bool *ret_excluded, double *metrics)
+{
+    const store_kind_desc *kd = store_kind(k);
+    const ch_table *t = ch_table_of(kd->table);
+    const store_table_desc *d = store_table(kd->table);
+    size_t o = 0;
+    bool named = true;
+    for (size_t i = 0; i < kd->n_name_cols; i++) {
+        const char *s;
+        size_t n = 0;
+        read_name_col(t, kd->name_cols[i], r, &s, &n);
+        if (!s) {
+            named = false;
+            continue;
+        }
+        if (o + n + 2 > cap) {
+            named = false;
+            continue;
+        }
+        if (i)
+            name[o++] = ' ';
+        memcpy(name + o, s, n);
+        o += n;
+    }
+    name[o] = 0;
+    *ret_named = named;
+    bool fnull = rb_get_u8(r) != 0;
+    int64_t failed = rb_get_i64(r);
+    *ret_failed = !fnull && failed != 0;
+    bool enull = rb_get_u8(r) != 0;
+    int64_t ex = rb_get_i64(r);
+    *ret_excluded = !enull && ex != 0;
+    bool need_rest = false;
+    for (size_t m = 0; m < kd->n_metrics; m++) {
+        metrics[m] = NAN;
+        if (kd->metric_cols[m] < 0) { /* a plain span: end_ts - ts */
+            metrics[m] = (double)rb_get_i64(r) / 1e6;
+            continue;
+        }
+        if (rb_get_u8(r))
+            continue;
+        int64_t v = rb_get_i64(r);
+        if (v == CH_MS_IN_REST)
+            need_rest = true;
+        else
+            metrics[m] = ms_value(v);
+    }
+    size_t rn;
+    const char *rest = rb_get_str(r, &rn);
+    if (r->bad)
+        return false;
+    if (need_rest) {
+        /* the packed columns, then the doubles no integer held */
+        ch_row tmp = {.row = {.table = kd->table, .n = d->n_cols}};
+        text_ref texts[STORE_MAX_COLS];
+        size_t n_texts = 0;
+        int end_col = -1;
+        int64_t end_res = 0;
+        bool end_has = false;
+        rb_reader rr;
+        rb_reader_init(&rr, rest, rn);
+        for (size_t i = 0; i < d->n_cols && !rr.bad; i++)
+            if (t->packed[i])
+                unpack(t, d, i, &rr, &tmp, texts, &n_texts, &end_col, &end_res, &end_has);
+        for (size_t i = 0; i < t->n_cols && !rr.bad; i++)
+            if (t->cols[i].enc == CE_MS && rb_get_u8(&rr)) {
+                double dv = rb_get_f64(&rr);
+                for (size_t m = 0; m < kd->n_metrics; m++)
+                    if (kd->metric_cols[m] == t->cols[i].logical)
+                        metrics[m] = dv;
+            }
+        if (rr.bad)
+            return false;
+    }
+    return true;
 }

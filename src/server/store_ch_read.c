@@ -18,6 +18,7 @@
 #include "store_ch.h"
 #include "store_json.h"
 
+#include <pacer/base/clock.h>
 #include <pacer/base/json.h>
 
 #include <errno.h>
@@ -252,84 +253,117 @@ static int select_rows(ch_store *st, enum store_table tb, const char *where, con
     return 0;
 }
 
+/* app and [from, to); with the hours too, which ClickHouse's primary key
+ * can use (18.16 does not see through intDiv(ts, …) to ts). */
 static void time_where(jbuf *q, const char *app, int64_t from, int64_t to)
 {
     jbuf_puts(q, "app = ");
     ch_sql_str(q, app);
-    jbuf_printf(q, " AND ts >= %" PRId64 " AND ts < %" PRId64, from, to);
+    jbuf_printf(q, " AND ts >= %" PRId64 " AND ts < %" PRId64 " AND intDiv(ts, 3600000000000) >= %" PRId64
+                   " AND intDiv(ts, 3600000000000) <= %" PRId64,
+                from, to, from / HOUR_NS, (to > 0 ? to - 1 : 0) / HOUR_NS);
 }
 
-typedef struct raw_ctx {
-    const store_kind_desc *kd;
-    const store_table_desc *td;
-    const store_scan_cb *cb;
-} raw_ctx;
+#define MAX_WINDOWS 16
 
-static bool on_raw_row(void *ctx, ch_row *row)
+/* What scan_windows hands on: the caller's callback, counting. */
+typedef struct counting {
+    bool (*cb)(void *ctx, ch_row *row);
+    void *ctx;
+    size_t n;
+    bool stopped;
+} counting;
+
+static bool on_counted(void *ctx, ch_row *row)
 {
-    raw_ctx *c = ctx;
-    const store_kind_desc *kd = c->kd;
-    const store_value *cols = row->row.cols;
-    /* the group name: the name columns joined by ' ' (NULL when one is) */
-    char name[4200];
-    size_t o = 0;
-    bool null = false;
-    for (size_t i = 0; i < kd->n_name_cols && !null; i++) {
-        const store_value *v = &cols[kd->name_cols[i]];
-        if (v->type != SV_TEXT)
-            null = true;
-        else
-            o += (size_t)snprintf(name + o, o < sizeof name ? sizeof name - o : 0, "%s%s", i ? " " : "",
-                                  (const char *)v->p);
+    counting *c = ctx;
+    c->n++;
+    if (!c->cb(c->ctx, row)) {
+        c->stopped = true;
+        return false;
     }
-    if (!null && o < sizeof name) {
-        int failed_col = -1;
-        for (size_t i = 0; i < c->td->n_cols; i++)
-            if (c->td->cols[i].source == SRC_FAILED)
-                failed_col = (int)i;
-        bool failed = failed_col >= 0 && cols[failed_col].type == SV_INT && cols[failed_col].i != 0;
-        bool excluded = kd->excluded_col >= 0 && cols[kd->excluded_col].type == SV_INT && cols[kd->excluded_col].i != 0;
-        double m[STORE_MAX_METRICS];
-        for (size_t i = 0; i < kd->n_metrics; i++) {
-            int mc = kd->metric_cols[i];
-            if (mc < 0) { /* a span's duration */
-                int ts = -1, end = -1;
-                for (size_t k = 0; k < c->td->n_cols; k++) {
-                    if (c->td->cols[k].source == SRC_COMMON && c->td->cols[k].index == PACER_COMMON_TS)
-                        ts = (int)k;
-                    if (c->td->cols[k].source == SRC_END_TS)
-                        end = (int)k;
-                }
-                m[i] = ts >= 0 && end >= 0 && cols[end].type == SV_INT ? (double)(cols[end].i - cols[ts].i) / 1e6 : NAN;
-            } else {
-                const store_value *v = &cols[mc];
-                m[i] = v->type == SV_REAL ? v->d : v->type == SV_INT ? (double)v->i : NAN;
-            }
-        }
-        c->cb->raw(c->cb->ctx, name, failed, excluded, m);
-    }
-    ch_row_clear(row);
     return true;
 }
 
+/* Rows of tb of app in [from, to), older than the cursor, that match
+ * filters (SQL, "" or " AND …"), newest first, to cb until it returns
+ * false or cap rows were given: looked for in windows back from the
+ * newest (the last hour, then 4, 16, … times longer), since an ORDER BY
+ * over all of a large table costs a scan of it. The answers stay in keeps
+ * (MAX_WINDOWS of them, freed by the caller): rows borrow from them. */
+static int scan_windows(ch_store *st, enum store_table tb, const char *app, int64_t from, int64_t to,
+                        const store_cursor *after, const char *filters, size_t cap,
+                        bool (*cb)(void *ctx, ch_row *row), void *ctx, ch_reply *keeps)
+{
+    char order[160];
+    snprintf(order, sizeof order, "ts DESC, %s DESC", rk_sql(tb));
+    int64_t hi = to;
+    if (after->set && after->ts < INT64_MAX && after->ts + 1 < hi)
+        hi = after->ts + 1;
+    int64_t edge = wall_ns() - HOUR_NS, w = 4 * HOUR_NS;
+    int64_t lo = edge > from && edge < hi ? edge : from;
+    size_t given = 0;
+    for (int k = 0; k < MAX_WINDOWS && hi > from && given < cap; k++) {
+        if (k == MAX_WINDOWS - 1)
+            lo = from;
+        jbuf q;
+        jbuf_init(&q);
+        time_where(&q, app, lo, hi);
+        if (after->set)
+            jbuf_printf(&q, " AND (ts < %" PRId64 " OR (ts = %" PRId64 " AND %s < %" PRId64 "))", after->ts, after->ts,
+                        rk_sql(tb), after->row);
+        jbuf_puts(&q, filters);
+        counting cc = {cb, ctx, 0, false};
+        int r = q.failed ? -ENOMEM
+                         : select_rows(st, tb, q.data, order, cap - given, on_counted, &cc, "a query", &keeps[k]);
+        jbuf_free(&q);
+        if (r < 0)
+            return r;
+        given += cc.n;
+        if (cc.stopped)
+            return 0;
+        hi = lo;
+        lo = hi - from > w ? hi - w : from;
+        w = w > INT64_MAX / 4 ? INT64_MAX : w * 4;
+    }
+    return 0;
+}
+
+/* The raw rows of [from, to): their values only, one row per identity. */
 static int scan_raw(ch_store *st, enum store_kind kind, const char *app, const char *version, int64_t from, int64_t to,
                     const store_scan_cb *cb)
 {
     if (from >= to)
         return 0;
     const store_kind_desc *kd = store_kind(kind);
-    jbuf w;
-    jbuf_init(&w);
-    time_where(&w, app, from, to);
+    jbuf q;
+    jbuf_init(&q);
+    jbuf_printf(&q, "SELECT %s FROM %s WHERE ", ch_values_columns(kind), store_table(kd->table)->name);
+    time_where(&q, app, from, to);
     if (version) {
-        jbuf_puts(&w, " AND version = ");
-        ch_sql_str(&w, version);
+        jbuf_puts(&q, " AND version = ");
+        ch_sql_str(&q, version);
     }
-    raw_ctx c = {kd, store_table(kd->table), cb};
-    ch_reply keep = {0};
-    int r = w.failed ? -ENOMEM : select_rows(st, kd->table, w.data, NULL, 0, on_raw_row, &c, "a query", &keep);
-    ch_reply_free(&keep);
-    jbuf_free(&w);
+    jbuf_printf(&q, " LIMIT 1 BY %s FORMAT RowBinary", identity_sql(kd->table));
+    ch_reply rep;
+    int r = q.failed ? -ENOMEM : ch_read(st, q.data, &rep, "a query");
+    jbuf_free(&q);
+    if (r < 0)
+        return -EIO;
+    rb_reader rd;
+    rb_reader_init(&rd, rep.body, rep.len);
+    char name[4200];
+    double m[STORE_MAX_METRICS];
+    while (rb_more(&rd)) {
+        bool named, failed, excluded;
+        if (!ch_decode_values(kind, &rd, name, sizeof name, &named, &failed, &excluded, m)) {
+            r = -EIO;
+            break;
+        }
+        if (named)
+            cb->raw(cb->ctx, name, failed, excluded, m);
+    }
+    ch_reply_free(&rep);
     return r;
 }
 
@@ -578,16 +612,6 @@ static void write_cursor(jbuf *b, int64_t ts, int64_t row)
     jbuf_kv_str(b, "next", cur);
 }
 
-/* The cursor and range condition of a candidate query. */
-static void page_where(jbuf *w, enum store_table tb, const char *app, int64_t from, int64_t to,
-                       const store_cursor *after)
-{
-    time_where(w, app, from, to);
-    if (after->set)
-        jbuf_printf(w, " AND (ts < %" PRId64 " OR (ts = %" PRId64 " AND %s < %" PRId64 "))", after->ts, after->ts,
-                    rk_sql(tb), after->row);
-}
-
 /* An attribute's key as it is in the stored JSON, as a cheap first test
  * (rows without it cannot match); only for keys without characters JSON
  * escapes. */
@@ -608,21 +632,21 @@ static void attr_prefilter(jbuf *w, const store_attr_filter *attrs, size_t n)
     }
 }
 
-static int run_page(ch_store *st, page *p, const char *where, jbuf *out, const char *list)
+static int run_page(ch_store *st, page *p, const char *app, int64_t from, int64_t to, const store_cursor *after,
+                    const char *filters, jbuf *out, const char *list)
 {
-    char order[160];
-    snprintf(order, sizeof order, "ts DESC, %s DESC", rk_sql(p->tb));
     p->rows = calloc(p->limit + 1, sizeof *p->rows);
     origin_map *om = calloc(1, sizeof *om);
-    if (!p->rows || !om) {
+    ch_reply *keeps = calloc(MAX_WINDOWS, sizeof *keeps);
+    if (!p->rows || !om || !keeps) {
         free(p->rows);
         free(om);
+        free(keeps);
         return -ENOMEM;
     }
-    ch_reply keep = {0};
     /* at most as many candidates as may be looked at, and one more */
     size_t cap = p->n_attrs || p->text ? STORE_MAX_EXAMINED + 1 : p->limit + 1;
-    int r = select_rows(st, p->tb, where, order, cap, on_item, p, "a query", &keep);
+    int r = scan_windows(st, p->tb, app, from, to, after, filters, cap, on_item, p, keeps);
     for (size_t i = 0; r == 0 && i < p->n; i++)
         origin_want(om, &p->rows[i].row);
     if (r == 0)
@@ -651,7 +675,9 @@ static int run_page(ch_store *st, page *p, const char *where, jbuf *out, const c
         ch_row_clear(&p->rows[i].row);
     free(p->rows);
     origin_free(om);
-    ch_reply_free(&keep);
+    for (int k = 0; k < MAX_WINDOWS; k++)
+        ch_reply_free(&keeps[k]);
+    free(keeps);
     return r;
 }
 
@@ -660,7 +686,7 @@ int ch_op_search_spans(store *s, const store_span_query *q, jbuf *out)
     ch_store *st = (ch_store *)s;
     jbuf w;
     jbuf_init(&w);
-    page_where(&w, TABLE_SPANS, q->app, q->from_ns, q->to_ns, &q->after);
+    jbuf_puts(&w, "");
     if (q->name) {
         jbuf_puts(&w, " AND name = ");
         ch_sql_str(&w, q->name);
@@ -676,7 +702,7 @@ int ch_op_search_spans(store *s, const store_span_query *q, jbuf *out)
                     isnan(q->max_ms) ? 1e300 : q->max_ms);
     attr_prefilter(&w, q->attrs, q->n_attrs);
     page p = {.tb = TABLE_SPANS, .attrs = q->attrs, .n_attrs = q->n_attrs, .limit = q->limit};
-    int r = w.failed ? -ENOMEM : run_page(st, &p, w.data, out, "spans");
+    int r = w.failed ? -ENOMEM : run_page(st, &p, q->app, q->from_ns, q->to_ns, &q->after, w.data, out, "spans");
     jbuf_free(&w);
     return r;
 }
@@ -686,11 +712,11 @@ int ch_op_search_logs(store *s, const store_log_query *q, jbuf *out)
     ch_store *st = (ch_store *)s;
     jbuf w;
     jbuf_init(&w);
-    page_where(&w, TABLE_LOGS, q->app, q->from_ns, q->to_ns, &q->after);
+    jbuf_puts(&w, "");
     if (q->min_severity)
         jbuf_printf(&w, " AND severity_number >= %d", q->min_severity);
     page p = {.tb = TABLE_LOGS, .text = q->text && *q->text ? q->text : NULL, .limit = q->limit};
-    int r = w.failed ? -ENOMEM : run_page(st, &p, w.data, out, "logs");
+    int r = w.failed ? -ENOMEM : run_page(st, &p, q->app, q->from_ns, q->to_ns, &q->after, w.data, out, "logs");
     jbuf_free(&w);
     return r;
 }
@@ -700,12 +726,11 @@ int ch_op_search_points(store *s, const store_point_query *q, jbuf *out)
     ch_store *st = (ch_store *)s;
     jbuf w;
     jbuf_init(&w);
-    page_where(&w, TABLE_METRIC_POINTS, q->app, q->from_ns, q->to_ns, &q->after);
     jbuf_puts(&w, " AND name = ");
     ch_sql_str(&w, q->name);
     attr_prefilter(&w, q->attrs, q->n_attrs);
     page p = {.tb = TABLE_METRIC_POINTS, .attrs = q->attrs, .n_attrs = q->n_attrs, .limit = q->limit};
-    int r = w.failed ? -ENOMEM : run_page(st, &p, w.data, out, "points");
+    int r = w.failed ? -ENOMEM : run_page(st, &p, q->app, q->from_ns, q->to_ns, &q->after, w.data, out, "points");
     jbuf_free(&w);
     return r;
 }
@@ -785,8 +810,8 @@ int ch_op_trace(store *s, const uint8_t trace_id[16], jbuf *out, size_t *ret_n)
                 continue;
             jbuf_puts(&w, " OR (app = ");
             ch_quote(&w, a, al);
-            jbuf_printf(&w, " AND ts >= %" PRId64 " AND ts < %" PRId64 ")", (int64_t)h * HOUR_NS,
-                        ((int64_t)h + 1) * HOUR_NS);
+            jbuf_printf(&w, " AND intDiv(ts, 3600000000000) = %d AND ts >= %" PRId64 " AND ts < %" PRId64 ")", h,
+                        (int64_t)h * HOUR_NS, ((int64_t)h + 1) * HOUR_NS);
             any = true;
         }
         jbuf_puts(&w, ")");
@@ -949,26 +974,33 @@ int ch_op_version_rows(store *s, enum store_table table, const char *app, const 
             return -EIO;
         }
         /* the need-th newest row of that hour and later */
-        snprintf(sql, sizeof sql,
-                 "SELECT ts FROM %s WHERE %s AND ts >= %" PRId64 " ORDER BY ts DESC LIMIT 1 OFFSET %" PRId64
-                 " FORMAT TabSeparated",
-                 t->name, w.data, start_hour * HOUR_NS, (int64_t)scan_max - 1);
-        if (ch_read(st, sql, &rep, "a query") < 0) {
+        jbuf q;
+        jbuf_init(&q);
+        jbuf_printf(&q, "SELECT ts FROM %s WHERE ", t->name);
+        time_where(&q, app, start_hour * HOUR_NS, INT64_MAX);
+        jbuf_printf(&q, " ORDER BY ts DESC LIMIT 1 OFFSET %" PRId64 " FORMAT TabSeparated", (int64_t)scan_max - 1);
+        r = q.failed ? -ENOMEM : ch_read(st, q.data, &rep, "a query");
+        jbuf_free(&q);
+        if (r < 0) {
             jbuf_free(&w);
             return -EIO;
         }
         ts_min = rep.len ? strtoll(rep.body, NULL, 10) : start_hour * HOUR_NS;
         ch_reply_free(&rep);
     }
-    jbuf_printf(&w, " AND version = ");
+    jbuf_free(&w);
+    jbuf_init(&w);
+    jbuf_puts(&w, " AND version = ");
     ch_sql_str(&w, version);
-    jbuf_printf(&w, " AND ts >= %" PRId64, ts_min);
-    char order[160];
-    snprintf(order, sizeof order, "ts DESC, %s DESC", rk_sql(table));
     vrow_ctx vc = {cb, ctx, limit, 0, false};
-    ch_reply keep = {0};
-    r = w.failed ? -ENOMEM : select_rows(st, table, w.data, order, limit + 1, on_version_row, &vc, "a query", &keep);
-    ch_reply_free(&keep);
+    ch_reply *keeps = calloc(MAX_WINDOWS, sizeof *keeps);
+    store_cursor none = {.set = false};
+    r = w.failed || !keeps ? -ENOMEM
+                           : scan_windows(st, table, app, ts_min, INT64_MAX, &none, w.data, limit + 1, on_version_row, &vc,
+                                          keeps);
+    for (int k = 0; keeps && k < MAX_WINDOWS; k++)
+        ch_reply_free(&keeps[k]);
+    free(keeps);
     jbuf_free(&w);
     if (vc.truncated)
         *ret_truncated = true;

@@ -167,7 +167,7 @@ static const ddl fixed_tables[] = {
     {"commits", "app String, batch String, att UInt64, fresh UInt8, at UInt32, rday UInt32",
      "MergeTree PARTITION BY rday ORDER BY (app, batch)", "cityHash64(app, batch)"},
     {"rollups", "lvl UInt8, slot UInt32, rday UInt32, " SKETCH_DDL,
-     "ReplacingMergeTree PARTITION BY rday ORDER BY (app, kind, grain, t, name, version, lvl, slot)",
+     "ReplacingMergeTree PARTITION BY rday ORDER BY (app, kind, lvl, grain, t, name, version, slot)",
      "cityHash64(app, name)"},
     {"slots", "lvl UInt8, slot UInt32, at DateTime DEFAULT now()", "MergeTree ORDER BY (lvl, slot)", "slot"},
     {"configs", "app String, version Int64, etag String, xml String, created Int64",
@@ -270,7 +270,12 @@ static int create_schema(ch_store *st, ch_client *c, char *err, size_t err_size)
         for (size_t i = 0; i < t->n_cols && o < sizeof cols; i++)
             o += (size_t)snprintf(cols + o, sizeof cols - o, "%s%s %s", i ? ", " : "", t->cols[i].name,
                                   t->cols[i].type);
-        snprintf(engine, sizeof engine, "ReplacingMergeTree PARTITION BY rday ORDER BY (%s)", t->order_by);
+        /* one partition per receive day; ts in the key too, though a
+         * constant of it, so that each part keeps its rows' min and max ts
+         * (ClickHouse keeps them for the partition key's columns): a query
+         * of a time range skips the parts outside it */
+        snprintf(engine, sizeof engine,
+                 "ReplacingMergeTree PARTITION BY (rday, intDiv(ts, 4611686018427387904)) ORDER BY (%s)", t->order_by);
         if (o >= sizeof cols || create_table(st, c, t->name, cols, engine, t->shard_key, err, err_size) < 0)
             return -EIO;
     }
@@ -890,10 +895,12 @@ static int drop_partitions(ch_store *st, const char *const *tables, size_t n, ui
             }
             jbuf_free(&q);
             for (const char *p = rep.body; *p;) {
-                unsigned long part = strtoul(p, NULL, 10);
-                if (part < below) {
+                /* "20783", or "(20783,0)" for a raw table */
+                size_t len = strcspn(p, "\n");
+                unsigned long part = strtoul(p + (*p == '('), NULL, 10);
+                if (part < below && len < 64) {
                     char sql[200];
-                    snprintf(sql, sizeof sql, "ALTER TABLE %s DROP PARTITION %lu", local, part);
+                    snprintf(sql, sizeof sql, "ALTER TABLE %s DROP PARTITION %.*s", local, (int)len, p);
                     ch_reply dr;
                     if (ch_query(st->nodes[k], sql, NULL, 0, NULL, &dr) == 0)
                         ch_reply_free(&dr);
