@@ -124,6 +124,7 @@ typedef struct ch_srow {
     int32_t t;
     uint64_t cnt, failed;
     sketch m[STORE_MAX_METRICS]; /* count 0: no values */
+    char *owned; /* the strings of a row read (ch_srow_reset frees them), or NULL */
 } ch_srow;
 
 void ch_srow_reset(ch_srow *row);
@@ -208,8 +209,8 @@ int ch_op_version_rows(store *st, enum store_table table, const char *app, const
                        size_t scan_max, void (*cb)(void *ctx, const store_row *row), void *ctx, bool *ret_truncated);
 
 /* A rollup row in RowBinary (the columns CH_SKETCH_COLUMNS), both ways;
- * a row read holds sketches of its own (ch_srow_reset frees them) and
- * strings valid until the next row is read on this thread. */
+ * a row read holds sketches and strings of its own (ch_srow_reset frees
+ * them, also after a failed read). */
 #define CH_SKETCH_COLUMNS "kind, app, version, name, grain, t, cnt, failed, sk"
 bool ch_read_srow(rb_reader *r, ch_srow *ret);
 void ch_write_srow(rb_buf *b, const ch_srow *row);

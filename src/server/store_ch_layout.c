@@ -713,12 +713,9 @@ bool ch_decode_values(enum store_kind k, rb_reader *r, char *name, size_t cap, b
     }
     name[o] = 0;
     *ret_named = named;
-    bool fnull = rb_get_u8(r) != 0;
-    int64_t failed = rb_get_i64(r);
-    *ret_failed = !fnull && failed != 0;
-    bool enull = rb_get_u8(r) != 0;
-    int64_t ex = rb_get_i64(r);
-    *ret_excluded = !enull && ex != 0;
+    /* Nullable: a flag, and the value unless NULL */
+    *ret_failed = !rb_get_u8(r) && rb_get_i64(r) != 0;
+    *ret_excluded = !rb_get_u8(r) && rb_get_i64(r) != 0;
     bool need_rest = false;
     for (size_t m = 0; m < kd->n_metrics; m++) {
         metrics[m] = NAN;
@@ -763,3 +760,93 @@ bool ch_decode_values(enum store_kind k, rb_reader *r, char *name, size_t cap, b
     }
     return true;
 }
+
+/* ---- rollup rows ---- */
+
+void ch_srow_reset(ch_srow *row)
+{
+    for (size_t i = 0; i < STORE_MAX_METRICS; i++)
+        sketch_reset(&row->m[i]);
+    free(row->owned);
+    row->owned = NULL;
+}
+
+void ch_write_srow(rb_buf *b, const ch_srow *row)
+{
+    rb_u8(b, (uint8_t)row->kind);
+    rb_str(b, row->app, strlen(row->app));
+    rb_str(b, row->version, strlen(row->version));
+    rb_str(b, row->name, strlen(row->name));
+    rb_u8(b, row->grain);
+    rb_u32(b, (uint32_t)row->t);
+    rb_u64(b, row->cnt);
+    rb_u64(b, row->failed);
+    rb_buf sk;
+    rb_init(&sk);
+    for (size_t i = 0; row->kind >= 0 && i < store_kind((enum store_kind)row->kind)->n_metrics; i++) {
+        uint8_t *enc;
+        size_t len;
+        if (!row->m[i].count)
+            continue;
+        if (sketch_encode(&row->m[i], &enc, &len) < 0) {
+            sk.failed = true;
+            continue;
+        }
+        rb_u8(&sk, (uint8_t)i);
+        rb_str(&sk, enc, len);
+        free(enc);
+    }
+    if (sk.failed)
+        b->failed = true;
+    rb_str(b, sk.p, sk.len);
+    rb_free(&sk);
+}
+
+bool ch_read_srow(rb_reader *r, ch_srow *ret)
+{
+    const char **dst[3] = {&ret->app, &ret->version, &ret->name};
+    for (size_t i = 0; i < STORE_MAX_METRICS; i++)
+        sketch_init(&ret->m[i]);
+    ret->owned = NULL;
+    ret->kind = (int8_t)rb_get_u8(r);
+    const char *s[3];
+    size_t n[3];
+    for (int i = 0; i < 3; i++)
+        s[i] = rb_get_str(r, &n[i]);
+    if (r->bad)
+        return false;
+    char *block = malloc(n[0] + n[1] + n[2] + 3);
+    if (!block)
+        return false;
+    ret->owned = block;
+    for (int i = 0; i < 3; i++) {
+        memcpy(block, s[i], n[i]);
+        block[n[i]] = 0;
+        *dst[i] = block;
+        block += n[i] + 1;
+    }
+    ret->grain = rb_get_u8(r);
+    ret->t = (int32_t)rb_get_u32(r);
+    ret->cnt = rb_get_u64(r);
+    ret->failed = rb_get_u64(r);
+    size_t sk_len;
+    const char *sk = rb_get_str(r, &sk_len);
+    if (r->bad) {
+        ch_srow_reset(ret);
+        return false;
+    }
+    rb_reader sr;
+    rb_reader_init(&sr, sk, sk_len);
+    size_t n_metrics = ret->kind >= 0 && ret->kind < KIND_COUNT ? store_kind((enum store_kind)ret->kind)->n_metrics : 0;
+    while (rb_more(&sr)) {
+        uint8_t i = rb_get_u8(&sr);
+        size_t len;
+        const char *enc = rb_get_str(&sr, &len);
+        if (sr.bad || i >= n_metrics || sketch_decode(&ret->m[i], (const uint8_t *)enc, len) < 0) {
+            ch_srow_reset(ret);
+            return false;
+        }
+    }
+    return true;
+}
+

@@ -284,82 +284,6 @@ static int create_schema(ch_store *st, ch_client *c, char *err, size_t err_size)
 
 /* ---- rollup rows ---- */
 
-void ch_srow_reset(ch_srow *row)
-{
-    for (size_t i = 0; i < STORE_MAX_METRICS; i++)
-        sketch_reset(&row->m[i]);
-}
-
-void ch_write_srow(rb_buf *b, const ch_srow *row)
-{
-    rb_u8(b, (uint8_t)row->kind);
-    rb_str(b, row->app, strlen(row->app));
-    rb_str(b, row->version, strlen(row->version));
-    rb_str(b, row->name, strlen(row->name));
-    rb_u8(b, row->grain);
-    rb_u32(b, (uint32_t)row->t);
-    rb_u64(b, row->cnt);
-    rb_u64(b, row->failed);
-    rb_buf sk;
-    rb_init(&sk);
-    for (size_t i = 0; row->kind >= 0 && i < store_kind((enum store_kind)row->kind)->n_metrics; i++) {
-        uint8_t *enc;
-        size_t len;
-        if (!row->m[i].count)
-            continue;
-        if (sketch_encode(&row->m[i], &enc, &len) < 0) {
-            sk.failed = true;
-            continue;
-        }
-        rb_u8(&sk, (uint8_t)i);
-        rb_str(&sk, enc, len);
-        free(enc);
-    }
-    if (sk.failed)
-        b->failed = true;
-    rb_str(b, sk.p, sk.len);
-    rb_free(&sk);
-}
-
-bool ch_read_srow(rb_reader *r, ch_srow *ret)
-{
-    static _Thread_local char names[3][1100];
-    const char **dst[3] = {&ret->app, &ret->version, &ret->name};
-    for (size_t i = 0; i < STORE_MAX_METRICS; i++)
-        sketch_init(&ret->m[i]);
-    ret->kind = (int8_t)rb_get_u8(r);
-    for (int i = 0; i < 3; i++) {
-        size_t n;
-        const char *s = rb_get_str(r, &n);
-        if (n >= sizeof names[i])
-            n = sizeof names[i] - 1;
-        memcpy(names[i], s, n);
-        names[i][n] = 0;
-        *dst[i] = names[i];
-    }
-    ret->grain = rb_get_u8(r);
-    ret->t = (int32_t)rb_get_u32(r);
-    ret->cnt = rb_get_u64(r);
-    ret->failed = rb_get_u64(r);
-    size_t n;
-    const char *sk = rb_get_str(r, &n);
-    if (r->bad)
-        return false;
-    rb_reader sr;
-    rb_reader_init(&sr, sk, n);
-    size_t n_metrics = ret->kind >= 0 && ret->kind < KIND_COUNT ? store_kind((enum store_kind)ret->kind)->n_metrics : 0;
-    while (rb_more(&sr)) {
-        uint8_t i = rb_get_u8(&sr);
-        size_t len;
-        const char *enc = rb_get_str(&sr, &len);
-        if (sr.bad || i >= n_metrics || sketch_decode(&ret->m[i], (const uint8_t *)enc, len) < 0) {
-            ch_srow_reset(ret);
-            return false;
-        }
-    }
-    return !sr.bad;
-}
-
 /* Groups of one attempt: rollup rows being summed in memory. */
 typedef struct agg {
     struct agg *next;
@@ -1385,7 +1309,7 @@ static int consolidate_day(ch_store *st, uint32_t d)
     rb_reader rd;
     rb_reader_init(&rd, rep.body, rep.len);
     ch_srow row;
-    /* the previous row's key (its strings copied: ch_read_srow reuses its buffers) */
+    /* the previous row's key (its strings copied: each row read frees its own) */
     char prev_app[1100] = "", prev_version[1100] = "", prev_name[1100] = "";
     ch_srow prev = {.app = prev_app, .version = prev_version, .name = prev_name};
     uint32_t prev_slot = 0;

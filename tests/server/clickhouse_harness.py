@@ -34,7 +34,7 @@ CONFIG = """<?xml version="1.0"?>
   <uncompressed_cache_size>268435456</uncompressed_cache_size>
   <max_concurrent_queries>200</max_concurrent_queries>
   <keep_alive_timeout>30</keep_alive_timeout>
-  <compression><case><min_part_size>0</min_part_size><min_part_size_ratio>0</min_part_size_ratio>
+  <compression><case><min_part_size>16777216</min_part_size><min_part_size_ratio>0</min_part_size_ratio>
     <method>zstd</method></case></compression>
   <remote_servers>{clusters}</remote_servers>
 </yandex>
@@ -72,12 +72,15 @@ class ClickHouse:
     """One clickhouse-server. clusters: {name: [(host, tcp_port), …]} for
     remote_servers (the ports of servers made with the same ports list)."""
 
-    def __init__(self, http=None, tcp=None, clusters=None):
-        self.dir = tempfile.mkdtemp(prefix="clickhouse-test-")
+    def __init__(self, http=None, tcp=None, clusters=None, directory=None):
+        """directory: keep the server's data there (kept by close()); else a
+        temporary one."""
+        self.keep = directory is not None
+        self.dir = os.path.abspath(directory) if directory else tempfile.mkdtemp(prefix="clickhouse-test-")
         self.http = http or free_port()
         self.tcp = tcp or free_port()
         for d in ("log", "data", "tmp", "user_files", "format_schemas"):
-            os.makedirs(os.path.join(self.dir, d))
+            os.makedirs(os.path.join(self.dir, d), exist_ok=True)
         xml = ""
         for name, shards in (clusters or {}).items():
             xml += "<%s>" % name
@@ -150,7 +153,8 @@ class ClickHouse:
 
     def close(self):
         self.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if not self.keep:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 _shared = None
