@@ -1,6 +1,7 @@
 /* What the ClickHouse store's files share (store_clickhouse.c: open, the
- * writers, consolidation, health, configs; store_ch_read.c: the queries;
- * store_ch_layout.c: the tables' physical columns). */
+ * schema, the writers, health, configs; store_ch_keeper.c: consolidation,
+ * partitions, the winners of retried batches; store_ch_read.c: the
+ * queries; store_ch_layout.c: the tables' columns and rows in RowBinary). */
 #ifndef PACER_SERVER_STORE_CH_H
 #define PACER_SERVER_STORE_CH_H
 
@@ -164,8 +165,15 @@ struct ch_store {
     int64_t last_ok_ns;
 };
 
-/* "app = 'x'" style SQL helpers */
+/* A string value as an SQL literal. */
 void ch_sql_str(jbuf *b, const char *s);
+/* The name of a table as made on each host ("pending", or "pending_local"
+ * under a cluster's Distributed "pending" when local), into buf. */
+const char *ch_table_name(const ch_store *st, const char *name, char *buf, size_t size, bool local);
+/* One line to the store's log (store_options.log). */
+void ch_say(ch_store *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The keeper thread (store_ch_keeper.c). */
+void *ch_keeper_main(void *arg);
 
 /* A query whose failure is told to the health (reads). 0 or -EIO. */
 int ch_read(ch_store *st, const char *sql, ch_reply *ret, const char *what);

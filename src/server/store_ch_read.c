@@ -85,10 +85,6 @@ typedef struct rollup_ctx {
 
 static void on_pending(void *ctx, const ch_srow *row, uint64_t att, const char *batch, bool fresh, uint32_t at)
 {
-    (void)att;
-    (void)batch;
-    (void)fresh;
-    (void)at;
     rollup_ctx *c = ctx;
     if (row->kind >= 0)
         c->cb(c->ctx, row);
@@ -184,11 +180,10 @@ int ch_rollups(ch_store *st, const ch_rollup_query *rq, void (*cb)(void *ctx, co
     }
     /* the committed attempts after level 1 */
     jbuf_init(&q);
-    jbuf_printf(&q, "toUInt32(at) >= %" PRId64 " AND (kind = -1 OR (", (w1 + 1) * st->unit_s);
+    jbuf_printf(&q, "toUInt32(at) >= %" PRId64 " AND ", (w1 + 1) * st->unit_s);
     filter_common(&q, rq);
     jbuf_puts(&q, " AND ");
     range(&q, all_lo, all_hi);
-    jbuf_puts(&q, "))");
     rollup_ctx c = {cb, ctx};
     r = q.failed ? -ENOMEM : ch_pending_rows(st, q.data, on_pending, &c);
     jbuf_free(&q);
@@ -654,8 +649,6 @@ static int run_page(ch_store *st, page *p, const char *app, int64_t from, int64_
     if (r == 0) {
         jbuf_key(out, list);
         jbuf_open(out, '[');
-        const ch_table *t = ch_table_of(p->tb);
-        (void)t;
         for (size_t i = 0; i < p->n; i++) {
             const ch_row *row = &p->rows[i].row;
             const char *res = origin_json(om, 0, row->origin[0]), *sc = origin_json(om, 1, row->origin[1]);
