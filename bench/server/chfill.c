@@ -3,8 +3,9 @@
  * pacer's SDK sends them, encoded by the store's own code (store_ch_layout.c)
  * and inserted straight into the tables pacerd made, with their trace index
  * rows and each session's resource; the rollups pacerd's consolidation
- * would have written by now (level 2 per past day, level 1 per hour of
- * today, the slots marked), summed by the store's own sketch code.
+ * would have written by now (level 2 per past day, by 10 minutes, hour and
+ * day; level 1 per hour of today, by 10 minutes; the slots marked), summed
+ * by the store's own sketch code.
  *
  *   chfill --url URL --rows N [--days 30] [--pages 20] [--versions 2] [--chunk 500000]
  *
@@ -141,9 +142,9 @@ int main(int argc, char **argv)
     }
 
     int64_t hour_now = wall_ns() / HOUR_NS, end_ns = hour_now * HOUR_NS; /* data before the current hour */
-    int64_t first_hour = hour_now - (int64_t)days * 24 - 1;
-    size_t n_hours = (size_t)(hour_now - first_hour);
-    size_t n_groups = n_hours * (size_t)pages * (size_t)versions;
+    int64_t first_slot = (hour_now - (int64_t)days * 24 - 1) * CH_SLOTS_PER_HOUR;
+    size_t n_slots = (size_t)(hour_now * CH_SLOTS_PER_HOUR - first_slot);
+    size_t n_groups = n_slots * (size_t)pages * (size_t)versions;
     group *groups = calloc(n_groups, sizeof *groups);
     if (!groups)
         return 1;
@@ -233,7 +234,8 @@ int main(int argc, char **argv)
             rb_str(&origins, resource, (size_t)rl);
             rb_u32(&origins, rday);
         }
-        group *g = &groups[((size_t)(ts / HOUR_NS - first_hour) * (size_t)pages + (size_t)p) * (size_t)versions + (size_t)v];
+        group *g = &groups[((size_t)(ts / CH_SLOT_NS - first_slot) * (size_t)pages + (size_t)p) * (size_t)versions +
+                           (size_t)v];
         g->cnt++;
         for (int k = 0; k < 4; k++)
             if (kind_metric[k] >= 0)
@@ -247,54 +249,62 @@ int main(int argc, char **argv)
         }
     }
     fprintf(stderr, "\n");
-    /* the rollups: past days in level 2 (by hour and by day), today's hours in level 1 */
+    /* the rollups: past days in level 2 (by slot, hour and day), today's slots in level 1 */
     int64_t today = end_ns / DAY_NS;
     rb_buf b;
     rb_init(&b);
     for (int p = 0; p < pages; p++)
         for (int v = 0; v < versions; v++) {
-            ch_srow day = {.kind = KIND_PAGE, .app = "bench", .version = version_names[v], .name = page_names[p],
-                           .grain = 1, .t = -1};
-            for (size_t k = 0; k < STORE_MAX_METRICS; k++)
-                sketch_init(&day.m[k]);
-            for (size_t h = 0; h <= n_hours; h++) {
-                int64_t hour = first_hour + (int64_t)h;
-                /* a day ends (or the hours do): its day row */
-                if (day.t >= 0 && (h == n_hours || hour / 24 != day.t)) {
-                    if (day.cnt) {
-                        rb_u8(&b, 2);
-                        rb_u32(&b, (uint32_t)day.t);
-                        rb_u32(&b, (uint32_t)day.t);
-                        ch_write_srow(&b, &day);
+            ch_srow coarse[2]; /* the hour and the day being summed */
+            static const uint8_t grains[2] = {CH_GRAIN_HOUR, CH_GRAIN_DAY};
+            static const int64_t per[2] = {CH_SLOTS_PER_HOUR, CH_SLOTS_PER_DAY};
+            for (int k = 0; k < 2; k++) {
+                coarse[k] = (ch_srow){.kind = KIND_PAGE, .app = "bench", .version = version_names[v],
+                                      .name = page_names[p], .grain = grains[k], .t = -1};
+                for (size_t m = 0; m < STORE_MAX_METRICS; m++)
+                    sketch_init(&coarse[k].m[m]);
+            }
+            for (size_t i = 0; i <= n_slots; i++) {
+                int64_t slot = first_slot + (int64_t)i;
+                for (int k = 0; k < 2; k++) { /* an hour or a day ends: its row, in level 2 */
+                    ch_srow *sum = &coarse[k];
+                    if (sum->t >= 0 && (i == n_slots || slot / per[k] != sum->t)) {
+                        if (sum->cnt && (sum->t * per[k]) / CH_SLOTS_PER_DAY < today) {
+                            rb_u8(&b, 2);
+                            rb_u32(&b, (uint32_t)((sum->t * per[k]) / CH_SLOTS_PER_DAY));
+                            rb_u32(&b, (uint32_t)((sum->t * per[k]) / CH_SLOTS_PER_DAY));
+                            ch_write_srow(&b, sum);
+                        }
+                        ch_srow_reset(sum);
+                        sum->cnt = 0;
                     }
-                    ch_srow_reset(&day);
-                    day.cnt = 0;
+                    if (i < n_slots)
+                        sum->t = (int32_t)(slot / per[k]);
                 }
-                if (h == n_hours)
+                if (i == n_slots)
                     break;
-                day.t = (int32_t)(hour / 24);
-                group *g = &groups[(h * (size_t)pages + (size_t)p) * (size_t)versions + (size_t)v];
+                group *g = &groups[(i * (size_t)pages + (size_t)p) * (size_t)versions + (size_t)v];
                 if (!g->cnt)
                     continue;
                 ch_srow row = {.kind = KIND_PAGE, .app = "bench", .version = version_names[v], .name = page_names[p],
-                               .grain = 0, .t = (int32_t)hour, .cnt = g->cnt};
+                               .grain = CH_GRAIN_SLOT, .t = (int32_t)slot, .cnt = g->cnt};
                 memcpy(row.m, g->m, sizeof g->m);
                 for (size_t k = 4; k < STORE_MAX_METRICS; k++)
                     sketch_init(&row.m[k]);
-                bool past = hour / 24 < today;
+                int64_t day = slot / CH_SLOTS_PER_DAY;
+                bool past = day < today;
                 rb_u8(&b, past ? 2 : 1);
-                rb_u32(&b, (uint32_t)(past ? hour / 24 : hour));
-                rb_u32(&b, (uint32_t)(hour / 24));
+                rb_u32(&b, (uint32_t)(past ? day : slot / CH_SLOTS_PER_HOUR)); /* level 1's slot: the commit hour */
+                rb_u32(&b, (uint32_t)day);
                 ch_write_srow(&b, &row);
-                if (past) { /* level 2 has the day row too */
-                    day.cnt += g->cnt;
-                    for (int k = 0; k < 4; k++)
-                        sketch_merge(&day.m[k], &g->m[k]);
-                } else {
-                    day.cnt = 0; /* today: level 1 only */
+                for (int k = 0; k < 2; k++) {
+                    coarse[k].cnt += g->cnt;
+                    for (int m = 0; m < 4; m++)
+                        sketch_merge(&coarse[k].m[m], &g->m[m]);
                 }
             }
-            ch_srow_reset(&day);
+            for (int k = 0; k < 2; k++)
+                ch_srow_reset(&coarse[k]);
         }
     if (insert(c, "INSERT INTO rollups (lvl, slot, rday, " CH_SKETCH_COLUMNS ") FORMAT RowBinary", &b) < 0)
         return 1;
@@ -312,7 +322,7 @@ int main(int argc, char **argv)
     rb_free(&tix);
     rb_free(&origins);
     rb_free(&b);
-    for (size_t k = 0; k < n_hours * (size_t)pages * (size_t)versions; k++)
+    for (size_t k = 0; k < n_groups; k++)
         for (int m = 0; m < 4; m++)
             sketch_reset(&groups[k].m[m]);
     free(groups);

@@ -118,10 +118,19 @@ int64_t ch_end_pred(const ch_table *t, const store_value *cols);
  * one String (`sk`: per metric that has values, its index, the length and
  * sketch_encode()'s bytes) — ClickHouse never reads inside it, pacerd
  * merges the sketches. kind -1: a manifest row of pending (a batch). */
+/* Rollup grains: t counts 10-minute slots, days or hours since the epoch.
+ * pending and level 1 hold slots; level 2 all three (a range's whole days
+ * by day, the hours it cuts by hour, the slots of hours it cuts by slot:
+ * the raw rows read are those of at most two slots). */
+#define CH_SLOT_NS (INT64_C(600) * 1000000000)
+enum { CH_GRAIN_SLOT = 0, CH_GRAIN_DAY = 1, CH_GRAIN_HOUR = 2 };
+#define CH_SLOTS_PER_HOUR 6
+#define CH_SLOTS_PER_DAY 144
+
 typedef struct ch_srow {
     int8_t kind;
     const char *app, *version, *name;
-    uint8_t grain; /* 0: t is an hour (since the epoch), 1: a day */
+    uint8_t grain; /* CH_GRAIN_* */
     int32_t t;
     uint64_t cnt, failed;
     sketch m[STORE_MAX_METRICS]; /* count 0: no values */
@@ -192,9 +201,10 @@ int ch_watermarks(ch_store *st, int64_t *ret_hour, int64_t *ret_day);
 typedef struct ch_rollup_query {
     int8_t kind;
     const char *app, *version;
-    int64_t a_lo, a_hi;   /* level 1 and pending: these hours */
-    int64_t d_lo, d_hi;   /* level 2: these days, by data day … */
-    int64_t h_lo, h_hi, h2_lo, h2_hi; /* … and these hours by data hour (the cut ends) */
+    int64_t a_lo, a_hi;               /* level 1 and pending: these slots */
+    int64_t d_lo, d_hi;               /* level 2: these days by day, … */
+    int64_t h_lo, h_hi, h2_lo, h2_hi; /* … these hours by hour (the cut days' ends), … */
+    int64_t s_lo, s_hi, s2_lo, s2_hi; /* … these slots by slot (the cut hours' ends) */
 } ch_rollup_query;
 int ch_rollups(ch_store *st, const ch_rollup_query *q, void (*cb)(void *ctx, const ch_srow *row), void *ctx);
 

@@ -358,8 +358,8 @@ static int consolidate_unit(ch_store *st, uint32_t u)
 
 /* Level 2: commit day d (of day_s seconds): its level-1 slots, one copy
  * of each (a slot consolidated twice has its rows twice: sorted by key
- * and slot, the copies are neighbours), merged by data hour and by data
- * day. */
+ * and slot, the copies are neighbours), merged by 10 minutes, hour and day
+ * of data. */
 static bool same_key(const ch_srow *a, uint32_t sa, const ch_srow *b, uint32_t sb)
 {
     return sa == sb && a->kind == b->kind && a->grain == b->grain && a->t == b->t && strcmp(a->name, b->name) == 0 &&
@@ -398,11 +398,14 @@ static int consolidate_day(ch_store *st, uint32_t d)
             break;
         }
         if (!have_prev || !same_key(&row, slot, &prev, prev_slot)) {
-            cgroups_add(g, &row); /* by data hour */
-            ch_srow day = row;
-            day.grain = 1;
-            day.t = row.t >= 0 ? row.t / 24 : -((-row.t + 23) / 24);
-            cgroups_add(g, &day); /* by data day */
+            cgroups_add(g, &row); /* by 10 minutes of data */
+            ch_srow coarse = row;
+            coarse.grain = CH_GRAIN_HOUR;
+            coarse.t = row.t / CH_SLOTS_PER_HOUR; /* t >= 0: slots since the epoch */
+            cgroups_add(g, &coarse);
+            coarse.grain = CH_GRAIN_DAY;
+            coarse.t = row.t / CH_SLOTS_PER_DAY;
+            cgroups_add(g, &coarse);
         }
         snprintf(prev_app, sizeof prev_app, "%s", row.app);
         snprintf(prev_version, sizeof prev_version, "%s", row.version);

@@ -1,10 +1,11 @@
 /* The ClickHouse store's queries (store.h; the tables: store_clickhouse.c).
  *
  * Percentiles (store_scan) read the rollup tiers: level 2 up to its
- * watermark (by data day for whole days, by data hour for the hours a
- * range cuts), level 1 after it, the committed attempts of pending after
- * level 1's watermark (winners only); the part of a range that cuts an
- * hour is read from the raw rows. A consolidated slot written twice (two
+ * watermark (by day for whole days, by hour for the hours of days a range
+ * cuts, by 10 minutes for the rest of hours it cuts), level 1 after it,
+ * the committed attempts of pending after level 1's watermark (winners
+ * only); the part of a range that cuts 10 minutes is read from the raw
+ * rows. A consolidated slot written twice (two
  * instances) is read once: rows come sorted by key and slot, and a row
  * whose key and slot equal the previous one's is skipped.
  *
@@ -30,7 +31,12 @@
 #include <strings.h>
 
 #define HOUR_NS INT64_C(3600000000000)
-#define MAX_HOUR (INT64_MAX / HOUR_NS)
+#define MAX_SLOT (INT64_MAX / CH_SLOT_NS)
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+    return a / b + (a % b != 0);
+}
 
 /* ---- rollups ---- */
 
@@ -147,29 +153,34 @@ int ch_rollups(ch_store *st, const ch_rollup_query *rq, void (*cb)(void *ctx, co
         return r;
     int64_t per = st->day_s / st->unit_s;
     jbuf q;
-    /* level 2: its days, by data day; the cut hours by data hour */
+    /* level 2: its days by day, the hours of the days cut by hour, the
+     * slots of the hours cut by slot */
     if (w2 >= 0) {
         jbuf_init(&q);
         jbuf_printf(&q, "lvl = 2 AND slot <= %" PRId64 " AND ", w2);
         filter_common(&q, rq);
-        jbuf_puts(&q, " AND ((grain = 1 AND ");
+        jbuf_printf(&q, " AND ((grain = %d AND ", CH_GRAIN_DAY);
         range(&q, rq->d_lo, rq->d_hi);
-        jbuf_puts(&q, ") OR (grain = 0 AND (");
+        jbuf_printf(&q, ") OR (grain = %d AND (", CH_GRAIN_HOUR);
         range(&q, rq->h_lo, rq->h_hi);
         jbuf_puts(&q, " OR ");
         range(&q, rq->h2_lo, rq->h2_hi);
+        jbuf_printf(&q, ")) OR (grain = %d AND (", CH_GRAIN_SLOT);
+        range(&q, rq->s_lo, rq->s_hi);
+        jbuf_puts(&q, " OR ");
+        range(&q, rq->s2_lo, rq->s2_hi);
         jbuf_puts(&q, ")))");
         r = q.failed ? -ENOMEM : read_tier(st, q.data, cb, ctx);
         jbuf_free(&q);
         if (r < 0)
             return r;
     }
-    /* level 1 after level 2, and pending after level 1: by data hour */
+    /* level 1 after level 2, and pending after level 1: by slot */
     int64_t all_lo = rq->a_lo, all_hi = rq->a_hi;
     if (w1 > (w2 + 1) * per - 1) {
         jbuf_init(&q);
-        jbuf_printf(&q, "lvl = 1 AND slot > %" PRId64 " AND slot <= %" PRId64 " AND grain = 0 AND ", (w2 + 1) * per - 1,
-                    w1);
+        jbuf_printf(&q, "lvl = 1 AND slot > %" PRId64 " AND slot <= %" PRId64 " AND grain = %d AND ", (w2 + 1) * per - 1,
+                    w1, CH_GRAIN_SLOT);
         filter_common(&q, rq);
         jbuf_puts(&q, " AND ");
         range(&q, all_lo, all_hi);
@@ -385,32 +396,44 @@ int ch_op_scan(store *s, enum store_kind kind, const char *app, const char *vers
         from_ns = 0;
     if (to_ns <= from_ns)
         return 0;
-    /* whole hours [h_lo, h_hi) from the rollups, whole days of them by day */
-    int64_t h_lo = from_ns / HOUR_NS + (from_ns % HOUR_NS != 0);
-    int64_t h_hi = to_ns / HOUR_NS;
-    if (h_hi > MAX_HOUR)
-        h_hi = MAX_HOUR;
-    if (h_lo >= h_hi)
+    /* whole slots [s_lo, s_hi) from the rollups: whole days of them by day,
+     * whole hours by hour, the rest by slot; the parts of slots the range
+     * cuts from the raw rows */
+    int64_t s_lo = from_ns / CH_SLOT_NS + (from_ns % CH_SLOT_NS != 0);
+    int64_t s_hi = to_ns / CH_SLOT_NS;
+    if (s_hi > MAX_SLOT)
+        s_hi = MAX_SLOT;
+    if (s_lo >= s_hi)
         return scan_raw(st, kind, app, version, from_ns, to_ns, cb);
-    int64_t d_lo = h_lo / 24 + (h_lo % 24 != 0), d_hi = h_hi / 24;
-    ch_rollup_query rq = {.kind = (int8_t)kind, .app = app, .version = version, .a_lo = h_lo, .a_hi = h_hi};
-    if (d_lo < d_hi) {
-        rq.d_lo = d_lo;
-        rq.d_hi = d_hi;
-        rq.h_lo = h_lo;
-        rq.h_hi = d_lo * 24;
-        rq.h2_lo = d_hi * 24;
-        rq.h2_hi = h_hi;
+    ch_rollup_query rq = {.kind = (int8_t)kind, .app = app, .version = version, .a_lo = s_lo, .a_hi = s_hi};
+    int64_t h_lo = ceil_div(s_lo, CH_SLOTS_PER_HOUR), h_hi = s_hi / CH_SLOTS_PER_HOUR;
+    if (h_lo < h_hi) {
+        rq.s_lo = s_lo;
+        rq.s_hi = h_lo * CH_SLOTS_PER_HOUR;
+        rq.s2_lo = h_hi * CH_SLOTS_PER_HOUR;
+        rq.s2_hi = s_hi;
+        int64_t d_lo = ceil_div(h_lo, 24), d_hi = h_hi / 24;
+        if (d_lo < d_hi) {
+            rq.d_lo = d_lo;
+            rq.d_hi = d_hi;
+            rq.h_lo = h_lo;
+            rq.h_hi = d_lo * 24;
+            rq.h2_lo = d_hi * 24;
+            rq.h2_hi = h_hi;
+        } else {
+            rq.h_lo = h_lo;
+            rq.h_hi = h_hi;
+        }
     } else {
-        rq.h_lo = h_lo;
-        rq.h_hi = h_hi;
+        rq.s_lo = s_lo;
+        rq.s_hi = s_hi;
     }
     scan_ctx c = {cb};
     int r = ch_rollups(st, &rq, on_rollup, &c);
     if (r == 0)
-        r = scan_raw(st, kind, app, version, from_ns, h_lo * HOUR_NS, cb);
-    if (r == 0 && (to_ns != INT64_MAX || h_hi < MAX_HOUR))
-        r = scan_raw(st, kind, app, version, h_hi * HOUR_NS, to_ns, cb);
+        r = scan_raw(st, kind, app, version, from_ns, s_lo * CH_SLOT_NS, cb);
+    if (r == 0 && (to_ns != INT64_MAX || s_hi < MAX_SLOT))
+        r = scan_raw(st, kind, app, version, s_hi * CH_SLOT_NS, to_ns, cb);
     return r;
 }
 
@@ -856,7 +879,7 @@ int ch_op_trace(store *s, const uint8_t trace_id[16], jbuf *out, size_t *ret_n)
 /* ---- the rows of a version (samples) ---- */
 
 typedef struct count_ctx {
-    int64_t *per_hour; /* counts by hour, newest first search */
+    int64_t *per_hour; /* counts by 10-minute slot (the names: by hour at first) */
     int64_t *hours;
     size_t n, cap;
     bool oom;
@@ -865,7 +888,7 @@ typedef struct count_ctx {
 static void on_count_row(void *ctx, const ch_srow *row)
 {
     count_ctx *c = ctx;
-    if (row->grain != 0)
+    if (row->grain != CH_GRAIN_SLOT)
         return;
     for (size_t i = 0; i < c->n; i++)
         if (c->hours[i] == row->t) {
@@ -917,7 +940,7 @@ int ch_op_version_rows(store *s, enum store_table table, const char *app, const 
     if (t->kind == KIND_NONE)
         return -EINVAL;
     /* the newest scan_max rows of the app begin at ts_min: found from the
-     * rollups' counts per hour, then within that hour */
+     * rollups' counts per slot, then within that slot */
     jbuf w;
     jbuf_init(&w);
     jbuf_puts(&w, "app = ");
@@ -937,12 +960,12 @@ int ch_op_version_rows(store *s, enum store_table table, const char *app, const 
     if (total > scan_max) {
         *ret_truncated = true;
         count_ctx cc = {0};
-        ch_rollup_query rq = {.kind = (int8_t)t->kind, .app = app, .a_lo = 0, .a_hi = MAX_HOUR, .h_lo = 0,
-                              .h_hi = MAX_HOUR};
+        ch_rollup_query rq = {.kind = (int8_t)t->kind, .app = app, .a_lo = 0, .a_hi = MAX_SLOT, .s_lo = 0,
+                              .s_hi = MAX_SLOT};
         r = ch_rollups(st, &rq, on_count_row, &cc);
         int64_t start_hour = 0, need = (int64_t)scan_max;
         if (r == 0 && !cc.oom) {
-            /* newest hours first until they hold scan_max rows */
+            /* newest slots first until they hold scan_max rows */
             for (;;) {
                 int64_t best = -1;
                 size_t bi = 0;
@@ -966,11 +989,11 @@ int ch_op_version_rows(store *s, enum store_table table, const char *app, const 
             jbuf_free(&w);
             return -EIO;
         }
-        /* the need-th newest row of that hour and later */
+        /* the scan_max-th newest row of that slot and later */
         jbuf q;
         jbuf_init(&q);
         jbuf_printf(&q, "SELECT ts FROM %s WHERE ", t->name);
-        time_where(&q, app, start_hour * HOUR_NS, INT64_MAX);
+        time_where(&q, app, start_hour * CH_SLOT_NS, INT64_MAX);
         jbuf_printf(&q, " ORDER BY ts DESC LIMIT 1 OFFSET %" PRId64 " FORMAT TabSeparated", (int64_t)scan_max - 1);
         r = q.failed ? -ENOMEM : ch_read(st, q.data, &rep, "a query");
         jbuf_free(&q);
@@ -978,7 +1001,7 @@ int ch_op_version_rows(store *s, enum store_table table, const char *app, const 
             jbuf_free(&w);
             return -EIO;
         }
-        ts_min = rep.len ? strtoll(rep.body, NULL, 10) : start_hour * HOUR_NS;
+        ts_min = rep.len ? strtoll(rep.body, NULL, 10) : start_hour * CH_SLOT_NS;
         ch_reply_free(&rep);
     }
     jbuf_free(&w);

@@ -12,13 +12,13 @@
  *                  app, hour): a trace is found by seeking it
  *   attempts       (app, batch, attempt): begun attempts, one row per batch
  *   pending        what each committed attempt adds to the rollups: per
- *                  (kind, app, version, name, hour) the records, the failed
+ *                  (kind, app, version, name, 10 minutes) the records, the failed
  *                  ones and a DDSketch per metric (store_ch.h, ch_srow);
  *                  and per batch of it a manifest row (kind -1) saying
  *                  whether the batch was fresh in the attempt
  *   commits        the manifests, kept for good (copied by consolidation)
  *   rollups        consolidated pending rows: level 1 per commit hour,
- *                  level 2 per commit day (also by data day)
+ *                  level 2 per commit day (by 10 minutes, hour and day of data)
  *   slots          (level, slot): what consolidation has finished
  *   configs        config versions per app
  *
@@ -299,18 +299,18 @@ typedef struct aggs {
     bool oom;
 } aggs;
 
-static agg *agg_get(aggs *a, int8_t kind, const char *app, const char *version, const char *name, int32_t hour,
+static agg *agg_get(aggs *a, int8_t kind, const char *app, const char *version, const char *name, int32_t t,
                     const char *batch)
 {
     uint64_t h = fnv1a64(FNV1A64_INIT, &kind, 1);
     h = fnv1a64(h, app, strlen(app) + 1);
     h = fnv1a64(h, version, strlen(version) + 1);
     h = fnv1a64(h, name, strlen(name) + 1);
-    h = fnv1a64(h, &hour, sizeof hour);
+    h = fnv1a64(h, &t, sizeof t);
     h = fnv1a64(h, batch, strlen(batch) + 1);
     agg **slot = &a->slots[h % AGG_BUCKETS];
     for (agg *g = *slot; g; g = g->next)
-        if (g->hash == h && g->row.kind == kind && g->row.t == hour && strcmp(g->row.name, name) == 0 &&
+        if (g->hash == h && g->row.kind == kind && g->row.t == t && strcmp(g->row.name, name) == 0 &&
             strcmp(g->row.app, app) == 0 && strcmp(g->row.version, version) == 0 && strcmp(g->batch, batch) == 0)
             return g;
     agg *g = calloc(1, sizeof *g);
@@ -319,7 +319,7 @@ static agg *agg_get(aggs *a, int8_t kind, const char *app, const char *version, 
         return NULL;
     }
     g->hash = h;
-    g->row = (ch_srow){.kind = kind, .app = app, .version = version, .name = name, .grain = 0, .t = hour};
+    g->row = (ch_srow){.kind = kind, .app = app, .version = version, .name = name, .grain = CH_GRAIN_SLOT, .t = t};
     g->batch = batch;
     for (size_t i = 0; i < STORE_MAX_METRICS; i++)
         sketch_init(&g->row.m[i]);
@@ -343,10 +343,10 @@ static void aggs_free(aggs *a)
 static void agg_add(aggs *a, const store_record *rec, const char *batch)
 {
     const char *version = rec->version ? rec->version : "";
-    int64_t hour = rec->ts_ns / HOUR_NS;
-    if (hour > INT32_MAX)
-        hour = INT32_MAX;
-    agg *g = agg_get(a, (int8_t)rec->kind, rec->app, version, rec->name, (int32_t)hour, batch);
+    int64_t slot = rec->ts_ns / CH_SLOT_NS;
+    if (slot > INT32_MAX)
+        slot = INT32_MAX;
+    agg *g = agg_get(a, (int8_t)rec->kind, rec->app, version, rec->name, (int32_t)slot, batch);
     if (!g)
         return;
     g->row.cnt++;
