@@ -80,7 +80,7 @@ static void usage(FILE *f)
           "  --drain-timeout S         on SIGTERM, longest wait for requests in flight (default 30)\n"
           "  --sync normal|full        SQLite synchronous mode (default normal: durable across a crash of\n"
           "                            pacerd; full: also across a crash of the machine)\n"
-          "  --rollup-lag MS           longest time a stored record waits to be added to the rollups\n"
+          "  --rollup-lag MS           SQLite: longest time a stored record waits to be added to the rollups\n"
           "                            (default 500; queries read such records from the raw rows)\n"
           "  --clickhouse-slot S       ClickHouse: the commit hour that consolidation sums at once\n"
           "                            (default 3600; a divisor of 86400)\n"
