@@ -3,9 +3,11 @@
 machine (make bench):
 
   ingest     the load generator's 200 000 page spans (1 000 per request),
-             into a fresh store of each kind, alternating, RUNS pairs, with 4
-             and with 16 connections: spans/s, medians and ClickHouse's ratio
-             to SQLite (target >= 1);
+             into a fresh store of each kind, alternating, RUNS pairs: with 4
+             and with 16 connections, timestamps over 30 days (the ingest
+             benchmark's data), and with 4 connections, timestamps in the
+             last minute (a fleet's uploads of what just happened): spans/s,
+             medians and ClickHouse's ratio to SQLite (target >= 1);
   bytes      per span on disk after those runs: the SQLite file (and its
              WAL); ClickHouse's database once its parts are merged (OPTIMIZE
              FINAL), and its page_loads table alone;
@@ -96,7 +98,7 @@ def merge(ch, db):
             ch.sql("OPTIMIZE TABLE %s.%s PARTITION %s FINAL" % (db, t, p), timeout=3600)
 
 
-def ingest(ch, backend, connections, n):
+def ingest(ch, backend, connections, spread, n):
     if backend == "sqlite":
         path = os.path.join(WORK, "ch-ingest.db")
         for s in ("", "-wal", "-shm"):
@@ -110,8 +112,8 @@ def ingest(ch, backend, connections, n):
     p, port = start(args)
     ch_cpu0 = cpu_s(ch.proc.pid)
     line = subprocess.run([LOADGEN, "--port", str(port), "--key", KEY, "--app", "bench", "--spans", "200000",
-                           "--batch", "1000", "--connections", str(connections)], capture_output=True, text=True,
-                          check=True).stdout.strip()
+                           "--batch", "1000", "--connections", str(connections)] + spread[1], capture_output=True,
+                          text=True, check=True).stdout.strip()
     pacerd_cpu = cpu_s(p.pid)
     stop(p)
     ch_cpu = cpu_s(ch.proc.pid) - ch_cpu0
@@ -122,9 +124,9 @@ def ingest(ch, backend, connections, n):
         merge(ch, db)
         size = (ch_bytes(ch, db), ch_bytes(ch, db, "page_loads"))
         ch.sql("DROP DATABASE IF EXISTS " + db)
-    print("  %-10s %2d connections: %s pacerd_cpu_s=%.2f%s" % (backend, connections, line, pacerd_cpu,
-                                                                " clickhouse_cpu_s=%.2f" % ch_cpu if backend != "sqlite"
-                                                                else ""))
+    print("  %-10s %2d connections, %s: %s pacerd_cpu_s=%.2f%s" % (
+        backend, connections, spread[0], line, pacerd_cpu,
+        " clickhouse_cpu_s=%.2f" % ch_cpu if backend != "sqlite" else ""))
     return rate, size
 
 
@@ -159,18 +161,20 @@ def main():
         rates = {}
         sizes = {}
         n = 0
-        for connections in (4, 16):
+        configs = [(4, ("30 days", [])), (16, ("30 days", [])), (4, ("last minute", ["--seconds", "60"]))]
+        for connections, spread in configs:
             for i in range(RUNS):
                 for backend in (("sqlite", "clickhouse") if i % 2 == 0 else ("clickhouse", "sqlite")):
                     n += 1
-                    rate, size = ingest(ch, backend, connections, n)
-                    rates.setdefault((backend, connections), []).append(rate)
-                    sizes.setdefault(backend, []).append(size)
-        for connections in (4, 16) if RUNS else ():
-            s = statistics.median(rates[("sqlite", connections)])
-            c = statistics.median(rates[("clickhouse", connections)])
-            print("  %2d connections: SQLite median %d spans/s, ClickHouse median %d spans/s: %.2f x SQLite (target >= 1)"
-                  % (connections, s, c, c / s))
+                    rate, size = ingest(ch, backend, connections, spread, n)
+                    rates.setdefault((backend, connections, spread[0]), []).append(rate)
+                    if spread[0] == "30 days":
+                        sizes.setdefault(backend, []).append(size)
+        for connections, spread in configs if RUNS else ():
+            s = statistics.median(rates[("sqlite", connections, spread[0])])
+            c = statistics.median(rates[("clickhouse", connections, spread[0])])
+            print("  %2d connections, %-11s: SQLite median %d spans/s, ClickHouse median %d spans/s: %.2f x SQLite"
+                  " (target >= 1)" % (connections, spread[0], s, c, c / s))
         if RUNS:
             sq = statistics.median(x[0] for x in sizes["sqlite"]) / 200000
             cd = statistics.median(x[0] for x in sizes["clickhouse"]) / 200000

@@ -29,7 +29,7 @@ uint8_t *otlp_gzip(const void *data, size_t len, size_t *ret_len);
 
 typedef struct config {
     const char *app;
-    int batch, pages, versions, days;
+    int batch, pages, versions, days, seconds;
     bool protobuf, gzip;
 } config;
 

@@ -3,7 +3,7 @@
  * connection, each request with its own X-Pacer-Batch-Id.
  *
  *   loadgen --port P --key KEY [--app A] [--connections N] [--batch SPANS]
- *           [--spans TOTAL] [--pages N] [--versions N] [--days N] [--fresh]
+ *           [--spans TOTAL] [--pages N] [--versions N] [--days N | --seconds N] [--fresh]
  *           [--protobuf] [--gzip]
  *
  * --protobuf sends the same bodies as OTLP protobuf (the JSON built, then
@@ -17,7 +17,8 @@
  * connected before the clock starts, is sent over and over (what is
  * measured is pacerd, not the generator); --fresh
  * builds every body anew, with new values and timestamps spread over the
- * last --days days (the query benchmark's data set). Values are log-normal,
+ * last --days days (the query benchmark's data set; --seconds N: over the
+ * last N seconds, as a fleet's uploads of what just happened). Values are log-normal,
  * so percentiles are spread out as real page loads are.
  *
  * Prints: "spans=N seconds=S spans_per_s=R rejected=N retries_429=N".
@@ -48,7 +49,7 @@
 typedef struct config {
     int port;
     const char *key, *app;
-    int connections, batch, pages, versions, days;
+    int connections, batch, pages, versions, days, seconds;
     long long total;
     bool fresh, protobuf, gzip;
 } config;
@@ -190,7 +191,8 @@ int main(int argc, char **argv)
         {"app", required_argument, NULL, 'a'}, {"connections", required_argument, NULL, 'c'},
         {"batch", required_argument, NULL, 'b'}, {"spans", required_argument, NULL, 'n'},
         {"pages", required_argument, NULL, 'g'}, {"versions", required_argument, NULL, 'v'},
-        {"days", required_argument, NULL, 'd'}, {"fresh", no_argument, NULL, 'f'},
+        {"days", required_argument, NULL, 'd'}, {"seconds", required_argument, NULL, 's'},
+        {"fresh", no_argument, NULL, 'f'},
         {"protobuf", no_argument, NULL, 'P'}, {"gzip", no_argument, NULL, 'z'}, {0},
     };
     int c;
@@ -205,6 +207,7 @@ int main(int argc, char **argv)
         case 'g': cfg.pages = atoi(optarg); break;
         case 'v': cfg.versions = atoi(optarg); break;
         case 'd': cfg.days = atoi(optarg); break;
+        case 's': cfg.seconds = atoi(optarg); break;
         case 'f': cfg.fresh = true; break;
         case 'P': cfg.protobuf = true; break;
         case 'z': cfg.gzip = true; break;
@@ -212,7 +215,7 @@ int main(int argc, char **argv)
         }
     }
     if (!cfg.port || !cfg.key || cfg.connections < 1 || cfg.connections > 64 || cfg.batch < 1 || cfg.pages < 1 ||
-        cfg.versions < 1 || cfg.days < 1 || cfg.total < 1) {
+        cfg.versions < 1 || cfg.days < 1 || cfg.seconds < 0 || cfg.total < 1) {
         fprintf(stderr, "loadgen: --port and --key are required; counts must be positive\n");
         return 2;
     }
