@@ -223,7 +223,7 @@ int main(int argc, char **argv)
         rec.cols[c_code] = (store_value){.type = SV_INT, .i = 0};
         uint32_t rday = (uint32_t)(ts / DAY_NS);
         ch_encode_row(t, &rec, 0, rday, &raw);
-        rb_u32(&tix, (uint32_t)tid[0] << 24 | (uint32_t)tid[1] << 16 | (uint32_t)tid[2] << 8 | tid[3]);
+        rb_u32(&tix, (uint32_t)tid[0] << 16 | (uint32_t)tid[1] << 8 | tid[2]); /* 24 bits: store_ch_read.c */
         rb_u8(&tix, TABLE_PAGE_LOADS);
         rb_str(&tix, "bench", 5);
         rb_u32(&tix, (uint32_t)(ts / HOUR_NS));

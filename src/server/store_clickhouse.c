@@ -8,7 +8,7 @@
  *                  by the day they were received (rday), sorted by
  *                  (app, hour, session, ts, identity): ReplacingMergeTree
  *   origins        each resource and scope's JSON by its hash, per rday
- *   trace_index    per span row: (first 4 bytes of the trace id, table,
+ *   trace_index    per span row: (first 3 bytes of the trace id, table,
  *                  app, hour): a trace is found by seeking it
  *   attempts       (app, batch, attempt): begun attempts, one row per batch
  *   pending        what each committed attempt adds to the rollups: per
@@ -553,7 +553,7 @@ static int write_rows(ch_store *st, ch_job *list, uint64_t att, uint32_t rday, c
                 const store_value *tv = &rec->cols[t->trace_col];
                 const uint8_t *tid = tv->type == SV_BLOB && tv->n == 16 ? tv->p : NULL;
                 if (tid) {
-                    rb_u32(&tix, (uint32_t)tid[0] << 24 | (uint32_t)tid[1] << 16 | (uint32_t)tid[2] << 8 | tid[3]);
+                    rb_u32(&tix, (uint32_t)tid[0] << 16 | (uint32_t)tid[1] << 8 | tid[2]); /* 24 bits: store_ch_read.c */
                     rb_u8(&tix, (uint8_t)rec->table);
                     rb_str(&tix, rec->app, strlen(rec->app));
                     int64_t ts = rec->cols[t->ts_col].type == SV_INT ? rec->cols[t->ts_col].i : 0;
