@@ -5,8 +5,10 @@
  * table on every node and a Distributed table over them):
  *   page_loads, startups, requests, spans, logs, metric_points
  *                  the raw rows (columns: store_ch_layout.c), partitioned
- *                  by the day they were received (rday), sorted by
- *                  (app, hour, session, ts, identity): ReplacingMergeTree
+ *                  by the day they were received (rday; with ts in the
+ *                  key as a constant, so that each part keeps its min and
+ *                  max ts), sorted by (app, hour, session, ts, identity):
+ *                  ReplacingMergeTree
  *   origins        each resource and scope's JSON by its hash, per rday
  *   trace_index    per span row: (first 3 bytes of the trace id, table,
  *                  app, hour): a trace is found by seeking it
@@ -31,12 +33,12 @@
  *   2. check: a batch id with another attempt's row is a retry; a retry
  *      some attempt already committed is a duplicate: answered so, and
  *      counted no more (its raw rows came again: readers keep one);
- *   4. commit: ONE insert into `pending` (one part, on one shard: atomic):
+ *   3. commit: ONE insert into `pending` (one part, on one shard: atomic):
  *      manifests, then the rollup rows of the fresh batches summed, and
  *      those of each retry on their own (their batch named);
- *   5. the answer. (Consolidation copies the manifests into `commits`,
+ *   4. the answer. (Consolidation copies the manifests into `commits`,
  *      where they stay when pending's partitions go.)
- * An attempt that passes its deadline (settle/2 after its begin) before 4
+ * An attempt that passes its deadline (settle/2 after its begin) before 3
  * does not commit: its batches are answered 503 and sent again.
  *
  * Exactly once. Raw rows may be written twice (a retry after a crash or a
@@ -53,13 +55,14 @@
  * same numbers (a batch id names one payload). A query never counts a
  * batch twice, and counts it once when some attempt of it committed.
  *
- * Consolidation (the keeper thread of every instance): commit hour u is
- * summed into level-1 rollup rows once settle has passed since it ended
- * (settle > the deadline, so no fresh attempt whose retry committed in u
- * can still commit), winners only; commit day d into level 2 once its
- * hours are. The same slot done twice by two instances writes the same
- * rows twice: readers keep one per slot. A query reads level 2 up to its
- * watermark, level 1 after it, and pending after level 1's.
+ * Consolidation (the keeper thread of every instance, store_ch_keeper.c):
+ * commit hour u is summed into level-1 rollup rows once settle has passed
+ * since it ended (settle > the deadline, so no fresh attempt whose retry
+ * committed in u can still commit), winners only; commit day d into level
+ * 2 once its hours are. The same slot done twice by two instances writes
+ * the same rows twice: readers keep one per slot. A query reads level 2 up
+ * to its watermark, level 1 after it, and pending after level 1's
+ * (store_ch_read.c).
  *
  * Retention drops whole rday partitions; nothing is ever rewritten.
  */
