@@ -123,7 +123,7 @@ class ClickHouse:
         auth = "%s:%s@" % (user, PASSWORD) if user else ""
         return "http://%s127.0.0.1:%d/%s" % (auth, self.http, database)
 
-    def sql(self, query, database=None, settings=None):
+    def sql(self, query, database=None, settings=None, timeout=60):
         """Runs a query, returns the answer's text (TabSeparated by default)."""
         params = dict(settings or {})
         if database:
@@ -131,7 +131,7 @@ class ClickHouse:
         req = urllib.request.Request("http://127.0.0.1:%d/?%s" % (self.http, urllib.parse.urlencode(params)),
                                      data=query.encode(), method="POST")
         try:
-            with urllib.request.urlopen(req, timeout=60) as r:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
                 return r.read().decode()
         except urllib.error.HTTPError as e:
             raise AssertionError("ClickHouse: %s: %s" % (query[:200], e.read().decode()[:500]))
