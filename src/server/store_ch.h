@@ -71,6 +71,9 @@ typedef struct ch_table {
     size_t n_cols;
     ch_col cols[CH_MAX_COLS];
     bool packed[STORE_MAX_COLS]; /* the layout's columns that go into rest */
+    uint16_t key[STORE_MAX_COLS];  /* rest's key of a packed or MS column (store_ch_layout.c) */
+    size_t n_keyed;
+    int keyed[STORE_MAX_COLS]; /* the layout columns with a key */
     bool sdk_names;              /* span_name: nothing when the SDK's */
     const char *order_by, *shard_key;
     const char *columns; /* "ts, app, …" for INSERT and SELECT */

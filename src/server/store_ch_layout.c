@@ -5,13 +5,17 @@
  * bit for bit (a double that is not a whole number of microseconds or
  * nanoseconds is kept as a double; -0.0 too).
  *
- * `rest` holds, for each packed column of the layout in order: a null
- * flag byte (1: NULL) and, unless NULL, the value — TEXT and BLOB as
- * length-prefixed bytes, INTEGER as a zigzag varint (end_ts: its residual),
- * REAL as 8 bytes, resource_id/scope_id as 8 bytes; a span name the SDK
- * gave is "NULL" there (0x01) and made again on reading. Then, for each MS
- * column, 0 or 1 and the double its column could not hold (the column then
- * holds CH_MS_IN_REST).
+ * `rest` holds the packed columns' values that are not NULL and, for each
+ * MS column holding CH_MS_IN_REST, the double its column could not hold;
+ * each as a 2-byte tag (little-endian: the column's key << 3 | the wire
+ * type) and its value: a zigzag varint (INTEGER; end_ts: its residual),
+ * 8 bytes (REAL, MS, resource_id/scope_id), length-prefixed bytes (TEXT,
+ * BLOB) or nothing (an explicit NULL). A column's key is 13 bits of the
+ * hash of its name, so a row reads the same whatever columns the layout
+ * gains, loses or reorders after it was written: a tag no column has is
+ * skipped, a column no tag has is NULL (as a column SQLite adds). A span
+ * name the SDK gave is left out and made again on reading; a NULL one is
+ * an explicit NULL.
  */
 #include "store_ch.h"
 
@@ -97,6 +101,28 @@ static bool own_column(enum store_table tb, size_t i)
     }
 }
 
+/* rest's key of a column: 13 bits of its name's hash; one taken already
+ * (by a column before it in the layout) hashes again with a suffix. */
+static void set_key(ch_table *t, const store_table_desc *d, int col)
+{
+    for (uint32_t salt = 0;; salt++) {
+        uint32_t h = 2166136261u;
+        for (const char *p = d->cols[col].name; *p; p++)
+            h = (h ^ (uint8_t)*p) * 16777619u;
+        for (uint32_t s = salt; s; s >>= 8)
+            h = (h ^ (s & 0xff)) * 16777619u;
+        uint16_t key = (uint16_t)((h ^ (h >> 13) ^ (h >> 26)) & 0x1fff);
+        bool taken = false;
+        for (size_t k = 0; k < t->n_keyed; k++)
+            taken |= t->key[t->keyed[k]] == key;
+        if (!taken) {
+            t->key[col] = key;
+            t->keyed[t->n_keyed++] = col;
+            return;
+        }
+    }
+}
+
 static void build_table(enum store_table tb)
 {
     const store_table_desc *d = store_table(tb);
@@ -150,6 +176,9 @@ static void build_table(enum store_table tb)
         }
     }
     t->end_metric[n_end] = -1;
+    for (size_t i = 0; i < d->n_cols; i++)
+        if (t->packed[i] || is_ms(&d->cols[i]))
+            set_key(t, d, (int)i);
     if (any_packed)
         add(t, "rest", "String", CE_REST, -1);
     if (!spans)
@@ -290,7 +319,14 @@ static uint64_t origin_id(const store_origin *o)
     return o ? (o->hash ? o->hash : 1) : 0;
 }
 
-/* One layout column into rest. */
+enum { WT_VARINT, WT_FIXED64, WT_BYTES, WT_NULL };
+
+static void tag(rb_buf *b, const ch_table *t, size_t col, int wt)
+{
+    rb_u16(b, (uint16_t)(t->key[col] << 3 | wt));
+}
+
+/* One layout column into rest: nothing when NULL. */
 static void pack(const ch_table *t, const store_record *rec, size_t i, rb_buf *b)
 {
     const store_table_desc *d = store_table(rec->table);
@@ -298,41 +334,50 @@ static void pack(const ch_table *t, const store_record *rec, size_t i, rb_buf *b
     const store_value *v = &rec->cols[i];
     double dv;
     if (c->source == SRC_RESOURCE_ID || c->source == SRC_SCOPE_ID) {
-        rb_u64(b, origin_id(c->source == SRC_RESOURCE_ID ? rec->resource : rec->scope));
+        uint64_t id = origin_id(c->source == SRC_RESOURCE_ID ? rec->resource : rec->scope);
+        if (id) {
+            tag(b, t, i, WT_FIXED64);
+            rb_u64(b, id);
+        }
         return;
     }
     if (c->source == SRC_SPAN_NAME && t->sdk_names) {
         char canon[NAME_CAP];
         size_t n = sdk_name(d, rec->cols, canon, sizeof canon);
-        if (v->type == SV_TEXT && n != SIZE_MAX && text_len(v) == n && memcmp(v->p, canon, n) == 0) {
-            nullable(b, true); /* the SDK's */
+        if (v->type == SV_TEXT && n != SIZE_MAX && text_len(v) == n && memcmp(v->p, canon, n) == 0)
+            return; /* the SDK's: made again on reading */
+        if (v->type != SV_TEXT) {
+            tag(b, t, i, WT_NULL);
             return;
         }
     } else if (c->source == SRC_END_TS) {
-        nullable(b, v->type != SV_INT);
-        if (v->type == SV_INT)
+        if (v->type == SV_INT) {
+            tag(b, t, i, WT_VARINT);
             zigzag(b, end_residual(t, rec->cols, v));
+        }
         return;
     }
     if (strncmp(c->decl, "TEXT", 4) == 0) {
-        nullable(b, v->type != SV_TEXT);
-        if (v->type == SV_TEXT)
+        if (v->type == SV_TEXT) {
+            tag(b, t, i, WT_BYTES);
             rb_str(b, v->p, text_len(v));
+        }
     } else if (strncmp(c->decl, "INTEGER", 7) == 0) {
-        nullable(b, v->type != SV_INT);
-        if (v->type == SV_INT)
+        if (v->type == SV_INT) {
+            tag(b, t, i, WT_VARINT);
             zigzag(b, v->i);
+        }
     } else if (strncmp(c->decl, "REAL", 4) == 0) {
         bool has = value_double(v, &dv) || v->type == SV_TEXT;
         if (v->type == SV_TEXT)
             dv = strcmp(v->p, "NaN") == 0 ? NAN : ((const char *)v->p)[0] == '-' ? -INFINITY : INFINITY;
-        nullable(b, !has);
-        if (has)
+        if (has) {
+            tag(b, t, i, WT_FIXED64);
             rb_f64(b, dv);
-    } else {
-        nullable(b, v->type != SV_BLOB);
-        if (v->type == SV_BLOB)
-            rb_str(b, v->p, v->n);
+        }
+    } else if (v->type == SV_BLOB) {
+        tag(b, t, i, WT_BYTES);
+        rb_str(b, v->p, v->n);
     }
 }
 
@@ -416,11 +461,11 @@ void ch_encode_row(const ch_table *t, const store_record *rec, uint64_t rid, uin
             /* the MS values their column could not hold */
             for (size_t k = 0; k < t->n_cols; k++)
                 if (t->cols[k].enc == CE_MS) {
-                    const store_value *m = &cols[t->cols[k].logical];
-                    bool extra = value_double(m, &dv) && !ms_int(dv, &iv);
-                    rb_u8(&rest, extra);
-                    if (extra)
+                    int l = t->cols[k].logical;
+                    if (value_double(&cols[l], &dv) && !ms_int(dv, &iv)) {
+                        tag(&rest, t, (size_t)l, WT_FIXED64);
                         rb_f64(&rest, dv);
+                    }
                 }
             if (rest.failed)
                 out->failed = true;
@@ -443,49 +488,91 @@ typedef struct text_ref {
     bool synth; /* a span name to make from the row */
 } text_ref;
 
-/* One packed column out of rest. */
-static void unpack(const ch_table *t, const store_table_desc *d, size_t i, rb_reader *r, ch_row *ret,
+static int wire_of(const store_column *c)
+{
+    if (c->source == SRC_RESOURCE_ID || c->source == SRC_SCOPE_ID)
+        return WT_FIXED64;
+    if (c->source == SRC_END_TS || strncmp(c->decl, "INTEGER", 7) == 0)
+        return WT_VARINT;
+    if (strncmp(c->decl, "REAL", 4) == 0)
+        return WT_FIXED64;
+    return WT_BYTES; /* TEXT, BLOB */
+}
+
+static int col_of_key(const ch_table *t, unsigned key)
+{
+    for (size_t k = 0; k < t->n_keyed; k++)
+        if (t->key[t->keyed[k]] == key)
+            return t->keyed[k];
+    return -1;
+}
+
+/* rest's values into ret (its columns NULL before); false when rest is
+ * not one. */
+static bool unpack(const ch_table *t, const store_table_desc *d, const char *s, size_t n, ch_row *ret,
                    text_ref *texts, size_t *n_texts, int *end_col, int64_t *end_res, bool *end_has)
 {
-    const store_column *c = &d->cols[i];
-    store_value *v = &ret->row.cols[i];
-    if (c->source == SRC_RESOURCE_ID || c->source == SRC_SCOPE_ID) {
-        ret->origin[c->source == SRC_SCOPE_ID] = rb_get_u64(r);
-        return;
+    rb_reader r;
+    rb_reader_init(&r, s, n);
+    bool seen[STORE_MAX_COLS] = {false};
+    while (rb_more(&r) && !r.bad) {
+        uint16_t tg = rb_get_u16(&r);
+        int wt = tg & 7;
+        int col = col_of_key(t, tg >> 3);
+        if (wt > WT_NULL || (col >= 0 && seen[col]))
+            return false;
+        if (col >= 0)
+            seen[col] = true;
+        if (col < 0 || (wt != WT_NULL && wt != wire_of(&d->cols[col]))) {
+            /* a column this layout does not have (or not so): skipped */
+            if (wt == WT_VARINT)
+                (void)rb_get_varint(&r);
+            else if (wt == WT_FIXED64)
+                (void)rb_get_fixed(&r, 8);
+            else if (wt == WT_BYTES)
+                (void)rb_get_str(&r, &(size_t){0});
+            continue;
+        }
+        if (wt == WT_NULL)
+            continue;
+        const store_column *c = &d->cols[col];
+        store_value *v = &ret->row.cols[col];
+        const char *p;
+        size_t len;
+        if (c->source == SRC_RESOURCE_ID || c->source == SRC_SCOPE_ID) {
+            ret->origin[c->source == SRC_SCOPE_ID] = rb_get_u64(&r);
+        } else if (c->source == SRC_END_TS) {
+            *end_col = col;
+            *end_has = true;
+            *end_res = unzigzag(&r);
+        } else if (strncmp(c->decl, "TEXT", 4) == 0) {
+            p = rb_get_str(&r, &len);
+            texts[(*n_texts)++] = (text_ref){col, p, len, false};
+        } else if (strncmp(c->decl, "INTEGER", 7) == 0) {
+            *v = (store_value){.type = SV_INT, .i = unzigzag(&r)};
+        } else if (strncmp(c->decl, "REAL", 4) == 0) {
+            double dv = rb_get_f64(&r);
+            if (is_ms(c)) /* a value its MS column could not hold */
+                *v = (store_value){.type = SV_REAL, .d = dv};
+            else if (isnan(dv))
+                *v = (store_value){.type = SV_TEXT, .p = "NaN", .n = 3};
+            else if (isinf(dv))
+                *v = dv < 0 ? (store_value){.type = SV_TEXT, .p = "-Infinity", .n = 9}
+                            : (store_value){.type = SV_TEXT, .p = "Infinity", .n = 8};
+            else
+                *v = (store_value){.type = SV_REAL, .d = dv};
+        } else {
+            p = rb_get_str(&r, &len);
+            *v = (store_value){.type = SV_BLOB, .p = p, .n = len};
+        }
     }
-    bool null = rb_get_u8(r) != 0;
-    if (c->source == SRC_END_TS) {
-        *end_col = (int)i;
-        *end_has = !null;
-        if (!null)
-            *end_res = unzigzag(r);
-        return;
-    }
-    if (null) {
-        if (c->source == SRC_SPAN_NAME && t->sdk_names)
-            texts[(*n_texts)++] = (text_ref){(int)i, NULL, 0, true};
-        return;
-    }
-    size_t n;
-    const char *s;
-    if (strncmp(c->decl, "TEXT", 4) == 0) {
-        s = rb_get_str(r, &n);
-        texts[(*n_texts)++] = (text_ref){(int)i, s, n, false};
-    } else if (strncmp(c->decl, "INTEGER", 7) == 0) {
-        *v = (store_value){.type = SV_INT, .i = unzigzag(r)};
-    } else if (strncmp(c->decl, "REAL", 4) == 0) {
-        double dv = rb_get_f64(r);
-        if (isnan(dv))
-            *v = (store_value){.type = SV_TEXT, .p = "NaN", .n = 3};
-        else if (isinf(dv))
-            *v = dv < 0 ? (store_value){.type = SV_TEXT, .p = "-Infinity", .n = 9}
-                        : (store_value){.type = SV_TEXT, .p = "Infinity", .n = 8};
-        else
-            *v = (store_value){.type = SV_REAL, .d = dv};
-    } else {
-        s = rb_get_str(r, &n);
-        *v = (store_value){.type = SV_BLOB, .p = s, .n = n};
-    }
+    if (r.bad)
+        return false;
+    if (t->sdk_names) /* the SDK's span name, left out */
+        for (size_t i = 0; i < d->n_cols; i++)
+            if (t->packed[i] && d->cols[i].source == SRC_SPAN_NAME && !seen[i])
+                texts[(*n_texts)++] = (text_ref){(int)i, NULL, 0, true};
+    return true;
 }
 
 bool ch_decode_row(const ch_table *t, rb_reader *r, ch_row *ret)
@@ -560,15 +647,7 @@ bool ch_decode_row(const ch_table *t, rb_reader *r, ch_row *ret)
         case CE_ORIGIN: ret->origin[d->cols[c->logical].source == SRC_SCOPE_ID] = rb_get_u64(r); break;
         case CE_REST: {
             s = rb_get_str(r, &n);
-            rb_reader rr;
-            rb_reader_init(&rr, s, n);
-            for (size_t k = 0; k < d->n_cols && !rr.bad; k++)
-                if (t->packed[k])
-                    unpack(t, d, k, &rr, ret, texts, &n_texts, &end_col, &end_res, &end_has);
-            for (size_t k = 0; k < t->n_cols && !rr.bad; k++)
-                if (t->cols[k].enc == CE_MS && rb_get_u8(&rr))
-                    row->cols[t->cols[k].logical] = (store_value){.type = SV_REAL, .d = rb_get_f64(&rr)};
-            if (rr.bad)
+            if (!r->bad && !unpack(t, d, s, n, ret, texts, &n_texts, &end_col, &end_res, &end_has))
                 r->bad = true;
             break;
         }
@@ -736,27 +815,22 @@ bool ch_decode_values(enum store_kind k, rb_reader *r, char *name, size_t cap, b
     if (r->bad)
         return false;
     if (need_rest) {
-        /* the packed columns, then the doubles no integer held */
+        /* the doubles no integer held */
         ch_row tmp = {.row = {.table = kd->table, .n = d->n_cols}};
+        for (size_t i = 0; i < d->n_cols; i++)
+            tmp.row.cols[i] = (store_value){.type = SV_NULL};
         text_ref texts[STORE_MAX_COLS];
         size_t n_texts = 0;
         int end_col = -1;
         int64_t end_res = 0;
         bool end_has = false;
-        rb_reader rr;
-        rb_reader_init(&rr, rest, rn);
-        for (size_t i = 0; i < d->n_cols && !rr.bad; i++)
-            if (t->packed[i])
-                unpack(t, d, i, &rr, &tmp, texts, &n_texts, &end_col, &end_res, &end_has);
-        for (size_t i = 0; i < t->n_cols && !rr.bad; i++)
-            if (t->cols[i].enc == CE_MS && rb_get_u8(&rr)) {
-                double dv = rb_get_f64(&rr);
-                for (size_t m = 0; m < kd->n_metrics; m++)
-                    if (kd->metric_cols[m] == t->cols[i].logical)
-                        metrics[m] = dv;
-            }
-        if (rr.bad)
+        if (!unpack(t, d, rest, rn, &tmp, texts, &n_texts, &end_col, &end_res, &end_has))
             return false;
+        for (size_t m = 0; m < kd->n_metrics; m++) {
+            int l = kd->metric_cols[m];
+            if (l >= 0 && tmp.row.cols[l].type == SV_REAL)
+                metrics[m] = tmp.row.cols[l].d;
+        }
     }
     return true;
 }

@@ -2,6 +2,7 @@
  * literals, RowBinary, a record's row written and read back bit for bit
  * (every kind of value: MS fields exact in µs, exact in ns and neither,
  * -0.0, NULLs, the SDK's span name and another, end_ts, origins, NaN), a
+ * row read by a layout with other packed columns, a
  * rollup row with its sketches, and the values a percentile query reads
  * from the same bytes. Runs under ASan + UBSan too (suite unit). */
 #include <stdarg.h>
@@ -325,6 +326,181 @@ static void test_points_keep_nan_and_infinities(void **state)
     rb_free(&b);
 }
 
+/* Where the row's rest is: *at its length prefix, *len the whole String. */
+static void find_rest(const ch_table *t, const rb_buf *b, size_t *at, size_t *len)
+{
+    rb_reader er;
+    rb_reader_init(&er, b->p, b->len);
+    size_t n;
+    for (size_t i = 0; i < t->n_cols; i++) {
+        const ch_col *col = &t->cols[i];
+        bool nn = strcmp(col->type, "Int64") == 0 || strcmp(col->type, "String") == 0 || col->enc == CE_ID;
+        if (col->enc == CE_REST) {
+            *at = er.pos;
+            (void)rb_get_str(&er, &n);
+            *len = er.pos - *at;
+            return;
+        }
+        if (col->enc == CE_ORIGIN || col->enc == CE_RID) {
+            (void)rb_get_u64(&er);
+            continue;
+        }
+        if (col->enc == CE_RDAY) {
+            (void)rb_get_u32(&er);
+            continue;
+        }
+        if (!nn && rb_get_u8(&er))
+            continue;
+        if (col->enc == CE_STR || col->enc == CE_NSTR)
+            (void)rb_get_str(&er, &n);
+        else if (col->enc == CE_ID || col->enc == CE_NID)
+            (void)rb_get_fixed(&er, col->id_len);
+        else
+            (void)rb_get_u64(&er);
+    }
+    fail_msg("no rest");
+}
+
+/* The row of b with rest replaced. */
+static void with_rest(const ch_table *t, const rb_buf *b, const rb_buf *rest, rb_buf *out)
+{
+    size_t at, len;
+    find_rest(t, b, &at, &len);
+    rb_init(out);
+    rb_fixed(out, b->p, at);
+    rb_str(out, rest->p, rest->len);
+    rb_fixed(out, (const uint8_t *)b->p + at + len, b->len - at - len);
+}
+
+static int tag_col(const ch_table *t, const uint8_t *p)
+{
+    unsigned key = (unsigned)(p[0] | p[1] << 8) >> 3;
+    for (size_t k = 0; k < t->n_keyed; k++)
+        if (t->key[t->keyed[k]] == key)
+            return t->keyed[k];
+    return -1;
+}
+
+/* A row written by a layout with other packed columns reads as SQLite
+ * reads a table with columns added or dropped: what this layout has, and
+ * NULL for the rest; rest that is not one is refused. */
+static void test_rest_outlives_its_layout(void **state)
+{
+    (void)state;
+    const ch_table *t = ch_table_of(TABLE_PAGE_LOADS);
+    const store_table_desc *d = store_table(TABLE_PAGE_LOADS);
+    /* every key is its own */
+    for (size_t a = 0; a < t->n_keyed; a++)
+        for (size_t b = a + 1; b < t->n_keyed; b++)
+            assert_int_not_equal(t->key[t->keyed[a]], t->key[t->keyed[b]]);
+    uint8_t tid[16] = {1}, sid[8] = {2};
+    store_origin res = {"{}", 0x55};
+    static const double m[4] = {1.5, 1.000000001, 2, 3};
+    store_record rec;
+    page_record(&rec, m, "my span", &res, NULL, tid, sid, 1000);
+    rb_buf b;
+    rb_init(&b);
+    ch_encode_row(t, &rec, 0, 1, &b);
+    size_t at, len;
+    find_rest(t, &b, &at, &len);
+    rb_reader rr;
+    rb_reader_init(&rr, (const uint8_t *)b.p + at, len);
+    size_t rn;
+    const uint8_t *rest = (const uint8_t *)rb_get_str(&rr, &rn);
+    assert_true(rn > 2);
+    /* a column this layout lacks, in each wire type, before and after */
+    unsigned unknown = 0;
+    while (unknown < 8192) {
+        bool used = false;
+        for (size_t k = 0; k < t->n_keyed; k++)
+            used |= t->key[t->keyed[k]] == unknown;
+        if (!used)
+            break;
+        unknown++;
+    }
+    rb_buf r2, row2;
+    rb_init(&r2);
+    rb_u16(&r2, (uint16_t)(unknown << 3 | 2));
+    rb_str(&r2, "new", 3);
+    rb_fixed(&r2, rest, rn);
+    rb_u16(&r2, (uint16_t)(unknown << 3 | 0));
+    rb_varint(&r2, 123456);
+    rb_u16(&r2, (uint16_t)(unknown << 3 | 1));
+    rb_u64(&r2, 9);
+    rb_u16(&r2, (uint16_t)(unknown << 3 | 3));
+    with_rest(t, &b, &r2, &row2);
+    ch_row got;
+    rb_reader_init(&rr, row2.p, row2.len);
+    assert_true(ch_decode_row(t, &rr, &got));
+    for (size_t i = 0; i < d->n_cols; i++)
+        if (d->cols[i].source != SRC_RESOURCE_ID && d->cols[i].source != SRC_SCOPE_ID)
+            assert_true(same_value(&rec.cols[i], &got.row.cols[i]));
+    assert_int_equal(got.origin[0], 0x55);
+    ch_row_clear(&got);
+    rb_free(&row2);
+    rb_free(&r2);
+    /* the first packed value dropped (a column the writer's layout did not have): NULL, the others kept */
+    int first = tag_col(t, rest);
+    assert_true(first >= 0);
+    rb_reader_init(&rr, rest, rn);
+    (void)rb_get_u16(&rr);
+    int wt = rest[0] & 7;
+    size_t vn;
+    if (wt == 0)
+        (void)rb_get_varint(&rr);
+    else if (wt == 1)
+        (void)rb_get_u64(&rr);
+    else if (wt == 2)
+        (void)rb_get_str(&rr, &vn);
+    rb_buf r3;
+    rb_init(&r3);
+    rb_fixed(&r3, rest + rr.pos, rn - rr.pos);
+    with_rest(t, &b, &r3, &row2);
+    rb_reader_init(&rr, row2.p, row2.len);
+    assert_true(ch_decode_row(t, &rr, &got));
+    for (size_t i = 0; i < d->n_cols; i++) {
+        if (d->cols[i].source == SRC_RESOURCE_ID || d->cols[i].source == SRC_SCOPE_ID)
+            continue;
+        if ((int)i == first && d->cols[i].source != SRC_SPAN_NAME && d->cols[i].source != SRC_END_TS)
+            assert_int_equal(got.row.cols[i].type, SV_NULL);
+        else if ((int)i != first)
+            assert_true(same_value(&rec.cols[i], &got.row.cols[i]));
+    }
+    ch_row_clear(&got);
+    rb_free(&row2);
+    /* a value twice, a wire type unknown, a value cut: not a rest */
+    rb_free(&r3);
+    rb_init(&r3);
+    rb_fixed(&r3, rest, rn);
+    rb_fixed(&r3, rest, rn);
+    with_rest(t, &b, &r3, &row2);
+    rb_reader_init(&rr, row2.p, row2.len);
+    assert_false(ch_decode_row(t, &rr, &got));
+    ch_row_clear(&got);
+    rb_free(&row2);
+    rb_free(&r3);
+    rb_init(&r3);
+    rb_u16(&r3, (uint16_t)(unknown << 3 | 5));
+    with_rest(t, &b, &r3, &row2);
+    rb_reader_init(&rr, row2.p, row2.len);
+    assert_false(ch_decode_row(t, &rr, &got));
+    ch_row_clear(&got);
+    rb_free(&row2);
+    rb_free(&r3);
+    for (size_t cut = 1; cut < rn; cut++) {
+        rb_init(&r3);
+        rb_fixed(&r3, rest, cut);
+        with_rest(t, &b, &r3, &row2);
+        rb_reader_init(&rr, row2.p, row2.len);
+        if (ch_decode_row(t, &rr, &got)) /* a cut between two values reads: fewer columns */
+            assert_true(cut >= 2);
+        ch_row_clear(&got);
+        rb_free(&row2);
+        rb_free(&r3);
+    }
+    rb_free(&b);
+}
+
 static void test_rollup_rows(void **state)
 {
     (void)state;
@@ -378,6 +554,7 @@ int main(void)
         cmocka_unit_test(test_rowbinary),
         cmocka_unit_test(test_rows_round_trip),
         cmocka_unit_test(test_points_keep_nan_and_infinities),
+        cmocka_unit_test(test_rest_outlives_its_layout),
         cmocka_unit_test(test_rollup_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
