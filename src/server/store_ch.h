@@ -18,16 +18,17 @@
  * own what queries filter, sort or aggregate on — ts, app, version,
  * session, the group name's fields, the metrics, failed, the ids; a plain
  * span's name, end and attributes — and every other column of the layout
- * (store.h, "the rows") packed into one String, `rest` (RowBinary, in the
- * layout's order): ClickHouse writes two files per column for every insert,
- * and a pacer span's thirty columns made each insert of a thousand rows
- * five times dearer than one of ten. Logs and metric points keep a column
+ * (store.h, "the rows") packed into one String, `rest` (each value tagged
+ * by its column, store_ch_layout.c): ClickHouse writes two files per
+ * column for every insert, and a pacer span's thirty columns made each
+ * insert of a thousand rows five times dearer than one of ten. Logs and metric points keep a column
  * each. What differs from SQLite is only how a value is held, never what
  * comes back (bit for bit):
  *   an MS field   Nullable(Int64): twice its microseconds when that is
  *                 exact (even), twice its nanoseconds plus one when that
- *                 is (odd), NULL when absent or neither (the double then
- *                 goes into rest): integers compress far better;
+ *                 is (odd), NULL when absent, CH_MS_IN_REST when neither
+ *                 (the double then goes into rest): integers compress
+ *                 far better;
  *   end_ts        its difference from ts and, in a record table, from the
  *                 span-end metric (0 for spans of pacer's SDK);
  *   span_name     of a page or start-up record: nothing when it is the
