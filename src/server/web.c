@@ -126,13 +126,9 @@ web_assets *web_load(const char *dir, char *err, size_t err_size)
         snprintf(err, err_size, "out of memory");
         return NULL;
     }
-    if (add_file(w, dir, "index.html", err, err_size) < 0)
-        goto fail;
-    char sub[4096];
-    snprintf(sub, sizeof sub, "%s/assets", dir);
-    DIR *d = opendir(sub);
+    DIR *d = opendir(dir);
     if (!d) {
-        snprintf(err, err_size, "%s: %s", sub, strerror(errno));
+        snprintf(err, err_size, "%s: %s", dir, strerror(errno));
         goto fail;
     }
     struct dirent *e;
@@ -140,14 +136,19 @@ web_assets *web_load(const char *dir, char *err, size_t err_size)
     while (r == 0 && (e = readdir(d))) {
         if (e->d_name[0] == '.' || !type_of(e->d_name))
             continue; /* hidden files, and kinds the dashboard has none of */
-        char rel[512];
-        if ((size_t)snprintf(rel, sizeof rel, "assets/%s", e->d_name) >= sizeof rel)
-            continue;
-        r = add_file(w, dir, rel, err, err_size);
+        r = add_file(w, dir, e->d_name, err, err_size);
     }
     closedir(d);
     if (r < 0)
         goto fail;
+    bool index = false;
+    for (size_t i = 0; i < w->n; i++)
+        index |= strcmp(w->files[i].path, "/index.html") == 0;
+    if (!index) {
+        snprintf(err, err_size, "%s: no index.html (the dashboard is built into BUILD/web; installed into "
+                 "SHARE/pacer/web)", dir);
+        goto fail;
+    }
     return w;
 fail:
     web_free(w);
@@ -213,7 +214,8 @@ void web_serve(const web_assets *w, const char *missing_dir, const http_request 
         web_security_headers(rs);
         return;
     }
-    const char *path = strcmp(rq->path, "/") == 0 ? "/index.html" : rq->path;
+    /* "/" is index.html, "/assets/NAME" the file NAME beside it */
+    const char *path = strcmp(rq->path, "/") == 0 ? "/index.html" : rq->path + 7;
     const web_file *f = NULL;
     for (size_t i = 0; i < w->n && !f; i++)
         if (strcmp(w->files[i].path, path) == 0)

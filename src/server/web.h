@@ -4,8 +4,9 @@
  * Only what was loaded exists: a path is looked up in the table by exact
  * name, so no request reaches the file system (nothing like "..", a
  * symlink made later or a file grown since can be served). The directory
- * holds index.html and the assets/ folder beside it; at most WEB_MAX_FILES
- * files of WEB_MAX_BYTES in all, each a regular file.
+ * holds index.html, served as "/", and the files it loads, served as
+ * "/assets/NAME" (app.js, app.css, …); at most WEB_MAX_FILES files of
+ * WEB_MAX_BYTES in all, each a regular file of a known type.
  *
  * Every answer of the dashboard (and of its session endpoints, session.c)
  * carries the same security headers (web_security_headers): a
@@ -28,8 +29,8 @@
 
 typedef struct web_assets web_assets;
 
-/* Loads dir/index.html and dir/assets/ *. Returns NULL with "DIR: reason"
- * in err (no index.html, too many files or bytes, unreadable). */
+/* Loads the files of dir. Returns NULL with "DIR: reason" in err (no
+ * index.html, too many files or bytes, unreadable). */
 web_assets *web_load(const char *dir, char *err, size_t err_size);
 void web_free(web_assets *w); /* accepts NULL */
 /* How many files are loaded. */
