@@ -23,6 +23,7 @@
  * The last four read single rows, bounded (SCAN_MAX of the range, newest
  * first: "truncated": true says older ones were not looked at).
  */
+#include "dash_parse.h"
 #include "pacerd.h"
 #include "store_dash.h"
 
@@ -286,51 +287,6 @@ static void histogram(pacerd *d, const http_request *rq, http_response *rs)
     answer(rs, &b, r);
 }
 
-/* ---- OTLP attribute lists, as stored (extra, events) ---- */
-
-/* Calls fn for each {"key":K,"value":{...}} of an attribute list (JSON
- * text, copied: the reader unescapes in place), with the value's type key
- * ("stringValue", …) and its value. */
-typedef void (*attr_fn)(void *ctx, const char *key, const char *vtype, jread *r);
-
-static void attrs_walk_reader(jread *r, attr_fn fn, void *ctx)
-{
-    if (!jread_enter_array(r))
-        return;
-    while (jread_element(r) > 0) {
-        if (!jread_enter_object(r))
-            return;
-        const char *k, *key = NULL;
-        size_t kl;
-        int m;
-        while ((m = jread_member(r, &k, &kl)) > 0) {
-            jvalue v;
-            if (strcmp(k, "key") == 0) {
-                if (!jread_value(r, &v))
-                    return;
-                key = v.type == JT_STRING ? v.s : NULL;
-            } else if (strcmp(k, "value") == 0 && key && jread_peek(r) == JT_OBJECT) {
-                jread_enter_object(r);
-                const char *vt;
-                size_t vtl;
-                int vm;
-                while ((vm = jread_member(r, &vt, &vtl)) > 0) {
-                    size_t before = r->pos;
-                    fn(ctx, key, vt, r);
-                    if (r->pos == before && !jread_value(r, &v)) /* fn left it: skip */
-                        return;
-                }
-                if (vm < 0)
-                    return;
-            } else if (!jread_value(r, &v)) {
-                return;
-            }
-        }
-        if (m < 0)
-            return;
-    }
-}
-
 static char *copy_text(const void *p, size_t n)
 {
     char *s = malloc(n + 1);
@@ -358,140 +314,6 @@ static void hex_json(jbuf *b, const char *key, const store_value *v)
     jbuf_kv_str(b, key, hex);
 }
 
-/* An api event's attributes: pacer.url, pacer.ms, pacer.status. */
-static void api_attr(void *ctx, const char *key, const char *vtype, jread *r)
-{
-    jbuf *b = ctx;
-    jvalue v;
-    if (strncmp(key, "pacer.", 6) != 0 || !jread_value(r, &v))
-        return;
-    key += 6;
-    if (v.type == JT_STRING && strcmp(vtype, "stringValue") == 0) {
-        jbuf_kv_str(b, key, v.s);
-    } else if (v.type == JT_STRING && strcmp(vtype, "intValue") == 0) {
-        jbuf_key(b, key);
-        jbuf_raw(b, v.s, strspn(v.s, "-0123456789"));
-    } else if (v.type == JT_NUMBER) {
-        double x;
-        if (jvalue_double(&v, &x))
-            jbuf_kv_double(b, key, x);
-    } else if (v.type == JT_TRUE || v.type == JT_FALSE) {
-        jbuf_kv_bool(b, key, v.type == JT_TRUE);
-    }
-}
-
-/* events: [{"name":"api","attributes":[…]}, …] → "apis":[{url, ms, status}] */
-static void apis_json(jbuf *b, const store_value *events)
-{
-    if (events->type != SV_TEXT)
-        return;
-    char *text = copy_text(events->p, events->n);
-    if (!text)
-        return;
-    jread r;
-    jread_init(&r, text, events->n, NULL, JREAD_NO_NUL);
-    bool open = false;
-    if (jread_enter_array(&r)) {
-        while (jread_element(&r) > 0 && jread_enter_object(&r)) {
-            const char *k;
-            size_t kl;
-            bool api = false;
-            int m;
-            while ((m = jread_member(&r, &k, &kl)) > 0) {
-                jvalue v;
-                if (strcmp(k, "name") == 0) {
-                    if (!jread_value(&r, &v))
-                        break;
-                    api = jvalue_is(&v, "api");
-                } else if (strcmp(k, "attributes") == 0 && api) {
-                    if (!open) {
-                        jbuf_key(b, "apis");
-                        jbuf_open(b, '[');
-                        open = true;
-                    }
-                    jbuf_open(b, '{');
-                    attrs_walk_reader(&r, api_attr, b);
-                    jbuf_close(b, '}');
-                } else if (!jread_value(&r, &v)) {
-                    break;
-                }
-            }
-            if (m != 0)
-                break;
-        }
-    }
-    if (open)
-        jbuf_close(b, ']');
-    free(text);
-}
-
-/* extra: pacer.phases.* → "phases":{…}; pacer.classes → "classes":[…] */
-typedef struct extra_out {
-    jbuf phases, classes;
-} extra_out;
-
-static void extra_attr(void *ctx, const char *key, const char *vtype, jread *r)
-{
-    extra_out *o = ctx;
-    jvalue v;
-    if (strncmp(key, "pacer.phases.", 13) == 0 && strcmp(vtype, "intValue") == 0) {
-        if (!jread_value(r, &v))
-            return;
-        int64_t x;
-        if ((v.type == JT_STRING && sscanf(v.s, "%" SCNd64, &x) == 1) || (v.type == JT_NUMBER && jvalue_int64(&v, &x)))
-            jbuf_kv_i64(&o->phases, key + 13, x);
-    } else if (strcmp(key, "pacer.classes") == 0 && strcmp(vtype, "arrayValue") == 0) {
-        if (!jread_enter_object(r))
-            return;
-        const char *k;
-        size_t kl;
-        while (jread_member(r, &k, &kl) > 0) {
-            if (strcmp(k, "values") != 0 || !jread_enter_array(r)) {
-                if (!jread_value(r, &v))
-                    return;
-                continue;
-            }
-            while (jread_element(r) > 0 && jread_enter_object(r)) {
-                const char *vk;
-                size_t vkl;
-                while (jread_member(r, &vk, &vkl) > 0 && jread_value(r, &v))
-                    if (v.type == JT_STRING)
-                        jbuf_str(&o->classes, v.s);
-            }
-        }
-    }
-}
-
-static void extra_json(jbuf *b, const store_value *extra)
-{
-    if (extra->type != SV_TEXT)
-        return;
-    char *text = copy_text(extra->p, extra->n);
-    if (!text)
-        return;
-    extra_out o;
-    jbuf_init(&o.phases);
-    jbuf_init(&o.classes);
-    jbuf_open(&o.phases, '{');
-    jbuf_open(&o.classes, '[');
-    jread r;
-    jread_init(&r, text, extra->n, NULL, JREAD_NO_NUL);
-    attrs_walk_reader(&r, extra_attr, &o);
-    jbuf_close(&o.phases, '}');
-    jbuf_close(&o.classes, ']');
-    if (!o.phases.failed && o.phases.len > 2) {
-        jbuf_key(b, "phases");
-        jbuf_raw(b, o.phases.data, o.phases.len);
-    }
-    if (!o.classes.failed && o.classes.len > 2) {
-        jbuf_key(b, "classes");
-        jbuf_raw(b, o.classes.data, o.classes.len);
-    }
-    jbuf_free(&o.phases);
-    jbuf_free(&o.classes);
-    free(text);
-}
-
 static void write_record(void *ctx, const store_row *row)
 {
     rec_out *o = ctx;
@@ -507,8 +329,14 @@ static void write_record(void *ctx, const store_row *row)
         switch (c->source) {
         case SRC_TRACE_ID: hex_json(b, "trace_id", v); continue;
         case SRC_SPAN_ID: hex_json(b, "span_id", v); continue;
-        case SRC_EVENTS: apis_json(b, v); continue;
-        case SRC_EXTRA: extra_json(b, v); continue;
+        case SRC_EVENTS:
+            if (v->type == SV_TEXT)
+                dash_apis_json(b, v->p, v->n);
+            continue;
+        case SRC_EXTRA:
+            if (v->type == SV_TEXT)
+                dash_extra_json(b, v->p, v->n);
+            continue;
         case SRC_PATTERN:
             if (v->type == SV_TEXT) {
                 jbuf_key(b, "pattern");
@@ -749,35 +577,6 @@ static jgroup *group_of(jank_acc *a, const char *fp)
     return g;
 }
 
-typedef struct frame {
-    const char *function, *module, *file;
-    int64_t line;
-    bool in_app;
-} frame;
-
-#define MAX_FRAMES 256
-
-/* Reads one frame object of a stack. */
-static void read_frame(jread *r, frame *f)
-{
-    *f = (frame){.line = -1};
-    const char *k;
-    size_t kl;
-    jvalue v;
-    while (jread_member(r, &k, &kl) > 0 && jread_value(r, &v)) {
-        if (strcmp(k, "function") == 0 && v.type == JT_STRING)
-            f->function = v.s;
-        else if (strcmp(k, "module") == 0 && v.type == JT_STRING)
-            f->module = v.s;
-        else if (strcmp(k, "file") == 0 && v.type == JT_STRING)
-            f->file = v.s;
-        else if (strcmp(k, "line") == 0)
-            jvalue_int64(&v, &f->line);
-        else if (strcmp(k, "in_app") == 0)
-            f->in_app = v.type == JT_TRUE;
-    }
-}
-
 static bool same_str(const char *a, const char *b)
 {
     return (!a && !b) || (a && b && strcmp(a, b) == 0);
@@ -785,13 +584,13 @@ static bool same_str(const char *a, const char *b)
 
 /* Adds a stack (innermost first) to the call tree, outermost at the root:
  * the same function of the same module under the same caller is one node. */
-static void flame_add(jank_acc *a, const frame *fr, size_t n, double ms)
+static void flame_add(jank_acc *a, const dash_frame *fr, size_t n, double ms)
 {
     fnode *node = &a->root;
     node->ms += ms;
     node->count++;
     for (size_t i = n; i-- > 0;) {
-        const frame *f = &fr[i];
+        const dash_frame *f = &fr[i];
         const char *fn = f->function ? f->function : "?";
         fnode *c = node->child;
         while (c && !(strcmp(c->function, fn) == 0 && same_str(c->module, f->module)))
@@ -828,81 +627,48 @@ static void on_jank(void *ctx, const store_log_row *row)
 {
     jank_acc *a = ctx;
     char *text = copy_text(row->body, row->body_len);
-    if (!text) {
+    dash_jank *j = malloc(sizeof *j);
+    if (!text || !j) {
+        free(text);
+        free(j);
         a->oom = true;
         return;
     }
-    jread r;
-    jread_init(&r, text, row->body_len, row->body, JREAD_NO_NUL);
-    const char *fp = NULL, *page = NULL, *kind = NULL, *stack_src = NULL;
-    size_t stack_len = 0;
-    double ms = NAN;
-    frame frames[MAX_FRAMES];
-    size_t n_frames = 0;
-    if (jread_enter_object(&r)) {
-        const char *k;
-        size_t kl;
-        jvalue v;
-        int m;
-        while ((m = jread_member(&r, &k, &kl)) > 0) {
-            if (strcmp(k, "stack") == 0 && jread_peek(&r) == JT_ARRAY) {
-                size_t at = r.pos;
-                while (at < r.len && row->body[at] != '[')
-                    at++;
-                stack_src = row->body + at;
-                jread_enter_array(&r);
-                while (jread_element(&r) > 0) {
-                    if (!jread_enter_object(&r))
-                        break;
-                    frame f;
-                    read_frame(&r, &f);
-                    if (n_frames < MAX_FRAMES)
-                        frames[n_frames++] = f;
-                }
-                stack_len = (size_t)(row->body + r.pos - stack_src);
-                continue;
-            }
-            if (!jread_value(&r, &v))
-                break;
-            if (strcmp(k, "fingerprint") == 0 && v.type == JT_STRING)
-                fp = v.s;
-            else if (strcmp(k, "page") == 0 && v.type == JT_STRING)
-                page = v.s;
-            else if (strcmp(k, "kind") == 0 && v.type == JT_STRING)
-                kind = v.s;
-            else if (strcmp(k, "duration_ms") == 0)
-                jvalue_double(&v, &ms);
-        }
-    }
-    if (isnan(ms) || ms < 0) {
-        free(text); /* not a jank record pacer wrote: left out */
-        return;
-    }
+    if (dash_jank_read(text, row->body_len, j) < 0)
+        goto done; /* not a jank record pacer wrote: left out */
+    double ms = j->duration_ms;
     a->records++;
-    jgroup *g = group_of(a, fp ? fp : "");
+    jgroup *g = group_of(a, j->fingerprint ? j->fingerprint : "");
     if (g) {
         g->count++;
-        g->hangs += kind && strcmp(kind, "hang") == 0;
+        g->hangs += j->kind && strcmp(j->kind, "hang") == 0;
         if (sketch_add(&g->durations, ms) == -ENOMEM)
             a->oom = true;
         if (!g->first_ts || row->ts < g->first_ts)
             g->first_ts = row->ts;
         if (row->ts > g->last_ts)
             g->last_ts = row->ts;
-        if (stack_src && (ms > g->longest || !g->stack)) {
-            char *s = copy_text(stack_src, stack_len);
-            if (s) {
+        if (j->n_frames && (ms > g->longest || !g->stack)) {
+            jbuf s;
+            jbuf_init(&s);
+            dash_stack_json(&s, j->frames, j->n_frames);
+            char *text_stack = jbuf_steal(&s, NULL);
+            if (text_stack) {
                 free(g->stack);
-                g->stack = s;
+                g->stack = text_stack;
+            } else {
+                a->oom = true;
             }
         }
         if (ms > g->longest)
             g->longest = ms;
-        tally_add(&g->pages, &g->n_pages, page ? page : "", &a->oom);
+        tally_add(&g->pages, &g->n_pages, j->page ? j->page : "", &a->oom);
         tally_add(&g->versions, &g->n_versions, row->version ? row->version : "", &a->oom);
     }
-    if (n_frames)
-        flame_add(a, frames, n_frames, ms);
+    if (j->n_frames)
+        flame_add(a, j->frames, j->n_frames, ms);
+done:
+    free(j);
     free(text);
 }
 
@@ -948,7 +714,7 @@ static void flame_json(jbuf *b, const fnode *n, const char *name, int depth)
     size_t k = 0;
     for (const fnode *c = n->child; c; c = c->next)
         k++;
-    if (k && depth < MAX_FRAMES) {
+    if (k && depth < DASH_MAX_FRAMES) {
         const fnode **kids = malloc(k * sizeof *kids);
         if (kids) {
             k = 0;
@@ -1025,7 +791,8 @@ static void jank(pacerd *d, const http_request *rq, http_response *rs)
         tallies_json(&b, "versions", "version", g->versions, g->n_versions);
         if (g->stack) {
             jbuf_key(&b, "stack");
-            jbuf_raw(&b, g->stack, strlen(g->stack));
+            jbuf_raw(&b, g->stack, strlen(g->stack)); /* dash_stack_json's */
+            b.need_comma = true;
         }
         jbuf_close(&b, '}');
     }

@@ -12,6 +12,7 @@
  * compared. The table evicts the entry that would be full soonest.
  */
 #include "session.h"
+#include "dash_parse.h"
 #include "params.h"
 #include "web.h"
 
@@ -117,30 +118,6 @@ static session *find(sessions *s, const char *id, uint64_t epoch)
     return found;
 }
 
-/* The value of cookie `name` in a Cookie header, copied into out (at most
- * out_size - 1 bytes; longer: not found). */
-static bool cookie_value(const char *header, const char *name, char *out, size_t out_size)
-{
-    size_t nl = strlen(name);
-    for (const char *p = header; p && *p;) {
-        while (*p == ' ' || *p == ';')
-            p++;
-        const char *end = p + strcspn(p, ";");
-        if ((size_t)(end - p) > nl && strncmp(p, name, nl) == 0 && p[nl] == '=') {
-            size_t n = (size_t)(end - p) - nl - 1;
-            while (n && p[nl + 1 + n - 1] == ' ')
-                n--;
-            if (n >= out_size)
-                return false;
-            memcpy(out, p + nl + 1, n);
-            out[n] = 0;
-            return true;
-        }
-        p = end;
-    }
-    return false;
-}
-
 /* Whether the browser says this request comes from the dashboard's own
  * origin (or says nothing: not a browser, or a same-origin GET). */
 static bool same_origin(const http_request *rq, const char **ret_why)
@@ -180,7 +157,7 @@ int session_identify(sessions *s, auth *a, const http_request *rq, auth_id *ret,
         return 0; /* an explicit credential: the cookie plays no part */
     char id[ID_HEX + 2];
     const char *cookies = http_header(rq, "Cookie");
-    if (!cookies || !cookie_value(cookies, SESSION_COOKIE, id, sizeof id))
+    if (!cookies || !dash_cookie(cookies, SESSION_COOKIE, id, sizeof id))
         return 0;
     uint64_t epoch = auth_admin_epoch(a);
     bool get = strcmp(rq->method, "GET") == 0 || strcmp(rq->method, "HEAD") == 0;
@@ -336,7 +313,7 @@ void session_handle(sessions *s, auth *a, bool tls, const http_request *rq, http
     } else {
         char id[ID_HEX + 2];
         const char *cookies = http_header(rq, "Cookie");
-        bool has = cookies && cookie_value(cookies, SESSION_COOKIE, id, sizeof id);
+        bool has = cookies && dash_cookie(cookies, SESSION_COOKIE, id, sizeof id);
         jbuf b;
         jbuf_init(&b);
         jbuf_open(&b, '{');

@@ -21,6 +21,42 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Per (method, pattern) of the range: counts, bytes, and each class (the
+ * pacer.classes attribute, in extra, joined as "a,b"). ?1 app, ?2 from,
+ * ?3 to, ?4 version, ?5 scan_max, ?6 mark. */
+#define REQUEST_STATS_SQL \
+    "SELECT method, pattern, count(*), sum(failed), sum(bytes_received), count(bytes_received), sum(bytes_sent)," \
+    " sum(instr(c, 'error') > 0), sum(instr(c, 'large_image') > 0), sum(instr(c, 'slow') > 0)" \
+    " FROM (SELECT method, pattern, failed, bytes_received, bytes_sent," \
+    "  (SELECT group_concat(json_extract(v.value, '$.stringValue')) FROM json_each(CASE WHEN json_valid(extra)" \
+    "   THEN extra END) AS a, json_each(a.value, '$.value.arrayValue.values') AS v" \
+    "   WHERE json_extract(a.value, '$.key') = 'pacer.classes') AS c" \
+    "  FROM requests WHERE rowid IN (" \
+    "   SELECT rid FROM (SELECT rid, version FROM requests_keys WHERE app = ?1 AND ts >= ?2 AND ts < ?3" \
+    "    ORDER BY ts DESC LIMIT ?5) WHERE ?4 IS NULL OR version = ?4" \
+    "   UNION ALL SELECT rowid FROM requests WHERE rowid > ?6 AND app = ?1 AND ts >= ?2 AND ts < ?3" \
+    "    AND (?4 IS NULL OR version = ?4)) LIMIT -1)" /* a LIMIT: c is computed once per row, not per use */ \
+    " GROUP BY method, pattern ORDER BY method, pattern"
+
+/* The newest scan_max log records of the range, those of a type. ?1 app,
+ * ?2 from, ?3 to, ?4 type, ?5 version, ?6 scan_max. */
+#define LOGS_SQL \
+    "SELECT ts, version, session, body FROM (SELECT ts, version, session, body, type" \
+    " FROM logs WHERE app = ?1 AND ts >= ?2 AND ts < ?3 ORDER BY ts DESC LIMIT ?6)" \
+    " WHERE type = ?4 AND (?5 IS NULL OR version = ?5)"
+
+/* One metric's newest scan_max points of the range, summed per value of a
+ * string attribute. ?1 app, ?2 name, ?3 from, ?4 to, ?5 version, ?6 the
+ * attribute's key, ?7 scan_max. */
+#define SUMS_SQL \
+    "SELECT g, sum(COALESCE(int_value, CAST(value AS REAL))), count(*) FROM (" \
+    " SELECT int_value, value," \
+    "  (SELECT json_extract(a.value, '$.value.stringValue') FROM json_each(CASE WHEN json_valid(attributes)" \
+    "   THEN attributes END) AS a WHERE json_extract(a.value, '$.key') = ?6) AS g" \
+    " FROM metric_points WHERE app = ?1 AND name = ?2 AND ts >= ?3 AND ts < ?4 AND (?5 IS NULL OR version = ?5)" \
+    " ORDER BY ts DESC LIMIT ?7)" \
+    " GROUP BY g ORDER BY g"
+
 static int mark_of(sqlite3 *db, enum store_kind kind, int64_t *ret)
 {
     sqlite3_stmt *s;
@@ -86,6 +122,30 @@ static bool rows_beyond(sqlite3 *db, const char *table, const char *app, int64_t
 
 /* ---- single records ---- */
 
+/* The rows of a kind's table: the keys of the range (newest scan_max),
+ * those of the group and version, the largest `limit` by the metric (or
+ * the newest), plus the rows after the mark; then sorted again. ?1 app,
+ * ?2 from, ?3 to, ?4 name, ?5 version, ?6 scan_max, ?7 mark, ?8 limit.
+ * sqlite3_free it. */
+static char *rows_sql(enum store_table table, int order_metric)
+{
+    const store_table_desc *t = store_table(table);
+    const store_kind_desc *kd = store_kind(t->kind);
+    const char *mcol = metric_column(t->kind, order_metric);
+    char korder[16] = "ts";
+    if (mcol)
+        snprintf(korder, sizeof korder, "m%d", order_metric);
+    return sqlite3_mprintf(
+    "SELECT %s FROM %s WHERE rowid IN ("
+    " SELECT rid FROM (SELECT rid, %s AS o FROM (SELECT rid, name, version, ts, %s FROM %s_keys"
+    "   WHERE app = ?1 AND ts >= ?2 AND ts < ?3 ORDER BY ts DESC LIMIT ?6)"
+    "  WHERE (?4 IS NULL OR name = ?4) AND (?5 IS NULL OR version = ?5) ORDER BY o DESC LIMIT ?8)"
+    " UNION ALL SELECT rowid FROM %s WHERE rowid > ?7 AND app = ?1 AND ts >= ?2 AND ts < ?3"
+    "  AND (?4 IS NULL OR %s = ?4) AND (?5 IS NULL OR version = ?5))"
+    " ORDER BY %s DESC, ts DESC LIMIT ?8",
+        t->columns, t->name, korder, korder, t->name, t->name, kd->name_sql, mcol ? mcol : "ts");
+}
+
 typedef struct rows_job {
     const store_rows_query *q;
     void (*cb)(void *ctx, const store_row *row);
@@ -100,24 +160,11 @@ static int read_rows(void *ctx, sqlite3 *db)
     const store_table_desc *t = store_table(q->table);
     if (t->kind == KIND_NONE)
         return -EINVAL;
-    const store_kind_desc *kd = store_kind(t->kind);
     int64_t mark;
     int r = mark_of(db, t->kind, &mark);
     if (r < 0)
         return r;
-    const char *mcol = metric_column(t->kind, q->order_metric);
-    char korder[16] = "ts";
-    if (mcol)
-        snprintf(korder, sizeof korder, "m%d", q->order_metric);
-    char *sql = sqlite3_mprintf(
-        "SELECT %s FROM %s WHERE rowid IN ("
-        " SELECT rid FROM (SELECT rid, %s AS o FROM (SELECT rid, name, version, ts, %s FROM %s_keys"
-        "   WHERE app = ?1 AND ts >= ?2 AND ts < ?3 ORDER BY ts DESC LIMIT ?6)"
-        "  WHERE (?4 IS NULL OR name = ?4) AND (?5 IS NULL OR version = ?5) ORDER BY o DESC LIMIT ?8)"
-        " UNION ALL SELECT rowid FROM %s WHERE rowid > ?7 AND app = ?1 AND ts >= ?2 AND ts < ?3"
-        "  AND (?4 IS NULL OR %s = ?4) AND (?5 IS NULL OR version = ?5))"
-        " ORDER BY %s DESC, ts DESC LIMIT ?8",
-        t->columns, t->name, korder, korder, t->name, t->name, kd->name_sql, mcol ? mcol : "ts");
+    char *sql = rows_sql(q->table, q->order_metric);
     if (!sql)
         return -ENOMEM;
     sqlite3_stmt *s;
@@ -175,20 +222,7 @@ static int read_request_stats(void *ctx, sqlite3 *db)
     int r = mark_of(db, KIND_REQUEST, &mark);
     if (r < 0)
         return r;
-    /* classes: the pacer.classes attribute (in extra), as "a,b" */
-    static const char sql[] =
-        "SELECT method, pattern, count(*), sum(failed), sum(bytes_received), count(bytes_received), sum(bytes_sent),"
-        " sum(instr(c, 'error') > 0), sum(instr(c, 'large_image') > 0), sum(instr(c, 'slow') > 0)"
-        " FROM (SELECT method, pattern, failed, bytes_received, bytes_sent,"
-        "  (SELECT group_concat(json_extract(v.value, '$.stringValue')) FROM json_each(CASE WHEN json_valid(extra)"
-        "   THEN extra END) AS a, json_each(a.value, '$.value.arrayValue.values') AS v"
-        "   WHERE json_extract(a.value, '$.key') = 'pacer.classes') AS c"
-        "  FROM requests WHERE rowid IN ("
-        "   SELECT rid FROM (SELECT rid, version FROM requests_keys WHERE app = ?1 AND ts >= ?2 AND ts < ?3"
-        "    ORDER BY ts DESC LIMIT ?5) WHERE ?4 IS NULL OR version = ?4"
-        "   UNION ALL SELECT rowid FROM requests WHERE rowid > ?6 AND app = ?1 AND ts >= ?2 AND ts < ?3"
-        "    AND (?4 IS NULL OR version = ?4)))"
-        " GROUP BY method, pattern ORDER BY method, pattern";
+    const char *sql = REQUEST_STATS_SQL;
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
         return -EIO;
@@ -245,10 +279,7 @@ typedef struct logs_job {
 static int read_logs(void *ctx, sqlite3 *db)
 {
     logs_job *j = ctx;
-    static const char sql[] =
-        "SELECT ts, version, session, body FROM (SELECT ts, version, session, body, type"
-        " FROM logs WHERE app = ?1 AND ts >= ?2 AND ts < ?3 ORDER BY ts DESC LIMIT ?6)"
-        " WHERE type = ?4 AND (?5 IS NULL OR version = ?5)";
+    const char *sql = LOGS_SQL;
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
         return -EIO;
@@ -302,14 +333,7 @@ typedef struct sums_job {
 static int read_sums(void *ctx, sqlite3 *db)
 {
     sums_job *j = ctx;
-    static const char sql[] =
-        "SELECT g, sum(COALESCE(int_value, CAST(value AS REAL))), count(*) FROM ("
-        " SELECT int_value, value,"
-        "  (SELECT json_extract(a.value, '$.value.stringValue') FROM json_each(CASE WHEN json_valid(attributes)"
-        "   THEN attributes END) AS a WHERE json_extract(a.value, '$.key') = ?6) AS g"
-        " FROM metric_points WHERE app = ?1 AND name = ?2 AND ts >= ?3 AND ts < ?4 AND (?5 IS NULL OR version = ?5)"
-        " ORDER BY ts DESC LIMIT ?7)"
-        " GROUP BY g ORDER BY g";
+    const char *sql = SUMS_SQL;
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
         return -EIO;
@@ -359,4 +383,57 @@ int store_metric_sums(store *st, const char *app, const char *version, const cha
     int r = store_read(st, read_sums, &j);
     *ret_truncated = j.truncated;
     return r;
+}
+
+/* ---- query plans, for tests ---- */
+
+typedef struct explain_job {
+    void (*cb)(void *ctx, const char *name, const char *sql, const char *plan);
+    void *ctx;
+} explain_job;
+
+static int explain_one(sqlite3 *db, const char *name, const char *sql, const explain_job *j)
+{
+    char *text = sqlite3_mprintf("EXPLAIN QUERY PLAN %s", sql);
+    sqlite3_stmt *s;
+    int pr = text ? sqlite3_prepare_v2(db, text, -1, &s, NULL) : SQLITE_NOMEM;
+    sqlite3_free(text);
+    if (pr != SQLITE_OK)
+        return -EIO;
+    char plan[4096] = "";
+    size_t o = 0;
+    while (sqlite3_step(s) == SQLITE_ROW && o < sizeof plan)
+        o += (size_t)snprintf(plan + o, sizeof plan - o, "%s%s", o ? "; " : "", (const char *)sqlite3_column_text(s, 3));
+    sqlite3_finalize(s);
+    j->cb(j->ctx, name, sql, plan);
+    return 0;
+}
+
+static int explain_all(void *ctx, sqlite3 *db)
+{
+    const explain_job *j = ctx;
+    static const enum store_table tables[] = {TABLE_PAGE_LOADS, TABLE_STARTUPS, TABLE_REQUESTS};
+    int r = 0;
+    for (size_t t = 0; t < sizeof tables / sizeof tables[0] && r == 0; t++)
+        for (int m = -1; m < 1 && r == 0; m++) {
+            char name[64];
+            snprintf(name, sizeof name, "rows of %s, %s", store_table(tables[t])->name, m < 0 ? "newest" : "by a metric");
+            char *sql = rows_sql(tables[t], m);
+            r = sql ? explain_one(db, name, sql, j) : -ENOMEM;
+            sqlite3_free(sql);
+        }
+    if (r == 0)
+        r = explain_one(db, "request stats", REQUEST_STATS_SQL, j);
+    if (r == 0)
+        r = explain_one(db, "logs of a type", LOGS_SQL, j);
+    if (r == 0)
+        r = explain_one(db, "metric sums", SUMS_SQL, j);
+    return r;
+}
+
+int store_dash_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan),
+                       void *ctx)
+{
+    explain_job j = {cb, ctx};
+    return store_read(st, explain_all, &j);
 }

@@ -55,4 +55,8 @@ int store_metric_sums(store *st, const char *app, const char *version, const cha
                       void (*cb)(void *ctx, const char *name, const char *group, double sum, uint64_t points),
                       void *ctx, bool *ret_truncated);
 
+/* The query plan of each of these reads (as store_explain): for tests. */
+int store_dash_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan),
+                       void *ctx);
+
 #endif
