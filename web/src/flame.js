@@ -6,6 +6,7 @@ import flamegraph from 'd3-flame-graph';
 import { select } from 'd3-selection';
 import '../node_modules/d3-flame-graph/dist/d3-flamegraph.css'; // not in the package's exports
 import { fmtNumber } from './format.js';
+import { h } from './dom.js';
 
 export function flame(el, data, { unit, countLabel }) {
   const total = data.value || 1;
@@ -26,4 +27,13 @@ export function flame(el, data, { unit, countLabel }) {
     });
   select(el).datum(data).call(chart);
   return chart;
+}
+
+// The colours' legend, and what a frame's width says.
+export function flameLegend(unit, inApp) {
+  return h('div', { class: 'wf-legend' },
+    inApp ? [h('span', {}, h('span', { class: 'swatch', style: { background: '#fb923c' } }), 'in-app frame'),
+      h('span', {}, h('span', { class: 'swatch', style: { background: '#93c5fd' } }), 'other modules')]
+      : h('span', {}, h('span', { class: 'swatch', style: { background: '#93c5fd' } }), 'function'),
+    h('span', {}, 'width: ' + unit + ' (hover a frame for the exact value)'));
 }

@@ -4,7 +4,7 @@
 
 import { h, card, table, message } from '../dom.js';
 import { num, fmtTimeNs } from '../format.js';
-import { flame } from '../flame.js';
+import { flame, flameLegend } from '../flame.js';
 import { query } from './common.js';
 
 export async function render(root, ctx) {
@@ -41,7 +41,8 @@ export async function render(root, ctx) {
       f.in_app ? h('span', { class: 'chip in-app' }, 'in app') : null))) : message('info', 'No stack was captured for this group.')));
 
   const box = h('div', { class: 'flame', id: 'jank-flame' });
-  root.appendChild(card('All stuck stacks', 'Every captured stack of the range merged into one call tree (outermost frame at the bottom); width: time stuck. Click a frame to zoom.', box));
+  root.appendChild(card('All stuck stacks', 'Every captured stack of the range merged into one call tree (outermost frame at the bottom); width: time stuck. Click a frame to zoom.',
+    flameLegend('ms stuck', true), box));
   if (j.data.flame_truncated) box.parentNode.appendChild(message('info', 'The call tree holds its first 20 000 frames.'));
   flame(box, j.data.flame, { unit: 'ms', countLabel: 'stalls' });
 }

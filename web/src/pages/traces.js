@@ -5,7 +5,7 @@
 
 import { h, card, message, clear } from '../dom.js';
 import { fmtNumber } from '../format.js';
-import { flame } from '../flame.js';
+import { flame, flameLegend } from '../flame.js';
 import { parseTrace } from '../trace_parse.js';
 
 const PERFETTO = 'https://ui.perfetto.dev';
@@ -61,7 +61,8 @@ export async function render(root) {
     out.append(
       h('p', { id: 'trace-summary' }, file.name + ': ' + parsed.events + (parsed.unit === 'ms' ? ' calls, ' : ' stacks, ') +
         fmtNumber(parsed.tree.value, 3) + ' ' + parsed.unit + ' in all. ', perfetto),
-      card('Flame graph', 'Width: time in the call (self and callees); the same call path merged across calls. Click a frame to zoom.', box),
+      card('Flame graph', 'Width: time in the call (self and callees); the same call path merged across calls. Click a frame to zoom.',
+        flameLegend(parsed.unit === 'ms' ? 'ms in the call' : 'samples', false), box),
       card('Call tree', 'Total, self time and calls per call path.', callTree(parsed.tree, parsed.unit)));
     flame(box, parsed.tree, { unit: parsed.unit, countLabel: 'calls' });
   });
