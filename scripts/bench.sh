@@ -15,6 +15,7 @@ ninja -C "$dir" >/dev/null
 benchmarks=(
   "core model: cost of one event|$dir/bench/bench-model"
   "pacerd: ingest spans/s and query latency over 1,000,000 page loads|bench/server/run.sh $dir"
+  "dashboard: page load time in chromium over a store of 1,000,000 page loads|bench/web/run.py $dir"
   "pacerd: /healthz under 1000 slow connections, latency under open-loop overload|bench/server/hostile.py $dir"
   "trace: ns per traced call, pacer vs floor vs uftrace|bench/trace/run.sh $dir"
   "agent: time to first paint seen by the X server, demo and gtk4-widget-factory, with vs without pacer run|bench/agent/ttff.py $dir"

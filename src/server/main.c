@@ -32,7 +32,7 @@
 #define FDS_BESIDE_CONNECTIONS 64 /* database, WAL, readers, epoll, logs */
 
 typedef struct options {
-    const char *listen, *db, *admin_file, *keys_file, *tls_cert, *tls_key;
+    const char *listen, *db, *admin_file, *keys_file, *tls_cert, *tls_key, *web_root;
     char addr[64];
     uint16_t port;
     size_t max_body;
@@ -52,6 +52,7 @@ static void usage(FILE *f)
           "                            (SIGHUP reads both files again)\n"
           "  --tls-cert FILE           serve HTTPS with this certificate (PEM; with --tls-key)\n"
           "  --tls-key FILE            the certificate's private key (PEM)\n"
+          "  --web-root DIR            the dashboard's files, served on / (default " PACER_WEB_DIR ")\n"
           "\n"
           "limits (every client may be hostile):\n"
           "  --max-body BYTES          largest ingest body, also once a gzip body is inflated\n"
@@ -145,6 +146,7 @@ static int parse_args(int argc, char **argv, options *o)
         {"drain-timeout", required_argument, NULL, 'D'},
         {"sync", required_argument, NULL, 's'},
         {"rollup-lag", required_argument, NULL, 'r'},
+        {"web-root", required_argument, NULL, 'W'},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
@@ -211,6 +213,7 @@ static int parse_args(int argc, char **argv, options *o)
         case 'k': o->keys_file = optarg; break;
         case 'C': o->tls_cert = optarg; break;
         case 'K': o->tls_key = optarg; break;
+        case 'W': o->web_root = optarg; break;
         case 's':
             if (strcmp(optarg, "full") != 0 && strcmp(optarg, "normal") != 0) {
                 fprintf(stderr, "pacerd: --sync %s: expected normal or full\n", optarg);
@@ -343,6 +346,16 @@ int main(int argc, char **argv)
         wipe_free(key);
         return 1;
     }
+    /* the dashboard: without its files pacerd serves everything else */
+    d.web_root = o.web_root ? o.web_root : PACER_WEB_DIR;
+    d.web = web_load(d.web_root, err, sizeof err);
+    if (!d.web)
+        fprintf(stderr, "pacerd: no dashboard: %s (--web-root DIR; / answers 404)\n", err);
+    d.sessions = sessions_new();
+    if (!d.sessions) {
+        fprintf(stderr, "pacerd: out of memory\n");
+        return 1;
+    }
     o.store.log = log_line;
     d.store = store_open(o.db, &o.store, err, sizeof err);
     if (!d.store) {
@@ -365,6 +378,7 @@ int main(int argc, char **argv)
         auth_free(d.auth);
         return 1;
     }
+    d.tls = http_tls(d.http);
     bool v6 = strchr(o.addr, ':') != NULL;
     printf("pacerd: listening on %s://%s%s%s:%u\n", http_tls(d.http) ? "https" : "http", v6 ? "[" : "", o.addr,
            v6 ? "]" : "", http_port(d.http));
@@ -392,6 +406,8 @@ int main(int argc, char **argv)
     http_stop(d.http);
     store_close(d.store);
     auth_free(d.auth);
+    sessions_free(d.sessions);
+    web_free(d.web);
     metrics_destroy(&d.metrics);
     return 0;
 }

@@ -8,6 +8,12 @@
  *   /v1/config/{app}               GET HEAD             app key of {app}, admin a worker
  *                                  PUT                  admin                   a worker
  *   /api/v1/...                    GET HEAD             admin                   a worker
+ *   /, /assets/...                 GET HEAD             none                    the I/O thread
+ *   /auth/session                  GET HEAD             none                    the I/O thread
+ *   /auth/login, /auth/logout      POST                 none (CSRF rules)       the I/O thread
+ * The admin token is also a dashboard session (session.h): a request
+ * with its cookie is the admin's, and one that changes something must
+ * carry the session's CSRF token too (else 403).
  * OPTIONS on any of them (and OPTIONS *) answers 204 with Allow, without a
  * credential; another method 405 with Allow. Everything is decided on the
  * headers (pacerd_preflight), so a refused request's body is never read:
@@ -63,6 +69,13 @@ static route_def find_route(const char *path)
         return (route_def){ROUTE_QUERY, "GET, HEAD, OPTIONS"};
     if (strcmp(path, "*") == 0)
         return (route_def){ROUTE_OPTIONS_ANY, "GET, HEAD, POST, PUT, OPTIONS"};
+    /* the dashboard: its files (web.c), its login and session (session.c) */
+    if (web_path(path))
+        return (route_def){ROUTE_WEB, "GET, HEAD, OPTIONS"};
+    if (strcmp(path, "/auth/session") == 0)
+        return (route_def){ROUTE_AUTH, "GET, HEAD, OPTIONS"};
+    if (session_path(path))
+        return (route_def){ROUTE_AUTH, "POST, OPTIONS"};
     return (route_def){ROUTE_UNKNOWN, NULL};
 }
 
@@ -123,7 +136,11 @@ http_plan pacerd_preflight(void *ctx, http_request *rq, http_response *rs, size_
     bool get = strcmp(rq->method, "GET") == 0 || strcmp(rq->method, "HEAD") == 0;
 
     const char *token = auth_bearer(http_header(rq, "Authorization"));
-    auth_identify(d->auth, token, &st->id);
+    bool cookie = false;
+    const char *csrf_why = NULL;
+    if (session_identify(d->sessions, d->auth, rq, &st->id, &cookie, &csrf_why) < 0 &&
+        strcmp(rq->path, "/auth/login") != 0)
+        return refuse_credential(d, rs, true, "%s", csrf_why);
     enum auth_who who = st->id.who;
     http_plan plan = HTTP_QUEUED;
     switch (def.route) {
@@ -176,6 +193,14 @@ http_plan pacerd_preflight(void *ctx, http_request *rq, http_response *rs, size_
             return refuse_credential(d, rs, who == AUTH_KEY, "%s",
                                      "queries take the admin token: Authorization: Bearer TOKEN");
         return HTTP_QUEUED; /* query.c checks its parameters */
+    case ROUTE_WEB:
+        plan = HTTP_INLINE; /* from memory */
+        break;
+    case ROUTE_AUTH:
+        plan = HTTP_INLINE;
+        if (strcmp(rq->path, "/auth/login") == 0)
+            *ret_max_body = 8192;
+        break;
     default:
         break;
     }
@@ -259,11 +284,13 @@ void pacerd_handle(void *ctx, const http_request *rq, http_response *rs)
     case ROUTE_QUERY:
         if (strcmp(rq->path, "/api/v1/samples") == 0)
             samples_handle(d, rq, rs);
-        else if (!read_api_handle(d, rq, rs))
+        else if (!read_api_handle(d, rq, rs) && !dash_handle(d, rq, rs))
             query_handle(d, rq, rs);
         if (rs->status == 503)
             metrics_reject(&d->metrics, MREJ_STORE_FAILED);
         return;
+    case ROUTE_WEB: web_serve(d->web, d->web_root, rq, rs); return;
+    case ROUTE_AUTH: session_handle(d->sessions, d->auth, d->tls, rq, rs); return;
     default: http_error(rs, 500, "internal error: no handler for this route"); return;
     }
 }
