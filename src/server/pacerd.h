@@ -4,10 +4,15 @@
 #ifndef PACER_SERVER_PACERD_H
 #define PACER_SERVER_PACERD_H
 
+#include "analysis.h"
+#include "analysis_config.h"
 #include "auth.h"
+#include "clean.h"
+#include "deliver.h"
 #include "http.h"
 #include "metrics.h"
 #include "store.h"
+#include "store_issues.h"
 
 typedef struct pacerd {
     store *store;
@@ -16,6 +21,12 @@ typedef struct pacerd {
     http_server *http; /* for /metrics */
     size_t max_body;         /* ingest bodies (--max-body: also the limit of a gzip body once inflated) */
     size_t max_config_bytes; /* PUT /v1/config */
+    /* the application layer */
+    const ana_config *acfg;
+    clean_limits clean;   /* ingest's cleaning, from acfg */
+    issues_store *issues; /* its hooks on the store, the cleaning counts */
+    analysis *analysis;
+    deliver *deliver;
 } pacerd;
 
 /* The routes (router.c): http_app callbacks; ctx is the pacerd.
@@ -38,6 +49,11 @@ bool read_api_handle(pacerd *d, const http_request *rq, http_response *rs);
  * google.rpc.Status in protobuf, as OTLP/HTTP asks (ingest.c). */
 void ingest_error_encoding(const http_request *rq, http_response *rs);
 void samples_handle(pacerd *d, const http_request *rq, http_response *rs);
+/* /api/v1/issues, /api/v1/issues/{id} (GET, PATCH), /api/v1/cleaning
+ * (issues_api.c). True when the path is one of them (and the answer is set). */
+bool issues_api_handle(pacerd *d, const http_request *rq, http_response *rs);
+/* The application layer's series of /metrics into b (issues_metrics in router.c). */
+void issues_metrics_render(pacerd *d, jbuf *b);
 void config_get(pacerd *d, const char *app, const http_request *rq, http_response *rs);
 void config_put(pacerd *d, const char *app, const http_request *rq, http_response *rs);
 
