@@ -19,10 +19,11 @@
  *   duplicate          a record already stored (the same record id: a
  *                      span's trace and span id; a log record's or data
  *                      point's app, session, time, type or name and
- *                      content), e.g. a batch sent again by an SDK that
- *                      does not send X-Pacer-Batch-Id: stored once,
- *                      counted here (store_issues.c decides, in the
- *                      writer)
+ *                      content) sent again without X-Pacer-Batch-Id — a
+ *                      batch resent by an SDK that sends no batch ids:
+ *                      stored once, counted here (store_issues.c decides,
+ *                      in the writer); a batch with an id is stored once
+ *                      by its id
  *   startup_outlier    a start-up the SDK flagged as an outlier (Matrix's
  *                      rule): stored and counted, its times left out of
  *                      the percentiles

@@ -1117,6 +1117,8 @@ void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_resp
     }
     size_t rejected = b.rejected + m.rejected;
     bool duplicate = false;
+    for (size_t i = 0; !batch_id && i < n; i++)
+        recs[i].unbatched = true; /* copies of stored records are recognised by their ids */
     r = store_submit(d->store, app, batch_id, rq->path, recs, n, rejected, &duplicate);
     if (r == -EAGAIN) {
         rs->retry_after = 1;

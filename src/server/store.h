@@ -191,6 +191,7 @@ typedef struct store_record {
     double metrics[STORE_MAX_METRICS]; /* NAN: absent */
     /* the application layer's (clean.h, store_issues.c): */
     uint8_t clean;       /* why cleaning keeps it out (enum clean_reason), or 0 */
+    bool unbatched;      /* sent without a batch id: a copy of a stored record is recognised by its id */
     bool skipped;        /* set by the writer: the hooks kept it out (cleaned, or a duplicate) */
 } store_record;
 

@@ -313,7 +313,9 @@ static bool hook_record(void *ctx, const store_record *rec)
         tally_add(is, app, (enum clean_reason)rec->clean, ts);
         return false;
     }
-    uint64_t id = is->ids.cap ? record_id(rec->table, rec->cols) : 0;
+    /* a batch with an id is stored once by its id (store.h); records that
+     * come without one, by their own */
+    uint64_t id = is->ids.cap && rec->unbatched ? record_id(rec->table, rec->cols) : 0;
     if (id && idset_has(&is->ids, id)) {
         tally_add(is, app, CLEAN_DUPLICATE, ts);
         return false;

@@ -28,11 +28,13 @@
  * Hooks: the writer calls issues_store_hooks()'s functions for every
  * record of a new batch. A cleaned record (store_record.clean) and a copy
  * of one already stored are kept out and counted by reason; start-up
- * outliers are counted. The copies are recognised among the newest
- * dedupe-records records, whose ids the hook keeps in memory (filled at
- * start from the newest rows of each table); counts reach clean_counts in
- * the same transaction as the batch, so a batch sent again (its batch id
- * known) or a failed transaction counts nothing.
+ * outliers are counted. A batch sent with an id is stored once by that id
+ * (store.h); copies are looked for among the records that came without
+ * one (an SDK that sends no batch id, resending a batch), against the
+ * newest dedupe-records records that came so, whose ids the hook keeps in
+ * memory (filled at start from the newest rows of each table). Counts
+ * reach clean_counts in the same transaction as the batch, so a batch sent
+ * again (its batch id known) or a failed transaction counts nothing.
  *
  * A record's id: a span's app, trace id and span id; a pacer log record's
  * (jank, leak) app, session, time, type and body; a pacer data point's
