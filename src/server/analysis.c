@@ -903,8 +903,8 @@ static int find_pairs(void *ctx, sqlite3 *db)
         int64_t a, b;
         if ((r = iss_pair_get(db, p->app, p->base, p->cur, &a, &b)) < 0)
             break;
-        bool first = !a && !b, grown = 2 * p->n_base >= 3 * a || 2 * p->n_cur >= 3 * b;
-        if (first || (grown && !(p->n_base == a && p->n_cur == b)))
+        bool untested = !a && !b, grown = 2 * p->n_base >= 3 * a || 2 * p->n_cur >= 3 * b;
+        if (untested || (grown && !(p->n_base == a && p->n_cur == b)))
             add_pair(pf->out, p->app, p->base, p->cur, p->n_base, p->n_cur);
     }
     free(all.p);
@@ -954,7 +954,9 @@ static int kind_deltas(cycle *cy, const pair *p, const char *kind, regress_case 
     return r;
 }
 
-static int test_pair(analysis *a, cycle *cy, const pair *p)
+/* Tests a pair. When no case had enough values on both sides, the pair's
+ * record counts are set to 0: it is tested again as soon as either grows. */
+static int test_pair(analysis *a, cycle *cy, pair *p)
 {
     const ana_thresholds *t = ana_config_app(a->cfg, p->app);
     sample_set bp = {0}, bs = {0}, cp = {0}, cs = {0};
@@ -974,6 +976,11 @@ static int test_pair(analysis *a, cycle *cy, const pair *p)
         regress_limits lim = {(size_t)t->regression_min_samples, t->regression_min_percent, t->regression_min_ms,
                               t->regression_alpha};
         r = regress_run(cases, n_pages + n_starts, &lim);
+        bool compared = false;
+        for (size_t k = 0; k < n_pages + n_starts; k++)
+            compared |= cases[k].compared;
+        if (!compared)
+            p->n_base = p->n_cur = 0; /* nothing to compare yet: look again at the next growth */
         if (r == 0)
             r = kind_deltas(cy, p, "page_regression", cases, n_pages, &cp, t);
         if (r == 0)
