@@ -110,10 +110,11 @@ typedef struct delta {
 } delta;
 
 typedef struct vdelta {
-    struct vdelta *next;
+    struct vdelta *next, *in_order; /* its bucket; the cycle's versions in the order they came */
     uint64_t h;
     char *app, *version;
     int64_t records, first_ns, last_ns;
+    size_t came;  /* its place in the order the cycle's versions came */
     bool pages; /* page loads or start-ups: regressions to test */
     char **sessions;
     size_t n_sessions, cap_sessions;
@@ -123,6 +124,8 @@ typedef struct cycle {
     const ana_config *cfg;
     delta *deltas[BUCKETS];
     vdelta *versions[BUCKETS];
+    vdelta *first_version, **last_version; /* in the order they came */
+    size_t n_versions;
     hset seen;
     int64_t marks[N_SOURCES];
     uint64_t rows;
@@ -213,6 +216,11 @@ static vdelta *vdelta_get(cycle *cy, const char *app, const char *version)
     }
     v->next = *slot;
     *slot = v;
+    if (!cy->last_version)
+        cy->last_version = &cy->first_version;
+    *cy->last_version = v;
+    cy->last_version = &v->in_order;
+    v->came = cy->n_versions++;
     return v;
 }
 
@@ -512,19 +520,39 @@ static int judge_all(writing *w, sqlite3 *db)
     return r == -ENOENT ? 0 : r;
 }
 
+/* A version new to the app takes the next place in first-seen order: the
+ * versions of one cycle by their earliest record, then as they came. */
+static int cmp_first_seen(const void *a, const void *b)
+{
+    const vdelta *x = *(vdelta *const *)a, *y = *(vdelta *const *)b;
+    if (x->first_ns != y->first_ns)
+        return x->first_ns < y->first_ns ? -1 : 1;
+    return x->came < y->came ? -1 : x->came > y->came;
+}
+
 static int write_cycle(void *ctx, sqlite3 *db)
 {
     writing *w = ctx;
     cycle *cy = w->cy;
     int r = 0;
-    for (size_t b = 0; b < BUCKETS && r == 0; b++)
-        for (vdelta *v = cy->versions[b]; v && r == 0; v = v->next) {
+    vdelta **order = calloc(cy->n_versions ? cy->n_versions : 1, sizeof *order);
+    if (!order)
+        return -ENOMEM;
+    size_t n = 0;
+    for (vdelta *v = cy->first_version; v; v = v->in_order)
+        order[n++] = v;
+    qsort(order, n, sizeof *order, cmp_first_seen);
+    for (size_t k = 0; k < n && r == 0; k++) {
+        vdelta *v = order[k];
+        {
             r = iss_version_touch(db, v->app, v->version, v->first_ns, NULL, v->records);
             if (r == 0 && v->last_ns != v->first_ns)
                 r = iss_version_touch(db, v->app, v->version, v->last_ns, NULL, 0);
-            for (size_t k = 0; k < v->n_sessions && r == 0; k++)
-                r = iss_version_touch(db, v->app, v->version, v->first_ns, v->sessions[k], 0);
+            for (size_t m = 0; m < v->n_sessions && r == 0; m++)
+                r = iss_version_touch(db, v->app, v->version, v->first_ns, v->sessions[m], 0);
         }
+    }
+    free(order);
     for (size_t b = 0; b < BUCKETS && r == 0; b++)
         for (delta *d = cy->deltas[b]; d && r == 0; d = d->next)
             r = apply_delta(db, d);
