@@ -20,6 +20,9 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +32,7 @@
 #define MAX_OPEN 2000        /* open issues of an app judged again per cycle */
 #define SAMPLES 10000        /* raw values per version and type for a regression test */
 #define SAMPLES_SCAN 1000000
+#define RETEST_NS (60LL * 1000000000LL) /* a pair compared is tested again a minute later at the earliest */
 #define MAX_SESSIONS_PER_DELTA 100000
 
 static const struct {
@@ -502,7 +506,9 @@ static int judge_all(writing *w, sqlite3 *db)
             if ((r = lc_set_app(&lc, d->app)) == 0 && (r = lc_judge(&lc, d->id, NULL)) == -ENOENT)
                 r = 0; /* not followed (the app's limit) */
         }
-    static char open_ids[MAX_OPEN][ISSUE_ID_LEN + 1];
+    char (*open_ids)[ISSUE_ID_LEN + 1] = malloc(MAX_OPEN * sizeof *open_ids);
+    if (!open_ids)
+        r = -ENOMEM;
     for (size_t b = 0; b < BUCKETS && r == 0; b++)
         for (vdelta *v = cy->versions[b]; v && r == 0; v = v->next) {
             if (!hset_add(&judged, hash_strs("\001app", v->app, "")))
@@ -516,6 +522,7 @@ static int judge_all(writing *w, sqlite3 *db)
         }
     w->transitions += lc.transitions;
     lc_free(&lc);
+    free(open_ids);
     free(judged.slots);
     return r == -ENOENT ? 0 : r;
 }
@@ -891,9 +898,11 @@ static void add_pair(pair_list *l, const char *app, const char *base, const char
 
 /* The pairs to test: each version with new page loads or start-ups, with
  * the version before it and the one after it (in the app's order), when
- * either grew by half since the pair's last test (a test on every cycle
- * would look again and again at the same data as it grows, and each look
- * is a chance of a false alarm). */
+ * nothing could be compared yet, or either version doubled its records
+ * since the pair's last test and RETEST_NS passed: a test on every cycle
+ * would look again and again at the same data as it grows (each look a
+ * chance of a false alarm), and a test reads up to SAMPLES raw values of
+ * each version. */
 static int find_pairs(void *ctx, sqlite3 *db)
 {
     pair_find *pf = ctx;
@@ -926,13 +935,14 @@ static int find_pairs(void *ctx, sqlite3 *db)
                 add_pair(&all, v->app, me->version, next->version, me->records, next->records);
             free(vs);
         }
+    int64_t now = wall_ns();
     for (size_t i = 0; i < all.n && r == 0; i++) {
         pair *p = &all.p[i];
-        int64_t a, b;
-        if ((r = iss_pair_get(db, p->app, p->base, p->cur, &a, &b)) < 0)
+        int64_t a, b, tested;
+        if ((r = iss_pair_get(db, p->app, p->base, p->cur, &a, &b, &tested)) < 0)
             break;
-        bool untested = !a && !b, grown = 2 * p->n_base >= 3 * a || 2 * p->n_cur >= 3 * b;
-        if (untested || (grown && !(p->n_base == a && p->n_cur == b)))
+        bool untested = !a && !b, grown = p->n_base >= 2 * a || p->n_cur >= 2 * b;
+        if (untested || (grown && now - tested >= RETEST_NS))
             add_pair(pf->out, p->app, p->base, p->cur, p->n_base, p->n_cur);
     }
     free(all.p);
@@ -948,7 +958,7 @@ static int save_pairs(void *ctx, sqlite3 *db)
     pairs_done *pd = ctx;
     for (size_t i = 0; i < pd->l->n; i++) {
         const pair *p = &pd->l->p[i];
-        if (iss_pair_set(db, p->app, p->base, p->cur, p->n_base, p->n_cur) < 0)
+        if (iss_pair_set(db, p->app, p->base, p->cur, p->n_base, p->n_cur, wall_ns()) < 0)
             return -EIO;
     }
     return 0;
@@ -1066,6 +1076,7 @@ static void run_cycle(analysis *a)
     pthread_mutex_lock(&a->lock);
     a->stats.cycles++;
     a->stats.failures += r < 0;
+    a->stats.failures_in_a_row = r < 0 ? a->stats.failures_in_a_row + 1 : 0;
     a->stats.rows += rows;
     a->stats.behind = behind;
     a->stats.last_cycle_s = (double)(mono_ns() - t0) / 1e9;
@@ -1080,11 +1091,16 @@ static void run_cycle(analysis *a)
 static void *analysis_main(void *arg)
 {
     analysis *a = arg;
+    /* background work: when ingest and the analysis want the same CPU,
+     * ingest gets it (the analysis catches up when there is room) */
+    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
     pthread_mutex_lock(&a->lock);
     while (!a->stopping) {
         pthread_mutex_unlock(&a->lock);
         run_cycle(a);
         pthread_mutex_lock(&a->lock);
+        if (a->stats.behind > 0 && !a->stats.failures_in_a_row)
+            continue; /* rows wait: the next cycle at once */
         int64_t until = mono_ns() + (int64_t)a->cfg->interval_ms * 1000000LL;
         while (!a->stopping && cond_wait_until(&a->wake, &a->lock, until) != ETIMEDOUT)
             ;

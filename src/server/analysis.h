@@ -3,7 +3,7 @@
  * list of issues, each with its evidence, graded, followed across versions
  * and filed to webhooks and an issue tracker (docs/server.md, "Issues").
  *
- * A cycle, every interval-ms:
+ * A cycle, every interval-ms (at once after a cycle that left rows unread):
  *   read   the rows committed after the marks (analysis_source.c), at most
  *          cycle-records per table: each row feeds the detectors
  *          (detect.c), which name the candidate it concerns (kind + key:
@@ -19,7 +19,8 @@
  *          change of severity queues one delivery per target, in the same
  *          transaction (so exactly once, whatever restarts)
  *   regress  for each pair of consecutive versions with new page loads or
- *          start-ups (and half as many more records as at its last test),
+ *          start-ups (and, once compared, twice the records of its last
+ *          test, a minute after it at the earliest),
  *          the raw values of both (store_version_rows) are tested
  *          (regress.c); a second store_write records the outcome and judges
  *          the regression candidates
@@ -44,7 +45,7 @@ typedef struct analysis analysis;
 enum target_kind { TARGET_KIND_WEBHOOK, TARGET_KIND_GITHUB };
 
 typedef struct analysis_stats {
-    uint64_t cycles, failures;
+    uint64_t cycles, failures, failures_in_a_row;
     uint64_t rows;          /* rows read */
     int64_t behind;         /* rows committed and not yet read, after the last cycle */
     double last_cycle_s;

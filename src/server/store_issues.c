@@ -53,7 +53,8 @@ static const char SCHEMA[] =
     "CREATE INDEX IF NOT EXISTS issue_deliveries_pending ON issue_deliveries(state, next_ns);"
     /* per pair of versions compared: the records each had at the last test */
     "CREATE TABLE IF NOT EXISTS ana_pairs(app TEXT NOT NULL, base TEXT NOT NULL, version TEXT NOT NULL,"
-    "  n_base INTEGER NOT NULL, n_version INTEGER NOT NULL, PRIMARY KEY(app, base, version)) WITHOUT ROWID;";
+    "  n_base INTEGER NOT NULL, n_version INTEGER NOT NULL, tested_ns INTEGER NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY(app, base, version)) WITHOUT ROWID;";
 
 /* ---- the record ids ---- */
 
@@ -205,7 +206,7 @@ typedef struct id_cols {
     int app, session, ts, a, b; /* spans: a trace id, b span id; logs: a type, b body; points: a name, b attributes */
 } id_cols;
 
-static id_cols id_cols_of(enum store_table t)
+static id_cols id_cols_find(enum store_table t)
 {
     id_cols c = {source_col(t, SRC_COMMON, PACER_COMMON_APP), source_col(t, SRC_COMMON, PACER_COMMON_SESSION),
                  source_col(t, SRC_COMMON, PACER_COMMON_TS), -1, -1};
@@ -227,6 +228,23 @@ static id_cols id_cols_of(enum store_table t)
     default: break;
     }
     return c;
+}
+
+static id_cols id_cols_table[TABLE_COUNT];
+static pthread_once_t id_cols_once = PTHREAD_ONCE_INIT;
+
+static void id_cols_init(void)
+{
+    for (enum store_table t = 0; t < TABLE_COUNT; t++)
+        id_cols_table[t] = id_cols_find(t);
+}
+
+/* The columns of table t's record ids, found once (the writer looks them up
+ * for every record). */
+static id_cols id_cols_of(enum store_table t)
+{
+    pthread_once(&id_cols_once, id_cols_init);
+    return id_cols_table[t];
 }
 
 static bool text_is(const store_value *v, const char *s)
@@ -889,11 +907,12 @@ int64_t iss_candidates(sqlite3 *db, const char *app)
 }
 
 int iss_pair_get(sqlite3 *db, const char *app, const char *base, const char *version, int64_t *ret_base,
-                 int64_t *ret_version)
+                 int64_t *ret_version, int64_t *ret_tested_ns)
 {
     sqlite3_stmt *s;
-    *ret_base = *ret_version = 0;
-    if (sqlite3_prepare_v2(db, "SELECT n_base, n_version FROM ana_pairs WHERE app = ?1 AND base = ?2 AND version = ?3",
+    *ret_base = *ret_version = *ret_tested_ns = 0;
+    if (sqlite3_prepare_v2(db, "SELECT n_base, n_version, tested_ns FROM ana_pairs WHERE app = ?1 AND base = ?2"
+                               " AND version = ?3",
                            -1, &s, NULL) != SQLITE_OK)
         return -EIO;
     bind_text(s, 1, app);
@@ -903,17 +922,18 @@ int iss_pair_get(sqlite3 *db, const char *app, const char *base, const char *ver
     if (r == SQLITE_ROW) {
         *ret_base = sqlite3_column_int64(s, 0);
         *ret_version = sqlite3_column_int64(s, 1);
+        *ret_tested_ns = sqlite3_column_int64(s, 2);
     }
     sqlite3_finalize(s);
     return r == SQLITE_ROW || r == SQLITE_DONE ? 0 : -EIO;
 }
 
 int iss_pair_set(sqlite3 *db, const char *app, const char *base, const char *version, int64_t n_base,
-                 int64_t n_version)
+                 int64_t n_version, int64_t tested_ns)
 {
     sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO ana_pairs(app, base, version, n_base, n_version)"
-                               " VALUES(?1, ?2, ?3, ?4, ?5)",
+    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO ana_pairs(app, base, version, n_base, n_version, tested_ns)"
+                               " VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
                            -1, &s, NULL) != SQLITE_OK)
         return -EIO;
     bind_text(s, 1, app);
@@ -921,6 +941,7 @@ int iss_pair_set(sqlite3 *db, const char *app, const char *base, const char *ver
     bind_text(s, 3, version);
     sqlite3_bind_int64(s, 4, n_base);
     sqlite3_bind_int64(s, 5, n_version);
+    sqlite3_bind_int64(s, 6, tested_ns);
     int r = sqlite3_step(s);
     sqlite3_finalize(s);
     return r == SQLITE_DONE ? 0 : -EIO;

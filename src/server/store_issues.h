@@ -22,8 +22,9 @@
  *   issue_deliveries per notification of a transition: its target, its
  *                    payload, its idempotency key, its state and retries
  *   ana_pairs        per pair of versions compared: the records each had
- *                    at the last test (the test runs again when one has
- *                    half as many more)
+ *                    at the last test and when it ran (the test runs again
+ *                    when one has twice as many, a minute later at the
+ *                    earliest)
  *
  * Hooks: the writer calls issues_store_hooks()'s functions for every
  * record of a new batch. A cleaned record (store_record.clean) and a copy
@@ -154,11 +155,12 @@ int iss_mark_get(sqlite3 *db, const char *source, int64_t *ret);
 int iss_mark_set(sqlite3 *db, const char *source, int64_t rowid);
 
 /* Pairs of versions compared for regressions: the records each version
- * had at the last test (0, 0 before any). */
+ * had at the last test that compared something (0, 0 before any) and when
+ * it ran (wall ns). */
 int iss_pair_get(sqlite3 *db, const char *app, const char *base, const char *version, int64_t *ret_base,
-                 int64_t *ret_version);
+                 int64_t *ret_version, int64_t *ret_tested_ns);
 int iss_pair_set(sqlite3 *db, const char *app, const char *base, const char *version, int64_t n_base,
-                 int64_t n_version);
+                 int64_t n_version, int64_t tested_ns);
 
 /* Ids of the issues of app whose status is not '' nor resolved (the open
  * ones, whose life cycle each cycle reviews), at most max. */
