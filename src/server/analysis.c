@@ -34,6 +34,7 @@
 #define SAMPLES_SCAN 1000000
 #define RETEST_NS (60LL * 1000000000LL) /* a pair compared is tested again a minute later at the earliest */
 #define MAX_SESSIONS_PER_DELTA 100000
+#define PRUNE_CYCLES 1000 /* retention (iss_prune) every this many cycles */
 
 static const struct {
     enum store_table table;
@@ -567,6 +568,8 @@ static int write_cycle(void *ctx, sqlite3 *db)
         r = iss_mark_set(db, sources[s].mark, cy->marks[s]);
     if (r == 0)
         r = judge_all(w, db);
+    if (r == 0 && !w->regression && w->a->stats.cycles % PRUNE_CYCLES == 0)
+        r = iss_prune(db, wall_ns());
     int64_t counts[5];
     if (r == 0 && iss_status_counts(db, counts) == 0) {
         memcpy(w->issues, counts, sizeof w->issues);

@@ -86,8 +86,8 @@ static long post(const char *url, struct curl_slist *headers, const char *body, 
     curl_easy_setopt(h, CURLOPT_WRITEDATA, a);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, a);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT, 20L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L); /* also how long a stop may wait for it */
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 5L);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");

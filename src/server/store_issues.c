@@ -1091,6 +1091,28 @@ int iss_tracker_set(sqlite3 *db, const char *issue, const char *json)
     return r == SQLITE_DONE ? 0 : -EIO;
 }
 
+int iss_prune(sqlite3 *db, int64_t now_ns)
+{
+    static const char *const sql[] = {
+        "DELETE FROM issue_deliveries WHERE state <> 'pending' AND done_ns < ?1 - 30 * 86400000000000",
+        "DELETE FROM ana_sessions WHERE (app, version) IN (SELECT app, version FROM ana_versions"
+        " WHERE last_ns < ?1 - 180 * 86400000000000)",
+        "DELETE FROM issue_sessions WHERE (id, version) IN (SELECT v.id, v.version FROM issue_versions v"
+        " WHERE v.last_ns < ?1 - 180 * 86400000000000)",
+    };
+    for (size_t i = 0; i < sizeof sql / sizeof sql[0]; i++) {
+        sqlite3_stmt *s;
+        if (sqlite3_prepare_v2(db, sql[i], -1, &s, NULL) != SQLITE_OK)
+            return -EIO;
+        sqlite3_bind_int64(s, 1, now_ns);
+        int r = sqlite3_step(s);
+        sqlite3_finalize(s);
+        if (r != SQLITE_DONE)
+            return -EIO;
+    }
+    return 0;
+}
+
 /* ---- listing ---- */
 
 static size_t list_len(const char *const *l, size_t max)

@@ -218,6 +218,12 @@ typedef struct iss_query {
 int iss_list(sqlite3 *db, const iss_query *q, char (*ret)[ISSUE_ID_LEN + 1], int64_t *ret_last_ns, size_t *ret_n,
              bool *ret_more);
 
+/* Retention: deliveries done over 30 days ago; the sessions kept to count
+ * distinct ones, of versions (and candidates' versions) whose latest
+ * record is over 180 days old (a record of such a version arriving later
+ * may count its session again). 0 or -EIO. */
+int iss_prune(sqlite3 *db, int64_t now_ns);
+
 /* Counts of the issues by status, all apps (for /metrics). */
 int iss_status_counts(sqlite3 *db, int64_t ret[5]);
 

@@ -874,7 +874,9 @@ static int run_job(store *st, job *j)
         }
         for (size_t i = 0; i < j->n; i++) {
             store_record *rec = &j->recs[i];
-            rec->skipped = st->hooks.record && !st->hooks.record(st->hooks.ctx, rec);
+            /* a cleaned record is never stored; the hooks count it, and may keep out a copy */
+            bool keep = !st->hooks.record || st->hooks.record(st->hooks.ctx, rec);
+            rec->skipped = rec->clean || !keep;
             if (!rec->skipped && (r = insert_record(st, rec)) < 0)
                 return r;
         }
