@@ -47,6 +47,7 @@ struct detector {
     void *ctx;
     kept_request *reqs; /* a ring of DETECT_REQUESTS */
     size_t n_reqs, head;
+    int64_t kept_rowid; /* the last request row kept: a cycle read again (its write failed) keeps none twice */
     page_load *loads;
     size_t n_loads, cap_loads;
     frames_rec fr;
@@ -354,7 +355,10 @@ static void request_row(detector *d, const source_row *r, bool remember_only)
     double ms = num(r, field(t, PACER_NET_TOTAL_MS));
     if (!app || !method || !pattern)
         return;
-    keep_request(d, app, text(r, c.session), method, pattern, integer(r, c.ts, 0), ms);
+    if (r->rowid > d->kept_rowid) {
+        keep_request(d, app, text(r, c.session), method, pattern, integer(r, c.ts, 0), ms);
+        d->kept_rowid = r->rowid;
+    }
     if (remember_only)
         return;
     const ana_thresholds *th = ana_config_app(d->cfg, app);

@@ -159,6 +159,8 @@ int details_parse(const char *text, iss_details *d)
             ok = jread_value(&r, &v) && jvalue_double(&v, &d->bytes);
         } else if (kl == 7 && memcmp(k, "example", 7) == 0) {
             ok = jread_value(&r, &v) && v.type == JT_OBJECT && v.s;
+            free(d->example); /* a member given twice: the last one */
+            d->example = NULL;
             if (ok && !(d->example = strndup(v.s, v.len))) {
                 free(buf);
                 details_free(d);
