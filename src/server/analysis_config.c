@@ -301,7 +301,7 @@ static int line_of(parser *p, ana_config *c, ana_thresholds **cur, const char *s
         return fail(p, "%s is the server's: set it before any [app] section", st->name);
     double v;
     if (!number(val, vn, &v) || v < st->min || v > st->max || (st->integer && v != floor(v)))
-        return fail(p, "%s: expected %s from %g to %g", st->name, st->integer ? "an integer" : "a number", st->min,
+        return fail(p, "%s: expected %s from %.15g to %.15g", st->name, st->integer ? "an integer" : "a number", st->min,
                     st->max);
     *slot(st->server ? (void *)c : (void *)*cur, st) = v;
     return 0;
