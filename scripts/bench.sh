@@ -17,6 +17,7 @@ benchmarks=(
   "pacerd: ingest spans/s and query latency over 1,000,000 page loads|bench/server/run.sh $dir"
   "dashboard: page load time in chromium over a store of 1,000,000 page loads|bench/web/run.py $dir"
   "pacerd: /healthz under 1000 slow connections, latency under open-loop overload|bench/server/hostile.py $dir"
+  "pacerd: the application layer's cost and how fast it keeps up|bench/server/analysis.sh $dir"
   "trace: ns per traced call, pacer vs floor vs uftrace|bench/trace/run.sh $dir"
   "agent: time to first paint seen by the X server, demo and gtk4-widget-factory, with vs without pacer run|bench/agent/ttff.py $dir"
   "agent: ns per main-loop iteration, with vs without the jank monitor|bench/agent/loop.py $dir"

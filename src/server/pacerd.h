@@ -4,12 +4,17 @@
 #ifndef PACER_SERVER_PACERD_H
 #define PACER_SERVER_PACERD_H
 
+#include "analysis.h"
+#include "analysis_config.h"
 #include "auth.h"
+#include "clean.h"
+#include "deliver.h"
 #include "http.h"
 #include "metrics.h"
 #include "session.h"
 #include "store.h"
 #include "web.h"
+#include "store_issues.h"
 
 typedef struct pacerd {
     store *store;
@@ -23,6 +28,12 @@ typedef struct pacerd {
     const char *web_root; /* where they were looked for */
     sessions *sessions;
     bool tls;             /* HTTPS: session cookies are Secure */
+    /* the application layer */
+    const ana_config *acfg;
+    clean_limits clean;   /* ingest's cleaning, from acfg */
+    issues_store *issues; /* its hooks on the store, the cleaning counts */
+    analysis *analysis;
+    deliver *deliver;
 } pacerd;
 
 /* The routes (router.c): http_app callbacks; ctx is the pacerd.
@@ -55,6 +66,11 @@ void samples_handle(pacerd *d, const http_request *rq, http_response *rs);
  * request_stats, jank, frames (query_dash.c). True when the path is one
  * of them (and the answer is set). */
 bool dash_handle(pacerd *d, const http_request *rq, http_response *rs);
+/* /api/v1/issues, /api/v1/issues/{id} (GET, PATCH), /api/v1/cleaning
+ * (issues_api.c). True when the path is one of them (and the answer is set). */
+bool issues_api_handle(pacerd *d, const http_request *rq, http_response *rs);
+/* The application layer's series of /metrics into b (issues_metrics in router.c). */
+void issues_metrics_render(pacerd *d, jbuf *b);
 void config_get(pacerd *d, const char *app, const http_request *rq, http_response *rs);
 void config_put(pacerd *d, const char *app, const http_request *rq, http_response *rs);
 

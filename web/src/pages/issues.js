@@ -46,7 +46,7 @@ export async function render(root, ctx) {
   if (!id) return;
   const one = await query(ctx, '/api/v1/issues/' + encodeURIComponent(id), { app: undefined, version: undefined, from: undefined, to: undefined });
   const i = one.data.issue || one.data;
-  const next = i.status === 'resolved' ? 'open' : 'resolved';
+  const next = i.status === 'resolved' ? 'ongoing' : 'resolved'; /* reopened: ongoing */
   const button = h('button', { type: 'button', id: 'issue-status' }, i.status === 'resolved' ? 'Reopen' : 'Resolve');
   const status = h('p', { class: 'msg', id: 'issue-status-msg' });
   status.hidden = true;

@@ -48,12 +48,12 @@ async function health(ctx) {
 
 async function openIssues(ctx) {
   const box = card('Open issues', 'By severity, from the analysis layer.');
-  const r = await optional(ctx, '/api/v1/issues', { status: 'open', from: undefined, to: undefined });
+  const r = await optional(ctx, '/api/v1/issues', { status: 'new,ongoing,regressed', from: undefined, to: undefined });
   if (!r) { box.appendChild(message('info', 'This pacerd has no issues API.')); return box; }
   const list = r.data.issues || [];
   box.appendChild(h('div', { class: 'tiles', id: 'issues-by-severity' }, SEVERITIES.map((s) => {
     const n = list.filter((i) => i.severity === s).length;
-    return h('a', { class: 'tile sev-' + s, href: ctx.link('issues', { status: 'open', severity: s }) },
+    return h('a', { class: 'tile sev-' + s, href: ctx.link('issues', { status: 'new,ongoing,regressed', severity: s }) },
       h('span', { class: 'tile-n', dataset: { v: n, severity: s } }, String(n)), h('span', {}, s));
   })));
   return box;
