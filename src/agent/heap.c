@@ -437,11 +437,9 @@ static bool grans_reserve(void)
 /* The granule of block p, registered at its first block (chunk_size: its
  * chunk header, which says whether it is a thread arena's); NULL when the
  * block cannot have a slot. */
-static heap_gran *gran_register(heap_thread *t, uintptr_t p, uint64_t chunk_size)
+__attribute__((noinline)) static heap_gran *gran_register(heap_thread *t, uintptr_t p, uint64_t chunk_size)
 {
     uintptr_t gn = p >> HEAP_GRAN_SHIFT;
-    if (gn == t->last_gran && t->last_g)
-        return t->last_g;
     if (gn >= HEAP_GRAN_COUNT)
         return NULL;
     uint32_t st = atomic_load_explicit(&heap_gran_map[gn], memory_order_acquire);
@@ -490,9 +488,12 @@ static inline bool shadow_set(heap_thread *t, void *p, size_t n)
     uint64_t chunk_size = ((const uint64_t *)p)[-1];
     if (chunk_size & 2)
         return false; /* IS_MMAPPED */
-    heap_gran *g = gran_register(t, (uintptr_t)p, chunk_size);
-    if (!g)
-        return false;
+    heap_gran *g = t->last_g;
+    if (__builtin_expect(!g || (uintptr_t)p >> HEAP_GRAN_SHIFT != t->last_gran, 0)) {
+        g = gran_register(t, (uintptr_t)p, chunk_size);
+        if (!g)
+            return false;
+    }
     uint64_t usable = (chunk_size & ~(uint64_t)7) - 8;
     uint64_t slack = usable > n ? usable - n : 0;
     uint64_t max = atomic_load_explicit(&g->max_size, memory_order_relaxed);
