@@ -9,10 +9,11 @@
  *    pointer into its slot and waits on a futex until the mark is done. A
  *    thread inside a hook (heap.h: heap_self.depth) only notes the request
  *    and parks when it leaves the hook, so no lock the mark needs is held
- *    by a parked thread. Threads that do not answer within a second (they
- *    block the signal) are not waited for: their stacks are scanned whole,
- *    their registers are not, and their next allocation or free waits at
- *    the hook's gate until the world resumes. The checking thread's own
+ *    by a parked thread. A thread that blocks the signal (GLib's and
+ *    Mesa's workers do; /proc/self/task/TID/status says so) is waited for
+ *    10 ms only, any other a second at most: those that did not stop have
+ *    their stacks scanned whole, not their registers, and their next
+ *    allocation or free waits at the hooks' gate until the world resumes. The checking thread's own
  *    roots are its caller's frames and registers, never the check's own
  *    frames (full of its own pointers and of stale values).
  * 2. Roots, from /proc/self/maps read after the stop:
@@ -87,6 +88,7 @@
 #define MAX_THREADS 1024
 #define MAX_REGS 32
 #define STOP_TIMEOUT_NS 1000000000LL
+#define BLOCKED_GRACE_NS 10000000LL
 #define RED_ZONE 256
 #define GLIBC_HEAP_MAX (64ull << 20) /* HEAP_MAX_SIZE on 64-bit */
 #define PAGEMAP_FROM (4ull << 20)     /* mappings larger than this consult pagemap */
@@ -333,13 +335,43 @@ static bool slot_known(pid_t tid)
     return false;
 }
 
-/* Stops every thread but this one. Returns how many parked. */
+/* Whether thread tid blocks signal sig now (its SigBlk in
+ * /proc/self/task/TID/status; false when unreadable). */
+static bool blocks_signal(pid_t tid, int sig)
+{
+    char path[48] = "/proc/self/task/", digits[12], buf[2048];
+    size_t n = 0, at = strlen(path);
+    for (unsigned v = (unsigned)tid; n == 0 || v; v /= 10)
+        digits[n++] = (char)('0' + v % 10);
+    while (n)
+        path[at++] = digits[--n];
+    memcpy(path + at, "/status", 8);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t got = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (got <= 0)
+        return false;
+    buf[got] = '\0';
+    const char *line = strstr(buf, "\nSigBlk:");
+    if (!line)
+        return false;
+    unsigned long long mask = strtoull(line + 9, NULL, 16);
+    return sig >= 1 && sig <= 64 && (mask >> (sig - 1) & 1);
+}
+
+/* Stops every thread but this one. Returns how many parked. A thread that
+ * blocks the signal (GLib's and Mesa's workers do, for good; a thread
+ * starting or ending, for a moment) gets it too, but is waited for only
+ * BLOCKED_GRACE_NS: it waits at the hooks' gate instead, its stack scanned
+ * whole. */
 static size_t stop_world(pid_t self, size_t *ret_unanswered)
 {
     n_slots = 0;
     atomic_store(&n_parked, 0);
     atomic_store(&heap_world_stopped, 1);
-    size_t sent = 0;
+    size_t sent = 0, blocking = 0;
     int64_t deadline = now_ns() + STOP_TIMEOUT_NS;
     pid_t tids[MAX_THREADS];
     for (int round = 0; round < 4; round++) {
@@ -352,18 +384,23 @@ static size_t stop_world(pid_t self, size_t *ret_unanswered)
             atomic_store(&s->tid, tids[i]);
             atomic_store(&s->state, SLOT_SIGNALLED);
             n_slots++;
+            bool blocked = blocks_signal(tids[i], stop_sig);
             if (syscall(SYS_tgkill, getpid(), tids[i], stop_sig) == 0) {
                 sent++;
                 fresh++;
+                blocking += blocked;
             } else {
                 atomic_store(&s->state, SLOT_FREE);
             }
         }
         if (!fresh && round > 0)
             break;
-        while ((size_t)atomic_load(&n_parked) < sent && now_ns() < deadline)
+        while ((size_t)atomic_load(&n_parked) < sent - blocking && now_ns() < deadline)
             nap_us(200);
     }
+    int64_t grace = now_ns() + BLOCKED_GRACE_NS;
+    while ((size_t)atomic_load(&n_parked) < sent && now_ns() < grace)
+        nap_us(200);
     size_t parked = (size_t)atomic_load(&n_parked);
     *ret_unanswered = sent - parked;
     return parked;
@@ -1356,7 +1393,7 @@ __attribute__((noinline)) static void check(bool at_exit, uintptr_t my_sp, const
         goto out;
     }
     size_t unanswered = 0;
-    stop_world(self, &unanswered);
+    size_t parked = stop_world(self, &unanswered);
     t_stop = now_ns();
     read_maps(&maps, maps_text);
     /* the table's blocks, sorted */
@@ -1495,9 +1532,9 @@ __attribute__((noinline)) static void check(bool at_exit, uintptr_t my_sp, const
             sampled += m.b[i].stack != 0;
         size_t total = (size_t)m.sblocks + m.n;
         fprintf(stderr, "pacer-agent: leak check: %zu blocks (%zu sampled, %zu in slot maps), %zu reached, %llu bytes "
-                        "of roots and blocks scanned, %zu threads stopped, %zu excluded ranges, %zu modules\n",
-                total, sampled, (size_t)m.sblocks, total - lm.n, (unsigned long long)m.scanned, n_slots, ex.n,
-                modules.n);
+                        "of roots and blocks scanned, %zu threads stopped (%zu not), %zu excluded ranges, %zu modules\n",
+                total, sampled, (size_t)m.sblocks, total - lm.n, (unsigned long long)m.scanned, parked, unanswered,
+                ex.n, modules.n);
     }
     index_blocks(&lm);
     apply_reported(&lm);
