@@ -1,7 +1,6 @@
 /* --leaks=native (libpacer-agent-heap.so): what heap.c (the allocation
- * hooks, the block headers and the table of the other live blocks) and
- * heap_mark.c (the mark phase) share. Nothing here allocates: these run
- * inside malloc.
+ * hooks, the slot maps and the table of live blocks) and heap_mark.c (the
+ * mark phase) share. Nothing here allocates: these run inside malloc.
  */
 #ifndef PACER_AGENT_HEAP_H
 #define PACER_AGENT_HEAP_H
@@ -88,15 +87,16 @@ typedef struct heap_block {
                           * may lie inside the block's last bytes; else 0 */
 } heap_block;
 
-/* Every shard of the table locked: a thread that did not stop for the mark
- * waits in its next hook, so no block is freed (and maybe unmapped) while
- * the mark reads it. heap_unlock_all() releases them. */
+/* Every shard of the table locked (the slot maps are held still by the
+ * hooks' gate, heap_world_stopped): a thread that did not stop for the
+ * mark waits in its next hook, so no block is freed (and maybe unmapped)
+ * while the mark reads it. heap_unlock_all() releases them. */
 void heap_lock_all(void);
 void heap_unlock_all(void);
-/* The live blocks, copied into out[0..max), with every shard locked.
+/* The table's blocks, copied into out[0..max), with every shard locked.
  * Returns how many there were (may exceed max: call again). */
 size_t heap_snapshot(heap_block *out, size_t max);
-/* Blocks live now (approximate while threads allocate). */
+/* The table's blocks now (approximate while threads allocate). */
 size_t heap_live_blocks(void);
 /* Whether the allocator behind the hooks is glibc's (its chunk layout
  * tells the mark which memory is the allocator's own). */
