@@ -3,6 +3,9 @@
  * (store_clickhouse.c). */
 #include "store.h"
 #include "store_backend.h"
+#include "store_dash.h"
+
+#include <errno.h>
 
 /* Every backend's struct starts with its ops table. */
 static const store_backend *ops(store *st)
@@ -93,6 +96,50 @@ int store_version_rows(store *st, enum store_table table, const char *app, const
                        size_t scan_max, void (*cb)(void *ctx, const store_row *row), void *ctx, bool *ret_truncated)
 {
     return ops(st)->version_rows(st, table, app, version, limit, scan_max, cb, ctx, ret_truncated);
+}
+
+int store_rows(store *st, const store_rows_query *q, void (*cb)(void *ctx, const store_row *row), void *ctx,
+               bool *ret_truncated)
+{
+    return ops(st)->rows(st, q, cb, ctx, ret_truncated);
+}
+
+int store_request_stats(store *st, const char *app, const char *version, int64_t from_ns, int64_t to_ns,
+                        size_t scan_max, void (*cb)(void *ctx, const store_request_stat *s), void *ctx,
+                        bool *ret_truncated)
+{
+    return ops(st)->request_stats(st, app, version, from_ns, to_ns, scan_max, cb, ctx, ret_truncated);
+}
+
+int store_logs_of_type(store *st, const char *app, const char *version, const char *type, int64_t from_ns,
+                       int64_t to_ns, size_t scan_max, void (*cb)(void *ctx, const store_log_row *row), void *ctx,
+                       bool *ret_truncated)
+{
+    return ops(st)->logs_of_type(st, app, version, type, from_ns, to_ns, scan_max, cb, ctx, ret_truncated);
+}
+
+int store_metric_sums(store *st, const char *app, const char *version, const char *const *names, const char *attr,
+                      int64_t from_ns, int64_t to_ns, size_t scan_max,
+                      void (*cb)(void *ctx, const char *name, const char *group, double sum, uint64_t points),
+                      void *ctx, bool *ret_truncated)
+{
+    return ops(st)->metric_sums(st, app, version, names, attr, from_ns, to_ns, scan_max, cb, ctx, ret_truncated);
+}
+
+int store_dash_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan),
+                       void *ctx)
+{
+    return ops(st)->dash_explain(st, cb, ctx);
+}
+
+int store_read(store *st, int (*fn)(void *ctx, struct sqlite3 *db), void *ctx)
+{
+    return ops(st) == &store_backend_sqlite ? store_sqlite_read(st, fn, ctx) : -ENOTSUP;
+}
+
+int store_write(store *st, int (*fn)(void *ctx, struct sqlite3 *db), void *ctx)
+{
+    return ops(st) == &store_backend_sqlite ? store_sqlite_write(st, fn, ctx) : -ENOTSUP;
 }
 
 const char *store_backend_name(store *st)

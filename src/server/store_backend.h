@@ -10,6 +10,7 @@
 #define PACER_SERVER_STORE_BACKEND_H
 
 #include "store.h"
+#include "store_dash.h"
 
 typedef struct store_backend {
     const char *name; /* "sqlite", "clickhouse" */
@@ -32,11 +33,44 @@ typedef struct store_backend {
     int (*version_rows)(store *st, enum store_table table, const char *app, const char *version, size_t limit,
                         size_t scan_max, void (*cb)(void *ctx, const store_row *row), void *ctx,
                         bool *ret_truncated);
+    /* the dashboard's reads (store_dash.h) */
+    int (*rows)(store *st, const store_rows_query *q, void (*cb)(void *ctx, const store_row *row), void *ctx,
+                bool *ret_truncated);
+    int (*request_stats)(store *st, const char *app, const char *version, int64_t from_ns, int64_t to_ns,
+                         size_t scan_max, void (*cb)(void *ctx, const store_request_stat *s), void *ctx,
+                         bool *ret_truncated);
+    int (*logs_of_type)(store *st, const char *app, const char *version, const char *type, int64_t from_ns,
+                        int64_t to_ns, size_t scan_max, void (*cb)(void *ctx, const store_log_row *row), void *ctx,
+                        bool *ret_truncated);
+    int (*metric_sums)(store *st, const char *app, const char *version, const char *const *names, const char *attr,
+                       int64_t from_ns, int64_t to_ns, size_t scan_max,
+                       void (*cb)(void *ctx, const char *name, const char *group, double sum, uint64_t points),
+                       void *ctx, bool *ret_truncated);
+    int (*dash_explain)(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan),
+                        void *ctx);
 } store_backend;
 
-/* SQLite (store_sqlite.c; its read APIs in store_query.c and store_samples.c). */
+/* SQLite (store_sqlite.c; its read APIs in store_query.c, store_samples.c
+ * and store_dash.c). store_read and store_write (store.h) are SQLite's
+ * alone: on another backend they answer -ENOTSUP. */
 extern const store_backend store_backend_sqlite;
 store *store_sqlite_open(const char *path, const store_options *opt, char *err, size_t err_size);
+int store_sqlite_read(store *st, int (*fn)(void *ctx, struct sqlite3 *db), void *ctx);
+int store_sqlite_write(store *st, int (*fn)(void *ctx, struct sqlite3 *db), void *ctx);
+int store_sqlite_rows(store *st, const store_rows_query *q, void (*cb)(void *ctx, const store_row *row), void *ctx,
+                      bool *ret_truncated);
+int store_sqlite_request_stats(store *st, const char *app, const char *version, int64_t from_ns, int64_t to_ns,
+                               size_t scan_max, void (*cb)(void *ctx, const store_request_stat *s), void *ctx,
+                               bool *ret_truncated);
+int store_sqlite_logs_of_type(store *st, const char *app, const char *version, const char *type, int64_t from_ns,
+                              int64_t to_ns, size_t scan_max, void (*cb)(void *ctx, const store_log_row *row),
+                              void *ctx, bool *ret_truncated);
+int store_sqlite_metric_sums(store *st, const char *app, const char *version, const char *const *names,
+                             const char *attr, int64_t from_ns, int64_t to_ns, size_t scan_max,
+                             void (*cb)(void *ctx, const char *name, const char *group, double sum, uint64_t points),
+                             void *ctx, bool *ret_truncated);
+int store_sqlite_dash_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan),
+                              void *ctx);
 int store_sqlite_trace(store *st, const uint8_t trace_id[16], jbuf *out, size_t *ret_n);
 int store_sqlite_search_spans(store *st, const store_span_query *q, jbuf *out);
 int store_sqlite_search_logs(store *st, const store_log_query *q, jbuf *out);

@@ -230,6 +230,32 @@ int ch_op_search_points(store *st, const store_point_query *q, jbuf *out);
 int ch_op_version_rows(store *st, enum store_table table, const char *app, const char *version, size_t limit,
                        size_t scan_max, void (*cb)(void *ctx, const store_row *row), void *ctx, bool *ret_truncated);
 
+/* Rows of table tb matching `where`, sorted by `order` (or NULL), one per
+ * identity (trace and span id; rid), at most limit (0: all), each to cb
+ * until it returns false; the rows borrow from *keep (the caller frees
+ * it, also after a failure). 0 or -EIO. */
+int ch_select_rows(ch_store *st, enum store_table tb, const char *where, const char *order, size_t limit,
+                   bool (*cb)(void *ctx, ch_row *row), void *ctx, const char *what, ch_reply *keep);
+/* "app = … AND ts >= from AND ts < to" and the hours, which the primary
+ * key can use. */
+void ch_time_where(jbuf *q, const char *app, int64_t from, int64_t to);
+
+/* The dashboard's reads (store_ch_dash.c; store_dash.h). */
+int ch_op_rows(store *st, const store_rows_query *q, void (*cb)(void *ctx, const store_row *row), void *ctx,
+               bool *ret_truncated);
+int ch_op_request_stats(store *st, const char *app, const char *version, int64_t from_ns, int64_t to_ns,
+                        size_t scan_max, void (*cb)(void *ctx, const store_request_stat *s), void *ctx,
+                        bool *ret_truncated);
+int ch_op_logs_of_type(store *st, const char *app, const char *version, const char *type, int64_t from_ns,
+                       int64_t to_ns, size_t scan_max, void (*cb)(void *ctx, const store_log_row *row), void *ctx,
+                       bool *ret_truncated);
+int ch_op_metric_sums(store *st, const char *app, const char *version, const char *const *names, const char *attr,
+                      int64_t from_ns, int64_t to_ns, size_t scan_max,
+                      void (*cb)(void *ctx, const char *name, const char *group, double sum, uint64_t points),
+                      void *ctx, bool *ret_truncated);
+int ch_op_dash_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan),
+                       void *ctx);
+
 /* A rollup row in RowBinary (the columns CH_SKETCH_COLUMNS), both ways;
  * a row read holds sketches and strings of its own (ch_srow_reset frees
  * them, also after a failed read). */

@@ -230,7 +230,7 @@ static const char *identity_sql(enum store_table tb)
 
 /* Rows of table tb matching `tail` ("WHERE … ORDER BY …"), deduplicated,
  * each to cb until it returns false. */
-static int select_rows(ch_store *st, enum store_table tb, const char *where, const char *order, size_t limit,
+int ch_select_rows(ch_store *st, enum store_table tb, const char *where, const char *order, size_t limit,
                        bool (*cb)(void *ctx, ch_row *row), void *ctx, const char *what, ch_reply *keep)
 {
     const ch_table *t = ch_table_of(tb);
@@ -261,7 +261,7 @@ static int select_rows(ch_store *st, enum store_table tb, const char *where, con
 
 /* app and [from, to); with the hours too, which ClickHouse's primary key
  * can use (18.16 does not see through intDiv(ts, …) to ts). */
-static void time_where(jbuf *q, const char *app, int64_t from, int64_t to)
+void ch_time_where(jbuf *q, const char *app, int64_t from, int64_t to)
 {
     jbuf_puts(q, "app = ");
     ch_sql_str(q, app);
@@ -314,14 +314,14 @@ static int scan_windows(ch_store *st, enum store_table tb, const char *app, int6
             lo = from;
         jbuf q;
         jbuf_init(&q);
-        time_where(&q, app, lo, hi);
+        ch_time_where(&q, app, lo, hi);
         if (after->set)
             jbuf_printf(&q, " AND (ts < %" PRId64 " OR (ts = %" PRId64 " AND %s < %" PRId64 "))", after->ts, after->ts,
                         rk_sql(tb), after->row);
         jbuf_puts(&q, filters);
         counting cc = {cb, ctx, 0, false};
         int r = q.failed ? -ENOMEM
-                         : select_rows(st, tb, q.data, order, cap - given, on_counted, &cc, "a query", &keeps[k]);
+                         : ch_select_rows(st, tb, q.data, order, cap - given, on_counted, &cc, "a query", &keeps[k]);
         jbuf_free(&q);
         if (r < 0)
             return r;
@@ -345,7 +345,7 @@ static int scan_raw(ch_store *st, enum store_kind kind, const char *app, const c
     jbuf q;
     jbuf_init(&q);
     jbuf_printf(&q, "SELECT %s FROM %s WHERE ", ch_values_columns(kind), store_table(kd->table)->name);
-    time_where(&q, app, from, to);
+    ch_time_where(&q, app, from, to);
     if (version) {
         jbuf_puts(&q, " AND version = ");
         ch_sql_str(&q, version);
@@ -837,7 +837,7 @@ int ch_op_trace(store *s, const uint8_t trace_id[16], jbuf *out, size_t *ret_n)
         if (any) {
             c.tb = tb;
             r = w.failed ? -ENOMEM
-                         : select_rows(st, tb, w.data, NULL, TRACE_MAX_SPANS + 1, on_trace_row, &c, "a query", &keeps[tb]);
+                         : ch_select_rows(st, tb, w.data, NULL, TRACE_MAX_SPANS + 1, on_trace_row, &c, "a query", &keeps[tb]);
         }
         jbuf_free(&w);
     }
@@ -996,7 +996,7 @@ int ch_op_version_rows(store *s, enum store_table table, const char *app, const 
         jbuf q;
         jbuf_init(&q);
         jbuf_printf(&q, "SELECT ts FROM %s WHERE ", t->name);
-        time_where(&q, app, start_hour * CH_SLOT_NS, INT64_MAX);
+        ch_time_where(&q, app, start_hour * CH_SLOT_NS, INT64_MAX);
         jbuf_printf(&q, " ORDER BY ts DESC LIMIT 1 OFFSET %" PRId64 " FORMAT TabSeparated", (int64_t)scan_max - 1);
         r = q.failed ? -ENOMEM : ch_read(st, q.data, &rep, "a query");
         jbuf_free(&q);

@@ -540,6 +540,8 @@ static int write_rows(ch_store *st, ch_job *list, uint64_t att, uint32_t rday, c
             continue;
         for (size_t i = 0; i < j->n; i++) {
             const store_record *rec = &j->recs[i];
+            if (rec->skipped)
+                continue;
             const ch_table *t = ch_table_of(rec->table);
             ch_encode_row(t, rec, rid_of(j, att, ji, i), rday, &rows[rec->table]);
             const store_origin *os[2] = {rec->resource, rec->scope};
@@ -629,7 +631,7 @@ static int commit(ch_store *st, ch_job *list, uint64_t att, uint32_t rday, ch_re
         }
         const char *scope = j->retry ? j->batch_id : "";
         for (size_t i = 0; i < j->n; i++)
-            if (j->recs[i].kind != KIND_NONE && j->recs[i].name && j->recs[i].app)
+            if (!j->recs[i].skipped && j->recs[i].kind != KIND_NONE && j->recs[i].name && j->recs[i].app)
                 agg_add(a, &j->recs[i], scope);
     }
     aggs_write(a, att, rday, &b);
@@ -695,7 +697,7 @@ static void *writer_main(void *arg)
         for (ch_job *j = list; j && r == 0; j = j->next) {
             duplicates += j->duplicate;
             for (size_t i = 0; !j->duplicate && i < j->n; i++)
-                rows[j->recs[i].table]++;
+                rows[j->recs[i].table] += !j->recs[i].skipped;
         }
         health_write(&st->health, r < 0 ? &err : NULL, mono_ns() - t0, rows, duplicates);
 
@@ -717,6 +719,9 @@ static int ch_submit(store *s, const char *app, const char *batch_id, const char
                      size_t n, size_t rejected, bool *ret_duplicate)
 {
     ch_store *st = (ch_store *)s;
+    /* a cleaned record is never stored (there are no hooks to count it here: store_hooks are SQLite's) */
+    for (size_t i = 0; i < n; i++)
+        recs[i].skipped = recs[i].clean != 0;
     ch_job j = {.app = app, .batch_id = batch_id, .endpoint = endpoint, .recs = recs, .n = n, .rejected = rejected};
     pthread_mutex_lock(&st->lock);
     if (st->stopping) {
@@ -907,6 +912,11 @@ static const store_backend store_backend_clickhouse = {
     .search_points = ch_op_search_points,
     .explain = ch_explain,
     .version_rows = ch_op_version_rows,
+    .rows = ch_op_rows,
+    .request_stats = ch_op_request_stats,
+    .logs_of_type = ch_op_logs_of_type,
+    .metric_sums = ch_op_metric_sums,
+    .dash_explain = ch_op_dash_explain,
 };
 
 /* The nodes of a cluster URL "…//h1:p1,h2:p2/…": one URL each. */

@@ -1,9 +1,12 @@
 /* SQLite storage (store.h).
  *
  * Writer thread states, per group of jobs:
- *   take the queue → BEGIN → run each job (records / probe / config; rows
- *   appended, groups in memory updated) → [rollup flush] → COMMIT → wake
- *   the submitters.
+ *   take the queue → BEGIN → run each job (records / probe / config / call;
+ *   rows appended, groups in memory updated) → [rollup flush] → [hooks'
+ *   commit] → COMMIT → [hooks' done] → wake the submitters.
+ * The application layer's hooks (store.h, store_hooks) see each record of
+ * a new batch before its insert and may keep it out; a call job
+ * (store_write) runs its function in a savepoint of its own.
  * Rollup flush, when LAG_ROWS rows wait, the oldest has waited
  * rollup_lag_ms (also without traffic) or the writer stops: write the dirty
  * groups, copy the rows after the marks into the *_keys tables, move the
@@ -404,7 +407,7 @@ typedef struct group {
     sketch m[STORE_MAX_METRICS];
 } group;
 
-enum job_type { JOB_RECORDS, JOB_CONFIG };
+enum job_type { JOB_RECORDS, JOB_CONFIG, JOB_CALL };
 
 typedef struct job {
     struct job *next;
@@ -415,6 +418,9 @@ typedef struct job {
     const char *xml;
     size_t xml_len;
     int64_t version;
+    int (*fn)(void *ctx, sqlite3 *db); /* JOB_CALL */
+    void *fn_ctx;
+    int fn_result;
     int result;
     bool duplicate, done;
 } job;
@@ -444,6 +450,7 @@ struct store {
     job *head, *tail;
     size_t queued_items, max_queued;
     bool stopping;
+    store_hooks hooks; /* the application layer's (store.h) */
     group *groups[GROUP_BUCKETS];
     size_t n_groups;
     group *dirty;
@@ -867,10 +874,23 @@ static int run_job(store *st, job *j)
                 return 0;
             }
         }
-        for (size_t i = 0; i < j->n; i++)
-            if ((r = insert_record(st, &j->recs[i])) < 0)
+        for (size_t i = 0; i < j->n; i++) {
+            store_record *rec = &j->recs[i];
+            /* a cleaned record is never stored; the hooks count it, and may keep out a copy */
+            bool keep = !st->hooks.record || st->hooks.record(st->hooks.ctx, rec);
+            rec->skipped = rec->clean || !keep;
+            if (!rec->skipped && (r = insert_record(st, rec)) < 0)
                 return r;
+        }
         return 0;
+    case JOB_CALL:
+        /* the caller's own savepoint: its failure is its own */
+        if (sqlite3_exec(st->w, "SAVEPOINT job_call", NULL, NULL, NULL) != SQLITE_OK)
+            return -EIO;
+        j->fn_result = j->fn(j->fn_ctx, st->w);
+        if (j->fn_result < 0 && sqlite3_exec(st->w, "ROLLBACK TO job_call", NULL, NULL, NULL) != SQLITE_OK)
+            return -EIO;
+        return sqlite3_exec(st->w, "RELEASE job_call", NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
     }
     return -EINVAL;
 }
@@ -925,6 +945,8 @@ static void *writer_main(void *arg)
                                    mono_ns() - st->lag_since_ns >= st->lag_ns);
         if (r == 0 && flush)
             r = groups_flush(st);
+        if (r == 0 && st->hooks.commit)
+            r = st->hooks.commit(st->hooks.ctx, st->w) < 0 ? -EIO : 0;
         if (r == 0)
             r = step_done(st->st[ST_COMMIT]);
         store_error err;
@@ -934,8 +956,10 @@ static void *writer_main(void *arg)
         for (job *j = list; j && r == 0; j = j->next) {
             duplicates += j->duplicate;
             for (size_t i = 0; j->type == JOB_RECORDS && !j->duplicate && i < j->n; i++)
-                rows[j->recs[i].table]++;
+                rows[j->recs[i].table] += !j->recs[i].skipped;
         }
+        if (st->hooks.done)
+            st->hooks.done(st->hooks.ctx, r == 0);
         health_write(&st->health, r < 0 ? &err : NULL, mono_ns() - t0, rows, duplicates);
         if (r < 0) {
             step_done(st->st[ST_ROLLBACK]);
@@ -1060,6 +1084,13 @@ static void sqlite_get_stats(store *st, store_stats *ret)
     ret->wal_bytes = file_bytes(p);
     struct statvfs vfs;
     ret->disk_free_bytes = statvfs(st->path, &vfs) == 0 ? (int64_t)vfs.f_bavail * (int64_t)vfs.f_frsize : -1;
+}
+
+int store_sqlite_write(store *st, int (*fn)(void *ctx, sqlite3 *db), void *ctx)
+{
+    job j = {.type = JOB_CALL, .fn = fn, .fn_ctx = ctx};
+    int r = submit(st, &j);
+    return r < 0 ? r : j.fn_result;
 }
 
 static int sqlite_config_put(store *st, const char *app, const char *xml, size_t len, int64_t *ret_version)
@@ -1296,7 +1327,7 @@ static int sqlite_apps(store *st, void (*cb)(void *ctx, const char *app, const c
     return r;
 }
 
-int store_read(store *st, int (*fn)(void *ctx, sqlite3 *db), void *ctx)
+int store_sqlite_read(store *st, int (*fn)(void *ctx, sqlite3 *db), void *ctx)
 {
     sqlite3 *db = store_reader_get(st);
     sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
@@ -1399,6 +1430,7 @@ store *store_sqlite_open(const char *path, const store_options *opt, char *err, 
     health_init(&st->health, st->path, opt->log, opt->log_ctx);
     st->max_queued = opt->max_queued_items ? opt->max_queued_items : 200000;
     st->lag_ns = (int64_t)opt->rollup_lag_ms * 1000000LL;
+    st->hooks = opt->hooks;
     size_t nr = opt->readers ? opt->readers : 4;
     st->readers = calloc(nr, sizeof *st->readers);
     st->free_readers = calloc(nr, sizeof *st->free_readers);
@@ -1538,4 +1570,9 @@ const store_backend store_backend_sqlite = {
     .search_points = store_sqlite_search_points,
     .explain = store_sqlite_explain,
     .version_rows = store_sqlite_version_rows,
+    .rows = store_sqlite_rows,
+    .request_stats = store_sqlite_request_stats,
+    .logs_of_type = store_sqlite_logs_of_type,
+    .metric_sums = store_sqlite_metric_sums,
+    .dash_explain = store_sqlite_dash_explain,
 };

@@ -14,7 +14,9 @@ import unittest
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "web"))
 import clickhouse_harness  # noqa: E402
+import dashdata  # noqa: E402
 from pacerd_harness import ADMIN, KEYS, Pacerd, attr, page_span, span, traces  # noqa: E402
 
 DAY = 86400 * 10**9
@@ -47,6 +49,12 @@ class Data:
                     return t
 
         self.batches = []  # (endpoint, body, batch id)
+        self.dash = list(dashdata.Gen(app="other", end_s=T0 // 10**9 + 3 * 86400, days=3, sessions_per_day=8).batches())
+        # a start-up whose phases are out of order: cleaned, never stored
+        bad = span("startup cold", T0 + DAY + 777, 10**6, [attr("pacer.type", "startup"), attr("pacer.kind", "cold"),
+                                                           attr("pacer.cold_ms", 400.0),
+                                                           attr("pacer.first_screen_ms", 900.0)])
+        self.dash.append(("/v1/traces", traces([bad], version="1.1", app="other")))
         self.trace_ids = []
         # pages: 4 days, 3 pages, 2 versions, statuses, metrics sometimes absent
         for v in ("1.0", "1.1"):
@@ -76,7 +84,7 @@ class Data:
             a = [attr("pacer.type", "startup"), attr("pacer.kind", kind)]
             if kind == "cold":
                 a += [attr("pacer.cold_ms", round(rnd.uniform(300, 2000), 3)),
-                      attr("pacer.first_screen_ms", round(rnd.uniform(100, 500), 3)),
+                      attr("pacer.first_screen_ms", round(rnd.uniform(100, 300), 3)),
                       attr("pacer.outlier", i % 7 == 0)]
             else:
                 a += [attr("pacer.warm_ms", round(rnd.uniform(20, 200), 3))]
@@ -167,6 +175,10 @@ class Backends(unittest.TestCase):
             # a batch again: stored once
             endpoint, body, batch = cls.data.batches[0]
             d.ingest(endpoint, body, batch_id=batch)
+            # the dashboard's app: pages, start-ups, requests of every class, jank, frames (some of
+            # them cleaned: refused the same way by both)
+            d.cleaned = [d.ingest(endpoint, body, app="other").get("partialSuccess")
+                         for endpoint, body in cls.data.dash]
             for app in ("shop",):
                 d.json("PUT", "/v1/config/" + app, "<pacer><page id=\"HomeWindow\" tag=\"1\"/></pacer>\n", token=ADMIN)
 
@@ -198,6 +210,19 @@ class Backends(unittest.TestCase):
                 "/api/v1/metrics?app=shop&name=latency&limit=1000", "/api/v1/metrics?app=shop&name=queue.depth&attr=ok=true",
                 "/api/v1/samples?app=shop&version=1.0", "/api/v1/samples?app=shop&version=1.1&limit=7",
                 "/api/v1/samples?app=shop&version=2.0"]
+        # the dashboard's reads
+        d0, d1 = T0 // 10**9, T0 // 10**9 + 3 * 86400
+        for c in ("", "&version=1.1", "&from=%d&to=%d" % (d0 + 86400 + 1234, d1 - 4321)):
+            a = "app=other" + c
+            out += ["/api/v1/records?%s&type=page&sort=total_ms" % a,
+                    "/api/v1/records?%s&type=page&name=ShopHomeWindow&sort=newest&limit=30" % a,
+                    "/api/v1/records?%s&type=startup&name=cold&sort=newest" % a,
+                    "/api/v1/records?%s&type=startup&sort=cold_ms&limit=5" % a,
+                    "/api/v1/records?%s&type=net&sort=total_ms&limit=20" % a,
+                    "/api/v1/request_stats?%s" % a, "/api/v1/jank?%s" % a, "/api/v1/frames?%s" % a,
+                    "/api/v1/histogram?%s&kind=page&name=ShopHomeWindow&metric=total_ms" % a]
+        out += ["/api/v1/series?app=other&kind=page&step=21600&from=%d&to=%d" % (d0, d1),
+                "/api/v1/series?app=other&kind=request&step=86400&from=%d&to=%d" % (d0 + 77, d1)]
         return out
 
     def same(self, path):
@@ -235,6 +260,10 @@ class Backends(unittest.TestCase):
             self.assertEqual(st, 200)
         self.assertEqual(self.sqlite.request("GET", "/v1/config/shop", token=ADMIN)[1]["ETag"],
                          self.ch.request("GET", "/v1/config/shop", token=ADMIN)[1]["ETag"])
+
+    def test_0_same_records_cleaned(self):
+        self.assertEqual(self.ch.cleaned, self.sqlite.cleaned)
+        self.assertEqual(self.sqlite.cleaned[-1]["rejectedSpans"], "1")
 
     def test_1_same_answers_before_consolidation(self):
         # the whole data set is in the pending tier
