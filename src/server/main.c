@@ -98,7 +98,7 @@ static void usage(FILE *f)
           "  --clickhouse-retention-days N  ClickHouse: drop what was received more than N days ago,\n"
           "                            whole days at a time (default 0: keep everything)\n"
           "\n"
-          "issues (docs/server.md, \"Issues\"):\n"
+          "issues (docs/server.md, \"Issues\"; on ClickHouse only the cleaning thresholds apply):\n"
           "  --analysis-config FILE    thresholds of cleaning, the issue kinds, grading, regressions and\n"
           "                            the life cycle, for all apps or per app (default: the documented ones)\n"
           "  --webhook URL             POST each issue that becomes new or regressed or changes severity\n"
