@@ -151,7 +151,7 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < n_groups; k++)
         for (int m = 0; m < 4; m++)
             sketch_init(&groups[k].m[m]);
-    char page_names[MAX_PAGES][16], span_names[MAX_PAGES][24], version_names[MAX_VERSIONS][8];
+    char page_names[MAX_PAGES][16], span_names[MAX_PAGES][24], version_names[MAX_VERSIONS][16];
     for (int p = 0; p < pages; p++) {
         snprintf(page_names[p], sizeof page_names[p], "Page%d", p);
         snprintf(span_names[p], sizeof span_names[p], "page Page%d", p);
