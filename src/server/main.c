@@ -37,7 +37,7 @@
 #define MAX_TARGETS 16
 
 typedef struct options {
-    const char *listen, *db, *admin_file, *keys_file, *tls_cert, *tls_key, *web_root, *clickhouse, *clickhouse_file;
+    const char *listen, *db, *state, *admin_file, *keys_file, *tls_cert, *tls_key, *web_root, *clickhouse, *clickhouse_file;
     const char *analysis_config, *github_url, *github_token_file;
     const char *webhooks[MAX_TARGETS];
     size_t n_webhooks;
@@ -61,6 +61,9 @@ static void usage(FILE *f)
           "                            share it. HOST1:PORT1,HOST2:PORT2 with ?cluster=NAME: the shards of a\n"
           "                            cluster in ClickHouse's remote_servers, tables on each (docs/server.md)\n"
           "  --clickhouse-file FILE    the same URL read from FILE's first line (keeps the password out of ps)\n"
+          "  --state FILE              ClickHouse: run the application layer (analysis, issues, deliveries) on\n"
+          "                            this instance, its state in this SQLite file; one instance of those\n"
+          "                            sharing a database (docs/server.md, \"Scaling out\")\n"
           "  --admin-token-file FILE   the admin token (first line): config changes, queries, /metrics\n"
           "  --keys-file FILE          ingest keys, one \"APP KEY [rate=N/s] [burst=N] [daily=N]\" per line\n"
           "                            (SIGHUP reads both files again)\n"
@@ -188,6 +191,7 @@ static int parse_args(int argc, char **argv, options *o)
         {"rollup-lag", required_argument, NULL, 'r'},
         {"clickhouse", required_argument, NULL, 'X'},
         {"clickhouse-file", required_argument, NULL, 'x'},
+        {"state", required_argument, NULL, 'Z'},
         {"clickhouse-slot", required_argument, NULL, 'U'},
         {"clickhouse-settle", required_argument, NULL, 'S'},
         {"clickhouse-day", required_argument, NULL, 'Y'},
@@ -265,6 +269,7 @@ static int parse_args(int argc, char **argv, options *o)
         case 'd': o->db = optarg; break;
         case 'X': o->clickhouse = optarg; break;
         case 'x': o->clickhouse_file = optarg; break;
+        case 'Z': o->state = optarg; break;
         case 'a': o->admin_file = optarg; break;
         case 'k': o->keys_file = optarg; break;
         case 'C': o->tls_cert = optarg; break;
@@ -319,8 +324,12 @@ static int parse_args(int argc, char **argv, options *o)
         fprintf(stderr, "pacerd: %s is required (see pacerd --help)\n", missing);
         return -EINVAL;
     }
-    if ((o->clickhouse || o->clickhouse_file) && (o->n_webhooks || o->github_url)) {
-        fprintf(stderr, "pacerd: %s: not supported with the ClickHouse store (it keeps no issues to deliver; "
+    if (o->state && o->db) {
+        fprintf(stderr, "pacerd: --state: for the ClickHouse store (on SQLite the state is in --db's file)\n");
+        return -EINVAL;
+    }
+    if ((o->clickhouse || o->clickhouse_file) && !o->state && (o->n_webhooks || o->github_url)) {
+        fprintf(stderr, "pacerd: %s: only on the instance that runs the application layer (--state FILE; "
                         "docs/server.md, \"Scaling out\")\n", o->n_webhooks ? "--webhook" : "--github-issues");
         return -EINVAL;
     }
@@ -529,10 +538,10 @@ int main(int argc, char **argv)
         return 1;
     }
     bool clickhouse = o.clickhouse || o.clickhouse_file;
-    if (clickhouse) { /* the application layer keeps its state in SQLite's file */
+    if (clickhouse && !o.state) { /* the application layer runs on the instance given --state */
         issues_store_free(d.issues);
         d.issues = NULL;
-    } else {
+    } else if (!clickhouse) {
         o.store.hooks = issues_store_hooks(d.issues);
     }
     o.store.log = log_line;
@@ -548,16 +557,28 @@ int main(int argc, char **argv)
     }
     if (clickhouse) {
         d.store = store_open_clickhouse(url ? url : o.clickhouse, &o.store, err, sizeof err);
-        if (d.store)
-            fprintf(stderr, "pacerd: ClickHouse store: the application layer is not supported on it: records "
-                            "are cleaned on ingest (--analysis-config), but there is no analysis, no issues, no "
-                            "cleaning counts (/api/v1/issues and /api/v1/cleaning answer 501) and no deliveries\n");
+        if (d.store && !o.state)
+            fprintf(stderr, "pacerd: ClickHouse store: the application layer runs on the instance given --state: "
+                            "records are cleaned on ingest (--analysis-config); /api/v1/issues and "
+                            "/api/v1/cleaning answer 501 here\n");
+        if (d.store && o.state) {
+            /* the application layer's tables in a SQLite file of its own (no records in it) */
+            store_options so = {.log = log_line};
+            d.state = store_open(o.state, &so, err, sizeof err);
+            if (!d.state) {
+                store_close(d.store);
+                d.store = NULL;
+            }
+        }
     } else {
         d.store = store_open(o.db, &o.store, err, sizeof err);
+        d.state = d.store;
     }
     wipe_free(url);
-    if (!d.store || (d.issues && issues_store_open(d.issues, d.store, err, sizeof err) < 0)) {
-        fprintf(stderr, "pacerd: %s\n", err);
+    if (!d.store || (d.issues && issues_store_open(d.issues, d.state, err, sizeof err) < 0)) {
+        fprintf(stderr, "pacerd: %s%s\n", d.store && o.state ? "--state: " : "", err);
+        if (d.state != d.store)
+            store_close(d.state);
         store_close(d.store);
         issues_store_free(d.issues);
         ana_config_free(&acfg);
@@ -567,8 +588,10 @@ int main(int argc, char **argv)
         wipe_free(key);
         return 1;
     }
-    d.deliver = n_targets && d.issues ? deliver_start(d.store, targets, n_targets, &acfg) : NULL;
-    d.analysis = d.issues ? analysis_start(d.store, &acfg, kinds, n_targets, deliver_kick, d.deliver) : NULL;
+    d.deliver = n_targets && d.issues ? deliver_start(d.state, targets, n_targets, &acfg) : NULL;
+    d.analysis = d.issues ? analysis_start(d.state, d.state != d.store ? d.store : NULL, &acfg, kinds, n_targets,
+                                           deliver_kick, d.deliver)
+                          : NULL;
     if (d.issues && ((n_targets && !d.deliver) || !d.analysis)) {
         fprintf(stderr, "pacerd: cannot start the analysis or the deliveries (out of memory, or libcurl)\n");
         return 1;
@@ -584,6 +607,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "pacerd: %s\n", err);
         analysis_stop(d.analysis);
         deliver_stop(d.deliver);
+        if (d.state != d.store)
+            store_close(d.state);
         store_close(d.store);
         issues_store_free(d.issues);
         ana_config_free(&acfg);
@@ -619,6 +644,8 @@ int main(int argc, char **argv)
     http_stop(d.http);
     analysis_stop(d.analysis);
     deliver_stop(d.deliver);
+    if (d.state != d.store)
+        store_close(d.state);
     store_close(d.store);
     issues_store_free(d.issues);
     ana_config_free(&acfg);

@@ -177,6 +177,7 @@ struct ch_store {
     uint64_t origin_seen[4096];
     uint32_t origin_day;
     int64_t last_ok_ns;
+    int64_t ins_next; /* the next raw row's write mark (store_ch_source.h) */
 };
 
 /* A string value as an SQL literal. */

@@ -67,6 +67,7 @@
  * Retention drops whole rday partitions; nothing is ever rewritten.
  */
 #include "store_ch.h"
+#include "clean.h"
 
 #include <pacer/base/clock.h>
 #include <pacer/base/hash.h>
@@ -174,6 +175,9 @@ static const ddl fixed_tables[] = {
     {"slots", "lvl UInt8, slot UInt32, at DateTime DEFAULT now()", "MergeTree ORDER BY (lvl, slot)", "slot"},
     {"configs", "app String, version Int64, etag String, xml String, created Int64",
      "MergeTree ORDER BY (app, version)", "cityHash64(app)"},
+    /* the records cleaning kept out (or counted: outliers), for the cleaning counts; one per identity */
+    {"cleaned", "app String, reason String, rid UInt64, ts Int64, rday UInt32",
+     "ReplacingMergeTree PARTITION BY rday ORDER BY (app, reason, rid)", "cityHash64(app)"},
 };
 
 static int exec_on(ch_client *c, const char *sql, char *err, size_t err_size)
@@ -272,6 +276,9 @@ static int create_schema(ch_store *st, ch_client *c, char *err, size_t err_size)
         for (size_t i = 0; i < t->n_cols && o < sizeof cols; i++)
             o += (size_t)snprintf(cols + o, sizeof cols - o, "%s%s %s", i ? ", " : "", t->cols[i].name,
                                   t->cols[i].type);
+        /* the row's write mark (store_ch_source.h); 0 in rows older than it */
+        if (o < sizeof cols)
+            o += (size_t)snprintf(cols + o, sizeof cols - o, ", ins Int64 DEFAULT 0");
         /* one partition per receive day; ts in the key too, though a
          * constant of it, so that each part keeps its rows' min and max ts
          * (ClickHouse keeps them for the partition key's columns): a query
@@ -519,11 +526,12 @@ static int check(ch_store *st, ch_job *list, uint64_t att, ch_reply *rep)
  * trace index of every job but a batch twice in the group. (Those of a
  * batch the check then finds committed are written again: readers keep
  * one row per identity.) */
-static int write_rows(ch_store *st, ch_job *list, uint64_t att, uint32_t rday, ch_reply *rep)
+static int write_rows(ch_store *st, ch_job *list, uint64_t att, uint32_t rday, int64_t ins, ch_reply *rep)
 {
-    rb_buf rows[TABLE_COUNT], origins, tix, begins;
+    rb_buf rows[TABLE_COUNT], origins, tix, begins, cleaned;
     for (int t = 0; t < TABLE_COUNT; t++)
         rb_init(&rows[t]);
+    rb_init(&cleaned);
     rb_init(&origins);
     rb_init(&tix);
     rb_init(&begins);
@@ -540,10 +548,20 @@ static int write_rows(ch_store *st, ch_job *list, uint64_t att, uint32_t rday, c
             continue;
         for (size_t i = 0; i < j->n; i++) {
             const store_record *rec = &j->recs[i];
+            const ch_table *t = ch_table_of(rec->table);
+            int reason = rec->clean ? rec->clean : rec->table == TABLE_STARTUPS && rec->excluded ? CLEAN_OUTLIER : 0;
+            if (reason) {
+                rb_str(&cleaned, j->app, strlen(j->app));
+                const char *name = clean_reason_name((enum clean_reason)reason);
+                rb_str(&cleaned, name, strlen(name));
+                rb_u64(&cleaned, rid_of(j, att, ji, i));
+                rb_i64(&cleaned, rec->ts_ns);
+                rb_u32(&cleaned, rday);
+            }
             if (rec->skipped)
                 continue;
-            const ch_table *t = ch_table_of(rec->table);
             ch_encode_row(t, rec, rid_of(j, att, ji, i), rday, &rows[rec->table]);
+            rb_i64(&rows[rec->table], ins++);
             const store_origin *os[2] = {rec->resource, rec->scope};
             for (int w = 0; w < 2; w++) {
                 uint64_t id = origin_key(os[w]);
@@ -569,13 +587,13 @@ static int write_rows(ch_store *st, ch_job *list, uint64_t att, uint32_t rday, c
         }
     }
     int r = 0;
-    bool oom = origins.failed || tix.failed || begins.failed;
+    bool oom = origins.failed || tix.failed || begins.failed || cleaned.failed;
     for (int t = 0; t < TABLE_COUNT; t++)
         oom |= rows[t].failed;
     if (oom)
         r = -ENOMEM;
     /* every insert at once: none depends on another (the commit waits for all) */
-    ch_request rq[TABLE_COUNT + 3];
+    ch_request rq[TABLE_COUNT + 4];
     char sqls[TABLE_COUNT][4096];
     size_t n = 0;
     if (begins.len)
@@ -584,13 +602,16 @@ static int write_rows(ch_store *st, ch_job *list, uint64_t att, uint32_t rday, c
         rq[n++] = (ch_request){"INSERT INTO origins (which, id, json, rday) FORMAT RowBinary", origins.p, origins.len};
     for (enum store_table t = 0; t < TABLE_COUNT; t++)
         if (rows[t].len) {
-            snprintf(sqls[t], sizeof sqls[t], "INSERT INTO %s (%s) FORMAT RowBinary", ch_table_of(t)->name,
+            snprintf(sqls[t], sizeof sqls[t], "INSERT INTO %s (%s, ins) FORMAT RowBinary", ch_table_of(t)->name,
                      ch_table_of(t)->columns);
             rq[n++] = (ch_request){sqls[t], rows[t].p, rows[t].len};
         }
     if (tix.len)
         rq[n++] = (ch_request){"INSERT INTO trace_index (t, tbl, app, hour, rday) FORMAT RowBinary", tix.p, tix.len};
-    ch_reply reps[TABLE_COUNT + 3];
+    if (cleaned.len)
+        rq[n++] = (ch_request){"INSERT INTO cleaned (app, reason, rid, ts, rday) FORMAT RowBinary", cleaned.p,
+                               cleaned.len};
+    ch_reply reps[TABLE_COUNT + 4];
     if (r == 0 && n) {
         r = ch_query_many(st->ch, n, rq, settings(st), reps);
         for (size_t i = 0; i < n; i++) {
@@ -606,6 +627,7 @@ static int write_rows(ch_store *st, ch_job *list, uint64_t att, uint32_t rday, c
     rb_free(&origins);
     rb_free(&tix);
     rb_free(&begins);
+    rb_free(&cleaned);
     if (r == -ENOMEM)
         snprintf(rep->error, sizeof rep->error, "out of memory");
     return r;
@@ -652,14 +674,24 @@ static int run_group(ch_store *st, ch_job *list, ch_reply *rep)
 {
     int64_t t0 = mono_ns();
     uint64_t att = random_u64() | 1;
-    uint32_t rday = (uint32_t)(wall_ns() / STORE_DAY_NS);
+    /* the group's rows take consecutive write marks from the wall clock,
+     * after those of this instance's previous groups */
+    size_t n_recs = 0;
+    for (ch_job *j = list; j; j = j->next)
+        n_recs += j->n;
+    int64_t now = wall_ns(), ins = __atomic_load_n(&st->ins_next, __ATOMIC_RELAXED), base;
+    do
+        base = ins > now ? ins : now;
+    while (!__atomic_compare_exchange_n(&st->ins_next, &ins, base + (int64_t)n_recs, false, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED));
+    uint32_t rday = (uint32_t)(base / STORE_DAY_NS);
     memset(rep, 0, sizeof *rep);
     /* a batch sent twice into the same group is stored by its first job */
     for (ch_job *j = list; j; j = j->next)
         for (ch_job *k = list; j->batch_id && k != j; k = k->next)
             if (k->batch_id && strcmp(k->batch_id, j->batch_id) == 0 && strcmp(k->app, j->app) == 0)
                 j->duplicate = true;
-    int r = write_rows(st, list, att, rday, rep);
+    int r = write_rows(st, list, att, rday, base, rep);
     if (r == 0)
         r = check(st, list, att, rep);
     /* past the deadline, a commit could come after the consolidation of
@@ -719,7 +751,7 @@ static int ch_submit(store *s, const char *app, const char *batch_id, const char
                      size_t n, size_t rejected, bool *ret_duplicate)
 {
     ch_store *st = (ch_store *)s;
-    /* a cleaned record is never stored (there are no hooks to count it here: store_hooks are SQLite's) */
+    /* a cleaned record is never stored (it is counted in `cleaned`) */
     for (size_t i = 0; i < n; i++)
         recs[i].skipped = recs[i].clean != 0;
     ch_job j = {.app = app, .batch_id = batch_id, .endpoint = endpoint, .recs = recs, .n = n, .rejected = rejected};

@@ -30,7 +30,7 @@ class Pacerd:
     test process's server."""
 
     def __init__(self, extra_args=(), db=None, keys_text=None, scheme="http", backend=None, clickhouse=None,
-                 database=None, store_args=None):
+                 database=None, store_args=None, state=False):
         global _databases
         self.backend = backend or BACKEND
         self.dir = tempfile.mkdtemp(prefix="pacerd-test-")
@@ -42,6 +42,10 @@ class Pacerd:
             self.owns_database = database is None  # a database another Pacerd made is left to it
             self.database = database or "t%d_%d" % (os.getpid(), _databases)
             self.store_args = ["--clickhouse", self.ch.url(self.database)] + CLICKHOUSE_ARGS
+            if state:
+                # the application layer on this instance; a short settle, as
+                # the analysis reads rows once half of it has passed
+                self.store_args += ["--state", os.path.join(self.dir, "state.db"), "--clickhouse-settle", "4"]
         else:
             self.store_args = ["--db", self.db]
         if store_args is not None:

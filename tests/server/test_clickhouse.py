@@ -179,14 +179,15 @@ class Operation(unittest.TestCase):
         self.assertEqual(out.returncode, 2)
         self.assertIn("one of --db, --clickhouse", out.stderr)
 
-    def test_the_application_layer_is_said_to_be_absent(self):
+    def test_the_application_layer_is_on_the_state_instance(self):
         d = Pacerd(ARGS, backend="clickhouse")
         try:
-            self.assertIn("the application layer is not supported on it", d.stderr_text())
+            self.assertIn("the application layer runs on the instance given --state", d.stderr_text())
             for path in ("/api/v1/issues?app=shop", "/api/v1/issues/0123456789abcdef", "/api/v1/cleaning?app=shop"):
                 st, _, text = d.request("GET", path, token=ADMIN)
                 self.assertEqual(st, 501, path)
-                self.assertIn("not supported on the clickhouse store", text.decode() if isinstance(text, bytes) else text)
+                self.assertIn("runs on the clickhouse instance given --state",
+                              text.decode() if isinstance(text, bytes) else text)
             # cleaning still applies: an impossible record is refused and not stored
             bad = traces([page_span("BadWindow", T0 + 5, -3.0)])
             r = d.ingest("/v1/traces", bad, batch_id="bad")
@@ -202,7 +203,12 @@ class Operation(unittest.TestCase):
                                   "--admin-token-file", creds.admin_file, "--keys-file", creds.keys_file] + extra,
                                  capture_output=True, text=True, timeout=60)
             self.assertEqual(out.returncode, 2, out.stderr)
-            self.assertIn("not supported with the ClickHouse store", out.stderr)
+            self.assertIn("only on the instance that runs the application layer (--state FILE", out.stderr)
+        out = subprocess.run([PACERD, "--listen", "127.0.0.1:0", "--db", "x.db", "--state", "s.db",
+                              "--admin-token-file", creds.admin_file, "--keys-file", creds.keys_file],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 2, out.stderr)
+        self.assertIn("--state: for the ClickHouse store", out.stderr)
 
     def test_retention_drops_whole_days(self):
         d = Pacerd(ARGS + ["--clickhouse-retention-days", "3"], backend="clickhouse")

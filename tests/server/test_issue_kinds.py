@@ -129,7 +129,8 @@ class Base(unittest.TestCase):
         with open(conf, "w") as f:
             f.write(cls.config)
         cls.hook = Webhook()
-        cls.d = Pacerd(["--analysis-config", conf, "--webhook", cls.hook.url] + list(cls.extra), keys_text=keys_text())
+        cls.d = Pacerd(["--analysis-config", conf, "--webhook", cls.hook.url] + list(cls.extra), keys_text=keys_text(),
+                       state=True)
 
     @classmethod
     def tearDownClass(cls):
@@ -365,13 +366,18 @@ class Cleaning(Base):
         logs = [jank(t, -3), jank(t + 1, 800, fingerprint="dddddddddddddddd")]
         got = self.post(app, "/v1/logs", logs_body(app, "1.0", "c1", logs))
         self.assertEqual(got["partialSuccess"]["rejectedLogRecords"], "1")
-        # a batch resent without a batch id: its records once; with one: the batch once
+        # a batch resent without a batch id: its records once; with one: the batch once. ClickHouse keeps
+        # no record ids at ingest (docs/server.md, "The application layer on ClickHouse"): no copies there
+        copies = self.d.backend != "clickhouse"
         again = spans_body(app, "1.0", "c1", good[:2])
-        self.assertEqual(self.post(app, "/v1/traces", again), {})
+        if copies:
+            self.assertEqual(self.post(app, "/v1/traces", again), {})
         self.post(app, "/v1/traces", spans_body(app, "1.0", "c2", [page("W", t, 30.0)]), batch_id="clean-b1")
         self.post(app, "/v1/traces", spans_body(app, "1.0", "c2", [page("W", t, 30.0)]), batch_id="clean-b1")
         want = {"negative_duration": 2, "non_finite": 1, "over_a_day": 1, "clock_skew": 2, "phase_order": 2,
                 "duplicate": 2, "startup_outlier": 1}
+        if not copies:
+            del want["duplicate"]
 
         def check():
             reasons = {r["reason"]: r["count"] for r in self.d.query("/api/v1/cleaning?app=" + app)["reasons"]}
@@ -388,9 +394,10 @@ class Cleaning(Base):
         self.d.restart()
         check()
         # the copies are still known after a restart
-        self.post(app, "/v1/traces", again)
-        want["duplicate"] += 2
-        check()
+        if copies:
+            self.post(app, "/v1/traces", again)
+            want["duplicate"] += 2
+            check()
         self.assertEqual(self.d.json("GET", "/api/v1/cleaning", token=ADMIN, expect=400)["error"],
                          "app: required (GET /api/v1/cleaning?app=APP)")
 
