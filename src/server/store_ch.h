@@ -178,6 +178,7 @@ struct ch_store {
     uint32_t origin_day;
     int64_t last_ok_ns;
     int64_t ins_next; /* the next raw row's write mark (store_ch_source.h) */
+    struct ch_seen *seen; /* the identities the analysis read lately (store_ch_source.c), or NULL */
 };
 
 /* A string value as an SQL literal. */

@@ -10,9 +10,11 @@
 #include "store_ch_source.h"
 
 #include <pacer/base/clock.h>
+#include <pacer/base/hash.h>
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define HOUR_NS (INT64_C(3600) * 1000000000)
@@ -40,6 +42,76 @@ static void range_where(jbuf *q, int64_t after, int64_t upto, enum source_filter
                 after, upto, lo < 0 ? 0 : lo, (int64_t)(upto / STORE_DAY_NS), filter_sql(f));
 }
 
+/* The identities read lately, with the mark each was read at: a row of an
+ * identity read before at another mark is a copy (a retried batch's rows
+ * written again, with a later mark) and is not handed on; the same row
+ * read again (a cycle whose write failed) is. Two generations of an
+ * open-addressing table, the older dropped when the newer is half full:
+ * the last SEEN_SLOTS / 2 to SEEN_SLOTS identities, in bounded memory. */
+#define SEEN_SLOTS (1u << 18)
+
+typedef struct seen_gen {
+    uint64_t key[SEEN_SLOTS]; /* 0: empty */
+    int64_t ins[SEEN_SLOTS];
+    size_t n;
+} seen_gen;
+
+struct ch_seen {
+    seen_gen g[2];
+    int cur;
+};
+
+static int64_t *seen_find(seen_gen *g, uint64_t key)
+{
+    for (size_t i = hash_u64(key) & (SEEN_SLOTS - 1);; i = (i + 1) & (SEEN_SLOTS - 1)) {
+        if (g->key[i] == key)
+            return &g->ins[i];
+        if (!g->key[i])
+            return NULL;
+    }
+}
+
+/* false: key was read at another mark (a copy) */
+static bool seen_fresh(struct ch_seen *s, uint64_t key, int64_t ins)
+{
+    for (int k = 0; k < 2; k++) {
+        int64_t *at = seen_find(&s->g[k], key);
+        if (at)
+            return *at == ins;
+    }
+    seen_gen *g = &s->g[s->cur];
+    if (g->n >= SEEN_SLOTS / 2) {
+        s->cur ^= 1;
+        g = &s->g[s->cur];
+        memset(g, 0, sizeof *g);
+    }
+    size_t i = hash_u64(key) & (SEEN_SLOTS - 1);
+    while (g->key[i])
+        i = (i + 1) & (SEEN_SLOTS - 1);
+    g->key[i] = key;
+    g->ins[i] = ins;
+    g->n++;
+    return true;
+}
+
+/* A row's identity (trace and span id; rid) as a nonzero hash. */
+static uint64_t identity_key(const ch_table *ct, enum store_table t, const ch_row *row)
+{
+    uint8_t tb = (uint8_t)t;
+    uint64_t h = fnv1a64(FNV1A64_INIT, &tb, 1);
+    if (store_table(t)->kind == KIND_NONE) {
+        h = fnv1a64(h, &row->rid, sizeof row->rid);
+    } else {
+        int cols[2] = {ct->trace_col, ct->span_col};
+        for (int k = 0; k < 2; k++) {
+            const store_value *v = cols[k] >= 0 ? &row->row.cols[cols[k]] : NULL;
+            if (v && v->type == SV_BLOB)
+                h = fnv1a64(h, v->p, v->n);
+        }
+    }
+    return h | 1;
+}
+
 int ch_source_rows(store *s, enum store_table t, enum source_filter filter, int64_t after, int64_t upto,
                    const bool want[STORE_MAX_COLS], bool (*cb)(void *ctx, const source_row *row), void *ctx)
 {
@@ -60,6 +132,10 @@ int ch_source_rows(store *s, enum store_table t, enum source_filter filter, int6
     jbuf_free(&q);
     if (r < 0)
         return r == -ENOMEM ? r : -EIO;
+    if (!st->seen && !(st->seen = calloc(1, sizeof *st->seen))) {
+        ch_reply_free(&rep);
+        return -ENOMEM;
+    }
     rb_reader rd;
     rb_reader_init(&rd, rep.body, rep.len);
     const store_table_desc *d = store_table(t);
@@ -70,6 +146,10 @@ int ch_source_rows(store *s, enum store_table t, enum source_filter filter, int6
         if (rd.bad || !ch_decode_row(ct, &rd, &row)) {
             r = -EIO;
             break;
+        }
+        if (!seen_fresh(st->seen, identity_key(ct, t, &row), ins)) {
+            ch_row_clear(&row);
+            continue;
         }
         for (size_t c = 0; c < d->n_cols; c++)
             out.cols[c] = want[c] ? row.row.cols[c] : (store_value){.type = SV_NULL};

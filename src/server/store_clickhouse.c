@@ -919,6 +919,7 @@ static void ch_close(store *s)
     for (size_t i = 0; i < st->n_nodes; i++)
         ch_client_free(st->nodes[i]);
     free(st->nodes);
+    free(st->seen);
     health_destroy(&st->health);
     free(st);
 }

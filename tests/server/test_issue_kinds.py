@@ -402,6 +402,35 @@ class Cleaning(Base):
                          "app: required (GET /api/v1/cleaning?app=APP)")
 
 
+class Copies(Base):
+    def test_rows_written_again_are_read_once(self):
+        """ClickHouse: the rows of a batch written again by a retried
+        attempt (a later write mark, the same identity) are not counted
+        again by the analysis."""
+        if self.d.backend != "clickhouse":
+            self.skipTest("ClickHouse's: SQLite reads each rowid once and stores a retried batch once")
+        fp = "c0c0c0c0c0c0c0c0"
+        self.post("life", "/v1/logs", logs_body("life", "1.0", "k1", [jank(NOW + i, 800, fingerprint=fp)
+                                                                      for i in range(3)]), batch_id="copies-1")
+        self.settle()
+        issue = [i for i in self.issues("life") if i.get("fingerprint") == fp][0]
+        self.assertEqual(issue["count"], 3)
+        # the same rows again, as a retry writes them: later marks, after the analysis's
+        cols = [r[0] for r in self.d.sql("SELECT name FROM system.columns WHERE database = currentDatabase()"
+                                         " AND table = 'logs'")]
+        self.d.ch.sql("INSERT INTO logs SELECT %s FROM logs WHERE app = 'life'"
+                      % ", ".join("toInt64(now()) * 1000000000 + rowNumberInAllBlocks()" if c == "ins" else c
+                                  for c in cols), self.d.database)
+        self.assertEqual(self.d.sql("SELECT count() FROM logs WHERE app = 'life' AND body LIKE '%%%s%%'" % fp)[0][0],
+                         6)
+        # and one new occurrence after them: read, counted
+        self.post("life", "/v1/logs", logs_body("life", "1.0", "k1", [jank(NOW + 9, 800, fingerprint=fp)]),
+                  batch_id="copies-2")
+        self.settle()
+        issue = [i for i in self.issues("life") if i.get("fingerprint") == fp][0]
+        self.assertEqual(issue["count"], 4)
+
+
 class Hooks(Base):
     def wait(self, cond, timeout=30):
         deadline = time.monotonic() + timeout
