@@ -82,7 +82,9 @@ ports=()
 for i in 0 1; do
   other=$((1 - i))
   url="http://127.0.0.1:${http[$i]},127.0.0.1:${http[$other]}/pacer?cluster=pacer"
-  "$pacerd" --listen 127.0.0.1:0 --clickhouse "$url" --admin-token-file "$dir/admin-token" \
+  # the first runs the application layer (analysis, issues, cleaning counts)
+  state=(); [ "$i" = 0 ] && state=(--state "$dir/state.db")
+  "$pacerd" --listen 127.0.0.1:0 --clickhouse "$url" "${state[@]}" --admin-token-file "$dir/admin-token" \
     --keys-file "$dir/keys" > "$dir/pacerd$i.out" 2> "$dir/pacerd$i.log" &
   pids+=($!)
   for _ in $(seq 600); do grep -q listening "$dir/pacerd$i.out" 2>/dev/null && break; sleep 0.1; done
@@ -104,7 +106,12 @@ defaults
   option redispatch
 frontend pacer
   bind 127.0.0.1:$front
+  acl app_layer path_beg /api/v1/issues /api/v1/cleaning
+  use_backend analysis if app_layer
   default_backend pacerd
+backend analysis
+  option httpchk GET /healthz
+  server a 127.0.0.1:${ports[0]} check inter 500ms fall 2 rise 2
 backend pacerd
   balance roundrobin
   option httpchk GET /healthz
@@ -118,12 +125,13 @@ for _ in $(seq 100); do curl -sf "http://127.0.0.1:$front/healthz" >/dev/null &&
 cat <<EOF
 pacer cluster on this machine (data in $dir):
   ClickHouse shards   http://127.0.0.1:${http[0]}/  http://127.0.0.1:${http[1]}/  (database pacer, cluster pacer)
-  pacerd              http://127.0.0.1:${ports[0]}  (pid ${pids[2]})   http://127.0.0.1:${ports[1]}  (pid ${pids[3]})
+  pacerd              http://127.0.0.1:${ports[0]}  (pid ${pids[2]}, --state: issues)   http://127.0.0.1:${ports[1]}  (pid ${pids[3]})
   haproxy             http://127.0.0.1:$front   <- point the SDK here
 
   $build/src/cli/pacer replay --app shop --server http://127.0.0.1:$front --key-file $dir/shop.key \\
       examples/events/shop-events.jsonl
   curl -H "Authorization: Bearer \$(cat $dir/admin-token)" 'http://127.0.0.1:$front/api/v1/pages?app=shop'
+  curl -H "Authorization: Bearer \$(cat $dir/admin-token)" 'http://127.0.0.1:$front/api/v1/issues?app=shop'
   kill -9 ${pids[2]}     # one pacerd gone: haproxy sends everything to the other
 
 Ctrl-C stops everything.

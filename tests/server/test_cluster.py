@@ -23,7 +23,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(__file__))
 import clickhouse_harness  # noqa: E402
 from clickhouse_harness import ClickHouse, free_port  # noqa: E402
-from pacerd_harness import KEYS, Pacerd, page_span, traces  # noqa: E402
+from pacerd_harness import ADMIN, KEYS, Pacerd, page_span, traces  # noqa: E402
 
 HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
 PROBE = os.environ.get("UPLOAD_PROBE")
@@ -44,7 +44,12 @@ defaults
   option redispatch
 frontend pacer
   bind 127.0.0.1:{port}
+  acl app_layer path_beg /api/v1/issues /api/v1/cleaning
+  use_backend analysis if app_layer
   default_backend pacerd
+backend analysis
+  option httpchk GET /healthz
+  server a 127.0.0.1:{a} check inter 200ms fall 1 rise 1
 backend pacerd
   balance roundrobin
   option httpchk GET /healthz
@@ -88,9 +93,11 @@ class Cluster(unittest.TestCase):
         # each instance talks to its own node first; both make the tables on both
         url_a = "http://%s,%s/%s?cluster=pacer" % (hosts[0], hosts[1], db)
         url_b = "http://%s,%s/%s?cluster=pacer" % (hosts[1], hosts[0], db)
-        cls.a = Pacerd(ARGS, backend="clickhouse", clickhouse=cls.ch[0], database=db, store_args=["--clickhouse", url_a])
-        cls.b = Pacerd(ARGS, backend="clickhouse", clickhouse=cls.ch[1], database=db, store_args=["--clickhouse", url_b])
         cls.dir = tempfile.mkdtemp(prefix="pacer-cluster-")
+        # a runs the application layer (--state): haproxy sends it the issues and cleaning APIs
+        cls.a = Pacerd(ARGS, backend="clickhouse", clickhouse=cls.ch[0], database=db,
+                       store_args=["--clickhouse", url_a, "--state", os.path.join(cls.dir, "state.db")])
+        cls.b = Pacerd(ARGS, backend="clickhouse", clickhouse=cls.ch[1], database=db, store_args=["--clickhouse", url_b])
         cls.port = free_port()
         cfg = os.path.join(cls.dir, "haproxy.cfg")
         with open(cfg, "w") as f:
@@ -140,6 +147,16 @@ class Cluster(unittest.TestCase):
                     time.sleep(0.05)
                 else:
                     errors.append("batch %d: never acknowledged" % k)
+
+    def test_0_the_application_layer_behind_haproxy(self):
+        # the issues and cleaning APIs go to the instance that runs it, whatever the round robin
+        for _ in range(4):
+            st, _, body = self.front.request("GET", "/api/v1/cleaning?app=shop", token=ADMIN)
+            self.assertEqual(st, 200, body)
+            st, _, body = self.front.request("GET", "/api/v1/issues?app=shop", token=ADMIN)
+            self.assertEqual(st, 200, body)
+        st, _, _ = self.b.request("GET", "/api/v1/issues?app=shop", token=ADMIN)
+        self.assertEqual(st, 501)
 
     def test_sigkill_of_one_instance_during_ingest(self):
         rnd = random.Random(3)
