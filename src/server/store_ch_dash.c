@@ -5,10 +5,11 @@
  * identity, newest first; ties by row key) in one query, asking for one
  * more to know whether it reached the bound, and does the rest in C on the
  * decoded rows — the group name, the version, sorting by a metric, the
- * attributes' JSON —, so that values compare as SQLite compares them and
+ * attributes' JSON, dash_parse.c —, so that values compare as SQLite compares them and
  * not as ClickHouse holds them (an MS column is held as twice its micro-
  * or nanoseconds, store_ch.h).
  */
+#include "dash_parse.h"
 #include "store_ch.h"
 
 #include <pacer/base/json.h>
@@ -195,97 +196,13 @@ int ch_op_rows(store *s, const store_rows_query *q, void (*cb)(void *ctx, const 
 
 /* ---- attributes ---- */
 
-/* Calls fn with each string value of the attributes named key in an
- * OpenTelemetry attribute list's JSON ([{"key":…,"value":{"stringValue":…}
- * or {"arrayValue":{"values":[{"stringValue":…},…]}}},…]); stops at the
- * first attribute of that key when first. Text that is not such JSON
- * has none. */
+/* The string values of the attributes named key in v's attribute list
+ * (dash_attr_strings, dash_parse.h). */
 static void attr_strings(const store_value *v, const char *key, bool first,
                          void (*fn)(void *ctx, const char *s, size_t n), void *ctx)
 {
-    if (v->type != SV_TEXT || !v->n)
-        return;
-    char *buf = malloc(v->n + 1);
-    if (!buf)
-        return;
-    memcpy(buf, v->p, v->n);
-    buf[v->n] = 0;
-    jread r;
-    jread_init(&r, buf, v->n, NULL, 0);
-    if (!jread_enter_array(&r)) {
-        free(buf);
-        return;
-    }
-    size_t kl = strlen(key);
-    bool done = false;
-    while (!done && jread_element(&r) > 0) {
-        if (jread_peek(&r) != JT_OBJECT) {
-            jvalue skip;
-            if (!jread_value(&r, &skip))
-                break;
-            continue;
-        }
-        jread_enter_object(&r);
-        const char *k;
-        size_t n;
-        bool ours = false;
-        int m;
-        while ((m = jread_member(&r, &k, &n)) > 0) {
-            jvalue x;
-            if (n == 3 && memcmp(k, "key", 3) == 0) {
-                if (!jread_value(&r, &x))
-                    break;
-                ours = x.type == JT_STRING && x.len == kl && memcmp(x.s, key, kl) == 0;
-            } else if (n == 5 && memcmp(k, "value", 5) == 0 && ours && jread_peek(&r) == JT_OBJECT) {
-                /* "key" came first: OTLP's JSON and what pacerd stores */
-                jread_enter_object(&r);
-                int vm;
-                while ((vm = jread_member(&r, &k, &n)) > 0) {
-                    if (n == 11 && memcmp(k, "stringValue", 11) == 0) {
-                        if (!jread_value(&r, &x))
-                            break;
-                        if (x.type == JT_STRING)
-                            fn(ctx, x.s, x.len);
-                    } else if (n == 10 && memcmp(k, "arrayValue", 10) == 0 && jread_peek(&r) == JT_OBJECT) {
-                        jread_enter_object(&r);
-                        int am;
-                        while ((am = jread_member(&r, &k, &n)) > 0) {
-                            if (!(n == 6 && memcmp(k, "values", 6) == 0 && jread_peek(&r) == JT_ARRAY)) {
-                                if (!jread_value(&r, &x))
-                                    break;
-                                continue;
-                            }
-                            jread_enter_array(&r);
-                            while (jread_element(&r) > 0) {
-                                if (jread_peek(&r) != JT_OBJECT) {
-                                    if (!jread_value(&r, &x))
-                                        break;
-                                    continue;
-                                }
-                                jread_enter_object(&r);
-                                int em;
-                                while ((em = jread_member(&r, &k, &n)) > 0) {
-                                    if (!jread_value(&r, &x))
-                                        break;
-                                    if (n == 11 && memcmp(k, "stringValue", 11) == 0 && x.type == JT_STRING)
-                                        fn(ctx, x.s, x.len);
-                                }
-                            }
-                        }
-                    } else if (!jread_value(&r, &x)) {
-                        break;
-                    }
-                }
-                if (first)
-                    done = true;
-            } else if (!jread_value(&r, &x)) {
-                break;
-            }
-        }
-        if (m < 0 || r.failed)
-            break;
-    }
-    free(buf);
+    if (v->type == SV_TEXT)
+        dash_attr_strings(v->p, v->n, key, first, fn, ctx);
 }
 
 /* ---- requests by pattern ---- */
