@@ -1,8 +1,9 @@
 /* What the ClickHouse store's files share (store_clickhouse.c: open, the
  * schema, the writers, health, configs; store_ch_keeper.c: consolidation,
  * partitions, the winners of retried batches; store_ch_read.c: the
- * queries; store_ch_dash.c: the dashboard's reads; store_ch_layout.c: the
- * tables' columns and rows in RowBinary). */
+ * queries; store_ch_dash.c: the dashboard's reads; store_ch_source.c: the
+ * application layer's reads; store_ch_layout.c: the tables' columns and
+ * rows in RowBinary). */
 #ifndef PACER_SERVER_STORE_CH_H
 #define PACER_SERVER_STORE_CH_H
 
