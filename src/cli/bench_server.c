@@ -1,5 +1,6 @@
 /* pacer bench: a baseline from pacerd (bench_server.h). */
 #include "bench_server.h"
+#include "commands.h"
 
 #include <pacer/base/curl_dl.h>
 
@@ -10,41 +11,12 @@
 
 #define MAX_ANSWER (256u << 20)
 
-typedef struct answer {
-    char *data;
-    size_t len, cap;
-    bool too_big;
-} answer;
-
-static size_t on_data(char *p, size_t size, size_t n, void *ctx)
-{
-    answer *a = ctx;
-    size_t add = size * n;
-    if (a->len + add > MAX_ANSWER) {
-        a->too_big = true;
-        return 0;
-    }
-    if (a->len + add + 1 > a->cap) {
-        size_t cap = a->cap ? a->cap : 65536;
-        while (cap < a->len + add + 1)
-            cap *= 2;
-        char *d = realloc(a->data, cap);
-        if (!d)
-            return 0;
-        a->data = d;
-        a->cap = cap;
-    }
-    memcpy(a->data + a->len, p, add);
-    a->len += add;
-    a->data[a->len] = 0;
-    return add;
-}
 
 int bench_server_fetch(const char *server, const char *token, const char *app, const char *version, bench_set **ret,
                        char *err, size_t err_len)
 {
     int rc = -1;
-    answer a = {0};
+    cli_answer a = {.max = MAX_ANSWER};
     char *url = NULL, *e_app = NULL, *e_version = NULL, *auth = NULL;
     struct curl_slist *headers = NULL;
     const curl_api *cu = curl_api_get();
@@ -72,7 +44,7 @@ int bench_server_fetch(const char *server, const char *token, const char *app, c
     headers = cu->slist_append(headers, auth);
     cu->easy_setopt(h, CURLOPT_URL, url);
     cu->easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-    cu->easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+    cu->easy_setopt(h, CURLOPT_WRITEFUNCTION, cli_answer_write);
     cu->easy_setopt(h, CURLOPT_WRITEDATA, &a);
     cu->easy_setopt(h, CURLOPT_TIMEOUT, 120L);
     cu->easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);

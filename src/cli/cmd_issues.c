@@ -51,42 +51,13 @@ static const char usage[] =
     "Exit status: 0 done, 1 the server refused (the reason is printed), 2 usage,\n"
     "token or connection error.\n";
 
-typedef struct answer {
-    char *data;
-    size_t len, cap;
-    bool too_big;
-} answer;
-
-static size_t on_data(char *p, size_t size, size_t n, void *ctx)
-{
-    answer *a = ctx;
-    size_t add = size * n;
-    if (a->len + add > MAX_ANSWER) {
-        a->too_big = true;
-        return 0;
-    }
-    if (a->len + add + 1 > a->cap) {
-        size_t cap = a->cap ? a->cap : 65536;
-        while (cap < a->len + add + 1)
-            cap *= 2;
-        char *d = realloc(a->data, cap);
-        if (!d)
-            return 0;
-        a->data = d;
-        a->cap = cap;
-    }
-    memcpy(a->data + a->len, p, add);
-    a->len += add;
-    a->data[a->len] = 0;
-    return add;
-}
 
 /* libcurl, loaded by run() before any request. */
 static const curl_api *cu;
 
 /* One request; the HTTP status, or 0 (message printed). */
 static long request(const char *method, const char *url, const char *token, const char *body, const char *ca,
-                    answer *a)
+                    cli_answer *a)
 {
     CURL *h = cu->easy_init();
     if (!h) {
@@ -108,7 +79,7 @@ static long request(const char *method, const char *url, const char *token, cons
     cu->easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
     if (body)
         cu->easy_setopt(h, CURLOPT_POSTFIELDS, body);
-    cu->easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+    cu->easy_setopt(h, CURLOPT_WRITEFUNCTION, cli_answer_write);
     cu->easy_setopt(h, CURLOPT_WRITEDATA, a);
     cu->easy_setopt(h, CURLOPT_TIMEOUT, 60L);
     cu->easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
@@ -414,27 +385,6 @@ static int print_one(char *json, size_t len)
 
 /* ---- the command ---- */
 
-static char *read_token(const char *path)
-{
-    FILE *f = fopen(path, "re");
-    if (!f) {
-        fprintf(stderr, "pacer issues: --token-file %s: %s\n", path, strerror(errno));
-        return NULL;
-    }
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n = getline(&line, &cap, f);
-    fclose(f);
-    if (n > 0)
-        line[strcspn(line, "\r\n")] = 0;
-    if (n <= 0 || !line[0]) {
-        fprintf(stderr, "pacer issues: --token-file %s: the first line is empty\n", path);
-        free(line);
-        return NULL;
-    }
-    return line;
-}
-
 /* Appends &name=value (escaped) to the query. */
 static bool add_param(CURL *h, char *q, size_t size, const char *name, const char *value)
 {
@@ -533,7 +483,7 @@ static int run(int argc, char **argv)
     }
     char *token = NULL;
     if (token_file)
-        token = read_token(token_file);
+        token = cli_token_file("issues", token_file);
     else if (getenv("PACER_ADMIN_TOKEN") && *getenv("PACER_ADMIN_TOKEN"))
         token = strdup(getenv("PACER_ADMIN_TOKEN"));
     else
@@ -571,7 +521,7 @@ static int run(int argc, char **argv)
     char body[64];
     if (set_id)
         snprintf(body, sizeof body, "{\"status\":\"%s\"}", set_status);
-    answer a = {0};
+    cli_answer a = {.max = MAX_ANSWER};
     long st = request(set_id ? "PATCH" : "GET", url, token, set_id ? body : NULL, ca, &a);
     memset(token, 0, strlen(token));
     free(token);
