@@ -16,6 +16,7 @@ typedef struct pacerd {
     http_server *http; /* for /metrics */
     size_t max_body;         /* ingest bodies (--max-body: also the limit of a gzip body once inflated) */
     size_t max_config_bytes; /* PUT /v1/config */
+    unsigned retention_days; /* ingest refuses what the store would drop at once (--retention-days) */
 } pacerd;
 
 /* The routes (router.c): http_app callbacks; ctx is the pacerd.

@@ -198,6 +198,13 @@ typedef struct store_options {
     size_t max_queued_items; /* records waiting for the writer before submits get -EAGAIN */
     size_t readers;          /* read connections */
     size_t rollup_lag_ms;    /* longest a committed record waits to be added to the rollups (0: none) */
+    /* days of raw records kept (0: all): the partitions of older UTC days
+     * are dropped, with the sub-day rollups; days of the daily rollups
+     * kept (0: all, else at least retention_days) */
+    unsigned retention_days, rollup_retention_days;
+    /* records of pacer's record tables that wait in commit order before
+     * they are sealed into blocks (0: 32768) */
+    size_t seal_rows;
     /* where failures of the store are told, one line each, no newline
      * (NULL: nowhere); called from any of the store's threads */
     void (*log)(void *ctx, const char *msg);

@@ -262,7 +262,7 @@ static int dict_of(const store_value *v, size_t n, plan *p)
         while (slots[k] != UINT32_MAX && !value_eq(&v[p->dict[slots[k]]], &v[i]))
             k = (k + 1) & (cap - 1);
         if (slots[k] == UINT32_MAX) {
-            if (p->m == 65535) {
+            if (p->m == 65535 || p->m > n / 2 + 1) { /* a dictionary would not pay */
                 p->m = 0;
                 break;
             }
@@ -275,13 +275,21 @@ static int dict_of(const store_value *v, size_t n, plan *p)
     return 0;
 }
 
-static int plan_column(const store_value *const *cols, size_t c, size_t n, plan *p)
+static int plan_column(const store_value *const *cols, size_t c, size_t n, const plan *plans, plan *p)
 {
     const store_value *v = cols[c];
     *p = (plan){.mode = MODE_PLAIN, .size = 1, .ref = -1};
+    size_t same = 1;
+    while (same < n && value_eq(&v[same], &v[0]))
+        same++;
+    if (same == n) { /* most columns: one value (the app, a NULL, a constant) */
+        p->mode = MODE_CONST;
+        p->size = 1 + value_size(&v[0]);
+        return 0;
+    }
     for (size_t i = 0; i < n; i++)
         p->size += value_size(&v[i]);
-    int r = dict_of(v, n, p);
+    int r = all_int(v, n) && n > 64 && !value_eq(&v[1], &v[0]) && !value_eq(&v[2], &v[1]) ? 0 : dict_of(v, n, p);
     if (r < 0)
         return r;
     if (p->m == 1) {
@@ -307,8 +315,10 @@ static int plan_column(const store_value *const *cols, size_t c, size_t n, plan 
         p->mode = MODE_DELTA;
         p->size = s;
     }
+    /* against an earlier column that is itself deltas (a sorted time): an
+     * end time against its start */
     for (size_t rc = 0; rc < c; rc++) {
-        if (!all_int(cols[rc], n))
+        if (plans[rc].mode != MODE_DELTA)
             continue;
         s = 1 + varint_size(rc);
         for (size_t i = 0; i < n && s < p->size; i++)
@@ -363,7 +373,7 @@ int block_encode(const store_value *const *cols, size_t n_cols, size_t n, uint8_
     size_t done = 0;
     int r = 0;
     for (; done < n_cols && r == 0; done++)
-        r = plan_column(cols, done, n, &plans[done]);
+        r = plan_column(cols, done, n, plans, &plans[done]);
     outbuf o = {0};
     if (r == 0) {
         static const uint8_t magic[2] = {'B', 1};

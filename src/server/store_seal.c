@@ -1,0 +1,665 @@
+/* Sealing: the rows of the record tables that are in the rollups become
+ * blocks; the traces of every span row that is in the rollups go into
+ * trace_index (store_int.h). And reading blocks back.
+ *
+ * A seal runs in the writer's transaction, after a rollup flush, once
+ * SEAL_ROWS rows wait between the sealed and rolled marks (store_sqlite.c),
+ * at most SEAL_BUDGET rows at once (a file upgraded from an earlier schema
+ * is sealed in such steps when it opens). Per partition of a record table:
+ * its rows (sealed, rolled] in (app, ts, rowid) order → blocks of at most
+ * BLOCK_ROWS rows of one app → table blocks; the rows deleted; the mark
+ * moved. Per partition of plain spans: the trace entries only. All the
+ * entries of one seal, sorted, are one run of trace_index, in chunks of
+ * about CHUNK_ENTRIES:
+ *   varint n, then per entry: varint (t - previous t), varint tbl,
+ *   8 bytes little-endian rid
+ * (the first entry's t less the chunk's t_lo). About 12 bytes an entry;
+ * a seal of 32 000 rows writes ~130 rows of trace_index.
+ */
+#include "store_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BLOCK_ROWS 1024
+#define SEAL_BUDGET (4 * 32768)
+#define CHUNK_ENTRIES 256
+
+/* ---- copies of rows ---- */
+
+typedef struct chunk {
+    struct chunk *next;
+    size_t used, size;
+    char data[];
+} chunk;
+
+typedef struct pool {
+    chunk *head;
+} pool;
+
+static void *pool_copy(pool *p, const void *src, size_t n)
+{
+    chunk *c = p->head;
+    if (!c || c->size - c->used < n + 1) {
+        size_t size = n + 1 > 65536 ? n + 1 : 65536;
+        c = malloc(sizeof *c + size);
+        if (!c)
+            return NULL;
+        c->used = 0;
+        c->size = size;
+        c->next = p->head;
+        p->head = c;
+    }
+    char *d = c->data + c->used;
+    if (n)
+        memcpy(d, src, n);
+    d[n] = 0;
+    c->used += n + 1;
+    return d;
+}
+
+static void pool_free(pool *p)
+{
+    while (p->head) {
+        chunk *c = p->head;
+        p->head = c->next;
+        free(c);
+    }
+}
+
+/* ---- the trace entries of a seal ---- */
+
+typedef struct entry {
+    int64_t t, rid;
+    int tbl;
+} entry;
+
+typedef struct entries {
+    entry *e;
+    size_t n, cap;
+    int64_t day_hi;
+} entries;
+
+static int entry_add(entries *es, int64_t t, int tbl, int64_t rid, int64_t day)
+{
+    if (es->n == es->cap) {
+        size_t cap = es->cap ? es->cap * 2 : 4096;
+        entry *q = realloc(es->e, cap * sizeof *q);
+        if (!q)
+            return -ENOMEM;
+        es->e = q;
+        es->cap = cap;
+    }
+    es->e[es->n++] = (entry){t, rid, tbl};
+    if (day > es->day_hi)
+        es->day_hi = day;
+    return 0;
+}
+
+static int cmp_entry(const void *x, const void *y)
+{
+    const entry *a = x, *b = y;
+    if (a->t != b->t)
+        return a->t < b->t ? -1 : 1;
+    if (a->tbl != b->tbl)
+        return a->tbl < b->tbl ? -1 : 1;
+    return a->rid < b->rid ? -1 : a->rid > b->rid;
+}
+
+static void put_varint(uint8_t *p, size_t *o, uint64_t v)
+{
+    while (v >= 0x80) {
+        p[(*o)++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    p[(*o)++] = (uint8_t)v;
+}
+
+/* The sorted entries as chunks of run b; in the writer's transaction. */
+static int trace_run_write(store *st, int64_t b, const entries *es)
+{
+    uint8_t *buf = malloc(10 + (CHUNK_ENTRIES + 64) * 24);
+    if (!buf)
+        return -ENOMEM;
+    int r = 0;
+    for (size_t i = 0; i < es->n && r == 0;) {
+        /* a chunk: CHUNK_ENTRIES, then on to the end of that t */
+        size_t j = i + CHUNK_ENTRIES < es->n ? i + CHUNK_ENTRIES : es->n;
+        while (j < es->n && es->e[j].t == es->e[j - 1].t && j - i < CHUNK_ENTRIES + 64)
+            j++;
+        size_t o = 0;
+        put_varint(buf, &o, j - i);
+        int64_t prev = es->e[i].t;
+        for (size_t k = i; k < j; k++) {
+            put_varint(buf, &o, (uint64_t)(es->e[k].t - prev));
+            prev = es->e[k].t;
+            put_varint(buf, &o, (uint64_t)es->e[k].tbl);
+            for (int x = 0; x < 8; x++)
+                buf[o++] = (uint8_t)((uint64_t)es->e[k].rid >> (8 * x));
+        }
+        sqlite3_stmt *s = st->st[ST_TRACE_ADD];
+        sqlite3_bind_int64(s, 1, b);
+        sqlite3_bind_int64(s, 2, es->e[i].t);
+        sqlite3_bind_blob(s, 3, buf, (int)o, SQLITE_STATIC);
+        r = store_step_done(s);
+        i = j;
+    }
+    free(buf);
+    return r;
+}
+
+static bool get_varint(const uint8_t **p, const uint8_t *end, uint64_t *ret)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 64 && *p < end; shift += 7) {
+        uint8_t c = *(*p)++;
+        v |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80)) {
+            *ret = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+int store_trace_chunk_find(const uint8_t *data, size_t len, int64_t t_lo, int64_t t,
+                           void (*fn)(void *ctx, int tbl, int64_t rid), void *ctx)
+{
+    const uint8_t *p = data, *end = data + len;
+    uint64_t n, d, tbl;
+    if (!data || !get_varint(&p, end, &n) || n > len)
+        return -EBADMSG;
+    uint64_t cur = (uint64_t)t_lo;
+    for (uint64_t k = 0; k < n; k++) {
+        if (!get_varint(&p, end, &d) || !get_varint(&p, end, &tbl) || end - p < 8)
+            return -EBADMSG;
+        cur += d;
+        if ((int64_t)cur > t)
+            return 0; /* sorted: none after */
+        uint64_t rid = 0;
+        for (int x = 0; x < 8; x++)
+            rid |= (uint64_t)p[x] << (8 * x);
+        p += 8;
+        if ((int64_t)cur == t && tbl < TABLE_COUNT)
+            fn(ctx, (int)tbl, (int64_t)rid);
+    }
+    return 0;
+}
+
+/* ---- record tables → blocks ---- */
+
+/* The rows of one app and day waiting to become their next block, in
+ * arrival order; sorted by (ts, rowid) when written. */
+typedef struct pending {
+    int64_t day;
+    char *app;
+    size_t n, cap;
+    store_value *vals; /* n rows of 1 + n_cols values */
+    pool texts;
+} pending;
+
+/* At most this many rows wait in all: past it, the largest waiting block
+ * is written (a seal that spans many days writes smaller blocks). */
+#define PENDING_ROWS 8192
+#define MAX_PENDING 256
+
+typedef struct sealer {
+    store *st;
+    enum store_table table;
+    size_t n_cols; /* the table's, without the rowid */
+    int trace_col, ts_col;
+    pending open[MAX_PENDING];
+    size_t n_open, held;
+    store_value *cols[BLOCK_MAX_COLS]; /* a block being written: [0] rowids, [1 + c] column c */
+    size_t *order;
+    entries *trace;
+} sealer;
+
+static const store_value *sort_vals;
+
+static int cmp_rows(const void *x, const void *y)
+{
+    const store_value *a = sort_vals + 2 * *(const size_t *)x, *b = sort_vals + 2 * *(const size_t *)y;
+    if (a[1].i != b[1].i) /* [1]: ts */
+        return a[1].i < b[1].i ? -1 : 1;
+    return a[0].i < b[0].i ? -1 : a[0].i > b[0].i;
+}
+
+static int block_write(sealer *z, pending *pd)
+{
+    if (!pd->n)
+        return 0;
+    size_t w = 1 + z->n_cols, n = pd->n;
+    int tsc = 1 + z->ts_col;
+    /* sort the rows by (ts, rowid) */
+    store_value *keyed = malloc(n * 2 * sizeof *keyed);
+    if (!keyed)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        keyed[2 * i] = pd->vals[i * w];           /* rowid */
+        keyed[2 * i + 1] = pd->vals[i * w + tsc]; /* ts (an INTEGER column: NOT NULL, always bound so) */
+        if (keyed[2 * i + 1].type != SV_INT)
+            keyed[2 * i + 1] = (store_value){.type = SV_INT, .i = 0};
+        z->order[i] = i;
+    }
+    sort_vals = keyed;
+    qsort(z->order, n, sizeof *z->order, cmp_rows);
+    int64_t t_lo = INT64_MAX, t_hi = INT64_MIN, r_lo = INT64_MAX, r_hi = INT64_MIN;
+    int r = 0;
+    for (size_t k = 0; k < n && r == 0; k++) {
+        const store_value *row = pd->vals + z->order[k] * w;
+        for (size_t c = 0; c < w; c++)
+            z->cols[c][k] = row[c];
+        int64_t ts = keyed[2 * z->order[k] + 1].i, rid = row[0].i;
+        t_lo = ts < t_lo ? ts : t_lo;
+        t_hi = ts > t_hi ? ts : t_hi;
+        r_lo = rid < r_lo ? rid : r_lo;
+        r_hi = rid > r_hi ? rid : r_hi;
+        const store_value *tid = &row[1 + z->trace_col];
+        if (tid->type == SV_BLOB && tid->n)
+            r = entry_add(z->trace, store_trace_key(tid->p, tid->n), (int)z->table, ts, pd->day);
+    }
+    free(keyed);
+    uint8_t *data;
+    size_t len;
+    if (r == 0)
+        r = block_encode((const store_value *const *)z->cols, w, n, &data, &len);
+    if (r < 0)
+        return r;
+    sqlite3_stmt *s = z->st->st[ST_BLOCK_ADD];
+    sqlite3_bind_int64(s, 1, z->table);
+    sqlite3_bind_int64(s, 2, pd->day);
+    sqlite3_bind_text(s, 3, pd->app, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 4, t_lo);
+    sqlite3_bind_int64(s, 5, t_hi);
+    sqlite3_bind_int64(s, 6, r_lo);
+    sqlite3_bind_int64(s, 7, r_hi);
+    sqlite3_bind_int64(s, 8, (int64_t)n);
+    sqlite3_bind_int64(s, 9, z->st->layout_id[z->table]);
+    sqlite3_bind_blob(s, 10, data, (int)len, free);
+    r = store_step_done(s);
+    z->held -= pd->n;
+    pd->n = 0;
+    pool_free(&pd->texts);
+    return r;
+}
+
+/* Room for one more row of (day, app): its pending rows, or a new slot
+ * (when all are taken, the largest is written and reused). */
+static pending *pending_of(sealer *z, int64_t day, const char *app, int *ret)
+{
+    *ret = 0;
+    pending *pd = NULL;
+    for (size_t i = 0; i < z->n_open && !pd; i++)
+        if (z->open[i].day == day && strcmp(z->open[i].app, app) == 0)
+            pd = &z->open[i];
+    if (!pd && z->n_open < MAX_PENDING) {
+        pd = &z->open[z->n_open++];
+        *pd = (pending){.day = day};
+        if (!(pd->app = strdup(app))) {
+            *ret = -ENOMEM;
+            return NULL;
+        }
+    }
+    if (!pd || z->held >= PENDING_ROWS) {
+        pending *big = &z->open[0];
+        for (size_t i = 1; i < z->n_open; i++)
+            if (z->open[i].n > big->n)
+                big = &z->open[i];
+        if ((*ret = block_write(z, big)) < 0)
+            return NULL;
+        if (!pd) {
+            free(big->app);
+            pool_free(&big->texts);
+            store_value *vals = big->vals;
+            size_t cap = big->cap;
+            *big = (pending){.day = day, .vals = vals, .cap = cap};
+            if (!(big->app = strdup(app))) {
+                *ret = -ENOMEM;
+                return NULL;
+            }
+            pd = big;
+        }
+    }
+    if (pd->n == pd->cap) {
+        size_t cap = pd->cap ? pd->cap * 2 : 64;
+        store_value *v = realloc(pd->vals, cap * (1 + z->n_cols) * sizeof *v);
+        if (!v) {
+            *ret = -ENOMEM;
+            return NULL;
+        }
+        pd->vals = v;
+        pd->cap = cap;
+    }
+    return pd;
+}
+
+/* Rows (lo, hi] of a record table → blocks of at most BLOCK_ROWS rows of
+ * one app and day; the rows deleted. The rows are read in rowid order and
+ * each block sorted on its own: rows come roughly in time order, and a
+ * batch spread over many days gives a block per seal and day that spans
+ * the day however it is sorted. */
+static int seal_records(store *st, enum store_table t, int64_t lo, int64_t hi, entries *trace)
+{
+    const store_table_desc *td = store_table(t);
+    sealer z = {.st = st, .table = t, .n_cols = td->n_cols, .trace_col = -1, .ts_col = st->ts_col[t], .trace = trace};
+    for (size_t c = 0; c < td->n_cols; c++)
+        if (td->cols[c].source == SRC_TRACE_ID)
+            z.trace_col = (int)c;
+    int r = 0;
+    for (size_t c = 0; c <= z.n_cols && r == 0; c++)
+        if (!(z.cols[c] = malloc(BLOCK_ROWS * sizeof *z.cols[c])))
+            r = -ENOMEM;
+    if (r == 0 && !(z.order = malloc(BLOCK_ROWS * sizeof *z.order)))
+        r = -ENOMEM;
+    int app_col = -1;
+    for (size_t c = 0; c < td->n_cols; c++)
+        if (td->cols[c].source == SRC_COMMON && td->cols[c].index == PACER_COMMON_APP)
+            app_col = (int)c;
+    char *sql = store_sql("SELECT rowid, %s FROM %s WHERE rowid > ?1 AND rowid <= ?2", td->columns, td->name);
+    sqlite3_stmt *s = NULL;
+    if (r == 0 && (!sql || app_col < 0 || z.trace_col < 0 || sqlite3_prepare_v2(st->w, sql, -1, &s, NULL) != SQLITE_OK))
+        r = -EIO;
+    free(sql);
+    if (r == 0) {
+        sqlite3_bind_int64(s, 1, lo);
+        sqlite3_bind_int64(s, 2, hi);
+    }
+    int sr = SQLITE_DONE;
+    size_t w = 1 + z.n_cols;
+    while (r == 0 && (sr = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *app = (const char *)sqlite3_column_text(s, 1 + app_col);
+        pending *pd = pending_of(&z, day_of_ts(sqlite3_column_int64(s, 1 + z.ts_col)), app ? app : "", &r);
+        if (!pd)
+            break;
+        store_value *row = pd->vals + pd->n * w;
+        for (size_t c = 0; c < w && r == 0; c++) {
+            store_value v = store_column_value(s, (int)c);
+            if ((v.type == SV_TEXT || v.type == SV_BLOB) && !(v.p = pool_copy(&pd->texts, v.p, v.n)))
+                r = -ENOMEM;
+            row[c] = v;
+        }
+        pd->n++;
+        z.held++;
+        if (r == 0 && pd->n == BLOCK_ROWS)
+            r = block_write(&z, pd);
+    }
+    if (r == 0 && sr != SQLITE_DONE)
+        r = -EIO;
+    for (size_t i = 0; i < z.n_open; i++) {
+        if (r == 0)
+            r = block_write(&z, &z.open[i]);
+        free(z.open[i].app);
+        free(z.open[i].vals);
+        pool_free(&z.open[i].texts);
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+    if (r == 0) {
+        sql = store_sql("DELETE FROM %s WHERE rowid > ?1 AND rowid <= ?2", td->name);
+        if (!sql || sqlite3_prepare_v2(st->w, sql, -1, &s, NULL) != SQLITE_OK) {
+            r = -EIO;
+        } else {
+            sqlite3_bind_int64(s, 1, lo);
+            sqlite3_bind_int64(s, 2, hi);
+            r = sqlite3_step(s) == SQLITE_DONE ? 0 : -EIO;
+        }
+        sqlite3_finalize(s);
+        free(sql);
+    }
+    for (size_t c = 0; c <= z.n_cols; c++)
+        free(z.cols[c]);
+    free(z.order);
+    return r;
+}
+
+/* Plain spans (lo, hi] of a day: their trace entries. */
+static int seal_spans(store *st, int64_t day, int64_t lo, int64_t hi, entries *trace)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(st->w,
+                           "SELECT pacer_trace_key(trace_id), rowid FROM spans WHERE rowid > ?1 AND rowid <= ?2"
+                           " AND trace_id IS NOT NULL",
+                           -1, &s, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int64(s, 1, lo);
+    sqlite3_bind_int64(s, 2, hi);
+    int r, e = 0;
+    while ((r = sqlite3_step(s)) == SQLITE_ROW && e == 0)
+        if (sqlite3_column_type(s, 0) != SQLITE_NULL)
+            e = entry_add(trace, sqlite3_column_int64(s, 0), TABLE_SPANS, sqlite3_column_int64(s, 1), day);
+    sqlite3_finalize(s);
+    return e < 0 ? e : r == SQLITE_DONE || r == SQLITE_ROW ? 0 : -EIO;
+}
+
+static int seal_mark(store *st, enum store_table t, int64_t day, int64_t sealed, int64_t rolled)
+{
+    if (st->n_seal_marks == st->cap_seal_marks) {
+        size_t cap = st->cap_seal_marks ? st->cap_seal_marks * 2 : 64;
+        struct seal_mark *q = realloc(st->seal_marks, cap * sizeof *q);
+        if (!q)
+            return -ENOMEM;
+        st->seal_marks = q;
+        st->cap_seal_marks = cap;
+    }
+    st->seal_marks[st->n_seal_marks++] = (struct seal_mark){t, day, sealed};
+    sqlite3_stmt *s;
+    if (day < 0) {
+        s = st->st[ST_TM_SAVE];
+        sqlite3_bind_int64(s, 1, t);
+        sqlite3_bind_int64(s, 2, rolled);
+        sqlite3_bind_int64(s, 3, sealed);
+    } else {
+        s = st->st[ST_PART_SEALED];
+        sqlite3_bind_int64(s, 1, t);
+        sqlite3_bind_int64(s, 2, day);
+        sqlite3_bind_int64(s, 3, sealed);
+    }
+    return store_step_done(s);
+}
+
+int store_seal(store *st)
+{
+    st->n_seal_marks = 0;
+    st->seal_count = 0;
+    /* what waits, as this transaction has it: the record tables' marks, the
+     * plain spans' partitions */
+    struct { int t; int64_t day, rolled, sealed; } todo[TABLE_COUNT + 1024];
+    size_t n = 0;
+    sqlite3_stmt *q;
+    int r = 0, sr;
+    if (sqlite3_prepare_v2(st->w, "SELECT tbl, -1, rolled, sealed FROM table_marks WHERE sealed < rolled UNION ALL"
+                                  " SELECT tbl, day, rolled, sealed FROM partitions WHERE tbl = ?1 AND sealed < rolled",
+                           -1, &q, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int64(q, 1, TABLE_SPANS);
+    while ((sr = sqlite3_step(q)) == SQLITE_ROW && n < sizeof todo / sizeof todo[0])
+        todo[n++] = (typeof(todo[0])){sqlite3_column_int(q, 0), sqlite3_column_int64(q, 1), sqlite3_column_int64(q, 2),
+                                      sqlite3_column_int64(q, 3)};
+    sqlite3_finalize(q);
+    if (sr != SQLITE_DONE && sr != SQLITE_ROW)
+        return -EIO;
+    entries trace = {0};
+    size_t budget = SEAL_BUDGET;
+    for (size_t i = 0; i < n && r == 0 && budget; i++) {
+        enum store_table t = (enum store_table)todo[i].t;
+        if (t < 0 || t >= TABLE_COUNT || store_table(t)->kind == KIND_NONE || (todo[i].day < 0) != store_is_record(t))
+            continue;
+        int64_t hi = todo[i].rolled;
+        if ((uint64_t)(hi - todo[i].sealed) > budget)
+            hi = todo[i].sealed + (int64_t)budget;
+        r = store_is_record(t) ? seal_records(st, t, todo[i].sealed, hi, &trace)
+                               : seal_spans(st, todo[i].day, todo[i].sealed, hi, &trace);
+        if (r == 0)
+            r = seal_mark(st, t, todo[i].day, hi, todo[i].rolled);
+        st->seal_count += (size_t)(hi - todo[i].sealed);
+        budget -= (size_t)(hi - todo[i].sealed) < budget ? (size_t)(hi - todo[i].sealed) : budget;
+    }
+    if (r == 0 && trace.n) {
+        qsort(trace.e, trace.n, sizeof *trace.e, cmp_entry);
+        r = trace_run_write(st, st->trace_run + 1, &trace);
+        if (r == 0) {
+            sqlite3_stmt *s = st->st[ST_TRACE_RUN];
+            sqlite3_bind_int64(s, 1, st->trace_run + 1);
+            sqlite3_bind_int64(s, 2, trace.day_hi);
+            r = store_step_done(s);
+        }
+    }
+    free(trace.e);
+    if (r < 0)
+        st->n_seal_marks = 0;
+    st->seal_run_used = r == 0 && trace.n;
+    return r;
+}
+
+void store_seal_done(store *st)
+{
+    for (size_t i = 0; i < st->n_seal_marks; i++) {
+        const struct seal_mark *m = &st->seal_marks[i];
+        if (m->day < 0) {
+            st->tm[m->table].sealed = m->sealed;
+            continue;
+        }
+        part *p = store_part_find(st, m->table, m->day);
+        if (p)
+            p->sealed = m->sealed;
+    }
+    st->seal_rows = st->seal_rows > st->seal_count ? st->seal_rows - st->seal_count : 0;
+    if (st->seal_run_used)
+        st->trace_run++;
+    st->n_seal_marks = 0;
+    st->seal_count = 0;
+    st->seal_run_used = false;
+}
+
+/* ---- reading blocks ---- */
+
+/* The current layout's column of each column of a block layout. */
+typedef struct layout_map {
+    int64_t id;
+    size_t n;                  /* the block's columns, without the rowid */
+    int to[BLOCK_MAX_COLS];    /* current column of block column 1 + i, or -1 */
+} layout_map;
+
+static int layout_load(sqlite3 *db, enum store_table t, int64_t id, layout_map *m)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, "SELECT columns FROM block_layouts WHERE id = ?1", -1, &s, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int64(s, 1, id);
+    int r = sqlite3_step(s) == SQLITE_ROW ? 0 : -EIO;
+    m->id = id;
+    m->n = 0;
+    const store_table_desc *td = store_table(t);
+    if (r == 0) {
+        const char *p = (const char *)sqlite3_column_text(s, 0);
+        while (p && *p && m->n < BLOCK_MAX_COLS - 1) {
+            const char *e = strstr(p, ", ");
+            size_t len = e ? (size_t)(e - p) : strlen(p);
+            int to = -1;
+            for (size_t c = 0; c < td->n_cols; c++)
+                if (strlen(td->cols[c].name) == len && memcmp(td->cols[c].name, p, len) == 0)
+                    to = (int)c;
+            m->to[m->n++] = to;
+            p = e ? e + 2 : p + len;
+        }
+    }
+    sqlite3_finalize(s);
+    return r;
+}
+
+int store_blocks_read(sqlite3 *db, enum store_table t, const char *app, int64_t day, int64_t from, int64_t to,
+                      int64_t min_rowid, const bool *want_cols, block_rows_fn fn, void *ctx)
+{
+    const store_table_desc *td = store_table(t);
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT layout, data, app FROM blocks WHERE tbl = ?1 AND day = ?2 AND app = ?3"
+                           " AND t_lo < ?5 AND t_hi >= ?4 AND r_hi > ?6",
+                           -1, &s, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_stmt *any = NULL;
+    if (!app && sqlite3_prepare_v2(db,
+                                   "SELECT layout, data, app FROM blocks WHERE tbl = ?1 AND day = ?2"
+                                   " AND t_lo < ?5 AND t_hi >= ?4 AND r_hi > ?6",
+                                   -1, &any, NULL) != SQLITE_OK) {
+        sqlite3_finalize(s);
+        return -EIO;
+    }
+    if (any) {
+        sqlite3_finalize(s);
+        s = any;
+    } else {
+        sqlite3_bind_text(s, 3, app, -1, SQLITE_STATIC);
+    }
+    sqlite3_bind_int64(s, 1, t);
+    sqlite3_bind_int64(s, 2, day);
+    sqlite3_bind_int64(s, 4, from);
+    sqlite3_bind_int64(s, 5, to);
+    sqlite3_bind_int64(s, 6, min_rowid);
+    layout_map map = {.id = -1};
+    store_value *vals = NULL, *rowv = NULL, *nulls = NULL;
+    const store_value *rows[STORE_MAX_COLS];
+    int64_t *rowids = NULL;
+    size_t cap = 0;
+    block_arena arena = {0};
+    int r = 0, sr;
+    while (r == 0 && (sr = sqlite3_step(s)) == SQLITE_ROW) {
+        int64_t layout = sqlite3_column_int64(s, 0);
+        if (layout != map.id && layout_load(db, t, layout, &map) < 0) {
+            r = -EIO;
+            break;
+        }
+        block_reader br;
+        if (block_open(&br, sqlite3_column_blob(s, 1), (size_t)sqlite3_column_bytes(s, 1)) < 0 ||
+            br.n_cols != map.n + 1) {
+            r = -EBADMSG;
+            break;
+        }
+        if (br.n_rows > cap) {
+            cap = br.n_rows;
+            free(vals);
+            free(rowv);
+            free(nulls);
+            free(rowids);
+            vals = malloc(cap * td->n_cols * sizeof *vals);
+            rowv = malloc(cap * sizeof *rowv);
+            nulls = calloc(cap, sizeof *nulls);
+            rowids = malloc(cap * sizeof *rowids);
+            if (!vals || !rowv || !nulls || !rowids) {
+                r = -ENOMEM;
+                break;
+            }
+        }
+        for (size_t c = 0; c < td->n_cols; c++)
+            rows[c] = nulls; /* SV_NULL is 0: a column the block does not have */
+        for (size_t i = 0; i < map.n && r == 0; i++) {
+            int c = map.to[i];
+            if (c < 0 || (want_cols && !want_cols[c]))
+                continue;
+            r = block_column(&br, 1 + i, vals + (size_t)c * cap, &arena);
+            rows[c] = vals + (size_t)c * cap;
+        }
+        if (r == 0)
+            r = block_column(&br, 0, rowv, &arena);
+        for (size_t i = 0; r == 0 && i < br.n_rows; i++) {
+            if (rowv[i].type != SV_INT)
+                r = -EBADMSG;
+            else
+                rowids[i] = rowv[i].i;
+        }
+        if (r == 0)
+            r = fn(ctx, br.n_rows, rows, rowids, (const char *)sqlite3_column_text(s, 2));
+        block_arena_free(&arena);
+    }
+    if (r == 0 && sr != SQLITE_DONE)
+        r = -EIO;
+    sqlite3_finalize(s);
+    free(vals);
+    free(rowv);
+    free(nulls);
+    free(rowids);
+    block_arena_free(&arena);
+    return r;
+}
