@@ -1,0 +1,214 @@
+"""Day partitions (docs/server.md, "Storage"): records sealed into blocks,
+the sub-day rollups of hot days, late records of cold days, retention.
+
+Every answer is held to ground truth computed here from what was sent:
+counts exactly, percentiles within the sketches' 1 %, min and max exactly —
+for ranges that cut days at every kind of boundary (whole 6-hour and 1-hour
+buckets, the minutes left at each end), across days, for one version, after
+a restart and after a SIGKILL. pacerd runs with --seal-rows 64, so that the
+records go through blocks as they would at scale."""
+import os
+import random
+import sqlite3
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from pacerd_harness import ADMIN, Pacerd, attr, exact_quantile, page_span, span, traces  # noqa: E402
+
+DAY = 86400 * 10**9
+HOUR = 3600 * 10**9
+T0 = 1_700_006_400 * 10**9  # a UTC midnight (2023-11-15)
+
+
+def within(got, want, rel=0.01):
+    return abs(got - want) <= rel * abs(want) + 1e-9
+
+
+class Partitions(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Pacerd(["--rollup-lag", "0", "--seal-rows", "64"])
+        cls.rnd = random.Random(12)
+        cls.loads = []  # (ts, version, page, total)
+        # day 0 while it is the newest day: hot, into the sub-day rollups
+        cls.send([T0 + cls.rnd.randrange(DAY) for _ in range(900)])
+        # day 2: day 0 and day 1 are cold from now on
+        cls.send([T0 + 2 * DAY + cls.rnd.randrange(DAY) for _ in range(300)])
+        # late records of day 0 and day 1: in the daily rollups only, read from the blocks
+        cls.send([T0 + cls.rnd.randrange(DAY) for _ in range(400)] +
+                 [T0 + DAY + cls.rnd.randrange(DAY) for _ in range(200)])
+
+    @classmethod
+    def send(cls, times):
+        for k in range(0, len(times), 150):
+            for v in ("1.0", "1.1"):
+                mine = []
+                for ts in times[k:k + 150]:
+                    if cls.rnd.random() < 0.5:
+                        continue
+                    total = round(cls.rnd.lognormvariate(5.0, 0.8), 3)
+                    page = cls.rnd.choice(["HomeWindow", "CartWindow"])
+                    cls.loads.append((ts, v, page, total))
+                    mine.append(page_span(page, ts, total))
+                if mine:
+                    assert cls.d.ingest("/v1/traces", traces(mine, version=v)) == {}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.close()
+
+    def check(self, lo, hi, version=None):
+        """/api/v1/pages over [lo, hi) ns (whole seconds) against the loads sent."""
+        q = "/api/v1/pages?app=shop&from=%d&to=%d" % (lo // 10**9, hi // 10**9)
+        if version:
+            q += "&version=" + version
+        got = {p["page"]: p for p in self.d.query(q)["pages"]}
+        lo, hi = lo // 10**9 * 10**9, hi // 10**9 * 10**9
+        want = {}
+        for ts, v, page, total in self.loads:
+            if lo <= ts < hi and (not version or v == version):
+                want.setdefault(page, []).append(total)
+        self.assertEqual(sorted(got), sorted(want), q)
+        for page, values in want.items():
+            self.assertEqual(got[page]["count"], len(values), (q, page))
+            m = got[page]["metrics"]["total_ms"]
+            self.assertEqual(m["count"], len(values))
+            self.assertAlmostEqual(m["min"], min(values), places=6)
+            self.assertAlmostEqual(m["max"], max(values), places=6)
+            for name, qq in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99)):
+                self.assertTrue(within(m[name], exact_quantile(values, qq)), (q, page, name, m[name]))
+
+    def ranges(self):
+        """Ranges that cut days in every way the pieces do."""
+        m = 60 * 10**9
+        return [
+            (T0, T0 + DAY),                                   # a whole day
+            (T0 + 6 * HOUR, T0 + 18 * HOUR),                  # whole 6-hour buckets
+            (T0 + 7 * HOUR, T0 + 9 * HOUR),                   # whole hours
+            (T0 + 90 * m, T0 + 20 * HOUR + 10 * m),           # 6 h, hours, and minutes at each end
+            (T0 + 13 * m, T0 + 47 * m),                       # inside one hour
+            (T0 + 5 * HOUR + 1 * m, T0 + DAY + 7 * HOUR),     # across a midnight, both days cut
+            (T0 + 3 * HOUR + 17 * m, T0 + 2 * DAY + 22 * HOUR + 3 * m),  # a whole day between two cut ones
+            (T0 + 2 * DAY + 4 * HOUR, T0 + 2 * DAY + 16 * HOUR + 59 * m),  # the hot day
+            (T0 - DAY, T0 + 10 * DAY),                        # all of it
+        ]
+
+    def test_ranges_are_exact(self):
+        for lo, hi in self.ranges():
+            with self.subTest(lo=lo, hi=hi):
+                self.check(lo, hi)
+                self.check(lo, hi, version="1.1")
+
+    def test_records_are_sealed_into_blocks(self):
+        db = sqlite3.connect(self.d.db)
+        left = db.execute("SELECT COUNT(*) FROM page_loads").fetchone()[0]
+        blocks = db.execute("SELECT COUNT(*), SUM(n), MIN(day), MAX(day) FROM blocks WHERE tbl = 0").fetchone()
+        hourly = dict(db.execute("SELECT day, hourly FROM partitions WHERE tbl = 0").fetchall())
+        db.close()
+        self.assertLess(left, 64 + 150)
+        self.assertEqual(left + blocks[1], len(self.loads))
+        self.assertEqual((blocks[2], blocks[3]), (T0 // DAY, T0 // DAY + 2))
+        # day 0 and 1 are cold (an hourly mark), day 2 hot
+        self.assertIsNotNone(hourly[T0 // DAY])
+        self.assertIsNotNone(hourly[T0 // DAY + 1])
+        self.assertIsNone(hourly[T0 // DAY + 2])
+
+    def test_samples_and_traces_read_blocks(self):
+        got = self.d.query("/api/v1/samples?app=shop&version=1.0&limit=100000")
+        mine = sorted((x for x in self.loads if x[1] == "1.0"), key=lambda x: -x[0])
+        self.assertEqual([r["ts"] for r in got["records"]], [x[0] for x in mine])
+        self.assertEqual([r["total_ms"] for r in got["records"]], [x[3] for x in mine])
+        self.assertFalse(got["truncated"])
+        # a trace whose page load is in a block
+        tid = "%032x" % (self.rnd.getrandbits(120) | 1)
+        s = page_span("TraceWindow", T0 + 3 * HOUR, 12.5)
+        s["traceId"] = tid
+        child = span("GET /x", T0 + 3 * HOUR + 1000, 10**6, trace=tid)
+        self.assertEqual(self.d.ingest("/v1/traces", traces([s, child])), {})
+        filler = [page_span("Filler", T0 + 2 * DAY + i, 1.0) for i in range(200)]  # seals what waits
+        self.assertEqual(self.d.ingest("/v1/traces", traces(filler)), {})
+        self.loads.extend((T0 + 2 * DAY + i, "1.0", "Filler", 1.0) for i in range(200))
+        self.loads.append((T0 + 3 * HOUR, "1.0", "TraceWindow", 12.5))
+        db = sqlite3.connect(self.d.db)
+        in_table = db.execute("SELECT COUNT(*) FROM page_loads WHERE page = 'TraceWindow'").fetchone()[0]
+        db.close()
+        self.assertEqual(in_table, 0)  # sealed
+        spans = self.d.query("/api/v1/traces/" + tid)["spans"]
+        self.assertEqual([x["name"] for x in spans], ["TraceWindow", "GET /x"])
+        self.assertEqual(spans[0]["record"], "page")
+
+    def test_zz_restart_and_sigkill_keep_the_answers(self):
+        before = [self.d.query("/api/v1/pages?app=shop&from=%d&to=%d" % (lo // 10**9, hi // 10**9))
+                  for lo, hi in self.ranges()]
+        self.d.restart()
+        self.assertEqual([self.d.query("/api/v1/pages?app=shop&from=%d&to=%d" % (lo // 10**9, hi // 10**9))
+                          for lo, hi in self.ranges()], before)
+        # late rows again, then a SIGKILL before anything is written twice
+        self.send([T0 + self.rnd.randrange(DAY) for _ in range(100)])
+        self.d.kill(9)
+        self.d.start()
+        for lo, hi in self.ranges():
+            self.check(lo, hi)
+
+
+class Retention(unittest.TestCase):
+    def test_old_days_are_dropped_whole_and_rollups_kept_longer(self):
+        today = time.time_ns() // DAY * DAY
+        d = Pacerd(["--rollup-lag", "0", "--seal-rows", "32"])
+        try:
+            sent = {}
+            for k in range(8):  # 0 to 7 days ago
+                day = today - k * DAY
+                spans = [page_span("P%d" % (i % 2), day + i * 60 * 10**9, 100.0 + i) for i in range(50)]
+                spans.append(span("op", day + 5 * 10**9, 10**6, [attr("a", k)]))
+                self.assertEqual(d.ingest("/v1/traces", traces(spans)), {})
+                logs = {"resourceLogs": [{"resource": {"attributes": [attr("service.name", "shop")]},
+                                          "scopeLogs": [{"logRecords": [
+                                              {"timeUnixNano": str(day + 10**9), "body": {"stringValue": "l%d" % k}}]}]}]}
+                self.assertEqual(d.ingest("/v1/logs", logs), {})
+                sent[k] = 50
+            d.kill(15)
+            d.extra_args = ["--rollup-lag", "0", "--seal-rows", "32", "--retention-days", "3",
+                            "--rollup-retention-days", "5"]
+            d.start()
+
+            def dropped():
+                db = sqlite3.connect(d.db)
+                days = {r[0] for r in db.execute("SELECT day FROM partitions")}
+                db.close()
+                return min(days) >= today // DAY - 3
+            deadline = time.monotonic() + 20
+            while not dropped():
+                self.assertLess(time.monotonic(), deadline, "old partitions still there")
+                time.sleep(0.1)
+            db = sqlite3.connect(d.db)
+            self.assertEqual(db.execute("SELECT MIN(day) FROM blocks").fetchone()[0], today // DAY - 3)
+            self.assertEqual(db.execute("SELECT COUNT(*) FROM spans WHERE ts < ?", (today - 3 * DAY,)).fetchone()[0],
+                             0)
+            self.assertEqual(db.execute("SELECT COUNT(*) FROM logs WHERE ts < ?", (today - 3 * DAY,)).fetchone()[0], 0)
+            self.assertEqual(db.execute("SELECT MIN(day) FROM rollup_counts").fetchone()[0], today // DAY - 5)
+            db.close()
+            # whole days answer from the daily rollups as long as they are kept; raw reads stop at 3 days
+            pages = d.query("/api/v1/pages?app=shop")["pages"]
+            self.assertEqual(sum(p["count"] for p in pages), sum(sent[k] for k in range(6)))
+            self.assertEqual(len(d.query("/api/v1/spans/search?app=shop")["spans"]), 4)
+            self.assertEqual(len(d.query("/api/v1/logs?app=shop")["logs"]), 4)
+            # what is older than the store keeps is refused, and said so
+            r = d.ingest("/v1/traces", traces([page_span("Old", today - 5 * DAY, 5.0)]))
+            self.assertEqual(r["partialSuccess"]["rejectedSpans"], "1")
+            self.assertIn("older than the store keeps (--retention-days 3)", r["partialSuccess"]["errorMessage"])
+        finally:
+            d.close()
+
+    def test_rollups_are_not_kept_shorter_than_records(self):
+        for args, why in ((["--rollup-retention-days", "3"], "give --retention-days too"),
+                          (["--retention-days", "5", "--rollup-retention-days", "3"], "at most 3")):
+            with self.assertRaises(RuntimeError) as e:
+                Pacerd(args)
+            self.assertIn(why, str(e.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()
