@@ -86,9 +86,9 @@ def per(*names):
 print("  %d page spans: %d bytes = %.1f bytes per page span (target <= 110: %.2f x); blocks %.1f, trace_index %.1f,"
       " sub-day rollups %.1f, daily rollups %.1f, rows waiting to be sealed %.1f, free pages %.1f, the rest %.1f"
       % (n, size, size / n, size / n / 110, per("blocks", "blocks_at"), per("trace_index", "trace_index_at"),
-         per("subday_counts", "subday_sketches"), per("rollup_counts", "rollup_sketches"), per("page_loads"),
-         free / n, size / n - per("blocks", "blocks_at", "trace_index", "trace_index_at", "subday_counts",
-                                   "subday_sketches", "rollup_counts", "rollup_sketches", "page_loads") - free / n))
+         per("subday", "subday_metrics"), per("rollup_counts", "rollup_sketches"), per("page_loads"),
+         free / n, size / n - per("blocks", "blocks_at", "trace_index", "trace_index_at", "subday",
+                                   "subday_metrics", "rollup_counts", "rollup_sketches", "page_loads") - free / n))
 PY
 done
 

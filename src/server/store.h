@@ -205,6 +205,9 @@ typedef struct store_options {
     /* records of pacer's record tables that wait in commit order before
      * they are sealed into blocks (0: 32768) */
     size_t seal_rows;
+    /* records of a day from which the next day gets ten-minute rollups
+     * (0: 500000) */
+    size_t fine_day_rows;
     /* where failures of the store are told, one line each, no newline
      * (NULL: nowhere); called from any of the store's threads */
     void (*log)(void *ctx, const char *msg);

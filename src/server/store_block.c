@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MODE_CONST, MODE_PLAIN, MODE_DICT, MODE_DELTA, MODE_REF, MODE_COUNT };
+enum { MODE_CONST, MODE_PLAIN, MODE_DICT, MODE_DELTA, MODE_REF, MODE_FIXED, MODE_MILLI, MODE_COUNT };
 enum { TAG_NULL, TAG_INT, TAG_MILLI, TAG_REAL, TAG_TEXT, TAG_BLOB, TAG_INT64, TAG_HEX };
 
 /* ---- varints ---- */
@@ -222,6 +222,15 @@ static uint64_t value_hash(const store_value *v)
     return h;
 }
 
+/* Bits to write an index below m (m >= 2). */
+static unsigned index_bits(size_t m)
+{
+    unsigned b = 1;
+    while (((size_t)1 << b) < m)
+        b++;
+    return b;
+}
+
 /* ---- encoding ---- */
 
 typedef struct plan {
@@ -298,13 +307,40 @@ static int plan_column(const store_value *const *cols, size_t c, size_t n, const
         return 0;
     }
     if (p->m) {
-        size_t s = 1 + varint_size(p->m) + n * (p->m <= 256 ? 1 : 2);
+        size_t s = 1 + varint_size(p->m) + (n * index_bits(p->m) + 7) / 8;
         for (size_t k = 0; k < p->m; k++)
             s += value_size(&v[p->dict[k]]);
         if (s < p->size) {
             p->mode = MODE_DICT;
             p->size = s;
         }
+    }
+    /* blobs (or texts) all of one length: the length once (ids) */
+    if ((v[0].type == SV_BLOB || v[0].type == SV_TEXT) && v[0].n) {
+        size_t i = 1;
+        while (i < n && v[i].type == v[0].type && v[i].n == v[0].n)
+            i++;
+        size_t s = 1 + 1 + varint_size(v[0].n) + n * v[0].n;
+        if (i == n && s < p->size) {
+            p->mode = MODE_FIXED;
+            p->size = s;
+        }
+    }
+    /* REALs of whole thousandths, or NULL: the numbers alone (milliseconds) */
+    bool milli = true;
+    size_t ms = 1;
+    for (size_t i = 0; i < n && milli; i++) {
+        int64_t k;
+        if (v[i].type == SV_NULL)
+            ms += 1;
+        else if (v[i].type == SV_REAL && milli_of(v[i].d, &k) && zigzag(k) < UINT64_MAX)
+            ms += varint_size(zigzag(k) + 1);
+        else
+            milli = false;
+    }
+    if (milli && ms < p->size) {
+        p->mode = MODE_MILLI;
+        p->size = ms;
     }
     if (!all_int(v, n))
         return 0;
@@ -343,13 +379,44 @@ static void write_column(outbuf *o, const store_value *const *cols, size_t c, si
         for (size_t i = 0; i < n; i++)
             put_value(o, &v[i]);
         break;
-    case MODE_DICT:
+    case MODE_DICT: {
         put_varint(o, p->m);
         for (size_t k = 0; k < p->m; k++)
             put_value(o, &v[p->dict[k]]);
+        unsigned w = index_bits(p->m);
+        uint64_t acc = 0;
+        unsigned have = 0;
         for (size_t i = 0; i < n; i++) {
-            uint8_t b[2] = {(uint8_t)p->index[i], (uint8_t)(p->index[i] >> 8)};
-            put_bytes(o, b, p->m <= 256 ? 1 : 2);
+            acc |= (uint64_t)p->index[i] << have;
+            have += w;
+            while (have >= 8) {
+                uint8_t b = (uint8_t)acc;
+                put_bytes(o, &b, 1);
+                acc >>= 8;
+                have -= 8;
+            }
+        }
+        if (have) {
+            uint8_t b = (uint8_t)acc;
+            put_bytes(o, &b, 1);
+        }
+        break;
+    }
+    case MODE_FIXED: {
+        uint8_t type = (uint8_t)v[0].type;
+        put_bytes(o, &type, 1);
+        put_varint(o, v[0].n);
+        for (size_t i = 0; i < n; i++)
+            put_bytes(o, v[i].p, v[i].n);
+        break;
+    }
+    case MODE_MILLI:
+        for (size_t i = 0; i < n; i++) {
+            int64_t k = 0;
+            if (v[i].type == SV_NULL)
+                put_varint(o, 0);
+            else if (milli_of(v[i].d, &k))
+                put_varint(o, zigzag(k) + 1);
         }
         break;
     case MODE_DELTA:
@@ -584,21 +651,67 @@ static int decode_column(const block_reader *r, size_t c, store_value *out, bloc
             return -ENOMEM;
         for (size_t k = 0; k < m && e == 0; k++)
             e = get_value(&s, &dict[k], a);
-        size_t w = m <= 256 ? 1 : 2;
-        if (e == 0 && (size_t)(s.end - s.p) < n * w)
+        unsigned w = m < 2 ? 1 : index_bits((size_t)m);
+        size_t bytes = (n * w + 7) / 8;
+        if (e == 0 && (size_t)(s.end - s.p) < bytes)
             e = -EBADMSG;
+        uint64_t acc = 0;
+        unsigned have = 0;
+        const uint8_t *q = s.p;
         for (size_t i = 0; i < n && e == 0; i++) {
-            size_t k = w == 1 ? s.p[i] : (size_t)(s.p[2 * i] | s.p[2 * i + 1] << 8);
+            while (have < w) {
+                acc |= (uint64_t)*q++ << have;
+                have += 8;
+            }
+            size_t k = (size_t)(acc & (((uint64_t)1 << w) - 1));
+            acc >>= w;
+            have -= w;
             if (k >= m)
                 e = -EBADMSG;
             else
                 out[i] = dict[k];
         }
         if (e == 0)
-            s.p += n * w;
+            s.p += bytes;
         free(dict);
         break;
     }
+    case MODE_FIXED: {
+        uint64_t len;
+        if (s.p == s.end)
+            return -EBADMSG;
+        uint8_t type = *s.p++;
+        if ((type != SV_BLOB && type != SV_TEXT) || !get_varint(&s, &len) || len == 0 ||
+            len > (uint64_t)(s.end - s.p) / n || (uint64_t)(s.end - s.p) != len * n)
+            return -EBADMSG;
+        for (size_t i = 0; i < n && e == 0; i++) {
+            const uint8_t *p = s.p + i * len;
+            if (type == SV_BLOB) {
+                out[i] = (store_value){.type = SV_BLOB, .p = p, .n = (size_t)len};
+                continue;
+            }
+            char *t = arena_alloc(a, (size_t)len + 1);
+            if (!t) {
+                e = -ENOMEM;
+                break;
+            }
+            memcpy(t, p, (size_t)len);
+            t[len] = 0;
+            out[i] = (store_value){.type = SV_TEXT, .p = t, .n = (size_t)len};
+        }
+        s.p += len * n;
+        break;
+    }
+    case MODE_MILLI:
+        for (size_t i = 0; i < n && e == 0; i++) {
+            if (!get_varint(&s, &u)) {
+                e = -EBADMSG;
+                break;
+            }
+            out[i] = u == 0 ? (store_value){.type = SV_NULL}
+                            : (store_value){.type = SV_REAL, .d = (double)unzigzag(u - 1) / 1000.0};
+        }
+        break;
     case MODE_DELTA: {
         uint64_t prev = 0;
         for (size_t i = 0; i < n && e == 0; i++) {

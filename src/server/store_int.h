@@ -58,8 +58,15 @@ static inline bool store_is_record(enum store_table t)
 /* Sub-day rollups: their bucket widths in seconds, coarsest first. A range
  * that cuts a day reads the buckets it holds whole, then the raw rows of
  * what is left (less than the finest width at each end). */
-#define SUBDAY_LEVELS 2
+#define SUBDAY_LEVELS 3
 extern const int64_t store_subday_width_s[SUBDAY_LEVELS];
+
+/* The sub-day levels of a day: 6 h and 1 h, and 10 min when the day is
+ * `fine` (partitions.fine: the day before it was busy). */
+static inline int store_part_levels(bool fine)
+{
+    return fine ? 3 : 2;
+}
 #define DAY_WIDTH_S 86400
 
 /* A (table, day) as the writer knows it. */
@@ -71,6 +78,7 @@ typedef struct part {
     int64_t last;   /* the last rowid handed out to the day */
     int64_t rolled, sealed; /* plain spans, as committed */
     int64_t hourly; /* as committed: -1 for NULL */
+    bool fine;      /* with ten-minute rollups (partitions.fine) */
     bool touched;
 } part;
 
@@ -99,9 +107,8 @@ typedef struct job {
 } job;
 
 enum stmt_id { ST_TM_SAVE, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_BATCH, ST_PROBE, ST_CONFIG_PUT, ST_CONFIG_VERSION,
-               ST_LOAD_COUNT, ST_LOAD_SKETCH, ST_SAVE_COUNT, ST_SAVE_SKETCH,
-               ST_LOAD_SUB_COUNT, ST_LOAD_SUB_SKETCH, ST_SAVE_SUB_COUNT, ST_SAVE_SUB_SKETCH,
-               ST_PART_LOAD, ST_PART_ADD, ST_PART_ROLLED, ST_PART_SEALED, ST_PART_FREEZE, ST_PART_FREEZE_AT, ST_PART_HOURLY, ST_BLOCK_ADD,
+               ST_LOAD_COUNT, ST_LOAD_SKETCH, ST_SAVE_COUNT, ST_SAVE_SKETCH, ST_LOAD_SUB, ST_SAVE_SUB,
+               ST_PART_LOAD, ST_PART_ADD, ST_DAY_ROWS, ST_PART_ROLLED, ST_PART_SEALED, ST_PART_FREEZE, ST_PART_FREEZE_AT, ST_PART_HOURLY, ST_BLOCK_ADD,
                ST_TRACE_ADD, ST_TRACE_RUN, ST_META_SET, ST_COUNT };
 
 #define GROUP_BUCKETS 8192
@@ -121,6 +128,7 @@ struct store {
     int origin_col[TABLE_COUNT][2]; /* the resource_id, scope_id column of each table, or -1 */
     int ts_col[TABLE_COUNT];        /* the ts column of each table */
     int64_t layout_id[TABLE_COUNT]; /* block_layouts.id of the record tables' columns */
+    int64_t metric_id[KIND_COUNT][STORE_MAX_METRICS]; /* subday_metrics.id of each kind's metrics */
     int64_t retention_days, rollup_retention_days;
     pthread_t writer;
     pthread_mutex_t lock;
@@ -142,6 +150,7 @@ struct store {
     size_t lag_rows;   /* rows after the rolled marks */
     size_t seal_rows;  /* rows between sealed and rolled marks */
     size_t seal_at;    /* seal when this many wait (store_options.seal_rows) */
+    size_t fine_at;    /* a day this busy gives the next ten-minute rollups (store_options.fine_day_rows) */
     int64_t lag_ns;
     int64_t lag_since_ns; /* when (mono_ns) the oldest row not in the rollups was committed; 0: none */
     bool need_replay;     /* the groups and parts in memory are lost: rebuild them before the next job */
@@ -220,6 +229,7 @@ store_value store_column_value(sqlite3_stmt *s, int c);
 
 typedef struct part_marks {
     int64_t day, rolled, sealed, hourly; /* hourly: -1 for NULL (hot) */
+    bool fine;                           /* with ten-minute rollups */
 } part_marks;
 
 /* The partitions of table t with day in [d_lo, d_hi], ascending (newest
@@ -261,6 +271,14 @@ part *store_part_find(store *st, enum store_table t, int64_t day);
 /* Forgets the parts in memory (they are loaded again from the file). */
 void store_parts_drop(store *st);
 
+/* ---- sub-day rollups (store_sqlite.c) ---- */
+
+/* Calls fn for each sketch of a row of subday: the id of its metric
+ * (subday_metrics) and its encoding (sketch_encode). The value: varint n,
+ * then n times varint id, varint length, the sketch. 0, or -EBADMSG. */
+int store_subday_sketches(const uint8_t *blob, size_t len, void (*fn)(void *ctx, int64_t id, const uint8_t *p, size_t n),
+                          void *ctx);
+
 /* ---- trace_index chunks (store_seal.c) ---- */
 
 /* Calls fn for each entry of the chunk (whose first key is t_lo) with
@@ -294,10 +312,11 @@ int store_blocks_read(sqlite3 *db, enum store_table t, const char *app, int64_t 
 int store_upgrade_begin(store *st, char **msg);
 int store_upgrade_finish(store *st, char **msg);
 
-/* Adds a row to the rollup groups: its day's when daily, its sub-day
- * buckets' when subday (store_sqlite.c). 0 or -EIO. Writer thread. */
+/* Adds a row to the rollup groups: its day's when daily, its buckets of
+ * the first `subday` sub-day levels (store_sqlite.c). 0 or -EIO. Writer
+ * thread. */
 int store_rollup_row(store *st, enum store_kind kind, const char *app, const char *version, const char *name,
-                     int64_t ts, bool daily, bool subday, bool failed, bool excluded, const double *metrics);
+                     int64_t ts, bool daily, int subday, bool failed, bool excluded, const double *metrics);
 /* Writes the dirty groups, in the writer's transaction; after its
  * COMMIT, store_groups_written. */
 int store_groups_write(store *st);

@@ -1349,7 +1349,7 @@ int store_explain(store *st, void (*cb)(void *ctx, const char *name, const char 
                         cb, ctx);
     if (r == 0)
         r = explain_one(db, "sub-day rollups",
-                        "SELECT name, metric, sketch FROM subday_sketches WHERE kind = ?1 AND app = ?2 AND width = ?6"
+                        "SELECT name, count, failed, sketches FROM subday WHERE kind = ?1 AND app = ?2 AND width = ?6"
                         " AND t >= ?4 AND t < ?5 AND (?3 IS NULL OR version = ?3)",
                         cb, ctx);
     for (enum store_kind k = 0; k < KIND_COUNT && r == 0; k++) {

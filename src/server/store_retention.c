@@ -126,11 +126,7 @@ static int64_t drop_step(store *st, int64_t horizon, int64_t rollup_horizon)
         /* sub-day rollups */
         for (size_t l = 0; l < SUBDAY_LEVELS && n == 0; l++) {
             int64_t t = horizon * DAY_WIDTH_S / store_subday_width_s[l];
-            n = exec_changes(db, "DELETE FROM subday_counts WHERE width = ?1 AND t < ?2", store_subday_width_s[l], t,
-                             NULL);
-            if (n == 0)
-                n = exec_changes(db, "DELETE FROM subday_sketches WHERE width = ?1 AND t < ?2",
-                                 store_subday_width_s[l], t, NULL);
+            n = exec_changes(db, "DELETE FROM subday WHERE width = ?1 AND t < ?2", store_subday_width_s[l], t, NULL);
         }
         if (n == 0)
             n = exec_changes(db, "DELETE FROM partitions WHERE day < ?2", INT64_MIN, horizon, NULL);

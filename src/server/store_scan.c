@@ -40,23 +40,23 @@ typedef struct cut {
     size_t n;
 } cut;
 
-static void cover(cut *c, int64_t a, int64_t b, int level)
+static void cover(cut *c, int64_t a, int64_t b, int level, int levels)
 {
     if (a >= b || c->n == MAX_PIECES)
         return;
-    if (level == SUBDAY_LEVELS) {
+    if (level == levels) {
         c->p[c->n++] = (piece){a, b, -1};
         return;
     }
     int64_t w = store_subday_width_s[level] * 1000000000LL;
     int64_t lo = a / w + (a % w != 0), hi = b / w;
     if (lo >= hi) {
-        cover(c, a, b, level + 1);
+        cover(c, a, b, level + 1, levels);
         return;
     }
     c->p[c->n++] = (piece){lo * w, hi * w, level};
-    cover(c, a, lo * w, level + 1);
-    cover(c, hi * w, b, level + 1);
+    cover(c, a, lo * w, level + 1, levels);
+    cover(c, hi * w, b, level + 1, levels);
 }
 
 /* The piece of c holding ts. */
@@ -103,6 +103,46 @@ static const cut *cut_of(const scan *sc, int64_t day)
     return NULL;
 }
 
+typedef struct sub_read {
+    const scan *sc;
+    const char *name;
+    const int64_t *ids; /* the id of each of the kind's metrics (subday_metrics), -1: none */
+    sketch *sk;
+    bool bad;
+} sub_read;
+
+static void on_sub_sketch(void *ctx, int64_t id, const uint8_t *p, size_t n)
+{
+    sub_read *rd = ctx;
+    for (size_t m = 0; m < store_kind(rd->sc->kind)->n_metrics; m++) {
+        if (rd->ids[m] != id)
+            continue;
+        if (sketch_decode(rd->sk, p, n) < 0)
+            rd->bad = true;
+        else
+            rd->sc->cb->sketch(rd->sc->cb->ctx, rd->name, m, rd->sk);
+    }
+}
+
+/* The ids of the kind's metrics in the sub-day rollups. */
+static int metric_ids(sqlite3 *db, enum store_kind k, int64_t *ids)
+{
+    const store_kind_desc *kd = store_kind(k);
+    for (size_t m = 0; m < STORE_MAX_METRICS; m++)
+        ids[m] = -1;
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, "SELECT id, metric FROM subday_metrics WHERE kind = ?1", -1, &s, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_text(s, 1, kd->name, -1, SQLITE_STATIC);
+    int r;
+    while ((r = sqlite3_step(s)) == SQLITE_ROW)
+        for (size_t m = 0; m < kd->n_metrics; m++)
+            if (strcmp(kd->metrics[m], (const char *)sqlite3_column_text(s, 1)) == 0)
+                ids[m] = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return r == SQLITE_DONE ? 0 : -EIO;
+}
+
 /* Sketches and counts: of the days [lo, hi) (level < 0), or of the
  * sub-day buckets [lo, hi) of a level. */
 static int scan_rollups(sqlite3 *db, const scan *sc, int level, int64_t lo, int64_t hi)
@@ -113,18 +153,17 @@ static int scan_rollups(sqlite3 *db, const scan *sc, int level, int64_t lo, int6
         "SELECT name, metric, sketch FROM rollup_sketches WHERE kind = ?1 AND app = ?2"
         " AND (?3 IS NULL OR version = ?3) AND day >= ?4 AND day < ?5",
     };
-    static const char *const sub_sql[2] = {
-        "SELECT name, count, failed FROM subday_counts WHERE kind = ?1 AND app = ?2 AND width = ?6"
-        " AND t >= ?4 AND t < ?5 AND (?3 IS NULL OR version = ?3)",
-        "SELECT name, metric, sketch FROM subday_sketches WHERE kind = ?1 AND app = ?2 AND width = ?6"
-        " AND t >= ?4 AND t < ?5 AND (?3 IS NULL OR version = ?3)",
-    };
+    static const char sub_sql[] = "SELECT name, count, failed, sketches FROM subday WHERE kind = ?1 AND app = ?2"
+                                  " AND width = ?6 AND t >= ?4 AND t < ?5 AND (?3 IS NULL OR version = ?3)";
     const store_kind_desc *kd = store_kind(sc->kind);
     sketch sk;
     sketch_init(&sk);
-    for (int q = 0; q < 2; q++) {
+    int64_t ids[STORE_MAX_METRICS];
+    if (level >= 0 && metric_ids(db, sc->kind, ids) < 0)
+        return -EIO;
+    for (int q = 0; q < (level < 0 ? 2 : 1); q++) {
         sqlite3_stmt *s;
-        if (sqlite3_prepare_v2(db, level < 0 ? day_sql[q] : sub_sql[q], -1, &s, NULL) != SQLITE_OK)
+        if (sqlite3_prepare_v2(db, level < 0 ? day_sql[q] : sub_sql, -1, &s, NULL) != SQLITE_OK)
             return -EIO;
         sqlite3_bind_text(s, 1, kd->name, -1, SQLITE_STATIC);
         sqlite3_bind_text(s, 2, sc->app, -1, SQLITE_STATIC);
@@ -139,6 +178,18 @@ static int scan_rollups(sqlite3 *db, const scan *sc, int level, int64_t lo, int6
         int r;
         while ((r = sqlite3_step(s)) == SQLITE_ROW) {
             const char *name = (const char *)sqlite3_column_text(s, 0);
+            if (level >= 0) {
+                sc->cb->count(sc->cb->ctx, name, (uint64_t)sqlite3_column_int64(s, 1),
+                              (uint64_t)sqlite3_column_int64(s, 2));
+                sub_read rd = {sc, name, ids, &sk, false};
+                if (store_subday_sketches(sqlite3_column_blob(s, 3), (size_t)sqlite3_column_bytes(s, 3), on_sub_sketch,
+                                          &rd) < 0 ||
+                    rd.bad) {
+                    r = SQLITE_CORRUPT;
+                    break;
+                }
+                continue;
+            }
             if (q == 0) {
                 sc->cb->count(sc->cb->ctx, name, (uint64_t)sqlite3_column_int64(s, 1),
                               (uint64_t)sqlite3_column_int64(s, 2));
@@ -160,7 +211,7 @@ static int scan_rollups(sqlite3 *db, const scan *sc, int level, int64_t lo, int6
         sqlite3_finalize(s);
         if (r != SQLITE_DONE) {
             sketch_reset(&sk);
-            return -EIO;
+            return r == SQLITE_CORRUPT ? -EBADMSG : -EIO;
         }
     }
     sketch_reset(&sk);
@@ -388,8 +439,6 @@ int store_scan(store *st, enum store_kind kind, const char *app, const char *ver
         c->lo = from_ns > d_last * STORE_DAY_NS ? from_ns : d_last * STORE_DAY_NS;
         c->hi = to_ns;
     }
-    for (size_t i = 0; i < sc.n_cuts; i++)
-        cover(&sc.cuts[i], sc.cuts[i].lo, sc.cuts[i].hi, 0);
 
     sqlite3 *db = store_reader_get(st);
     int r = 0;
@@ -398,6 +447,11 @@ int store_scan(store *st, enum store_kind kind, const char *app, const char *ver
     part_marks *parts = NULL;
     size_t np = 0;
     r = store_parts_read(db, kd->table, d_first, d_last, false, &parts, &np);
+    /* the pieces of each cut day, from the sub-day levels it has */
+    for (size_t i = 0; i < sc.n_cuts && r == 0; i++) {
+        const part_marks *pm = marks_of(parts, np, sc.cuts[i].day);
+        cover(&sc.cuts[i], sc.cuts[i].lo, sc.cuts[i].hi, 0, store_part_levels(pm && pm->fine));
+    }
     if (r == 0 && d_lo < d_hi)
         r = scan_rollups(db, &sc, -1, d_lo, d_hi);
     for (size_t i = 0; i < np && r == 0; i++) {

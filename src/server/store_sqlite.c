@@ -1,54 +1,55 @@
 /* SQLite storage (store.h): the writer, the rollups, the partitions.
  *
  * Writer thread states, per group of jobs:
- *   take the queue → BEGIN → run each job (records / probe / config; rows
- *   appended to the partitions of their days, groups in memory updated) →
- *   [rollup flush [→ seal]] → COMMIT → wake the submitters → [WAL check] →
- *   [a retention step, when nothing waits].
+ *   take the queue → BEGIN → [advance the hot day] → run each job (records
+ *   / probe / config; rows appended, groups in memory updated) → [rollup
+ *   flush [→ seal]] → COMMIT → wake the submitters → [WAL check] → [a
+ *   retention step, when one is due] (store_retention.c).
  * Rollup flush, when LAG_ROWS rows wait, the oldest has waited
- * rollup_lag_ms (also without traffic) or the writer stops: move each
- * touched partition's rolled mark to its last row (plain spans: filling
- * spans_keys and span_attrs up to it), write the dirty groups, freeze the
- * days that stopped being hot — all in the transaction of the jobs. Seal,
- * when SEAL_ROWS rows lie between the sealed and rolled marks: those rows
- * become blocks (record tables) and trace_index chunks (store_seal.c).
- * Any failure between BEGIN and COMMIT: ROLLBACK, drop the groups and the
- * parts in memory (they may hold rows that were not committed), fail every
- * job of the group, and rebuild them from the file before the next job
+ * rollup_lag_ms (also without traffic) or the writer stops: move the
+ * rolled marks to the last rows (each record table's, each touched day of
+ * plain spans, filling spans_keys and span_attrs up to it) and write the
+ * dirty groups — in the transaction of the jobs. Seal, when seal_at rows
+ * lie between the sealed and rolled marks: those rows become blocks
+ * (record tables) and trace_index chunks (store_seal.c). Any failure
+ * between BEGIN and COMMIT: ROLLBACK, drop the groups and the parts in
+ * memory (they may hold rows that were not committed), fail every job of
+ * the group, and rebuild them from the file before the next job
  * (groups_replay).
  *
- * Invariants, for each partition (table t of rollup kind k, day d; marks
- * in store_int.h):
- *  1. t's rows of day d are the rowids of d's range (part_base): rows only
- *     ever append to the range, so rowids grow with commit order; a record
- *     table keeps only its rows after sealed, the rest being in blocks.
- *  2. rollup_counts and rollup_sketches hold exactly the rows of k up to
- *     each partition's rolled mark; the sub-day rollups those up to
- *     rolled while the day is hot, up to hourly once it is cold; spans_keys
+ * Invariants (the marks: store_int.h, "partitions"):
+ *  1. Rowids grow with commit order: a record table's over all its rows
+ *     (which it keeps only after its sealed mark, the rest being in
+ *     blocks); the other tables' within the range of each day (part_base).
+ *  2. rollup_counts and rollup_sketches hold exactly the rows up to the
+ *     rolled marks; the sub-day rollups those of each day up to rolled
+ *     while it is hot, up to its hourly mark once it is cold; spans_keys
  *     and span_attrs the plain spans up to rolled — each changes in the
  *     transaction that moves the mark.
  *  3. The groups in memory hold the rollups plus every row after the
  *     rolled marks; on open (e.g. after a SIGKILL) they are rebuilt from
- *     the file: rollups + those rows.
+ *     the file: rollups + those rows, each into the sub-day groups when
+ *     its day is hot or its rowid at most the day's hourly mark.
  * A query (store_scan.c) reads, in one snapshot: the whole days from the
  * daily rollups, the whole sub-day buckets of a cut day from the sub-day
- * rollups, the rest of a cut day from blocks and the table, and the rows
- * after the rolled marks from the table (rowid ranges: at most ~LAG_ROWS
+ * rollups, the rest of a cut day from blocks and the tables, and the rows
+ * after the rolled marks from the tables (rowid ranges: at most ~LAG_ROWS
  * rows plus one group).
  *
  * Hot and cold days. A row adds to the sub-day rollups when its day is
  * hot: the day of the newest row seen (at most an hour ahead of the
- * clock); the days before are frozen when it moves on. Late rows (a spool sent days later, a bulk
- * import) add to the daily rollups only, so that a batch spread over a
- * month does not rewrite every hourly rollup of the month; a range that
- * cuts such a day reads its late rows from the blocks.
+ * clock). When a job brings a newer day, the days before it are frozen at
+ * their last row first (advance_hot). Late rows (a spool sent days later,
+ * a bulk import) add to the daily rollups only, so that a batch spread
+ * over a month does not rewrite every hourly rollup of the month; a range
+ * that cuts such a day reads its late rows from the blocks.
  *
- * Why: every commit appends rows to the ends of the ranges of the days it
- * touches (one page each) and changes nothing else; the rollups and the
- * plain spans' keys follow in batches of ~32 000 rows, each group and each
- * index page written once per batch; the record rows move into blocks of
- * ~60 bytes a row, sorted by time per app and day, which a range reads
- * without an index of its own.
+ * Why: every commit appends rows to one place per record table and to the
+ * end of each day of the others, and changes nothing else; the rollups
+ * and the plain spans' keys follow in batches of ~32 000 rows, each group
+ * and each index page written once per batch; the record rows move into
+ * blocks of ~60 bytes a row, sorted by time per app and day, which a range
+ * reads without an index of its own.
  *
  * SQL text. The raw tables' columns, the kinds' names, metrics and group
  * names come from the layout (store.h, "the rows"; store_layout.c): every
@@ -75,7 +76,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
-const int64_t store_subday_width_s[SUBDAY_LEVELS] = {21600, 3600};
+const int64_t store_subday_width_s[SUBDAY_LEVELS] = {21600, 3600, 600};
 
 /* The server's own tables; the raw tables are made from the layout
  * (store_schema_create). */
@@ -89,20 +90,21 @@ static const char FIXED_SCHEMA[] =
     "CREATE TABLE IF NOT EXISTS rollup_sketches(kind TEXT NOT NULL, app TEXT NOT NULL, version TEXT NOT NULL,"
     "  name TEXT NOT NULL, metric TEXT NOT NULL, day INTEGER NOT NULL, sketch BLOB NOT NULL,"
     "  PRIMARY KEY(kind, app, version, name, metric, day)) WITHOUT ROWID;"
-    /* the same per sub-day bucket: t = start (unix s) / width (s) */
-    "CREATE TABLE IF NOT EXISTS subday_counts(kind TEXT NOT NULL, app TEXT NOT NULL, width INTEGER NOT NULL,"
+    /* the same per sub-day bucket (t = start (unix s) / width (s)), in one
+     * row: the sketches of the group's metrics in one value (store_int.h,
+     * store_subday_sketches), each under the id subday_metrics gives it */
+    "CREATE TABLE IF NOT EXISTS subday(kind TEXT NOT NULL, app TEXT NOT NULL, width INTEGER NOT NULL,"
     "  t INTEGER NOT NULL, version TEXT NOT NULL, name TEXT NOT NULL, count INTEGER NOT NULL, failed INTEGER NOT NULL,"
-    "  PRIMARY KEY(kind, app, width, t, version, name)) WITHOUT ROWID;"
-    "CREATE TABLE IF NOT EXISTS subday_sketches(kind TEXT NOT NULL, app TEXT NOT NULL, width INTEGER NOT NULL,"
-    "  t INTEGER NOT NULL, version TEXT NOT NULL, name TEXT NOT NULL, metric TEXT NOT NULL, sketch BLOB NOT NULL,"
-    "  PRIMARY KEY(kind, app, width, t, version, name, metric)) WITHOUT ROWID;"
+    "  sketches BLOB, PRIMARY KEY(kind, app, width, t, version, name)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS subday_metrics(kind TEXT NOT NULL, id INTEGER NOT NULL, metric TEXT NOT NULL,"
+    "  PRIMARY KEY(kind, id)) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS configs(app TEXT NOT NULL, version INTEGER NOT NULL, etag TEXT NOT NULL,"
     "  xml TEXT NOT NULL, created_ns INTEGER, PRIMARY KEY(app, version)) WITHOUT ROWID;"
     /* the marks of the record tables and of each (table, day) of the
      * rollup kinds (store_int.h) */
     "CREATE TABLE IF NOT EXISTS table_marks(tbl INTEGER PRIMARY KEY, rolled INTEGER NOT NULL, sealed INTEGER NOT NULL);"
     "CREATE TABLE IF NOT EXISTS partitions(tbl INTEGER NOT NULL, day INTEGER NOT NULL, rolled INTEGER NOT NULL,"
-    "  sealed INTEGER NOT NULL, hourly INTEGER, PRIMARY KEY(tbl, day)) WITHOUT ROWID;"
+    "  sealed INTEGER NOT NULL, hourly INTEGER, fine INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(tbl, day)) WITHOUT ROWID;"
     /* rows of a record table, one app and day, as a block (store_block.h);
      * r_lo, r_hi: the lowest and highest rowid in it; layout names the
      * columns (block_layouts), so that a file keeps reading its blocks
@@ -199,6 +201,20 @@ void store_read_error(sqlite3 *db, int r, store_error *ret)
         return;
     }
     store_error_capture(db, ret);
+}
+
+static bool uvarint(const uint8_t **p, const uint8_t *end, uint64_t *ret)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 64 && *p < end; shift += 7) {
+        uint8_t c = *(*p)++;
+        v |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80)) {
+            *ret = v;
+            return true;
+        }
+    }
+    return false;
 }
 
 /* ---- schema ---- */
@@ -303,6 +319,13 @@ static int file_schema(sqlite3 *db, int *ret)
  * when the oldest has waited store_options.rollup_lag_ms (the writer wakes
  * for that even when no request comes). */
 #define LAG_ROWS 32768
+/* A day of a table gets ten-minute rollups when the day before held this
+ * many records or more (unless store_options.fine_day_rows says otherwise):
+ * below it, what a range cuts from an hour is a few
+ * thousand records at most, and the buckets would cost more bytes than the
+ * records. */
+#define FINE_DAY_ROWS 500000
+
 /* Rows between the sealed and rolled marks before they are sealed, unless
  * store_options.seal_rows says otherwise. */
 #define SEAL_ROWS 32768
@@ -381,6 +404,39 @@ static long metric_index(enum store_kind kind, const char *metric)
     return -1;
 }
 
+int store_subday_sketches(const uint8_t *blob, size_t len, void (*fn)(void *ctx, int64_t id, const uint8_t *p, size_t n),
+                          void *ctx)
+{
+    const uint8_t *p = blob, *end = blob ? blob + len : NULL;
+    uint64_t n, id, size;
+    if (!blob)
+        return 0;
+    if (!uvarint(&p, end, &n))
+        return -EBADMSG;
+    for (uint64_t k = 0; k < n; k++) {
+        if (!uvarint(&p, end, &id) || !uvarint(&p, end, &size) || size > (uint64_t)(end - p))
+            return -EBADMSG;
+        fn(ctx, (int64_t)id, p, (size_t)size);
+        p += size;
+    }
+    return p == end ? 0 : -EBADMSG;
+}
+
+typedef struct sub_load {
+    store *st;
+    group *g;
+    int failed;
+} sub_load;
+
+static void sub_loaded(void *ctx, int64_t id, const uint8_t *p, size_t n)
+{
+    sub_load *ld = ctx;
+    const store_kind_desc *kd = store_kind(ld->g->kind);
+    for (size_t i = 0; i < kd->n_metrics; i++)
+        if (ld->st->metric_id[ld->g->kind][i] == id && sketch_decode(&ld->g->m[i], p, n) < 0)
+            ld->failed = 1;
+}
+
 /* Finds or loads a group. Returns NULL on allocation or read failure. */
 static group *group_get(store *st, enum store_kind kind, const char *app, const char *version, const char *name,
                         int64_t width, int64_t t)
@@ -406,17 +462,26 @@ static group *group_get(store *st, enum store_kind kind, const char *app, const 
     if (!g->app || !g->version || !g->name)
         goto fail;
     bool day = width == DAY_WIDTH_S;
-    sqlite3_stmt *s = st->st[day ? ST_LOAD_COUNT : ST_LOAD_SUB_COUNT];
+    sqlite3_stmt *s = st->st[day ? ST_LOAD_COUNT : ST_LOAD_SUB];
     bind_group_key(s, g);
     int r = sqlite3_step(s);
     if (r == SQLITE_ROW) {
         g->count = (uint64_t)sqlite3_column_int64(s, 0);
         g->failed = (uint64_t)sqlite3_column_int64(s, 1);
+        if (!day) {
+            sub_load ld = {st, g, 0};
+            if (store_subday_sketches(sqlite3_column_blob(s, 2), (size_t)sqlite3_column_bytes(s, 2), sub_loaded, &ld) <
+                    0 ||
+                ld.failed)
+                r = SQLITE_CORRUPT;
+        }
     }
     sqlite3_reset(s);
     if (r != SQLITE_ROW && r != SQLITE_DONE)
         goto fail;
-    s = st->st[day ? ST_LOAD_SKETCH : ST_LOAD_SUB_SKETCH];
+    if (!day)
+        goto loaded;
+    s = st->st[ST_LOAD_SKETCH];
     bind_group_key(s, g);
     while ((r = sqlite3_step(s)) == SQLITE_ROW) {
         long m = metric_index(kind, (const char *)sqlite3_column_text(s, 0));
@@ -428,6 +493,7 @@ static group *group_get(store *st, enum store_kind kind, const char *app, const 
     sqlite3_reset(s);
     if (r != SQLITE_DONE)
         goto fail;
+loaded:
     g->next = *slot;
     *slot = g;
     st->n_groups++;
@@ -453,7 +519,7 @@ static void group_add(store *st, group *g, bool failed, bool excluded, const dou
 }
 
 int store_rollup_row(store *st, enum store_kind kind, const char *app, const char *version, const char *name,
-                     int64_t ts, bool daily, bool subday, bool failed, bool excluded, const double *metrics)
+                     int64_t ts, bool daily, int subday, bool failed, bool excluded, const double *metrics)
 {
     group *g;
     if (daily) {
@@ -461,7 +527,7 @@ int store_rollup_row(store *st, enum store_kind kind, const char *app, const cha
             return -EIO;
         group_add(st, g, failed, excluded, metrics);
     }
-    for (size_t l = 0; subday && l < SUBDAY_LEVELS; l++) {
+    for (int l = 0; l < subday && l < SUBDAY_LEVELS; l++) {
         int64_t w = store_subday_width_s[l];
         g = group_get(st, kind, app, version ? version : "", name, w, ts / (w * 1000000000LL));
         if (!g)
@@ -471,11 +537,64 @@ int store_rollup_row(store *st, enum store_kind kind, const char *app, const cha
     return 0;
 }
 
+static void put_uvarint(uint8_t *buf, size_t *o, uint64_t v)
+{
+    while (v >= 0x80) {
+        buf[(*o)++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    buf[(*o)++] = (uint8_t)v;
+}
+
+/* A sub-day group as one row: its count and its sketches in one value. */
+static int subday_write(store *st, group *g)
+{
+    const store_kind_desc *kd = store_kind(g->kind);
+    uint8_t *enc[STORE_MAX_METRICS] = {NULL};
+    size_t len[STORE_MAX_METRICS] = {0}, total = 10, n = 0;
+    int r = 0;
+    for (size_t i = 0; i < kd->n_metrics && r == 0; i++)
+        if (g->m[i].count) {
+            r = sketch_encode(&g->m[i], &enc[i], &len[i]);
+            total += 20 + len[i];
+            n++;
+        }
+    uint8_t *blob = r == 0 ? malloc(total) : NULL;
+    if (r == 0 && !blob)
+        r = -ENOMEM;
+    size_t o = 0;
+    if (r == 0) {
+        put_uvarint(blob, &o, n);
+        for (size_t i = 0; i < kd->n_metrics; i++)
+            if (enc[i]) {
+                put_uvarint(blob, &o, (uint64_t)st->metric_id[g->kind][i]);
+                put_uvarint(blob, &o, len[i]);
+                memcpy(blob + o, enc[i], len[i]);
+                o += len[i];
+            }
+    }
+    for (size_t i = 0; i < kd->n_metrics; i++)
+        free(enc[i]);
+    if (r < 0)
+        return r;
+    sqlite3_stmt *s = st->st[ST_SAVE_SUB];
+    int p = bind_group_key(s, g);
+    sqlite3_bind_int64(s, p, (int64_t)g->count);
+    sqlite3_bind_int64(s, p + 1, (int64_t)g->failed);
+    sqlite3_bind_blob(s, p + 2, blob, (int)o, free);
+    return store_step_done(s);
+}
+
 int store_groups_write(store *st)
 {
     for (group *g = st->dirty; g; g = g->dirty_next) {
         bool day = g->width == DAY_WIDTH_S;
-        sqlite3_stmt *s = st->st[day ? ST_SAVE_COUNT : ST_SAVE_SUB_COUNT];
+        if (!day) {
+            if (subday_write(st, g) < 0)
+                return -EIO;
+            continue;
+        }
+        sqlite3_stmt *s = st->st[ST_SAVE_COUNT];
         int p = bind_group_key(s, g);
         sqlite3_bind_int64(s, p, (int64_t)g->count);
         sqlite3_bind_int64(s, p + 1, (int64_t)g->failed);
@@ -488,7 +607,7 @@ int store_groups_write(store *st)
             size_t len;
             if (sketch_encode(&g->m[i], &buf, &len) < 0)
                 return -ENOMEM;
-            s = st->st[day ? ST_SAVE_SKETCH : ST_SAVE_SUB_SKETCH];
+            s = st->st[ST_SAVE_SKETCH];
             p = bind_group_key(s, g);
             bind_text(s, p, store_kind(g->kind)->metrics[i]);
             sqlite3_bind_blob(s, p + 1, buf, (int)len, free);
@@ -576,12 +695,22 @@ part *store_part_get(store *st, enum store_table t, int64_t day)
             p->rolled = sqlite3_column_int64(s, 0);
             p->sealed = sqlite3_column_int64(s, 1);
             p->hourly = sqlite3_column_type(s, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 2);
+            p->fine = sqlite3_column_int(s, 3) != 0;
         }
         sqlite3_reset(s);
         if (r == SQLITE_DONE) {
-            /* a new day: hot unless the newest rows are past it already */
+            /* a new day: hot unless the newest rows are past it already;
+             * ten-minute rollups when the day before was busy */
             if (day < st->hot_day)
                 p->hourly = store_is_record(t) ? st->tm[t].last : part_base(day);
+            s = st->st[ST_DAY_ROWS];
+            bind_text(s, 1, store_kind(store_table(t)->kind)->name);
+            sqlite3_bind_int64(s, 2, day - 1);
+            r = sqlite3_step(s);
+            p->fine = r == SQLITE_ROW && sqlite3_column_int64(s, 0) >= (int64_t)st->fine_at;
+            sqlite3_reset(s);
+            if (r != SQLITE_ROW)
+                goto fail;
             s = st->st[ST_PART_ADD];
             sqlite3_bind_int64(s, 1, t);
             sqlite3_bind_int64(s, 2, day);
@@ -590,6 +719,7 @@ part *store_part_get(store *st, enum store_table t, int64_t day)
                 sqlite3_bind_int64(s, 4, p->hourly);
             else
                 sqlite3_bind_null(s, 4);
+            sqlite3_bind_int(s, 5, p->fine);
             if (store_step_done(s) < 0)
                 goto fail;
         } else if (r != SQLITE_ROW) {
@@ -621,10 +751,10 @@ int store_parts_read(sqlite3 *db, enum store_table t, int64_t d_lo, int64_t d_hi
     *ret_n = 0;
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(db,
-                           desc ? "SELECT day, rolled, sealed, hourly FROM partitions WHERE tbl = ?1 AND day >= ?2"
-                                  " AND day <= ?3 ORDER BY day DESC"
-                                : "SELECT day, rolled, sealed, hourly FROM partitions WHERE tbl = ?1 AND day >= ?2"
-                                  " AND day <= ?3 ORDER BY day",
+                           desc ? "SELECT day, rolled, sealed, hourly, fine FROM partitions WHERE tbl = ?1"
+                                  " AND day >= ?2 AND day <= ?3 ORDER BY day DESC"
+                                : "SELECT day, rolled, sealed, hourly, fine FROM partitions WHERE tbl = ?1"
+                                  " AND day >= ?2 AND day <= ?3 ORDER BY day",
                            -1, &s, NULL) != SQLITE_OK)
         return -EIO;
     sqlite3_bind_int64(s, 1, t);
@@ -645,7 +775,8 @@ int store_parts_read(sqlite3 *db, enum store_table t, int64_t d_lo, int64_t d_hi
             a = q;
         }
         a[n++] = (part_marks){sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2),
-                              sqlite3_column_type(s, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 3)};
+                              sqlite3_column_type(s, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 3),
+                              sqlite3_column_int(s, 4) != 0};
     }
     sqlite3_finalize(s);
     if (r != SQLITE_DONE) {
@@ -896,8 +1027,8 @@ static int insert_record(store *st, const store_record *rec, int64_t now_wall)
     if (!store_is_record(rec->table))
         part_touch(st, p);
     st->lag_rows++;
-    return store_rollup_row(st, rec->kind, rec->app, rec->version, rec->name, ts, true, p->hourly < 0, rec->failed,
-                            rec->excluded, rec->metrics);
+    return store_rollup_row(st, rec->kind, rec->app, rec->version, rec->name, ts, true,
+                            p->hourly < 0 ? store_part_levels(p->fine) : 0, rec->failed, rec->excluded, rec->metrics);
 }
 
 char *store_raw_select(enum store_kind kind, const char *where)
@@ -981,7 +1112,7 @@ static int replay_rows(store *st, enum store_kind k, sqlite3_stmt *s, part *p)
             m[j] = sqlite3_column_type(s, 3 + (int)j) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 3 + (int)j);
         /* in the sub-day groups: the rows of a hot day, and those of a cold
          * one up to its hourly mark */
-        bool subday = rp->hourly < 0 || rowid <= rp->hourly;
+        int subday = rp->hourly < 0 || rowid <= rp->hourly ? store_part_levels(rp->fine) : 0;
         if (store_rollup_row(st, k, (const char *)sqlite3_column_text(s, c + 2),
                              (const char *)sqlite3_column_text(s, c + 1), name, ts, true, subday,
                              sqlite3_column_int(s, 1) != 0, sqlite3_column_int(s, 2) != 0, m) < 0)
@@ -1457,16 +1588,13 @@ static const char *const stmt_sql[ST_COUNT] = {
                       " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     [ST_SAVE_SKETCH] = "INSERT OR REPLACE INTO rollup_sketches(kind, app, version, name, day, metric, sketch)"
                        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    [ST_LOAD_SUB_COUNT] = "SELECT count, failed FROM subday_counts WHERE kind = ?1 AND app = ?2 AND width = ?5"
-                          " AND t = ?6 AND version = ?3 AND name = ?4",
-    [ST_LOAD_SUB_SKETCH] = "SELECT metric, sketch FROM subday_sketches WHERE kind = ?1 AND app = ?2 AND width = ?5"
-                           " AND t = ?6 AND version = ?3 AND name = ?4",
-    [ST_SAVE_SUB_COUNT] = "INSERT OR REPLACE INTO subday_counts(kind, app, width, t, version, name, count, failed)"
-                          " VALUES(?1, ?2, ?5, ?6, ?3, ?4, ?7, ?8)",
-    [ST_SAVE_SUB_SKETCH] = "INSERT OR REPLACE INTO subday_sketches(kind, app, width, t, version, name, metric, sketch)"
-                           " VALUES(?1, ?2, ?5, ?6, ?3, ?4, ?7, ?8)",
-    [ST_PART_LOAD] = "SELECT rolled, sealed, hourly FROM partitions WHERE tbl = ?1 AND day = ?2",
-    [ST_PART_ADD] = "INSERT INTO partitions(tbl, day, rolled, sealed, hourly) VALUES(?1, ?2, ?3, ?3, ?4)",
+    [ST_LOAD_SUB] = "SELECT count, failed, sketches FROM subday WHERE kind = ?1 AND app = ?2 AND width = ?5"
+                    " AND t = ?6 AND version = ?3 AND name = ?4",
+    [ST_SAVE_SUB] = "INSERT OR REPLACE INTO subday(kind, app, width, t, version, name, count, failed, sketches)"
+                    " VALUES(?1, ?2, ?5, ?6, ?3, ?4, ?7, ?8, ?9)",
+    [ST_PART_LOAD] = "SELECT rolled, sealed, hourly, fine FROM partitions WHERE tbl = ?1 AND day = ?2",
+    [ST_PART_ADD] = "INSERT INTO partitions(tbl, day, rolled, sealed, hourly, fine) VALUES(?1, ?2, ?3, ?3, ?4, ?5)",
+    [ST_DAY_ROWS] = "SELECT COALESCE(SUM(count), 0) FROM rollup_counts WHERE kind = ?1 AND day = ?2",
     [ST_PART_ROLLED] = "UPDATE partitions SET rolled = ?3 WHERE tbl = ?1 AND day = ?2",
     [ST_PART_SEALED] = "UPDATE partitions SET sealed = ?3 WHERE tbl = ?1 AND day = ?2",
     [ST_PART_FREEZE] = "UPDATE partitions SET hourly = rolled WHERE tbl = ?2 AND day < ?1 AND hourly IS NULL",
@@ -1548,6 +1676,42 @@ static int layout_of(store *st, enum store_table t, int64_t *ret)
     return r == SQLITE_DONE ? 0 : -EIO;
 }
 
+/* The ids of the kinds' metrics in the sub-day rollups, added when new
+ * (an id is never given to another metric). */
+static int metric_ids(store *st)
+{
+    sqlite3_stmt *find = NULL, *max = NULL, *add = NULL;
+    int r = sqlite3_prepare_v2(st->w, "SELECT id FROM subday_metrics WHERE kind = ?1 AND metric = ?2", -1, &find, NULL);
+    if (r == SQLITE_OK)
+        r = sqlite3_prepare_v2(st->w, "SELECT COALESCE(MAX(id), -1) FROM subday_metrics WHERE kind = ?1", -1, &max, NULL);
+    if (r == SQLITE_OK)
+        r = sqlite3_prepare_v2(st->w, "INSERT INTO subday_metrics(kind, id, metric) VALUES(?1, ?2, ?3)", -1, &add, NULL);
+    for (enum store_kind k = 0; k < KIND_COUNT && r == SQLITE_OK; k++) {
+        const store_kind_desc *kd = store_kind(k);
+        for (size_t i = 0; i < kd->n_metrics && r == SQLITE_OK; i++) {
+            bind_text(find, 1, kd->name);
+            bind_text(find, 2, kd->metrics[i]);
+            int sr = sqlite3_step(find);
+            st->metric_id[k][i] = sr == SQLITE_ROW ? sqlite3_column_int64(find, 0) : -1;
+            sqlite3_reset(find);
+            if (sr == SQLITE_ROW)
+                continue;
+            bind_text(max, 1, kd->name);
+            sr = sqlite3_step(max);
+            st->metric_id[k][i] = sr == SQLITE_ROW ? sqlite3_column_int64(max, 0) + 1 : 0;
+            sqlite3_reset(max);
+            bind_text(add, 1, kd->name);
+            sqlite3_bind_int64(add, 2, st->metric_id[k][i]);
+            bind_text(add, 3, kd->metrics[i]);
+            r = store_step_done(add) == 0 ? SQLITE_OK : SQLITE_ERROR;
+        }
+    }
+    sqlite3_finalize(find);
+    sqlite3_finalize(max);
+    sqlite3_finalize(add);
+    return r;
+}
+
 /* The schema of a new file (or the tables an upgraded one lacks), and
  * the block layouts; one transaction. *ret_upgrading: the file is being
  * upgraded (store_upgrade_finish still to run). */
@@ -1566,6 +1730,8 @@ static int open_schema(store *st, bool *ret_upgrading, char **msg)
     for (enum store_table t = 0; t < TABLE_COUNT && r == SQLITE_OK; t++)
         if (store_table(t)->type && layout_of(st, t, &st->layout_id[t]) < 0)
             r = SQLITE_ERROR;
+    if (r == SQLITE_OK)
+        r = metric_ids(st);
     if (r == SQLITE_OK && !*ret_upgrading)
         r = sqlite3_exec(st->w, "INSERT OR REPLACE INTO meta(key, value) VALUES('schema', '3')", NULL, NULL, msg);
     if (r == SQLITE_OK)
@@ -1616,6 +1782,7 @@ store *store_open(const char *path, const store_options *opt, char *err, size_t 
     st->max_queued = opt->max_queued_items ? opt->max_queued_items : 200000;
     st->lag_ns = (int64_t)opt->rollup_lag_ms * 1000000LL;
     st->seal_at = opt->seal_rows ? opt->seal_rows : SEAL_ROWS;
+    st->fine_at = opt->fine_day_rows ? opt->fine_day_rows : FINE_DAY_ROWS;
     st->retention_days = opt->retention_days;
     st->rollup_retention_days = opt->rollup_retention_days;
     st->retention_due = st->retention_days || st->rollup_retention_days;
@@ -1741,7 +1908,7 @@ store *store_open(const char *path, const store_options *opt, char *err, size_t 
             goto fail;
         }
         sqlite3_busy_timeout(st->readers[i], 5000);
-        sqlite3_exec(st->readers[i], "PRAGMA cache_size=-8192", NULL, NULL, NULL);
+        sqlite3_exec(st->readers[i], "PRAGMA cache_size=-16384", NULL, NULL, NULL);
         store_register_functions(st->readers[i]);
         st->free_readers[i] = st->readers[i];
     }

@@ -146,7 +146,8 @@ static int subday_of_chunk(store *st, enum store_kind k, int64_t lo, int64_t hi,
             m[j] = sqlite3_column_type(s, 3 + (int)j) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 3 + (int)j);
         int c = 3 + (int)nm;
         e = store_rollup_row(st, k, (const char *)sqlite3_column_text(s, c + 2),
-                             (const char *)sqlite3_column_text(s, c + 1), name, sqlite3_column_int64(s, c), false, true,
+                             (const char *)sqlite3_column_text(s, c + 1), name, sqlite3_column_int64(s, c), false,
+                             store_part_levels(false),
                              sqlite3_column_int(s, 1) != 0, sqlite3_column_int(s, 2) != 0, m);
     }
     sqlite3_finalize(s);

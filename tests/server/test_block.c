@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -34,10 +35,11 @@ static bool same(const store_value *a, const store_value *b)
     return false;
 }
 
-enum { ROWS = 1500, COLS = 9 };
+enum { ROWS = 1500, COLS = 13 };
 static store_value table[COLS][ROWS];
 static char texts[ROWS][40];
 static uint8_t blobs[ROWS][16];
+static char words[ROWS][12];
 
 static void make_table(void)
 {
@@ -61,6 +63,14 @@ static void make_table(void)
         static const int64_t ints[] = {INT64_MIN, INT64_MAX, -1, 0, 1LL << 61, -(1LL << 60)};
         table[8][i] = i % 4 ? (store_value){.type = SV_INT, .i = ints[rand_r(&seed) % 6]}
                             : (store_value){.type = SV_TEXT, .p = ""};
+        /* ids of one length (FIXED), milliseconds with gaps (MILLI), three values (a 2-bit DICT) */
+        table[9][i] = (store_value){.type = SV_BLOB, .p = blobs[(i * 7) % ROWS], .n = 16};
+        table[10][i] = i % 7 == 3 ? (store_value){.type = SV_NULL}
+                                  : (store_value){.type = SV_REAL, .d = (double)(rand_r(&seed) % 5000000) / 1000.0};
+        static const char *const three[] = {"window", "page", "dialog"};
+        table[11][i] = (store_value){.type = SV_TEXT, .p = three[rand_r(&seed) % 3]};
+        snprintf(words[i], sizeof words[i], "w%010u", (unsigned)rand_r(&seed) % 1000000000u);
+        table[12][i] = (store_value){.type = SV_TEXT, .p = words[i], .n = 11};
     }
 }
 
@@ -100,9 +110,31 @@ static void test_round_trip(void **state)
     size_t len;
     assert_int_equal(block_encode(cols, COLS, ROWS, &buf, &len), 0);
     check(buf, len, ROWS);
-    /* the sorted times and their offsets take a few bytes a row */
     printf("%d rows of %d columns: %zu bytes (%.1f a row)\n", ROWS, COLS, len, (double)len / ROWS);
-    assert_true(len < (size_t)ROWS * 60);
+    /* each column in the encoding made for it: its mode and its size */
+    block_reader r;
+    assert_int_equal(block_open(&r, buf, len), 0);
+    static const struct {
+        size_t col;
+        int mode;
+        double max_per_row;
+    } want[] = {
+        {1, 3, 4},         /* sorted times: DELTA */
+        {2, -1, 5},        /* an end time: REF to the start, or deltas of its own (-1: either) */
+        {4, 2, 0.2},       /* two texts: DICT of 1 bit */
+        {7, 0, 0.01},      /* CONST */
+        {9, 5, 16.01},     /* 16-byte ids: FIXED, the bytes alone */
+        {10, 6, 4},        /* milliseconds or NULL: MILLI */
+        {11, 2, 0.3},      /* three texts: DICT of 2 bits */
+    };
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        size_t c = want[k].col;
+        int mode = buf[r.off[c]];
+        bool mode_ok = want[k].mode >= 0 ? mode == want[k].mode : mode == 3 || mode == 4;
+        if (!mode_ok || (double)r.size[c] / ROWS > want[k].max_per_row)
+            fail_msg("column %zu: mode %d, %.2f bytes a row; want mode %d, at most %.2f", c, buf[r.off[c]],
+                     (double)r.size[c] / ROWS, want[k].mode, want[k].max_per_row);
+    }
     free(buf);
     assert_int_equal(block_encode(cols, COLS, 0, &buf, &len), -EINVAL);
     assert_int_equal(block_encode(cols, BLOCK_MAX_COLS + 1, 1, &buf, &len), -EINVAL);
