@@ -79,6 +79,7 @@ typedef struct part {
     int64_t rolled, sealed; /* plain spans, as committed */
     int64_t hourly; /* as committed: -1 for NULL */
     bool fine;      /* with ten-minute rollups (partitions.fine) */
+    int64_t rows;   /* rows stored for the day (partitions.rows; in the rollups: as of the last flush) */
     bool touched;
 } part;
 
@@ -108,7 +109,7 @@ typedef struct job {
 
 enum stmt_id { ST_TM_SAVE, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_BATCH, ST_PROBE, ST_CONFIG_PUT, ST_CONFIG_VERSION,
                ST_LOAD_COUNT, ST_LOAD_SKETCH, ST_SAVE_COUNT, ST_SAVE_SKETCH, ST_LOAD_SUB, ST_SAVE_SUB,
-               ST_PART_LOAD, ST_PART_ADD, ST_DAY_ROWS, ST_PART_ROLLED, ST_PART_SEALED, ST_PART_FREEZE, ST_PART_FREEZE_AT, ST_PART_HOURLY, ST_BLOCK_ADD,
+               ST_PART_LOAD, ST_PART_ADD, ST_DAY_ROWS, ST_PART_ROWS, ST_PART_ROLLED, ST_PART_SEALED, ST_PART_FREEZE, ST_PART_FREEZE_AT, ST_PART_HOURLY, ST_BLOCK_ADD,
                ST_TRACE_ADD, ST_TRACE_RUN, ST_META_SET, ST_COUNT };
 
 #define GROUP_BUCKETS 8192

@@ -104,7 +104,8 @@ static const char FIXED_SCHEMA[] =
      * rollup kinds (store_int.h) */
     "CREATE TABLE IF NOT EXISTS table_marks(tbl INTEGER PRIMARY KEY, rolled INTEGER NOT NULL, sealed INTEGER NOT NULL);"
     "CREATE TABLE IF NOT EXISTS partitions(tbl INTEGER NOT NULL, day INTEGER NOT NULL, rolled INTEGER NOT NULL,"
-    "  sealed INTEGER NOT NULL, hourly INTEGER, fine INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(tbl, day)) WITHOUT ROWID;"
+    "  sealed INTEGER NOT NULL, hourly INTEGER, fine INTEGER NOT NULL DEFAULT 0, rows INTEGER NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY(tbl, day)) WITHOUT ROWID;"
     /* rows of a record table, one app and day, as a block (store_block.h);
      * r_lo, r_hi: the lowest and highest rowid in it; layout names the
      * columns (block_layouts), so that a file keeps reading its blocks
@@ -315,6 +316,10 @@ static int file_schema(sqlite3 *db, int *ret)
 /* ---- rollup groups (writer thread only) ---- */
 
 #define GROUP_LIMIT 5000 /* clean groups kept in memory after a rollup flush */
+/* Groups in memory at most: past this (records of very many days, or
+ * names, in one group of jobs) the writer flushes in the middle of the
+ * group, so that memory stays bounded whatever a client sends. */
+#define GROUP_HARD_LIMIT 40000
 /* Rollup lag: the dirty groups are written when this many rows wait, or
  * when the oldest has waited store_options.rollup_lag_ms (the writer wakes
  * for that even when no request comes). */
@@ -395,15 +400,6 @@ static int bind_group_key(sqlite3_stmt *s, const group *g)
     return 7;
 }
 
-static long metric_index(enum store_kind kind, const char *metric)
-{
-    const store_kind_desc *kd = store_kind(kind);
-    for (size_t i = 0; i < kd->n_metrics; i++)
-        if (strcmp(kd->metrics[i], metric) == 0)
-            return (long)i;
-    return -1;
-}
-
 int store_subday_sketches(const uint8_t *blob, size_t len, void (*fn)(void *ctx, int64_t id, const uint8_t *p, size_t n),
                           void *ctx)
 {
@@ -481,16 +477,20 @@ static group *group_get(store *st, enum store_kind kind, const char *app, const 
         goto fail;
     if (!day)
         goto loaded;
+    /* one primary-key lookup per metric: the key has the metric before the
+     * day, so that a lookup by day alone would read every day of the name */
     s = st->st[ST_LOAD_SKETCH];
-    bind_group_key(s, g);
-    while ((r = sqlite3_step(s)) == SQLITE_ROW) {
-        long m = metric_index(kind, (const char *)sqlite3_column_text(s, 0));
-        if (m >= 0 && sketch_decode(&g->m[m], sqlite3_column_blob(s, 1), (size_t)sqlite3_column_bytes(s, 1)) < 0)
+    for (size_t m = 0; m < store_kind(kind)->n_metrics && r != SQLITE_CORRUPT; m++) {
+        int p = bind_group_key(s, g);
+        bind_text(s, p, store_kind(kind)->metrics[m]);
+        r = sqlite3_step(s);
+        if (r == SQLITE_ROW && sketch_decode(&g->m[m], sqlite3_column_blob(s, 0), (size_t)sqlite3_column_bytes(s, 0)) < 0)
             r = SQLITE_CORRUPT;
-        if (r == SQLITE_CORRUPT)
+        sqlite3_reset(s);
+        if (r != SQLITE_ROW && r != SQLITE_DONE)
             break;
+        r = SQLITE_DONE;
     }
-    sqlite3_reset(s);
     if (r != SQLITE_DONE)
         goto fail;
 loaded:
@@ -696,20 +696,25 @@ part *store_part_get(store *st, enum store_table t, int64_t day)
             p->sealed = sqlite3_column_int64(s, 1);
             p->hourly = sqlite3_column_type(s, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 2);
             p->fine = sqlite3_column_int(s, 3) != 0;
+            p->rows = sqlite3_column_int64(s, 4);
         }
         sqlite3_reset(s);
         if (r == SQLITE_DONE) {
-            /* a new day: hot unless the newest rows are past it already;
-             * ten-minute rollups when the day before was busy */
-            if (day < st->hot_day)
+            /* a new day: hot unless the newest rows are past it already, or
+             * it is more than a day ahead of them (a clock that is wrong: no
+             * sub-day rollups for days nobody lives in yet); ten-minute
+             * rollups when the day before was busy */
+            if (day < st->hot_day || day > st->hot_day + 1)
                 p->hourly = store_is_record(t) ? st->tm[t].last : part_base(day);
             s = st->st[ST_DAY_ROWS];
-            bind_text(s, 1, store_kind(store_table(t)->kind)->name);
+            sqlite3_bind_int64(s, 1, t);
             sqlite3_bind_int64(s, 2, day - 1);
             r = sqlite3_step(s);
-            p->fine = r == SQLITE_ROW && sqlite3_column_int64(s, 0) >= (int64_t)st->fine_at;
+            part *prev = store_part_find(st, t, day - 1); /* its count in memory is newer */
+            int64_t before = prev ? prev->rows : r == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+            p->fine = before >= (int64_t)st->fine_at;
             sqlite3_reset(s);
-            if (r != SQLITE_ROW)
+            if (r != SQLITE_ROW && r != SQLITE_DONE)
                 goto fail;
             s = st->st[ST_PART_ADD];
             sqlite3_bind_int64(s, 1, t);
@@ -826,6 +831,15 @@ static int groups_flush(store *st)
             return -EIO;
     }
     for (part *p = st->touched; p; p = p->touched_next) {
+        if (store_is_record(p->table)) { /* its rows counted; its marks are the table's */
+            sqlite3_stmt *s = st->st[ST_PART_ROWS];
+            sqlite3_bind_int64(s, 1, p->table);
+            sqlite3_bind_int64(s, 2, p->day);
+            sqlite3_bind_int64(s, 3, p->rows);
+            if (store_step_done(s) < 0)
+                return -EIO;
+            continue;
+        }
         if (p->last == p->rolled)
             continue;
         if (p->table == TABLE_SPANS) {
@@ -843,6 +857,7 @@ static int groups_flush(store *st)
         sqlite3_bind_int64(s, 1, p->table);
         sqlite3_bind_int64(s, 2, p->day);
         sqlite3_bind_int64(s, 3, p->last);
+        sqlite3_bind_int64(s, 4, p->rows);
         if (store_step_done(s) < 0)
             return -EIO;
     }
@@ -859,8 +874,10 @@ static void groups_flushed(store *st)
         }
     for (part *p = st->touched, *next; p; p = next) {
         next = p->touched_next;
-        st->seal_rows += (size_t)(p->last - p->rolled);
-        p->rolled = p->last;
+        if (!store_is_record(p->table)) {
+            st->seal_rows += (size_t)(p->last - p->rolled);
+            p->rolled = p->last;
+        }
         p->touched = false;
         p->touched_next = NULL;
     }
@@ -1024,8 +1041,8 @@ static int insert_record(store *st, const store_record *rec, int64_t now_wall)
     if (rec->kind == KIND_NONE)
         return 0;
     (void)now_wall;
-    if (!store_is_record(rec->table))
-        part_touch(st, p);
+    p->rows++;
+    part_touch(st, p);
     st->lag_rows++;
     return store_rollup_row(st, rec->kind, rec->app, rec->version, rec->name, ts, true,
                             p->hourly < 0 ? store_part_levels(p->fine) : 0, rec->failed, rec->excluded, rec->metrics);
@@ -1100,8 +1117,8 @@ static int replay_rows(store *st, enum store_kind k, sqlite3_stmt *s, part *p)
         part *rp = p ? p : store_part_get(st, t, day_of_ts(ts));
         if (!rp)
             return -EIO;
-        if (p)
-            part_touch(st, p);
+        rp->rows++;
+        part_touch(st, rp);
         if (ts + 1 > st->newest_ts)
             st->newest_ts = ts + 1;
         st->lag_rows++;
@@ -1234,9 +1251,17 @@ static int run_job(store *st, job *j)
         int64_t now = wall_ns();
         if ((r = advance_hot(st, j, now)) < 0)
             return r;
-        for (size_t i = 0; i < j->n; i++)
+        for (size_t i = 0; i < j->n; i++) {
             if ((r = insert_record(st, &j->recs[i], now)) < 0)
                 return r;
+            /* a flush inside the transaction: should it fail, the ROLLBACK
+             * and the replay that follows undo what it did in memory too */
+            if (st->n_groups > GROUP_HARD_LIMIT) {
+                if ((r = groups_flush(st)) < 0)
+                    return r;
+                groups_flushed(st);
+            }
+        }
         return 0;
     }
     return -EINVAL;
@@ -1275,7 +1300,8 @@ static size_t rows_to_roll(const store *st)
         if (store_is_record(t))
             n += (size_t)(st->tm[t].last - st->tm[t].rolled);
     for (const part *p = st->touched; p; p = p->touched_next)
-        n += (size_t)(p->last - p->rolled);
+        if (!store_is_record(p->table))
+            n += (size_t)(p->last - p->rolled);
     return n;
 }
 
@@ -1582,8 +1608,8 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_CONFIG_VERSION] = "SELECT COALESCE(MAX(version), 0) FROM configs WHERE app = ?1",
     [ST_LOAD_COUNT] = "SELECT count, failed FROM rollup_counts WHERE kind = ?1 AND app = ?2 AND version = ?3"
                       " AND name = ?4 AND day = ?5",
-    [ST_LOAD_SKETCH] = "SELECT metric, sketch FROM rollup_sketches WHERE kind = ?1 AND app = ?2 AND version = ?3"
-                       " AND name = ?4 AND day = ?5",
+    [ST_LOAD_SKETCH] = "SELECT sketch FROM rollup_sketches WHERE kind = ?1 AND app = ?2 AND version = ?3"
+                       " AND name = ?4 AND metric = ?6 AND day = ?5",
     [ST_SAVE_COUNT] = "INSERT OR REPLACE INTO rollup_counts(kind, app, version, name, day, count, failed)"
                       " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     [ST_SAVE_SKETCH] = "INSERT OR REPLACE INTO rollup_sketches(kind, app, version, name, day, metric, sketch)"
@@ -1592,10 +1618,11 @@ static const char *const stmt_sql[ST_COUNT] = {
                     " AND t = ?6 AND version = ?3 AND name = ?4",
     [ST_SAVE_SUB] = "INSERT OR REPLACE INTO subday(kind, app, width, t, version, name, count, failed, sketches)"
                     " VALUES(?1, ?2, ?5, ?6, ?3, ?4, ?7, ?8, ?9)",
-    [ST_PART_LOAD] = "SELECT rolled, sealed, hourly, fine FROM partitions WHERE tbl = ?1 AND day = ?2",
-    [ST_PART_ADD] = "INSERT INTO partitions(tbl, day, rolled, sealed, hourly, fine) VALUES(?1, ?2, ?3, ?3, ?4, ?5)",
-    [ST_DAY_ROWS] = "SELECT COALESCE(SUM(count), 0) FROM rollup_counts WHERE kind = ?1 AND day = ?2",
-    [ST_PART_ROLLED] = "UPDATE partitions SET rolled = ?3 WHERE tbl = ?1 AND day = ?2",
+    [ST_PART_LOAD] = "SELECT rolled, sealed, hourly, fine, rows FROM partitions WHERE tbl = ?1 AND day = ?2",
+    [ST_PART_ADD] = "INSERT INTO partitions(tbl, day, rolled, sealed, hourly, fine, rows) VALUES(?1, ?2, ?3, ?3, ?4, ?5, 0)",
+    [ST_DAY_ROWS] = "SELECT rows FROM partitions WHERE tbl = ?1 AND day = ?2",
+    [ST_PART_ROWS] = "UPDATE partitions SET rows = ?3 WHERE tbl = ?1 AND day = ?2",
+    [ST_PART_ROLLED] = "UPDATE partitions SET rolled = ?3, rows = ?4 WHERE tbl = ?1 AND day = ?2",
     [ST_PART_SEALED] = "UPDATE partitions SET sealed = ?3 WHERE tbl = ?1 AND day = ?2",
     [ST_PART_FREEZE] = "UPDATE partitions SET hourly = rolled WHERE tbl = ?2 AND day < ?1 AND hourly IS NULL",
     [ST_PART_FREEZE_AT] = "UPDATE partitions SET hourly = ?2 WHERE tbl = ?1 AND day < ?3 AND hourly IS NULL",

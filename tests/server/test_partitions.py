@@ -15,7 +15,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from pacerd_harness import ADMIN, Pacerd, attr, exact_quantile, page_span, span, traces  # noqa: E402
+from pacerd_harness import Pacerd, attr, exact_quantile, page_span, proc_kib, span, traces  # noqa: E402
 
 DAY = 86400 * 10**9
 HOUR = 3600 * 10**9
@@ -151,6 +151,34 @@ class Partitions(unittest.TestCase):
         self.d.start()
         for lo, hi in self.ranges():
             self.check(lo, hi)
+
+
+class ManyDays(unittest.TestCase):
+    def test_records_over_thousands_of_days_keep_memory_bounded(self):
+        """A client whose records each fall on a day of their own (a clock gone
+        wrong, or worse): 48 000 days in four requests, from 1970 to past 2100
+        (the days past tomorrow are cold from the start, so no sub-day
+        rollups for them). Every record is stored and counted; the writer's
+        rollup groups in memory stay bounded (it writes them in the middle of
+        a group when there are too many), and so does RSS."""
+        d = Pacerd(["--rollup-lag", "0"])
+        try:
+            start = proc_kib(d.proc.pid, "VmHWM")
+            for k in range(4):
+                spans = [page_span("P%d" % (i % 7), (k * 12000 + i) * DAY + 5, 10.0 + i % 100) for i in range(12000)]
+                self.assertEqual(d.ingest("/v1/traces", traces(spans)), {})
+            pages = d.query("/api/v1/pages?app=shop")["pages"]
+            self.assertEqual(sum(p["count"] for p in pages), 48000)
+            # a range of a thousand whole days in the middle, and one that cuts two of them
+            lo, hi = 20000 * DAY, 21000 * DAY
+            got = d.query("/api/v1/pages?app=shop&from=%d&to=%d" % (lo // 10**9, hi // 10**9))["pages"]
+            self.assertEqual(sum(p["count"] for p in got), 1000)
+            got = d.query("/api/v1/pages?app=shop&from=%d&to=%d" % (lo // 10**9 + 1, hi // 10**9 + 10))["pages"]
+            self.assertEqual(sum(p["count"] for p in got), 1000)  # day 20000's is at +5 ns: out; day 21000's in
+            grown = proc_kib(d.proc.pid, "VmHWM") - start
+            self.assertLess(grown, 160 * 1024, "peak RSS grew by %d KiB" % grown)
+        finally:
+            d.close()
 
 
 class Retention(unittest.TestCase):
