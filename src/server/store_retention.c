@@ -85,8 +85,18 @@ static int64_t drop_step(store *st, int64_t horizon, int64_t rollup_horizon)
                                  "DELETE FROM blocks WHERE id IN (SELECT id FROM blocks WHERE tbl = ?1 AND day < ?2"
                                  " LIMIT 256)",
                                  t, horizon, NULL);
-        /* rows of the tables cut by day (a record table's rows wait to be
-         * sealed into the blocks above, whatever their day) */
+        /* a record table's rows not sealed yet (at most a seal's worth, of
+         * any day: those of the old days) */
+        for (enum store_table t = 0; t < TABLE_COUNT && n == 0; t++) {
+            if (!store_is_record(t))
+                continue;
+            char sql[256];
+            snprintf(sql, sizeof sql,
+                     "DELETE FROM %s WHERE rowid IN (SELECT rowid FROM %s WHERE rowid > ?1 AND ts < ?2 LIMIT %d)",
+                     store_table(t)->name, store_table(t)->name, STEP_ROWS);
+            n = exec_changes(db, sql, st->tm[t].sealed, horizon * STORE_DAY_NS, NULL);
+        }
+        /* rows of the tables cut by day: one range of rowids */
         for (enum store_table t = 0; t < TABLE_COUNT && n == 0; t++) {
             if (store_is_record(t))
                 continue;

@@ -183,8 +183,13 @@ class ManyDays(unittest.TestCase):
 
 class Retention(unittest.TestCase):
     def test_old_days_are_dropped_whole_and_rollups_kept_longer(self):
+        for seal in ("32", "32768"):  # the records in blocks, or still in their table
+            with self.subTest(seal_rows=seal):
+                self.check_retention(seal)
+
+    def check_retention(self, seal):
         today = time.time_ns() // DAY * DAY
-        d = Pacerd(["--rollup-lag", "0", "--seal-rows", "32"])
+        d = Pacerd(["--rollup-lag", "0", "--seal-rows", seal])
         try:
             sent = {}
             for k in range(8):  # 0 to 7 days ago
@@ -198,21 +203,28 @@ class Retention(unittest.TestCase):
                 self.assertEqual(d.ingest("/v1/logs", logs), {})
                 sent[k] = 50
             d.kill(15)
-            d.extra_args = ["--rollup-lag", "0", "--seal-rows", "32", "--retention-days", "3",
+            d.extra_args = ["--rollup-lag", "0", "--seal-rows", seal, "--retention-days", "3",
                             "--rollup-retention-days", "5"]
             d.start()
 
-            def dropped():
+            def dropped():  # the partitions, then the daily rollups, go last
                 db = sqlite3.connect(d.db)
                 days = {r[0] for r in db.execute("SELECT day FROM partitions")}
+                rollups = db.execute("SELECT MIN(day) FROM rollup_counts").fetchone()[0]
                 db.close()
-                return min(days) >= today // DAY - 3
+                return min(days) >= today // DAY - 3 and rollups >= today // DAY - 5
             deadline = time.monotonic() + 20
             while not dropped():
                 self.assertLess(time.monotonic(), deadline, "old partitions still there")
                 time.sleep(0.1)
             db = sqlite3.connect(d.db)
-            self.assertEqual(db.execute("SELECT MIN(day) FROM blocks").fetchone()[0], today // DAY - 3)
+            if seal == "32":
+                self.assertEqual(db.execute("SELECT MIN(day) FROM blocks").fetchone()[0], today // DAY - 3)
+            self.assertEqual(db.execute("SELECT COUNT(*) FROM page_loads WHERE ts < ?",
+                                        (today - 3 * DAY,)).fetchone()[0], 0)
+            left = db.execute("SELECT COUNT(*) FROM page_loads").fetchone()[0] + \
+                (db.execute("SELECT SUM(n) FROM blocks").fetchone()[0] or 0)
+            self.assertEqual(left, 4 * 50)
             self.assertEqual(db.execute("SELECT COUNT(*) FROM spans WHERE ts < ?", (today - 3 * DAY,)).fetchone()[0],
                              0)
             self.assertEqual(db.execute("SELECT COUNT(*) FROM logs WHERE ts < ?", (today - 3 * DAY,)).fetchone()[0], 0)
