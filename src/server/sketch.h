@@ -57,7 +57,8 @@ int sketch_merge(sketch *dst, const sketch *src);
  * Returns 0 for an empty sketch. */
 double sketch_quantile(const sketch *s, double q);
 
-/* Serialises to a malloc'd buffer (compact: varint counts). Returns 0 and
+/* Serialises to a malloc'd buffer (compact: varint counts; for a sketch
+ * with few of its bins used, those with the gaps between). Returns 0 and
  * stores the buffer and its size, or -ENOMEM. */
 int sketch_encode(const sketch *s, uint8_t **ret_buf, size_t *ret_len);
 
