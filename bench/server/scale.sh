@@ -49,6 +49,14 @@ start() { # db [extra args]
 }
 stop() { kill "$pid"; wait "$pid" || true; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+metrics() { # port → "spans/s over the last 10 s" "spans stored", from /metrics
+  python3 - "$1" "$admin" <<'PY'
+import sys, urllib.request
+r = urllib.request.Request("http://127.0.0.1:%s/metrics" % sys.argv[1], headers={"Authorization": "Bearer " + sys.argv[2]})
+m = dict(l.rsplit(" ", 1) for l in urllib.request.urlopen(r, timeout=10).read().decode().splitlines() if l and l[0] != "#")
+print(int(float(m["pacerd_ingest_spans_per_second"])), int(float(m['pacerd_ingest_records_total{signal="traces"}'])))
+PY
+}
 spans_in() { # db → page spans it holds (0 when none or unreadable)
   python3 -c 'import sqlite3, sys
 try:
@@ -160,7 +168,10 @@ while kill -0 "$lg" 2>/dev/null; do
   wal=$(stat -c %s "$work/rss.db-wal" 2>/dev/null || echo 0)
   [ "$rss" -gt "$max_rss" ] && max_rss=$rss
   [ "$wal" -gt "$max_wal" ] && max_wal=$wal
-  [ $((t % 60)) -eq 0 ] && echo "  ${t} s: RSS $((rss / 1024)) MiB, WAL $((wal >> 20)) MiB"
+  if [ $((t % 60)) -eq 0 ]; then
+    read -r rate stored < <(metrics "$port")
+    echo "  ${t} s: RSS $((rss / 1024)) MiB, WAL $((wal >> 20)) MiB; $rate spans/s over the last 10 s, $stored stored"
+  fi
 done
 wait "$lg" || true
 end_rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")

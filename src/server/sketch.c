@@ -280,9 +280,65 @@ int sketch_encode(const sketch *s, uint8_t **ret_buf, size_t *ret_len)
     return 0;
 }
 
+int sketch_merge_encoded(sketch *dst, const uint8_t *buf, size_t len)
+{
+    size_t pos = 2;
+    uint64_t count, zero, zz, n_bins;
+    double sum, mn, mx;
+    if (len < 2 || buf[0] != 'D' || (buf[1] != 1 && buf[1] != 2))
+        return -EBADMSG;
+    bool sparse = buf[1] == 2;
+    if (get_varint(buf, len, &pos, &count) < 0 || get_varint(buf, len, &pos, &zero) < 0 ||
+        get_double(buf, len, &pos, &sum) < 0 || get_double(buf, len, &pos, &mn) < 0 ||
+        get_double(buf, len, &pos, &mx) < 0 || get_varint(buf, len, &pos, &zz) < 0 ||
+        get_varint(buf, len, &pos, &n_bins) < 0)
+        return -EBADMSG;
+    if (zz > UINT32_MAX || n_bins > SKETCH_MAX_BINS || zero > count)
+        return -EBADMSG;
+    int32_t offset = (int32_t)((uint32_t)(zz >> 1) ^ -(uint32_t)(zz & 1));
+    if ((int64_t)offset + (int64_t)n_bins > INT32_MAX || (n_bins == 0) != (count == zero) || (count && !(mn <= mx)))
+        return -EBADMSG;
+    if (count == 0)
+        return pos == len ? 0 : -EBADMSG;
+    int32_t floor_idx = 0;
+    if (n_bins) {
+        int r = reserve(dst, offset, offset + (int32_t)n_bins - 1, &floor_idx);
+        if (r < 0)
+            return r;
+    }
+    uint64_t total = zero;
+    for (uint64_t k = 0; k < n_bins; k++) {
+        uint64_t gap = 0, c;
+        if (sparse && pos == len)
+            break;
+        if ((sparse && (get_varint(buf, len, &pos, &gap) < 0 || gap >= n_bins - k)) ||
+            get_varint(buf, len, &pos, &c) < 0 || c > count - total || (sparse && c == 0))
+            return -EBADMSG;
+        k += gap;
+        int32_t i = offset + (int32_t)k;
+        dst->bins[(i < floor_idx ? floor_idx : i) - dst->offset] += c;
+        total += c;
+    }
+    if (pos != len || total != count)
+        return -EBADMSG;
+    if (dst->count == 0 || mn < dst->min)
+        dst->min = mn;
+    if (dst->count == 0 || mx > dst->max)
+        dst->max = mx;
+    dst->sum += sum;
+    dst->count += count;
+    dst->zero_count += zero;
+    return 0;
+}
+
 int sketch_decode(sketch *s, const uint8_t *buf, size_t len)
 {
-    sketch_reset(s);
+    /* the buckets of an earlier decode are used again when they are room
+     * enough (a query decodes thousands of sketches into one) */
+    uint64_t *keep = s->bins;
+    uint32_t keep_cap = s->cap_bins;
+    s->bins = NULL;
+    sketch_init(s);
     size_t pos = 2;
     uint64_t count, zero, zz, n_bins;
     double sum, mn, mx;
@@ -300,11 +356,21 @@ int sketch_decode(sketch *s, const uint8_t *buf, size_t len)
     if ((int64_t)offset + (int64_t)n_bins > INT32_MAX || (n_bins == 0) != (count == zero))
         return -EBADMSG;
     uint64_t *bins = NULL;
-    if (n_bins) {
+    uint32_t cap = 0;
+    if (n_bins && keep && keep_cap >= n_bins) {
+        bins = keep;
+        cap = keep_cap;
+        memset(bins, 0, (size_t)n_bins * sizeof *bins);
+        keep = NULL;
+    } else if (n_bins) {
         bins = calloc(n_bins, sizeof *bins);
-        if (!bins)
+        cap = (uint32_t)n_bins;
+        if (!bins) {
+            free(keep);
             return -ENOMEM;
+        }
     }
+    free(keep);
     uint64_t total = zero;
     for (uint64_t k = 0; k < n_bins; k++) {
         uint64_t gap = 0;
@@ -329,7 +395,8 @@ int sketch_decode(sketch *s, const uint8_t *buf, size_t len)
     s->min = mn;
     s->max = mx;
     s->offset = offset;
-    s->n_bins = s->cap_bins = (uint32_t)n_bins;
+    s->n_bins = (uint32_t)n_bins;
+    s->cap_bins = cap;
     s->bins = bins;
     return 0;
 }

@@ -67,4 +67,10 @@ int sketch_encode(const sketch *s, uint8_t **ret_buf, size_t *ret_len);
  * sketch is left empty), or -ENOMEM. Never reads outside buf[0..len). */
 int sketch_decode(sketch *s, const uint8_t *buf, size_t len);
 
+/* sketch_merge of what sketch_encode wrote into buf, without decoding it
+ * first (a query merges thousands). 0, -EBADMSG for a buffer that is not
+ * an encoding (dst may then hold part of it: throw it away), or -ENOMEM
+ * (dst unchanged). */
+int sketch_merge_encoded(sketch *dst, const uint8_t *buf, size_t len);
+
 #endif

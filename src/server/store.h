@@ -282,6 +282,10 @@ typedef struct store_scan_cb {
     void (*sketch)(void *ctx, const char *name, size_t metric, const sketch *s);
     /* one raw record of a partial day: metrics[i] NAN when absent */
     void (*raw)(void *ctx, const char *name, bool failed, bool excluded, const double *metrics);
+    /* optional: a sketch as sketch_encode wrote it, instead of `sketch`
+     * (the caller merges it with sketch_merge_encoded); 0, or negative
+     * errno (the scan stops with it). A store may still call `sketch`. */
+    int (*sketch_encoded)(void *ctx, const char *name, size_t metric, const uint8_t *buf, size_t len);
     void *ctx;
 } store_scan_cb;
 

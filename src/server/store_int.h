@@ -231,6 +231,7 @@ store_value store_column_value(sqlite3_stmt *s, int c);
 typedef struct part_marks {
     int64_t day, rolled, sealed, hourly; /* hourly: -1 for NULL (hot) */
     bool fine;                           /* with ten-minute rollups */
+    int64_t last;                        /* a record table's day: its last row as of the last flush */
 } part_marks;
 
 /* The partitions of table t with day in [d_lo, d_hi], ascending (newest

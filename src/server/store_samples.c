@@ -186,7 +186,9 @@ static int read_rows(void *ctx, sqlite3 *db)
         }
         day_read dr = {v, v->limit + 1 - emitted};
         r = store_blocks_read(db, v->table, v->app, parts[d].day, 0, INT64_MAX, -1, NULL, on_block, &dr);
-        sqlite3_bind_int64(s, 1, parts[d].sealed);
+        /* the day's rows not sealed: up to its last row as of the last flush,
+         * and any after the rolled mark */
+        sqlite3_bind_int64(s, 1, parts[d].last > parts[d].sealed ? parts[d].sealed : parts[d].rolled);
         sqlite3_bind_text(s, 3, v->app, -1, SQLITE_STATIC);
         sqlite3_bind_int64(s, 4, parts[d].day * STORE_DAY_NS);
         sqlite3_bind_int64(s, 5, (parts[d].day + 1) * STORE_DAY_NS);

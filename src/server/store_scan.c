@@ -111,17 +111,24 @@ typedef struct sub_read {
     bool bad;
 } sub_read;
 
+/* A sketch of a rollup to the caller: as it is stored when it takes that,
+ * else decoded. */
+static bool give_sketch(const scan *sc, const char *name, size_t m, const uint8_t *p, size_t n, sketch *sk)
+{
+    if (sc->cb->sketch_encoded)
+        return sc->cb->sketch_encoded(sc->cb->ctx, name, m, p, n) == 0;
+    if (sketch_decode(sk, p, n) < 0)
+        return false;
+    sc->cb->sketch(sc->cb->ctx, name, m, sk);
+    return true;
+}
+
 static void on_sub_sketch(void *ctx, int64_t id, const uint8_t *p, size_t n)
 {
     sub_read *rd = ctx;
-    for (size_t m = 0; m < store_kind(rd->sc->kind)->n_metrics; m++) {
-        if (rd->ids[m] != id)
-            continue;
-        if (sketch_decode(rd->sk, p, n) < 0)
+    for (size_t m = 0; m < store_kind(rd->sc->kind)->n_metrics; m++)
+        if (rd->ids[m] == id && !give_sketch(rd->sc, rd->name, m, p, n, rd->sk))
             rd->bad = true;
-        else
-            rd->sc->cb->sketch(rd->sc->cb->ctx, rd->name, m, rd->sk);
-    }
 }
 
 /* The ids of the kind's metrics in the sub-day rollups. */
@@ -202,11 +209,10 @@ static int scan_rollups(sqlite3 *db, const scan *sc, int level, int64_t lo, int6
                     m = (long)i;
             if (m < 0)
                 continue;
-            if (sketch_decode(&sk, sqlite3_column_blob(s, 2), (size_t)sqlite3_column_bytes(s, 2)) < 0) {
+            if (!give_sketch(sc, name, (size_t)m, sqlite3_column_blob(s, 2), (size_t)sqlite3_column_bytes(s, 2), &sk)) {
                 r = SQLITE_CORRUPT;
                 break;
             }
-            sc->cb->sketch(sc->cb->ctx, name, (size_t)m, &sk);
         }
         sqlite3_finalize(s);
         if (r != SQLITE_DONE) {
@@ -465,9 +471,11 @@ int store_scan(store *st, enum store_kind kind, const char *app, const char *ver
                 }
             if (r == 0)
                 r = td->type ? scan_blocks(db, &sc, pm, c) : scan_keys(db, &sc, pm, c);
-            /* a record table: the cut part's rows not sealed yet, up to rolled */
-            if (r == 0 && store_is_record(kd->table) && pm->sealed < pm->rolled)
-                r = scan_table(db, &sc, pm, 1, pm->sealed, pm->rolled + 1, c->lo, c->hi);
+            /* a record table: the cut part's rows not sealed yet, up to rolled
+             * (when the day has any) */
+            if (r == 0 && store_is_record(kd->table) && pm->sealed < pm->rolled && pm->last > pm->sealed)
+                r = scan_table(db, &sc, pm, 1, pm->sealed, (pm->last < pm->rolled ? pm->last : pm->rolled) + 1, c->lo,
+                               c->hi);
         }
         /* plain spans: the day's rows after its rolled mark */
         if (r == 0 && !store_is_record(kd->table))

@@ -19,6 +19,7 @@
 #include "store_int.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -216,14 +217,17 @@ typedef struct sealer {
     entries *trace;
 } sealer;
 
-static const store_value *sort_vals;
+typedef struct sort_key {
+    int64_t ts, rid;
+    size_t row;
+} sort_key;
 
-static int cmp_rows(const void *x, const void *y)
+static int cmp_keys(const void *x, const void *y)
 {
-    const store_value *a = sort_vals + 2 * *(const size_t *)x, *b = sort_vals + 2 * *(const size_t *)y;
-    if (a[1].i != b[1].i) /* [1]: ts */
-        return a[1].i < b[1].i ? -1 : 1;
-    return a[0].i < b[0].i ? -1 : a[0].i > b[0].i;
+    const sort_key *a = x, *b = y;
+    if (a->ts != b->ts)
+        return a->ts < b->ts ? -1 : 1;
+    return a->rid < b->rid ? -1 : a->rid > b->rid;
 }
 
 static int block_write(sealer *z, pending *pd)
@@ -232,26 +236,27 @@ static int block_write(sealer *z, pending *pd)
         return 0;
     size_t w = 1 + z->n_cols, n = pd->n;
     int tsc = 1 + z->ts_col;
-    /* sort the rows by (ts, rowid) */
-    store_value *keyed = malloc(n * 2 * sizeof *keyed);
-    if (!keyed)
+    /* sort the rows by (ts, rowid), unless they came so */
+    sort_key *keys = malloc(n * sizeof *keys);
+    if (!keys)
         return -ENOMEM;
+    bool sorted = true;
     for (size_t i = 0; i < n; i++) {
-        keyed[2 * i] = pd->vals[i * w];           /* rowid */
-        keyed[2 * i + 1] = pd->vals[i * w + tsc]; /* ts (an INTEGER column: NOT NULL, always bound so) */
-        if (keyed[2 * i + 1].type != SV_INT)
-            keyed[2 * i + 1] = (store_value){.type = SV_INT, .i = 0};
-        z->order[i] = i;
+        const store_value *ts = &pd->vals[i * w + tsc]; /* an INTEGER column: NOT NULL, always bound so */
+        keys[i] = (sort_key){ts->type == SV_INT ? ts->i : 0, pd->vals[i * w].i, i};
+        sorted = sorted && (!i || cmp_keys(&keys[i - 1], &keys[i]) <= 0);
     }
-    sort_vals = keyed;
-    qsort(z->order, n, sizeof *z->order, cmp_rows);
+    if (!sorted)
+        qsort(keys, n, sizeof *keys, cmp_keys);
+    for (size_t i = 0; i < n; i++)
+        z->order[i] = keys[i].row;
     int64_t t_lo = INT64_MAX, t_hi = INT64_MIN, r_lo = INT64_MAX, r_hi = INT64_MIN;
     int r = 0;
     for (size_t k = 0; k < n && r == 0; k++) {
         const store_value *row = pd->vals + z->order[k] * w;
         for (size_t c = 0; c < w; c++)
             z->cols[c][k] = row[c];
-        int64_t ts = keyed[2 * z->order[k] + 1].i, rid = row[0].i;
+        int64_t ts = keys[k].ts, rid = row[0].i;
         t_lo = ts < t_lo ? ts : t_lo;
         t_hi = ts > t_hi ? ts : t_hi;
         r_lo = rid < r_lo ? rid : r_lo;
@@ -260,7 +265,7 @@ static int block_write(sealer *z, pending *pd)
         if (tid->type == SV_BLOB && tid->n)
             r = entry_add(z->trace, store_trace_key(tid->p, tid->n), (int)z->table, ts, pd->day);
     }
-    free(keyed);
+    free(keys);
     uint8_t *data;
     size_t len;
     if (r == 0)

@@ -113,7 +113,8 @@ static const char FIXED_SCHEMA[] =
     "CREATE TABLE IF NOT EXISTS blocks(id INTEGER PRIMARY KEY, tbl INTEGER NOT NULL, day INTEGER NOT NULL,"
     "  app TEXT NOT NULL, t_lo INTEGER NOT NULL, t_hi INTEGER NOT NULL, r_lo INTEGER NOT NULL, r_hi INTEGER NOT NULL,"
     "  n INTEGER NOT NULL, layout INTEGER NOT NULL, data BLOB NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS blocks_at ON blocks(tbl, day, app, t_lo);"
+    /* which blocks a range needs, decided in the index alone */
+    "CREATE INDEX IF NOT EXISTS blocks_at ON blocks(tbl, day, app, t_lo, t_hi, r_hi);"
     "CREATE TABLE IF NOT EXISTS block_layouts(id INTEGER PRIMARY KEY, tbl INTEGER NOT NULL, columns TEXT NOT NULL);"
     /* each distinct resource and scope once (OTLP JSON); rows name them by id */
     "CREATE TABLE IF NOT EXISTS resources(id INTEGER PRIMARY KEY, hash INTEGER NOT NULL, json TEXT NOT NULL);"
@@ -697,6 +698,8 @@ part *store_part_get(store *st, enum store_table t, int64_t day)
             p->hourly = sqlite3_column_type(s, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 2);
             p->fine = sqlite3_column_int(s, 3) != 0;
             p->rows = sqlite3_column_int64(s, 4);
+            if (store_is_record(t)) /* rolled: the day's last row (its marks are the table's) */
+                p->last = p->rolled;
         }
         sqlite3_reset(s);
         if (r == SQLITE_DONE) {
@@ -781,7 +784,7 @@ int store_parts_read(sqlite3 *db, enum store_table t, int64_t d_lo, int64_t d_hi
         }
         a[n++] = (part_marks){sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2),
                               sqlite3_column_type(s, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 3),
-                              sqlite3_column_int(s, 4) != 0};
+                              sqlite3_column_int(s, 4) != 0, sqlite3_column_int64(s, 1)};
     }
     sqlite3_finalize(s);
     if (r != SQLITE_DONE) {
@@ -806,6 +809,7 @@ int store_parts_read(sqlite3 *db, enum store_table t, int64_t d_lo, int64_t d_hi
             return -EIO;
         }
         for (size_t i = 0; i < n; i++) {
+            a[i].last = a[i].rolled; /* a record table's day: its last row as of the last flush */
             a[i].rolled = rolled;
             a[i].sealed = sealed;
         }
@@ -831,11 +835,15 @@ static int groups_flush(store *st)
             return -EIO;
     }
     for (part *p = st->touched; p; p = p->touched_next) {
-        if (store_is_record(p->table)) { /* its rows counted; its marks are the table's */
-            sqlite3_stmt *s = st->st[ST_PART_ROWS];
+        if (store_is_record(p->table)) {
+            /* its marks are the table's: partitions.rolled holds the day's
+             * last row, so that a reader knows whether the day has rows
+             * not sealed yet */
+            sqlite3_stmt *s = st->st[ST_PART_ROLLED];
             sqlite3_bind_int64(s, 1, p->table);
             sqlite3_bind_int64(s, 2, p->day);
-            sqlite3_bind_int64(s, 3, p->rows);
+            sqlite3_bind_int64(s, 3, p->last);
+            sqlite3_bind_int64(s, 4, p->rows);
             if (store_step_done(s) < 0)
                 return -EIO;
             continue;

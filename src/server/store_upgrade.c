@@ -190,9 +190,11 @@ static int record_chunk(store *st, enum store_table t, char **msg)
     const int64_t day = STORE_DAY_NS;
     if (r == SQLITE_OK)
         r = store_exec_owned(db,
-                             store_sql("INSERT OR IGNORE INTO partitions(tbl, day, rolled, sealed, hourly)"
-                                       " SELECT %d, ts / %" PRId64 ", 0, 0, NULL FROM %s WHERE rowid >= %" PRId64
-                                       " AND rowid < %" PRId64 " GROUP BY 2",
+                             store_sql("INSERT INTO partitions(tbl, day, rolled, sealed, hourly, rows)"
+                                       " SELECT %d, ts / %" PRId64 ", MAX(rowid), 0, NULL, COUNT(*) FROM %s"
+                                       " WHERE rowid >= %" PRId64 " AND rowid < %" PRId64 " GROUP BY 2"
+                                       " ON CONFLICT(tbl, day) DO UPDATE SET rolled = MAX(rolled, excluded.rolled),"
+                                       " rows = rows + excluded.rows",
                                        (int)t, day, td->name, lo, hi),
                              msg);
     if (r == SQLITE_OK && subday_of_chunk(st, td->kind, lo, hi, mark) < 0)

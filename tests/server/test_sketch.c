@@ -165,6 +165,49 @@ static void test_encode_roundtrip(void **state)
     sketch_reset(&s);
 }
 
+/* Merging an encoding as it is gives what decoding it and merging gives,
+ * bucket for bucket, for both layouts and for sketches of other ranges;
+ * a cut encoding is refused. */
+static void test_merge_encoded(void **state)
+{
+    (void)state;
+    sketch parts[3], a, b;
+    for (int p = 0; p < 3; p++)
+        sketch_init(&parts[p]);
+    sketch_init(&a);
+    sketch_init(&b);
+    for (int i = 0; i < 3000; i++)
+        sketch_add(&parts[i % 3], i % 3 == 2 ? 5000.0 + i : 0.5 + i * (i % 3 ? 0.01 : 3.7)); /* one sparse */
+    sketch_add(&parts[2], 0);
+    for (int p = 0; p < 3; p++) {
+        uint8_t *buf;
+        size_t len;
+        assert_int_equal(sketch_encode(&parts[p], &buf, &len), 0);
+        assert_int_equal(sketch_merge_encoded(&a, buf, len), 0);
+        sketch t;
+        sketch_init(&t);
+        assert_int_equal(sketch_decode(&t, buf, len), 0);
+        assert_int_equal(sketch_merge(&b, &t), 0);
+        sketch_reset(&t);
+        for (size_t cut = 0; cut < len; cut++) {
+            sketch junk;
+            sketch_init(&junk);
+            assert_int_equal(sketch_merge_encoded(&junk, buf, cut), -EBADMSG);
+            sketch_reset(&junk);
+        }
+        free(buf);
+    }
+    assert_int_equal(a.count, b.count);
+    assert_int_equal(a.zero_count, b.zero_count);
+    assert_true(a.min == b.min && a.max == b.max && a.sum == b.sum);
+    for (double q = 0; q <= 1.0; q += 0.01)
+        assert_true(sketch_quantile(&a, q) == sketch_quantile(&b, q));
+    for (int p = 0; p < 3; p++)
+        sketch_reset(&parts[p]);
+    sketch_reset(&a);
+    sketch_reset(&b);
+}
+
 static void test_edges(void **state)
 {
     (void)state;
@@ -192,6 +235,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_accuracy),
         cmocka_unit_test(test_merge_equals_single),
+        cmocka_unit_test(test_merge_encoded),
         cmocka_unit_test(test_encode_roundtrip),
         cmocka_unit_test(test_edges),
     };
