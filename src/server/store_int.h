@@ -32,6 +32,7 @@
 
 #include "store.h"
 #include "store_block.h"
+#include "store_codec.h"
 #include "store_health.h"
 
 #include <pthread.h>
@@ -272,22 +273,6 @@ part *store_part_get(store *st, enum store_table t, int64_t day);
 part *store_part_find(store *st, enum store_table t, int64_t day);
 /* Forgets the parts in memory (they are loaded again from the file). */
 void store_parts_drop(store *st);
-
-/* ---- sub-day rollups (store_sqlite.c) ---- */
-
-/* Calls fn for each sketch of a row of subday: the id of its metric
- * (subday_metrics) and its encoding (sketch_encode). The value: varint n,
- * then n times varint id, varint length, the sketch. 0, or -EBADMSG. */
-int store_subday_sketches(const uint8_t *blob, size_t len, void (*fn)(void *ctx, int64_t id, const uint8_t *p, size_t n),
-                          void *ctx);
-
-/* ---- trace_index chunks (store_seal.c) ---- */
-
-/* Calls fn for each entry of the chunk (whose first key is t_lo) with
- * key t. 0, or -EBADMSG for a chunk that is not one (never read past
- * len). */
-int store_trace_chunk_find(const uint8_t *data, size_t len, int64_t t_lo, int64_t t,
-                           void (*fn)(void *ctx, int tbl, int64_t rid), void *ctx);
 
 /* ---- blocks, as readers see them (store_seal.c) ---- */
 

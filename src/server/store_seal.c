@@ -10,11 +10,8 @@
  * BLOCK_ROWS rows of one app → table blocks; the rows deleted; the mark
  * moved. Per partition of plain spans: the trace entries only. All the
  * entries of one seal, sorted, are one run of trace_index, in chunks of
- * about CHUNK_ENTRIES:
- *   varint n, then per entry: varint (t - previous t), varint tbl,
- *   8 bytes little-endian rid
- * (the first entry's t less the chunk's t_lo). About 12 bytes an entry;
- * a seal of 32 000 rows writes ~130 rows of trace_index.
+ * about CHUNK_ENTRIES (store_codec.h), about 12 bytes an entry: a seal of
+ * 32 000 rows writes ~130 rows of trace_index.
  */
 #include "store_int.h"
 
@@ -108,14 +105,6 @@ static int cmp_entry(const void *x, const void *y)
     return a->rid < b->rid ? -1 : a->rid > b->rid;
 }
 
-static void put_varint(uint8_t *p, size_t *o, uint64_t v)
-{
-    while (v >= 0x80) {
-        p[(*o)++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    p[(*o)++] = (uint8_t)v;
-}
 
 /* The sorted entries as chunks of run b; in the writer's transaction. */
 static int trace_run_write(store *st, int64_t b, const entries *es)
@@ -130,12 +119,12 @@ static int trace_run_write(store *st, int64_t b, const entries *es)
         while (j < es->n && es->e[j].t == es->e[j - 1].t && j - i < CHUNK_ENTRIES + 64)
             j++;
         size_t o = 0;
-        put_varint(buf, &o, j - i);
+        store_put_uvarint(buf, &o, j - i);
         int64_t prev = es->e[i].t;
         for (size_t k = i; k < j; k++) {
-            put_varint(buf, &o, (uint64_t)(es->e[k].t - prev));
+            store_put_uvarint(buf, &o, (uint64_t)(es->e[k].t - prev));
             prev = es->e[k].t;
-            put_varint(buf, &o, (uint64_t)es->e[k].tbl);
+            store_put_uvarint(buf, &o, (uint64_t)es->e[k].tbl);
             for (int x = 0; x < 8; x++)
                 buf[o++] = (uint8_t)((uint64_t)es->e[k].rid >> (8 * x));
         }
@@ -148,44 +137,6 @@ static int trace_run_write(store *st, int64_t b, const entries *es)
     }
     free(buf);
     return r;
-}
-
-static bool get_varint(const uint8_t **p, const uint8_t *end, uint64_t *ret)
-{
-    uint64_t v = 0;
-    for (unsigned shift = 0; shift < 64 && *p < end; shift += 7) {
-        uint8_t c = *(*p)++;
-        v |= (uint64_t)(c & 0x7f) << shift;
-        if (!(c & 0x80)) {
-            *ret = v;
-            return true;
-        }
-    }
-    return false;
-}
-
-int store_trace_chunk_find(const uint8_t *data, size_t len, int64_t t_lo, int64_t t,
-                           void (*fn)(void *ctx, int tbl, int64_t rid), void *ctx)
-{
-    const uint8_t *p = data, *end = data + len;
-    uint64_t n, d, tbl;
-    if (!data || !get_varint(&p, end, &n) || n > len)
-        return -EBADMSG;
-    uint64_t cur = (uint64_t)t_lo;
-    for (uint64_t k = 0; k < n; k++) {
-        if (!get_varint(&p, end, &d) || !get_varint(&p, end, &tbl) || end - p < 8)
-            return -EBADMSG;
-        cur += d;
-        if ((int64_t)cur > t)
-            return 0; /* sorted: none after */
-        uint64_t rid = 0;
-        for (int x = 0; x < 8; x++)
-            rid |= (uint64_t)p[x] << (8 * x);
-        p += 8;
-        if ((int64_t)cur == t && tbl < TABLE_COUNT)
-            fn(ctx, (int)tbl, (int64_t)rid);
-    }
-    return 0;
 }
 
 /* ---- record tables → blocks ---- */

@@ -91,8 +91,8 @@ static const char FIXED_SCHEMA[] =
     "  name TEXT NOT NULL, metric TEXT NOT NULL, day INTEGER NOT NULL, sketch BLOB NOT NULL,"
     "  PRIMARY KEY(kind, app, version, name, metric, day)) WITHOUT ROWID;"
     /* the same per sub-day bucket (t = start (unix s) / width (s)), in one
-     * row: the sketches of the group's metrics in one value (store_int.h,
-     * store_subday_sketches), each under the id subday_metrics gives it */
+     * row: the sketches of the group's metrics in one value (store_codec.h),
+     * each under the id subday_metrics gives it */
     "CREATE TABLE IF NOT EXISTS subday(kind TEXT NOT NULL, app TEXT NOT NULL, width INTEGER NOT NULL,"
     "  t INTEGER NOT NULL, version TEXT NOT NULL, name TEXT NOT NULL, count INTEGER NOT NULL, failed INTEGER NOT NULL,"
     "  sketches BLOB, PRIMARY KEY(kind, app, width, t, version, name)) WITHOUT ROWID;"
@@ -203,20 +203,6 @@ void store_read_error(sqlite3 *db, int r, store_error *ret)
         return;
     }
     store_error_capture(db, ret);
-}
-
-static bool uvarint(const uint8_t **p, const uint8_t *end, uint64_t *ret)
-{
-    uint64_t v = 0;
-    for (unsigned shift = 0; shift < 64 && *p < end; shift += 7) {
-        uint8_t c = *(*p)++;
-        v |= (uint64_t)(c & 0x7f) << shift;
-        if (!(c & 0x80)) {
-            *ret = v;
-            return true;
-        }
-    }
-    return false;
 }
 
 /* ---- schema ---- */
@@ -401,24 +387,6 @@ static int bind_group_key(sqlite3_stmt *s, const group *g)
     return 7;
 }
 
-int store_subday_sketches(const uint8_t *blob, size_t len, void (*fn)(void *ctx, int64_t id, const uint8_t *p, size_t n),
-                          void *ctx)
-{
-    const uint8_t *p = blob, *end = blob ? blob + len : NULL;
-    uint64_t n, id, size;
-    if (!blob)
-        return 0;
-    if (!uvarint(&p, end, &n))
-        return -EBADMSG;
-    for (uint64_t k = 0; k < n; k++) {
-        if (!uvarint(&p, end, &id) || !uvarint(&p, end, &size) || size > (uint64_t)(end - p))
-            return -EBADMSG;
-        fn(ctx, (int64_t)id, p, (size_t)size);
-        p += size;
-    }
-    return p == end ? 0 : -EBADMSG;
-}
-
 typedef struct sub_load {
     store *st;
     group *g;
@@ -538,14 +506,6 @@ int store_rollup_row(store *st, enum store_kind kind, const char *app, const cha
     return 0;
 }
 
-static void put_uvarint(uint8_t *buf, size_t *o, uint64_t v)
-{
-    while (v >= 0x80) {
-        buf[(*o)++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    buf[(*o)++] = (uint8_t)v;
-}
 
 /* A sub-day group as one row: its count and its sketches in one value. */
 static int subday_write(store *st, group *g)
@@ -565,11 +525,11 @@ static int subday_write(store *st, group *g)
         r = -ENOMEM;
     size_t o = 0;
     if (r == 0) {
-        put_uvarint(blob, &o, n);
+        store_put_uvarint(blob, &o, n);
         for (size_t i = 0; i < kd->n_metrics; i++)
             if (enc[i]) {
-                put_uvarint(blob, &o, (uint64_t)st->metric_id[g->kind][i]);
-                put_uvarint(blob, &o, len[i]);
+                store_put_uvarint(blob, &o, (uint64_t)st->metric_id[g->kind][i]);
+                store_put_uvarint(blob, &o, len[i]);
                 memcpy(blob + o, enc[i], len[i]);
                 o += len[i];
             }
