@@ -70,6 +70,7 @@ static double mono_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 static pthread_barrier_t ready; /* every worker has its bodies and its connection: start the clock */
+static pthread_barrier_t go;    /* the clock and the deadline are set */
 
 #include "pagespans.h"
 
@@ -134,6 +135,7 @@ static void *worker(void *arg)
         build_body(&bodies[i], &seed);
     int fd = connect_to();
     pthread_barrier_wait(&ready);
+    pthread_barrier_wait(&go);
     if (fd < 0) {
         failed = true;
         goto out;
@@ -234,11 +236,13 @@ int main(int argc, char **argv)
     pthread_t t[64];
     struct timespec a, b;
     pthread_barrier_init(&ready, NULL, (unsigned)cfg.connections + 1);
+    pthread_barrier_init(&go, NULL, (unsigned)cfg.connections + 1);
     for (int i = 0; i < cfg.connections; i++)
         pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)(i + 1));
     pthread_barrier_wait(&ready);
     clock_gettime(CLOCK_MONOTONIC, &a);
     deadline = mono_s() + cfg.seconds;
+    pthread_barrier_wait(&go);
     for (int i = 0; i < cfg.connections; i++)
         pthread_join(t[i], NULL);
     clock_gettime(CLOCK_MONOTONIC, &b);

@@ -18,7 +18,7 @@
 #   sustained  RSS_SECONDS (600) of ingest into a fresh store: pacerd's RSS
 #              and the WAL every 10 s, their largest, what it stored.
 # Environment: RUNS (5), SCALE_SMALL (1000000), SCALE_BIG (50000000),
-# RSS_SECONDS (600). The 50 M store takes ~4 GB and ~10 minutes to fill the
+# RSS_SECONDS (600), PARTS (all: "bytes query ingest sustained"). The 50 M store takes ~4 GB and ~10 minutes to fill the
 # first time; the copy for the ingest runs as much again.
 set -euo pipefail
 build=${1:-build-bench}
@@ -26,6 +26,8 @@ runs=${RUNS:-5}
 small=${SCALE_SMALL:-1000000}
 big=${SCALE_BIG:-50000000}
 rss_seconds=${RSS_SECONDS:-600}
+parts=" ${PARTS:-bytes query ingest sustained} "
+want() { [[ $parts == *" $1 "* ]]; }
 pacerd=$build/src/server/pacerd
 loadgen=$build/bench/server/pacerd-loadgen
 querybench=$build/bench/server/pacerd-querybench
@@ -75,10 +77,13 @@ store() { # n → the path of a store of n page spans, filled when missing
   echo "$db"
 }
 
+if want bytes || want query || want ingest; then
 echo "stores: $small and $big page spans (20 pages, 2 versions, over the last 30 days)"
 db_small=$(store "$small")
 db_big=$(store "$big")
+fi
 
+if want bytes; then
 echo "bytes: the file per page span (the WAL is checkpointed away when pacerd stops)"
 for db in "$db_small" "$db_big"; do
   python3 - "$db" <<'PY'
@@ -99,7 +104,9 @@ print("  %d page spans: %d bytes = %.1f bytes per page span (target <= 110: %.2f
                                    "subday_metrics", "rollup_counts", "rollup_sketches", "page_loads") - free / n))
 PY
 done
+fi
 
+if want query; then
 now=$(date +%s)
 cut="from=$((now - 20 * 86400 - 4000))&to=$((now - 86400 * 3 + 7000))"
 echo "query: /api/v1/pages, 200 requests each, on one connection"
@@ -120,6 +127,9 @@ for q in "app=bench" "app=bench&version=1.1" "app=bench&$cut"; do
     "${q50[$db_big$q]}" "${q99[$db_big$q]}"
 done
 awk -v p="${q99[$db_big"app=bench&$cut"]}" 'BEGIN {printf "  cut range at 50 M: p99 %.2f ms = %.3f x the target of 50 ms\n", p, p / 50}'
+fi
+
+if want ingest; then
 
 echo "ingest: $runs runs each of 200000 page spans (1000 a request, 4 connections, OTLP/HTTP JSON)"
 echo "  into an empty store, a copy of the $small one and a copy of the $big one, alternating"
@@ -154,6 +164,9 @@ for mode in spread recent; do
       w, e, sm, s, bg, b, bg, b / e, r}'
 done
 rm -f "$work/copy-small.db"* "$work/copy-big.db"* "$work/empty.db"*
+fi
+
+want sustained || exit 0
 
 echo "sustained: $rss_seconds s of ingest into a fresh store (4 connections, 1000-span requests, spans over 30 days)"
 rm -f "$work/rss.db"*
