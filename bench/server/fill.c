@@ -5,7 +5,7 @@
  * written; what is skipped is the network and the HTTP layer.
  *
  *   pacerd-fill --db FILE --spans N [--days D] [--batch SPANS] [--threads T]
- *               [--pages N] [--versions N]
+ *               [--pages N] [--versions N] [--spread]
  *
  * The spans are those of the load generator (pagespans.h: app "bench", 20
  * pages, 2 versions, log-normal times, a new trace per page load), encoded
@@ -13,7 +13,9 @@
  * batch through a clock that runs from D days ago to now, each batch
  * spanning its slice of the clock (a store filled over D days). Each batch
  * has its own X-Pacer-Batch-Id and session. T threads submit at once (the
- * writer group-commits them).
+ * writer group-commits them). --spread: each span at a random time of the D
+ * days instead (the load generator's default: uploads that come in no
+ * order of time, so that every day but today is cold).
  *
  * Prints: "spans=N seconds=S spans_per_s=R db_bytes=B". */
 #include "pacerd.h"
@@ -35,6 +37,7 @@ typedef struct config {
     const char *db;
     long long spans;
     int days, batch, threads, pages, versions;
+    bool spread;
 } config;
 
 static config cfg = {.days = 30, .batch = 1000, .threads = 3, .pages = 20, .versions = 2};
@@ -195,7 +198,8 @@ static void build(pb *b, unsigned *seed, long long batch)
         double api = ms3(lognormal(seed, 300 + 10 * page, 0.6));
         double final = ms3(lognormal(seed, 15, 0.4));
         double total = ms3(initial + api + final);
-        int64_t ts = start_ns + batch * span_ns + (int64_t)(uniform(seed) * (double)span_ns);
+        int64_t ts = cfg.spread ? start_ns + (int64_t)(uniform(seed) * (double)cfg.days * (double)STORE_DAY_NS)
+                                : start_ns + batch * span_ns + (int64_t)(uniform(seed) * (double)span_ns);
         size_t sp = nest_begin(b, 2);
         uint8_t id[16];
         for (int k = 0; k < 16; k += 4) {
@@ -271,7 +275,7 @@ int main(int argc, char **argv)
         {"db", required_argument, NULL, 'd'},      {"spans", required_argument, NULL, 'n'},
         {"days", required_argument, NULL, 'D'},    {"batch", required_argument, NULL, 'b'},
         {"threads", required_argument, NULL, 't'}, {"pages", required_argument, NULL, 'g'},
-        {"versions", required_argument, NULL, 'v'}, {0},
+        {"versions", required_argument, NULL, 'v'}, {"spread", no_argument, NULL, 's'}, {0},
     };
     int c;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -283,6 +287,7 @@ int main(int argc, char **argv)
         case 't': cfg.threads = atoi(optarg); break;
         case 'g': cfg.pages = atoi(optarg); break;
         case 'v': cfg.versions = atoi(optarg); break;
+        case 's': cfg.spread = true; break;
         default: fprintf(stderr, "pacerd-fill: bad option (see the top of bench/server/fill.c)\n"); return 2;
         }
     }

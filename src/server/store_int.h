@@ -81,6 +81,7 @@ typedef struct part {
     int64_t hourly; /* as committed: -1 for NULL */
     bool fine;      /* with ten-minute rollups (partitions.fine) */
     int64_t rows;   /* rows stored for the day (partitions.rows; in the rollups: as of the last flush) */
+    int64_t late;   /* a cold day of a record table: its rows after hourly, about (store_settle) */
     bool touched;
 } part;
 
@@ -152,6 +153,7 @@ struct store {
     size_t lag_rows;   /* rows after the rolled marks */
     size_t seal_rows;  /* rows between sealed and rolled marks */
     size_t seal_at;    /* seal when this many wait (store_options.seal_rows) */
+    size_t settle_at;  /* a cold day's late rows that make it settle: seal_at / 2 */
     size_t fine_at;    /* a day this busy gives the next ten-minute rollups (store_options.fine_day_rows) */
     int64_t lag_ns;
     int64_t lag_since_ns; /* when (mono_ns) the oldest row not in the rollups was committed; 0: none */
@@ -284,6 +286,23 @@ void store_parts_drop(store *st);
  * on, anything else stops and is returned. */
 typedef int (*block_rows_fn)(void *ctx, size_t n, const store_value *const *rows, const int64_t *rowids,
                              const char *app);
+/* A cold day of a record table settles: its rows after the hourly mark,
+ * up to the table's sealed mark (all of them in blocks), are added to the
+ * sub-day groups, and the mark moves there (partitions.hourly, in the
+ * writer's transaction; the groups are written by the flush that called
+ * it); their blocks are merged (store_blocks_merge). A day that has become
+ * busy since it was made (store_options.fine_day_rows: records that came
+ * in no order of time, the day made before its records) gets its
+ * ten-minute rollups then, from all its blocks, once. Writer thread; 0 or
+ * -EIO, -EBADMSG, -ENOMEM. */
+int store_settle(store *st, part *p);
+/* The blocks of (t, day) that hold rows after rowid `after` (a cold day's
+ * late ones: small, a seal's share of each hour) merged into blocks of one
+ * app and hour, sorted, of up to 1 024 rows; left as they are when that
+ * would not make fewer, or holds too many rows at once. In the writer's
+ * transaction; 0 or -EIO, -EBADMSG, -ENOMEM. */
+int store_blocks_merge(store *st, enum store_table t, int64_t day, int64_t after);
+
 int store_blocks_read(sqlite3 *db, enum store_table t, const char *app, int64_t day, int64_t from, int64_t to,
                       int64_t min_rowid, const bool *want_cols, block_rows_fn fn, void *ctx);
 
@@ -304,6 +323,9 @@ int store_upgrade_finish(store *st, char **msg);
  * thread. */
 int store_rollup_row(store *st, enum store_kind kind, const char *app, const char *version, const char *name,
                      int64_t ts, bool daily, int subday, bool failed, bool excluded, const double *metrics);
+/* The same, into the sub-day levels [from, to) only. */
+int store_rollup_levels(store *st, enum store_kind kind, const char *app, const char *version, const char *name,
+                        int64_t ts, int from, int to, bool failed, bool excluded, const double *metrics);
 /* Writes the dirty groups, in the writer's transaction; after its
  * COMMIT, store_groups_written. */
 int store_groups_write(store *st);

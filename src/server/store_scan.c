@@ -326,6 +326,24 @@ static bool value_true(const store_value *v)
     return v->type == SV_INT ? v->i != 0 : v->type == SV_REAL ? v->d != 0 : false;
 }
 
+/* The group name of row i of a block (its name columns, as the SQL of
+ * store_kind_desc.name_sql joins them); false when the row has none. */
+static bool block_row_name(const scan *sc, const store_value *const *rows, size_t i, char *name, size_t size)
+{
+    size_t o = 0;
+    for (size_t k = 0; k < sc->n_name_cols; k++) {
+        const store_value *v = &rows[sc->name_cols[k]][i];
+        if (v->type != SV_TEXT || o + v->n + 2 > size)
+            return false; /* as SQL: a NULL part makes the name NULL, and the row no group's */
+        if (k)
+            name[o++] = ' ';
+        memcpy(name + o, v->p, v->n);
+        o += v->n;
+    }
+    name[o] = 0;
+    return true;
+}
+
 /* The rows of one block. */
 static int on_block(void *ctx, size_t n, const store_value *const *rows, const int64_t *rowids, const char *app)
 {
@@ -333,6 +351,7 @@ static int on_block(void *ctx, size_t n, const store_value *const *rows, const i
     const store_kind_desc *kd = store_kind(sc->kind);
     char name[2048];
     double m[STORE_MAX_METRICS];
+    (void)app;
     for (size_t i = 0; i < n; i++) {
         const store_value *ts = &rows[sc->ts_col][i];
         if (ts->type != SV_INT || !row_counts(sc->cur, sc->pm, ts->i, rowids[i]))
@@ -342,22 +361,8 @@ static int on_block(void *ctx, size_t n, const store_value *const *rows, const i
             if (v->type != SV_TEXT || strcmp(v->p, sc->version) != 0)
                 continue;
         }
-        size_t o = 0;
-        bool ok = true;
-        for (size_t k = 0; k < sc->n_name_cols && ok; k++) {
-            const store_value *v = &rows[sc->name_cols[k]][i];
-            if (v->type != SV_TEXT || o + v->n + 2 > sizeof name)
-                ok = false; /* as SQL: a NULL part makes the name NULL, and the row no group's */
-            else {
-                if (k)
-                    name[o++] = ' ';
-                memcpy(name + o, v->p, v->n);
-                o += v->n;
-            }
-        }
-        if (!ok)
+        if (!block_row_name(sc, rows, i, name, sizeof name))
             continue;
-        name[o] = 0;
         for (size_t k = 0; k < kd->n_metrics; k++)
             m[k] = value_double(&rows[sc->metric_cols[k]][i]);
         bool excluded = sc->excluded_col >= 0 && value_true(&rows[sc->excluded_col][i]);
@@ -395,6 +400,33 @@ static int column_of(const store_table_desc *t, enum store_source src)
     return -1;
 }
 
+/* The columns a block row of sc's kind is read from. */
+static void scan_columns(scan *sc)
+{
+    const store_kind_desc *kd = store_kind(sc->kind);
+    const store_table_desc *td = store_table(kd->table);
+    sc->n_name_cols = kd->n_name_cols;
+    memcpy(sc->name_cols, kd->name_cols, sizeof sc->name_cols);
+    for (size_t c = 0; c < td->n_cols; c++)
+        if (td->cols[c].source == SRC_COMMON && td->cols[c].index == PACER_COMMON_VERSION)
+            sc->version_col = (int)c;
+        else if (td->cols[c].source == SRC_COMMON && td->cols[c].index == PACER_COMMON_TS)
+            sc->ts_col = (int)c;
+    sc->failed_col = column_of(td, SRC_FAILED);
+    sc->excluded_col = kd->excluded_col;
+    memcpy(sc->metric_cols, kd->metric_cols, sizeof sc->metric_cols);
+    sc->want[sc->version_col] = sc->want[sc->ts_col] = true;
+    if (sc->failed_col >= 0)
+        sc->want[sc->failed_col] = true;
+    if (sc->excluded_col >= 0)
+        sc->want[sc->excluded_col] = true;
+    for (size_t i = 0; i < sc->n_name_cols; i++)
+        sc->want[sc->name_cols[i]] = true;
+    for (size_t i = 0; i < kd->n_metrics; i++)
+        if (sc->metric_cols[i] >= 0)
+            sc->want[sc->metric_cols[i]] = true;
+}
+
 int store_scan(store *st, enum store_kind kind, const char *app, const char *version, int64_t from_ns,
                int64_t to_ns, const store_scan_cb *cb)
 {
@@ -407,27 +439,7 @@ int store_scan(store *st, enum store_kind kind, const char *app, const char *ver
     const store_kind_desc *kd = store_kind(kind);
     const store_table_desc *td = store_table(kd->table);
     scan sc = {.kind = kind, .app = app, .version = version, .from = from_ns, .to = to_ns, .cb = cb};
-    /* the columns of a block row */
-    sc.n_name_cols = kd->n_name_cols;
-    memcpy(sc.name_cols, kd->name_cols, sizeof sc.name_cols);
-    for (size_t c = 0; c < td->n_cols; c++)
-        if (td->cols[c].source == SRC_COMMON && td->cols[c].index == PACER_COMMON_VERSION)
-            sc.version_col = (int)c;
-        else if (td->cols[c].source == SRC_COMMON && td->cols[c].index == PACER_COMMON_TS)
-            sc.ts_col = (int)c;
-    sc.failed_col = column_of(td, SRC_FAILED);
-    sc.excluded_col = kd->excluded_col;
-    memcpy(sc.metric_cols, kd->metric_cols, sizeof sc.metric_cols);
-    sc.want[sc.version_col] = sc.want[sc.ts_col] = true;
-    if (sc.failed_col >= 0)
-        sc.want[sc.failed_col] = true;
-    if (sc.excluded_col >= 0)
-        sc.want[sc.excluded_col] = true;
-    for (size_t i = 0; i < sc.n_name_cols; i++)
-        sc.want[sc.name_cols[i]] = true;
-    for (size_t i = 0; i < kd->n_metrics; i++)
-        if (sc.metric_cols[i] >= 0)
-            sc.want[sc.metric_cols[i]] = true;
+    scan_columns(&sc);
     /* whole days [d_lo, d_hi) from the daily rollups; the days cut by from
      * and to in pieces */
     int64_t d_first = day_of_ts(from_ns), d_last = day_of_ts(to_ns - 1);
@@ -452,6 +464,7 @@ int store_scan(store *st, enum store_kind kind, const char *app, const char *ver
     sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
     part_marks *parts = NULL;
     size_t np = 0;
+    bool unsealed = false;
     r = store_parts_read(db, kd->table, d_first, d_last, false, &parts, &np);
     /* the pieces of each cut day, from the sub-day levels it has */
     for (size_t i = 0; i < sc.n_cuts && r == 0; i++) {
@@ -472,19 +485,20 @@ int store_scan(store *st, enum store_kind kind, const char *app, const char *ver
             if (r == 0)
                 r = td->type ? scan_blocks(db, &sc, pm, c) : scan_keys(db, &sc, pm, c);
             /* a record table: the cut part's rows not sealed yet, up to rolled
-             * (when the day has any) */
-            if (r == 0 && store_is_record(kd->table) && pm->sealed < pm->rolled && pm->last > pm->sealed)
-                r = scan_table(db, &sc, pm, 1, pm->sealed, (pm->last < pm->rolled ? pm->last : pm->rolled) + 1, c->lo,
-                               c->hi);
+             * (when the day has any), are read with those after rolled */
+            if (store_is_record(kd->table) && pm->sealed < pm->rolled && pm->last > pm->sealed)
+                unsealed = true;
         }
         /* plain spans: the day's rows after its rolled mark */
         if (r == 0 && !store_is_record(kd->table))
             r = scan_table(db, &sc, pm, 1, pm->rolled, part_base(pm->day + 1), c ? c->lo : from_ns,
                            c ? c->hi : to_ns);
     }
-    /* a record table: its rows after rolled, of every day at once */
+    /* a record table: its rows after rolled, of every day at once; from
+     * sealed when a cut day has rows not sealed yet (each row counted
+     * where it belongs: after rolled, or in a cut day's piece of rows) */
     if (r == 0 && np && store_is_record(kd->table))
-        r = scan_table(db, &sc, parts, np, parts[0].rolled, INT64_MAX, from_ns, to_ns);
+        r = scan_table(db, &sc, parts, np, unsealed ? parts[0].sealed : parts[0].rolled, INT64_MAX, from_ns, to_ns);
     free(parts);
     store_error err;
     if (r < 0)
@@ -493,6 +507,85 @@ int store_scan(store *st, enum store_kind kind, const char *app, const char *ver
     health_read(&st->health, r < 0 ? &err : NULL, "a query");
     store_reader_put(st, db);
     return r;
+}
+
+/* ---- a cold day settles (writer thread) ---- */
+
+typedef struct settle {
+    scan sc;
+    store *st;
+    int64_t after, upto; /* the rows (after, upto] */
+    int levels;
+    int only;            /* >= 0: the rows up to after too, into this level only */
+    int64_t fed;
+} settle;
+
+static int on_settle(void *ctx, size_t n, const store_value *const *rows, const int64_t *rowids, const char *app)
+{
+    settle *z = ctx;
+    const scan *sc = &z->sc;
+    const store_kind_desc *kd = store_kind(sc->kind);
+    char name[2048];
+    double m[STORE_MAX_METRICS];
+    for (size_t i = 0; i < n; i++) {
+        const store_value *ts = &rows[sc->ts_col][i];
+        bool old = rowids[i] <= z->after;
+        if ((old && z->only < 0) || rowids[i] > z->upto || ts->type != SV_INT)
+            continue;
+        z->fed += !old;
+        if (!block_row_name(sc, rows, i, name, sizeof name))
+            continue; /* no group's: in no rollup (as store_raw_select's NULL name) */
+        const store_value *v = &rows[sc->version_col][i];
+        for (size_t k = 0; k < kd->n_metrics; k++)
+            m[k] = value_double(&rows[sc->metric_cols[k]][i]);
+        bool excluded = sc->excluded_col >= 0 && value_true(&rows[sc->excluded_col][i]);
+        if (store_rollup_levels(z->st, sc->kind, app, v->type == SV_TEXT ? v->p : "", name, ts->i,
+                                old ? z->only : 0, old ? z->only + 1 : z->levels,
+                                value_true(&rows[sc->failed_col][i]), excluded, m) < 0)
+            return -EIO;
+    }
+    return 0;
+}
+
+int store_settle(store *st, part *p)
+{
+    int64_t upto = st->tm[p->table].sealed;
+    if (p->hourly < 0 || upto <= p->hourly)
+        return 0;
+    int64_t fed = 0;
+    /* busy now: the ten-minute level of the rows before too */
+    bool fine = p->fine || p->rows >= (int64_t)st->fine_at;
+    for (enum store_kind k = 0; k < KIND_COUNT; k++) {
+        if (store_kind(k)->table != p->table)
+            continue;
+        settle z = {.sc = {.kind = k}, .st = st, .after = p->hourly, .upto = upto,
+                    .levels = store_part_levels(fine), .only = fine && !p->fine ? store_part_levels(true) - 1 : -1};
+        scan_columns(&z.sc);
+        int r = store_blocks_read(st->w, p->table, NULL, p->day, p->day * STORE_DAY_NS, (p->day + 1) * STORE_DAY_NS,
+                                  z.only >= 0 ? INT64_MIN : p->hourly, z.sc.want, on_settle, &z);
+        if (r < 0)
+            return r;
+        fed = z.fed;
+    }
+    int r = store_blocks_merge(st, p->table, p->day, p->hourly);
+    if (r < 0)
+        return r;
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(st->w, "UPDATE partitions SET hourly = ?3, fine = ?4 WHERE tbl = ?1 AND day = ?2", -1, &s,
+                           NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int64(s, 1, p->table);
+    sqlite3_bind_int64(s, 2, p->day);
+    sqlite3_bind_int64(s, 3, upto);
+    sqlite3_bind_int(s, 4, fine);
+    r = sqlite3_step(s) == SQLITE_DONE ? 0 : -EIO;
+    sqlite3_finalize(s);
+    if (r < 0)
+        return r;
+    p->hourly = upto;
+    p->fine = fine;
+    p->late = p->late > fed ? p->late - fed : 0;
+    return 0;
 }
 
 /* store_apps: the apps and versions of the rollups, and of the rows they do

@@ -141,30 +141,38 @@ static int trace_run_write(store *st, int64_t b, const entries *es)
 
 /* ---- record tables → blocks ---- */
 
-/* The rows of one app and day waiting to become their next block, in
- * arrival order; sorted by (ts, rowid) when written. */
+/* The rows of one app and hour waiting to become their next block, in
+ * arrival order; sorted by (ts, rowid) when written. A block holds one
+ * hour at most: rows that come out of time order (a batch spread over a
+ * month) make blocks that each span their hour, not their day, so that
+ * what a range cuts from an hour reads the blocks of that hour only. */
 typedef struct pending {
-    int64_t day;
+    int64_t day, hour;
     char *app;
+    uint64_t hash;
     size_t n, cap;
     store_value *vals; /* n rows of 1 + n_cols values */
     pool texts;
 } pending;
 
+#define HOUR_NS (3600 * 1000000000LL)
+
 /* At most this many rows wait in all: past it, the largest waiting block
- * is written (a seal that spans many days writes smaller blocks). */
-#define PENDING_ROWS 8192
-#define MAX_PENDING 256
+ * is written (a seal that spans many hours writes smaller blocks). */
+#define PENDING_ROWS 32768
+#define MAX_PENDING 1024
+#define PENDING_SLOTS 4096 /* the hash of (hour, app) → open[] */
 
 typedef struct sealer {
     store *st;
     enum store_table table;
     size_t n_cols; /* the table's, without the rowid */
     int trace_col, ts_col;
-    pending open[MAX_PENDING];
+    pending *open; /* MAX_PENDING */
+    int *slots;    /* PENDING_SLOTS: 1 + index into open, 0: free */
     size_t n_open, held;
+    bool hold; /* a merge: write nothing until every row is read (-EAGAIN past the slots) */
     store_value *cols[BLOCK_MAX_COLS]; /* a block being written: [0] rowids, [1 + c] column c */
-    size_t *order;
     entries *trace;
 } sealer;
 
@@ -181,6 +189,8 @@ static int cmp_keys(const void *x, const void *y)
     return a->rid < b->rid ? -1 : a->rid > b->rid;
 }
 
+/* The rows of pd as blocks of at most BLOCK_ROWS, sorted by (ts, rowid);
+ * pd is empty afterwards. */
 static int block_write(sealer *z, pending *pd)
 {
     if (!pd->n)
@@ -199,66 +209,94 @@ static int block_write(sealer *z, pending *pd)
     }
     if (!sorted)
         qsort(keys, n, sizeof *keys, cmp_keys);
-    for (size_t i = 0; i < n; i++)
-        z->order[i] = keys[i].row;
-    int64_t t_lo = INT64_MAX, t_hi = INT64_MIN, r_lo = INT64_MAX, r_hi = INT64_MIN;
     int r = 0;
-    for (size_t k = 0; k < n && r == 0; k++) {
-        const store_value *row = pd->vals + z->order[k] * w;
-        for (size_t c = 0; c < w; c++)
-            z->cols[c][k] = row[c];
-        int64_t ts = keys[k].ts, rid = row[0].i;
-        t_lo = ts < t_lo ? ts : t_lo;
-        t_hi = ts > t_hi ? ts : t_hi;
-        r_lo = rid < r_lo ? rid : r_lo;
-        r_hi = rid > r_hi ? rid : r_hi;
-        const store_value *tid = &row[1 + z->trace_col];
-        if (tid->type == SV_BLOB && tid->n)
-            r = entry_add(z->trace, store_trace_key(tid->p, tid->n), (int)z->table, ts, pd->day);
+    for (size_t at = 0; at < n && r == 0; at += BLOCK_ROWS) {
+        size_t m = n - at < BLOCK_ROWS ? n - at : BLOCK_ROWS;
+        int64_t t_lo = INT64_MAX, t_hi = INT64_MIN, r_lo = INT64_MAX, r_hi = INT64_MIN;
+        for (size_t k = 0; k < m && r == 0; k++) {
+            const store_value *row = pd->vals + keys[at + k].row * w;
+            for (size_t c = 0; c < w; c++)
+                z->cols[c][k] = row[c];
+            int64_t ts = keys[at + k].ts, rid = row[0].i;
+            t_lo = ts < t_lo ? ts : t_lo;
+            t_hi = ts > t_hi ? ts : t_hi;
+            r_lo = rid < r_lo ? rid : r_lo;
+            r_hi = rid > r_hi ? rid : r_hi;
+            const store_value *tid = &row[1 + z->trace_col];
+            if (z->trace && tid->type == SV_BLOB && tid->n)
+                r = entry_add(z->trace, store_trace_key(tid->p, tid->n), (int)z->table, ts, pd->day);
+        }
+        uint8_t *data;
+        size_t len;
+        if (r == 0)
+            r = block_encode((const store_value *const *)z->cols, w, m, &data, &len);
+        if (r < 0)
+            break;
+        sqlite3_stmt *s = z->st->st[ST_BLOCK_ADD];
+        sqlite3_bind_int64(s, 1, z->table);
+        sqlite3_bind_int64(s, 2, pd->day);
+        sqlite3_bind_text(s, 3, pd->app, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s, 4, t_lo);
+        sqlite3_bind_int64(s, 5, t_hi);
+        sqlite3_bind_int64(s, 6, r_lo);
+        sqlite3_bind_int64(s, 7, r_hi);
+        sqlite3_bind_int64(s, 8, (int64_t)m);
+        sqlite3_bind_int64(s, 9, z->st->layout_id[z->table]);
+        sqlite3_bind_blob(s, 10, data, (int)len, free);
+        r = store_step_done(s);
     }
     free(keys);
-    uint8_t *data;
-    size_t len;
-    if (r == 0)
-        r = block_encode((const store_value *const *)z->cols, w, n, &data, &len);
-    if (r < 0)
-        return r;
-    sqlite3_stmt *s = z->st->st[ST_BLOCK_ADD];
-    sqlite3_bind_int64(s, 1, z->table);
-    sqlite3_bind_int64(s, 2, pd->day);
-    sqlite3_bind_text(s, 3, pd->app, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 4, t_lo);
-    sqlite3_bind_int64(s, 5, t_hi);
-    sqlite3_bind_int64(s, 6, r_lo);
-    sqlite3_bind_int64(s, 7, r_hi);
-    sqlite3_bind_int64(s, 8, (int64_t)n);
-    sqlite3_bind_int64(s, 9, z->st->layout_id[z->table]);
-    sqlite3_bind_blob(s, 10, data, (int)len, free);
-    r = store_step_done(s);
     z->held -= pd->n;
     pd->n = 0;
     pool_free(&pd->texts);
     return r;
 }
 
-/* Room for one more row of (day, app): its pending rows, or a new slot
+static uint64_t pending_hash(int64_t hour, const char *app)
+{
+    uint64_t h = 1469598103934665603ULL ^ (uint64_t)hour;
+    for (const unsigned char *p = (const unsigned char *)app; *p; p++)
+        h = (h ^ *p) * 1099511628211ULL;
+    return h ^ (h >> 29);
+}
+
+/* The slot of (hour, app) in z->slots: its entry, or the free one where it
+ * would go. */
+static int *pending_slot(sealer *z, int64_t hour, const char *app, uint64_t h)
+{
+    for (size_t i = h % PENDING_SLOTS;; i = (i + 1) % PENDING_SLOTS) {
+        int *sl = &z->slots[i];
+        if (!*sl)
+            return sl;
+        const pending *pd = &z->open[*sl - 1];
+        if (pd->hash == h && pd->hour == hour && strcmp(pd->app, app) == 0)
+            return sl;
+    }
+}
+
+/* Room for one more row of (hour, app): its pending rows, or a new slot
  * (when all are taken, the largest is written and reused). */
-static pending *pending_of(sealer *z, int64_t day, const char *app, int *ret)
+static pending *pending_of(sealer *z, int64_t ts, const char *app, int *ret)
 {
     *ret = 0;
-    pending *pd = NULL;
-    for (size_t i = 0; i < z->n_open && !pd; i++)
-        if (z->open[i].day == day && strcmp(z->open[i].app, app) == 0)
-            pd = &z->open[i];
+    int64_t hour = ts < 0 ? 0 : ts / HOUR_NS;
+    uint64_t h = pending_hash(hour, app);
+    int *sl = pending_slot(z, hour, app, h);
+    pending *pd = *sl ? &z->open[*sl - 1] : NULL;
+    if (!pd && z->hold && z->n_open == MAX_PENDING) {
+        *ret = -EAGAIN;
+        return NULL;
+    }
     if (!pd && z->n_open < MAX_PENDING) {
         pd = &z->open[z->n_open++];
-        *pd = (pending){.day = day};
+        *pd = (pending){.day = day_of_ts(ts), .hour = hour, .hash = h};
         if (!(pd->app = strdup(app))) {
             *ret = -ENOMEM;
             return NULL;
         }
+        *sl = (int)z->n_open;
     }
-    if (!pd || z->held >= PENDING_ROWS) {
+    if (!pd || (z->held >= PENDING_ROWS && !z->hold)) {
         pending *big = &z->open[0];
         for (size_t i = 1; i < z->n_open; i++)
             if (z->open[i].n > big->n)
@@ -266,20 +304,24 @@ static pending *pending_of(sealer *z, int64_t day, const char *app, int *ret)
         if ((*ret = block_write(z, big)) < 0)
             return NULL;
         if (!pd) {
+            /* reuse big's slot: the table is rebuilt without it */
             free(big->app);
             pool_free(&big->texts);
             store_value *vals = big->vals;
             size_t cap = big->cap;
-            *big = (pending){.day = day, .vals = vals, .cap = cap};
+            *big = (pending){.day = day_of_ts(ts), .hour = hour, .hash = h, .vals = vals, .cap = cap};
             if (!(big->app = strdup(app))) {
                 *ret = -ENOMEM;
                 return NULL;
             }
+            memset(z->slots, 0, PENDING_SLOTS * sizeof *z->slots);
+            for (size_t i = 0; i < z->n_open; i++)
+                *pending_slot(z, z->open[i].hour, z->open[i].app, z->open[i].hash) = (int)i + 1;
             pd = big;
         }
     }
     if (pd->n == pd->cap) {
-        size_t cap = pd->cap ? pd->cap * 2 : 64;
+        size_t cap = pd->cap ? pd->cap * 2 : 8;
         store_value *v = realloc(pd->vals, cap * (1 + z->n_cols) * sizeof *v);
         if (!v) {
             *ret = -ENOMEM;
@@ -307,7 +349,7 @@ static int seal_records(store *st, enum store_table t, int64_t lo, int64_t hi, e
     for (size_t c = 0; c <= z.n_cols && r == 0; c++)
         if (!(z.cols[c] = malloc(BLOCK_ROWS * sizeof *z.cols[c])))
             r = -ENOMEM;
-    if (r == 0 && !(z.order = malloc(BLOCK_ROWS * sizeof *z.order)))
+    if (r == 0 && (!(z.open = calloc(MAX_PENDING, sizeof *z.open)) || !(z.slots = calloc(PENDING_SLOTS, sizeof *z.slots))))
         r = -ENOMEM;
     int app_col = -1;
     for (size_t c = 0; c < td->n_cols; c++)
@@ -326,7 +368,7 @@ static int seal_records(store *st, enum store_table t, int64_t lo, int64_t hi, e
     size_t w = 1 + z.n_cols;
     while (r == 0 && (sr = sqlite3_step(s)) == SQLITE_ROW) {
         const char *app = (const char *)sqlite3_column_text(s, 1 + app_col);
-        pending *pd = pending_of(&z, day_of_ts(sqlite3_column_int64(s, 1 + z.ts_col)), app ? app : "", &r);
+        pending *pd = pending_of(&z, sqlite3_column_int64(s, 1 + z.ts_col), app ? app : "", &r);
         if (!pd)
             break;
         store_value *row = pd->vals + pd->n * w;
@@ -366,7 +408,100 @@ static int seal_records(store *st, enum store_table t, int64_t lo, int64_t hi, e
     }
     for (size_t c = 0; c <= z.n_cols; c++)
         free(z.cols[c]);
-    free(z.order);
+    free(z.open);
+    free(z.slots);
+    return r;
+}
+
+/* ---- the late blocks of a cold day, merged ---- */
+
+/* At most this many rows are merged at once (all of them held: ~25 MiB). */
+#define MERGE_MAX_ROWS 32768
+
+static int on_merge(void *ctx, size_t n, const store_value *const *rows, const int64_t *rowids, const char *app)
+{
+    sealer *z = ctx;
+    size_t w = 1 + z->n_cols;
+    int r = 0;
+    for (size_t i = 0; i < n && r == 0; i++) {
+        const store_value *ts = &rows[z->ts_col][i];
+        pending *pd = pending_of(z, ts->type == SV_INT ? ts->i : 0, app ? app : "", &r);
+        if (!pd)
+            return r;
+        store_value *row = pd->vals + pd->n * w;
+        row[0] = (store_value){.type = SV_INT, .i = rowids[i]};
+        for (size_t c = 0; c < z->n_cols && r == 0; c++) {
+            store_value v = rows[c][i];
+            if ((v.type == SV_TEXT || v.type == SV_BLOB) && !(v.p = pool_copy(&pd->texts, v.p, v.n)))
+                r = -ENOMEM;
+            row[1 + c] = v;
+        }
+        pd->n++;
+        z->held++;
+    }
+    return r;
+}
+
+int store_blocks_merge(store *st, enum store_table t, int64_t day, int64_t after)
+{
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(st->w,
+                           "SELECT COUNT(*), COALESCE(SUM(n), 0) FROM blocks WHERE tbl = ?1 AND day = ?2 AND r_hi > ?3",
+                           -1, &q, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int64(q, 1, t);
+    sqlite3_bind_int64(q, 2, day);
+    sqlite3_bind_int64(q, 3, after);
+    int sr = sqlite3_step(q);
+    int64_t blocks = sqlite3_column_int64(q, 0), rows = sqlite3_column_int64(q, 1);
+    sqlite3_finalize(q);
+    if (sr != SQLITE_ROW)
+        return -EIO;
+    /* merged they would not be fewer blocks, or too many rows to hold */
+    if (blocks < 2 || rows / blocks >= BLOCK_ROWS / 2 || rows > MERGE_MAX_ROWS)
+        return 0;
+    const store_table_desc *td = store_table(t);
+    sealer z = {.st = st, .table = t, .n_cols = td->n_cols, .trace_col = -1, .ts_col = st->ts_col[t], .hold = true};
+    for (size_t c = 0; c < td->n_cols; c++)
+        if (td->cols[c].source == SRC_TRACE_ID)
+            z.trace_col = (int)c;
+    int r = 0;
+    for (size_t c = 0; c <= z.n_cols && r == 0; c++)
+        if (!(z.cols[c] = malloc(BLOCK_ROWS * sizeof *z.cols[c])))
+            r = -ENOMEM;
+    if (r == 0 && (!(z.open = calloc(MAX_PENDING, sizeof *z.open)) || !(z.slots = calloc(PENDING_SLOTS, sizeof *z.slots))))
+        r = -ENOMEM;
+    if (r == 0 && z.trace_col < 0)
+        r = -EIO;
+    if (r == 0)
+        r = store_blocks_read(st->w, t, NULL, day, day * STORE_DAY_NS, (day + 1) * STORE_DAY_NS, after, NULL, on_merge,
+                              &z);
+    bool write = r == 0;
+    if (r == -EAGAIN)
+        r = 0; /* more apps and hours than slots: left as they are */
+    if (write) {
+        if (sqlite3_prepare_v2(st->w, "DELETE FROM blocks WHERE tbl = ?1 AND day = ?2 AND r_hi > ?3", -1, &q, NULL) !=
+            SQLITE_OK) {
+            r = -EIO;
+        } else {
+            sqlite3_bind_int64(q, 1, t);
+            sqlite3_bind_int64(q, 2, day);
+            sqlite3_bind_int64(q, 3, after);
+            r = sqlite3_step(q) == SQLITE_DONE ? 0 : -EIO;
+            sqlite3_finalize(q);
+        }
+    }
+    for (size_t i = 0; i < z.n_open; i++) {
+        if (r == 0 && write)
+            r = block_write(&z, &z.open[i]);
+        free(z.open[i].app);
+        free(z.open[i].vals);
+        pool_free(&z.open[i].texts);
+    }
+    for (size_t c = 0; c <= z.n_cols; c++)
+        free(z.cols[c]);
+    free(z.open);
+    free(z.slots);
     return r;
 }
 

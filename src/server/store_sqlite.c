@@ -496,7 +496,14 @@ int store_rollup_row(store *st, enum store_kind kind, const char *app, const cha
             return -EIO;
         group_add(st, g, failed, excluded, metrics);
     }
-    for (int l = 0; l < subday && l < SUBDAY_LEVELS; l++) {
+    return store_rollup_levels(st, kind, app, version, name, ts, 0, subday, failed, excluded, metrics);
+}
+
+int store_rollup_levels(store *st, enum store_kind kind, const char *app, const char *version, const char *name,
+                        int64_t ts, int from, int to, bool failed, bool excluded, const double *metrics)
+{
+    group *g;
+    for (int l = from; l < to && l < SUBDAY_LEVELS; l++) {
         int64_t w = store_subday_width_s[l];
         g = group_get(st, kind, app, version ? version : "", name, w, ts / (w * 1000000000LL));
         if (!g)
@@ -796,6 +803,8 @@ static int groups_flush(store *st)
     }
     for (part *p = st->touched; p; p = p->touched_next) {
         if (store_is_record(p->table)) {
+            if (p->hourly >= 0 && p->late >= (int64_t)st->settle_at && store_settle(st, p) < 0)
+                return -EIO;
             /* its marks are the table's: partitions.rolled holds the day's
              * last row, so that a reader knows whether the day has rows
              * not sealed yet */
@@ -1010,6 +1019,8 @@ static int insert_record(store *st, const store_record *rec, int64_t now_wall)
         return 0;
     (void)now_wall;
     p->rows++;
+    if (p->hourly >= 0)
+        p->late++;
     part_touch(st, p);
     st->lag_rows++;
     return store_rollup_row(st, rec->kind, rec->app, rec->version, rec->name, ts, true,
@@ -1086,6 +1097,8 @@ static int replay_rows(store *st, enum store_kind k, sqlite3_stmt *s, part *p)
         if (!rp)
             return -EIO;
         rp->rows++;
+        if (rp->hourly >= 0 && rowid > rp->hourly)
+            rp->late++;
         part_touch(st, rp);
         if (ts + 1 > st->newest_ts)
             st->newest_ts = ts + 1;
@@ -1165,6 +1178,36 @@ static int groups_replay(store *st)
             free(parts);
         }
         sqlite3_finalize(s);
+    }
+    /* the late rows of cold days that are sealed already (about: whole
+     * blocks); a day with enough settles at the next flush */
+    for (enum store_table t = 0; t < TABLE_COUNT && r == 0; t++) {
+        if (!store_is_record(t) || store_table(t)->kind == KIND_NONE)
+            continue;
+        sqlite3_stmt *s;
+        if (sqlite3_prepare_v2(st->w,
+                               "SELECT p.day, SUM(b.n) FROM partitions AS p JOIN blocks AS b ON b.tbl = p.tbl"
+                               " AND b.day = p.day AND b.r_hi > p.hourly WHERE p.tbl = ?1 AND p.hourly IS NOT NULL"
+                               " GROUP BY p.day",
+                               -1, &s, NULL) != SQLITE_OK) {
+            r = -EIO;
+            break;
+        }
+        sqlite3_bind_int64(s, 1, t);
+        int sr;
+        while ((sr = sqlite3_step(s)) == SQLITE_ROW) {
+            part *p = store_part_get(st, t, sqlite3_column_int64(s, 0));
+            if (!p) {
+                sr = SQLITE_ERROR;
+                break;
+            }
+            p->late += sqlite3_column_int64(s, 1);
+            if (p->late >= (int64_t)st->settle_at)
+                part_touch(st, p);
+        }
+        sqlite3_finalize(s);
+        if (sr != SQLITE_DONE)
+            r = -EIO;
     }
     if (r < 0) {
         groups_drop(st);
@@ -1777,6 +1820,7 @@ store *store_open(const char *path, const store_options *opt, char *err, size_t 
     st->max_queued = opt->max_queued_items ? opt->max_queued_items : 200000;
     st->lag_ns = (int64_t)opt->rollup_lag_ms * 1000000LL;
     st->seal_at = opt->seal_rows ? opt->seal_rows : SEAL_ROWS;
+    st->settle_at = st->seal_at / 2 ? st->seal_at / 2 : 1;
     st->fine_at = opt->fine_day_rows ? opt->fine_day_rows : FINE_DAY_ROWS;
     st->retention_days = opt->retention_days;
     st->rollup_retention_days = opt->rollup_retention_days;

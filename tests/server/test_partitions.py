@@ -106,7 +106,21 @@ class Partitions(unittest.TestCase):
         left = db.execute("SELECT COUNT(*) FROM page_loads").fetchone()[0]
         blocks = db.execute("SELECT COUNT(*), SUM(n), MIN(day), MAX(day) FROM blocks WHERE tbl = 0").fetchone()
         hourly = dict(db.execute("SELECT day, hourly FROM partitions WHERE tbl = 0").fetchall())
+        # the late records of the cold days settled into the sub-day rollups:
+        # a range that cuts the day reads few of them (at most half a seal's
+        # and the blocks holding the mark), day 1 has hourly buckets it never
+        # had while hot
+        late = db.execute("SELECT COALESCE(SUM(b.n), 0) FROM blocks AS b JOIN partitions AS p ON p.tbl = b.tbl"
+                          " AND p.day = b.day WHERE b.tbl = 0 AND p.hourly IS NOT NULL AND b.r_hi > p.hourly"
+                          ).fetchone()[0]
+        day1_hours = db.execute("SELECT SUM(count) FROM subday WHERE kind = 'page' AND width = 3600 AND t >= ?1"
+                                " AND t < ?2", ((T0 + DAY) // HOUR, (T0 + 2 * DAY) // HOUR)).fetchone()[0]
+        # a block holds one hour at most (late rows make blocks of their hour, not of their day)
+        spread = db.execute("SELECT MAX(t_hi / ?1 - t_lo / ?1) FROM blocks", (HOUR,)).fetchone()[0]
         db.close()
+        self.assertEqual(spread, 0)
+        self.assertLess(late, 2 * 64 + 150)
+        self.assertGreater(day1_hours or 0, 50)
         self.assertLess(left, 64 + 150)
         self.assertEqual(left + blocks[1], len(self.loads))
         self.assertEqual((blocks[2], blocks[3]), (T0 // DAY, T0 // DAY + 2))
@@ -179,6 +193,51 @@ class ManyDays(unittest.TestCase):
             self.assertLess(grown, 160 * 1024, "peak RSS grew by %d KiB" % grown)
         finally:
             d.close()
+
+
+class LateSpread(unittest.TestCase):
+    """Records that come in no order of time, days after their day (an
+    import, spools of many devices): each seal holds a few of each hour of
+    ten cold days. They settle into the sub-day rollups, and their small
+    blocks are merged into blocks of their hour as they do."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Pacerd(["--rollup-lag", "0", "--seal-rows", "64"])
+        cls.rnd = random.Random(7)
+        cls.loads = []
+        cls.send([T0 + 20 * DAY + cls.rnd.randrange(HOUR) for _ in range(100)])  # the hot day
+        late = [T0 + k * DAY + h * HOUR + cls.rnd.randrange(HOUR) for k in range(10) for h in (3, 14)
+                for _ in range(60)]
+        cls.rnd.shuffle(late)
+        cls.send(late)
+        cls.send([T0 + 20 * DAY + HOUR + i for i in range(300)])  # seals what waits
+
+    send = classmethod(Partitions.send.__func__)
+    check = Partitions.check
+    tearDownClass = classmethod(Partitions.tearDownClass.__func__)
+
+    def test_late_records_settle_and_their_blocks_merge(self):
+        m = 60 * 10**9
+        for lo, hi in [(T0 + 3 * HOUR + 10 * m, T0 + 14 * HOUR + 20 * m),
+                       (T0 + 2 * DAY + 3 * HOUR + 59 * m, T0 + 7 * DAY + 14 * HOUR + 1 * m),
+                       (T0 + 4 * DAY + 14 * HOUR, T0 + 4 * DAY + 15 * HOUR),
+                       (T0, T0 + 21 * DAY)]:
+            with self.subTest(lo=lo, hi=hi):
+                self.check(lo, hi)
+                self.check(lo, hi, version="1.0")
+        db = sqlite3.connect(self.d.db)
+        n, rows = db.execute("SELECT COUNT(*), SUM(n) FROM blocks WHERE tbl = 0 AND day < ?1",
+                             (T0 // DAY + 10,)).fetchone()
+        late = db.execute("SELECT COALESCE(SUM(b.n), 0) FROM blocks AS b JOIN partitions AS p ON p.tbl = b.tbl"
+                          " AND p.day = b.day WHERE b.tbl = 0 AND p.hourly IS NOT NULL AND b.r_hi > p.hourly"
+                          ).fetchone()[0]
+        db.close()
+        self.assertEqual(rows, sum(1 for x in self.loads if x[0] < T0 + 10 * DAY))
+        # a seal of 64 holds ~3 records of each of the 20 hours; merged, a
+        # block holds those of every seal since the day last settled
+        self.assertGreater(rows / n, 7)  # unmerged: ~3.8
+        self.assertLess(late, 10 * 64)
 
 
 class Retention(unittest.TestCase):

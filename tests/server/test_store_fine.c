@@ -200,8 +200,71 @@ static void test_ten_minute_rollups_of_a_busy_day(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* Records of a day that come after its day, in no order of time (an
+ * import, the spools of many devices): the day is cold from its first
+ * record, and made when the day before held nothing (not fine). Its late
+ * records settle into the sub-day rollups as they come; once it holds 200
+ * (fine_day_rows) it gets the ten-minute level, from all its blocks. */
+static void test_a_day_busy_after_it_was_made_gets_ten_minute_rollups(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pacerd-fine-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256], err[256];
+    snprintf(path, sizeof path, "%s/p.db", dir);
+    store_options o = {.readers = 1, .rollup_lag_ms = 0, .seal_rows = 50, .fine_day_rows = 200};
+    d.store = store_open(path, &o, err, sizeof err);
+    assert_non_null(d.store);
+    d.max_body = 16 << 20;
+    n_loads = 0;
+    unsigned seed = 5;
+    int64_t ts[100];
+    ts[0] = T0 + 5 * DAY + 7; /* the hot day */
+    send(ts, 1, &seed);
+    for (int k = 0; k < 150; k++) { /* small requests: it settles before it is busy, and after */
+        for (int i = 0; i < 20; i++)
+            ts[i] = T0 + DAY + (int64_t)(rand_r(&seed) % 86400) * 1000000000LL + rand_r(&seed) % 1000000000;
+        send(ts, 20, &seed);
+    }
+    ts[0] = T0 + 5 * DAY + 9;
+    for (int k = 0; k < 60; k++)
+        send(ts, 1, &seed); /* seals and settles what waits */
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *s;
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT fine, hourly IS NOT NULL FROM partitions WHERE tbl = 0 AND day = ?1",
+                                        -1, &s, NULL), SQLITE_OK);
+    sqlite3_bind_int64(s, 1, T0 / DAY + 1);
+    assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(s, 0), 1);
+    assert_int_equal(sqlite3_column_int(s, 1), 1);
+    sqlite3_finalize(s);
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT SUM(count) FROM subday WHERE width = 600 AND t >= ?1 AND t < ?2", -1,
+                                        &s, NULL), SQLITE_OK);
+    sqlite3_bind_int64(s, 1, (T0 + DAY) / (600 * 1000000000LL));
+    sqlite3_bind_int64(s, 2, (T0 + 2 * DAY) / (600 * 1000000000LL));
+    assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+    assert_true(sqlite3_column_int64(s, 0) > 2500); /* all but the last few late ones */
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    const int64_t d1 = T0 + DAY;
+    static const int64_t cuts[][2] = {{20, 40}, {25, 47}, {61, 119}, {3, 1437}, {361, 721}, {0, 1440}, {1381, 1517}};
+    for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++)
+        check(d1 + cuts[k][0] * MIN, d1 + cuts[k][1] * MIN);
+    store_close(d.store);
+    d.store = store_open(path, &o, err, sizeof err);
+    assert_non_null(d.store);
+    for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++)
+        check(d1 + cuts[k][0] * MIN, d1 + cuts[k][1] * MIN);
+    store_close(d.store);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_ten_minute_rollups_of_a_busy_day)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_ten_minute_rollups_of_a_busy_day),
+                                       cmocka_unit_test(test_a_day_busy_after_it_was_made_gets_ten_minute_rollups)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
