@@ -15,10 +15,13 @@
 #              times each, alternating: spans spread over 30 days (as the
 #              query data set's are), and spans of the last minute (a fleet
 #              that uploads as it goes); medians, and 50 M / empty;
+#   spread     a third store of 50 M filled with --spread (each span at a
+#              random time of the 30 days: uploads in no order of time, every
+#              day but today cold): its bytes, and the same queries;
 #   sustained  RSS_SECONDS (600) of ingest into a fresh store: pacerd's RSS
 #              and the WAL every 10 s, their largest, what it stored.
 # Environment: RUNS (5), SCALE_SMALL (1000000), SCALE_BIG (50000000),
-# RSS_SECONDS (600), PARTS (all: "bytes query ingest sustained"). The 50 M store takes ~4 GB and ~10 minutes to fill the
+# RSS_SECONDS (600), PARTS (all: "bytes query ingest spread sustained"). The 50 M store takes ~4 GB and ~10 minutes to fill the
 # first time; the copy for the ingest runs as much again.
 set -euo pipefail
 build=${1:-build-bench}
@@ -26,7 +29,7 @@ runs=${RUNS:-5}
 small=${SCALE_SMALL:-1000000}
 big=${SCALE_BIG:-50000000}
 rss_seconds=${RSS_SECONDS:-600}
-parts=" ${PARTS:-bytes query ingest sustained} "
+parts=" ${PARTS:-bytes query ingest spread sustained} "
 want() { [[ $parts == *" $1 "* ]]; }
 pacerd=$build/src/server/pacerd
 loadgen=$build/bench/server/pacerd-loadgen
@@ -67,12 +70,12 @@ except Exception:
     n = 0
 print(n or 0)' "$1"
 }
-store() { # n → the path of a store of n page spans, filled when missing
-  local n=$1 db=$work/scale-$1.db
+store() { # n [spread] → the path of a store of n page spans, filled when missing
+  local n=$1 db=$work/scale-$1${2:+-spread}.db
   if [ "$(spans_in "$db")" != "$n" ]; then
     rm -f "$db" "$db-wal" "$db-shm"
-    echo "  filling $db with $n page spans over 30 days (pacerd-fill, pacerd's ingest handler without HTTP)" >&2
-    "$fill" --db "$db" --spans "$n" --days 30 | sed 's/^/    /' >&2
+    echo "  filling $db with $n page spans over 30 days (pacerd-fill, pacerd's ingest handler without HTTP${2:+; --spread})" >&2
+    "$fill" --db "$db" --spans "$n" --days 30 ${2:+--spread} | sed 's/^/    /' >&2
   fi
   echo "$db"
 }
@@ -83,10 +86,8 @@ db_small=$(store "$small")
 db_big=$(store "$big")
 fi
 
-if want bytes; then
-echo "bytes: the file per page span (the WAL is checkpointed away when pacerd stops)"
-for db in "$db_small" "$db_big"; do
-  python3 - "$db" <<'PY'
+bytes_of() { # db → one line: bytes per page span, and where they are
+  python3 - "$1" <<'PY'
 import os, sqlite3, sys
 db = sys.argv[1]
 c = sqlite3.connect(db)
@@ -103,30 +104,44 @@ print("  %d page spans: %d bytes = %.1f bytes per page span (target <= 110: %.2f
          free / n, size / n - per("blocks", "blocks_at", "trace_index", "trace_index_at", "subday",
                                    "subday_metrics", "rollup_counts", "rollup_sketches", "page_loads") - free / n))
 PY
-done
+}
+
+now=$(date +%s)
+cut="from=$((now - 20 * 86400 - 4000))&to=$((now - 86400 * 3 + 7000))"
+declare -A q50 q99
+queries() { # label db label db … → the table of p50 (p99) per query, one column per store
+  local labels=() dbs=()
+  while [ $# -gt 0 ]; do labels+=("$1"); dbs+=("$2"); shift 2; done
+  for db in "${dbs[@]}"; do
+    start "$db"
+    for q in "app=bench" "app=bench&version=1.1" "app=bench&$cut"; do
+      line=$("$querybench" --port "$port" --token "$admin" --path "/api/v1/pages?$q" --n 200)
+      q50[$db$q]=$(sed -n 's/.*p50_ms=\([0-9.]*\).*/\1/p' <<<"$line")
+      q99[$db$q]=$(sed -n 's/.*p99_ms=\([0-9.]*\).*/\1/p' <<<"$line")
+    done
+    stop
+  done
+  printf '  %-36s' ""; printf ' %26s' "${labels[@]}"; echo
+  for q in "app=bench" "app=bench&version=1.1" "app=bench&$cut"; do
+    name=$q; [ "$q" = "app=bench&$cut" ] && name="app=bench, 17 days cutting two"
+    printf '  %-36s' "$name"
+    for db in "${dbs[@]}"; do printf ' %11s ms (p99 %7s)' "${q50[$db$q]}" "${q99[$db$q]}"; done
+    echo
+  done
+  local last=${dbs[-1]}
+  awk -v p="${q99[$last"app=bench&$cut"]}" -v l="${labels[-1]}" \
+    'BEGIN {printf "  cut range, %s: p99 %.2f ms = %.3f x the target of 50 ms\n", l, p, p / 50}'
+}
+
+if want bytes; then
+echo "bytes: the file per page span (the WAL is checkpointed away when pacerd stops)"
+bytes_of "$db_small"
+bytes_of "$db_big"
 fi
 
 if want query; then
-now=$(date +%s)
-cut="from=$((now - 20 * 86400 - 4000))&to=$((now - 86400 * 3 + 7000))"
 echo "query: /api/v1/pages, 200 requests each, on one connection"
-declare -A q50 q99
-for db in "$db_small" "$db_big"; do
-  start "$db"
-  for q in "app=bench" "app=bench&version=1.1" "app=bench&$cut"; do
-    line=$("$querybench" --port "$port" --token "$admin" --path "/api/v1/pages?$q" --n 200)
-    q50[$db$q]=$(sed -n 's/.*p50_ms=\([0-9.]*\).*/\1/p' <<<"$line")
-    q99[$db$q]=$(sed -n 's/.*p99_ms=\([0-9.]*\).*/\1/p' <<<"$line")
-  done
-  stop
-done
-printf '  %-44s %22s %22s\n' "" "$small spans" "$big spans"
-for q in "app=bench" "app=bench&version=1.1" "app=bench&$cut"; do
-  name=$q; [ "$q" = "app=bench&$cut" ] && name="app=bench, 17 days cutting two"
-  printf '  %-44s %10s ms (p99 %6s) %10s ms (p99 %6s)\n' "$name" "${q50[$db_small$q]}" "${q99[$db_small$q]}" \
-    "${q50[$db_big$q]}" "${q99[$db_big$q]}"
-done
-awk -v p="${q99[$db_big"app=bench&$cut"]}" 'BEGIN {printf "  cut range at 50 M: p99 %.2f ms = %.3f x the target of 50 ms\n", p, p / 50}'
+queries "$small spans" "$db_small" "$big spans" "$db_big"
 fi
 
 if want ingest; then
@@ -164,6 +179,13 @@ for mode in spread recent; do
       w, e, sm, s, bg, b, bg, b / e, r}'
 done
 rm -f "$work/copy-small.db"* "$work/copy-big.db"* "$work/empty.db"*
+fi
+
+if want spread; then
+echo "spread: $big page spans at random times of the 30 days (uploads in no order of time: every day but today cold)"
+db_spread=$(store "$big" spread)
+bytes_of "$db_spread"
+queries "$big spans spread" "$db_spread"
 fi
 
 want sustained || exit 0

@@ -19,13 +19,15 @@
  *     spans_keys and span_attrs; sealed — in trace_index (<= rolled);
  *   page loads, start-ups, requests (the record tables): the rows of every
  *     day in commit order, rowids from 1, as they wait to be sealed; once
- *     sealed they live in blocks per app and day (table blocks) and are
+ *     sealed they live in blocks per app and hour (table blocks) and are
  *     gone from the table. Per table (table_marks): rolled — the rows up
  *     to it are in the rollups; sealed — in blocks and trace_index.
  *     A commit appends to one place whatever the days of its rows.
  * And per day of every table of a rollup kind (partitions.hourly): NULL
  * while the day is hot — the sub-day rollups hold its rows up to rolled;
- * once cold, the rows up to this rowid (those that came while it was hot).
+ * once cold, the rows up to this rowid (those that came while it was hot,
+ * and the late ones of the day up to the sealed mark when it last
+ * settled: store_settle).
   */
 #ifndef PACER_SERVER_STORE_INT_H
 #define PACER_SERVER_STORE_INT_H

@@ -5,16 +5,18 @@
  *   whole days            the daily rollups (rows up to each day's rolled
  *                         mark);
  *   a day the range cuts  its whole sub-day buckets, coarsest first (6 h,
- *                         then 1 h), from the sub-day rollups; what is left
- *                         at each end (less than an hour) from the rows:
+ *                         then 1 h, then 10 min on a busy day), from the
+ *                         sub-day rollups; what is left at each end (less
+ *                         than the finest bucket) from the rows:
  *                         blocks up to the sealed mark, the table after it
  *                         (plain spans: spans_keys up to the rolled mark);
  *   every day             its rows after the rolled mark, from the table
  *                         (in no rollup yet).
  * A row of a cut day that the sub-day rollups do not hold (it came after
  * the day was cold: rowid > hourly) is read from the rows too, inside the
- * buckets as well. Everything comes from one read transaction: the
- * rollups, the marks and the rows agree.
+ * buckets as well (at most about half a seal of them per day: the day
+ * then settles, store_settle below). Everything comes from one read
+ * transaction: the rollups, the marks and the rows agree.
  *
  * A query over a month of 50 million page loads reads ~40 sketches per
  * (page, version) and a few thousand rows, whatever the size of the store.

@@ -6,9 +6,10 @@
  * SEAL_ROWS rows wait between the sealed and rolled marks (store_sqlite.c),
  * at most SEAL_BUDGET rows at once (a file upgraded from an earlier schema
  * is sealed in such steps when it opens). Per partition of a record table:
- * its rows (sealed, rolled] in (app, ts, rowid) order → blocks of at most
- * BLOCK_ROWS rows of one app → table blocks; the rows deleted; the mark
- * moved. Per partition of plain spans: the trace entries only. All the
+ * its rows (sealed, rolled] → blocks of at most BLOCK_ROWS rows of one app
+ * and hour, each sorted by (ts, rowid) → table blocks; the rows deleted;
+ * the mark moved. The late blocks of a cold day are merged when it settles
+ * (store_blocks_merge). Per partition of plain spans: the trace entries only. All the
  * entries of one seal, sorted, are one run of trace_index, in chunks of
  * about CHUNK_ENTRIES (store_codec.h), about 12 bytes an entry: a seal of
  * 32 000 rows writes ~130 rows of trace_index.
@@ -334,10 +335,10 @@ static pending *pending_of(sealer *z, int64_t ts, const char *app, int *ret)
 }
 
 /* Rows (lo, hi] of a record table → blocks of at most BLOCK_ROWS rows of
- * one app and day; the rows deleted. The rows are read in rowid order and
- * each block sorted on its own: rows come roughly in time order, and a
- * batch spread over many days gives a block per seal and day that spans
- * the day however it is sorted. */
+ * one app and hour; the rows deleted. The rows are read in rowid order and
+ * each block sorted on its own: rows come roughly in time order; a batch
+ * spread over many days gives small blocks, one per seal and hour, until
+ * their day settles. */
 static int seal_records(store *st, enum store_table t, int64_t lo, int64_t hi, entries *trace)
 {
     const store_table_desc *td = store_table(t);
