@@ -41,7 +41,10 @@ static void *pool_copy(pool *p, const void *src, size_t n)
 {
     chunk *c = p->head;
     if (!c || c->size - c->used < n + 1) {
-        size_t size = n + 1 > 65536 ? n + 1 : 65536;
+        /* 4 KiB first, doubling to 64 KiB: a seal holds hundreds of pools */
+        size_t size = c ? (c->size < 32768 ? c->size * 2 : 65536) : 4096;
+        if (size < n + 1)
+            size = n + 1;
         c = malloc(sizeof *c + size);
         if (!c)
             return NULL;
@@ -158,9 +161,10 @@ typedef struct pending {
 
 #define HOUR_NS (3600 * 1000000000LL)
 
-/* At most this many rows wait in all: past it, the largest waiting block
- * is written (a seal that spans many hours writes smaller blocks). */
-#define PENDING_ROWS 32768
+/* Room for at most this many rows in all: past it, the largest waiting
+ * block is written and its room freed (a seal that spans many hours writes
+ * smaller blocks). */
+#define PENDING_ROWS 16384
 #define MAX_PENDING 1024
 #define PENDING_SLOTS 4096 /* the hash of (hour, app) → open[] */
 
@@ -171,7 +175,7 @@ typedef struct sealer {
     int trace_col, ts_col;
     pending *open; /* MAX_PENDING */
     int *slots;    /* PENDING_SLOTS: 1 + index into open, 0: free */
-    size_t n_open, held;
+    size_t n_open, held; /* held: the room for rows of all of them (their caps) */
     bool hold; /* a merge: write nothing until every row is read (-EAGAIN past the slots) */
     store_value *cols[BLOCK_MAX_COLS]; /* a block being written: [0] rowids, [1 + c] column c */
     entries *trace;
@@ -247,7 +251,6 @@ static int block_write(sealer *z, pending *pd)
         r = store_step_done(s);
     }
     free(keys);
-    z->held -= pd->n;
     pd->n = 0;
     pool_free(&pd->texts);
     return r;
@@ -304,6 +307,12 @@ static pending *pending_of(sealer *z, int64_t ts, const char *app, int *ret)
                 big = &z->open[i];
         if ((*ret = block_write(z, big)) < 0)
             return NULL;
+        if (z->held >= PENDING_ROWS) { /* its room back */
+            z->held -= big->cap;
+            free(big->vals);
+            big->vals = NULL;
+            big->cap = 0;
+        }
         if (!pd) {
             /* reuse big's slot: the table is rebuilt without it */
             free(big->app);
@@ -328,6 +337,7 @@ static pending *pending_of(sealer *z, int64_t ts, const char *app, int *ret)
             *ret = -ENOMEM;
             return NULL;
         }
+        z->held += cap - pd->cap;
         pd->vals = v;
         pd->cap = cap;
     }
@@ -380,7 +390,6 @@ static int seal_records(store *st, enum store_table t, int64_t lo, int64_t hi, e
             row[c] = v;
         }
         pd->n++;
-        z.held++;
         if (r == 0 && pd->n == BLOCK_ROWS)
             r = block_write(&z, pd);
     }
@@ -438,7 +447,6 @@ static int on_merge(void *ctx, size_t n, const store_value *const *rows, const i
             row[1 + c] = v;
         }
         pd->n++;
-        z->held++;
     }
     return r;
 }

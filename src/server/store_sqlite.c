@@ -791,6 +791,7 @@ int store_parts_read(sqlite3 *db, enum store_table t, int64_t d_lo, int64_t d_hi
  * its COMMIT: groups_flushed. */
 static int groups_flush(store *st)
 {
+    int64_t settle_budget = 4 * (int64_t)st->settle_at;
     for (enum store_table t = 0; t < TABLE_COUNT; t++) {
         if (!store_is_record(t) || st->tm[t].last == st->tm[t].rolled)
             continue;
@@ -803,8 +804,15 @@ static int groups_flush(store *st)
     }
     for (part *p = st->touched; p; p = p->touched_next) {
         if (store_is_record(p->table)) {
-            if (p->hourly >= 0 && p->late >= (int64_t)st->settle_at && store_settle(st, p) < 0)
-                return -EIO;
+            /* settle cold days, a few per flush: the groups of each are in
+             * memory until the flush is written */
+            if (p->hourly >= 0 && p->late >= (int64_t)st->settle_at && settle_budget > 0) {
+                int64_t late = p->late;
+                bool fine = p->fine;
+                if (store_settle(st, p) < 0)
+                    return -EIO;
+                settle_budget -= late - p->late + (p->fine != fine ? p->rows : 0);
+            }
             /* its marks are the table's: partitions.rolled holds the day's
              * last row, so that a reader knows whether the day has rows
              * not sealed yet */
