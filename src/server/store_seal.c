@@ -300,35 +300,39 @@ static pending *pending_of(sealer *z, int64_t ts, const char *app, int *ret)
         }
         *sl = (int)z->n_open;
     }
-    if (!pd || (z->held >= PENDING_ROWS && !z->hold)) {
+    if (z->held >= PENDING_ROWS && !z->hold) {
+        /* out of room: every waiting block is written, and its room freed */
+        for (size_t i = 0; i < z->n_open; i++) {
+            pending *o = &z->open[i];
+            if ((*ret = block_write(z, o)) < 0)
+                return NULL;
+            free(o->vals);
+            o->vals = NULL;
+            o->cap = 0;
+        }
+        z->held = 0;
+    }
+    if (!pd) {
+        /* out of slots: the largest waiting block is written, its slot reused */
         pending *big = &z->open[0];
         for (size_t i = 1; i < z->n_open; i++)
             if (z->open[i].n > big->n)
                 big = &z->open[i];
         if ((*ret = block_write(z, big)) < 0)
             return NULL;
-        if (z->held >= PENDING_ROWS) { /* its room back */
-            z->held -= big->cap;
-            free(big->vals);
-            big->vals = NULL;
-            big->cap = 0;
+        free(big->app); /* the slot table is rebuilt without it */
+        pool_free(&big->texts);
+        store_value *vals = big->vals;
+        size_t cap = big->cap;
+        *big = (pending){.day = day_of_ts(ts), .hour = hour, .hash = h, .vals = vals, .cap = cap};
+        if (!(big->app = strdup(app))) {
+            *ret = -ENOMEM;
+            return NULL;
         }
-        if (!pd) {
-            /* reuse big's slot: the table is rebuilt without it */
-            free(big->app);
-            pool_free(&big->texts);
-            store_value *vals = big->vals;
-            size_t cap = big->cap;
-            *big = (pending){.day = day_of_ts(ts), .hour = hour, .hash = h, .vals = vals, .cap = cap};
-            if (!(big->app = strdup(app))) {
-                *ret = -ENOMEM;
-                return NULL;
-            }
-            memset(z->slots, 0, PENDING_SLOTS * sizeof *z->slots);
-            for (size_t i = 0; i < z->n_open; i++)
-                *pending_slot(z, z->open[i].hour, z->open[i].app, z->open[i].hash) = (int)i + 1;
-            pd = big;
-        }
+        memset(z->slots, 0, PENDING_SLOTS * sizeof *z->slots);
+        for (size_t i = 0; i < z->n_open; i++)
+            *pending_slot(z, z->open[i].hour, z->open[i].app, z->open[i].hash) = (int)i + 1;
+        pd = big;
     }
     if (pd->n == pd->cap) {
         size_t cap = pd->cap ? pd->cap * 2 : 8;
