@@ -1,7 +1,7 @@
 # pacer — entry points. `make test` is what CI runs.
 BUILD ?= build
 
-.PHONY: all deps build test demo demo-replay bench install clean
+.PHONY: all deps build test demo demo-replay demo-server bench install clean
 
 all: build
 
@@ -23,6 +23,11 @@ demo: build
 # The same report from a recorded session, without GTK or a display.
 demo-replay: build
 	@scripts/demo.sh $(BUILD)
+
+# The demo app under `pacer run --server` against pacerd (three runs pressing
+# its slow button), then the issues pacerd found: `pacer issues`.
+demo-server: build
+	@scripts/demo-server.sh $(BUILD)
 
 bench: deps
 	@scripts/bench.sh

@@ -21,6 +21,8 @@ packages=(
   heaptrack
   # function tracing: symbols, compression, the peer benchmarked against
   libelf-dev libdw-dev libzstd-dev uftrace
+  # the dashboard's tests: a real browser (driven by playwright-core, npm)
+  chromium
 )
 # node + npm run the OpenTelemetry client test of pacerd. Debian's nodejs is
 # installed only when no node is present (a node from elsewhere is kept).
@@ -34,17 +36,22 @@ for p in "${packages[@]}"; do
   [ "$status" = "installed" ] || missing+=("$p")
 done
 
-# The OpenTelemetry JS SDK and exporters (otlp-http and otlp-proto, for
-# traces, logs and metrics), protobufjs and the opentelemetry-proto .proto
-# files pacer's tests use, pinned by package-lock.json (npm registry).
-# Installed again when the lock is newer than what node_modules holds.
+# npm packages, each folder pinned by its package-lock.json (npm registry),
+# installed again when the lock is newer than what node_modules holds:
+#   tests/server/otel  the OpenTelemetry JS SDK and exporters (otlp-http and
+#                      otlp-proto, for traces, logs and metrics), protobufjs
+#                      and the opentelemetry-proto .proto files pacer's tests use
+#   web                the dashboard: uPlot, d3-flame-graph, esbuild (the
+#                      build bundles them) and playwright-core (its tests)
 npm_deps() {
-  local otel=tests/server/otel
-  if command -v npm >/dev/null &&
-     { [ ! -f $otel/node_modules/.package-lock.json ] || [ $otel/package-lock.json -nt $otel/node_modules/.package-lock.json ]; }; then
-    echo "install-deps: npm ci --prefix tests/server/otel"
-    npm ci --prefix tests/server/otel --no-audit --no-fund >/dev/null
-  fi
+  command -v npm >/dev/null || return 0
+  local dir
+  for dir in tests/server/otel web; do
+    if [ ! -f $dir/node_modules/.package-lock.json ] || [ $dir/package-lock.json -nt $dir/node_modules/.package-lock.json ]; then
+      echo "install-deps: npm ci --prefix $dir"
+      npm ci --prefix $dir --no-audit --no-fund >/dev/null
+    fi
+  done
 }
 cd "$(dirname "$0")/.."
 

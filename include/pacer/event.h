@@ -31,10 +31,11 @@ typedef enum pacer_event_type {
     PACER_EV_API_END,           /* url, req, status */
     PACER_EV_PAGE_SHOW,         /* page: it could be seen for the first time (mapped) */
     PACER_EV_HANDOFF,           /* the launch handed its work to an instance already running */
+    PACER_EV_RECORD,            /* record: a record measured outside the page and start-up models */
 } pacer_event_type;
 
 #define PACER_EV_FIRST PACER_EV_LAUNCH
-#define PACER_EV_LAST PACER_EV_HANDOFF
+#define PACER_EV_LAST PACER_EV_RECORD
 
 typedef enum pacer_page_kind {
     PACER_PAGE_WINDOW = 0, /* a toplevel window (Activity) */
@@ -51,6 +52,11 @@ typedef struct pacer_event {
     const char *url;         /* api_* */
     uint64_t req;            /* api_*: request id, 0 = unknown */
     int status;              /* api_end: HTTP status; <= 0 = transport failure */
+    /* record: the record as a JSON object (docs/records.md) with its "type"
+     * and fields, without the common fields the instance adds; record_len
+     * bytes, not NUL-terminated by the parser */
+    const char *record;
+    size_t record_len;
 } pacer_event;
 
 /* The wire name of a type ("page_create"), or NULL for an unknown value. */

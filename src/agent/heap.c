@@ -3,8 +3,7 @@
  * instead of libpacer-agent.so only when asked: without --leaks=native no
  * allocation passes through pacer at all.
  *
- * Every live block is in the table (address → requested size, stack), so
- * the mark phase (heap_mark.c) knows all the memory it must scan; only the
+ * The mark phase (heap_mark.c) must know every live block; only the
  * sampled ones carry their allocation stack:
  *   - every allocation of at least PACER_LEAKS_ALWAYS_BYTES (default
  *     64 KiB);
@@ -15,18 +14,36 @@
  *     probability 1 - exp(-size / mean): a leak site that keeps leaking is
  *     found, and a program that allocates a lot pays for one stack per
  *     mean bytes, not per call.
- * A sampled stack costs about a microsecond (stackstore.c); everything else
- * is a table insert or delete under one of SHARDS spin locks, picked by
- * address: no system call, no allocation, and threads seldom meet.
+ * A sampled stack costs about a microsecond (stackstore.c).
  *
- * Table: SHARDS open-addressing tables (linear probing, deletion by
- * backward shift), grown under their lock with mmap — never malloc, which
- * would re-enter. An entry is 16 bytes: the address, and the size (40
- * bits) with the stack id (24 bits; a stack beyond that range is dropped).
+ * Where a block is known (heap.h):
+ *   - in a slot map: with glibc's allocator, a block that is not sampled
+ *     is one byte (HEAP_SLOT_LIVE | its slack: the chunk's usable size
+ *     less the size asked for) in the map of its 64 MiB granule, one byte
+ *     per 16 bytes of address, stored after the real malloc and cleared
+ *     before the real free, with plain stores: no lock, no atomic
+ *     read-modify-write, and the map's line for a block is shared by its
+ *     neighbours in the heap. Its size comes back from the chunk header
+ *     and the slack. The hook notes the granule when it is not the
+ *     thread's last one (a 4 MiB map, reserved at start, touched a page per
+ *     64 KiB of heap);
+ *   - in the table (address → requested size, stack): sampled blocks,
+ *     mmap-ed chunks, blocks of a granule beyond the map's room, and every
+ *     block when the allocator is not glibc's. SHARDS open-addressing
+ *     tables (linear probing, deletion by backward shift) under spin locks
+ *     picked by address, grown with mmap — never malloc, which would
+ *     re-enter. An entry is 16 bytes: the address, and the size (40 bits)
+ *     with the stack id (24 bits; a stack beyond that range is dropped).
+ * Nothing the app sees changes: blocks are glibc's own, untouched (no
+ * header, no padding), so sizes, alignment, malloc_usable_size, calloc's
+ * zeroing and realloc's semantics are glibc's.
  *
- * Order: a block enters the table after the real malloc returned it and
- * leaves before the real free gets it, so an address freed by one thread
- * and returned to another is never deleted by the first.
+ * Order: a block's slot or table entry is made after the real malloc
+ * returned it and removed before the real free gets it, so an address
+ * freed by one thread and returned to another is never forgotten by the
+ * first. realloc removes the old one first and makes the new one before
+ * the mark may look (heap_self.depth defers the stop meanwhile), putting
+ * the old one back if the allocator refuses.
  *
  * Re-entrancy:
  *   - dlsym(RTLD_NEXT) finds the real functions at the first call; what it
@@ -37,9 +54,10 @@
  *     without stacks, and an allocation made inside the capture (depth > 1)
  *     is tracked without one;
  *   - the mark's stop signal defers itself while the thread is inside the
- *     table or the stack store (heap_self.depth) and the thread parks when
- *     it leaves (heap_park_deferred), so no thread is ever stopped holding
- *     a lock the mark needs;
+ *     table, the stack store or realloc (heap_self.depth) and the thread
+ *     parks when it leaves (heap_park_deferred), so no thread is ever
+ *     stopped holding a lock the mark needs; a thread that does not stop
+ *     waits at the gate of its next hook until the mark is done;
  *   - fork: the prepare handler takes every lock, so the child starts with
  *     none held; the child then stops tracking (its leaks would repeat its
  *     parent's), and only forwards.
@@ -70,9 +88,8 @@
 
 #define SHARDS 256
 #define SHARD_INITIAL 256
-#define SIZE_BITS 40
-#define STACK_BITS 24
 #define MAX_SEEN 4096
+#define MAX_GRANS 256 /* 64 MiB granules with blocks: 16 GiB of arenas */
 #define MAX_REGIONS 1024
 #define BOOT_BYTES (64 * 1024)
 #define DEFAULT_SAMPLE_BYTES (64 * 1024)
@@ -184,7 +201,7 @@ void heap_unmap(void *p, size_t bytes)
 
 typedef struct hent {
     uintptr_t addr; /* 0: empty */
-    uint64_t meta;  /* size << STACK_BITS | stack */
+    uint64_t meta;  /* size << HEAP_STACK_BITS | stack */
 } hent;
 
 typedef struct shard {
@@ -302,8 +319,8 @@ size_t heap_snapshot(heap_block *out, size_t max)
             if (!s->slots[i].addr)
                 continue;
             if (n < max)
-                out[n] = (heap_block){s->slots[i].addr, s->slots[i].meta >> STACK_BITS,
-                                      (uint32_t)(s->slots[i].meta & ((1u << STACK_BITS) - 1)), 0, 0};
+                out[n] = (heap_block){s->slots[i].addr, heap_meta_size(s->slots[i].meta),
+                                      heap_meta_stack(s->slots[i].meta), 0, 0};
             n++;
         }
     }
@@ -372,38 +389,210 @@ static void thread_start(heap_thread *t)
         t->registered = true;
         size_t i = atomic_fetch_add(&n_seen, 1);
         if (i < MAX_SEEN)
-            seen[i] = (heap_thread_seen){tid, here};
+            seen[i] = (heap_thread_seen){tid, here, (uintptr_t)__builtin_thread_pointer()};
     }
+}
+
+/* ---- granules ---- */
+
+_Atomic uint32_t *heap_gran_map;
+static heap_gran *grans; /* max_grans of them, then their slot maps: one mapping */
+static size_t max_grans;
+static _Atomic size_t n_grans;
+static atomic_flag gran_lock = ATOMIC_FLAG_INIT;
+static bool shadow; /* glibc's allocator, and the granules reserved */
+
+size_t heap_granules(heap_gran **ret)
+{
+    *ret = grans;
+    return atomic_load_explicit(&n_grans, memory_order_acquire);
+}
+
+/* The granule map and room for the granules' slot maps, reserved: pages
+ * are touched as blocks come (a 64 MiB granule's map is 4 MiB of address
+ * space, of which a heap of n bytes touches n / 16). Fewer granules when
+ * the address space is limited. */
+static bool grans_reserve(void)
+{
+    size_t map_bytes = HEAP_GRAN_COUNT * sizeof(uint32_t);
+    void *map = mmap(NULL, map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (map == MAP_FAILED)
+        return false;
+    for (size_t want = MAX_GRANS; want >= 8; want /= 4) {
+        size_t bytes = want * (sizeof(heap_gran) + HEAP_GRAN_SLOTS);
+        void *g = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (g == MAP_FAILED)
+            continue;
+        leaks_own_region(map, map_bytes);
+        leaks_own_region(g, bytes);
+        heap_gran_map = map;
+        grans = g;
+        max_grans = want;
+        return true;
+    }
+    munmap(map, map_bytes);
+    return false;
+}
+
+/* The granule of block p, registered at its first block (chunk_size: its
+ * chunk header, which says whether it is a thread arena's); NULL when the
+ * block cannot have a slot. */
+__attribute__((noinline)) static heap_gran *gran_register(heap_thread *t, uintptr_t p, uint64_t chunk_size)
+{
+    uintptr_t gn = p >> HEAP_GRAN_SHIFT;
+    if (gn >= HEAP_GRAN_COUNT)
+        return NULL;
+    uint32_t st = atomic_load_explicit(&heap_gran_map[gn], memory_order_acquire);
+    if (!st) {
+        spin_take(&gran_lock);
+        st = atomic_load_explicit(&heap_gran_map[gn], memory_order_relaxed);
+        if (!st) {
+            size_t i = atomic_load_explicit(&n_grans, memory_order_relaxed);
+            if (i < max_grans) {
+                heap_gran *g = &grans[i];
+                g->base = gn << HEAP_GRAN_SHIFT;
+                g->slots = (_Atomic uint8_t *)((char *)grans + max_grans * sizeof(heap_gran)) + i * HEAP_GRAN_SLOTS;
+                g->non_main = (chunk_size & 4) != 0; /* NON_MAIN_ARENA */
+                st = (uint32_t)i + 1;
+                atomic_store_explicit(&n_grans, i + 1, memory_order_release);
+            } else {
+                st = HEAP_GRAN_FULL;
+            }
+            atomic_store_explicit(&heap_gran_map[gn], st, memory_order_release);
+        }
+        spin_give(&gran_lock);
+    }
+    if (st == HEAP_GRAN_FULL)
+        return NULL;
+    t->last_gran = gn;
+    t->last_g = &grans[st - 1];
+    return t->last_g;
+}
+
+/* The granule of p when one was registered, else NULL. */
+static inline heap_gran *gran_find(heap_thread *t, uintptr_t p)
+{
+    uintptr_t gn = p >> HEAP_GRAN_SHIFT;
+    if (gn == t->last_gran && t->last_g)
+        return t->last_g;
+    if (gn >= HEAP_GRAN_COUNT)
+        return NULL;
+    uint32_t st = atomic_load_explicit(&heap_gran_map[gn], memory_order_acquire);
+    return st && st != HEAP_GRAN_FULL ? &grans[st - 1] : NULL;
+}
+
+/* Block p of n bytes into its granule's slot map: false when it must go
+ * to the table instead (an mmap-ed chunk, no granule). */
+static inline bool shadow_set(heap_thread *t, void *p, size_t n)
+{
+    uint64_t chunk_size = ((const uint64_t *)p)[-1];
+    if (chunk_size & 2)
+        return false; /* IS_MMAPPED */
+    heap_gran *g = t->last_g;
+    if (__builtin_expect(!g || (uintptr_t)p >> HEAP_GRAN_SHIFT != t->last_gran, 0)) {
+        g = gran_register(t, (uintptr_t)p, chunk_size);
+        if (!g)
+            return false;
+    }
+    uint64_t usable = (chunk_size & ~(uint64_t)7) - 8;
+    uint64_t slack = usable > n ? usable - n : 0;
+    uint64_t max = atomic_load_explicit(&g->max_size, memory_order_relaxed);
+    while (usable > max &&
+           !atomic_compare_exchange_weak_explicit(&g->max_size, &max, usable, memory_order_relaxed,
+                                                  memory_order_relaxed))
+        ;
+    atomic_store_explicit(&g->slots[((uintptr_t)p - g->base) >> 4],
+                          (uint8_t)(HEAP_SLOT_LIVE | (slack < HEAP_SLOT_SLACK ? slack : HEAP_SLOT_SLACK)),
+                          memory_order_relaxed);
+    return true;
+}
+
+/* Clears p's slot and returns what it held: 0 when it had none (a block
+ * of the table). */
+static inline uint8_t shadow_take(heap_thread *t, void *p)
+{
+    heap_gran *g = gran_find(t, (uintptr_t)p);
+    if (!g)
+        return 0;
+    _Atomic uint8_t *slot = &g->slots[((uintptr_t)p - g->base) >> 4];
+    uint8_t v = atomic_load_explicit(slot, memory_order_relaxed);
+    if (!(v & HEAP_SLOT_LIVE))
+        return 0;
+    atomic_store_explicit(slot, 0, memory_order_relaxed);
+    return v;
+}
+
+/* Puts back what shadow_take took (p's granule is registered). */
+static inline void shadow_restore(heap_thread *t, void *p, uint8_t v)
+{
+    heap_gran *g = gran_find(t, (uintptr_t)p);
+    atomic_store_explicit(&g->slots[((uintptr_t)p - g->base) >> 4], v, memory_order_relaxed);
 }
 
 /* ---- tracking ---- */
 
-static void track(void *p, size_t n, uintptr_t caller)
+static inline bool on(void)
+{
+    return atomic_load_explicit(&tracking, memory_order_relaxed);
+}
+
+static inline uint64_t meta_of(size_t n, uint32_t stack)
+{
+    uint64_t size = n >> HEAP_SIZE_BITS ? (UINT64_C(1) << HEAP_SIZE_BITS) - 1 : n;
+    return size << HEAP_STACK_BITS | stack;
+}
+
+static inline void leave(heap_thread *t)
+{
+    if (--t->depth == 0 && atomic_load_explicit(&t->stop_pending, memory_order_relaxed))
+        heap_park_deferred();
+}
+
+/* A thread that did not stop for the mark waits here (never the mark's
+ * own thread, nor one inside a hook: it parks when it leaves). */
+static inline void gate(void)
+{
+    if (__builtin_expect(atomic_load_explicit(&heap_world_stopped, memory_order_relaxed), 0) && heap_self.depth == 0)
+        heap_gate_wait();
+}
+
+/* A sampled block's stack (0 when none could be taken: inside a capture,
+ * the store full). */
+__attribute__((noinline)) static uint32_t capture(heap_thread *t, uintptr_t caller)
+{
+    uint32_t st = 0;
+    t->depth++;
+    if (t->depth == 1) {
+        st = stackstore_capture_from(caller);
+        if (st >> HEAP_STACK_BITS)
+            st = 0;
+    }
+    leave(t);
+    return st;
+}
+
+/* Whether a new block of n bytes is sampled. */
+static inline bool sampled(heap_thread *t, size_t n)
+{
+    if (!sampling)
+        return false;
+    if (__builtin_expect(!t->sampling_ready, 0))
+        thread_start(t);
+    if (n >= always_bytes)
+        return true;
+    t->countdown -= (int64_t)n;
+    if (__builtin_expect(t->countdown >= 0, 1))
+        return false;
+    t->countdown = next_interval(t);
+    return true;
+}
+
+static void table_put(void *p, uint64_t meta)
 {
     heap_thread *t = &heap_self;
     t->depth++;
-    uint32_t st = 0;
-    if (sampling) {
-        if (!t->sampling_ready)
-            thread_start(t);
-        bool sample = n >= always_bytes;
-        if (!sample) {
-            t->countdown -= (int64_t)n;
-            if (t->countdown < 0) {
-                sample = true;
-                t->countdown = next_interval(t);
-            }
-        }
-        if (sample && t->depth == 1) {
-            st = stackstore_capture_from(caller);
-            if (st >> STACK_BITS)
-                st = 0;
-        }
-    }
-    uint64_t size = n >> SIZE_BITS ? (UINT64_C(1) << SIZE_BITS) - 1 : n;
-    table_insert((uintptr_t)p, size << STACK_BITS | st);
-    if (--t->depth == 0 && atomic_load_explicit(&t->stop_pending, memory_order_relaxed))
-        heap_park_deferred();
+    table_insert((uintptr_t)p, meta);
+    leave(t);
 }
 
 static bool untrack(void *p, uint64_t *ret_meta)
@@ -411,23 +600,28 @@ static bool untrack(void *p, uint64_t *ret_meta)
     heap_thread *t = &heap_self;
     t->depth++;
     bool found = table_remove((uintptr_t)p, ret_meta);
-    if (--t->depth == 0 && atomic_load_explicit(&t->stop_pending, memory_order_relaxed))
-        heap_park_deferred();
+    leave(t);
     return found;
 }
 
-static void retrack(void *p, uint64_t meta)
+/* A new block p of n bytes, tracking on: its slot, or (sampled, or not
+ * for a slot map) its table entry. */
+static inline void *track(void *p, size_t n, uintptr_t caller)
 {
     heap_thread *t = &heap_self;
-    t->depth++;
-    table_insert((uintptr_t)p, meta);
-    if (--t->depth == 0 && atomic_load_explicit(&t->stop_pending, memory_order_relaxed))
-        heap_park_deferred();
+    bool chosen = sampled(t, n);
+    if (__builtin_expect(!chosen, 1) && shadow && shadow_set(t, p, n))
+        return p;
+    table_put(p, meta_of(n, chosen ? capture(t, caller) : 0));
+    return p;
 }
 
-static inline bool on(void)
+/* Tracking on: p freed (or about to be handed to realloc). */
+static inline void untrack_any(heap_thread *t, void *p)
 {
-    return atomic_load_explicit(&tracking, memory_order_relaxed);
+    uint64_t meta;
+    if (!(shadow && shadow_take(t, p)))
+        untrack(p, &meta);
 }
 
 /* ---- the real functions ---- */
@@ -467,6 +661,7 @@ static void resolve(void)
         void *m = dlsym(RTLD_NEXT, "malloc");
         Dl_info info;
         glibc = m && dladdr(m, &info) && info.dli_fname && strstr(info.dli_fname, "libc.so");
+        shadow = glibc && grans_reserve();
         resolving = false;
         atomic_store_explicit((_Atomic(malloc_fn) *)&real.malloc, (malloc_fn)m, memory_order_release);
         atomic_store(&resolve_state, 2);
@@ -503,19 +698,21 @@ AGENT_EXPORT void *malloc(size_t n)
 {
     if (!ready())
         return boot_alloc(n, 16);
+    if (!on())
+        return real.malloc(n);
+    gate();
     void *p = real.malloc(n);
-    if (__builtin_expect(p != NULL, 1) && on())
-        track(p, n, CALLER);
-    return p;
+    return __builtin_expect(p != NULL, 1) ? track(p, n, CALLER) : NULL;
 }
 
 AGENT_EXPORT void free(void *p)
 {
     if (!p || is_boot(p))
         return;
-    uint64_t meta;
-    if (on())
-        untrack(p, &meta);
+    if (on()) {
+        gate();
+        untrack_any(&heap_self, p);
+    }
     if (ready())
         real.free(p);
 }
@@ -529,21 +726,27 @@ AGENT_EXPORT void *calloc(size_t nmemb, size_t size)
     }
     if (!ready() || !real.calloc)
         return boot_alloc(n, 16); /* the buffer is zeroed and never reused */
+    if (!on())
+        return real.calloc(nmemb, size);
+    gate();
     void *p = real.calloc(nmemb, size);
-    if (__builtin_expect(p != NULL, 1) && on())
-        track(p, n, CALLER);
-    return p;
+    return p ? track(p, n, CALLER) : NULL;
 }
 
+/* The old block leaves its slot or the table entry before the real
+ * realloc gets it, the new one gets its own before the mark may look
+ * (heap_self.depth defers the stop until then): it is never missed. A
+ * sampled block's stack is taken first. */
 static void *realloc_tracked(void *p, size_t n, uintptr_t caller)
 {
     if (!p) {
         if (!ready())
             return boot_alloc(n, 16);
+        if (!on())
+            return real.malloc(n);
+        gate();
         void *q = real.malloc(n);
-        if (q && on())
-            track(q, n, caller);
-        return q;
+        return q ? track(q, n, caller) : NULL;
     }
     if (is_boot(p)) {
         void *q = malloc(n);
@@ -555,16 +758,28 @@ static void *realloc_tracked(void *p, size_t n, uintptr_t caller)
     }
     if (!ready())
         return NULL;
+    if (!on())
+        return real.realloc(p, n);
+    gate();
+    heap_thread *t = &heap_self;
+    bool chosen = n && sampled(t, n);
+    uint32_t st = chosen ? capture(t, caller) : 0;
+    t->depth++;
     uint64_t meta = 0;
-    bool found = on() && untrack(p, &meta);
+    uint8_t slot = shadow ? shadow_take(t, p) : 0;
+    bool in_table = !slot && table_remove((uintptr_t)p, &meta);
     void *q = real.realloc(p, n);
     if (!q) {
-        if (found && n)
-            retrack(p, meta); /* still p's */
+        if (n && slot) /* still p's (realloc(p, 0) freed it) */
+            shadow_restore(t, p, slot);
+        else if (n && in_table)
+            table_insert((uintptr_t)p, meta);
+        leave(t);
         return NULL;
     }
-    if (on())
-        track(q, n, caller);
+    if (chosen || !shadow || !shadow_set(t, q, n))
+        table_insert((uintptr_t)q, meta_of(n, st));
+    leave(t);
     return q;
 }
 
@@ -587,10 +802,11 @@ static void *aligned_tracked(memalign_fn fn, size_t align, size_t n, uintptr_t c
 {
     if (!ready() || !fn)
         return boot_alloc(n, align);
+    if (!on())
+        return fn(align, n);
+    gate();
     void *p = fn(align, n);
-    if (p && on())
-        track(p, n, caller);
-    return p;
+    return p ? track(p, n, caller) : NULL;
 }
 
 AGENT_EXPORT void *memalign(size_t align, size_t n)
@@ -612,8 +828,11 @@ AGENT_EXPORT int posix_memalign(void **ret, size_t align, size_t n)
         *ret = p;
         return 0;
     }
+    if (!on())
+        return real.posix_memalign(ret, align, n);
+    gate();
     int r = real.posix_memalign(ret, align, n);
-    if (r == 0 && on())
+    if (r == 0)
         track(*ret, n, CALLER);
     return r;
 }
@@ -622,26 +841,29 @@ AGENT_EXPORT void *valloc(size_t n)
 {
     if (!ready() || !real.valloc)
         return boot_alloc(n, 4096);
+    if (!on())
+        return real.valloc(n);
+    gate();
     void *p = real.valloc(n);
-    if (p && on())
-        track(p, n, CALLER);
-    return p;
+    return p ? track(p, n, CALLER) : NULL;
 }
 
 AGENT_EXPORT void *pvalloc(size_t n)
 {
     if (!ready() || !real.pvalloc)
         return boot_alloc(n, 4096);
+    if (!on())
+        return real.pvalloc(n);
+    gate();
     void *p = real.pvalloc(n);
-    if (p && on())
-        track(p, n, CALLER);
-    return p;
+    return p ? track(p, n, CALLER) : NULL;
 }
 
 /* ---- life cycle ---- */
 
 static void fork_prepare(void)
 {
+    spin_take(&gran_lock);
     spin_take(&regions_lock);
     for (size_t k = 0; k < SHARDS; k++)
         spin_take(&shards[k].lock);
@@ -654,6 +876,7 @@ static void fork_parent(void)
     for (size_t k = SHARDS; k-- > 0;)
         spin_give(&shards[k].lock);
     spin_give(&regions_lock);
+    spin_give(&gran_lock);
 }
 
 static void fork_child(void)
@@ -663,6 +886,7 @@ static void fork_child(void)
     for (size_t k = 0; k < SHARDS; k++)
         atomic_flag_clear(&shards[k].lock);
     atomic_flag_clear(&regions_lock);
+    atomic_flag_clear(&gran_lock);
     heap_self.depth = 0;
     atomic_store(&heap_self.stop_pending, 0);
 }

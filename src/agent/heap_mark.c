@@ -9,9 +9,13 @@
  *    pointer into its slot and waits on a futex until the mark is done. A
  *    thread inside a hook (heap.h: heap_self.depth) only notes the request
  *    and parks when it leaves the hook, so no lock the mark needs is held
- *    by a parked thread. Threads that do not answer within a second (they
- *    block the signal) are not waited for: their stacks are scanned whole,
- *    their registers are not.
+ *    by a parked thread. A thread that blocks the signal (GLib's and
+ *    Mesa's workers do; /proc/self/task/TID/status says so) is waited for
+ *    10 ms only, any other a second at most: those that did not stop have
+ *    their stacks scanned whole, not their registers, and their next
+ *    allocation or free waits at the hooks' gate until the world resumes. The checking thread's own
+ *    roots are its caller's frames and registers, never the check's own
+ *    frames (full of its own pointers and of stale values).
  * 2. Roots, from /proc/self/maps read after the stop:
  *      - the writable segments of every loaded module (data, bss), from
  *        their program headers (collected before the stop: the loader's
@@ -22,20 +26,28 @@
  *        anonymous mapping of the loader, scanned below;
  *      - every other private anonymous writable mapping, whole (memory the
  *        app or a library maps for itself), except: the allocator's own
- *        memory (the brk heap, glibc's thread arenas found from the chunk
- *        headers of live blocks, and each mmap-ed chunk: what is there
- *        besides live blocks is freed memory, full of stale pointers), our
- *        own mappings (the table, the stacks), and the cached stacks of
- *        threads that ended (a registered thread's stack address whose tid
- *        is gone);
+ *        memory (the brk heap, glibc's thread arenas, and each mmap-ed
+ *        chunk: what is there besides live blocks is freed memory, full of
+ *        stale pointers), our own mappings (the slot maps, the table, the
+ *        stacks), and the cached stacks of threads that ended (a
+ *        registered thread's stack address whose tid is gone) up to their
+ *        thread descriptor, which glibc keeps with its DTV for the next
+ *        thread;
  *      File-backed mappings other than module segments, shared mappings
  *      (GPU and window buffers) and mappings without read and write access
  *      are not roots. Pages never touched (pagemap: neither present nor
  *      swapped) are skipped in large mappings.
- * 3. Mark: every aligned word of a root is a candidate pointer; one that
- *    falls inside a live block (interior pointers count, as in LSan) marks
- *    it, and marked blocks are scanned in turn (an explicit stack, no
- *    recursion).
+ * 3. Mark: the live blocks are the slot maps' and the table's (heap.h);
+ *    the table's blocks that lie in a granule get a HEAP_SLOT_TABLE slot
+ *    for the time of the check, so one look-up in the slot map finds
+ *    either: the nearest slot at or below a word, within the largest
+ *    block's reach. Every aligned word of a root is a candidate pointer;
+ *    one that falls inside a live block's requested bytes (interior
+ *    pointers count, as in LSan) marks it, and marked blocks are scanned
+ *    in turn (an explicit stack, no recursion). Candidates wait in a short
+ *    queue while their slot map line is fetched, found blocks in another
+ *    while their chunk header is: the misses overlap instead of coming one
+ *    after another.
  * 4. Resume the world; everything after this allocates normally.
  * 5. Group the unmarked blocks. A sampled block names its own stack; an
  *    unsampled one is put with the sampled leaked block that points to it
@@ -52,7 +64,7 @@
  *
  * Nothing between the stop and the resume allocates, takes a lock a
  * stopped thread might hold or calls stdio: system calls, our own mmap-ed
- * arrays and an in-place heap sort.
+ * arrays and a radix sort through them.
  */
 #include "heap.h"
 #include "leaks.h"
@@ -76,6 +88,7 @@
 #define MAX_THREADS 1024
 #define MAX_REGS 32
 #define STOP_TIMEOUT_NS 1000000000LL
+#define BLOCKED_GRACE_NS 10000000LL
 #define RED_ZONE 256
 #define GLIBC_HEAP_MAX (64ull << 20) /* HEAP_MAX_SIZE on 64-bit */
 #define PAGEMAP_FROM (4ull << 20)     /* mappings larger than this consult pagemap */
@@ -102,7 +115,7 @@ typedef struct vec {
 
 static park_slot *slots;
 static size_t n_slots;
-static _Atomic int world_stopped;
+_Atomic int heap_world_stopped;
 static _Atomic int n_parked;
 static int stop_sig;
 static _Atomic bool checking;
@@ -240,15 +253,15 @@ static void park(ucontext_t *uc)
     }
     atomic_store(&s->state, SLOT_PARKED);
     atomic_fetch_add(&n_parked, 1);
-    while (atomic_load(&world_stopped))
-        futex_wait(&world_stopped, 1);
+    while (atomic_load(&heap_world_stopped))
+        futex_wait(&heap_world_stopped, 1);
     atomic_store(&s->state, SLOT_RESUMED);
 }
 
 static void on_stop_signal(int sig, siginfo_t *si, void *ctx)
 {
     (void)sig;
-    if (si->si_code != SI_TKILL || si->si_pid != getpid() || !atomic_load(&world_stopped))
+    if (si->si_code != SI_TKILL || si->si_pid != getpid() || !atomic_load(&heap_world_stopped))
         return;
     int e = errno;
     if (heap_self.depth > 0)
@@ -261,8 +274,14 @@ static void on_stop_signal(int sig, siginfo_t *si, void *ctx)
 void heap_park_deferred(void)
 {
     atomic_store(&heap_self.stop_pending, 0);
-    if (atomic_load(&world_stopped))
+    if (atomic_load(&heap_world_stopped))
         park(NULL);
+}
+
+void heap_gate_wait(void)
+{
+    while (atomic_load(&heap_world_stopped))
+        futex_wait(&heap_world_stopped, 1);
 }
 
 static bool choose_signal(void)
@@ -316,13 +335,43 @@ static bool slot_known(pid_t tid)
     return false;
 }
 
-/* Stops every thread but this one. Returns how many parked. */
+/* Whether thread tid blocks signal sig now (its SigBlk in
+ * /proc/self/task/TID/status; false when unreadable). */
+static bool blocks_signal(pid_t tid, int sig)
+{
+    char path[48] = "/proc/self/task/", digits[12], buf[2048];
+    size_t n = 0, at = strlen(path);
+    for (unsigned v = (unsigned)tid; n == 0 || v; v /= 10)
+        digits[n++] = (char)('0' + v % 10);
+    while (n)
+        path[at++] = digits[--n];
+    memcpy(path + at, "/status", 8);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t got = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (got <= 0)
+        return false;
+    buf[got] = '\0';
+    const char *line = strstr(buf, "\nSigBlk:");
+    if (!line)
+        return false;
+    unsigned long long mask = strtoull(line + 9, NULL, 16);
+    return sig >= 1 && sig <= 64 && (mask >> (sig - 1) & 1);
+}
+
+/* Stops every thread but this one. Returns how many parked. A thread that
+ * blocks the signal (GLib's and Mesa's workers do, for good; a thread
+ * starting or ending, for a moment) gets it too, but is waited for only
+ * BLOCKED_GRACE_NS: it waits at the hooks' gate instead, its stack scanned
+ * whole. */
 static size_t stop_world(pid_t self, size_t *ret_unanswered)
 {
     n_slots = 0;
     atomic_store(&n_parked, 0);
-    atomic_store(&world_stopped, 1);
-    size_t sent = 0;
+    atomic_store(&heap_world_stopped, 1);
+    size_t sent = 0, blocking = 0;
     int64_t deadline = now_ns() + STOP_TIMEOUT_NS;
     pid_t tids[MAX_THREADS];
     for (int round = 0; round < 4; round++) {
@@ -335,18 +384,23 @@ static size_t stop_world(pid_t self, size_t *ret_unanswered)
             atomic_store(&s->tid, tids[i]);
             atomic_store(&s->state, SLOT_SIGNALLED);
             n_slots++;
+            bool blocked = blocks_signal(tids[i], stop_sig);
             if (syscall(SYS_tgkill, getpid(), tids[i], stop_sig) == 0) {
                 sent++;
                 fresh++;
+                blocking += blocked;
             } else {
                 atomic_store(&s->state, SLOT_FREE);
             }
         }
         if (!fresh && round > 0)
             break;
-        while ((size_t)atomic_load(&n_parked) < sent && now_ns() < deadline)
+        while ((size_t)atomic_load(&n_parked) < sent - blocking && now_ns() < deadline)
             nap_us(200);
     }
+    int64_t grace = now_ns() + BLOCKED_GRACE_NS;
+    while ((size_t)atomic_load(&n_parked) < sent && now_ns() < grace)
+        nap_us(200);
     size_t parked = (size_t)atomic_load(&n_parked);
     *ret_unanswered = sent - parked;
     return parked;
@@ -354,13 +408,13 @@ static size_t stop_world(pid_t self, size_t *ret_unanswered)
 
 static void resume_world(void)
 {
-    atomic_store(&world_stopped, 0);
-    futex_wake(&world_stopped);
+    atomic_store(&heap_world_stopped, 0);
+    futex_wake(&heap_world_stopped);
     int64_t deadline = now_ns() + STOP_TIMEOUT_NS;
     for (size_t i = 0; i < n_slots; i++) {
         while (atomic_load(&slots[i].state) == SLOT_PARKED && now_ns() < deadline)
             nap_us(100);
-        /* a late deferred park sees world_stopped == 0 and returns */
+        /* a late deferred park sees heap_world_stopped == 0 and returns */
         atomic_store(&slots[i].tid, 0);
     }
 }
@@ -448,14 +502,49 @@ static int collect_module(struct dl_phdr_info *info, size_t size, void *data)
 
 /* ---- the mark ---- */
 
+/* A granule as the mark sees it: heap.c's slot map (a table block's slot
+ * holds HEAP_SLOT_TABLE during the check) and our marks, one bit per
+ * slot. A slot is 16 bytes of address; a block is named by its first. */
+typedef struct gran {
+    uintptr_t base;
+    _Atomic uint8_t *slots;
+    uint64_t *marks;
+    size_t wlo, whi;          /* the 8-slot words holding blocks: [wlo, whi) */
+    uint64_t max_slots;       /* the largest block, in slots, plus one */
+    uintptr_t last, last_end; /* the highest block and its end */
+    bool non_main;
+} gran;
+
+typedef struct pending {
+    uintptr_t addr;
+    uint64_t size;
+} pending;
+
+#define AHEAD 16
+
+typedef struct ahead {
+    struct gran *g;
+    size_t slot;
+    uintptr_t w;
+} ahead;
+
 typedef struct marker {
-    heap_block *b;
+    heap_block *b;    /* the table's blocks, sorted */
     size_t n;
-    uintptr_t lo, hi; /* lowest block start, highest block end */
+    uintptr_t lo, hi; /* b's lowest start, highest end */
+    uintptr_t alo, ahi; /* bounds of every block: a word outside is no pointer */
     uint64_t *pages;  /* open addressing: page << 24 | (first block touching it, relative), 0 empty */
     uint32_t *page_first;
     size_t page_cap;
-    vec stack;        /* of size_t */
+    gran *g;          /* by granule index (heap_granules) */
+    size_t ng;
+    uint64_t *bm;     /* every granule's marks, one mapping */
+    uint64_t sblocks; /* blocks in the slot maps */
+    vec stack;        /* of pending */
+    uintptr_t words[AHEAD]; /* candidate pointers, their slot map lines being fetched */
+    unsigned words_head, words_n;
+    ahead ahead[AHEAD];     /* blocks found, their chunk headers being fetched */
+    unsigned ahead_head, ahead_n;
     int pagemap;
     uint64_t scanned; /* bytes */
 } marker;
@@ -569,16 +658,177 @@ static long find_block(const marker *m, uintptr_t a)
     return (long)(lo - 1);
 }
 
-enum { MARK_REACHED = 1u << 0, MARK_REPORTED = 1u << 1 };
+enum { MARK_REACHED = 1u << 0, MARK_REPORTED = 1u << 1, MARK_SLOT = 1u << 2 /* its slot holds HEAP_SLOT_TABLE */ };
 
-static void consider(marker *m, uintptr_t w)
+#define MARK_WORDS (HEAP_GRAN_SLOTS / 64) /* a granule's mark bits */
+
+static void push(marker *m, uintptr_t addr, uint64_t size)
 {
-    long i = find_block(m, w);
+    pending e = {addr, size};
+    vec_push(&m->stack, &e);
+}
+
+static gran *gran_at(const marker *m, uintptr_t a)
+{
+    uintptr_t gn = a >> HEAP_GRAN_SHIFT;
+    if (gn >= HEAP_GRAN_COUNT)
+        return NULL;
+    uint32_t st = atomic_load_explicit(&heap_gran_map[gn], memory_order_relaxed);
+    return st && st <= m->ng && m->g[st - 1].marks ? &m->g[st - 1] : NULL;
+}
+
+/* Slots 8 wi .. 8 wi + 7 of g as one word, slot 8 wi + i in byte i
+ * (little-endian). */
+static inline uint64_t slot_word(const gran *g, size_t wi)
+{
+    uint64_t x;
+    memcpy(&x, (const void *)(g->slots + 8 * wi), sizeof(x));
+    return x;
+}
+
+static inline uint8_t slot_at(const gran *g, size_t k)
+{
+    return atomic_load_explicit(&g->slots[k], memory_order_relaxed);
+}
+
+/* The size a slot map block was asked for: its usable size (from the
+ * chunk header) less the slack its slot records. */
+static inline uint64_t slot_size(uintptr_t p, uint8_t slot)
+{
+    uint64_t usable = heap_glibc_usable(p), slack = slot & HEAP_SLOT_SLACK;
+    return usable > slack ? usable - slack : 0;
+}
+
+/* Table block i reached (word w points into it). */
+static void reach_table(marker *m, long i)
+{
     if (i < 0 || (m->b[i].mark & MARK_REACHED))
         return;
     m->b[i].mark |= MARK_REACHED;
-    size_t idx = (size_t)i;
-    vec_push(&m->stack, &idx);
+    gran *g = gran_at(m, m->b[i].addr);
+    if (g) {
+        size_t k = (m->b[i].addr - g->base) >> 4;
+        g->marks[k >> 6] |= UINT64_C(1) << (k & 63);
+    }
+    push(m, m->b[i].addr, m->b[i].size);
+}
+
+/* Word w points at or after slot map block k of g: it reaches it when it
+ * lies inside (and is not glibc's pointer to the next chunk). */
+static void settle(marker *m, gran *g, size_t k, uintptr_t w)
+{
+    uint64_t mask = UINT64_C(1) << (k & 63);
+    if (g->marks[k >> 6] & mask)
+        return; /* reached meanwhile */
+    uintptr_t s = g->base + k * 16;
+    uint64_t chunk = ((const uint64_t *)s)[-1] & ~(uint64_t)7, size = slot_size(s, slot_at(g, k));
+    if (w >= s + (size ? size : 1))
+        return;
+    /* glibc's pointer to the next chunk (an arena's top, a free list)
+     * points into this block's last word: it is not the block's */
+    if (w - s == chunk - 16)
+        return;
+    g->marks[k >> 6] |= mask;
+    push(m, s, size);
+}
+
+/* The oldest block waiting for its chunk header. */
+static void settle_next(marker *m)
+{
+    ahead *e = &m->ahead[m->ahead_head];
+    m->ahead_head = (m->ahead_head + 1) % AHEAD;
+    m->ahead_n--;
+    settle(m, e->g, e->slot, e->w);
+}
+
+/* The block of granule g starting at slot k holds w, or w points into
+ * the gap after it. A slot map block waits in the queue while its chunk
+ * header is fetched: one cache miss per block otherwise dominates the
+ * mark. */
+static void reach_slot(marker *m, gran *g, size_t k, uintptr_t w)
+{
+    if (g->marks[k >> 6] & (UINT64_C(1) << (k & 63)))
+        return; /* marked already */
+    if (slot_at(g, k) == HEAP_SLOT_TABLE) {
+        reach_table(m, find_block(m, w));
+        return;
+    }
+    uintptr_t s = g->base + k * 16;
+    __builtin_prefetch((const void *)(s - 8));  /* the chunk's size */
+    __builtin_prefetch((const void *)(s + 16)); /* the first words */
+    if (m->ahead_n == AHEAD)
+        settle_next(m);
+    m->ahead[(m->ahead_head + m->ahead_n) % AHEAD] = (ahead){g, k, w};
+    m->ahead_n++;
+}
+
+/* The highest non-zero byte of x (little-endian: byte i is bits 8i..8i+7). */
+static inline size_t top_byte(uint64_t x)
+{
+    return (size_t)(63 - __builtin_clzll(x)) / 8;
+}
+
+/* Word w as a pointer into granule g's blocks: false when no block of g
+ * starts at or below it within the largest block's reach. */
+static bool consider_gran(marker *m, gran *g, uintptr_t w)
+{
+    size_t k = (w - g->base) >> 4, wi = k >> 3;
+    if (wi < g->wlo)
+        return false;
+    uint64_t x;
+    if (wi >= g->whi) {
+        wi = g->whi - 1;
+        x = slot_word(g, wi);
+    } else {
+        x = slot_word(g, wi) & (~UINT64_C(0) >> (8 * (7 - (k & 7))));
+    }
+    size_t floor_k = k > g->max_slots ? k - g->max_slots : 0;
+    size_t floor_w = floor_k >> 3 > g->wlo ? floor_k >> 3 : g->wlo;
+    while (!x) {
+        if (wi <= floor_w)
+            return false;
+        x = slot_word(g, --wi);
+    }
+    size_t start = wi * 8 + top_byte(x);
+    if (start < floor_k)
+        return false;
+    reach_slot(m, g, start, w);
+    return true;
+}
+
+/* Word w as a pointer, its slot map line fetched. */
+static void consider_now(marker *m, uintptr_t w)
+{
+    gran *g = gran_at(m, w);
+    if (g && consider_gran(m, g, w))
+        return;
+    /* a block that began in the granule before and reaches into this one */
+    uintptr_t from = w & ~(uintptr_t)(HEAP_GRAN_BYTES - 1);
+    gran *prev = from ? gran_at(m, from - 1) : NULL;
+    if (prev && w < prev->last_end) {
+        reach_slot(m, prev, (prev->last - prev->base) >> 4, w);
+        return;
+    }
+    if (m->n)
+        reach_table(m, find_block(m, w));
+}
+
+/* Word w as a pointer: it waits in the queue while the line of the slot
+ * map it falls in is fetched (the map is a sixteenth of the heap: it
+ * does not stay in cache either). */
+static void consider(marker *m, uintptr_t w)
+{
+    gran *g = gran_at(m, w);
+    if (g)
+        __builtin_prefetch((const void *)&g->slots[(w - g->base) >> 4]);
+    if (m->words_n == AHEAD) {
+        uintptr_t old = m->words[m->words_head];
+        m->words_head = (m->words_head + 1) % AHEAD;
+        m->words_n--;
+        consider_now(m, old);
+    }
+    m->words[(m->words_head + m->words_n) % AHEAD] = w;
+    m->words_n++;
 }
 
 static void scan_words(marker *m, uintptr_t lo, uintptr_t hi)
@@ -586,7 +836,7 @@ static void scan_words(marker *m, uintptr_t lo, uintptr_t hi)
     lo = (lo + 7) & ~(uintptr_t)7;
     for (uintptr_t p = lo; p + 8 <= hi; p += 8) {
         uintptr_t w = *(const uintptr_t *)p;
-        if (w >= m->lo && w < m->hi)
+        if (w >= m->alo && w < m->ahi)
             consider(m, w);
     }
     m->scanned += hi > lo ? hi - lo : 0;
@@ -623,9 +873,21 @@ static void scan_range(marker *m, uintptr_t lo, uintptr_t hi)
 
 static void drain(marker *m)
 {
-    while (m->stack.n) {
-        size_t i = ((size_t *)m->stack.p)[--m->stack.n];
-        scan_words(m, m->b[i].addr, m->b[i].addr + m->b[i].size);
+    for (;;) {
+        while (m->stack.n) {
+            pending e = ((pending *)m->stack.p)[--m->stack.n];
+            scan_words(m, e.addr, e.addr + e.size);
+        }
+        if (m->words_n) {
+            uintptr_t w = m->words[m->words_head];
+            m->words_head = (m->words_head + 1) % AHEAD;
+            m->words_n--;
+            consider_now(m, w);
+        } else if (m->ahead_n) {
+            settle_next(m);
+        } else {
+            break;
+        }
     }
 }
 
@@ -672,6 +934,97 @@ static bool contains(const mapping *mp, uintptr_t a)
     return a >= mp->start && a < mp->end;
 }
 
+/* ---- the blocks ---- */
+
+/* The granules heap.c saw: their maps' extent, the table's blocks that lie
+ * in them (their slots hold HEAP_SLOT_TABLE until unmark_table), the
+ * highest block of each. */
+static bool find_blocks(marker *m)
+{
+    heap_gran *hg;
+    m->ng = heap_gran_map ? heap_granules(&hg) : 0;
+    if (!m->ng)
+        return true;
+    m->g = heap_map(m->ng * sizeof(gran));
+    m->bm = heap_map(m->ng * MARK_WORDS * sizeof(uint64_t));
+    if (!m->g || !m->bm)
+        return false;
+    for (size_t i = 0; i < m->ng; i++) {
+        gran *g = &m->g[i];
+        *g = (gran){.base = hg[i].base, .slots = hg[i].slots, .marks = m->bm + i * MARK_WORDS,
+                    .wlo = HEAP_GRAN_SLOTS / 8, .non_main = hg[i].non_main};
+        g->max_slots = atomic_load(&hg[i].max_size) / 16 + 2;
+        const size_t page_words = 4096 / 8, pages = HEAP_GRAN_SLOTS / 4096;
+        uint64_t ent[256];
+        for (size_t pg = 0; pg < pages; pg++) {
+            /* pages of the map never touched hold no block */
+            if (m->pagemap >= 0 && pg % 256 == 0 &&
+                pread(m->pagemap, ent, sizeof(ent), (off_t)(((uintptr_t)g->slots / 4096 + pg) * 8)) != sizeof(ent))
+                memset(ent, 0xff, sizeof(ent));
+            if (m->pagemap >= 0 && !(ent[pg % 256] & (3ull << 62)))
+                continue;
+            for (size_t w = pg * page_words; w < (pg + 1) * page_words; w++) {
+                uint64_t x = slot_word(g, w);
+                if (!x)
+                    continue;
+                if (w < g->wlo)
+                    g->wlo = w;
+                g->whi = w + 1;
+                m->sblocks += (uint64_t)__builtin_popcountll(x & UINT64_C(0x8080808080808080));
+            }
+        }
+    }
+    for (size_t i = 0; i < m->n; i++) {
+        gran *g = gran_at(m, m->b[i].addr);
+        if (!g)
+            continue;
+        size_t k = (m->b[i].addr - g->base) >> 4, wi = k >> 3;
+        if (slot_at(g, k))
+            continue; /* cannot be: a block is in one place */
+        atomic_store_explicit(&g->slots[k], HEAP_SLOT_TABLE, memory_order_relaxed);
+        m->b[i].mark |= MARK_SLOT;
+        if (wi < g->wlo)
+            g->wlo = wi;
+        if (wi + 1 > g->whi)
+            g->whi = wi + 1;
+        if (m->b[i].size / 16 + 2 > g->max_slots)
+            g->max_slots = m->b[i].size / 16 + 2;
+    }
+    for (size_t i = 0; i < m->ng; i++) {
+        gran *g = &m->g[i];
+        if (g->wlo >= g->whi) {
+            g->marks = NULL; /* no blocks: nothing to look up */
+            continue;
+        }
+        size_t k = (g->whi - 1) * 8 + top_byte(slot_word(g, g->whi - 1));
+        uint8_t v = slot_at(g, k);
+        g->last = g->base + k * 16;
+        if (v == HEAP_SLOT_TABLE) {
+            long j = find_block(m, g->last);
+            g->last_end = g->last + (j >= 0 && m->b[j].size ? m->b[j].size : 1);
+        } else {
+            uint64_t size = slot_size(g->last, v);
+            g->last_end = g->last + (size ? size : 1);
+        }
+        if (g->base + g->wlo * 8 * 16 < m->alo)
+            m->alo = g->base + g->wlo * 8 * 16;
+        if (g->last_end > m->ahi)
+            m->ahi = g->last_end;
+    }
+    return true;
+}
+
+/* The table blocks' slots back to 0, before the world resumes. */
+static void unmark_table(marker *m)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        gran *g = m->b[i].mark & MARK_SLOT ? gran_at(m, m->b[i].addr) : NULL;
+        if (g)
+            atomic_store_explicit(&g->slots[(m->b[i].addr - g->base) >> 4], 0, memory_order_relaxed);
+        m->b[i].mark &= ~MARK_SLOT;
+    }
+}
+
 /* The allocator's own memory, from glibc's chunk headers: the arena of
  * each non-main-arena chunk, and the mapping of each mmap-ed one. */
 static void glibc_excludes(marker *m, vec *ex)
@@ -696,6 +1049,67 @@ static void glibc_excludes(marker *m, vec *ex)
             }
         }
     }
+    for (size_t i = 0; i < m->ng; i++)
+        if (m->g[i].non_main)
+            vec_push(ex, &(range){m->g[i].base, m->g[i].base + HEAP_GRAN_BYTES});
+}
+
+/* The blocks nothing reached, sorted, into out (mmap-ed). */
+static size_t collect_leaked(marker *m, heap_block **out, size_t *ret_cap)
+{
+    const uint64_t live = UINT64_C(0x8080808080808080);
+    size_t n = 0;
+    for (size_t i = 0; i < m->ng; i++) {
+        const gran *g = &m->g[i];
+        for (size_t w = g->marks ? g->wlo : 0; g->marks && w < g->whi; w++) {
+            uint64_t x = slot_word(g, w) & live;
+            for (; x; x &= x - 1) {
+                size_t k = w * 8 + (size_t)__builtin_ctzll(x) / 8;
+                n += !(g->marks[k >> 6] & (UINT64_C(1) << (k & 63)));
+            }
+        }
+    }
+    for (size_t i = 0; i < m->n; i++)
+        n += !(m->b[i].mark & MARK_REACHED);
+    *out = NULL;
+    *ret_cap = n + 1;
+    heap_block *b = heap_map(*ret_cap * sizeof(*b));
+    if (!b)
+        return 0;
+    size_t k = 0;
+    for (size_t i = 0; i < m->ng; i++) {
+        const gran *g = &m->g[i];
+        for (size_t w = g->marks ? g->wlo : 0; g->marks && w < g->whi; w++) {
+            uint64_t x = slot_word(g, w) & live;
+            for (; x && k < n; x &= x - 1) {
+                size_t s = w * 8 + (size_t)__builtin_ctzll(x) / 8;
+                if (g->marks[s >> 6] & (UINT64_C(1) << (s & 63)))
+                    continue;
+                uintptr_t p = g->base + s * 16;
+                uint64_t chunk = ((const uint64_t *)p)[-1] & ~(uint64_t)7;
+                b[k++] = (heap_block){p, slot_size(p, slot_at(g, s)), 0, 0, chunk - 16};
+            }
+        }
+    }
+    for (size_t i = 0; i < m->n && k < n; i++)
+        if (!(m->b[i].mark & MARK_REACHED))
+            b[k++] = m->b[i], b[k - 1].mark = 0;
+    if (k)
+        sort_blocks(b, k);
+    *out = b;
+    return k;
+}
+
+/* The bounds find_block needs, and its page index, over m->b. */
+static void index_blocks(marker *m)
+{
+    m->lo = m->n ? m->b[0].addr : 0;
+    m->hi = 0;
+    for (size_t i = 0; i < m->n; i++)
+        if (m->b[i].addr + (m->b[i].size ? m->b[i].size : 1) > m->hi)
+            m->hi = m->b[i].addr + (m->b[i].size ? m->b[i].size : 1);
+    if (m->n && !index_pages(m))
+        m->pages = NULL; /* binary search over all blocks then */
 }
 
 /* ---- grouping and records ---- */
@@ -737,8 +1151,10 @@ typedef struct attr {
 } attr;
 
 /* The leaked block (position) word w points to, or -1. */
-static long leaked_at(const attr *a, uintptr_t w, uint64_t same_size)
+static inline long leaked_at(const attr *a, uintptr_t w, uint64_t same_size)
 {
+    if (w < a->m->lo || w >= a->m->hi)
+        return -1;
     long j = find_block(a->m, w);
     if (j < 0 || a->pos[j] < 0 || (same_size && a->m->b[j].size != same_size))
         return -1;
@@ -790,6 +1206,14 @@ static void join_components(attr *a, bool same_size)
             a->owner[k] = comp[uf_find(a->parent, (uint32_t)k)];
 }
 
+static bool all_owned(const attr *a)
+{
+    for (size_t k = 0; k < a->n; k++)
+        if (!a->owner[k])
+            return false;
+    return true;
+}
+
 static void attribute(marker *m, const size_t *leak, size_t n, uint32_t *owner)
 {
     attr a = {m, leak, n, malloc(m->n * sizeof(long)), owner, malloc(n * sizeof(uint32_t)),
@@ -801,10 +1225,10 @@ static void attribute(marker *m, const size_t *leak, size_t n, uint32_t *owner)
             a.pos[i] = -1;
         for (size_t k = 0; k < n; k++)
             a.pos[leak[k]] = (long)k;
-        spread(&a, true);
-        join_components(&a, true);
-        spread(&a, false);
-        join_components(&a, false);
+        /* each pass only while some block has no stack yet */
+        void (*const passes[])(attr *, bool) = {spread, join_components, spread, join_components};
+        for (size_t p = 0; p < 4 && !all_owned(&a); p++)
+            passes[p](&a, p < 2);
     }
     free(a.pos), free(a.parent), free(a.queue);
 }
@@ -915,10 +1339,13 @@ static void report(marker *m, bool at_exit)
 /* Blocks reported by an earlier check (on demand), by address. */
 static vec reported = {.elem = sizeof(uintptr_t)};
 
+/* The leaked blocks reported now or before: the set the next check skips
+ * (a block freed since drops out). */
 static void note_reported(const marker *m)
 {
+    reported.n = 0;
     for (size_t i = 0; i < m->n; i++)
-        if ((m->b[i].mark & MARK_REPORTED) && !(m->b[i].mark & MARK_REACHED))
+        if (m->b[i].mark & MARK_REPORTED)
             vec_push(&reported, &m->b[i].addr);
 }
 
@@ -938,18 +1365,18 @@ static void apply_reported(marker *m)
             m->b[i].mark |= MARK_REPORTED;
 }
 
-void heap_check(bool at_exit)
+/* The check on this thread, whose caller's frames begin at my_sp and
+ * whose registers were regs[0..nregs). */
+__attribute__((noinline)) static void check(bool at_exit, uintptr_t my_sp, const uintptr_t *regs, int nregs)
 {
-    if (atomic_exchange(&checking, true))
-        return;
+    int64_t t0 = now_ns(), t_stop = 0, t_resume = 0;
     heap_self.depth++; /* our own allocations until the stop: tracked, never sampled */
-    __builtin_unwind_init();
-    uintptr_t my_sp = current_sp();
     pid_t self = gettid_raw();
-    marker m = {.stack = {.elem = sizeof(size_t)}, .pagemap = -1};
+    marker m = {.stack = {.elem = sizeof(pending)}, .pagemap = -1};
+    marker lm = {.stack = {.elem = sizeof(pending)}, .pagemap = -1}; /* the leaked blocks */
     vec maps = {.elem = sizeof(mapping)}, modules = {.elem = sizeof(range)}, ex = {.elem = sizeof(range)};
     heap_block *blocks = NULL;
-    size_t cap = 0;
+    size_t cap = 0, leaked_cap = 0;
     char *maps_text = NULL;
     if (!slots)
         slots = heap_map(MAX_THREADS * sizeof(*slots));
@@ -966,9 +1393,10 @@ void heap_check(bool at_exit)
         goto out;
     }
     size_t unanswered = 0;
-    stop_world(self, &unanswered);
+    size_t parked = stop_world(self, &unanswered);
+    t_stop = now_ns();
     read_maps(&maps, maps_text);
-    /* the blocks, sorted */
+    /* the table's blocks, sorted */
     heap_lock_all();
     for (int tries = 0; tries < 4; tries++) {
         size_t need = heap_live_blocks() + 1024;
@@ -985,34 +1413,38 @@ void heap_check(bool at_exit)
         if (m.n <= cap)
             break;
     }
-    if (!blocks || m.n > cap) {
+    bool fail = !blocks || m.n > cap;
+    m.b = blocks;
+    if (!fail && m.n)
+        sort_blocks(m.b, m.n);
+    if (!fail)
+        index_blocks(&m);
+    m.alo = m.n ? m.lo : UINTPTR_MAX; /* every block's bounds: find_blocks widens them */
+    m.ahi = m.n ? m.hi : 0;
+
+    /* the slot maps' blocks */
+    if (!fail && !find_blocks(&m))
+        fail = true;
+    if (fail) {
+        unmark_table(&m);
         heap_unlock_all();
         resume_world();
         agent_note_once("heap-mark", "native leaks cannot be checked here (no memory for the mark)");
         goto out;
     }
-    m.b = blocks;
-    if (m.n)
-        sort_blocks(m.b, m.n);
-    m.lo = m.n ? m.b[0].addr : 0;
-    for (size_t i = 0; i < m.n; i++)
-        if (m.b[i].addr + (m.b[i].size ? m.b[i].size : 1) > m.hi)
-            m.hi = m.b[i].addr + (m.b[i].size ? m.b[i].size : 1);
-    if (!index_pages(&m))
-        m.pages = NULL; /* binary search over all blocks then */
 
     /* what is not a root: everything we mapped so far (nothing we map is
-     * unmapped before the check ends) */
+     * unmapped before the check ends), the allocator's memory */
     heap_region own[1100];
     size_t n_own = heap_own_regions(own, 1100);
     for (size_t i = 0; i < n_own; i++)
         vec_push(&ex, &(range){own[i].start, own[i].end});
+    const mapping *mp = maps.p;
     if (heap_allocator_is_glibc())
         glibc_excludes(&m, &ex);
     else
         for (size_t i = 0; i < m.n; i++)
             vec_push(&ex, &(range){m.b[i].addr, m.b[i].addr + m.b[i].size});
-    const mapping *mp = maps.p;
     const heap_thread_seen *seen;
     size_t n_seen = heap_threads_seen(&seen);
     pid_t live[MAX_THREADS];
@@ -1024,6 +1456,7 @@ void heap_check(bool at_exit)
         if (has_live)
             continue;
         bool dead = false;
+        uintptr_t tcb = mp[i].end;
         for (size_t s = 0; s < n_seen && !dead; s++) {
             if (!contains(&mp[i], seen[s].sp))
                 continue;
@@ -1031,8 +1464,12 @@ void heap_check(bool at_exit)
             for (size_t t = 0; t < n_live && !alive; t++)
                 alive = live[t] == seen[s].tid;
             dead = !alive;
+            if (dead && contains(&mp[i], seen[s].tp))
+                tcb = seen[s].tp; /* glibc's descriptor at the top stays: its cache reuses it (and its DTV) */
         }
-        if (dead || strncmp(mp[i].name, "[heap]", 6) == 0)
+        if (dead)
+            vec_push(&ex, &(range){mp[i].start, tcb});
+        else if (strncmp(mp[i].name, "[heap]", 6) == 0)
             vec_push(&ex, &(range){mp[i].start, mp[i].end});
     }
     sort_ranges(ex.p, ex.n);
@@ -1050,7 +1487,7 @@ void heap_check(bool at_exit)
         /* a stack from its lowest live stack pointer (less the red zone) */
         uintptr_t from = UINTPTR_MAX;
         if (contains(x, my_sp))
-            from = my_sp - RED_ZONE;
+            from = my_sp;
         for (size_t s = 0; s < n_slots; s++)
             if (atomic_load(&slots[s].state) == SLOT_PARKED && contains(x, slots[s].sp) &&
                 slots[s].sp - RED_ZONE < from)
@@ -1066,33 +1503,47 @@ void heap_check(bool at_exit)
         scan_except(&m, r->start, r->end, ex.p, ex.n);
         drain(&m);
     }
+    for (int k = 0; k < nregs; k++)
+        if (regs[k] >= m.alo && regs[k] < m.ahi)
+            consider(&m, regs[k]);
+    drain(&m);
     for (size_t s = 0; s < n_slots; s++) {
         if (atomic_load(&slots[s].state) != SLOT_PARKED)
             continue;
         for (int k = 0; k < slots[s].nregs; k++)
-            if (slots[s].regs[k] >= m.lo && slots[s].regs[k] < m.hi)
+            if (slots[s].regs[k] >= m.alo && slots[s].regs[k] < m.ahi)
                 consider(&m, slots[s].regs[k]);
         drain(&m);
     }
+    /* what nothing reached, read while no block can be freed */
+    lm.n = collect_leaked(&m, &lm.b, &leaked_cap);
+    unmark_table(&m);
     heap_unlock_all();
     resume_world();
+    t_resume = now_ns();
     heap_self.depth--;
 
     if (unanswered)
         agent_note_once("heap-unanswered", "%zu thread(s) did not stop for the leak check (they block signals); "
                                            "their registers were not scanned", unanswered);
     if (getenv("PACER_LEAKS_DEBUG")) {
-        size_t reached = 0, sampled = 0;
+        size_t sampled = 0;
         for (size_t i = 0; i < m.n; i++)
-            reached += (m.b[i].mark & MARK_REACHED) != 0, sampled += m.b[i].stack != 0;
-        fprintf(stderr, "pacer-agent: leak check: %zu blocks (%zu sampled), %zu reached, %llu bytes of roots and "
-                        "blocks scanned, %zu threads stopped, %zu excluded ranges, %zu modules\n",
-                m.n, sampled, reached, (unsigned long long)m.scanned, n_slots, ex.n, modules.n);
+            sampled += m.b[i].stack != 0;
+        size_t total = (size_t)m.sblocks + m.n;
+        fprintf(stderr, "pacer-agent: leak check: %zu blocks (%zu sampled, %zu in slot maps), %zu reached, %llu bytes "
+                        "of roots and blocks scanned, %zu threads stopped (%zu not), %zu excluded ranges, %zu modules\n",
+                total, sampled, (size_t)m.sblocks, total - lm.n, (unsigned long long)m.scanned, parked, unanswered,
+                ex.n, modules.n);
     }
-    apply_reported(&m);
-    report(&m, at_exit);
+    index_blocks(&lm);
+    apply_reported(&lm);
+    report(&lm, at_exit);
     heap_self.depth++;
-    note_reported(&m);
+    note_reported(&lm);
+    if (getenv("PACER_LEAKS_DEBUG"))
+        fprintf(stderr, "pacer-agent: leak check: %.1f ms to stop, %.1f ms stopped, %.1f ms to report\n",
+                (double)(t_stop - t0) / 1e6, (double)(t_resume - t_stop) / 1e6, (double)(now_ns() - t_resume) / 1e6);
     heap_unmap(maps_text, MAPS_TEXT);
     maps_text = NULL;
 out:
@@ -1106,7 +1557,34 @@ out:
     retire(blocks, cap * sizeof(*blocks));
     retire(m.pages, m.page_cap * sizeof(uint64_t));
     retire(m.page_first, m.page_cap * sizeof(uint32_t));
+    retire(m.g, m.ng * sizeof(gran));
+    retire(m.bm, m.ng * MARK_WORDS * sizeof(uint64_t));
+    retire(lm.b, leaked_cap * sizeof(heap_block));
+    retire(lm.pages, lm.page_cap * sizeof(uint64_t));
+    retire(lm.page_first, lm.page_cap * sizeof(uint32_t));
     bury();
     heap_self.depth--;
+}
+
+void heap_check(bool at_exit)
+{
+    if (atomic_exchange(&checking, true))
+        return;
+    /* The roots of this thread are its caller's frames and registers: the
+     * check's own frames (below this one) hold its own pointers and stale
+     * values of earlier calls, never the app's. */
+    ucontext_t uc;
+    uintptr_t regs[MAX_REGS];
+    int nregs = 0;
+    if (getcontext(&uc) == 0) {
+#if defined(__x86_64__)
+        for (int i = 0; i < NGREG && nregs < MAX_REGS; i++)
+            regs[nregs++] = (uintptr_t)uc.uc_mcontext.gregs[i];
+#elif defined(__aarch64__)
+        for (int i = 0; i < 31 && nregs < MAX_REGS; i++)
+            regs[nregs++] = (uintptr_t)uc.uc_mcontext.regs[i];
+#endif
+    }
+    check(at_exit, (uintptr_t)__builtin_frame_address(0), regs, nregs);
     atomic_store(&checking, false);
 }

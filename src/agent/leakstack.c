@@ -4,7 +4,12 @@
  * Symbols come from libpacer-symbols (.symtab/.dynsym names, DWARF
  * file:line), through a symbolizer of this file's own behind a mutex: the
  * watchdog's is for its thread alone. It is made at the first stack a
- * record shows, so a run without leak stacks never reads DWARF.
+ * record shows, so a run without leak stacks never reads DWARF. Only the
+ * app's frames get file:line: a system library's are named from its symbol
+ * table alone (through the symbolizer's libdwfl session), because its
+ * lines would come from separate debug info (libc6-dbg, *-dbgsym), which
+ * libdw decompresses whole at the first lookup — some 70 ms for libc here,
+ * paid at the app's exit, where native leaks are reported.
  *
  * In-app frames follow the jank records' rule (docs/records.md): the
  * executable, or a library outside the system directories; never the
@@ -20,6 +25,7 @@
 #include <pacer/symbols.h>
 
 #include <dlfcn.h>
+#include <elfutils/libdwfl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,30 +69,67 @@ static void ensure_bases(void)
     base_agent = module_base((void *)ensure_bases);
 }
 
-static bool sym_in_app(const pt_sym *s)
+static bool path_in_app(const char *path)
 {
     static const char *const system_dirs[] = {"/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/libexec/"};
-    if (!s->path || s->path[0] != '/' || strcmp(s->name, "[plt]") == 0)
+    if (!path || path[0] != '/')
         return false;
-    if (agent_file && strcmp(s->path, agent_file) == 0)
+    if (agent_file && strcmp(path, agent_file) == 0)
         return false;
-    if (strcmp(s->path, exe) == 0)
+    if (strcmp(path, exe) == 0)
         return true;
     for (size_t i = 0; i < sizeof(system_dirs) / sizeof(system_dirs[0]); i++)
-        if (strncmp(s->path, system_dirs[i], strlen(system_dirs[i])) == 0)
+        if (strncmp(path, system_dirs[i], strlen(system_dirs[i])) == 0)
             return false;
     return true;
 }
 
-static bool sym_is_agent(const pt_sym *s)
+static bool sym_in_app(const pt_sym *s)
 {
-    return s->path && agent_file && strcmp(s->path, agent_file) == 0;
+    return path_in_app(s->path) && strcmp(s->name, "[plt]") != 0;
+}
+
+static bool path_is_agent(const char *path)
+{
+    return path && agent_file && strcmp(path, agent_file) == 0;
 }
 
 /* A return address's call site: what names the calling line. */
 static uint64_t call_site(uint64_t pc)
 {
     return pc ? pc - 1 : 0;
+}
+
+/* Room for a frame named without the symbolizer's cache. */
+typedef struct frame_buf {
+    pt_sym sym;
+    char hex[24];
+} frame_buf;
+
+/* Lock held, symbols made. The symbol of call site pc: NULL for the
+ * agent's own code; the symbolizer's (file:line included) for the app's
+ * frames and any it cannot place; a system library's from its symbol
+ * table only, into *buf (its strings are libdwfl's, valid while the
+ * symbolizer lives). */
+static const pt_sym *frame_at(uint64_t pc, frame_buf *buf)
+{
+    Dwfl *d = pt_symbols_dwfl(symbols);
+    Dwfl_Module *mod = d ? dwfl_addrmodule(d, (Dwarf_Addr)pc) : NULL;
+    Dwarf_Addr start = 0;
+    const char *path = mod ? dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL, NULL, NULL) : NULL;
+    if (path_is_agent(path))
+        return NULL;
+    if (!path || path[0] != '/' || path_in_app(path)) {
+        const pt_sym *s = pt_symbols_lookup(symbols, pc);
+        return path_is_agent(s->path) ? NULL : s;
+    }
+    const char *name = dwfl_module_addrname(mod, (GElf_Addr)pc);
+    if (!name) {
+        snprintf(buf->hex, sizeof(buf->hex), "0x%llx", (unsigned long long)pc);
+        name = buf->hex;
+    }
+    buf->sym = (pt_sym){.name = name, .module = strrchr(path, '/') + 1, .path = path, .offset = pc - start};
+    return &buf->sym;
 }
 
 size_t leakstack_add(pacer_record *r, unsigned field, uint32_t id)
@@ -102,8 +145,9 @@ size_t leakstack_add(pacer_record *r, unsigned field, uint32_t id)
     for (size_t i = 0; i < n; i++) {
         uint64_t pc = call_site(pcs[i]);
         static const pt_sym unknown = {.name = "?"};
-        const pt_sym *s = symbols ? pt_symbols_lookup(symbols, pc) : &unknown;
-        if (sym_is_agent(s))
+        frame_buf buf;
+        const pt_sym *s = symbols ? frame_at(pc, &buf) : &unknown;
+        if (!s)
             continue;
         pacer_record *f = pacer_record_add(r, field);
         if (!f)
@@ -166,17 +210,18 @@ static size_t norm_len(const char *fn)
     return strcspn(fn, ".@");
 }
 
-/* Lock held: the symbols of the stack's frames, agent frames left out. */
-static size_t lookup_all(uint32_t id, const pt_sym **syms, bool *app)
+/* Lock held: the symbols of the stack's frames, agent frames left out
+ * (bufs: room for those named outside the symbolizer's cache). */
+static size_t lookup_all(uint32_t id, const pt_sym **syms, bool *app, frame_buf *bufs)
 {
     const uint64_t *pcs;
     size_t n = stackstore_get(id, &pcs), k = 0;
     ensure_symbols();
     if (!symbols)
         return 0;
-    for (size_t i = 0; i < n; i++) {
-        const pt_sym *s = pt_symbols_lookup(symbols, call_site(pcs[i]));
-        if (sym_is_agent(s))
+    for (size_t i = 0; i < n && k < STACKSTORE_MAX_FRAMES; i++) {
+        const pt_sym *s = frame_at(call_site(pcs[i]), &bufs[k]);
+        if (!s)
             continue;
         syms[k] = s;
         app[k] = sym_in_app(s);
@@ -189,8 +234,9 @@ bool leakstack_signature(uint32_t id, char hex[17])
 {
     const pt_sym *syms[STACKSTORE_MAX_FRAMES];
     bool app[STACKSTORE_MAX_FRAMES];
+    frame_buf bufs[STACKSTORE_MAX_FRAMES];
     pthread_mutex_lock(&mu);
-    size_t n = lookup_all(id, syms, app);
+    size_t n = lookup_all(id, syms, app, bufs);
     bool any_app = false;
     for (size_t i = 0; i < n; i++)
         any_app |= app[i];
@@ -225,8 +271,9 @@ bool leakstack_in_app(uint32_t id)
 {
     const pt_sym *syms[STACKSTORE_MAX_FRAMES];
     bool app[STACKSTORE_MAX_FRAMES];
+    frame_buf bufs[STACKSTORE_MAX_FRAMES];
     pthread_mutex_lock(&mu);
-    size_t n = lookup_all(id, syms, app);
+    size_t n = lookup_all(id, syms, app, bufs);
     pthread_mutex_unlock(&mu);
     for (size_t i = 0; i < n; i++)
         if (app[i])
@@ -238,10 +285,11 @@ bool leakstack_has_function(uint32_t id, const char *fn)
 {
     const pt_sym *syms[STACKSTORE_MAX_FRAMES];
     bool app[STACKSTORE_MAX_FRAMES];
+    frame_buf bufs[STACKSTORE_MAX_FRAMES];
     size_t want = strlen(fn);
     bool found = false;
     pthread_mutex_lock(&mu);
-    size_t n = lookup_all(id, syms, app);
+    size_t n = lookup_all(id, syms, app, bufs);
     for (size_t i = 0; i < n && !found; i++)
         found = norm_len(syms[i]->name) == want && strncmp(syms[i]->name, fn, want) == 0;
     pthread_mutex_unlock(&mu);

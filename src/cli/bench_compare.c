@@ -35,10 +35,10 @@ void bench_result_release(bench_result *res)
     *res = (bench_result){0};
 }
 
-static bench_rng rng_for(const bench_gate *g, const char *name, uint64_t side)
+static stats_rng rng_for(const bench_gate *g, const char *name, uint64_t side)
 {
-    bench_rng rng;
-    bench_rng_seed(&rng, fnv1a64_str(name, g->seed * 0x9e3779b97f4a7c15ULL + side));
+    stats_rng rng;
+    stats_rng_seed(&rng, fnv1a64_str(name, g->seed * 0x9e3779b97f4a7c15ULL + side));
     return rng;
 }
 
@@ -124,14 +124,14 @@ int bench_compare(const bench_set *base, const bench_set *cur, const bench_gate 
         }
         row->has_base = nb > 0;
         row->has_cur = nc > 0;
-        bench_rng rb = rng_for(g, row->name, 1), rcur = rng_for(g, row->name, 2), rs = rng_for(g, row->name, 3);
+        stats_rng rb = rng_for(g, row->name, 1), rcur = rng_for(g, row->name, 2), rs = rng_for(g, row->name, 3);
         if (row->has_base)
-            rc = bench_summarize(vb, nb, g->resamples, &rb, &row->base);
+            rc = stats_summarize(vb, nb, g->resamples, &rb, &row->base);
         if (rc == 0 && row->has_cur)
-            rc = bench_summarize(vc, nc, g->resamples, &rcur, &row->cur);
+            rc = stats_summarize(vc, nc, g->resamples, &rcur, &row->cur);
         /* the spread detectability is judged on: the baseline's, else the runs' own */
         if (rc == 0)
-            rc = row->has_base ? bench_sigma(vb, nb, &row->sigma) : bench_sigma(vc, nc, &row->sigma);
+            rc = row->has_base ? stats_sigma(vb, nb, &row->sigma) : stats_sigma(vc, nc, &row->sigma);
         double ref = row->has_base ? row->base.median : row->cur.median;
         row->gate_ms = fmax(g->threshold_pct / 100 * fabs(ref), g->floor_ms);
         double *d = NULL;
@@ -140,17 +140,17 @@ int bench_compare(const bench_set *base, const bench_set *cur, const bench_gate 
         bool enough = g->paired ? row->pairs >= g->min_samples : nb >= g->min_samples && nc >= g->min_samples;
         if (rc == 0 && row->has_base && row->has_cur && enough) {
             if (g->paired) {
-                rc = bench_paired_shift_ci(d, row->pairs, g->resamples, &rs, &row->shift);
+                rc = stats_paired_shift_ci(d, row->pairs, g->resamples, &rs, &row->shift);
                 if (rc == 0)
-                    rc = bench_wilcoxon(d, row->pairs, &row->wsr);
+                    rc = stats_wilcoxon(d, row->pairs, &row->wsr);
                 if (rc == 0)
-                    rc = bench_sigma(d, row->pairs, &row->sigma);
+                    rc = stats_sigma(d, row->pairs, &row->sigma);
                 p[i] = row->wsr.p_greater;
                 pl[i] = row->wsr.p_less;
             } else {
-                rc = bench_shift_ci(vb, nb, vc, nc, g->resamples, &rs, &row->shift);
+                rc = stats_shift_ci(vb, nb, vc, nc, g->resamples, &rs, &row->shift);
                 if (rc == 0)
-                    rc = bench_mann_whitney(vb, nb, vc, nc, &row->mwu);
+                    rc = stats_mann_whitney(vb, nb, vc, nc, &row->mwu);
                 p[i] = row->mwu.p_greater;
                 pl[i] = row->mwu.p_less;
             }
@@ -170,7 +170,7 @@ int bench_compare(const bench_set *base, const bench_set *cur, const bench_gate 
         if (rc < 0)
             goto fail;
     }
-    if ((rc = bench_holm(p, n, adj)) < 0 || (rc = bench_holm(pl, n, adj_l)) < 0)
+    if ((rc = stats_holm(p, n, adj)) < 0 || (rc = stats_holm(pl, n, adj_l)) < 0)
         goto fail;
 
     /* detectability at the Bonferroni level of the family (all metrics
@@ -192,18 +192,18 @@ int bench_compare(const bench_set *base, const bench_set *cur, const bench_gate 
             nc = g->planned_runs;
         if (g->paired && row->has_base && row->has_cur) {
             row->detectable = row->pairs >= g->min_samples
-                                  ? bench_min_detectable_paired(row->sigma, row->pairs, level, g->power)
+                                  ? stats_min_detectable_paired(row->sigma, row->pairs, level, g->power)
                                   : NAN;
             row->noisy = row->detectable > row->gate_ms;
             if (row->noisy)
-                row->runs_needed = bench_pairs_needed(row->sigma, row->gate_ms, level, g->power);
+                row->runs_needed = stats_pairs_needed(row->sigma, row->gate_ms, level, g->power);
         } else if ((row->has_base || row->has_cur) && nb >= g->min_samples && nc >= g->min_samples) {
             /* too few runs for any p to reach the level: nothing is detectable */
-            row->detectable = bench_mwu_min_p(nb, nc) > level ? INFINITY
-                                                               : bench_min_detectable(row->sigma, nb, nc, level, g->power);
+            row->detectable = stats_mwu_min_p(nb, nc) > level ? INFINITY
+                                                               : stats_min_detectable(row->sigma, nb, nc, level, g->power);
             row->noisy = row->detectable > row->gate_ms;
             if (row->noisy)
-                row->runs_needed = bench_runs_needed(row->sigma, row->gate_ms, level, g->power);
+                row->runs_needed = stats_runs_needed(row->sigma, row->gate_ms, level, g->power);
         } else {
             row->detectable = NAN;
         }

@@ -14,11 +14,11 @@
  * Detectability: the smallest shift the comparison would find with
  * probability `power`, from the baseline's robust spread (1.4826 × MAD) and
  * both sample counts at the Bonferroni level alpha / metrics
- * (bench_min_detectable). A metric whose detectable shift is above its gate
+ * (stats_min_detectable). A metric whose detectable shift is above its gate
  * is `noisy`: a regression of the size of the gate could pass unseen;
  * runs_needed says how many runs on each side would see it. With so few
  * runs that even samples that do not overlap at all give a p above the
- * level (bench_mwu_min_p), nothing is detectable (INFINITY).
+ * level (stats_mwu_min_p), nothing is detectable (INFINITY).
  *
  * Paired runs (--vs: the two builds ran alternately, pair i being the
  * i-th run of each): the test is then the one-sided Wilcoxon signed-rank
@@ -37,7 +37,7 @@
 #define PACER_CLI_BENCH_COMPARE_H
 
 #include "bench_samples.h"
-#include "bench_stats.h"
+#include <pacer/stats.h>
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -68,11 +68,11 @@ typedef enum bench_verdict {
 typedef struct bench_row {
     const char *name; /* into one of the sets */
     bool has_base, has_cur;
-    bench_summary base, cur;
-    bench_shift shift; /* with both sides */
+    stats_summary base, cur;
+    stats_shift shift; /* with both sides */
     double pct;        /* shift / baseline median, % */
-    bench_mwu mwu;     /* unpaired */
-    bench_wsr wsr;     /* paired */
+    stats_mwu mwu;     /* unpaired */
+    stats_wsr wsr;     /* paired */
     size_t pairs;      /* paired: pairs where both runs have the metric */
     double p, p_less;  /* Holm-adjusted one-sided p-values; NAN when not compared */
     double gate_ms;    /* the smallest shift that fails */

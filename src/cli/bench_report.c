@@ -27,7 +27,7 @@ static double median_note(const bench_set *set, size_t offset, double *ret_min, 
         *ret_max = fmax(*ret_max, x);
     }
     double m = NAN;
-    if (n && bench_median(v, n, &m) < 0)
+    if (n && stats_median(v, n, &m) < 0)
         m = NAN;
     free(v);
     return m;
@@ -211,7 +211,7 @@ void bench_report_text(const bench_report *r, FILE *out)
                 "95% CI of median", "min", "max", r->cur ? "detectable" : "detect.");
         for (size_t i = 0; i < res->n; i++) {
             const bench_row *row = &res->rows[i];
-            const bench_summary *s = r->cur ? &row->cur : &row->base;
+            const stats_summary *s = r->cur ? &row->cur : &row->base;
             fprintf(out, "%-*s %5zu %9.1f %8.1f [%8.1f, %8.1f] %9.1f %9.1f", w, row->name, s->n, s->median, s->mad,
                     s->ci_lo, s->ci_hi, s->min, s->max);
             if (isnan(row->detectable))
@@ -375,7 +375,7 @@ int bench_report_markdown(const bench_report *r, FILE *out)
         fprintf(out, "|---|---:|---:|---:|---:|---:|---:|\n");
         for (size_t i = 0; i < res->n; i++) {
             const bench_row *row = &res->rows[i];
-            const bench_summary *s = r->cur ? &row->cur : &row->base;
+            const stats_summary *s = r->cur ? &row->cur : &row->base;
             fputs("| ", out);
             md_text(out, row->name);
             fprintf(out, " | %zu | %.1f | %.1f | %.1f … %.1f | %.1f | %.1f |\n", s->n, s->median, s->mad, s->ci_lo,
@@ -537,7 +537,7 @@ int bench_report_junit(const bench_report *r, FILE *out)
                      row->base.median, row->base.n, row->base.mad, row->cur.median, row->cur.n, row->cur.mad,
                      row->shift.shift, row->shift.ci_lo, row->shift.ci_hi, row->p, bench_verdict_name(row->verdict));
         else {
-            const bench_summary *s = row->has_cur ? &row->cur : &row->base;
+            const stats_summary *s = row->has_cur ? &row->cur : &row->base;
             snprintf(text, sizeof(text), "median %.3f ms (n %zu, MAD %.3f, 95 %% CI %.3f … %.3f, min %.3f, max %.3f)",
                      s->median, s->n, s->mad, s->ci_lo, s->ci_hi, s->min, s->max);
         }

@@ -989,6 +989,11 @@ int bench_set_parse_server(char *buf, size_t len, bench_set **ret, char *err, si
                 rc = failf(err, err_len, "records[%zu]: expected a page or startup record with a session", n);
                 break;
             }
+            if (pacer_record_ts(rec) < 0) {
+                pacer_record_free(rec);
+                rc = failf(err, err_len, "records[%zu]: ts: expected unix nanoseconds, not a negative time", n);
+                break;
+            }
             recs[n++] = (server_rec){rec, session, pacer_record_ts(rec)};
         }
         if (rc == 0 && e < 0)

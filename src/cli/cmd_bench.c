@@ -67,12 +67,15 @@ static const char usage[] =
     "                      The program is then ended with SIGTERM (its process\n"
     "                      group; SIGKILL after 5 s)\n"
     "  --timeout S         a run that takes longer fails (default 60)\n"
-    "  --vs 'OTHER ARGS'   the baseline build: runs alternate OTHER, PROGRAM,\n"
-    "                      OTHER, PROGRAM…, and PROGRAM is compared with OTHER\n"
-    "                      pair by pair (the i-th run of each), so a machine that\n"
-    "                      gets busier slows both runs of a pair alike and drops\n"
-    "                      out of their difference. Split into words as a shell\n"
-    "                      does, quotes included, without expansions\n"
+    "  --vs 'OTHER ARGS'   the baseline build: runs alternate in pairs, OTHER\n"
+    "                      PROGRAM, PROGRAM OTHER, OTHER PROGRAM…, and PROGRAM\n"
+    "                      is compared with OTHER pair by pair (the i-th run of\n"
+    "                      each), so a machine that gets busier slows both runs\n"
+    "                      of a pair alike and drops out of their difference,\n"
+    "                      and each side goes first as often as the other (what\n"
+    "                      a run leaves behind slows the next one). Split into\n"
+    "                      words as a shell does, quotes included, without\n"
+    "                      expansions\n"
     "  --xvfb              run on a private Xvfb display even when one is set\n"
     "                      (default: only when neither DISPLAY nor WAYLAND_DISPLAY\n"
     "                      is set). There, pacer also sets GIO_USE_PROXY_RESOLVER=\n"
@@ -513,8 +516,11 @@ static int one_run(bench_work *w, char **prog, const char *label, bench_set *set
     return 0;
 }
 
-/* Runs the warm-ups and the measured runs, A B A B with --vs (A = other).
- * 0, or -1 (printed). */
+/* Runs the warm-ups and the measured runs. With --vs (A = other) each pair
+ * holds one run of each, in the order A B, B A, A B, ...: both sides go
+ * first equally often, so what a run leaves behind (the previous app's
+ * teardown, caches, the X server's cleanup) slows each side alike, as a
+ * machine that gets busier does. 0, or -1 (printed). */
 static int run_all(bench_work *w, const bench_opts *o, char **prog, char **other, bench_set *cur, bench_set *vs)
 {
     char label[32];
@@ -528,7 +534,9 @@ static int run_all(bench_work *w, const bench_opts *o, char **prog, char **other
     for (size_t k = 0; k < o->warmup + o->runs && rc == 0; k++) {
         bool warm = k < o->warmup;
         size_t num = warm ? k + 1 : k - o->warmup + 1;
-        for (int side = other ? 0 : 1; side < 2 && rc == 0; side++) {
+        bool flip = other && !warm && num % 2 == 0; /* PROGRAM first in even-numbered pairs */
+        for (int step = other ? 0 : 1; step < 2 && rc == 0; step++) {
+            int side = flip ? 1 - step : step;
             snprintf(label, sizeof(label), "%s%s%02zu", side ? (other ? "b" : "r") : "a", warm ? "w" : "", num);
             ++done;
             if (tty) {

@@ -151,7 +151,11 @@ static int run(int argc, char **argv)
             continue;
         }
         r = pacer_submit(p, &ev);
-        if (r < 0) {
+        if (r == -EINVAL && ev.type == PACER_EV_RECORD) {
+            fprintf(stderr, "pacer replay: %s:%lu: record rejected: not a net, jank, frames or leak record "
+                            "of docs/records.md with a \"type\" and valid fields\n", path, lineno);
+            bad++;
+        } else if (r < 0) {
             fprintf(stderr, "pacer replay: %s:%lu: event rejected: %s\n", path, lineno, strerror(-r));
             bad++;
         }

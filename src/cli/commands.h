@@ -19,6 +19,7 @@ typedef struct cli_command {
 extern const cli_command cmd_bench;
 extern const cli_command cmd_config;
 extern const cli_command cmd_export;
+extern const cli_command cmd_issues;
 extern const cli_command cmd_replay;
 extern const cli_command cmd_report;
 extern const cli_command cmd_trace;

@@ -13,6 +13,7 @@ static const cli_command *const commands[] = {
     &cmd_export,
     &cmd_run,
     &cmd_bench,
+    &cmd_issues,
     &cmd_schema,
     &cmd_trace,
 };

@@ -19,6 +19,11 @@
  *  4. Strings handed to the caller are valid UTF-8 without NUL bytes (a
  *     \u0000 in a kept field is refused: it could not survive as a C string),
  *     so pacer_event_format() writes them back byte for byte.
+ *  5. A record event's object is handed back as its JSON text with the
+ *     whitespace outside strings removed, written over its own place in
+ *     scratch (the compact text is never longer, and no other string handed
+ *     back lies inside it); the writer copies it as it is. Whether it is a
+ *     valid record is the model's to say (pacer_submit).
  *
  * Errors are one line in the caller's err buffer: syntax errors start with
  * "invalid JSON at column N: " (N is the 1-based byte offset); field errors
@@ -51,14 +56,16 @@ static const char *const event_names[PACER_EV_LAST + 1] = {
     [PACER_EV_API_END] = "api_end",
     [PACER_EV_PAGE_SHOW] = "page_show",
     [PACER_EV_HANDOFF] = "handoff",
+    [PACER_EV_RECORD] = "record",
 };
 
 /* Vocabulary members, in the order the writer emits them. */
-enum field { F_T, F_EV, F_PAGE, F_CLASS, F_KIND, F_URL, F_REQ, F_STATUS, F_COUNT };
+enum field { F_T, F_EV, F_PAGE, F_CLASS, F_KIND, F_URL, F_REQ, F_STATUS, F_RECORD, F_COUNT };
 
 static const char *const field_names[F_COUNT] = {
     [F_T] = "t",         [F_EV] = "ev",   [F_PAGE] = "page", [F_CLASS] = "class",
     [F_KIND] = "kind",   [F_URL] = "url", [F_REQ] = "req",   [F_STATUS] = "status",
+    [F_RECORD] = "record",
 };
 
 #define FB(f) (1u << (f))
@@ -73,6 +80,7 @@ static const unsigned event_fields[PACER_EV_LAST + 1] = {
     [PACER_EV_API_START] = FB(F_URL) | FB(F_REQ),
     [PACER_EV_API_END] = FB(F_URL) | FB(F_REQ) | FB(F_STATUS),
     [PACER_EV_PAGE_SHOW] = FB(F_PAGE),
+    [PACER_EV_RECORD] = FB(F_RECORD),
 };
 
 static const char *const kind_names[] = {
@@ -338,6 +346,13 @@ static int build_event(const reader *r, const jvalue fields[F_COUNT], pacer_even
         case F_URL:
             rc = field_string(r, F_URL, &fields[f], &ev->url);
             break;
+        case F_RECORD:
+            rc = 0;
+            if (fields[f].type != JT_OBJECT || !fields[f].s) {
+                set_error(r->err, r->err_len, "field \"record\" must be an object (a record of docs/records.md)");
+                rc = -EINVAL;
+            }
+            break;
         case F_KIND: {
             const jvalue *v = &fields[f];
             rc = -EINVAL;
@@ -377,7 +392,8 @@ PACER_API int pacer_event_parse(const char *line, size_t len, char *scratch, pac
     }
     if (len)
         memcpy(scratch, line, len);
-    jread_init(&r.j, scratch, len, NULL, JREAD_LINE);
+    /* line is the unmodified source: a container's value (a record) points into it */
+    jread_init(&r.j, scratch, len, line, JREAD_LINE);
     memset(fields, 0, sizeof(fields));
     rc = read_object(&r, fields);
     if (rc < 0)
@@ -385,6 +401,12 @@ PACER_API int pacer_event_parse(const char *line, size_t len, char *scratch, pac
     rc = build_event(&r, fields, &ev);
     if (rc < 0)
         return rc;
+    if (ev.type == PACER_EV_RECORD) { /* rule 5 */
+        const jvalue *v = &fields[F_RECORD];
+        char *at = scratch + (v->s - line);
+        ev.record_len = json_compact(v->s, v->len, at);
+        ev.record = at;
+    }
     *ret = ev;
     return 0;
 }
@@ -406,6 +428,9 @@ PACER_API int pacer_event_format(const pacer_event *ev, char *buf, size_t buf_le
         return -EINVAL;
     if ((need & FB(F_URL)) && (!ev->url || !ev->url[0]))
         return -EINVAL;
+    if ((need & FB(F_RECORD)) && (!ev->record || !ev->record_len || ev->record[0] != '{' ||
+                                  memchr(ev->record, '\n', ev->record_len)))
+        return -EINVAL;
 
     jbuf_open(&s, '{');
     jbuf_kv_i64(&s, "t", ev->t_ns);
@@ -422,6 +447,10 @@ PACER_API int pacer_event_format(const pacer_event *ev, char *buf, size_t buf_le
         jbuf_kv_u64(&s, "req", ev->req);
     if (need & FB(F_STATUS))
         jbuf_kv_i64(&s, "status", ev->status);
+    if (need & FB(F_RECORD)) {
+        jbuf_key(&s, "record");
+        jbuf_raw(&s, ev->record, ev->record_len);
+    }
     jbuf_close(&s, '}');
     jbuf_raw(&s, "\n", 1);
     if (s.len > INT_MAX)

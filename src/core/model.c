@@ -360,6 +360,31 @@ static void on_page_destroy(model *m, page *p)
     page_free(p);
 }
 
+/* A record event: a net, jank, frames or leak record (or one of a type the
+ * schema does not know) as instrumentation would have submitted it at the
+ * event's time; page and start-up records are the model's own. */
+static int submit_record_event(model *m, const pacer_event *ev)
+{
+    if (!ev->record || !ev->record_len)
+        return -EINVAL;
+    pacer_record *r;
+    int rc = record_from_object(ev->record, ev->record_len, &r);
+    if (rc < 0)
+        return rc;
+    const pacer_record_type *t = pacer_record_type_of(r);
+    if (t && (t->id == PACER_RECORD_PAGE || t->id == PACER_RECORD_STARTUP)) {
+        pacer_record_free(r);
+        return -EINVAL;
+    }
+    advance(m, ev->t_ns);
+    if (!stamp(m, r, ev->t_ns)) {
+        pacer_record_free(r);
+        return -ENOMEM;
+    }
+    deliver(m, r, false);
+    return 0;
+}
+
 int model_submit(model *m, const pacer_event *in)
 {
     /* Events reach the model in the order their submitters took the
@@ -385,6 +410,8 @@ int model_submit(model *m, const pacer_event *in)
         if (!ev->url || !*ev->url)
             return -EINVAL;
         break;
+    case PACER_EV_RECORD:
+        return submit_record_event(m, ev);
     default:
         if (ev->type < PACER_EV_FIRST || ev->type > PACER_EV_LAST)
             return -EINVAL;
@@ -417,6 +444,8 @@ int model_submit(model *m, const pacer_event *in)
         break;
     case PACER_EV_HANDOFF:
         startup_on_handoff(&m->st, ev->t_ns);
+        break;
+    case PACER_EV_RECORD: /* submit_record_event */
         break;
     case PACER_EV_PAGE_CREATE:
         on_page_create(m, ev);

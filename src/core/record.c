@@ -991,3 +991,23 @@ int record_from_members(const char *type, const char *members, pacer_record **re
     free(text);
     return r;
 }
+
+int record_from_object(const char *json, size_t len, pacer_record **ret)
+{
+    const char *tname;
+    size_t tlen;
+    char *found = NULL;
+    *ret = NULL;
+    if (!first_member_type(json, len, &tname, &tlen)) {
+        if (!find_type(json, len, &found, &tlen))
+            return -EINVAL;
+        tname = found;
+    }
+    char *type = strndup(tname, tlen);
+    free(found);
+    if (!type)
+        return -ENOMEM;
+    int r = type[0] ? parse_line(json, len, type, ret, NULL, 0) : -EINVAL;
+    free(type);
+    return r;
+}

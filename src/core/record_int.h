@@ -4,6 +4,7 @@
 
 #include <pacer/record.h>
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Sets the common fields of a top-level record (strings copied; NULL:
@@ -18,5 +19,12 @@ int record_set_common(pacer_record *r, const char *app, const char *version, con
  * are not valid JSON object members, or a field of the wrong type), or
  * -ENOMEM. */
 int record_from_members(const char *type, const char *members, pacer_record **ret);
+
+/* A record from a JSON object of len bytes holding its "type" and fields,
+ * as a record event carries it (docs/events.md): like record_from_members,
+ * required fields may be missing (the common ones are added later).
+ * Returns 0, -EINVAL (no "type", not valid JSON, a field of the wrong
+ * type), or -ENOMEM. */
+int record_from_object(const char *json, size_t len, pacer_record **ret);
 
 #endif

@@ -42,6 +42,7 @@ struct auth {
     pthread_mutex_t lock;
     char *admin_file, *keys_file;
     creds c;
+    uint64_t admin_epoch; /* +1 at each reload that changed the admin token */
 };
 
 /* Constant time in the length of the longer argument. */
@@ -344,6 +345,8 @@ int auth_reload(auth *a, char *err, size_t err_size)
                 c.keys[i].day = a->c.keys[j].day;
                 c.keys[i].used = a->c.keys[j].used;
             }
+    if (!token_equal(c.admin, a->c.admin))
+        a->admin_epoch++;
     creds old = a->c;
     a->c = c;
     pthread_mutex_unlock(&a->lock);
@@ -360,6 +363,14 @@ void auth_free(auth *a)
     free(a->admin_file);
     free(a->keys_file);
     free(a);
+}
+
+uint64_t auth_admin_epoch(auth *a)
+{
+    pthread_mutex_lock(&a->lock);
+    uint64_t e = a->admin_epoch;
+    pthread_mutex_unlock(&a->lock);
+    return e;
 }
 
 size_t auth_n_keys(auth *a)

@@ -36,6 +36,9 @@ int auth_reload(auth *a, char *err, size_t err_size);
 void auth_free(auth *a); /* accepts NULL */
 /* How many keys are loaded. */
 size_t auth_n_keys(auth *a);
+/* Changes (grows) whenever a reload changed the admin token: what was
+ * granted with the old one (a dashboard session) ends with it. */
+uint64_t auth_admin_epoch(auth *a);
 
 /* Parses the text of a keys file (len bytes; file names it in messages)
  * and frees the result at once: 0, or -EINVAL with "FILE:LINE: reason".

@@ -120,6 +120,30 @@ void http_json_text(http_response *rs, unsigned status, const char *json)
     rs->content_type = "application/json";
 }
 
+static void extra_free(http_response *rs)
+{
+    for (size_t i = 0; i < rs->n_extra; i++)
+        free(rs->extra[i].value);
+    rs->n_extra = 0;
+}
+
+void http_add_header(http_response *rs, const char *name, const char *value)
+{
+    char *v = rs->n_extra < HTTP_MAX_EXTRA_HEADERS ? strdup(value) : NULL;
+    if (!v) {
+        extra_free(rs);
+        free(rs->body);
+        rs->body = NULL;
+        rs->status = 503;
+        rs->body = strdup("{\"error\":\"out of memory\"}");
+        rs->len = rs->body ? strlen(rs->body) : 0;
+        rs->content_type = "application/json";
+        return;
+    }
+    rs->extra[rs->n_extra].name = name;
+    rs->extra[rs->n_extra++].value = v;
+}
+
 void http_json(http_response *rs, unsigned status, jbuf *body)
 {
     size_t len;
@@ -161,6 +185,7 @@ static enum MHD_Result answer(hreq *h, http_response *rs)
     if (!r) {
         free(rs->body);
         rs->body = NULL;
+        extra_free(rs);
         return MHD_NO;
     }
     rs->body = NULL;
@@ -179,11 +204,14 @@ static enum MHD_Result answer(hreq *h, http_response *rs)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, rs->allow);
     if (rs->close)
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    for (size_t i = 0; i < rs->n_extra; i++)
+        MHD_add_response_header(r, rs->extra[i].name, rs->extra[i].value); /* copied */
     enum MHD_Result ok = MHD_queue_response(h->mc, rs->status, r);
     MHD_destroy_response(r);
     conns_phase(&srv->conns, h->conn, PH_SENDING);
     if (srv->app.done)
         srv->app.done(srv->app.ctx, &h->rq, rs);
+    extra_free(rs);
     return ok;
 }
 
@@ -334,6 +362,7 @@ static enum MHD_Result first_call(hreq *h, const char *method, const char *versi
         return refuse(h, HTTP_REJ_COUNT, 503, 1, true, "out of memory");
     h->rq.headers = h->hdrs;
     h->rq.n_headers = h->n_hdrs;
+    conns_client_key(h->conn, h->rq.client);
     unsigned status;
     const char *bad = framing_error(h, &status);
     if (bad)
@@ -358,6 +387,7 @@ static enum MHD_Result first_call(hreq *h, const char *method, const char *versi
     if (h->plan == HTTP_ANSWERED)
         return finish(h, &rs);
     free(rs.body);
+    extra_free(&rs);
     h->max_body = max_body;
     long long cl = content_length(h);
     if (cl > (long long)max_body) {
@@ -520,6 +550,7 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls, e
     if (h->admitted)
         pool_unadmit(&srv->pool);
     free(h->rs.body);
+    extra_free(&h->rs);
     free(h->rq.state);
     params_free(&h->query);
     free(h->path);

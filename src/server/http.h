@@ -75,7 +75,12 @@ typedef struct http_request {
     void *state;
     const http_header_field *headers;
     size_t n_headers;
+    /* the client's address as the connection limits count it: an IPv4
+     * address (mapped), or an IPv6 /64; all zero when unknown */
+    unsigned char client[16];
 } http_request;
+
+#define HTTP_MAX_EXTRA_HEADERS 12
 
 typedef struct http_response {
     unsigned status;
@@ -88,7 +93,20 @@ typedef struct http_response {
     bool close;        /* send Connection: close and close after the answer */
     const char *allow; /* the Allow header (405, OPTIONS), or NULL */
     uint64_t items;    /* records the request stored (for quotas and /metrics) */
+    /* more headers (http_add_header): names constant, values malloc'd and
+     * freed by the HTTP layer */
+    size_t n_extra;
+    struct {
+        const char *name;
+        char *value;
+    } extra[HTTP_MAX_EXTRA_HEADERS];
 } http_response;
+
+/* Adds a header to the answer (name: a constant string; value: copied).
+ * Past HTTP_MAX_EXTRA_HEADERS, or out of memory, the answer becomes 503:
+ * a header that must be there (a cookie's end, a policy) is never left
+ * out in silence. */
+void http_add_header(http_response *rs, const char *name, const char *value);
 
 /* A request header (the first of that name, case-insensitive), or NULL.
  * Any thread, while the request is being handled. */

@@ -51,6 +51,14 @@ static void addr_key(const struct sockaddr *sa, unsigned char key[16])
     }
 }
 
+void conns_client_key(const conn *c, unsigned char key[16])
+{
+    if (c && c->addr)
+        memcpy(key, c->addr->key, 16);
+    else
+        memset(key, 0, 16);
+}
+
 static addr_slot **addr_find(conn_table *t, const unsigned char key[16])
 {
     addr_slot **s = &t->buckets[fnv1a64(FNV1A64_INIT, key, 16) % ADDR_BUCKETS];

@@ -68,6 +68,9 @@ bool conns_admit(conn_table *t, const struct sockaddr *addr, socklen_t len);
  * connection is then shut down at once). */
 conn *conns_add(conn_table *t, int fd, const struct sockaddr *addr);
 void conns_remove(conn_table *t, conn *c);
+/* The address key of c's client (IPv4 mapped, or the IPv6 /64); zeros
+ * when c is NULL. */
+void conns_client_key(const conn *c, unsigned char key[16]);
 /* Moves c (NULL: nothing) to phase p, with that phase's deadline counted
  * from now. */
 void conns_phase(conn_table *t, conn *c, enum conn_phase p);

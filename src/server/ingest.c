@@ -4,7 +4,10 @@
  *           identity; batch id) → gunzip up to --max-body (gunzip.c)
  *         → decode (otlp_proto.c or otlp.c: the same batch)
  *         → one store_record per accepted item (the mapping below), with its
- *           resource and scope as OTLP JSON (the store keeps each once)
+ *           resource and scope as OTLP JSON (the store keeps each once);
+ *           a pacer record with an impossible value is marked cleaned
+ *           (clean.h: counted as rejected, kept out of the store by its
+ *           hooks, counted there by reason)
  *         → store_submit (blocks until committed)
  *         → 200 with partialSuccess (rejected items, or skipped unknown
  *           fields), in the request's encoding; errors to a protobuf request
@@ -25,6 +28,7 @@
  * into another app); a resource without one takes the key's app.
  */
 #include "pacerd.h"
+#include "clean.h"
 #include "gunzip.h"
 #include "otlp.h"
 #include "urlfold.h"
@@ -104,6 +108,9 @@ typedef struct mapper {
     store_origin *resources, *scopes; /* one per otlp resource / scope */
     int64_t horizon_ns;                /* older items are refused: the store would drop them (--retention-days) */
     unsigned retention_days;
+    const clean_limits *clean;
+    int64_t now_ns;
+    size_t cleaned;     /* records cleaning keeps out (counted in rejected) */
 } mapper;
 
 static void reject(mapper *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -446,6 +453,7 @@ typedef struct item {
     const otlp_attrs *attrs;
     const char *log_type;
     const char *extra; /* a record's attributes that no column took */
+    const char *clean_field; /* what cleaning found impossible */
 } item;
 
 /* A log's body: the text of a string; otherwise the AnyValue's JSON (also
@@ -600,9 +608,11 @@ static void record_rules(row *w, const otlp_span *s)
     }
 }
 
-/* A schema-typed value of an attribute: false when it has another type
- * (or, for a duration, is negative or not finite). */
-static bool typed_value(const pacer_field *f, const otlp_value *v, store_value *ret)
+/* A schema-typed value of an attribute: false when it has another type.
+ * A duration that is negative or not finite is of its type but impossible:
+ * *ret_clean says why (cleaning keeps the record out), and ret holds
+ * nothing. */
+static bool typed_value(const pacer_field *f, const otlp_value *v, store_value *ret, enum clean_reason *ret_clean)
 {
     const char *s;
     int64_t i;
@@ -621,8 +631,13 @@ static bool typed_value(const pacer_field *f, const otlp_value *v, store_value *
         *ret = v_int(i);
         return true;
     case PACER_TYPE_MS:
-        if (!otlp_value_double(v, &d) || !(d >= 0) || isinf(d))
+        if (!otlp_value_double(v, &d))
             return false;
+        if (isnan(d) || isinf(d) || d < 0) {
+            *ret_clean = isnan(d) || isinf(d) ? CLEAN_NON_FINITE : CLEAN_NEGATIVE;
+            *ret = v_null();
+            return true;
+        }
         *ret = v_real(d);
         return true;
     case PACER_TYPE_BOOL:
@@ -694,6 +709,45 @@ static const char *join_name(mapper *m, const store_record *r, const int *cols, 
     return name;
 }
 
+/* Cleaning (clean.h): a record already found impossible keeps its first
+ * reason; else each duration, the time, the order of the phases. */
+static void clean_row(mapper *m, const store_table_desc *t, item *it, store_record *r)
+{
+    for (size_t c = 0; c < t->n_cols && !r->clean; c++) {
+        const store_column *col = &t->cols[c];
+        if (col->source != SRC_FIELD || col->field->type != PACER_TYPE_MS || r->cols[c].type != SV_REAL)
+            continue;
+        enum clean_reason why = clean_duration(m->clean, r->cols[c].d);
+        if (why) {
+            r->clean = (uint8_t)why;
+            it->clean_field = col->attrs[0];
+        }
+    }
+    if (!r->clean && (r->clean = (uint8_t)clean_time(m->clean, it->ts, m->now_ns)))
+        it->clean_field = "the time";
+    if (r->clean)
+        return;
+    double f[3];
+    if (t->type->id == PACER_RECORD_PAGE) {
+        static const long order[3] = {PACER_PAGE_INITIAL_DRAW_MS, PACER_PAGE_FINAL_DRAW_MS, PACER_PAGE_TOTAL_MS};
+        for (int k = 0; k < 3; k++) {
+            int c = t->field_cols[order[k]];
+            f[k] = c >= 0 && r->cols[c].type == SV_REAL ? r->cols[c].d : NAN;
+        }
+        r->clean = (uint8_t)clean_page(f[0], f[1], f[2]);
+    } else if (t->type->id == PACER_RECORD_STARTUP) {
+        static const long order[3] = {PACER_STARTUP_FIRST_SCREEN_MS, PACER_STARTUP_COLD_MS,
+                                      PACER_STARTUP_FULL_DISPLAY_MS};
+        for (int k = 0; k < 3; k++) {
+            int c = t->field_cols[order[k]];
+            f[k] = c >= 0 && r->cols[c].type == SV_REAL ? r->cols[c].d : NAN;
+        }
+        r->clean = (uint8_t)clean_startup(f[0], f[1], f[2]);
+    }
+    if (r->clean)
+        it->clean_field = "the phases";
+}
+
 /* A pacer span → a row of its record type's table. False with *bad naming
  * the attribute that has the wrong type or value. */
 static bool map_record(mapper *m, const otlp_span *s, const store_table_desc *t, item *it, store_record *r,
@@ -716,9 +770,14 @@ static bool map_record(mapper *m, const otlp_span *s, const store_table_desc *t,
         if (k < col->n_attrs)
             v = &found[c][k]->value;
         r->cols[c] = v_null();
-        if (v && !typed_value(col->field, v, &r->cols[c])) {
+        enum clean_reason why = CLEAN_OK;
+        if (v && !typed_value(col->field, v, &r->cols[c], &why)) {
             *bad = col->attrs[k];
             return false;
+        }
+        if (why && !r->clean) {
+            r->clean = (uint8_t)why;
+            it->clean_field = col->attrs[k];
         }
     }
     row w = {t, r};
@@ -758,6 +817,7 @@ static bool map_record(mapper *m, const otlp_span *s, const store_table_desc *t,
         const store_value *v = &r->cols[kd->metric_cols[i]];
         r->metrics[i] = v->type == SV_REAL ? v->d : NAN;
     }
+    clean_row(m, t, it, r);
     return true;
 }
 
@@ -810,6 +870,11 @@ static size_t map_spans(mapper *m, store_record *recs)
                    s->name, bad ? bad : "?");
             continue;
         }
+        if (r->clean) {
+            m->cleaned++;
+            reject(m, "spans[%zu] (\"%.100s\"): not used: %s (%s; docs/server.md, Cleaning)", i, s->name,
+                   clean_reason_name((enum clean_reason)r->clean), it.clean_field ? it.clean_field : "?");
+        }
         fill_row(m, t, &it, r);
         r->app = app;
         r->version = res->service_version;
@@ -819,6 +884,28 @@ static size_t map_spans(mapper *m, store_record *recs)
         n++;
     }
     return n;
+}
+
+/* Cleaning of pacer's log records (jank, leak): the time, a jank's duration. */
+static void clean_log(mapper *m, const otlp_log *l, const char *type, store_record *r, size_t index)
+{
+    const pacer_record_type *rt = type ? pacer_record_type_find(type, strlen(type)) : NULL;
+    if (!rt || rt->signal != PACER_SIGNAL_LOGS)
+        return;
+    const char *what = "the time";
+    enum clean_reason why = clean_time(m->clean, l->time_ns, m->now_ns);
+    const otlp_value *v = rt->id == PACER_RECORD_JANK ? otlp_attr(&l->attrs, "pacer.duration_ms") : NULL;
+    double d;
+    if (!why && v && otlp_value_double(v, &d)) {
+        why = clean_duration(m->clean, d);
+        what = "pacer.duration_ms";
+    }
+    if (!why)
+        return;
+    r->clean = (uint8_t)why;
+    m->cleaned++;
+    reject(m, "logRecords[%zu] (%s): not used: %s (%s; docs/server.md, Cleaning)", index, type,
+           clean_reason_name(why), what);
 }
 
 static size_t map_logs(mapper *m, store_record *recs)
@@ -847,6 +934,7 @@ static size_t map_logs(mapper *m, store_record *recs)
         item it = {.app = app, .version = res->service_version, .session = session ? session : res->session,
                    .ts = l->time_ns, .log = l, .attrs = &l->attrs, .log_type = type};
         fill_row(m, t, &it, r);
+        clean_log(m, l, type, r, i);
         r->resource = &m->resources[l->resource];
         r->scope = m->b->n_scopes ? &m->scopes[l->scope] : NULL;
         if (m->arena.oom)
@@ -878,6 +966,13 @@ static size_t map_points(mapper *m, store_record *recs)
         item it = {.app = app, .version = res->service_version, .session = session ? session : res->session,
                    .ts = p->time_ns, .point = p, .attrs = &p->attrs};
         fill_row(m, t, &it, r);
+        enum clean_reason why;
+        if (p->name && strncmp(p->name, "pacer.", 6) == 0 && (why = clean_time(m->clean, p->time_ns, m->now_ns))) {
+            r->clean = (uint8_t)why;
+            m->cleaned++;
+            reject(m, "dataPoints[%zu] (%.100s): not used: %s (the time; docs/server.md, Cleaning)", i, p->name,
+                   clean_reason_name(why));
+        }
         r->resource = &m->resources[p->resource];
         r->scope = m->b->n_scopes ? &m->scopes[p->scope] : NULL;
         if (m->arena.oom)
@@ -1011,9 +1106,10 @@ void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_resp
         r = what == TRACES   ? otlp_decode_traces(body, body_len, &b, err, sizeof err)
             : what == LOGS   ? otlp_decode_logs(body, body_len, &b, err, sizeof err)
                              : otlp_decode_metrics(body, body_len, &b, err, sizeof err);
-    mapper m = {.app = app, .b = &b, .horizon_ns = INT64_MIN, .retention_days = d->retention_days};
+    mapper m = {.app = app, .b = &b, .horizon_ns = INT64_MIN, .retention_days = d->retention_days,
+                .clean = &d->clean, .now_ns = wall_ns()};
     if (d->retention_days)
-        m.horizon_ns = (wall_ns() / STORE_DAY_NS - (int64_t)d->retention_days) * STORE_DAY_NS;
+        m.horizon_ns = (m.now_ns / STORE_DAY_NS - (int64_t)d->retention_days) * STORE_DAY_NS;
     jbuf_init(&m.tmp);
     store_record *recs = NULL;
     if (r < 0) {
@@ -1037,6 +1133,8 @@ void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_resp
     }
     size_t rejected = b.rejected + m.rejected;
     bool duplicate = false;
+    for (size_t i = 0; !batch_id && i < n; i++)
+        recs[i].unbatched = true; /* copies of stored records are recognised by their ids */
     r = store_submit(d->store, app, batch_id, rq->path, recs, n, rejected, &duplicate);
     if (r == -EAGAIN) {
         rs->retry_after = 1;
@@ -1091,7 +1189,7 @@ void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_resp
     }
     jbuf_close(&resp, '}');
     http_json(rs, 200, &resp);
-    rs->items = duplicate ? 0 : n;
+    rs->items = duplicate ? 0 : n - m.cleaned;
 out:
     free(recs);
     free(m.first_reason);

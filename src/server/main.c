@@ -2,16 +2,19 @@
  *
  *   pacerd --listen ADDR:PORT --db FILE --admin-token-file FILE --keys-file FILE [options]
  *
- * Start: credentials → store (schema, writer thread) → HTTP → prints
- * "pacerd: listening on http://ADDR:PORT" (https with --tls-cert) on
- * stdout. Signals, taken by the main thread only (sigwait):
+ * Start: credentials → the application layer's settings → store (schema,
+ * writer thread, the application layer's hooks and tables) → deliveries →
+ * analysis → HTTP → prints "pacerd: listening on http://ADDR:PORT" (https
+ * with --tls-cert) on stdout. Signals, taken by the main thread only (sigwait):
  *   SIGHUP           reads the admin token and keys files again; a file
  *                    with an error is reported and the credentials in use
  *                    stay;
  *   SIGTERM, SIGINT  drain: stop accepting, answer new requests on open
  *                    connections 503, wait (at most --drain-timeout) until
  *                    every admitted request has been answered; then stop
- *                    HTTP (running handlers finish) and the store (queued
+ *                    HTTP (running handlers finish), the analysis (after
+ *                    its cycle), the deliveries (after the one in
+ *                    progress, its outcome stored) and the store (queued
  *                    writes commit).
  * Credentials are read from files, not from the command line, which every
  * user of the machine can read in /proc.
@@ -30,9 +33,13 @@
 #include <unistd.h>
 
 #define FDS_BESIDE_CONNECTIONS 64 /* database, WAL, readers, epoll, logs */
+#define MAX_TARGETS 16
 
 typedef struct options {
-    const char *listen, *db, *admin_file, *keys_file, *tls_cert, *tls_key;
+    const char *listen, *db, *admin_file, *keys_file, *tls_cert, *tls_key, *web_root;
+    const char *analysis_config, *github_url, *github_token_file;
+    const char *webhooks[MAX_TARGETS];
+    size_t n_webhooks;
     char addr[64];
     uint16_t port;
     size_t max_body;
@@ -52,6 +59,7 @@ static void usage(FILE *f)
           "                            (SIGHUP reads both files again)\n"
           "  --tls-cert FILE           serve HTTPS with this certificate (PEM; with --tls-key)\n"
           "  --tls-key FILE            the certificate's private key (PEM)\n"
+          "  --web-root DIR            the dashboard's files, served on / (default " PACER_WEB_DIR ")\n"
           "\n"
           "limits (every client may be hostile):\n"
           "  --max-body BYTES          largest ingest body, also once a gzip body is inflated\n"
@@ -82,6 +90,15 @@ static void usage(FILE *f)
           "                            (default 0: keep everything)\n"
           "  --rollup-retention-days N keep the daily percentile rollups N days (default 0: always;\n"
           "                            at least --retention-days)\n"
+          "\n"
+          "issues (docs/server.md, \"Issues\"):\n"
+          "  --analysis-config FILE    thresholds of cleaning, the issue kinds, grading, regressions and\n"
+          "                            the life cycle, for all apps or per app (default: the documented ones)\n"
+          "  --webhook URL             POST each issue that becomes new or regressed or changes severity\n"
+          "                            to URL (JSON; repeatable, up to 16)\n"
+          "  --github-issues URL       file those issues in a GitHub repository through its REST API:\n"
+          "                            URL is https://api.github.com/repos/OWNER/REPO\n"
+          "  --github-token-file FILE  the token for --github-issues (first line)\n"
           "  --help                    this text\n",
           f);
 }
@@ -119,6 +136,16 @@ static int parse_listen(options *o, const char *s)
     return 0;
 }
 
+/* http:// or https://, a host, nothing that would break a header line. */
+static bool url_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n > 2000 || strpbrk(s, " \t\r\n"))
+        return false;
+    const char *rest = strncmp(s, "http://", 7) == 0 ? s + 7 : strncmp(s, "https://", 8) == 0 ? s + 8 : NULL;
+    return rest && *rest && *rest != '/';
+}
+
 /* The numeric options: name, range, where. */
 typedef struct num_opt {
     int code;
@@ -152,9 +179,14 @@ static int parse_args(int argc, char **argv, options *o)
         {"drain-timeout", required_argument, NULL, 'D'},
         {"sync", required_argument, NULL, 's'},
         {"rollup-lag", required_argument, NULL, 'r'},
-        {"retention-days", required_argument, NULL, 'R'},
+        {"retention-days", required_argument, NULL, 'y'},
         {"seal-rows", required_argument, NULL, 'S'},
         {"rollup-retention-days", required_argument, NULL, 'U'},
+        {"web-root", required_argument, NULL, 'R'},
+        {"analysis-config", required_argument, NULL, 'A'},
+        {"webhook", required_argument, NULL, 'W'},
+        {"github-issues", required_argument, NULL, 'G'},
+        {"github-token-file", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
@@ -187,7 +219,7 @@ static int parse_args(int argc, char **argv, options *o)
         {'q', "--max-queue", 1, 100000000, &o->store.max_queued_items, NULL, ""},
         {'D', "--drain-timeout", 1, 3600, NULL, &o->drain_timeout_s, " s"},
         {'r', "--rollup-lag", 0, 3600000, &o->store.rollup_lag_ms, NULL, " ms"},
-        {'R', "--retention-days", 0, 36500, NULL, &o->store.retention_days, " days"},
+        {'y', "--retention-days", 0, 36500, NULL, &o->store.retention_days, " days"},
         {'S', "--seal-rows", 1, 10000000, &o->store.seal_rows, NULL, ""},
         {'U', "--rollup-retention-days", 0, 36500, NULL, &o->store.rollup_retention_days, " days"},
     };
@@ -223,7 +255,29 @@ static int parse_args(int argc, char **argv, options *o)
         case 'a': o->admin_file = optarg; break;
         case 'k': o->keys_file = optarg; break;
         case 'C': o->tls_cert = optarg; break;
+        case 'A': o->analysis_config = optarg; break;
+        case 'W':
+            if (!url_ok(optarg)) {
+                fprintf(stderr, "pacerd: --webhook %s: expected an http:// or https:// URL\n", optarg);
+                return -EINVAL;
+            }
+            if (o->n_webhooks == MAX_TARGETS - 1) {
+                fprintf(stderr, "pacerd: --webhook: at most %d\n", MAX_TARGETS - 1);
+                return -EINVAL;
+            }
+            o->webhooks[o->n_webhooks++] = optarg;
+            break;
+        case 'G':
+            if (!url_ok(optarg)) {
+                fprintf(stderr, "pacerd: --github-issues %s: expected the repository's API URL, "
+                                "https://api.github.com/repos/OWNER/REPO\n", optarg);
+                return -EINVAL;
+            }
+            o->github_url = optarg;
+            break;
+        case 'T': o->github_token_file = optarg; break;
         case 'K': o->tls_key = optarg; break;
+        case 'R': o->web_root = optarg; break;
         case 's':
             if (strcmp(optarg, "full") != 0 && strcmp(optarg, "normal") != 0) {
                 fprintf(stderr, "pacerd: --sync %s: expected normal or full\n", optarg);
@@ -245,6 +299,10 @@ static int parse_args(int argc, char **argv, options *o)
                           : !o->keys_file ? "--keys-file" : NULL;
     if (missing) {
         fprintf(stderr, "pacerd: %s is required (see pacerd --help)\n", missing);
+        return -EINVAL;
+    }
+    if (!o->github_url != !o->github_token_file) {
+        fprintf(stderr, "pacerd: --github-issues and --github-token-file go together\n");
         return -EINVAL;
     }
     if (!o->tls_cert != !o->tls_key) {
@@ -320,6 +378,26 @@ static void fit_fd_limit(http_options *h)
     }
 }
 
+/* A token file's first line, without its line end; NULL with a message. */
+static char *read_token(const char *path, const char *what)
+{
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        fprintf(stderr, "pacerd: %s %s: %s\n", what, path, strerror(errno));
+        return NULL;
+    }
+    char line[4096];
+    char *t = fgets(line, sizeof line, f);
+    fclose(f);
+    size_t n = t ? strcspn(line, "\r\n") : 0;
+    line[n] = 0;
+    char *token = n && !strpbrk(line, " \t") ? strdup(line) : NULL;
+    memset(line, 0, sizeof line);
+    if (!token)
+        fprintf(stderr, "pacerd: %s %s: expected the token on the first line, without spaces\n", what, path);
+    return token;
+}
+
 static void log_line(void *ctx, const char *msg)
 {
     fprintf(stderr, "pacerd: %s\n", msg);
@@ -363,13 +441,73 @@ int main(int argc, char **argv)
         wipe_free(key);
         return 1;
     }
+    /* the dashboard: without its files pacerd serves everything else */
+    d.web_root = o.web_root ? o.web_root : PACER_WEB_DIR;
+    d.web = web_load(d.web_root, err, sizeof err);
+    if (!d.web)
+        fprintf(stderr, "pacerd: no dashboard: %s (--web-root DIR; / answers 404)\n", err);
+    d.sessions = sessions_new();
+    if (!d.sessions) {
+        fprintf(stderr, "pacerd: out of memory\n");
+        return 1;
+    }
+    /* the application layer: its settings, its hooks on the store, its targets */
+    ana_config acfg;
+    if (o.analysis_config) {
+        if (ana_config_load(o.analysis_config, &acfg, err, sizeof err) < 0) {
+            fprintf(stderr, "pacerd: --analysis-config %s\n", err);
+            auth_free(d.auth);
+            free(cert);
+            wipe_free(key);
+            return 1;
+        }
+    } else {
+        ana_config_defaults(&acfg);
+    }
+    d.acfg = &acfg;
+    d.clean = (clean_limits){acfg.max_duration_ms, (int64_t)acfg.max_clock_skew_s * 1000000000LL};
+    deliver_target targets[MAX_TARGETS];
+    enum target_kind kinds[MAX_TARGETS];
+    size_t n_targets = 0;
+    for (size_t i = 0; i < o.n_webhooks; i++) {
+        targets[n_targets] = (deliver_target){TARGET_KIND_WEBHOOK, (char *)o.webhooks[i], NULL};
+        kinds[n_targets++] = TARGET_KIND_WEBHOOK;
+    }
+    char *github_token = NULL;
+    if (o.github_url) {
+        if (!(github_token = read_token(o.github_token_file, "--github-token-file"))) {
+            ana_config_free(&acfg);
+            auth_free(d.auth);
+            free(cert);
+            wipe_free(key);
+            return 1;
+        }
+        targets[n_targets] = (deliver_target){TARGET_KIND_GITHUB, (char *)o.github_url, github_token};
+        kinds[n_targets++] = TARGET_KIND_GITHUB;
+    }
+    d.issues = issues_store_new(&acfg);
+    if (!d.issues) {
+        fprintf(stderr, "pacerd: out of memory\n");
+        return 1;
+    }
+    o.store.hooks = issues_store_hooks(d.issues);
     o.store.log = log_line;
     d.store = store_open(o.db, &o.store, err, sizeof err);
-    if (!d.store) {
+    if (!d.store || issues_store_open(d.issues, d.store, err, sizeof err) < 0) {
         fprintf(stderr, "pacerd: %s\n", err);
+        store_close(d.store);
+        issues_store_free(d.issues);
+        ana_config_free(&acfg);
+        wipe_free(github_token);
         auth_free(d.auth);
         free(cert);
         wipe_free(key);
+        return 1;
+    }
+    d.deliver = n_targets ? deliver_start(d.store, targets, n_targets, &acfg) : NULL;
+    d.analysis = analysis_start(d.store, &acfg, kinds, n_targets, deliver_kick, d.deliver);
+    if ((n_targets && !d.deliver) || !d.analysis) {
+        fprintf(stderr, "pacerd: cannot start the analysis or the deliveries (out of memory, or libcurl)\n");
         return 1;
     }
     o.http.max_discard_bytes = o.max_body;
@@ -381,10 +519,16 @@ int main(int argc, char **argv)
     wipe_free(key);
     if (!d.http) {
         fprintf(stderr, "pacerd: %s\n", err);
+        analysis_stop(d.analysis);
+        deliver_stop(d.deliver);
         store_close(d.store);
+        issues_store_free(d.issues);
+        ana_config_free(&acfg);
+        wipe_free(github_token);
         auth_free(d.auth);
         return 1;
     }
+    d.tls = http_tls(d.http);
     bool v6 = strchr(o.addr, ':') != NULL;
     printf("pacerd: listening on %s://%s%s%s:%u\n", http_tls(d.http) ? "https" : "http", v6 ? "[" : "", o.addr,
            v6 ? "]" : "", http_port(d.http));
@@ -410,8 +554,15 @@ int main(int argc, char **argv)
     if (left)
         fprintf(stderr, "pacerd: %zu requests still in flight after %u s; closing them\n", left, o.drain_timeout_s);
     http_stop(d.http);
+    analysis_stop(d.analysis);
+    deliver_stop(d.deliver);
     store_close(d.store);
+    issues_store_free(d.issues);
+    ana_config_free(&acfg);
+    wipe_free(github_token);
     auth_free(d.auth);
+    sessions_free(d.sessions);
+    web_free(d.web);
     metrics_destroy(&d.metrics);
     return 0;
 }

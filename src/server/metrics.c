@@ -11,6 +11,7 @@ static const char *const route_names[ROUTE_COUNT] = {
     [ROUTE_NONE] = "none",          [ROUTE_HEALTHZ] = "/healthz",      [ROUTE_METRICS] = "/metrics",
     [ROUTE_TRACES] = "/v1/traces",  [ROUTE_LOGS] = "/v1/logs",         [ROUTE_METRICS_INGEST] = "/v1/metrics",
     [ROUTE_CONFIG] = "/v1/config",  [ROUTE_QUERY] = "/api/v1",         [ROUTE_OPTIONS_ANY] = "*",
+    [ROUTE_WEB] = "/",              [ROUTE_AUTH] = "/auth",
     [ROUTE_UNKNOWN] = "unknown",
 };
 

@@ -29,6 +29,8 @@ enum route {
     ROUTE_METRICS_INGEST,
     ROUTE_CONFIG,
     ROUTE_QUERY, /* /api/v1/... */
+    ROUTE_WEB,   /* the dashboard's files: /, /assets/... */
+    ROUTE_AUTH,  /* the dashboard's login: /auth/... */
     ROUTE_OPTIONS_ANY,
     ROUTE_UNKNOWN, /* 404 */
     ROUTE_COUNT

@@ -329,25 +329,13 @@ typedef struct decoder {
     bool has_msg;
 } decoder;
 
-/* Where to roll back to. */
-typedef struct mark {
-    size_t items, rejected;
-    bool has_msg;
-} mark;
-
-static size_t n_items(const decoder *d)
+otlp_mark otlp_mark_take(const otlp_batch *b, bool has_msg)
 {
-    return d->b->n_spans + d->b->n_logs + d->b->n_points; /* one kind per batch */
+    return (otlp_mark){b->n_spans + b->n_logs + b->n_points, b->rejected, has_msg}; /* one kind per batch */
 }
 
-static mark mark_take(const decoder *d)
+bool otlp_mark_restore(otlp_batch *b, otlp_mark m)
 {
-    return (mark){n_items(d), d->b->rejected, d->has_msg};
-}
-
-static void mark_restore(decoder *d, mark m)
-{
-    otlp_batch *b = d->b;
     if (b->spans)
         b->n_spans = m.items;
     else if (b->logs)
@@ -355,20 +343,38 @@ static void mark_restore(decoder *d, mark m)
     else if (b->points)
         b->n_points = m.items;
     b->rejected = m.rejected;
-    d->has_msg = m.has_msg;
+    return m.has_msg;
+}
+
+void otlp_vreject(otlp_batch *b, bool *has_msg, char *msg, size_t msg_size, const char *fmt, va_list ap)
+{
+    b->rejected++;
+    if (*has_msg)
+        return;
+    vsnprintf(msg, msg_size, fmt, ap);
+    *has_msg = true;
+}
+
+/* Where to roll back to. */
+typedef otlp_mark mark;
+
+static mark mark_take(const decoder *d)
+{
+    return otlp_mark_take(d->b, d->has_msg);
+}
+
+static void mark_restore(decoder *d, mark m)
+{
+    d->has_msg = otlp_mark_restore(d->b, m);
 }
 
 static void reject(decoder *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void reject(decoder *d, const char *fmt, ...)
 {
-    d->b->rejected++;
-    if (d->has_msg)
-        return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(d->msg, sizeof d->msg, fmt, ap);
+    otlp_vreject(d->b, &d->has_msg, d->msg, sizeof d->msg, fmt, ap);
     va_end(ap);
-    d->has_msg = true;
 }
 
 struct otlp_chunk {

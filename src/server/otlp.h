@@ -49,6 +49,7 @@
 
 #include <pacer/base/json.h>
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -295,6 +296,20 @@ void otlp_write_double(jbuf *b, double d);
 /* An ARRAY or KVLIST from protobuf (its encoded bytes), for
  * otlp_write_value; in otlp_proto.c. */
 void otlp_proto_write_list(jbuf *b, otlp_value_type type, const uint8_t *p, size_t len);
+
+/* For the decoders: where to roll a batch back to when a part is rejected
+ * after some of its items were added, and the count of rejected items
+ * with the first one's reason (in msg, msg_size bytes; *has_msg once
+ * set). */
+typedef struct otlp_mark {
+    size_t items, rejected;
+    bool has_msg;
+} otlp_mark;
+otlp_mark otlp_mark_take(const otlp_batch *b, bool has_msg);
+/* Rolls b back to m; returns m.has_msg, the decoder's flag to restore. */
+bool otlp_mark_restore(otlp_batch *b, otlp_mark m);
+void otlp_vreject(otlp_batch *b, bool *has_msg, char *msg, size_t msg_size, const char *fmt, va_list ap)
+    __attribute__((format(printf, 5, 0)));
 
 /* Memory that lives as long as the batch (aligned for any type); NULL when
  * out of memory. For the decoders. */

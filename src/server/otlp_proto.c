@@ -227,45 +227,25 @@ static bool room(pdec *d, void **arr, size_t n, size_t *cap, size_t size)
     return true;
 }
 
-typedef struct mark {
-    size_t items, rejected;
-    bool has_msg;
-} mark;
-
-static size_t n_items(const pdec *d)
-{
-    return d->b->n_spans + d->b->n_logs + d->b->n_points; /* one kind per batch */
-}
+typedef otlp_mark mark;
 
 static mark mark_take(const pdec *d)
 {
-    return (mark){n_items(d), d->b->rejected, d->has_msg};
+    return otlp_mark_take(d->b, d->has_msg);
 }
 
 static void mark_restore(pdec *d, mark m)
 {
-    otlp_batch *b = d->b;
-    if (b->spans)
-        b->n_spans = m.items;
-    else if (b->logs)
-        b->n_logs = m.items;
-    else if (b->points)
-        b->n_points = m.items;
-    b->rejected = m.rejected;
-    d->has_msg = m.has_msg;
+    d->has_msg = otlp_mark_restore(d->b, m);
 }
 
 static void reject(pdec *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void reject(pdec *d, const char *fmt, ...)
 {
-    d->b->rejected++;
-    if (d->has_msg)
-        return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(d->msg, sizeof d->msg, fmt, ap);
+    otlp_vreject(d->b, &d->has_msg, d->msg, sizeof d->msg, fmt, ap);
     va_end(ap);
-    d->has_msg = true;
 }
 
 static void first_why(const char **why, const char *w)

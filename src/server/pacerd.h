@@ -4,10 +4,17 @@
 #ifndef PACER_SERVER_PACERD_H
 #define PACER_SERVER_PACERD_H
 
+#include "analysis.h"
+#include "analysis_config.h"
 #include "auth.h"
+#include "clean.h"
+#include "deliver.h"
 #include "http.h"
 #include "metrics.h"
+#include "session.h"
 #include "store.h"
+#include "web.h"
+#include "store_issues.h"
 
 typedef struct pacerd {
     store *store;
@@ -17,6 +24,17 @@ typedef struct pacerd {
     size_t max_body;         /* ingest bodies (--max-body: also the limit of a gzip body once inflated) */
     size_t max_config_bytes; /* PUT /v1/config */
     unsigned retention_days; /* ingest refuses what the store would drop at once (--retention-days) */
+    /* the dashboard */
+    web_assets *web;      /* its files, or NULL when not installed */
+    const char *web_root; /* where they were looked for */
+    sessions *sessions;
+    bool tls;             /* HTTPS: session cookies are Secure */
+    /* the application layer */
+    const ana_config *acfg;
+    clean_limits clean;   /* ingest's cleaning, from acfg */
+    issues_store *issues; /* its hooks on the store, the cleaning counts */
+    analysis *analysis;
+    deliver *deliver;
 } pacerd;
 
 /* The routes (router.c): http_app callbacks; ctx is the pacerd.
@@ -32,6 +50,12 @@ void pacerd_done(void *ctx, const http_request *rq, const http_response *rs);
  * ingest_handle sets rs->items to the records it stored. */
 void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_response *rs);
 void query_handle(pacerd *d, const http_request *rq, http_response *rs);
+/* The percentiles of kind over [from, to) (ns; INT64_MIN / INT64_MAX: no
+ * bound), per group name (only: that name alone, or NULL), written into
+ * out as the list /api/v1/pages (startup, requests, spans) answers: 0,
+ * -EIO (the store) or -ENOMEM (query.c). */
+int query_groups(pacerd *d, enum store_kind kind, const char *app, const char *version, int64_t from, int64_t to,
+                 const char *only, jbuf *out);
 /* GET /api/v1/traces/{id}, /api/v1/spans/search, /api/v1/logs, /api/v1/metrics (read_api.c). True when
  * the path is one of them (and the answer is set). */
 bool read_api_handle(pacerd *d, const http_request *rq, http_response *rs);
@@ -39,6 +63,15 @@ bool read_api_handle(pacerd *d, const http_request *rq, http_response *rs);
  * google.rpc.Status in protobuf, as OTLP/HTTP asks (ingest.c). */
 void ingest_error_encoding(const http_request *rq, http_response *rs);
 void samples_handle(pacerd *d, const http_request *rq, http_response *rs);
+/* The dashboard's reads: /api/v1/series, histogram, page_loads, startups,
+ * request_stats, jank, frames (query_dash.c). True when the path is one
+ * of them (and the answer is set). */
+bool dash_handle(pacerd *d, const http_request *rq, http_response *rs);
+/* /api/v1/issues, /api/v1/issues/{id} (GET, PATCH), /api/v1/cleaning
+ * (issues_api.c). True when the path is one of them (and the answer is set). */
+bool issues_api_handle(pacerd *d, const http_request *rq, http_response *rs);
+/* The application layer's series of /metrics into b (issues_metrics in router.c). */
+void issues_metrics_render(pacerd *d, jbuf *b);
 void config_get(pacerd *d, const char *app, const http_request *rq, http_response *rs);
 void config_put(pacerd *d, const char *app, const http_request *rq, http_response *rs);
 

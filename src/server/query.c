@@ -191,6 +191,57 @@ static void on_app(void *ctx, const char *app, const char *version)
     jbuf_str(&o->b, version);
 }
 
+int query_groups(pacerd *d, enum store_kind kind, const char *app, const char *version, int64_t from, int64_t to,
+                 const char *only, jbuf *out)
+{
+    static const char *const name_fields[KIND_COUNT] = {
+        [KIND_PAGE] = "page", [KIND_STARTUP] = "kind", [KIND_REQUEST] = "pattern", [KIND_SPAN] = "name"};
+    aggs a = {.n_metrics = store_kind(kind)->n_metrics};
+    store_scan_cb cb = {.count = on_count, .sketch = on_sketch, .raw = on_raw, .sketch_encoded = on_sketch_encoded,
+                        .ctx = &a};
+    int r = store_scan(d->store, kind, app, version, from, to, &cb);
+    if (r < 0 || a.oom) {
+        aggs_free(&a);
+        return r < 0 ? -EIO : -ENOMEM;
+    }
+    agg **sorted = malloc((a.n ? a.n : 1) * sizeof *sorted);
+    if (!sorted) {
+        aggs_free(&a);
+        return -ENOMEM;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < a.cap; i++)
+        if (a.slots[i] && (!only || strcmp(a.slots[i]->name, only) == 0))
+            sorted[n++] = a.slots[i];
+    qsort(sorted, n, sizeof *sorted, cmp_agg);
+    jbuf *b = out;
+    jbuf_open(b, '[');
+    for (size_t i = 0; i < n; i++) {
+        agg *g = sorted[i];
+        jbuf_open(b, '{');
+        if (kind == KIND_REQUEST) {
+            const char *sp = strchr(g->name, ' ');
+            jbuf_key(b, "method");
+            jbuf_strn(b, g->name, sp ? (size_t)(sp - g->name) : 0);
+            jbuf_kv_str(b, "pattern", sp ? sp + 1 : g->name);
+        } else {
+            jbuf_kv_str(b, name_fields[kind], g->name);
+        }
+        jbuf_kv_u64(b, "count", g->count);
+        if (kind == KIND_REQUEST || kind == KIND_SPAN)
+            jbuf_kv_u64(b, "errors", g->failed);
+        else if (kind == KIND_PAGE)
+            jbuf_kv_u64(b, "incomplete", g->failed);
+        jbuf_key(b, "metrics");
+        metrics_json(b, kind, g);
+        jbuf_close(b, '}');
+    }
+    jbuf_close(b, ']');
+    free(sorted);
+    aggs_free(&a);
+    return b->failed ? -ENOMEM : 0;
+}
+
 void query_handle(pacerd *d, const http_request *rq, http_response *rs)
 {
     static const struct {
@@ -259,27 +310,6 @@ void query_handle(pacerd *d, const http_request *rq, http_response *rs)
     }
     int64_t from = has_from ? from_s * 1000000000LL : INT64_MIN;
     int64_t to = has_to ? to_s * 1000000000LL : INT64_MAX;
-    enum store_kind kind = endpoints[e].kind;
-    aggs a = {.n_metrics = store_kind(kind)->n_metrics};
-    store_scan_cb cb = {.count = on_count, .sketch = on_sketch, .raw = on_raw, .sketch_encoded = on_sketch_encoded,
-                        .ctx = &a};
-    int r = store_scan(d->store, kind, app, version, from, to, &cb);
-    if (r < 0 || a.oom) {
-        aggs_free(&a);
-        http_error(rs, 503, "the store could not be read");
-        return;
-    }
-    agg **sorted = malloc((a.n ? a.n : 1) * sizeof *sorted);
-    if (!sorted) {
-        aggs_free(&a);
-        http_error(rs, 503, "out of memory");
-        return;
-    }
-    size_t n = 0;
-    for (size_t i = 0; i < a.cap; i++)
-        if (a.slots[i])
-            sorted[n++] = a.slots[i];
-    qsort(sorted, n, sizeof *sorted, cmp_agg);
     jbuf b;
     jbuf_init(&b);
     jbuf_open(&b, '{');
@@ -291,30 +321,12 @@ void query_handle(pacerd *d, const http_request *rq, http_response *rs)
     if (has_to)
         jbuf_kv_i64(&b, "to", to_s);
     jbuf_key(&b, endpoints[e].list);
-    jbuf_open(&b, '[');
-    for (size_t i = 0; i < n; i++) {
-        agg *g = sorted[i];
-        jbuf_open(&b, '{');
-        if (kind == KIND_REQUEST) {
-            const char *sp = strchr(g->name, ' ');
-            jbuf_key(&b, "method");
-            jbuf_strn(&b, g->name, sp ? (size_t)(sp - g->name) : 0);
-            jbuf_kv_str(&b, "pattern", sp ? sp + 1 : g->name);
-        } else {
-            jbuf_kv_str(&b, endpoints[e].name_field, g->name);
-        }
-        jbuf_kv_u64(&b, "count", g->count);
-        if (kind == KIND_REQUEST || kind == KIND_SPAN)
-            jbuf_kv_u64(&b, "errors", g->failed);
-        else if (kind == KIND_PAGE)
-            jbuf_kv_u64(&b, "incomplete", g->failed);
-        jbuf_key(&b, "metrics");
-        metrics_json(&b, kind, g);
-        jbuf_close(&b, '}');
+    int r = query_groups(d, endpoints[e].kind, app, version, from, to, NULL, &b);
+    if (r < 0) {
+        jbuf_free(&b);
+        http_error(rs, 503, r == -ENOMEM ? "out of memory" : "the store could not be read");
+        return;
     }
-    jbuf_close(&b, ']');
     jbuf_close(&b, '}');
-    free(sorted);
-    aggs_free(&a);
     http_json(rs, 200, &b);
 }

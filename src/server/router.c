@@ -8,6 +8,13 @@
  *   /v1/config/{app}               GET HEAD             app key of {app}, admin a worker
  *                                  PUT                  admin                   a worker
  *   /api/v1/...                    GET HEAD             admin                   a worker
+ *   /api/v1/issues/{id}            GET HEAD PATCH       admin                   a worker
+ *   /, /assets/...                 GET HEAD             none                    the I/O thread
+ *   /auth/session                  GET HEAD             none                    the I/O thread
+ *   /auth/login, /auth/logout      POST                 none (CSRF rules)       the I/O thread
+ * The admin token is also a dashboard session (session.h): a request
+ * with its cookie is the admin's, and one that changes something must
+ * carry the session's CSRF token too (else 403).
  * OPTIONS on any of them (and OPTIONS *) answers 204 with Allow, without a
  * credential; another method 405 with Allow. Everything is decided on the
  * headers (pacerd_preflight), so a refused request's body is never read:
@@ -59,10 +66,19 @@ static route_def find_route(const char *path)
         return (route_def){ROUTE_METRICS_INGEST, "POST, OPTIONS"};
     if (strncmp(path, "/v1/config/", 11) == 0 && app_name_ok(path + 11))
         return (route_def){ROUTE_CONFIG, "GET, HEAD, PUT, OPTIONS"};
+    if (strncmp(path, "/api/v1/issues/", 15) == 0)
+        return (route_def){ROUTE_QUERY, "GET, HEAD, PATCH, OPTIONS"};
     if (strncmp(path, "/api/v1/", 8) == 0)
         return (route_def){ROUTE_QUERY, "GET, HEAD, OPTIONS"};
     if (strcmp(path, "*") == 0)
-        return (route_def){ROUTE_OPTIONS_ANY, "GET, HEAD, POST, PUT, OPTIONS"};
+        return (route_def){ROUTE_OPTIONS_ANY, "GET, HEAD, POST, PUT, PATCH, OPTIONS"};
+    /* the dashboard: its files (web.c), its login and session (session.c) */
+    if (web_path(path))
+        return (route_def){ROUTE_WEB, "GET, HEAD, OPTIONS"};
+    if (strcmp(path, "/auth/session") == 0)
+        return (route_def){ROUTE_AUTH, "GET, HEAD, OPTIONS"};
+    if (session_path(path))
+        return (route_def){ROUTE_AUTH, "POST, OPTIONS"};
     return (route_def){ROUTE_UNKNOWN, NULL};
 }
 
@@ -123,7 +139,11 @@ http_plan pacerd_preflight(void *ctx, http_request *rq, http_response *rs, size_
     bool get = strcmp(rq->method, "GET") == 0 || strcmp(rq->method, "HEAD") == 0;
 
     const char *token = auth_bearer(http_header(rq, "Authorization"));
-    auth_identify(d->auth, token, &st->id);
+    bool cookie = false;
+    const char *csrf_why = NULL;
+    if (session_identify(d->sessions, d->auth, rq, &st->id, &cookie, &csrf_why) < 0 &&
+        strcmp(rq->path, "/auth/login") != 0)
+        return refuse_credential(d, rs, true, "%s", csrf_why);
     enum auth_who who = st->id.who;
     http_plan plan = HTTP_QUEUED;
     switch (def.route) {
@@ -175,7 +195,17 @@ http_plan pacerd_preflight(void *ctx, http_request *rq, http_response *rs, size_
         if (who != AUTH_ADMIN)
             return refuse_credential(d, rs, who == AUTH_KEY, "%s",
                                      "queries take the admin token: Authorization: Bearer TOKEN");
+        if (!get)
+            *ret_max_body = 4096; /* PATCH /api/v1/issues/{id} */
         return HTTP_QUEUED; /* query.c checks its parameters */
+    case ROUTE_WEB:
+        plan = HTTP_INLINE; /* from memory */
+        break;
+    case ROUTE_AUTH:
+        plan = HTTP_INLINE;
+        if (strcmp(rq->path, "/auth/login") == 0)
+            *ret_max_body = 8192;
+        break;
     default:
         break;
     }
@@ -220,6 +250,7 @@ static void metrics_page(pacerd *d, http_response *rs)
     jbuf b;
     jbuf_init(&b);
     metrics_render(&d->metrics, &b, &hs, &ss, &h, auth_n_keys(d->auth));
+    issues_metrics_render(d, &b);
     size_t len;
     char *text = jbuf_steal(&b, &len);
     if (!text) {
@@ -259,12 +290,61 @@ void pacerd_handle(void *ctx, const http_request *rq, http_response *rs)
     case ROUTE_QUERY:
         if (strcmp(rq->path, "/api/v1/samples") == 0)
             samples_handle(d, rq, rs);
-        else if (!read_api_handle(d, rq, rs))
+        else if (!issues_api_handle(d, rq, rs) && !read_api_handle(d, rq, rs) && !dash_handle(d, rq, rs))
             query_handle(d, rq, rs);
         if (rs->status == 503)
             metrics_reject(&d->metrics, MREJ_STORE_FAILED);
         return;
+    case ROUTE_WEB: web_serve(d->web, d->web_root, rq, rs); return;
+    case ROUTE_AUTH: session_handle(d->sessions, d->auth, d->tls, rq, rs); return;
     default: http_error(rs, 500, "internal error: no handler for this route"); return;
+    }
+}
+
+void issues_metrics_render(pacerd *d, jbuf *b)
+{
+    if (d->issues) {
+        uint64_t totals[CLEAN_COUNT];
+        issues_clean_totals(d->issues, totals);
+        jbuf_puts(b, "# HELP pacerd_clean_records_total Pacer records kept out of the statistics (or counted), by "
+                     "reason (docs/server.md, Cleaning).\n# TYPE pacerd_clean_records_total counter\n");
+        for (int k = 1; k < CLEAN_COUNT; k++)
+            jbuf_printf(b, "pacerd_clean_records_total{reason=\"%s\"} %llu\n", clean_reason_name((enum clean_reason)k),
+                        (unsigned long long)totals[k]);
+    }
+    if (d->analysis) {
+        analysis_stats as;
+        analysis_get_stats(d->analysis, &as);
+        jbuf_printf(b,
+                    "# HELP pacerd_analysis_cycles_total Analysis cycles run, and those that failed.\n"
+                    "# TYPE pacerd_analysis_cycles_total counter\n"
+                    "pacerd_analysis_cycles_total %llu\npacerd_analysis_failures_total %llu\n"
+                    "# HELP pacerd_analysis_rows_total Stored rows the analysis read.\n"
+                    "# TYPE pacerd_analysis_rows_total counter\npacerd_analysis_rows_total %llu\n"
+                    "# HELP pacerd_analysis_behind_rows Rows stored and not yet read by the analysis, after its last cycle.\n"
+                    "# TYPE pacerd_analysis_behind_rows gauge\npacerd_analysis_behind_rows %lld\n"
+                    "# HELP pacerd_analysis_cycle_seconds The last cycle's time.\n"
+                    "# TYPE pacerd_analysis_cycle_seconds gauge\npacerd_analysis_cycle_seconds %.6f\n"
+                    "# HELP pacerd_issue_transitions_total Deliveries queued for transitions of issues.\n"
+                    "# TYPE pacerd_issue_transitions_total counter\npacerd_issue_transitions_total %llu\n",
+                    (unsigned long long)as.cycles, (unsigned long long)as.failures, (unsigned long long)as.rows,
+                    (long long)as.behind, as.last_cycle_s, (unsigned long long)as.transitions);
+        static const char *const st[4] = {"new", "ongoing", "resolved", "regressed"};
+        jbuf_puts(b, "# HELP pacerd_issues Issues by status, all apps, after the last cycle.\n# TYPE pacerd_issues gauge\n");
+        for (int k = 0; k < 4; k++)
+            jbuf_printf(b, "pacerd_issues{status=\"%s\"} %lld\n", st[k], (long long)as.issues[k]);
+    }
+    if (d->deliver) {
+        deliver_stats ds;
+        deliver_get_stats(d->deliver, &ds);
+        jbuf_printf(b,
+                    "# HELP pacerd_deliveries_total Deliveries to webhooks and the issue tracker: delivered, "
+                    "attempts that failed (tried again), given up.\n# TYPE pacerd_deliveries_total counter\n"
+                    "pacerd_deliveries_total{result=\"delivered\"} %llu\n"
+                    "pacerd_deliveries_total{result=\"retried\"} %llu\n"
+                    "pacerd_deliveries_total{result=\"given_up\"} %llu\n",
+                    (unsigned long long)ds.delivered, (unsigned long long)ds.attempts_failed,
+                    (unsigned long long)ds.given_up);
     }
 }
 

@@ -189,9 +189,30 @@ typedef struct store_record {
     bool failed;
     bool excluded;       /* counted, but its metrics stay out of the sketches (outliers) */
     double metrics[STORE_MAX_METRICS]; /* NAN: absent */
+    /* the application layer's (clean.h, store_issues.c): */
+    uint8_t clean;       /* why cleaning keeps it out (enum clean_reason), or 0 */
+    bool unbatched;      /* sent without a batch id: a copy of a stored record is recognised by its id */
+    bool skipped;        /* set by the writer: the hooks kept it out (cleaned, or a duplicate) */
 } store_record;
 
 typedef struct store store;
+
+struct sqlite3;
+
+/* The application layer's hooks on the writer (store_issues.c). Called on
+ * the writer thread, for each transaction that stores records. */
+typedef struct store_hooks {
+    /* Each record of a batch not stored before, before it is inserted:
+     * false keeps it out (rec->skipped is then set) — a cleaned record, or
+     * a copy of one stored before; the hook counts it. */
+    bool (*record)(void *ctx, const store_record *rec);
+    /* Before COMMIT, in the transaction: writes what the hook counted.
+     * 0, or negative errno (the transaction fails). */
+    int (*commit)(void *ctx, struct sqlite3 *db);
+    /* After the transaction committed (true) or was rolled back. */
+    void (*done)(void *ctx, bool committed);
+    void *ctx;
+} store_hooks;
 
 typedef struct store_options {
     bool sync_full;          /* synchronous=FULL instead of NORMAL */
@@ -212,6 +233,7 @@ typedef struct store_options {
      * (NULL: nowhere); called from any of the store's threads */
     void (*log)(void *ctx, const char *msg);
     void *log_ctx;
+    store_hooks hooks; /* all NULL: none */
 } store_options;
 
 /* Opens (creating when needed) the database and starts the writer thread.
@@ -384,8 +406,16 @@ int store_apps(store *st, void (*cb)(void *ctx, const char *app, const char *ver
 /* Lends fn a read connection, inside one read transaction (a snapshot),
  * and returns what fn returns. For readers of the store's own files
  * (store_samples.c); any thread. */
-struct sqlite3;
 int store_read(store *st, int (*fn)(void *ctx, struct sqlite3 *db), void *ctx);
+
+/* Runs fn on the writer's connection, inside the writer's transaction (in
+ * a savepoint of its own: a failure of fn rolls back what fn did and
+ * nothing else), and blocks until it committed. For writers of tables
+ * other than the record tables (store_issues.c); fn must be short, the
+ * ingest waits behind it. Returns what fn returned, -EIO when the
+ * transaction failed, -ESHUTDOWN when the store is closing. Any thread
+ * but the writer's. */
+int store_write(store *st, int (*fn)(void *ctx, struct sqlite3 *db), void *ctx);
 
 /* One raw row of a table: the columns of store_table_columns, borrowed
  * until the callback returns. */

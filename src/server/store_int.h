@@ -96,7 +96,7 @@ typedef struct table_marks {
 
 typedef struct group group;
 
-enum job_type { JOB_RECORDS, JOB_CONFIG };
+enum job_type { JOB_RECORDS, JOB_CONFIG, JOB_CALL };
 
 typedef struct job {
     struct job *next;
@@ -107,6 +107,9 @@ typedef struct job {
     const char *xml;
     size_t xml_len;
     int64_t version;
+    int (*fn)(void *ctx, sqlite3 *db); /* JOB_CALL */
+    void *fn_ctx;
+    int fn_result;
     int result;
     bool duplicate, done;
 } job;
@@ -114,7 +117,7 @@ typedef struct job {
 enum stmt_id { ST_TM_SAVE, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_BATCH, ST_PROBE, ST_CONFIG_PUT, ST_CONFIG_VERSION,
                ST_LOAD_COUNT, ST_LOAD_SKETCH, ST_SAVE_COUNT, ST_SAVE_SKETCH, ST_LOAD_SUB, ST_SAVE_SUB,
                ST_PART_LOAD, ST_PART_ADD, ST_DAY_ROWS, ST_PART_ROWS, ST_PART_ROLLED, ST_PART_SEALED, ST_PART_FREEZE, ST_PART_FREEZE_AT, ST_PART_HOURLY, ST_BLOCK_ADD,
-               ST_TRACE_ADD, ST_TRACE_RUN, ST_META_SET, ST_COUNT };
+               ST_TRACE_ADD, ST_TRACE_RUN, ST_META_SET, ST_ARRIVAL_ADD, ST_COUNT };
 
 #define GROUP_BUCKETS 8192
 
@@ -141,6 +144,13 @@ struct store {
     job *head, *tail;
     size_t queued_items, max_queued;
     bool stopping;
+    store_hooks hooks; /* the application layer's (store.h) */
+    /* positions (store_int.h, "positions"): the last handed out, as
+     * committed after each transaction, and the transaction's open run */
+    int64_t pos[TABLE_COUNT];
+    struct pos_run {
+        int64_t pos, n, off;
+    } run[TABLE_COUNT];
     /* rollup groups (store_sqlite.c) */
     group *groups[GROUP_BUCKETS];
     size_t n_groups;
@@ -307,6 +317,32 @@ int store_blocks_merge(store *st, enum store_table t, int64_t day, int64_t after
 
 int store_blocks_read(sqlite3 *db, enum store_table t, const char *app, int64_t day, int64_t from, int64_t to,
                       int64_t min_rowid, const bool *want_cols, block_rows_fn fn, void *ctx);
+
+/* The blocks of record table t that hold rows with rowid in (after, upto]
+ * — each block whole, its rows in no order of rowid: the caller filters
+ * and sorts — through the index blocks_rows. As store_blocks_read. */
+#define STORE_BLOCKS_ROWIDS_SQL \
+    "SELECT layout, data, app FROM blocks WHERE tbl = ?1 AND r_hi > ?2 AND r_lo <= ?3"
+int store_blocks_rowids(sqlite3 *db, enum store_table t, int64_t after, int64_t upto, const bool *want_cols,
+                        block_rows_fn fn, void *ctx);
+
+/* ---- positions: the commit order of logs and metric points ----
+ *
+ * The rows of logs and metric points are kept in the rowid range of
+ * their day, so that a day is dropped whole; rowid order is not the order
+ * they came in. Each row is also given a position, 1, 2, 3… in commit
+ * order per table, written as runs (table arrivals): positions (pos - n,
+ * pos] are the rows at rowid position + off, one run per day a commit
+ * adds to (a run per row only when a commit's rows alternate days). What
+ * reads "the rows that came after" (the application layer,
+ * analysis_source.c) reads runs of positions; a run stays until the
+ * reader forgets it (source_forget), and means nothing once its day is
+ * dropped. */
+static inline bool store_has_positions(enum store_table t)
+{
+    return t == TABLE_LOGS || t == TABLE_METRIC_POINTS;
+}
+#define STORE_ARRIVALS_SQL "SELECT pos, n, off FROM arrivals WHERE tbl = ?1 AND pos > ?2 ORDER BY pos"
 
 /* ---- upgrade (store_upgrade.c) ---- */
 

@@ -1348,6 +1348,10 @@ int store_explain(store *st, void (*cb)(void *ctx, const char *name, const char 
                         " AND t_lo < ?5 AND t_hi >= ?4 AND r_hi > ?6",
                         cb, ctx);
     if (r == 0)
+        r = explain_one(db, "blocks of a range of rowids", STORE_BLOCKS_ROWIDS_SQL, cb, ctx);
+    if (r == 0)
+        r = explain_one(db, "positions after a mark", STORE_ARRIVALS_SQL, cb, ctx);
+    if (r == 0)
         r = explain_one(db, "sub-day rollups",
                         "SELECT name, count, failed, sketches FROM subday WHERE kind = ?1 AND app = ?2 AND width = ?6"
                         " AND t >= ?4 AND t < ?5 AND (?3 IS NULL OR version = ?3)",

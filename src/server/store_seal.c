@@ -673,10 +673,12 @@ static int layout_load(sqlite3 *db, enum store_table t, int64_t id, layout_map *
     return r;
 }
 
+static int blocks_decode(sqlite3 *db, sqlite3_stmt *s, enum store_table t, const bool *want_cols, block_rows_fn fn,
+                         void *ctx);
+
 int store_blocks_read(sqlite3 *db, enum store_table t, const char *app, int64_t day, int64_t from, int64_t to,
                       int64_t min_rowid, const bool *want_cols, block_rows_fn fn, void *ctx)
 {
-    const store_table_desc *td = store_table(t);
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(db,
                            "SELECT layout, data, app FROM blocks WHERE tbl = ?1 AND day = ?2 AND app = ?3"
@@ -702,6 +704,27 @@ int store_blocks_read(sqlite3 *db, enum store_table t, const char *app, int64_t 
     sqlite3_bind_int64(s, 4, from);
     sqlite3_bind_int64(s, 5, to);
     sqlite3_bind_int64(s, 6, min_rowid);
+    return blocks_decode(db, s, t, want_cols, fn, ctx);
+}
+
+int store_blocks_rowids(sqlite3 *db, enum store_table t, int64_t after, int64_t upto, const bool *want_cols,
+                        block_rows_fn fn, void *ctx)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, STORE_BLOCKS_ROWIDS_SQL, -1, &s, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int64(s, 1, t);
+    sqlite3_bind_int64(s, 2, after);
+    sqlite3_bind_int64(s, 3, upto);
+    return blocks_decode(db, s, t, want_cols, fn, ctx);
+}
+
+/* The blocks s selects (layout, data, app), decoded one at a time for fn;
+ * finalizes s. */
+static int blocks_decode(sqlite3 *db, sqlite3_stmt *s, enum store_table t, const bool *want_cols, block_rows_fn fn,
+                         void *ctx)
+{
+    const store_table_desc *td = store_table(t);
     layout_map map = {.id = -1};
     store_value *vals = NULL, *rowv = NULL, *nulls = NULL;
     const store_value *rows[STORE_MAX_COLS];

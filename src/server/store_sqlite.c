@@ -2,9 +2,13 @@
  *
  * Writer thread states, per group of jobs:
  *   take the queue → BEGIN → [advance the hot day] → run each job (records
- *   / probe / config; rows appended, groups in memory updated) → [rollup
- *   flush [→ seal]] → COMMIT → wake the submitters → [WAL check] → [a
- *   retention step, when one is due] (store_retention.c).
+ *   / probe / config / call; rows appended, groups in memory updated) →
+ *   [rollup flush [→ seal]] → [hooks' commit] → COMMIT → [hooks' done] →
+ *   wake the submitters → [WAL check] → [a retention step, when one is
+ *   due] (store_retention.c).
+ * The application layer's hooks (store.h, store_hooks) see each record of
+ * a new batch before its insert and may keep it out; a call job
+ * (store_write) runs its function in a savepoint of its own.
  * Rollup flush, when LAG_ROWS rows wait, the oldest has waited
  * rollup_lag_ms (also without traffic) or the writer stops: move the
  * rolled marks to the last rows (each record table's, each touched day of
@@ -115,6 +119,12 @@ static const char FIXED_SCHEMA[] =
     "  n INTEGER NOT NULL, layout INTEGER NOT NULL, data BLOB NOT NULL);"
     /* which blocks a range needs, decided in the index alone */
     "CREATE INDEX IF NOT EXISTS blocks_at ON blocks(tbl, day, app, t_lo, t_hi, r_hi);"
+    /* which blocks hold a range of rowids (the application layer reads the
+     * rows that came after its marks, store_int.h) */
+    "CREATE INDEX IF NOT EXISTS blocks_rows ON blocks(tbl, r_hi, r_lo);"
+    /* logs and metric points in commit order (store_int.h, "positions") */
+    "CREATE TABLE IF NOT EXISTS arrivals(tbl INTEGER NOT NULL, pos INTEGER NOT NULL, n INTEGER NOT NULL,"
+    "  off INTEGER NOT NULL, PRIMARY KEY(tbl, pos)) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS block_layouts(id INTEGER PRIMARY KEY, tbl INTEGER NOT NULL, columns TEXT NOT NULL);"
     /* each distinct resource and scope once (OTLP JSON); rows name them by id */
     "CREATE TABLE IF NOT EXISTS resources(id INTEGER PRIMARY KEY, hash INTEGER NOT NULL, json TEXT NOT NULL);"
@@ -919,7 +929,7 @@ static int advance_hot(store *st, const job *j, int64_t now_wall)
     int64_t newest = st->newest_ts;
     for (size_t i = 0; i < j->n; i++) {
         const store_record *rec = &j->recs[i];
-        if (rec->kind == KIND_NONE)
+        if (rec->kind == KIND_NONE || rec->skipped)
             continue;
         const store_value *tsv = &rec->cols[st->ts_col[rec->table]];
         int64_t ts = tsv->type == SV_INT ? tsv->i : rec->ts_ns;
@@ -979,6 +989,70 @@ static int advance_hot(store *st, const job *j, int64_t now_wall)
     return 0;
 }
 
+/* Writes the open run of positions of table t (store_int.h, "positions"). */
+static int run_write(store *st, enum store_table t)
+{
+    struct pos_run *u = &st->run[t];
+    if (!u->n)
+        return 0;
+    sqlite3_stmt *s = st->st[ST_ARRIVAL_ADD];
+    sqlite3_bind_int64(s, 1, t);
+    sqlite3_bind_int64(s, 2, u->pos);
+    sqlite3_bind_int64(s, 3, u->n);
+    sqlite3_bind_int64(s, 4, u->off);
+    u->n = 0;
+    return store_step_done(s);
+}
+
+/* Every open run, before the transaction commits. */
+static int runs_write(store *st)
+{
+    for (enum store_table t = 0; t < TABLE_COUNT; t++)
+        if (run_write(st, t) < 0)
+            return -EIO;
+    return 0;
+}
+
+/* A row of t at rowid takes the next position. */
+static int position_add(store *st, enum store_table t, int64_t rowid)
+{
+    struct pos_run *u = &st->run[t];
+    int64_t pos = st->pos[t] + 1;
+    if (!u->n || u->off != rowid - pos) {
+        if (run_write(st, t) < 0)
+            return -EIO;
+        u->off = rowid - pos;
+    }
+    u->pos = pos;
+    u->n++;
+    st->pos[t] = pos;
+    return 0;
+}
+
+/* The last position of each table, as committed; no run open. */
+static int positions_load(store *st)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(st->w, "SELECT COALESCE(MAX(pos), 0) FROM arrivals WHERE tbl = ?1", -1, &s, NULL) !=
+        SQLITE_OK)
+        return -EIO;
+    int r = 0;
+    for (enum store_table t = 0; t < TABLE_COUNT && r == 0; t++) {
+        st->pos[t] = 0;
+        st->run[t] = (struct pos_run){0, 0, 0};
+        if (!store_has_positions(t))
+            continue;
+        sqlite3_bind_int64(s, 1, t);
+        if (sqlite3_step(s) == SQLITE_ROW)
+            st->pos[t] = sqlite3_column_int64(s, 0);
+        else
+            r = -EIO;
+        sqlite3_reset(s);
+    }
+    sqlite3_finalize(s);
+    return r;
+}
+
 static int insert_record(store *st, const store_record *rec, int64_t now_wall)
 {
     sqlite3_stmt *s = st->insert[rec->table];
@@ -1023,6 +1097,8 @@ static int insert_record(store *st, const store_record *rec, int64_t now_wall)
     p->last = rowid;
     if (store_is_record(rec->table))
         st->tm[rec->table].last = rowid;
+    if (store_has_positions(rec->table) && position_add(st, rec->table, rowid) < 0)
+        return -EIO;
     if (rec->kind == KIND_NONE)
         return 0;
     (void)now_wall;
@@ -1086,7 +1162,7 @@ static int table_marks_load(store *st)
             st->tm[t].last = st->tm[t].rolled;
     }
     sqlite3_finalize(s);
-    return r;
+    return r == 0 ? positions_load(st) : r;
 }
 
 /* Adds the rows of statement s (store_raw_select's columns, after a
@@ -1267,10 +1343,18 @@ static int run_job(store *st, job *j)
                 return 0;
             }
         }
+        for (size_t i = 0; i < j->n; i++) {
+            store_record *rec = &j->recs[i];
+            /* a cleaned record is never stored; the hooks count it, and may keep out a copy */
+            bool keep = !st->hooks.record || st->hooks.record(st->hooks.ctx, rec);
+            rec->skipped = rec->clean || !keep;
+        }
         int64_t now = wall_ns();
         if ((r = advance_hot(st, j, now)) < 0)
             return r;
         for (size_t i = 0; i < j->n; i++) {
+            if (j->recs[i].skipped)
+                continue;
             if ((r = insert_record(st, &j->recs[i], now)) < 0)
                 return r;
             /* a flush inside the transaction: should it fail, the ROLLBACK
@@ -1282,6 +1366,14 @@ static int run_job(store *st, job *j)
             }
         }
         return 0;
+    case JOB_CALL:
+        /* the caller's own savepoint: its failure is its own */
+        if (sqlite3_exec(st->w, "SAVEPOINT job_call", NULL, NULL, NULL) != SQLITE_OK)
+            return -EIO;
+        j->fn_result = j->fn(j->fn_ctx, st->w);
+        if (j->fn_result < 0 && sqlite3_exec(st->w, "ROLLBACK TO job_call", NULL, NULL, NULL) != SQLITE_OK)
+            return -EIO;
+        return sqlite3_exec(st->w, "RELEASE job_call", NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
     }
     return -EINVAL;
 }
@@ -1354,6 +1446,8 @@ static void *writer_main(void *arg)
                 r = store_step_done(st->st[ST_BEGIN]);
             for (job *j = list; j && r == 0; j = j->next)
                 r = run_job(st, j);
+            if (r == 0)
+                r = runs_write(st);
             if (r == 0 && probe) {
                 sqlite3_bind_int64(st->st[ST_PROBE], 1, wall_ns());
                 r = store_step_done(st->st[ST_PROBE]);
@@ -1371,6 +1465,8 @@ static void *writer_main(void *arg)
             seal = flush && st->seal_rows + rolling >= st->seal_at;
             if (r == 0 && seal)
                 r = store_seal(st);
+            if (r == 0 && st->hooks.commit)
+                r = st->hooks.commit(st->hooks.ctx, st->w) < 0 ? -EIO : 0;
             if (r == 0)
                 r = store_step_done(st->st[ST_COMMIT]);
             store_error err;
@@ -1380,8 +1476,10 @@ static void *writer_main(void *arg)
             for (job *j = list; j && r == 0; j = j->next) {
                 duplicates += j->duplicate;
                 for (size_t i = 0; j->type == JOB_RECORDS && !j->duplicate && i < j->n; i++)
-                    rows[j->recs[i].table]++;
+                    rows[j->recs[i].table] += !j->recs[i].skipped;
             }
+            if (st->hooks.done)
+                st->hooks.done(st->hooks.ctx, r == 0);
             health_write(&st->health, r < 0 ? &err : NULL, mono_ns() - t0, rows, duplicates);
             if (r < 0) {
                 store_step_done(st->st[ST_ROLLBACK]);
@@ -1524,6 +1622,13 @@ void store_get_stats(store *st, store_stats *ret)
     ret->disk_free_bytes = statvfs(st->path, &vfs) == 0 ? (int64_t)vfs.f_bavail * (int64_t)vfs.f_frsize : -1;
 }
 
+int store_write(store *st, int (*fn)(void *ctx, sqlite3 *db), void *ctx)
+{
+    job j = {.type = JOB_CALL, .fn = fn, .fn_ctx = ctx};
+    int r = submit(st, &j);
+    return r < 0 ? r : j.fn_result;
+}
+
 int store_config_put(store *st, const char *app, const char *xml, size_t len, int64_t *ret_version)
 {
     job j = {.type = JOB_CONFIG, .app = app, .xml = xml, .xml_len = len};
@@ -1647,6 +1752,7 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_PART_FREEZE_AT] = "UPDATE partitions SET hourly = ?2 WHERE tbl = ?1 AND day < ?3 AND hourly IS NULL",
     [ST_TM_SAVE] = "INSERT OR REPLACE INTO table_marks(tbl, rolled, sealed) VALUES(?1, ?2, ?3)",
     [ST_PART_HOURLY] = "UPDATE partitions SET hourly = ?3 WHERE tbl = ?1 AND day = ?2",
+    [ST_ARRIVAL_ADD] = "INSERT INTO arrivals(tbl, pos, n, off) VALUES(?1, ?2, ?3, ?4)",
     [ST_BLOCK_ADD] = "INSERT INTO blocks(tbl, day, app, t_lo, t_hi, r_lo, r_hi, n, layout, data)"
                      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     [ST_TRACE_ADD] = "INSERT INTO trace_index(b, t_lo, data) VALUES(?1, ?2, ?3)",
@@ -1833,6 +1939,7 @@ store *store_open(const char *path, const store_options *opt, char *err, size_t 
     st->retention_days = opt->retention_days;
     st->rollup_retention_days = opt->rollup_retention_days;
     st->retention_due = st->retention_days || st->rollup_retention_days;
+    st->hooks = opt->hooks;
     size_t nr = opt->readers ? opt->readers : 4;
     st->readers = calloc(nr, sizeof *st->readers);
     st->free_readers = calloc(nr, sizeof *st->free_readers);

@@ -15,7 +15,8 @@
  *           plain spans, logs and points of rowid r and day d become rowid
  *           part_base(d) + r, so that each day's rows keep their order and
  *           those the rollups held (r <= mark) come first — they set the
- *           day's rolled mark; the record tables' rows stay (their marks:
+ *           day's rolled mark; a log or point keeps r as its position
+ *           (the order it came in: arrivals, in runs of one day); the record tables' rows stay (their marks:
  *           rolled = the old mark, sealed = 0) and their days get a
  *           partition; the rows the rollups held also go into the sub-day
  *           rollups, which schema 2 did not have;
@@ -249,6 +250,18 @@ static int move_chunk(store *st, enum store_table t, char **msg)
         if (r == SQLITE_OK && subday_of_chunk(st, td->kind, lo, hi, mark) < 0)
             r = SQLITE_ERROR;
     }
+    /* logs and points keep their order as positions: the old rowids, in
+     * runs of one day (store_int.h, "positions") */
+    if (r == SQLITE_OK && store_has_positions(t))
+        r = store_exec_owned(db,
+                             store_sql("INSERT INTO arrivals(tbl, pos, n, off)"
+                                       " SELECT %d, MAX(rowid), MAX(rowid) - MIN(rowid) + 1, (d + 1) * %" PRId64
+                                       " FROM (SELECT rowid, ts / %" PRId64 " AS d, ROW_NUMBER() OVER (ORDER BY rowid)"
+                                       " - ROW_NUMBER() OVER (PARTITION BY ts / %" PRId64 " ORDER BY rowid) AS g"
+                                       " FROM %s WHERE rowid >= %" PRId64 " AND rowid < %" PRId64 ")"
+                                       " GROUP BY d, g",
+                                       (int)t, base, day, day, td->name, lo, hi),
+                             msg);
     if (r == SQLITE_OK)
         r = store_exec_owned(db,
                              store_sql("INSERT INTO %s(rowid, %s) SELECT (ts / %" PRId64 " + 1) * %" PRId64

@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from agentlib import APP_ENV, PACER, Xvfb, assert_documented, of_type, read_jsonl, skip_unless  # noqa: E402
 
 NATIVE_LEAKS = os.environ["NATIVE_LEAKS"]
+HEAP_SEMANTICS = os.environ["HEAP_SEMANTICS"]
 LEAK_APP = os.environ["LEAK_APP"]
 
 # (innermost in-app function, bytes, blocks) of tests/agent/native-leaks.c
@@ -115,11 +116,25 @@ class NativeLeaks(unittest.TestCase):
         self.assertEqual(of_type(recs, "leak"), [])
         sh = shutil.which("sh")
         p, _ = run(["-c", 'echo "$LD_PRELOAD|${G_SLICE:-}|${PACER_LEAKS:-}"'], leaks=None, program=sh)
-        self.assertNotIn("heap", p.stdout)
+        self.assertNotIn("libpacer-agent-heap", p.stdout)
         self.assertTrue(p.stdout.strip().endswith("||"), p.stdout)
         p, _ = run(["-c", 'echo "$LD_PRELOAD|${G_SLICE:-}|${PACER_LEAKS:-}"'], program=sh)
         self.assertIn("libpacer-agent-heap.so", p.stdout)
         self.assertTrue(p.stdout.strip().endswith("|always-malloc|native"), p.stdout)
+
+    def test_the_program_sees_the_allocator_unchanged(self):
+        # tests/agent/heap-semantics.c checks sizes, usable sizes, zeroing,
+        # realloc, alignments and error codes itself, with threads trading
+        # blocks while leak checks run, and a fork; plain first, then with
+        # blocks in the bitmaps (default), all in the table (every block
+        # sampled), and mixed; it frees everything: no leak either way
+        p = subprocess.run([HEAP_SEMANTICS], capture_output=True, text=True, timeout=120)
+        self.assertEqual((p.returncode, p.stdout, p.stderr), (0, "ok\n", ""))
+        for sample in [None, "1", "512"]:
+            extra = {"PACER_LEAKS_SAMPLE_BYTES": sample} if sample else {}
+            p, recs = run([], extra_env=extra, program=HEAP_SEMANTICS)
+            self.assertEqual((p.returncode, p.stdout, p.stderr), (0, "ok\n", ""), sample)
+            self.assertEqual(of_type(recs, "leak"), [], sample)
 
     def test_bad_option(self):
         for bad in ["--leaks=all", "--leaks=", "--leaks=refs,"]:

@@ -13,7 +13,7 @@ What it holds the gate to:
     and first_screen_ms, and names no page metric (the delay is before any
     page exists, so no page's own figures change);
   - the samples are the records' values (ground truth: the records files
-    the runs left with --keep), runs alternate A B A B, the environment is
+    the runs left with --keep), pairs run a b, b a, a b..., the environment is
     this machine's;
   - a baseline from pacerd (--baseline server:VERSION) holds exactly the
     values the runs uploaded;
@@ -253,7 +253,9 @@ class BenchGate(unittest.TestCase):
                 cold = first_of(recs, "startup", kind="cold")
                 self.assertIsNotNone(cold, "%s%02d" % (side, k))
                 starts.append((cold["ts"], side, cold["pid"]))
-        self.assertEqual([s for _, s, _ in sorted(starts)], ["a", "b"] * PAIRS)
+        # pairs in the order a b, b a, a b, ...: each side first as often
+        self.assertEqual([s for _, s, _ in sorted(starts)],
+                         [x for k in range(PAIRS) for x in (("a", "b") if k % 2 == 0 else ("b", "a"))])
         self.assertEqual(len({pid for _, _, pid in starts}), 2 * PAIRS)
         # warm-ups ran first, one of each, and are not samples
         self.assertTrue(os.path.exists(os.path.join(keep, "aw01.jsonl")))

@@ -2,7 +2,8 @@
  *
  * Property: a line that parses formats to a canonical line that parses back
  * to the same event (the reader only hands out valid UTF-8 without NULs, so
- * nothing is lost on the way). A line that does not parse gets a non-empty
+ * nothing is lost on the way; a record event's object comes back as the
+ * same compact text). A line that does not parse gets a non-empty
  * one-line message. The input is copied into a heap block of exactly its
  * size, so any read past `len` is caught by AddressSanitizer. */
 #include <stdint.h>
@@ -25,7 +26,8 @@ static int same_event(const pacer_event *a, const pacer_event *b)
 {
     return a->type == b->type && a->t_ns == b->t_ns && a->page == b->page &&
            same_str(a->class_name, b->class_name) && a->kind == b->kind &&
-           same_str(a->url, b->url) && a->req == b->req && a->status == b->status;
+           same_str(a->url, b->url) && a->req == b->req && a->status == b->status &&
+           a->record_len == b->record_len && (!a->record_len || memcmp(a->record, b->record, a->record_len) == 0);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

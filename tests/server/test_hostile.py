@@ -601,7 +601,7 @@ class HeadAndOptions(unittest.TestCase):
             self.assertEqual((st, h.get("Allow"), body), (204, allow, b""), path)
         got, _ = raw_exchange(self.d.port, b"OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         self.assertEqual(status_of(got), 204, got)
-        self.assertEqual(header_of(got, "Allow"), "GET, HEAD, POST, PUT, OPTIONS")
+        self.assertEqual(header_of(got, "Allow"), "GET, HEAD, POST, PUT, PATCH, OPTIONS")
 
     def test_other_methods_answer_405_with_allow(self):
         for method, path, allow in (("DELETE", "/healthz", "GET, HEAD, OPTIONS"),

@@ -132,6 +132,7 @@ static void test_ten_minute_rollups_of_a_busy_day(void **state)
     d.store = store_open(path, &o, err, sizeof err);
     assert_non_null(d.store);
     d.max_body = 16 << 20;
+    d.clean = (clean_limits){86400000, 3600LL * 1000000000LL}; /* pacerd's defaults */
     unsigned seed = 9;
     int64_t ts[1000];
     /* day 0: 400 loads, then day 1 (fine: the day before had 400 >= 200) */
@@ -216,6 +217,7 @@ static void test_a_day_busy_after_it_was_made_gets_ten_minute_rollups(void **sta
     d.store = store_open(path, &o, err, sizeof err);
     assert_non_null(d.store);
     d.max_body = 16 << 20;
+    d.clean = (clean_limits){86400000, 3600LL * 1000000000LL}; /* pacerd's defaults */
     n_loads = 0;
     unsigned seed = 5;
     int64_t ts[100];

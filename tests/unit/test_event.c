@@ -72,7 +72,7 @@ static void test_event_names(void **state)
     static const char *const names[] = {
         "launch",    "agent_init",  "main",        "app_created", "page_create", "page_view_created",
         "page_draw", "page_select", "page_scroll", "page_destroy", "api_start",  "api_end",
-        "page_show", "handoff",
+        "page_show", "handoff",     "record",
     };
     for (int t = PACER_EV_FIRST; t <= PACER_EV_LAST; t++)
         assert_string_equal(pacer_event_name((pacer_event_type)t), names[t - PACER_EV_FIRST]);
@@ -736,6 +736,13 @@ static void test_round_trip(void **state)
             }
             if (t == PACER_EV_API_END)
                 ev.status = statuses[(i + (size_t)t) % 5];
+            static const char *const records[] = {
+                "{\"type\":\"jank\",\"duration_ms\":812.5}", "{}",
+                "{\"type\":\"net\",\"url\":\"a b\\\"c\",\"x\":[1,{\"y\":null}]}", "{\"type\":\"x\"}"};
+            if (t == PACER_EV_RECORD) {
+                ev.record = records[i];
+                ev.record_len = strlen(records[i]);
+            }
 
             int n = pacer_event_format(&ev, line, sizeof(line));
             assert_true(n > 0 && (size_t)n < sizeof(line));
@@ -753,10 +760,50 @@ static void test_round_trip(void **state)
                 assert_true(same_str(p.ev.url, ev.url));
                 assert_true(p.ev.req == ev.req);
                 assert_int_equal(p.ev.status, ev.status);
+                assert_int_equal(p.ev.record_len, ev.record_len);
+                if (ev.record)
+                    assert_memory_equal(p.ev.record, ev.record, ev.record_len);
                 parsed_free(&p);
             }
         }
     }
+}
+
+/* A record event hands back its object without the whitespace outside
+ * strings; the object must be one; page and start-up records are refused
+ * by the model, not the reader. */
+static void test_record_event(void **state)
+{
+    (void)state;
+    pacer_event ev;
+    parsed p;
+    expect_ok("{\"t\": 5, \"ev\": \"record\", \"record\": { \"type\" : \"net\", \"url\": \"/a b\",\n"
+              " \"x\": [ 1 , 2 ] }, \"page\": 3}",
+              &ev, &p);
+    assert_int_equal(ev.type, PACER_EV_RECORD);
+    assert_int_equal(ev.t_ns, 5);
+    assert_int_equal(ev.page, 0); /* not a member of this event */
+    static const char want[] = "{\"type\":\"net\",\"url\":\"/a b\",\"x\":[1,2]}";
+    assert_int_equal(ev.record_len, strlen(want));
+    assert_memory_equal(ev.record, want, strlen(want));
+    char line[256];
+    int n = pacer_event_format(&ev, line, sizeof line);
+    assert_string_equal(line, "{\"t\":5,\"ev\":\"record\",\"record\":{\"type\":\"net\",\"url\":\"/a b\",\"x\":[1,2]}}\n");
+    assert_int_equal(n, (int)strlen(line));
+    parsed_free(&p);
+
+    expect_error("{\"t\":1,\"ev\":\"record\"}", "missing field \"record\" for event \"record\"");
+    expect_error("{\"t\":1,\"ev\":\"record\",\"record\":[1]}",
+                 "field \"record\" must be an object (a record of docs/records.md)");
+    expect_error("{\"t\":1,\"ev\":\"record\",\"record\":\"{}\"}",
+                 "field \"record\" must be an object (a record of docs/records.md)");
+    expect_error("{\"t\":1,\"ev\":\"record\",\"record\":{\"a\":}}", "invalid JSON at column 36: expected a value, got '}'");
+
+    pacer_event bad = {.type = PACER_EV_RECORD, .t_ns = 1};
+    assert_int_equal(pacer_event_format(&bad, line, sizeof line), -EINVAL);
+    bad.record = "[1]";
+    bad.record_len = 3;
+    assert_int_equal(pacer_event_format(&bad, line, sizeof line), -EINVAL);
 }
 
 int main(void)
@@ -778,6 +825,7 @@ int main(void)
         cmocka_unit_test(test_format_invalid),
         cmocka_unit_test(test_format_buffer_too_small),
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_record_event),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

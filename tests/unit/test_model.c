@@ -410,6 +410,49 @@ static void test_emit_custom_record(void **state)
     rec_capture_clear(&c);
 }
 
+/* A record event: the record as instrumentation would have submitted it at
+ * the event's time, with the instance's common fields; page and start-up
+ * records, records of the wrong shape and objects without a type are
+ * refused. */
+static void test_record_event(void **state)
+{
+    (void)state;
+    rec_capture c;
+    pacer_t *p = test_pacer_new(&c, NULL);
+    static const char jank[] = "{\"type\":\"jank\",\"kind\":\"jank\",\"duration_ms\":812.5,\"page\":\"W\","
+                               "\"fingerprint\":\"00aa00bb00cc00dd\",\"stack\":[{\"function\":\"f\",\"in_app\":true}],"
+                               "\"app\":\"ignored\"}";
+    pacer_event ev = {.t_ns = 2000000, .type = PACER_EV_RECORD, .record = jank, .record_len = strlen(jank)};
+    assert_int_equal(pacer_submit(p, &ev), 0);
+    static const char *const bad[] = {
+        "{\"type\":\"page\",\"page\":\"W\"}", "{\"type\":\"startup\",\"kind\":\"cold\"}",
+        "{\"type\":\"jank\",\"duration_ms\":\"long\"}", "{\"duration_ms\":1}", "{\"type\":\"net\",\"total_ms\":-1}",
+        "{\"type\":\"net\"", "{\"type\":\"\"}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ev.record = bad[i];
+        ev.record_len = strlen(bad[i]);
+        if (pacer_submit(p, &ev) != -EINVAL)
+            fail_msg("record event %s was taken", bad[i]);
+    }
+    ev.record = NULL;
+    ev.record_len = 0;
+    assert_int_equal(pacer_submit(p, &ev), -EINVAL);
+    pacer_free(p);
+    assert_int_equal(rec_count(&c, "jank"), 1);
+    json_t *r = rec_find(&c, "jank", NULL, NULL, 0);
+    assert_string_equal(rec_str(r, "app"), "test");
+    assert_string_equal(rec_str(r, "fingerprint"), "00aa00bb00cc00dd");
+    assert_true(rec_num(r, "duration_ms") == 812.5);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(r, "stack"), 0), "function")),
+                        "f");
+    /* ts: the event's time on the wall clock, like every record of the run */
+    assert_true(json_integer_value(json_object_get(r, "ts")) > 1600000000LL * 1000000000LL);
+    assert_int_equal(rec_count(&c, "page"), 0);
+    assert_int_equal(c.bad, 0);
+    rec_capture_clear(&c);
+}
+
 static void test_invalid_events_rejected(void **state)
 {
     (void)state;
@@ -522,6 +565,7 @@ int main(void)
         cmocka_unit_test(test_config_swap_keeps_snapshot),
         cmocka_unit_test(test_get_config_follows_swaps),
         cmocka_unit_test(test_emit_custom_record),
+        cmocka_unit_test(test_record_event),
         cmocka_unit_test(test_invalid_events_rejected),
         cmocka_unit_test(test_raw_events_and_out_file),
         cmocka_unit_test(test_bad_config_path),

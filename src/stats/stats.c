@@ -1,4 +1,5 @@
-/* pacer bench: the statistics of a regression gate (bench_stats.h).
+/* The statistics of regression tests (pacer/stats.h): pacer bench's gate and
+ * pacerd's version-to-version regressions.
  *
  * The exact null distribution of U. With the two samples pooled, sorted
  * and no ties, every one of the C(m+n, m) ways to label m values x and n
@@ -15,7 +16,7 @@
  * row by row in m, two rows of (n+1) × (mn+1) doubles: 2 MB at the limit
  * of 50 × 50.
  */
-#include "bench_stats.h"
+#include <pacer/stats.h>
 
 #include <errno.h>
 #include <math.h>
@@ -32,7 +33,7 @@ static uint64_t splitmix64(uint64_t *x)
     return z ^ (z >> 31);
 }
 
-void bench_rng_seed(bench_rng *rng, uint64_t seed)
+void stats_rng_seed(stats_rng *rng, uint64_t seed)
 {
     for (int i = 0; i < 4; i++)
         rng->s[i] = splitmix64(&seed);
@@ -43,7 +44,7 @@ static uint64_t rotl(uint64_t x, int k)
     return (x << k) | (x >> (64 - k));
 }
 
-uint64_t bench_rng_next(bench_rng *rng)
+uint64_t stats_rng_next(stats_rng *rng)
 {
     uint64_t *s = rng->s;
     uint64_t result = rotl(s[1] * 5, 7) * 9;
@@ -57,13 +58,13 @@ uint64_t bench_rng_next(bench_rng *rng)
     return result;
 }
 
-size_t bench_rng_below(bench_rng *rng, size_t n)
+size_t stats_rng_below(stats_rng *rng, size_t n)
 {
     /* Rejects the top partial block of 2^64 so every residue is equally likely. */
     uint64_t limit = UINT64_MAX - UINT64_MAX % (uint64_t)n;
     uint64_t x;
     do
-        x = bench_rng_next(rng);
+        x = stats_rng_next(rng);
     while (x >= limit);
     return (size_t)(x % (uint64_t)n);
 }
@@ -88,24 +89,24 @@ static double *sorted_copy(const double *v, size_t n)
     return c;
 }
 
-double bench_median_sorted(const double *sorted, size_t n)
+double stats_median_sorted(const double *sorted, size_t n)
 {
     if (n == 0)
         return NAN;
     return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
 }
 
-int bench_median(const double *v, size_t n, double *ret)
+int stats_median(const double *v, size_t n, double *ret)
 {
     double *c = sorted_copy(v, n);
     if (!c)
         return -ENOMEM;
-    *ret = bench_median_sorted(c, n);
+    *ret = stats_median_sorted(c, n);
     free(c);
     return 0;
 }
 
-double bench_quantile_sorted(const double *sorted, size_t n, double q)
+double stats_quantile_sorted(const double *sorted, size_t n, double q)
 {
     if (n == 0)
         return NAN;
@@ -122,19 +123,19 @@ static double mad_of(const double *sorted, size_t n, double m, double *scratch)
     for (size_t i = 0; i < n; i++)
         scratch[i] = fabs(sorted[i] - m);
     qsort(scratch, n, sizeof(*scratch), cmp_double);
-    return bench_median_sorted(scratch, n);
+    return stats_median_sorted(scratch, n);
 }
 
 /* The median of one bootstrap resample of v into scratch (n doubles). */
-static double resample_median(const double *v, size_t n, bench_rng *rng, double *scratch)
+static double resample_median(const double *v, size_t n, stats_rng *rng, double *scratch)
 {
     for (size_t i = 0; i < n; i++)
-        scratch[i] = v[bench_rng_below(rng, n)];
+        scratch[i] = v[stats_rng_below(rng, n)];
     qsort(scratch, n, sizeof(*scratch), cmp_double);
-    return bench_median_sorted(scratch, n);
+    return stats_median_sorted(scratch, n);
 }
 
-int bench_summarize(const double *v, size_t n, unsigned resamples, bench_rng *rng, bench_summary *ret)
+int stats_summarize(const double *v, size_t n, unsigned resamples, stats_rng *rng, stats_summary *ret)
 {
     if (resamples < 1)
         resamples = 1;
@@ -147,17 +148,17 @@ int bench_summarize(const double *v, size_t n, unsigned resamples, bench_rng *rn
         free(meds);
         return -ENOMEM;
     }
-    *ret = (bench_summary){.n = n, .median = NAN, .mad = NAN, .min = NAN, .max = NAN, .ci_lo = NAN, .ci_hi = NAN};
+    *ret = (stats_summary){.n = n, .median = NAN, .mad = NAN, .min = NAN, .max = NAN, .ci_lo = NAN, .ci_hi = NAN};
     if (n > 0) {
-        ret->median = bench_median_sorted(s, n);
+        ret->median = stats_median_sorted(s, n);
         ret->min = s[0];
         ret->max = s[n - 1];
         ret->mad = mad_of(s, n, ret->median, scratch);
         for (unsigned b = 0; b < resamples; b++)
             meds[b] = resample_median(s, n, rng, scratch);
         qsort(meds, resamples, sizeof(*meds), cmp_double);
-        ret->ci_lo = bench_quantile_sorted(meds, resamples, 0.025);
-        ret->ci_hi = bench_quantile_sorted(meds, resamples, 0.975);
+        ret->ci_lo = stats_quantile_sorted(meds, resamples, 0.025);
+        ret->ci_hi = stats_quantile_sorted(meds, resamples, 0.975);
     }
     free(s);
     free(scratch);
@@ -167,15 +168,15 @@ int bench_summarize(const double *v, size_t n, unsigned resamples, bench_rng *rn
 
 /* ---- two samples ---- */
 
-int bench_shift_ci(const double *base, size_t nb, const double *cur, size_t nc, unsigned resamples,
-                   bench_rng *rng, bench_shift *ret)
+int stats_shift_ci(const double *base, size_t nb, const double *cur, size_t nc, unsigned resamples,
+                   stats_rng *rng, stats_shift *ret)
 {
     if (resamples < 1)
         resamples = 1;
     double mb, mc;
     double *scratch = malloc((nb > nc ? nb : nc) * sizeof(*scratch) + sizeof(double));
     double *d = malloc(resamples * sizeof(*d));
-    if (!scratch || !d || bench_median(base, nb, &mb) < 0 || bench_median(cur, nc, &mc) < 0) {
+    if (!scratch || !d || stats_median(base, nb, &mb) < 0 || stats_median(cur, nc, &mc) < 0) {
         free(scratch);
         free(d);
         return -ENOMEM;
@@ -185,9 +186,9 @@ int bench_shift_ci(const double *base, size_t nb, const double *cur, size_t nc, 
         d[b] = resample_median(cur, nc, rng, scratch) - rb;
     }
     qsort(d, resamples, sizeof(*d), cmp_double);
-    *ret = (bench_shift){.shift = mc - mb,
-                         .ci_lo = bench_quantile_sorted(d, resamples, 0.025),
-                         .ci_hi = bench_quantile_sorted(d, resamples, 0.975)};
+    *ret = (stats_shift){.shift = mc - mb,
+                         .ci_lo = stats_quantile_sorted(d, resamples, 0.025),
+                         .ci_hi = stats_quantile_sorted(d, resamples, 0.975)};
     free(scratch);
     free(d);
     return 0;
@@ -250,7 +251,7 @@ static int exact_tails(size_t m, size_t n, double u, double *ret_ge, double *ret
     return 0;
 }
 
-int bench_mann_whitney(const double *x, size_t nx, const double *y, size_t ny, bench_mwu *ret)
+int stats_mann_whitney(const double *x, size_t nx, const double *y, size_t ny, stats_mwu *ret)
 {
     size_t n = nx + ny;
     tagged *all = malloc(n * sizeof(*all));
@@ -283,8 +284,8 @@ int bench_mann_whitney(const double *x, size_t nx, const double *y, size_t ny, b
 
     double m = (double)nx, k = (double)ny, nn = (double)n;
     double u = ry - k * (k + 1) / 2;
-    *ret = (bench_mwu){.u = u, .ties = ties};
-    if (!ties && nx * ny <= BENCH_MWU_EXACT_MAX) {
+    *ret = (stats_mwu){.u = u, .ties = ties};
+    if (!ties && nx * ny <= STATS_MWU_EXACT_MAX) {
         ret->exact = true;
         return exact_tails(nx, ny, u, &ret->p_greater, &ret->p_less);
     }
@@ -295,8 +296,8 @@ int bench_mann_whitney(const double *x, size_t nx, const double *y, size_t ny, b
         return 0;
     }
     double sd = sqrt(var);
-    ret->p_greater = 1 - bench_norm_cdf((u - mean - 0.5) / sd);
-    ret->p_less = bench_norm_cdf((u - mean + 0.5) / sd);
+    ret->p_greater = 1 - stats_norm_cdf((u - mean - 0.5) / sd);
+    ret->p_less = stats_norm_cdf((u - mean + 0.5) / sd);
     if (ret->p_greater > 1)
         ret->p_greater = 1;
     if (ret->p_less > 1)
@@ -344,7 +345,7 @@ static int cmp_signed_abs(const void *x, const void *y)
     return cmp_double(&((const signed_abs *)x)->a, &((const signed_abs *)y)->a);
 }
 
-int bench_wilcoxon(const double *d, size_t n, bench_wsr *ret)
+int stats_wilcoxon(const double *d, size_t n, stats_wsr *ret)
 {
     signed_abs *v = malloc((n ? n : 1) * sizeof(*v));
     if (!v)
@@ -371,10 +372,10 @@ int bench_wilcoxon(const double *d, size_t n, bench_wsr *ret)
         i = j;
     }
     free(v);
-    *ret = (bench_wsr){.w_plus = w, .n = m, .ties = ties, .p_greater = 1, .p_less = 1};
+    *ret = (stats_wsr){.w_plus = w, .n = m, .ties = ties, .p_greater = 1, .p_less = 1};
     if (m == 0)
         return 0;
-    if (!ties && m <= BENCH_WSR_EXACT_MAX) {
+    if (!ties && m <= STATS_WSR_EXACT_MAX) {
         ret->exact = true;
         return wsr_exact_tails(m, w, &ret->p_greater, &ret->p_less);
     }
@@ -384,19 +385,19 @@ int bench_wilcoxon(const double *d, size_t n, bench_wsr *ret)
     if (!(var > 0))
         return 0;
     double sd = sqrt(var);
-    ret->p_greater = 1 - bench_norm_cdf((w - mean - 0.5) / sd);
-    ret->p_less = bench_norm_cdf((w - mean + 0.5) / sd);
+    ret->p_greater = 1 - stats_norm_cdf((w - mean - 0.5) / sd);
+    ret->p_less = stats_norm_cdf((w - mean + 0.5) / sd);
     return 0;
 }
 
-int bench_paired_shift_ci(const double *d, size_t n, unsigned resamples, bench_rng *rng, bench_shift *ret)
+int stats_paired_shift_ci(const double *d, size_t n, unsigned resamples, stats_rng *rng, stats_shift *ret)
 {
     if (resamples < 1)
         resamples = 1;
     double med;
     double *scratch = malloc((n ? n : 1) * sizeof(*scratch));
     double *meds = malloc(resamples * sizeof(*meds));
-    if (!scratch || !meds || bench_median(d, n, &med) < 0) {
+    if (!scratch || !meds || stats_median(d, n, &med) < 0) {
         free(scratch);
         free(meds);
         return -ENOMEM;
@@ -404,15 +405,15 @@ int bench_paired_shift_ci(const double *d, size_t n, unsigned resamples, bench_r
     for (unsigned b = 0; b < resamples; b++)
         meds[b] = resample_median(d, n, rng, scratch);
     qsort(meds, resamples, sizeof(*meds), cmp_double);
-    *ret = (bench_shift){.shift = med,
-                         .ci_lo = bench_quantile_sorted(meds, resamples, 0.025),
-                         .ci_hi = bench_quantile_sorted(meds, resamples, 0.975)};
+    *ret = (stats_shift){.shift = med,
+                         .ci_lo = stats_quantile_sorted(meds, resamples, 0.025),
+                         .ci_hi = stats_quantile_sorted(meds, resamples, 0.975)};
     free(scratch);
     free(meds);
     return 0;
 }
 
-double bench_mwu_min_p(size_t nx, size_t ny)
+double stats_mwu_min_p(size_t nx, size_t ny)
 {
     return exp(lgamma((double)nx + 1) + lgamma((double)ny + 1) - lgamma((double)(nx + ny) + 1));
 }
@@ -427,7 +428,7 @@ static int cmp_indexed(const void *a, const void *b)
     return cmp_double(&((const indexed_p *)a)->p, &((const indexed_p *)b)->p);
 }
 
-int bench_holm(const double *p, size_t n, double *adj)
+int stats_holm(const double *p, size_t n, double *adj)
 {
     indexed_p *s = malloc((n ? n : 1) * sizeof(*s));
     if (!s)
@@ -454,12 +455,12 @@ int bench_holm(const double *p, size_t n, double *adj)
 
 /* ---- normal distribution ---- */
 
-double bench_norm_cdf(double z)
+double stats_norm_cdf(double z)
 {
     return 0.5 * erfc(-z / M_SQRT2);
 }
 
-double bench_norm_quantile(double p)
+double stats_norm_quantile(double p)
 {
     if (!(p > 0 && p < 1))
         return p <= 0 ? -INFINITY : INFINITY;
@@ -470,7 +471,7 @@ double bench_norm_quantile(double p)
         double mid = (lo + hi) / 2;
         if (mid == lo || mid == hi)
             break;
-        if (bench_norm_cdf(mid) < p)
+        if (stats_norm_cdf(mid) < p)
             lo = mid;
         else
             hi = mid;
@@ -480,7 +481,7 @@ double bench_norm_quantile(double p)
 
 /* ---- planning ---- */
 
-int bench_sigma(const double *v, size_t n, double *ret)
+int stats_sigma(const double *v, size_t n, double *ret)
 {
     *ret = 0;
     if (n < 2)
@@ -492,7 +493,7 @@ int bench_sigma(const double *v, size_t n, double *ret)
         free(scratch);
         return -ENOMEM;
     }
-    double med = bench_median_sorted(s, n);
+    double med = stats_median_sorted(s, n);
     double mad = mad_of(s, n, med, scratch);
     if (mad > 0) {
         *ret = 1.4826 * mad;
@@ -513,24 +514,24 @@ int bench_sigma(const double *v, size_t n, double *ret)
 /* (z_{1−α} + z_{power}) / sqrt(3/π) */
 static double detect_factor(double alpha, double power)
 {
-    return (bench_norm_quantile(1 - alpha) + bench_norm_quantile(power)) / sqrt(3 / M_PI);
+    return (stats_norm_quantile(1 - alpha) + stats_norm_quantile(power)) / sqrt(3 / M_PI);
 }
 
-double bench_min_detectable(double sigma, size_t nb, size_t nc, double alpha, double power)
+double stats_min_detectable(double sigma, size_t nb, size_t nc, double alpha, double power)
 {
     if (nb == 0 || nc == 0)
         return INFINITY;
     return detect_factor(alpha, power) * sigma * sqrt(1 / (double)nb + 1 / (double)nc);
 }
 
-double bench_min_detectable_paired(double sigma, size_t n, double alpha, double power)
+double stats_min_detectable_paired(double sigma, size_t n, double alpha, double power)
 {
     if (n == 0 || ldexp(1, -(int)(n > 1000 ? 1000 : n)) > alpha)
         return INFINITY;
     return detect_factor(alpha, power) * sigma / sqrt((double)n);
 }
 
-size_t bench_pairs_needed(double sigma, double shift, double alpha, double power)
+size_t stats_pairs_needed(double sigma, double shift, double alpha, double power)
 {
     double n = 0;
     if (sigma > 0) {
@@ -547,7 +548,7 @@ size_t bench_pairs_needed(double sigma, double shift, double alpha, double power
     return k;
 }
 
-size_t bench_runs_needed(double sigma, double shift, double alpha, double power)
+size_t stats_runs_needed(double sigma, double shift, double alpha, double power)
 {
     double n = 0;
     if (sigma > 0) {
@@ -559,7 +560,7 @@ size_t bench_runs_needed(double sigma, double shift, double alpha, double power)
     size_t k = (size_t)n;
     if (k < 1)
         k = 1;
-    while (bench_mwu_min_p(k, k) > alpha && k < 1000)
+    while (stats_mwu_min_p(k, k) > alpha && k < 1000)
         k++;
     return k;
 }

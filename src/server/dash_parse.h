@@ -1,0 +1,59 @@
+/* What the dashboard's server side parses (dash_parse.c): text that
+ * clients sent, as pacerd stored it — a page's API list (span events), a
+ * record's other attributes (extra: a start-up's phases, a request's
+ * classes), a jank record (a log body) — and the Cookie header. Each works
+ * on a copy it makes or is given, never past its length, and writes only
+ * valid JSON whatever the input; base's JSON reader and writer only (the
+ * fuzzer, tests/fuzz/fuzz-dash.c, links this file alone). */
+#ifndef PACER_SERVER_DASH_PARSE_H
+#define PACER_SERVER_DASH_PARSE_H
+
+#include <pacer/base/json.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* events (OTLP JSON: [{"name":"api","attributes":[{"key":"pacer.url",…}]}])
+ * → "apis":[{"url":…,"ms":…,"status":…}] as a member of the open object b;
+ * nothing when there is no api event. */
+void dash_apis_json(jbuf *b, const char *events, size_t len);
+
+/* extra (an OTLP attribute list) → "phases":{NAME: ns, …} from the
+ * pacer.phases.NAME integers and "classes":[…] from pacer.classes, as
+ * members of the open object b; each only when present. */
+void dash_extra_json(jbuf *b, const char *extra, size_t len);
+
+#define DASH_MAX_FRAMES 256
+
+typedef struct dash_frame {
+    const char *function, *module, *file, *address, *offset; /* or NULL */
+    int64_t line;                                            /* -1: none */
+    bool in_app;
+} dash_frame;
+
+/* A jank record (docs/records.md) read from its JSON text. Strings point
+ * into the buffer given to dash_jank_read. */
+typedef struct dash_jank {
+    const char *fingerprint, *page, *kind; /* or NULL */
+    double duration_ms;
+    size_t n_frames; /* the first DASH_MAX_FRAMES of the stack, innermost first */
+    bool more_frames;
+    dash_frame frames[DASH_MAX_FRAMES];
+} dash_jank;
+
+/* Reads buf (len bytes of text, room for one more; unescaped in place).
+ * 0, or -EINVAL when it is not a JSON object with a duration_ms ≥ 0 (a
+ * record pacer did not write): then nothing of it counts. A stack that is
+ * not a list of frame objects is left out (n_frames 0). */
+int dash_jank_read(char *buf, size_t len, dash_jank *ret);
+
+/* Writes frames as a "stack" list of frame objects (docs/records.md)
+ * into b, as a value. */
+void dash_stack_json(jbuf *b, const dash_frame *frames, size_t n);
+
+/* The value of cookie `name` in a Cookie header, copied into out (room
+ * for out_size bytes with the NUL; a longer value is not found). */
+bool dash_cookie(const char *header, const char *name, char *out, size_t out_size);
+
+#endif

@@ -1,0 +1,66 @@
+/* What an issue's evidence is gathered from, over all its versions (the
+ * `details` column of the issues table, as JSON):
+ *
+ *   pages      per page class: occurrences on it (at most ISS_MAX_COUNTERS
+ *              names; the rest under "(other)")
+ *   statuses   per outcome of a failed request ("500", "transport failure")
+ *   levels     frames per Matrix level (best, normal, middle, high, frozen)
+ *   bytes      bytes leaked (native leaks), summed
+ *   example    the representative occurrence (the one with the largest
+ *              value: the longest jank, the slowest load …), a JSON object
+ *              the detector wrote, and its value
+ *
+ * The writer (details_json) and the reader (details_parse) are each
+ * other's inverse; an unreadable text reads as empty details.
+ */
+#ifndef PACER_SERVER_ISSUE_DETAILS_H
+#define PACER_SERVER_ISSUE_DETAILS_H
+
+#include <pacer/base/json.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ISS_MAX_COUNTERS 16
+#define ISS_MAX_NAME 128
+
+typedef struct iss_counter {
+    char name[ISS_MAX_NAME];
+    int64_t n;
+} iss_counter;
+
+typedef struct iss_details {
+    iss_counter pages[ISS_MAX_COUNTERS + 1]; /* + "(other)" */
+    size_t n_pages;
+    iss_counter statuses[ISS_MAX_COUNTERS + 1];
+    size_t n_statuses;
+    int64_t levels[5];
+    double bytes;
+    char *example;        /* JSON object text, or NULL */
+    double example_value; /* its value; the largest wins */
+} iss_details;
+
+void details_free(iss_details *d);
+
+/* Adds n to name in the list (a new name past the limit goes to "(other)"). */
+void details_count(iss_counter *list, size_t *n_list, const char *name, int64_t n);
+
+/* Merges src into dst (the example of the larger value wins; it is copied). */
+void details_merge(iss_details *dst, const iss_details *src);
+
+/* Replaces the example with a copy of json when value is larger than the
+ * one held (or none is). */
+void details_example(iss_details *d, const char *json, double value);
+
+/* The details as a JSON object into b. */
+void details_json(const iss_details *d, jbuf *b);
+/* The same members, into an object b has open. */
+void details_members(const iss_details *d, jbuf *b);
+
+/* Reads text (a details_json output, or NULL) into d (emptied first).
+ * Returns 0, -EINVAL for text that is not such an object (d empty), or
+ * -ENOMEM. */
+int details_parse(const char *text, iss_details *d);
+
+#endif

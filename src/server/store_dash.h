@@ -1,0 +1,62 @@
+/* The store's reads for the dashboard (store_dash.c): single records,
+ * per-pattern request figures, log records of one type, sums of metric
+ * points per attribute value. Each is bounded by scan_max rows of its
+ * range, newest first, and says when it reached that bound
+ * (*ret_truncated). Any thread; callbacks run on the caller's thread with
+ * values borrowed until they return. 0 or negative errno. */
+#ifndef PACER_SERVER_STORE_DASH_H
+#define PACER_SERVER_STORE_DASH_H
+
+#include "store.h"
+
+typedef struct store_rows_query {
+    enum store_table table;    /* TABLE_PAGE_LOADS, TABLE_STARTUPS or TABLE_REQUESTS */
+    const char *app;
+    const char *version, *name; /* or NULL; name: the rollup group (page class, start-up kind, "GET /p") */
+    int64_t from_ns, to_ns;     /* [from, to) of ts */
+    int order_metric;           /* the kind's metric to sort by, largest first; -1: newest first */
+    size_t limit, scan_max;
+} store_rows_query;
+
+/* The rows (every column of store_table_columns) of the query, sorted. */
+int store_rows(store *st, const store_rows_query *q, void (*cb)(void *ctx, const store_row *row), void *ctx,
+               bool *ret_truncated);
+
+typedef struct store_request_stat {
+    const char *method, *pattern;
+    uint64_t count, failed;
+    uint64_t bytes_received, with_bytes, bytes_sent; /* with_bytes: requests whose bytes_received is known */
+    uint64_t class_error, class_large_image, class_slow;
+} store_request_stat;
+
+/* Per (method, pattern) of the requests in [from, to), sorted by them. */
+int store_request_stats(store *st, const char *app, const char *version, int64_t from_ns, int64_t to_ns,
+                        size_t scan_max, void (*cb)(void *ctx, const store_request_stat *s), void *ctx,
+                        bool *ret_truncated);
+
+typedef struct store_log_row {
+    int64_t ts;
+    const char *version, *session; /* may be NULL */
+    const char *body;
+    size_t body_len;
+} store_log_row;
+
+/* The log records of `type` (pacer.type: "jank", "leak") in [from, to),
+ * newest first. */
+int store_logs_of_type(store *st, const char *app, const char *version, const char *type, int64_t from_ns,
+                       int64_t to_ns, size_t scan_max, void (*cb)(void *ctx, const store_log_row *row), void *ctx,
+                       bool *ret_truncated);
+
+/* For each metric of the NULL-terminated names: the sum of its points'
+ * values in [from, to), grouped by the string attribute attr ("" for
+ * points without it), with the number of points. */
+int store_metric_sums(store *st, const char *app, const char *version, const char *const *names, const char *attr,
+                      int64_t from_ns, int64_t to_ns, size_t scan_max,
+                      void (*cb)(void *ctx, const char *name, const char *group, double sum, uint64_t points),
+                      void *ctx, bool *ret_truncated);
+
+/* The query plan of each of these reads (as store_explain): for tests. */
+int store_dash_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan),
+                       void *ctx);
+
+#endif

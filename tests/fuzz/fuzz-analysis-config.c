@@ -1,0 +1,80 @@
+/* libFuzzer target for pacerd's application-layer settings parser
+ * (src/server/analysis_config.c) and the evidence reader of an issue
+ * (src/server/issue_details.c).
+ *
+ * Properties: any text is accepted, or refused with one line "FILE:LINE:
+ * reason" and the settings back at their defaults; every accepted setting
+ * is within its documented range; version lists hold no empty name and no
+ * repeat. The same bytes read as an issue's details either fail cleanly or
+ * write JSON that reads back to the same details. */
+#include "analysis_config.h"
+#include "issue_details.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_thresholds(const ana_thresholds *t)
+{
+    if (!(t->net_error_rate >= 0 && t->net_error_rate <= 1) || !(t->major_share >= 0 && t->major_share <= 1) ||
+        !(t->slow_page_total_ms >= 1) || !(t->regression_alpha > 0 && t->regression_alpha <= 0.5) ||
+        !(t->regression_min_samples >= 2) || t->regression_min_samples != floor(t->regression_min_samples))
+        abort();
+    for (size_t i = 0; i < t->n_versions; i++) {
+        if (!t->versions[i][0] || strpbrk(t->versions[i], " \t\r\n"))
+            abort();
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(t->versions[i], t->versions[k]) == 0)
+                abort();
+    }
+}
+
+static void details_round_trip(const uint8_t *data, size_t size)
+{
+    char *text = malloc(size + 1);
+    if (!text)
+        return;
+    memcpy(text, data, size);
+    text[size] = 0;
+    iss_details d = {0}, back = {0};
+    if (details_parse(text, &d) == 0) {
+        jbuf b;
+        jbuf_init(&b);
+        details_json(&d, &b);
+        if (b.failed || details_parse(b.data, &back) != 0 || back.n_pages != d.n_pages ||
+            back.n_statuses != d.n_statuses || !back.example != !d.example ||
+            (d.example && strcmp(back.example, d.example) != 0))
+            abort();
+        jbuf_free(&b);
+    }
+    details_free(&d);
+    details_free(&back);
+    free(text);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char err[512] = "";
+    ana_config c;
+    int r = ana_config_parse((const char *)data, size, "analysis.conf", &c, err, sizeof err);
+    if (r == 0) {
+        if (!(c.interval_ms >= 10 && c.interval_ms <= 3600000) || !(c.max_clock_skew_s >= 0))
+            abort();
+        check_thresholds(&c.all);
+        for (size_t i = 0; i < c.n_apps; i++) {
+            if (!c.apps[i].app[0])
+                abort();
+            check_thresholds(&c.apps[i].t);
+        }
+        ana_config_free(&c);
+    } else if (r != -EINVAL || strncmp(err, "analysis.conf:", 14) != 0 || strchr(err, '\n') || c.n_apps) {
+        abort();
+    }
+    details_round_trip(data, size);
+    return 0;
+}

@@ -1,0 +1,90 @@
+/* libFuzzer target for the dashboard's parsers (src/server/dash_parse.c).
+ * The first byte picks one, the rest is its input: 0 a page's stored API
+ * list, 1 a record's other attributes, 2 a jank record, 3 a Cookie
+ * header. Whatever the input, what they write must be valid JSON (read
+ * back by base's reader), a jank record read must hold a duration ≥ 0 and
+ * at most DASH_MAX_FRAMES frames, and a cookie value must fit and hold no
+ * separator. */
+#include "dash_parse.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void valid_json(jbuf *b)
+{
+    if (b->failed)
+        return; /* out of memory: nothing to check */
+    size_t n;
+    char *text = jbuf_steal(b, &n);
+    if (!text)
+        return;
+    char *copy = malloc(n + 1);
+    if (!copy)
+        abort();
+    memcpy(copy, text, n);
+    jread r;
+    jread_init(&r, copy, n, NULL, 0);
+    jvalue v;
+    if (!jread_value(&r, &v) || !jread_end(&r, "value"))
+        abort();
+    free(copy);
+    free(text);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    uint8_t mode = data[0] % 4;
+    const char *text = (const char *)data + 1;
+    size_t n = size - 1;
+    jbuf b;
+    jbuf_init(&b);
+    switch (mode) {
+    case 0:
+    case 1:
+        jbuf_open(&b, '{');
+        if (mode == 0)
+            dash_apis_json(&b, text, n);
+        else
+            dash_extra_json(&b, text, n);
+        jbuf_close(&b, '}');
+        valid_json(&b);
+        break;
+    case 2: {
+        char *buf = malloc(n + 1);
+        dash_jank *j = malloc(sizeof *j);
+        if (!buf || !j)
+            abort();
+        memcpy(buf, text, n);
+        if (dash_jank_read(buf, n, j) == 0) {
+            if (!(j->duration_ms >= 0) || j->n_frames > DASH_MAX_FRAMES)
+                abort();
+            dash_stack_json(&b, j->frames, j->n_frames);
+            valid_json(&b);
+        }
+        free(j);
+        free(buf);
+        break;
+    }
+    case 3: {
+        char *header = malloc(n + 1);
+        if (!header)
+            abort();
+        memcpy(header, text, n);
+        header[n] = 0;
+        char out[65];
+        if (dash_cookie(header, "pacer_session", out, sizeof out) && (strlen(out) >= sizeof out || strchr(out, ';')))
+            abort();
+        free(header);
+        break;
+    }
+    }
+    jbuf_free(&b);
+    return 0;
+}

@@ -1,0 +1,41 @@
+// Frames per window: slow (longer than a refresh) and frozen (over 700
+// ms) percentages, dropped frames, and Matrix's levels of ⌊duration /
+// refresh⌋: best < 3 ≤ normal < 9 ≤ middle < 24 ≤ high < 42 ≤ frozen.
+
+import { h, card, table, message } from '../dom.js';
+import { num, pct } from '../format.js';
+import { COLORS } from '../chart.js';
+import { query } from './common.js';
+
+const LEVELS = ['best', 'normal', 'middle', 'high', 'frozen'];
+
+export async function render(root, ctx) {
+  const f = await query(ctx, '/api/v1/frames');
+  const ws = f.data.windows;
+  if (!ws.length) { root.appendChild(message('info', 'No frame records in this range.')); return; }
+  const base = (w) => ['windows', { window: w.window }];
+  root.appendChild(card('By window', 'Frames rendered by each toplevel window\'s frame clock (docs/records.md, frames).',
+    table(['window', 'frames', 'slow', 'slow %', 'frozen', 'frozen %', 'dropped'].concat(LEVELS), ws.map((w) => h('tr', {},
+      h('td', {}, w.window || '–'),
+      h('td', { class: 'n' }, num(w.frames, 'count', f.url, base(w).concat('frames'))),
+      h('td', { class: 'n' }, num(w.slow, 'count', f.url, base(w).concat('slow'))),
+      h('td', { class: 'n' }, num(pct(w.slow, w.frames), 'pct', f.url, { ratio: [base(w).concat('slow'), base(w).concat('frames')] })),
+      h('td', { class: 'n' }, num(w.frozen, 'count', f.url, base(w).concat('frozen'))),
+      h('td', { class: 'n' }, num(pct(w.frozen, w.frames), 'pct', f.url, { ratio: [base(w).concat('frozen'), base(w).concat('frames')] })),
+      h('td', { class: 'n' }, num(w.dropped_frames, 'count', f.url, base(w).concat('dropped_frames'))),
+      LEVELS.map((l) => h('td', { class: 'n' }, num(w.levels[l], 'count', f.url, base(w).concat('levels', l)))))), { id: 'frames-table', class: 'wide' })));
+  const bars = card('Levels', 'Share of each window\'s frames per level (hover for the exact count).',
+    h('div', { class: 'wf-legend' }, LEVELS.map((l, i) => h('span', {}, h('span', { class: 'swatch', style: { background: COLORS[i] } }), l))),
+    ws.map((w) => {
+      const total = LEVELS.reduce((s, l) => s + w.levels[l], 0) || 1;
+      let left = 0;
+      const track = h('div', { class: 'wf-track' });
+      LEVELS.forEach((l, i) => {
+        const width = 100 * w.levels[l] / total;
+        if (width > 0) track.appendChild(h('div', { class: 'wf-seg', title: w.window + ' ' + l + ': ' + w.levels[l] + ' frames (' + width.toFixed(1) + ' %)', style: { left: left + '%', width: width + '%', background: COLORS[i] } }));
+        left += width;
+      });
+      return h('div', { class: 'wf-row' }, h('div', { class: 'wf-label' }, w.window), track, h('div', { class: 'wf-total' }, w.frames + ' frames'));
+    }));
+  root.appendChild(bars);
+}
