@@ -343,18 +343,18 @@ int sketch_decode(sketch *s, const uint8_t *buf, size_t len)
     uint64_t count, zero, zz, n_bins;
     double sum, mn, mx;
     if (len < 2 || buf[0] != 'D' || (buf[1] != 1 && buf[1] != 2))
-        return -EBADMSG;
+        goto bad;
     bool sparse = buf[1] == 2;
     if (get_varint(buf, len, &pos, &count) < 0 || get_varint(buf, len, &pos, &zero) < 0 ||
         get_double(buf, len, &pos, &sum) < 0 || get_double(buf, len, &pos, &mn) < 0 ||
         get_double(buf, len, &pos, &mx) < 0 || get_varint(buf, len, &pos, &zz) < 0 ||
         get_varint(buf, len, &pos, &n_bins) < 0)
-        return -EBADMSG;
+        goto bad;
     if (zz > UINT32_MAX || n_bins > SKETCH_MAX_BINS || zero > count)
-        return -EBADMSG;
+        goto bad;
     int32_t offset = (int32_t)((uint32_t)(zz >> 1) ^ -(uint32_t)(zz & 1));
     if ((int64_t)offset + (int64_t)n_bins > INT32_MAX || (n_bins == 0) != (count == zero))
-        return -EBADMSG;
+        goto bad;
     uint64_t *bins = NULL;
     uint32_t cap = 0;
     if (n_bins && keep && keep_cap >= n_bins) {
@@ -399,4 +399,7 @@ int sketch_decode(sketch *s, const uint8_t *buf, size_t len)
     s->cap_bins = cap;
     s->bins = bins;
     return 0;
+bad:
+    free(keep); /* the buckets of the earlier decode: s is empty now */
+    return -EBADMSG;
 }
