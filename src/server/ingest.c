@@ -1161,6 +1161,7 @@ void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_resp
         rejected = 0;
         why[0] = 0;
     }
+    rs->items = duplicate ? 0 : n - m.cleaned; /* charged to the key's quota (router.c) */
     if (proto) {
         size_t len;
         uint8_t *resp = otlp_proto_response(rejected, why, &len);
@@ -1189,7 +1190,6 @@ void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_resp
     }
     jbuf_close(&resp, '}');
     http_json(rs, 200, &resp);
-    rs->items = duplicate ? 0 : n - m.cleaned;
 out:
     free(recs);
     free(m.first_reason);
