@@ -17,7 +17,8 @@
  * days instead (the load generator's default: uploads that come in no
  * order of time, so that every day but today is cold).
  *
- * Prints: "spans=N seconds=S spans_per_s=R db_bytes=B". */
+ * Prints: "spans=N seconds=S spans_per_s=R db_bytes=B" (N: the spans
+ * stored; a batch of which some were refused says so on stderr). */
 #include "pacerd.h"
 
 #include <pacer/base/clock.h>
@@ -249,10 +250,15 @@ static void *worker(void *arg)
         http_header_field headers[] = {{"Content-Type", "application/x-protobuf"}, {"X-Pacer-Batch-Id", bid}};
         http_request rq = {.method = "POST", .version = "HTTP/1.1", .path = "/v1/traces", .body = (char *)body.p,
                            .body_len = body.len, .headers = headers, .n_headers = 2};
+        uint64_t stored = 0;
         for (;;) {
             http_response rs = {0};
             ingest_handle(&d, "bench", &rq, &rs);
             unsigned status = rs.status;
+            stored = rs.items;
+            if (status == 200 && rs.items < (uint64_t)cfg.batch)
+                fprintf(stderr, "pacerd-fill: batch %lld: %" PRIu64 " of %d stored: %.*s\n", id, rs.items, cfg.batch,
+                        (int)(rs.len < 300 ? rs.len : 300), rs.body ? rs.body : "");
             free(rs.body);
             if (status == 200)
                 break;
@@ -262,7 +268,7 @@ static void *worker(void *arg)
                 goto out;
             }
         }
-        atomic_fetch_add(&done_spans, cfg.batch);
+        atomic_fetch_add(&done_spans, (long long)stored);
     }
 out:
     free(body.p);
@@ -304,6 +310,7 @@ int main(int argc, char **argv)
         return 1;
     }
     d.max_body = 64 << 20;
+    d.clean = (clean_limits){86400000, 3600LL * 1000000000LL}; /* pacerd's defaults (docs/server.md, Cleaning) */
     int64_t now = wall_ns();
     int64_t n_batches = (cfg.spans + cfg.batch - 1) / cfg.batch;
     start_ns = now - (int64_t)cfg.days * STORE_DAY_NS;
