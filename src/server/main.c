@@ -83,6 +83,13 @@ static void usage(FILE *f)
           "                            pacerd; full: also across a crash of the machine)\n"
           "  --rollup-lag MS           longest time a stored record waits to be added to the rollups\n"
           "                            (default 500; queries read such records from the raw rows)\n"
+          "  --seal-rows N             records that wait in commit order before they are sealed into\n"
+          "                            blocks of a day (default 32768)\n"
+          "  --retention-days N        keep the records of the last N UTC days and today: older days are\n"
+          "                            dropped whole, and records older than that are refused\n"
+          "                            (default 0: keep everything)\n"
+          "  --rollup-retention-days N keep the daily percentile rollups N days (default 0: always;\n"
+          "                            at least --retention-days)\n"
           "\n"
           "issues (docs/server.md, \"Issues\"):\n"
           "  --analysis-config FILE    thresholds of cleaning, the issue kinds, grading, regressions and\n"
@@ -172,6 +179,9 @@ static int parse_args(int argc, char **argv, options *o)
         {"drain-timeout", required_argument, NULL, 'D'},
         {"sync", required_argument, NULL, 's'},
         {"rollup-lag", required_argument, NULL, 'r'},
+        {"retention-days", required_argument, NULL, 'y'},
+        {"seal-rows", required_argument, NULL, 'S'},
+        {"rollup-retention-days", required_argument, NULL, 'U'},
         {"web-root", required_argument, NULL, 'R'},
         {"analysis-config", required_argument, NULL, 'A'},
         {"webhook", required_argument, NULL, 'W'},
@@ -209,6 +219,9 @@ static int parse_args(int argc, char **argv, options *o)
         {'q', "--max-queue", 1, 100000000, &o->store.max_queued_items, NULL, ""},
         {'D', "--drain-timeout", 1, 3600, NULL, &o->drain_timeout_s, " s"},
         {'r', "--rollup-lag", 0, 3600000, &o->store.rollup_lag_ms, NULL, " ms"},
+        {'y', "--retention-days", 0, 36500, NULL, &o->store.retention_days, " days"},
+        {'S', "--seal-rows", 1, 10000000, &o->store.seal_rows, NULL, ""},
+        {'U', "--rollup-retention-days", 0, 36500, NULL, &o->store.rollup_retention_days, " days"},
     };
     int c;
     opterr = 0;
@@ -294,6 +307,13 @@ static int parse_args(int argc, char **argv, options *o)
     }
     if (!o->tls_cert != !o->tls_key) {
         fprintf(stderr, "pacerd: --tls-cert and --tls-key go together\n");
+        return -EINVAL;
+    }
+    if (o->store.rollup_retention_days &&
+        (!o->store.retention_days || o->store.rollup_retention_days < o->store.retention_days)) {
+        fprintf(stderr, "pacerd: --rollup-retention-days %u: the rollups answer the days whose records are gone,"
+                        " so they are kept at least as long: give --retention-days too, at most %u\n",
+                o->store.rollup_retention_days, o->store.rollup_retention_days);
         return -EINVAL;
     }
     if (o->max_body > o->http.max_body_bytes_in_flight) {
@@ -407,7 +427,7 @@ int main(int argc, char **argv)
     fit_fd_limit(&o.http);
 
     char err[512];
-    pacerd d = {.max_config_bytes = 1 << 20, .max_body = o.max_body};
+    pacerd d = {.max_config_bytes = 1 << 20, .max_body = o.max_body, .retention_days = o.store.retention_days};
     metrics_init(&d.metrics);
     char *cert = NULL, *key = NULL;
     if (o.tls_cert && (!(cert = read_pem(o.tls_cert, "--tls-cert")) || !(key = read_pem(o.tls_key, "--tls-key")))) {

@@ -57,7 +57,8 @@ int sketch_merge(sketch *dst, const sketch *src);
  * Returns 0 for an empty sketch. */
 double sketch_quantile(const sketch *s, double q);
 
-/* Serialises to a malloc'd buffer (compact: varint counts). Returns 0 and
+/* Serialises to a malloc'd buffer (compact: varint counts; for a sketch
+ * with few of its bins used, those with the gaps between). Returns 0 and
  * stores the buffer and its size, or -ENOMEM. */
 int sketch_encode(const sketch *s, uint8_t **ret_buf, size_t *ret_len);
 
@@ -65,5 +66,11 @@ int sketch_encode(const sketch *s, uint8_t **ret_buf, size_t *ret_len);
  * Returns 0, or -EBADMSG for a buffer that is not a valid encoding (the
  * sketch is left empty), or -ENOMEM. Never reads outside buf[0..len). */
 int sketch_decode(sketch *s, const uint8_t *buf, size_t len);
+
+/* sketch_merge of what sketch_encode wrote into buf, without decoding it
+ * first (a query merges thousands). 0, -EBADMSG for a buffer that is not
+ * an encoding (dst may then hold part of it: throw it away), or -ENOMEM
+ * (dst unchanged). */
+int sketch_merge_encoded(sketch *dst, const uint8_t *buf, size_t len);
 
 #endif

@@ -235,5 +235,22 @@ class PacerdApiRollupLag(PacerdApi):
         self.check_pages(self.d.query("/api/v1/pages?app=shop"), self.loads)
 
 
+class PacerdApiSealed(PacerdApi):
+    """The same with the records sealed into blocks as they come (a seal
+    every 100 records rather than every 32 768): whole days from the
+    rollups, cut days from the sub-day rollups and the blocks."""
+    ARGS = ["--rollup-lag", "0", "--seal-rows", "100"]
+
+    def test_records_are_in_blocks(self):
+        db = sqlite3.connect(self.d.db)
+        left = db.execute("SELECT COUNT(*) FROM page_loads WHERE app = 'shop'").fetchone()[0]
+        in_blocks = db.execute("SELECT SUM(n) FROM blocks WHERE tbl = 0 AND app = 'shop'").fetchone()[0]
+        db.close()
+        self.assertLess(left, 200)
+        counted = sum(p["count"] for p in self.d.query("/api/v1/pages?app=shop")["pages"])
+        self.assertEqual(left + in_blocks, counted)
+        self.assertGreaterEqual(counted, len(self.loads))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -109,25 +109,23 @@ static void test_merge_equals_single(void **state)
     free(v);
 }
 
-static void test_encode_roundtrip(void **state)
+/* s encodes in the layout `version` and back to the same sketch; every
+ * truncation and every single-byte change either decodes to a consistent
+ * sketch or is rejected, never read out of bounds (ASan). */
+static void check_roundtrip(sketch *s, int version)
 {
-    (void)state;
-    sketch s, t;
-    sketch_init(&s);
+    sketch t;
     sketch_init(&t);
-    for (int i = 0; i < 1000; i++)
-        sketch_add(&s, i % 10 == 0 ? 0 : 1 + i * 0.37);
     uint8_t *buf;
     size_t len;
-    assert_int_equal(sketch_encode(&s, &buf, &len), 0);
+    assert_int_equal(sketch_encode(s, &buf, &len), 0);
+    assert_int_equal(buf[1], version);
     assert_int_equal(sketch_decode(&t, buf, len), 0);
-    assert_int_equal(t.count, s.count);
-    assert_int_equal(t.zero_count, s.zero_count);
-    assert_true(t.sum == s.sum && t.min == s.min && t.max == s.max);
+    assert_int_equal(t.count, s->count);
+    assert_int_equal(t.zero_count, s->zero_count);
+    assert_true(t.sum == s->sum && t.min == s->min && t.max == s->max);
     for (double q = 0; q <= 1.0; q += 0.05)
-        assert_true(sketch_quantile(&t, q) == sketch_quantile(&s, q));
-    /* every truncation and every single-byte change either decodes to a
-     * consistent sketch or is rejected, never read out of bounds (ASan) */
+        assert_true(sketch_quantile(&t, q) == sketch_quantile(s, q));
     for (size_t cut = 0; cut < len; cut++)
         assert_int_equal(sketch_decode(&t, buf, cut), -EBADMSG);
     for (size_t i = 0; i < len; i++) {
@@ -142,8 +140,72 @@ static void test_encode_roundtrip(void **state)
         buf[i] = saved;
     }
     free(buf);
-    sketch_reset(&s);
     sketch_reset(&t);
+}
+
+static void test_encode_roundtrip(void **state)
+{
+    (void)state;
+    sketch s;
+    sketch_init(&s);
+    for (int i = 0; i < 1000; i++)
+        sketch_add(&s, i % 10 == 0 ? 0 : 1 + i * 0.37);
+    check_roundtrip(&s, 1); /* most bins used: the counts one after the other */
+    sketch_reset(&s);
+    /* a few values far apart (a ten-minute bucket): the bins used, with the gaps between */
+    static const double few[] = {3.1, 47.0, 48.2, 512.9, 9000.0, 9001.5};
+    for (size_t i = 0; i < sizeof few / sizeof few[0]; i++)
+        sketch_add(&s, few[i]);
+    uint8_t *buf;
+    size_t len;
+    assert_int_equal(sketch_encode(&s, &buf, &len), 0);
+    assert_true(len < 2 + 2 + 24 + 2 + 2 + 2 * 6 + 4); /* not the ~550 bins between 3.1 and 9001.5 */
+    free(buf);
+    check_roundtrip(&s, 2);
+    sketch_reset(&s);
+}
+
+/* Merging an encoding as it is gives what decoding it and merging gives,
+ * bucket for bucket, for both layouts and for sketches of other ranges;
+ * a cut encoding is refused. */
+static void test_merge_encoded(void **state)
+{
+    (void)state;
+    sketch parts[3], a, b;
+    for (int p = 0; p < 3; p++)
+        sketch_init(&parts[p]);
+    sketch_init(&a);
+    sketch_init(&b);
+    for (int i = 0; i < 3000; i++)
+        sketch_add(&parts[i % 3], i % 3 == 2 ? 5000.0 + i : 0.5 + i * (i % 3 ? 0.01 : 3.7)); /* one sparse */
+    sketch_add(&parts[2], 0);
+    for (int p = 0; p < 3; p++) {
+        uint8_t *buf;
+        size_t len;
+        assert_int_equal(sketch_encode(&parts[p], &buf, &len), 0);
+        assert_int_equal(sketch_merge_encoded(&a, buf, len), 0);
+        sketch t;
+        sketch_init(&t);
+        assert_int_equal(sketch_decode(&t, buf, len), 0);
+        assert_int_equal(sketch_merge(&b, &t), 0);
+        sketch_reset(&t);
+        for (size_t cut = 0; cut < len; cut++) {
+            sketch junk;
+            sketch_init(&junk);
+            assert_int_equal(sketch_merge_encoded(&junk, buf, cut), -EBADMSG);
+            sketch_reset(&junk);
+        }
+        free(buf);
+    }
+    assert_int_equal(a.count, b.count);
+    assert_int_equal(a.zero_count, b.zero_count);
+    assert_true(a.min == b.min && a.max == b.max && a.sum == b.sum);
+    for (double q = 0; q <= 1.0; q += 0.01)
+        assert_true(sketch_quantile(&a, q) == sketch_quantile(&b, q));
+    for (int p = 0; p < 3; p++)
+        sketch_reset(&parts[p]);
+    sketch_reset(&a);
+    sketch_reset(&b);
 }
 
 static void test_edges(void **state)
@@ -173,6 +235,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_accuracy),
         cmocka_unit_test(test_merge_equals_single),
+        cmocka_unit_test(test_merge_encoded),
         cmocka_unit_test(test_encode_roundtrip),
         cmocka_unit_test(test_edges),
     };
