@@ -2,6 +2,8 @@
 # make bench: builds a release tree (build-bench/) and runs every benchmark.
 # Each prints medians of repeated runs and ratios against a floor or a peer
 # measured in the same run. Benchmarks are never part of `make test`.
+# BENCH=NAME[,NAME…] runs only those (make bench BENCH=server-scale); the
+# names are the first field of the table below.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,24 +13,37 @@ if [ ! -f "$dir/build.ninja" ]; then
 fi
 ninja -C "$dir" >/dev/null
 
-# One entry per benchmark: "title|command". Commands run from the source root.
+# One entry per benchmark: "name|title|command". Commands run from the source root.
 benchmarks=(
-  "core model: cost of one event|$dir/bench/bench-model"
-  "pacerd: ingest spans/s and query latency over 1,000,000 page loads|bench/server/run.sh $dir"
-  "pacerd: ClickHouse beside SQLite: ingest spans/s, bytes per span, page query over 100 M vs 50 M page loads|bench/server/clickhouse.py $dir"
-  "dashboard: page load time in chromium over a store of 1,000,000 page loads|bench/web/run.py $dir"
-  "pacerd: /healthz under 1000 slow connections, latency under open-loop overload|bench/server/hostile.py $dir"
-  "pacerd: the application layer's cost and how fast it keeps up|bench/server/analysis.sh $dir"
-  "trace: ns per traced call, pacer vs floor vs uftrace|bench/trace/run.sh $dir"
-  "agent: time to first paint seen by the X server, demo and gtk4-widget-factory, with vs without pacer run|bench/agent/ttff.py $dir"
-  "agent: ns per main-loop iteration, with vs without the jank monitor|bench/agent/loop.py $dir"
-  "agent: native leak tracking vs the plain program vs heaptrack, same program|bench/leaks/heap.py $dir"
-  "agent: ns per g_object_ref/unref pair, plain vs the agent vs --leaks=refs|bench/agent/refs.py $dir"
+  "core-model|core model: cost of one event|$dir/bench/bench-model"
+  "server|pacerd: ingest spans/s and query latency over 1,000,000 page loads|bench/server/run.sh $dir"
+  "server-scale|pacerd at scale: 1 M vs 50 M stored page spans (ingest, cut-range query, bytes), RSS through 10 minutes of ingest|bench/server/scale.sh $dir"
+  "server-clickhouse|pacerd: ClickHouse beside SQLite: ingest spans/s, bytes per span, page query over 100 M vs 50 M page loads|bench/server/clickhouse.py $dir"
+  "web|dashboard: page load time in chromium over a store of 1,000,000 page loads|bench/web/run.py $dir"
+  "server-hostile|pacerd: /healthz under 1000 slow connections, latency under open-loop overload|bench/server/hostile.py $dir"
+  "server-analysis|pacerd: the application layer's cost and how fast it keeps up|bench/server/analysis.sh $dir"
+  "trace|trace: ns per traced call, pacer vs floor vs uftrace|bench/trace/run.sh $dir"
+  "agent-ttff|agent: time to first paint seen by the X server, demo and gtk4-widget-factory, with vs without pacer run|bench/agent/ttff.py $dir"
+  "agent-loop|agent: ns per main-loop iteration, with vs without the jank monitor|bench/agent/loop.py $dir"
+  "agent-leaks|agent: native leak tracking vs the plain program vs heaptrack, same program|bench/leaks/heap.py $dir"
+  "agent-refs|agent: ns per g_object_ref/unref pair, plain vs the agent vs --leaks=refs|bench/agent/refs.py $dir"
 )
 
+selected=",${BENCH:-},"
+names=""
+for b in "${benchmarks[@]}"; do names="$names ${b%%|*}"; done
+if [ -n "${BENCH:-}" ]; then
+  for want in ${BENCH//,/ }; do
+    case " $names " in *" $want "*) ;; *) echo "bench.sh: BENCH=$want: no such benchmark (one of:$names)" >&2; exit 2 ;; esac
+  done
+fi
+
 for b in "${benchmarks[@]}"; do
-  title=${b%%|*}
-  cmd=${b#*|}
+  name=${b%%|*}
+  rest=${b#*|}
+  title=${rest%%|*}
+  cmd=${rest#*|}
+  [ -z "${BENCH:-}" ] || [[ "$selected" == *",$name,"* ]] || continue
   echo
   echo "== $title"
   echo "   \$ $cmd"

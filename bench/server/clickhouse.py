@@ -161,7 +161,7 @@ def main():
         rates = {}
         sizes = {}
         n = 0
-        configs = [(4, ("30 days", [])), (16, ("30 days", [])), (4, ("last minute", ["--seconds", "60"]))]
+        configs = [(4, ("30 days", [])), (16, ("30 days", [])), (4, ("last minute", ["--recent"]))]
         for connections, spread in configs:
             for i in range(RUNS):
                 for backend in (("sqlite", "clickhouse") if i % 2 == 0 else ("clickhouse", "sqlite")):

@@ -29,8 +29,8 @@ uint8_t *otlp_gzip(const void *data, size_t len, size_t *ret_len);
 
 typedef struct config {
     const char *app;
-    int batch, pages, versions, days, seconds;
-    bool protobuf, gzip;
+    int batch, pages, versions, days;
+    bool protobuf, gzip, recent;
 } config;
 
 static config cfg = {.app = "bench", .batch = 1000, .pages = 20, .versions = 2, .days = 30};

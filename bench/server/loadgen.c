@@ -3,8 +3,8 @@
  * connection, each request with its own X-Pacer-Batch-Id.
  *
  *   loadgen --port P --key KEY [--app A] [--connections N] [--batch SPANS]
- *           [--spans TOTAL] [--pages N] [--versions N] [--days N | --seconds N] [--fresh]
- *           [--protobuf] [--gzip]
+ *           [--spans TOTAL | --seconds S] [--pages N] [--versions N] [--days N]
+ *           [--recent] [--fresh] [--protobuf] [--gzip]
  *
  * --protobuf sends the same bodies as OTLP protobuf (the JSON built, then
  * turned into protobuf by the SDK's encoder, src/core/otlp_proto.c), --gzip
@@ -17,9 +17,10 @@
  * connected before the clock starts, is sent over and over (what is
  * measured is pacerd, not the generator); --fresh
  * builds every body anew, with new values and timestamps spread over the
- * last --days days (the query benchmark's data set; --seconds N: over the
- * last N seconds, as a fleet's uploads of what just happened). Values are log-normal,
- * so percentiles are spread out as real page loads are.
+ * last --days days (the query benchmark's data set). Values are log-normal,
+ * so percentiles are spread out as real page loads are. --recent puts
+ * every span in the last minute instead (a fleet that uploads as it goes);
+ * --seconds S sends for S seconds rather than TOTAL spans.
  *
  * Prints: "spans=N seconds=S spans_per_s=R rejected=N retries_429=N".
  * Exit status 1 when a request failed (not 200/429) or the server closed.
@@ -49,9 +50,10 @@
 typedef struct config {
     int port;
     const char *key, *app;
-    int connections, batch, pages, versions, days, seconds;
+    int connections, batch, pages, versions, days;
     long long total;
-    bool fresh, protobuf, gzip;
+    double seconds;
+    bool fresh, protobuf, gzip, recent;
 } config;
 
 static config cfg = {.app = "bench", .connections = 4, .batch = 1000, .total = 500000, .pages = 20, .versions = 2,
@@ -59,7 +61,16 @@ static config cfg = {.app = "bench", .connections = 4, .batch = 1000, .total = 5
 static atomic_llong next_batch, sent_spans, retries;
 static atomic_bool failed;
 static int64_t now_s;
+static double deadline; /* --seconds: CLOCK_MONOTONIC seconds at which to stop */
+
+static double mono_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
 static pthread_barrier_t ready; /* every worker has its bodies and its connection: start the clock */
+static pthread_barrier_t go;    /* the clock and the deadline are set */
 
 #include "pagespans.h"
 
@@ -124,13 +135,14 @@ static void *worker(void *arg)
         build_body(&bodies[i], &seed);
     int fd = connect_to();
     pthread_barrier_wait(&ready);
+    pthread_barrier_wait(&go);
     if (fd < 0) {
         failed = true;
         goto out;
     }
     for (long long k = 0;; k++) {
         long long id = atomic_fetch_add(&next_batch, 1);
-        if (id * cfg.batch >= cfg.total)
+        if (cfg.seconds > 0 ? mono_s() >= deadline : id * cfg.batch >= cfg.total)
             break;
         buf *b = &bodies[k % pool];
         if (cfg.fresh && k)
@@ -191,9 +203,9 @@ int main(int argc, char **argv)
         {"app", required_argument, NULL, 'a'}, {"connections", required_argument, NULL, 'c'},
         {"batch", required_argument, NULL, 'b'}, {"spans", required_argument, NULL, 'n'},
         {"pages", required_argument, NULL, 'g'}, {"versions", required_argument, NULL, 'v'},
-        {"days", required_argument, NULL, 'd'}, {"seconds", required_argument, NULL, 's'},
-        {"fresh", no_argument, NULL, 'f'},
-        {"protobuf", no_argument, NULL, 'P'}, {"gzip", no_argument, NULL, 'z'}, {0},
+        {"days", required_argument, NULL, 'd'}, {"fresh", no_argument, NULL, 'f'},
+        {"protobuf", no_argument, NULL, 'P'}, {"gzip", no_argument, NULL, 'z'},
+        {"seconds", required_argument, NULL, 's'}, {"recent", no_argument, NULL, 'r'}, {0},
     };
     int c;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -207,15 +219,16 @@ int main(int argc, char **argv)
         case 'g': cfg.pages = atoi(optarg); break;
         case 'v': cfg.versions = atoi(optarg); break;
         case 'd': cfg.days = atoi(optarg); break;
-        case 's': cfg.seconds = atoi(optarg); break;
         case 'f': cfg.fresh = true; break;
         case 'P': cfg.protobuf = true; break;
         case 'z': cfg.gzip = true; break;
+        case 's': cfg.seconds = atof(optarg); break;
+        case 'r': cfg.recent = true; break;
         default: fprintf(stderr, "loadgen: bad option (see the top of bench/server/loadgen.c)\n"); return 2;
         }
     }
     if (!cfg.port || !cfg.key || cfg.connections < 1 || cfg.connections > 64 || cfg.batch < 1 || cfg.pages < 1 ||
-        cfg.versions < 1 || cfg.days < 1 || cfg.seconds < 0 || cfg.total < 1) {
+        cfg.versions < 1 || cfg.days < 1 || cfg.total < 1) {
         fprintf(stderr, "loadgen: --port and --key are required; counts must be positive\n");
         return 2;
     }
@@ -223,10 +236,13 @@ int main(int argc, char **argv)
     pthread_t t[64];
     struct timespec a, b;
     pthread_barrier_init(&ready, NULL, (unsigned)cfg.connections + 1);
+    pthread_barrier_init(&go, NULL, (unsigned)cfg.connections + 1);
     for (int i = 0; i < cfg.connections; i++)
         pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)(i + 1));
     pthread_barrier_wait(&ready);
     clock_gettime(CLOCK_MONOTONIC, &a);
+    deadline = mono_s() + cfg.seconds;
+    pthread_barrier_wait(&go);
     for (int i = 0; i < cfg.connections; i++)
         pthread_join(t[i], NULL);
     clock_gettime(CLOCK_MONOTONIC, &b);

@@ -1,7 +1,7 @@
 /* The load generator's request bodies: OTLP/HTTP JSON page spans as
  * pacer's SDK maps them, optionally turned into protobuf and gzip (shared
  * by loadgen.c and decodebench.c; one includer per program). Needs the
- * includer's `cfg` (batch, pages, versions, days, seconds, app, protobuf, gzip) and
+ * includer's `cfg` (batch, pages, versions, days, recent, app, protobuf, gzip) and
  * `now_s`, and the core's otlp_json_to_proto and otlp_gzip. */
 #ifndef PACER_BENCH_PAGESPANS_H
 #define PACER_BENCH_PAGESPANS_H
@@ -58,8 +58,8 @@ static void build_body(buf *b, unsigned *seed)
         double api = lognormal(seed, 300 + 10 * page, 0.6);
         double final = lognormal(seed, 15, 0.4);
         double total = initial + api + final;
-        int64_t spread_s = cfg.seconds ? cfg.seconds : (int64_t)cfg.days * 86400;
-        int64_t ts = (now_s - (int64_t)(uniform(seed) * (double)spread_s)) * 1000000000LL + rand_r(seed) % 1000000000;
+        double back_s = cfg.recent ? uniform(seed) * 60 : uniform(seed) * cfg.days * 86400;
+        int64_t ts = (now_s - (int64_t)back_s) * 1000000000LL + rand_r(seed) % 1000000000;
         put(b, "%s{\"traceId\":\"%08x%08x%08x%08x\",\"spanId\":\"%08x%08x\",\"name\":\"Page%d\",\"kind\":1,"
                "\"startTimeUnixNano\":\"%lld\",\"endTimeUnixNano\":\"%lld\",\"attributes\":["
                "{\"key\":\"pacer.type\",\"value\":{\"stringValue\":\"page\"}},"

@@ -68,7 +68,7 @@ echo "decoding alone (bench/server/decodebench.c): one body of 1000 page spans, 
 echo "  $("$build/bench/server/pacerd-decodebench" --runs 40)"
 
 db=$work/pages-1m.db
-if [ ! -f "$db" ] || [ "$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT COUNT(*) FROM page_loads").fetchone()[0])' "$db" 2>/dev/null || echo 0)" -lt 1000000 ]; then
+if [ ! -f "$db" ] || [ "$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT COALESCE(SUM(count), 0) FROM rollup_counts WHERE kind = \x27page\x27").fetchone()[0])' "$db" 2>/dev/null || echo 0)" -lt 1000000 ]; then
   rm -f "$db"*
   echo "query: building $db (1,000,000 page loads over 30 days, through the ingest path)"
   start "$db"

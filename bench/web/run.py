@@ -62,10 +62,18 @@ def stop(p):
 
 
 def rows(db):
+    """The page loads of a store: the daily rollups count every one (most
+    live in blocks, docs/server.md "Storage")."""
     try:
-        return sqlite3.connect(db).execute("SELECT count(*) FROM page_loads").fetchone()[0]
+        return sqlite3.connect(db).execute(
+            "SELECT COALESCE(SUM(count), 0) FROM rollup_counts WHERE kind = 'page'").fetchone()[0]
     except sqlite3.Error:
         return 0
+
+
+# the times of the page loads (tbl 0), sealed into blocks or not yet
+TIMES_SQL = ("SELECT MIN(lo), MAX(hi) FROM (SELECT MIN(t_lo) AS lo, MAX(t_hi) AS hi FROM blocks WHERE tbl = 0"
+             " UNION ALL SELECT MIN(ts), MAX(ts) FROM page_loads)")
 
 
 pages_db = os.path.join(work, "pages-1m.db")
@@ -86,15 +94,15 @@ try:
         con = sqlite3.connect(pages_db)
         con.execute("VACUUM INTO ?", (db,))
         con.close()
-        hi = sqlite3.connect(db).execute("SELECT max(ts) FROM page_loads").fetchone()[0] // 10**9
+        hi = sqlite3.connect(db).execute(TIMES_SQL).fetchone()[1] // 10**9
         p, base = start(db, web=False)
         n = dashdata.send(base, key, dashdata.Gen(app="bench", end_s=hi, days=30, sessions_per_day=24))
         stop(p)
         print("  %s: the 1,000,000 page loads and %d requests of generated start-ups, requests, jank, frames" % (db, n))
     con = sqlite3.connect(db)
-    lo, hi = con.execute("SELECT min(ts), max(ts) FROM page_loads").fetchone()
-    total = con.execute("SELECT count(*) FROM page_loads").fetchone()[0]
+    lo, hi = con.execute(TIMES_SQL).fetchone()
     con.close()
+    total = rows(db)
     frm, to = lo // 10**9 // 86400 * 86400, (hi // 10**9 // 86400 + 1) * 86400
     p, base = start(db)
     cfg = {"base": base, "token": admin, "query": "app=bench&from=%d&to=%d" % (frm, to), "n": 7, "chromium": chromium,

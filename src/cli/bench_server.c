@@ -1,7 +1,8 @@
 /* pacer bench: a baseline from pacerd (bench_server.h). */
 #include "bench_server.h"
+#include "commands.h"
 
-#include <curl/curl.h>
+#include <pacer/base/curl_dl.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -10,50 +11,26 @@
 
 #define MAX_ANSWER (256u << 20)
 
-typedef struct answer {
-    char *data;
-    size_t len, cap;
-    bool too_big;
-} answer;
-
-static size_t on_data(char *p, size_t size, size_t n, void *ctx)
-{
-    answer *a = ctx;
-    size_t add = size * n;
-    if (a->len + add > MAX_ANSWER) {
-        a->too_big = true;
-        return 0;
-    }
-    if (a->len + add + 1 > a->cap) {
-        size_t cap = a->cap ? a->cap : 65536;
-        while (cap < a->len + add + 1)
-            cap *= 2;
-        char *d = realloc(a->data, cap);
-        if (!d)
-            return 0;
-        a->data = d;
-        a->cap = cap;
-    }
-    memcpy(a->data + a->len, p, add);
-    a->len += add;
-    a->data[a->len] = 0;
-    return add;
-}
 
 int bench_server_fetch(const char *server, const char *token, const char *app, const char *version, bench_set **ret,
                        char *err, size_t err_len)
 {
     int rc = -1;
-    answer a = {0};
+    cli_answer a = {.max = MAX_ANSWER};
     char *url = NULL, *e_app = NULL, *e_version = NULL, *auth = NULL;
     struct curl_slist *headers = NULL;
-    CURL *h = curl_easy_init();
+    const curl_api *cu = curl_api_get();
+    if (!cu) {
+        snprintf(err, err_len, "libcurl (libcurl.so.4) cannot be loaded");
+        return -1;
+    }
+    CURL *h = cu->easy_init();
     if (!h) {
         snprintf(err, err_len, "cannot start libcurl");
         return -1;
     }
-    e_app = curl_easy_escape(h, app, 0);
-    e_version = curl_easy_escape(h, version, 0);
+    e_app = cu->easy_escape(h, app, 0);
+    e_version = cu->easy_escape(h, version, 0);
     size_t slen = strlen(server);
     while (slen > 0 && server[slen - 1] == '/')
         slen--;
@@ -64,23 +41,23 @@ int bench_server_fetch(const char *server, const char *token, const char *app, c
         snprintf(err, err_len, "out of memory");
         goto out;
     }
-    headers = curl_slist_append(headers, auth);
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &a);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT, 120L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
-    CURLcode cr = curl_easy_perform(h);
+    headers = cu->slist_append(headers, auth);
+    cu->easy_setopt(h, CURLOPT_URL, url);
+    cu->easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    cu->easy_setopt(h, CURLOPT_WRITEFUNCTION, cli_answer_write);
+    cu->easy_setopt(h, CURLOPT_WRITEDATA, &a);
+    cu->easy_setopt(h, CURLOPT_TIMEOUT, 120L);
+    cu->easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
+    cu->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    cu->easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    cu->easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+    CURLcode cr = cu->easy_perform(h);
     long status = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    cu->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     /* the URL without its query: the app and version are in the message anyway */
     if (cr != CURLE_OK) {
         snprintf(err, err_len, "%.*s/api/v1/samples: %s", (int)slen, server,
-                 a.too_big ? "the answer is larger than 256 MiB" : curl_easy_strerror(cr));
+                 a.too_big ? "the answer is larger than 256 MiB" : cu->easy_strerror(cr));
         goto out;
     }
     if (status != 200) {
@@ -102,12 +79,12 @@ int bench_server_fetch(const char *server, const char *token, const char *app, c
     }
     rc = 0;
 out:
-    curl_slist_free_all(headers);
-    curl_free(e_app);
-    curl_free(e_version);
+    cu->slist_free_all(headers);
+    cu->free(e_app);
+    cu->free(e_version);
     free(url);
     free(auth);
     free(a.data);
-    curl_easy_cleanup(h);
+    cu->easy_cleanup(h);
     return rc;
 }

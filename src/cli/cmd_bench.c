@@ -350,29 +350,6 @@ static char *join_words(char **argv)
     return s;
 }
 
-/* The first line of a file, malloc'd, without its newline; NULL (printed)
- * when it cannot be read or is empty. */
-static char *read_token(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "pacer bench: --token-file %s: %s\n", path, strerror(errno));
-        return NULL;
-    }
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n = getline(&line, &cap, f);
-    fclose(f);
-    if (n > 0)
-        line[strcspn(line, "\r\n")] = 0;
-    if (n <= 0 || !line[0]) {
-        fprintf(stderr, "pacer bench: --token-file %s: the first line is empty\n", path);
-        free(line);
-        return NULL;
-    }
-    return line;
-}
-
 /* Reads a set saved by --save. NULL (printed) on failure. */
 static bench_set *load_file(const char *what, const char *path)
 {
@@ -397,7 +374,7 @@ static bench_set *load_baseline(const bench_opts *o, const char *prog0)
         return load_file("--baseline", o->baseline);
     char *token = NULL;
     if (o->token_file) {
-        if (!(token = read_token(o->token_file)))
+        if (!(token = cli_token_file("bench", o->token_file)))
             return NULL;
     } else if (getenv("PACER_ADMIN_TOKEN") && *getenv("PACER_ADMIN_TOKEN")) {
         token = strdup(getenv("PACER_ADMIN_TOKEN"));

@@ -6,7 +6,7 @@
 
 #include <pacer/base/json.h>
 
-#include <curl/curl.h>
+#include <pacer/base/curl_dl.h>
 
 #include <errno.h>
 #include <getopt.h>
@@ -51,78 +51,52 @@ static const char usage[] =
     "Exit status: 0 done, 1 the server refused (the reason is printed), 2 usage,\n"
     "token or connection error.\n";
 
-typedef struct answer {
-    char *data;
-    size_t len, cap;
-    bool too_big;
-} answer;
 
-static size_t on_data(char *p, size_t size, size_t n, void *ctx)
-{
-    answer *a = ctx;
-    size_t add = size * n;
-    if (a->len + add > MAX_ANSWER) {
-        a->too_big = true;
-        return 0;
-    }
-    if (a->len + add + 1 > a->cap) {
-        size_t cap = a->cap ? a->cap : 65536;
-        while (cap < a->len + add + 1)
-            cap *= 2;
-        char *d = realloc(a->data, cap);
-        if (!d)
-            return 0;
-        a->data = d;
-        a->cap = cap;
-    }
-    memcpy(a->data + a->len, p, add);
-    a->len += add;
-    a->data[a->len] = 0;
-    return add;
-}
+/* libcurl, loaded by run() before any request. */
+static const curl_api *cu;
 
 /* One request; the HTTP status, or 0 (message printed). */
 static long request(const char *method, const char *url, const char *token, const char *body, const char *ca,
-                    answer *a)
+                    cli_answer *a)
 {
-    CURL *h = curl_easy_init();
+    CURL *h = cu->easy_init();
     if (!h) {
         fprintf(stderr, "pacer issues: cannot start libcurl\n");
         return 0;
     }
     char *auth = NULL;
     if (asprintf(&auth, "Authorization: Bearer %s", token) < 0) {
-        curl_easy_cleanup(h);
+        cu->easy_cleanup(h);
         return 0;
     }
-    struct curl_slist *headers = curl_slist_append(NULL, auth);
+    struct curl_slist *headers = cu->slist_append(NULL, auth);
     if (body)
-        headers = curl_slist_append(headers, "Content-Type: application/json");
+        headers = cu->slist_append(headers, "Content-Type: application/json");
     memset(auth, 0, strlen(auth));
     free(auth);
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    cu->easy_setopt(h, CURLOPT_URL, url);
+    cu->easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    cu->easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
     if (body)
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, a);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+        cu->easy_setopt(h, CURLOPT_POSTFIELDS, body);
+    cu->easy_setopt(h, CURLOPT_WRITEFUNCTION, cli_answer_write);
+    cu->easy_setopt(h, CURLOPT_WRITEDATA, a);
+    cu->easy_setopt(h, CURLOPT_TIMEOUT, 60L);
+    cu->easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
+    cu->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    cu->easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    cu->easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
     if (ca)
-        curl_easy_setopt(h, CURLOPT_CAINFO, ca);
-    CURLcode cr = curl_easy_perform(h);
+        cu->easy_setopt(h, CURLOPT_CAINFO, ca);
+    CURLcode cr = cu->easy_perform(h);
     long status = 0;
     if (cr == CURLE_OK)
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+        cu->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     else
         fprintf(stderr, "pacer issues: %s: %s\n", url,
-                a->too_big ? "the answer is larger than 64 MiB" : curl_easy_strerror(cr));
-    curl_slist_free_all(headers);
-    curl_easy_cleanup(h);
+                a->too_big ? "the answer is larger than 64 MiB" : cu->easy_strerror(cr));
+    cu->slist_free_all(headers);
+    cu->easy_cleanup(h);
     return status;
 }
 
@@ -411,38 +385,17 @@ static int print_one(char *json, size_t len)
 
 /* ---- the command ---- */
 
-static char *read_token(const char *path)
-{
-    FILE *f = fopen(path, "re");
-    if (!f) {
-        fprintf(stderr, "pacer issues: --token-file %s: %s\n", path, strerror(errno));
-        return NULL;
-    }
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n = getline(&line, &cap, f);
-    fclose(f);
-    if (n > 0)
-        line[strcspn(line, "\r\n")] = 0;
-    if (n <= 0 || !line[0]) {
-        fprintf(stderr, "pacer issues: --token-file %s: the first line is empty\n", path);
-        free(line);
-        return NULL;
-    }
-    return line;
-}
-
 /* Appends &name=value (escaped) to the query. */
 static bool add_param(CURL *h, char *q, size_t size, const char *name, const char *value)
 {
     if (!value)
         return true;
-    char *e = curl_easy_escape(h, value, 0);
+    char *e = cu->easy_escape(h, value, 0);
     if (!e)
         return false;
     size_t o = strlen(q);
     int n = snprintf(q + o, size - o, "%s%s=%s", o ? "&" : "", name, e);
-    curl_free(e);
+    cu->free(e);
     return n > 0 && (size_t)n < size - o;
 }
 
@@ -530,7 +483,7 @@ static int run(int argc, char **argv)
     }
     char *token = NULL;
     if (token_file)
-        token = read_token(token_file);
+        token = cli_token_file("issues", token_file);
     else if (getenv("PACER_ADMIN_TOKEN") && *getenv("PACER_ADMIN_TOKEN"))
         token = strdup(getenv("PACER_ADMIN_TOKEN"));
     else
@@ -538,17 +491,23 @@ static int run(int argc, char **argv)
     if (!token)
         return 2;
 
+    cu = curl_api_get();
+    if (!cu) {
+        fprintf(stderr, "pacer issues: libcurl (libcurl.so.4) cannot be loaded: install it to talk to pacerd\n");
+        free(token);
+        return 2;
+    }
     size_t sl = strlen(server);
     while (sl && server[sl - 1] == '/')
         sl--;
-    CURL *esc = curl_easy_init();
+    CURL *esc = cu->easy_init();
     char query[4096] = "", url[8192];
     bool ok = esc != NULL;
     if (!id && !set_id)
         ok = ok && add_param(esc, query, sizeof query, "app", app) && add_param(esc, query, sizeof query, "status", status) &&
              add_param(esc, query, sizeof query, "kind", kind) && add_param(esc, query, sizeof query, "severity", severity) &&
              add_param(esc, query, sizeof query, "version", version) && add_param(esc, query, sizeof query, "limit", limit);
-    curl_easy_cleanup(esc);
+    cu->easy_cleanup(esc);
     if (!ok) {
         fprintf(stderr, "pacer issues: the query is too long\n");
         free(token);
@@ -562,7 +521,7 @@ static int run(int argc, char **argv)
     char body[64];
     if (set_id)
         snprintf(body, sizeof body, "{\"status\":\"%s\"}", set_status);
-    answer a = {0};
+    cli_answer a = {.max = MAX_ANSWER};
     long st = request(set_id ? "PATCH" : "GET", url, token, set_id ? body : NULL, ca, &a);
     memset(token, 0, strlen(token));
     free(token);

@@ -7,6 +7,7 @@
 #ifndef PACER_CLI_COMMANDS_H
 #define PACER_CLI_COMMANDS_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 typedef struct cli_command {
@@ -38,6 +39,22 @@ int cli_wants_help(int argc, char **argv);
  * cli_key_free, which wipes it. */
 char *cli_server_key(const char *cmd, const char *key_file, int *ret_error);
 void cli_key_free(char *key);
+
+/* pacerd's admin token: the first line of path, malloc'd, without its
+ * newline; NULL when the file cannot be read or its first line is empty
+ * (printed: "pacer CMD: --token-file PATH: ..."). */
+char *cli_token_file(const char *cmd, const char *path);
+
+/* An answer from pacerd read by libcurl into memory: pass cli_answer_write
+ * as CURLOPT_WRITEFUNCTION and the answer as CURLOPT_WRITEDATA. The data is
+ * NUL-terminated; past max bytes the transfer stops with too_big set. */
+typedef struct cli_answer {
+    char *data;
+    size_t len, cap, max;
+    bool too_big;
+} cli_answer;
+
+size_t cli_answer_write(char *p, size_t size, size_t n, void *ctx);
 
 /* What --key KEY now says: keys do not go on the command line. */
 #define CLI_NO_KEY_IN_ARGV                                                                                           \

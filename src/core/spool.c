@@ -20,13 +20,14 @@
  */
 #include "spool.h"
 
+#include "sqlite_dl.h"
+
 #include <pacer/base/hash.h>
 #include <pacer/base/random.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,9 @@
 
 #define DEFAULT_MAX_BYTES (64LL * 1024 * 1024)
 
+/* SQLite's functions: loaded by spool_open, which a spool comes from. */
+#define SQ (*sqlite_api_get())
+
 struct spool {
     sqlite3 *db;
     int64_t max_bytes;
@@ -44,49 +48,49 @@ struct spool {
 
 static int exec(spool *s, const char *sql)
 {
-    return sqlite3_exec(s->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
+    return SQ.exec(s->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
 }
 
 static int64_t meta_get(spool *s, const char *key)
 {
     sqlite3_stmt *st;
     int64_t v = 0;
-    if (sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = ?", -1, &st, NULL) != SQLITE_OK)
+    if (SQ.prepare_v2(s->db, "SELECT value FROM meta WHERE key = ?", -1, &st, NULL) != SQLITE_OK)
         return 0;
-    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
+    SQ.bind_text(st, 1, key, -1, SQLITE_STATIC);
+    if (SQ.step(st) == SQLITE_ROW)
+        v = SQ.column_int64(st, 0);
+    SQ.finalize(st);
     return v;
 }
 
 static int meta_add(spool *s, const char *key, int64_t delta)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db,
+    if (SQ.prepare_v2(s->db,
                            "INSERT INTO meta(key, value) VALUES (?1, ?2) "
                            "ON CONFLICT(key) DO UPDATE SET value = value + ?2",
                            -1, &st, NULL) != SQLITE_OK)
         return -EIO;
-    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, delta);
-    int r = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
-    sqlite3_finalize(st);
+    SQ.bind_text(st, 1, key, -1, SQLITE_STATIC);
+    SQ.bind_int64(st, 2, delta);
+    int r = SQ.step(st) == SQLITE_DONE ? 0 : -EIO;
+    SQ.finalize(st);
     return r;
 }
 
 static int select_uuid(spool *s)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = 'uuid'", -1, &st, NULL) != SQLITE_OK)
+    if (SQ.prepare_v2(s->db, "SELECT value FROM meta WHERE key = 'uuid'", -1, &st, NULL) != SQLITE_OK)
         return -EIO;
     int r = -ENOENT;
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_bytes(st, 0) == 32) {
-        memcpy(s->uuid, sqlite3_column_text(st, 0), 32);
+    if (SQ.step(st) == SQLITE_ROW && SQ.column_bytes(st, 0) == 32) {
+        memcpy(s->uuid, SQ.column_text(st, 0), 32);
         s->uuid[32] = '\0';
         r = 0;
     }
-    sqlite3_finalize(st);
+    SQ.finalize(st);
     return r;
 }
 
@@ -99,12 +103,12 @@ static int load_uuid(spool *s)
     char u[33];
     sqlite3_stmt *st;
     random_hex(u, 16);
-    if (sqlite3_prepare_v2(s->db, "INSERT OR IGNORE INTO meta(key, value) VALUES ('uuid', ?)", -1, &st,
+    if (SQ.prepare_v2(s->db, "INSERT OR IGNORE INTO meta(key, value) VALUES ('uuid', ?)", -1, &st,
                            NULL) != SQLITE_OK)
         return -EIO;
-    sqlite3_bind_text(st, 1, u, 32, SQLITE_TRANSIENT);
-    sqlite3_step(st);
-    sqlite3_finalize(st);
+    SQ.bind_text(st, 1, u, 32, SQLITE_TRANSIENT);
+    SQ.step(st);
+    SQ.finalize(st);
     return select_uuid(s);
 }
 
@@ -119,15 +123,20 @@ static char *errorf(const char *path, const char *what)
 
 int spool_open(const char *path, int64_t max_bytes, spool **ret, char **ret_error)
 {
+    if (!sqlite_api_get()) {
+        if (ret_error)
+            *ret_error = errorf(path, "SQLite (libsqlite3.so.0) cannot be loaded");
+        return -ENOSYS;
+    }
     spool *s = calloc(1, sizeof(*s));
     if (!s)
         return -ENOMEM;
     s->max_bytes = max_bytes > 0 ? max_bytes : DEFAULT_MAX_BYTES;
-    int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+    int rc = SQ.open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                              NULL);
     if (rc != SQLITE_OK)
         goto fail;
-    sqlite3_busy_timeout(s->db, 5000);
+    SQ.busy_timeout(s->db, 5000);
     if (exec(s, "PRAGMA journal_mode=WAL") < 0 || exec(s, "PRAGMA synchronous=NORMAL") < 0 ||
         exec(s, "CREATE TABLE IF NOT EXISTS record("
                 "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
@@ -137,15 +146,15 @@ int spool_open(const char *path, int64_t max_bytes, spool **ret, char **ret_erro
                 "  signal INTEGER PRIMARY KEY, first_id INTEGER, last_id INTEGER, batch TEXT);"
                 "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;") < 0 ||
         load_uuid(s) < 0) {
-        rc = sqlite3_errcode(s->db);
+        rc = SQ.errcode(s->db);
         goto fail;
     }
     *ret = s;
     return 0;
 fail:
     if (ret_error)
-        *ret_error = errorf(path, s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
-    sqlite3_close(s->db);
+        *ret_error = errorf(path, s->db ? SQ.errmsg(s->db) : SQ.errstr(rc));
+    SQ.close(s->db);
     free(s);
     return -EIO;
 }
@@ -154,7 +163,7 @@ void spool_close(spool *s)
 {
     if (!s)
         return;
-    sqlite3_close(s->db);
+    SQ.close(s->db);
     free(s);
 }
 
@@ -164,23 +173,23 @@ static int enforce_cap(spool *s)
     int64_t bytes = meta_get(s, "bytes");
     while (bytes > s->max_bytes) {
         sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(s->db, "SELECT id, bytes FROM record ORDER BY id LIMIT 64", -1, &st, NULL) !=
+        if (SQ.prepare_v2(s->db, "SELECT id, bytes FROM record ORDER BY id LIMIT 64", -1, &st, NULL) !=
             SQLITE_OK)
             return -EIO;
         int64_t last = -1, freed = 0, n = 0;
-        while (bytes - freed > s->max_bytes && sqlite3_step(st) == SQLITE_ROW) {
-            last = sqlite3_column_int64(st, 0);
-            freed += sqlite3_column_int64(st, 1);
+        while (bytes - freed > s->max_bytes && SQ.step(st) == SQLITE_ROW) {
+            last = SQ.column_int64(st, 0);
+            freed += SQ.column_int64(st, 1);
             n++;
         }
-        sqlite3_finalize(st);
+        SQ.finalize(st);
         if (n == 0)
             break;
-        if (sqlite3_prepare_v2(s->db, "DELETE FROM record WHERE id <= ?", -1, &st, NULL) != SQLITE_OK)
+        if (SQ.prepare_v2(s->db, "DELETE FROM record WHERE id <= ?", -1, &st, NULL) != SQLITE_OK)
             return -EIO;
-        sqlite3_bind_int64(st, 1, last);
-        int ok = sqlite3_step(st) == SQLITE_DONE;
-        sqlite3_finalize(st);
+        SQ.bind_int64(st, 1, last);
+        int ok = SQ.step(st) == SQLITE_DONE;
+        SQ.finalize(st);
         if (!ok || meta_add(s, "bytes", -freed) < 0 || meta_add(s, "dropped", n) < 0)
             return -EIO;
         bytes -= freed;
@@ -194,14 +203,14 @@ int spool_add(spool *s, pacer_signal signal, const char *record, size_t len)
     if (exec(s, "BEGIN IMMEDIATE") < 0)
         return -EIO;
     int r = -EIO;
-    if (sqlite3_prepare_v2(s->db, "INSERT INTO record(signal, body, bytes) VALUES (?, ?, ?)", -1, &st,
+    if (SQ.prepare_v2(s->db, "INSERT INTO record(signal, body, bytes) VALUES (?, ?, ?)", -1, &st,
                            NULL) != SQLITE_OK)
         goto out;
-    sqlite3_bind_int(st, 1, (int)signal);
-    sqlite3_bind_text(st, 2, record, (int)len, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, (int64_t)len);
-    int ok = sqlite3_step(st) == SQLITE_DONE;
-    sqlite3_finalize(st);
+    SQ.bind_int(st, 1, (int)signal);
+    SQ.bind_text(st, 2, record, (int)len, SQLITE_STATIC);
+    SQ.bind_int64(st, 3, (int64_t)len);
+    int ok = SQ.step(st) == SQLITE_DONE;
+    SQ.finalize(st);
     if (ok && meta_add(s, "bytes", (int64_t)len) == 0)
         r = enforce_cap(s);
 out:
@@ -224,66 +233,66 @@ static void batch_id(const spool *s, pacer_signal sig, int64_t first, int64_t la
 static int load_pending(spool *s, pacer_signal sig, spool_batch *b)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, "SELECT first_id, last_id, batch FROM pending WHERE signal = ?", -1, &st,
+    if (SQ.prepare_v2(s->db, "SELECT first_id, last_id, batch FROM pending WHERE signal = ?", -1, &st,
                            NULL) != SQLITE_OK)
         return -EIO;
-    sqlite3_bind_int(st, 1, (int)sig);
+    SQ.bind_int(st, 1, (int)sig);
     int r = 0;
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_bytes(st, 2) == 32) {
-        b->first_id = sqlite3_column_int64(st, 0);
-        b->last_id = sqlite3_column_int64(st, 1);
-        memcpy(b->id, sqlite3_column_text(st, 2), 33);
+    if (SQ.step(st) == SQLITE_ROW && SQ.column_bytes(st, 2) == 32) {
+        b->first_id = SQ.column_int64(st, 0);
+        b->last_id = SQ.column_int64(st, 1);
+        memcpy(b->id, SQ.column_text(st, 2), 33);
         r = 1;
     }
-    sqlite3_finalize(st);
+    SQ.finalize(st);
     return r;
 }
 
 static int choose_batch(spool *s, pacer_signal sig, size_t max_records, spool_batch *b)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db,
+    if (SQ.prepare_v2(s->db,
                            "SELECT min(id), max(id), count(*) FROM "
                            "(SELECT id FROM record WHERE signal = ? ORDER BY id LIMIT ?)",
                            -1, &st, NULL) != SQLITE_OK)
         return -EIO;
-    sqlite3_bind_int(st, 1, (int)sig);
-    sqlite3_bind_int64(st, 2, (int64_t)max_records);
+    SQ.bind_int(st, 1, (int)sig);
+    SQ.bind_int64(st, 2, (int64_t)max_records);
     int r = 0;
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 2) > 0) {
-        b->first_id = sqlite3_column_int64(st, 0);
-        b->last_id = sqlite3_column_int64(st, 1);
+    if (SQ.step(st) == SQLITE_ROW && SQ.column_int64(st, 2) > 0) {
+        b->first_id = SQ.column_int64(st, 0);
+        b->last_id = SQ.column_int64(st, 1);
         r = 1;
     }
-    sqlite3_finalize(st);
+    SQ.finalize(st);
     if (r != 1)
         return r;
     batch_id(s, sig, b->first_id, b->last_id, b->id);
-    if (sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO pending(signal, first_id, last_id, batch) "
+    if (SQ.prepare_v2(s->db, "INSERT OR REPLACE INTO pending(signal, first_id, last_id, batch) "
                                   "VALUES (?, ?, ?, ?)", -1, &st, NULL) != SQLITE_OK)
         return -EIO;
-    sqlite3_bind_int(st, 1, (int)sig);
-    sqlite3_bind_int64(st, 2, b->first_id);
-    sqlite3_bind_int64(st, 3, b->last_id);
-    sqlite3_bind_text(st, 4, b->id, 32, SQLITE_STATIC);
-    r = sqlite3_step(st) == SQLITE_DONE ? 1 : -EIO;
-    sqlite3_finalize(st);
+    SQ.bind_int(st, 1, (int)sig);
+    SQ.bind_int64(st, 2, b->first_id);
+    SQ.bind_int64(st, 3, b->last_id);
+    SQ.bind_text(st, 4, b->id, 32, SQLITE_STATIC);
+    r = SQ.step(st) == SQLITE_DONE ? 1 : -EIO;
+    SQ.finalize(st);
     return r;
 }
 
 static int load_records(spool *s, spool_batch *b)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db,
+    if (SQ.prepare_v2(s->db,
                            "SELECT body FROM record WHERE signal = ? AND id BETWEEN ? AND ? ORDER BY id", -1,
                            &st, NULL) != SQLITE_OK)
         return -EIO;
-    sqlite3_bind_int(st, 1, (int)b->signal);
-    sqlite3_bind_int64(st, 2, b->first_id);
-    sqlite3_bind_int64(st, 3, b->last_id);
+    SQ.bind_int(st, 1, (int)b->signal);
+    SQ.bind_int64(st, 2, b->first_id);
+    SQ.bind_int64(st, 3, b->last_id);
     size_t cap = 0;
     int r = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    while (SQ.step(st) == SQLITE_ROW) {
         if (b->n == cap) {
             cap = cap ? cap * 2 : 64;
             char **v = realloc(b->records, cap * sizeof(*v));
@@ -293,7 +302,7 @@ static int load_records(spool *s, spool_batch *b)
             }
             b->records = v;
         }
-        const char *body = (const char *)sqlite3_column_text(st, 0);
+        const char *body = (const char *)SQ.column_text(st, 0);
         b->records[b->n] = strdup(body ? body : "");
         if (!b->records[b->n]) {
             r = -ENOMEM;
@@ -301,18 +310,18 @@ static int load_records(spool *s, spool_batch *b)
         }
         b->n++;
     }
-    sqlite3_finalize(st);
+    SQ.finalize(st);
     return r;
 }
 
 static int delete_pending(spool *s, pacer_signal sig)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, "DELETE FROM pending WHERE signal = ?", -1, &st, NULL) != SQLITE_OK)
+    if (SQ.prepare_v2(s->db, "DELETE FROM pending WHERE signal = ?", -1, &st, NULL) != SQLITE_OK)
         return -EIO;
-    sqlite3_bind_int(st, 1, (int)sig);
-    int r = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
-    sqlite3_finalize(st);
+    SQ.bind_int(st, 1, (int)sig);
+    int r = SQ.step(st) == SQLITE_DONE ? 0 : -EIO;
+    SQ.finalize(st);
     return r;
 }
 
@@ -359,36 +368,36 @@ static int finish_batch(spool *s, const spool_batch *b, const char *counter)
         return -EIO;
     int r = -EIO;
     int64_t bytes = 0, n = 0;
-    if (sqlite3_prepare_v2(s->db,
+    if (SQ.prepare_v2(s->db,
                            "SELECT coalesce(sum(bytes), 0), count(*) FROM record "
                            "WHERE signal = ? AND id BETWEEN ? AND ?", -1, &st, NULL) != SQLITE_OK)
         goto out;
-    sqlite3_bind_int(st, 1, (int)b->signal);
-    sqlite3_bind_int64(st, 2, b->first_id);
-    sqlite3_bind_int64(st, 3, b->last_id);
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        bytes = sqlite3_column_int64(st, 0);
-        n = sqlite3_column_int64(st, 1);
+    SQ.bind_int(st, 1, (int)b->signal);
+    SQ.bind_int64(st, 2, b->first_id);
+    SQ.bind_int64(st, 3, b->last_id);
+    if (SQ.step(st) == SQLITE_ROW) {
+        bytes = SQ.column_int64(st, 0);
+        n = SQ.column_int64(st, 1);
     }
-    sqlite3_finalize(st);
-    if (sqlite3_prepare_v2(s->db, "DELETE FROM record WHERE signal = ? AND id BETWEEN ? AND ?", -1, &st,
+    SQ.finalize(st);
+    if (SQ.prepare_v2(s->db, "DELETE FROM record WHERE signal = ? AND id BETWEEN ? AND ?", -1, &st,
                            NULL) != SQLITE_OK)
         goto out;
-    sqlite3_bind_int(st, 1, (int)b->signal);
-    sqlite3_bind_int64(st, 2, b->first_id);
-    sqlite3_bind_int64(st, 3, b->last_id);
-    int ok = sqlite3_step(st) == SQLITE_DONE;
-    sqlite3_finalize(st);
+    SQ.bind_int(st, 1, (int)b->signal);
+    SQ.bind_int64(st, 2, b->first_id);
+    SQ.bind_int64(st, 3, b->last_id);
+    int ok = SQ.step(st) == SQLITE_DONE;
+    SQ.finalize(st);
     if (!ok)
         goto out;
     /* only the batch it was asked about: another process may have moved on */
-    if (sqlite3_prepare_v2(s->db, "DELETE FROM pending WHERE signal = ? AND batch = ?", -1, &st, NULL) !=
+    if (SQ.prepare_v2(s->db, "DELETE FROM pending WHERE signal = ? AND batch = ?", -1, &st, NULL) !=
         SQLITE_OK)
         goto out;
-    sqlite3_bind_int(st, 1, (int)b->signal);
-    sqlite3_bind_text(st, 2, b->id, 32, SQLITE_STATIC);
-    ok = sqlite3_step(st) == SQLITE_DONE;
-    sqlite3_finalize(st);
+    SQ.bind_int(st, 1, (int)b->signal);
+    SQ.bind_text(st, 2, b->id, 32, SQLITE_STATIC);
+    ok = SQ.step(st) == SQLITE_DONE;
+    SQ.finalize(st);
     if (ok && meta_add(s, "bytes", -bytes) == 0 && meta_add(s, counter, n) == 0)
         r = 0;
 out:
@@ -412,11 +421,11 @@ int spool_get_stats(spool *s, spool_stats *ret)
 {
     sqlite3_stmt *st;
     memset(ret, 0, sizeof(*ret));
-    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM record", -1, &st, NULL) != SQLITE_OK)
+    if (SQ.prepare_v2(s->db, "SELECT count(*) FROM record", -1, &st, NULL) != SQLITE_OK)
         return -EIO;
-    if (sqlite3_step(st) == SQLITE_ROW)
-        ret->records = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
+    if (SQ.step(st) == SQLITE_ROW)
+        ret->records = SQ.column_int64(st, 0);
+    SQ.finalize(st);
     ret->bytes = meta_get(s, "bytes");
     ret->dropped = meta_get(s, "dropped");
     ret->sent = meta_get(s, "sent");

@@ -24,7 +24,7 @@
 #include "uploader.h"
 
 #include "clock.h"
-#include "curl_dl.h"
+#include <pacer/base/curl_dl.h>
 #include "otlp.h"
 #include "spool.h"
 

@@ -600,8 +600,12 @@ static int write_cycle(void *ctx, sqlite3 *db)
     for (size_t b = 0; b < BUCKETS && r == 0; b++)
         for (delta *d = cy->deltas[b]; d && r == 0; d = d->next)
             r = apply_delta(db, d);
-    for (size_t s = 0; s < N_SOURCES && r == 0 && !w->regression; s++)
+    for (size_t s = 0; s < N_SOURCES && r == 0 && !w->regression; s++) {
         r = iss_mark_set(db, sources[s].mark, cy->marks[s]);
+        /* the positions read, but the newest that the duplicate filter reads at start */
+        if (r == 0)
+            r = source_forget(db, sources[s].table, cy->marks[s] - (int64_t)w->a->cfg->dedupe_records);
+    }
     if (r == 0)
         r = judge_all(w, db);
     if (r == 0 && !w->regression && w->a->stats.cycles % PRUNE_CYCLES == 0)

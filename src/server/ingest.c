@@ -106,10 +106,23 @@ typedef struct mapper {
     char *first_reason; /* the first rejection made here (not by the decoder) */
     jbuf tmp;           /* JSON being written, then copied into the arena */
     store_origin *resources, *scopes; /* one per otlp resource / scope */
+    int64_t horizon_ns;                /* older items are refused: the store would drop them (--retention-days) */
+    unsigned retention_days;
     const clean_limits *clean;
     int64_t now_ns;
     size_t cleaned;     /* records cleaning keeps out (counted in rejected) */
 } mapper;
+
+static void reject(mapper *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* An item older than the store keeps is refused, not stored and dropped. */
+static bool too_old(mapper *m, int64_t ts, const char *what, size_t i)
+{
+    if (ts >= m->horizon_ns)
+        return false;
+    reject(m, "%s[%zu]: older than the store keeps (--retention-days %u): not stored", what, i, m->retention_days);
+    return true;
+}
 
 /* Starts a JSON text in m->tmp. */
 static jbuf *tmp_begin(mapper *m)
@@ -823,7 +836,7 @@ static size_t map_spans(mapper *m, store_record *recs)
         const otlp_span *s = &m->b->spans[i];
         const otlp_resource *res = &m->b->resources[s->resource];
         const char *app = app_of(m, res, "spans", i);
-        if (!app)
+        if (!app || too_old(m, s->start_ns, "spans", i))
             continue;
         store_record *r = &recs[n];
         memset(r, 0, sizeof *r);
@@ -903,7 +916,7 @@ static size_t map_logs(mapper *m, store_record *recs)
         const otlp_log *l = &m->b->logs[i];
         const otlp_resource *res = &m->b->resources[l->resource];
         const char *app = app_of(m, res, "logRecords", i);
-        if (!app)
+        if (!app || too_old(m, l->time_ns, "logRecords", i))
             continue;
         const char *bad = NULL;
         const char *type = a_str(&l->attrs, "pacer.type", &bad);
@@ -938,7 +951,7 @@ static size_t map_points(mapper *m, store_record *recs)
         const otlp_point *p = &m->b->points[i];
         const otlp_resource *res = &m->b->resources[p->resource];
         const char *app = app_of(m, res, "dataPoints", i);
-        if (!app)
+        if (!app || too_old(m, p->time_ns, "dataPoints", i))
             continue;
         const char *bad = NULL;
         const char *session = a_str(&p->attrs, "pacer.session", &bad);
@@ -1093,7 +1106,10 @@ void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_resp
         r = what == TRACES   ? otlp_decode_traces(body, body_len, &b, err, sizeof err)
             : what == LOGS   ? otlp_decode_logs(body, body_len, &b, err, sizeof err)
                              : otlp_decode_metrics(body, body_len, &b, err, sizeof err);
-    mapper m = {.app = app, .b = &b, .clean = &d->clean, .now_ns = wall_ns()};
+    mapper m = {.app = app, .b = &b, .horizon_ns = INT64_MIN, .retention_days = d->retention_days,
+                .clean = &d->clean, .now_ns = wall_ns()};
+    if (d->retention_days)
+        m.horizon_ns = (m.now_ns / STORE_DAY_NS - (int64_t)d->retention_days) * STORE_DAY_NS;
     jbuf_init(&m.tmp);
     store_record *recs = NULL;
     if (r < 0) {
@@ -1145,6 +1161,7 @@ void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_resp
         rejected = 0;
         why[0] = 0;
     }
+    rs->items = duplicate ? 0 : n - m.cleaned; /* charged to the key's quota (router.c) */
     if (proto) {
         size_t len;
         uint8_t *resp = otlp_proto_response(rejected, why, &len);
@@ -1173,7 +1190,6 @@ void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_resp
     }
     jbuf_close(&resp, '}');
     http_json(rs, 200, &resp);
-    rs->items = duplicate ? 0 : n - m.cleaned;
 out:
     free(recs);
     free(m.first_reason);

@@ -93,6 +93,14 @@ static void usage(FILE *f)
           "                            pacerd; full: also across a crash of the machine)\n"
           "  --rollup-lag MS           SQLite: longest time a stored record waits to be added to the rollups\n"
           "                            (default 500; queries read such records from the raw rows)\n"
+          "  --seal-rows N             SQLite: records that wait in commit order before they are sealed into\n"
+          "                            blocks of a day (default 32768)\n"
+          "  --retention-days N        keep the records of the last N UTC days and today: older days are\n"
+          "                            dropped whole, and records older than that are refused\n"
+          "                            (default 0: keep everything; on ClickHouse the days are those\n"
+          "                            received, as --clickhouse-retention-days N)\n"
+          "  --rollup-retention-days N SQLite: keep the daily percentile rollups N days (default 0: always;\n"
+          "                            at least --retention-days)\n"
           "  --clickhouse-slot S       ClickHouse: the commit hour that consolidation sums at once\n"
           "                            (default 3600; a divisor of 86400)\n"
           "  --clickhouse-settle S     ClickHouse: how long after a slot ended it is consolidated (default 360;\n"
@@ -192,10 +200,13 @@ static int parse_args(int argc, char **argv, options *o)
         {"clickhouse", required_argument, NULL, 'X'},
         {"clickhouse-file", required_argument, NULL, 'x'},
         {"state", required_argument, NULL, 'Z'},
-        {"clickhouse-slot", required_argument, NULL, 'U'},
-        {"clickhouse-settle", required_argument, NULL, 'S'},
+        {"clickhouse-slot", required_argument, NULL, 'u'},
+        {"clickhouse-settle", required_argument, NULL, 'n'},
         {"clickhouse-day", required_argument, NULL, 'Y'},
         {"clickhouse-retention-days", required_argument, NULL, 'E'},
+        {"retention-days", required_argument, NULL, 'y'},
+        {"seal-rows", required_argument, NULL, 'S'},
+        {"rollup-retention-days", required_argument, NULL, 'U'},
         {"web-root", required_argument, NULL, 'R'},
         {"analysis-config", required_argument, NULL, 'A'},
         {"webhook", required_argument, NULL, 'W'},
@@ -233,10 +244,13 @@ static int parse_args(int argc, char **argv, options *o)
         {'q', "--max-queue", 1, 100000000, &o->store.max_queued_items, NULL, ""},
         {'D', "--drain-timeout", 1, 3600, NULL, &o->drain_timeout_s, " s"},
         {'r', "--rollup-lag", 0, 3600000, &o->store.rollup_lag_ms, NULL, " ms"},
-        {'U', "--clickhouse-slot", 1, 86400, NULL, &o->store.clickhouse_unit_s, " s"},
-        {'S', "--clickhouse-settle", 2, 86400, NULL, &o->store.clickhouse_settle_s, " s"},
+        {'u', "--clickhouse-slot", 1, 86400, NULL, &o->store.clickhouse_unit_s, " s"},
+        {'n', "--clickhouse-settle", 2, 86400, NULL, &o->store.clickhouse_settle_s, " s"},
         {'Y', "--clickhouse-day", 1, 86400, NULL, &o->store.clickhouse_day_s, " s"},
         {'E', "--clickhouse-retention-days", 0, 100000, NULL, &o->store.clickhouse_retention_days, " days"},
+        {'y', "--retention-days", 0, 36500, NULL, &o->store.retention_days, " days"},
+        {'S', "--seal-rows", 1, 10000000, &o->store.seal_rows, NULL, ""},
+        {'U', "--rollup-retention-days", 0, 36500, NULL, &o->store.rollup_retention_days, " days"},
     };
     int c;
     opterr = 0;
@@ -333,12 +347,34 @@ static int parse_args(int argc, char **argv, options *o)
                         "docs/server.md, \"Scaling out\")\n", o->n_webhooks ? "--webhook" : "--github-issues");
         return -EINVAL;
     }
+    if ((o->clickhouse || o->clickhouse_file) && (o->store.rollup_retention_days || o->store.seal_rows)) {
+        fprintf(stderr, "pacerd: %s: for the SQLite store (--db) only\n",
+                o->store.rollup_retention_days ? "--rollup-retention-days" : "--seal-rows");
+        return -EINVAL;
+    }
+    if ((o->clickhouse || o->clickhouse_file) && o->store.retention_days) {
+        /* ClickHouse drops the days received before the horizon; ingest
+         * refuses records older than it, as on SQLite */
+        if (o->store.clickhouse_retention_days && o->store.clickhouse_retention_days != o->store.retention_days) {
+            fprintf(stderr, "pacerd: --retention-days %u and --clickhouse-retention-days %u: give one\n",
+                    o->store.retention_days, o->store.clickhouse_retention_days);
+            return -EINVAL;
+        }
+        o->store.clickhouse_retention_days = o->store.retention_days;
+    }
     if (!o->github_url != !o->github_token_file) {
         fprintf(stderr, "pacerd: --github-issues and --github-token-file go together\n");
         return -EINVAL;
     }
     if (!o->tls_cert != !o->tls_key) {
         fprintf(stderr, "pacerd: --tls-cert and --tls-key go together\n");
+        return -EINVAL;
+    }
+    if (o->store.rollup_retention_days &&
+        (!o->store.retention_days || o->store.rollup_retention_days < o->store.retention_days)) {
+        fprintf(stderr, "pacerd: --rollup-retention-days %u: the rollups answer the days whose records are gone,"
+                        " so they are kept at least as long: give --retention-days too, at most %u\n",
+                o->store.rollup_retention_days, o->store.rollup_retention_days);
         return -EINVAL;
     }
     if (o->max_body > o->http.max_body_bytes_in_flight) {
@@ -474,7 +510,7 @@ int main(int argc, char **argv)
     fit_fd_limit(&o.http);
 
     char err[512];
-    pacerd d = {.max_config_bytes = 1 << 20, .max_body = o.max_body};
+    pacerd d = {.max_config_bytes = 1 << 20, .max_body = o.max_body, .retention_days = o.store.retention_days};
     metrics_init(&d.metrics);
     char *cert = NULL, *key = NULL;
     if (o.tls_cert && (!(cert = read_pem(o.tls_cert, "--tls-cert")) || !(key = read_pem(o.tls_key, "--tls-key")))) {

@@ -24,6 +24,7 @@ typedef struct pacerd {
     http_server *http; /* for /metrics */
     size_t max_body;         /* ingest bodies (--max-body: also the limit of a gzip body once inflated) */
     size_t max_config_bytes; /* PUT /v1/config */
+    unsigned retention_days; /* ingest refuses what the store would drop at once (--retention-days) */
     /* the dashboard */
     web_assets *web;      /* its files, or NULL when not installed */
     const char *web_root; /* where they were looked for */

@@ -27,6 +27,7 @@ typedef struct agg {
 } agg;
 
 typedef struct aggs {
+    agg *last; /* the one aggs_get gave last */
     agg **slots;
     size_t cap, n;
     size_t n_metrics; /* of the kind */
@@ -35,6 +36,9 @@ typedef struct aggs {
 
 static agg *aggs_get(aggs *a, const char *name)
 {
+    /* rows come in runs of one name (a block's, a rollup's): the last one first */
+    if (a->last && strcmp(a->last->name, name) == 0)
+        return a->last;
     if (a->n * 2 >= a->cap) {
         size_t cap = a->cap ? a->cap * 2 : 64;
         agg **slots = calloc(cap, sizeof *slots);
@@ -56,7 +60,7 @@ static agg *aggs_get(aggs *a, const char *name)
     size_t k = fnv1a64_str(name, 0) & (a->cap - 1);
     while (a->slots[k]) {
         if (strcmp(a->slots[k]->name, name) == 0)
-            return a->slots[k];
+            return a->last = a->slots[k];
         k = (k + 1) & (a->cap - 1);
     }
     agg *g = calloc(1, sizeof *g);
@@ -69,6 +73,7 @@ static agg *aggs_get(aggs *a, const char *name)
         sketch_init(&g->m[i]);
     a->slots[k] = g;
     a->n++;
+    a->last = g;
     return g;
 }
 
@@ -101,6 +106,13 @@ static void on_sketch(void *ctx, const char *name, size_t metric, const sketch *
     agg *g = aggs_get(a, name);
     if (g && sketch_merge(&g->m[metric], s) < 0)
         a->oom = true;
+}
+
+static int on_sketch_encoded(void *ctx, const char *name, size_t metric, const uint8_t *buf, size_t len)
+{
+    aggs *a = ctx;
+    agg *g = aggs_get(a, name);
+    return g ? sketch_merge_encoded(&g->m[metric], buf, len) : -ENOMEM;
 }
 
 static void on_raw(void *ctx, const char *name, bool failed, bool excluded, const double *metrics)
@@ -185,7 +197,8 @@ int query_groups(pacerd *d, enum store_kind kind, const char *app, const char *v
     static const char *const name_fields[KIND_COUNT] = {
         [KIND_PAGE] = "page", [KIND_STARTUP] = "kind", [KIND_REQUEST] = "pattern", [KIND_SPAN] = "name"};
     aggs a = {.n_metrics = store_kind(kind)->n_metrics};
-    store_scan_cb cb = {on_count, on_sketch, on_raw, &a};
+    store_scan_cb cb = {.count = on_count, .sketch = on_sketch, .raw = on_raw, .sketch_encoded = on_sketch_encoded,
+                        .ctx = &a};
     int r = store_scan(d->store, kind, app, version, from, to, &cb);
     if (r < 0 || a.oom) {
         aggs_free(&a);

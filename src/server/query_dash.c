@@ -246,7 +246,7 @@ static void histogram(pacerd *d, const http_request *rq, http_response *rs)
     }
     one_sketch o = {.name = name, .metric = m, .n_metrics = kd->n_metrics};
     sketch_init(&o.s);
-    store_scan_cb cb = {hist_count, hist_sketch, hist_raw, &o};
+    store_scan_cb cb = {.count = hist_count, .sketch = hist_sketch, .raw = hist_raw, .ctx = &o};
     int r = store_scan(d->store, kind, c.app, c.version, c.from, c.to, &cb);
     if (r == 0 && o.oom)
         r = -ENOMEM;

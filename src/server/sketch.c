@@ -2,8 +2,8 @@
 #include "sketch.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdbool.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -192,10 +192,11 @@ double sketch_quantile(const sketch *s, double q)
     return v;
 }
 
-/* Encoding: 'D' 2 | varint count | varint zero_count | varint sum_ns (low
- * 64 bits) | varint sum_ns >> 64 | f64 min max | zigzag varint offset |
- * varint n_bins | n_bins varint counts. Version 1 (files of earlier
- * pacerd) had f64 sum min max: its sum is read rounded to nanoseconds. */
+/* Encoding: 'D' version | varint count | varint zero_count | the sum |
+ * f64 min max | zigzag varint offset | varint n_bins | the counts. The
+ * sum: versions 3 and 4, varint sum_ns (low 64 bits) and varint sum_ns >>
+ * 64; versions 1 and 2 (files of earlier pacerd), f64 sum in milliseconds,
+ * read rounded to nanoseconds. */
 
 static size_t put_varint(uint8_t *p, uint64_t v)
 {
@@ -244,15 +245,32 @@ static int get_double(const uint8_t *buf, size_t len, size_t *pos, double *ret)
     return 0;
 }
 
+/* Two layouts of the counts after the same header: dense (versions 1
+ * and 3), the n_bins counts one after the other; sparse (versions 2 and
+ * 4), for a sketch with few of its bins used (a sub-day bucket of a few
+ * values), pairs (zeros skipped, count) for the bins that are not empty.
+ * The smaller is written (3 or 4); all four are read. */
 int sketch_encode(const sketch *s, uint8_t **ret_buf, size_t *ret_len)
 {
-    size_t cap = 2 + 10 * 4 + 16 + 5 + 5 + (size_t)s->n_bins * 10;
+    size_t dense = 0, sparse = 0;
+    uint8_t tmp[10];
+    for (uint32_t k = 0, gap = 0; k < s->n_bins; k++) {
+        dense += put_varint(tmp, s->bins[k]);
+        if (!s->bins[k]) {
+            gap++;
+            continue;
+        }
+        sparse += put_varint(tmp, gap) + put_varint(tmp, s->bins[k]);
+        gap = 0;
+    }
+    bool use_sparse = sparse < dense;
+    size_t cap = 2 + 10 * 4 + 16 + 5 + 5 + (use_sparse ? sparse : dense);
     uint8_t *buf = malloc(cap);
     if (!buf)
         return -ENOMEM;
     size_t n = 0;
     buf[n++] = 'D';
-    buf[n++] = 2;
+    buf[n++] = use_sparse ? 4 : 3;
     n += put_varint(buf + n, s->count);
     n += put_varint(buf + n, s->zero_count);
     n += put_varint(buf + n, (uint64_t)s->sum_ns);
@@ -263,49 +281,138 @@ int sketch_encode(const sketch *s, uint8_t **ret_buf, size_t *ret_len)
     uint32_t zz = ((uint32_t)s->offset << 1) ^ (uint32_t)(s->offset >> 31);
     n += put_varint(buf + n, zz);
     n += put_varint(buf + n, s->n_bins);
-    for (uint32_t k = 0; k < s->n_bins; k++)
-        n += put_varint(buf + n, s->bins[k]);
+    for (uint32_t k = 0, gap = 0; k < s->n_bins; k++) {
+        if (!use_sparse) {
+            n += put_varint(buf + n, s->bins[k]);
+        } else if (!s->bins[k]) {
+            gap++;
+        } else {
+            n += put_varint(buf + n, gap);
+            n += put_varint(buf + n, s->bins[k]);
+            gap = 0;
+        }
+    }
     *ret_buf = buf;
     *ret_len = n;
     return 0;
 }
 
-int sketch_decode(sketch *s, const uint8_t *buf, size_t len)
+/* What comes before the counts, from pos 2 on; 0 or -EBADMSG. */
+static int get_header(const uint8_t *buf, size_t len, size_t *pos, uint64_t *count, uint64_t *zero,
+                      __int128 *sum_ns, double *mn, double *mx, uint64_t *zz, uint64_t *n_bins, bool *sparse)
 {
-    sketch_reset(s);
+    if (len < 2 || buf[0] != 'D' || buf[1] < 1 || buf[1] > 4)
+        return -EBADMSG;
+    bool f64_sum = buf[1] <= 2;
+    *sparse = buf[1] == 2 || buf[1] == 4;
+    uint64_t lo = 0, hi = 0;
+    double sum = 0;
+    if (get_varint(buf, len, pos, count) < 0 || get_varint(buf, len, pos, zero) < 0 ||
+        (f64_sum ? get_double(buf, len, pos, &sum) < 0
+                 : get_varint(buf, len, pos, &lo) < 0 || get_varint(buf, len, pos, &hi) < 0) ||
+        get_double(buf, len, pos, mn) < 0 || get_double(buf, len, pos, mx) < 0 ||
+        get_varint(buf, len, pos, zz) < 0 || get_varint(buf, len, pos, n_bins) < 0)
+        return -EBADMSG;
+    *sum_ns = f64_sum ? (sum >= 0 && sum * 1e6 < 1e36 ? (__int128)nearbyint(sum * 1e6) : 0)
+                      : (__int128)((unsigned __int128)hi << 64 | lo);
+    return *sum_ns < 0 || *sum_ns > SUM_MAX ? -EBADMSG : 0;
+}
+
+int sketch_merge_encoded(sketch *dst, const uint8_t *buf, size_t len)
+{
     size_t pos = 2;
-    uint64_t count, zero, zz, n_bins, lo = 0, hi = 0;
-    double sum = 0, mn, mx;
-    if (len < 2 || buf[0] != 'D' || (buf[1] != 1 && buf[1] != 2))
-        return -EBADMSG;
-    bool v1 = buf[1] == 1;
-    if (get_varint(buf, len, &pos, &count) < 0 || get_varint(buf, len, &pos, &zero) < 0 ||
-        (v1 ? get_double(buf, len, &pos, &sum) < 0
-            : get_varint(buf, len, &pos, &lo) < 0 || get_varint(buf, len, &pos, &hi) < 0) ||
-        get_double(buf, len, &pos, &mn) < 0 || get_double(buf, len, &pos, &mx) < 0 ||
-        get_varint(buf, len, &pos, &zz) < 0 || get_varint(buf, len, &pos, &n_bins) < 0)
-        return -EBADMSG;
-    __int128 sum_ns = v1 ? (sum >= 0 && sum * 1e6 < 1e36 ? (__int128)nearbyint(sum * 1e6) : 0)
-                         : (__int128)((unsigned __int128)hi << 64 | lo);
-    if (sum_ns < 0 || sum_ns > SUM_MAX)
+    uint64_t count, zero, zz, n_bins;
+    __int128 sum_ns;
+    double mn, mx;
+    bool sparse;
+    if (get_header(buf, len, &pos, &count, &zero, &sum_ns, &mn, &mx, &zz, &n_bins, &sparse) < 0)
         return -EBADMSG;
     if (zz > UINT32_MAX || n_bins > SKETCH_MAX_BINS || zero > count)
         return -EBADMSG;
     int32_t offset = (int32_t)((uint32_t)(zz >> 1) ^ -(uint32_t)(zz & 1));
-    if ((int64_t)offset + (int64_t)n_bins > INT32_MAX || (n_bins == 0) != (count == zero))
+    if ((int64_t)offset + (int64_t)n_bins > INT32_MAX || (n_bins == 0) != (count == zero) || (count && !(mn <= mx)))
         return -EBADMSG;
-    uint64_t *bins = NULL;
+    if (count == 0)
+        return pos == len ? 0 : -EBADMSG;
+    int32_t floor_idx = 0;
     if (n_bins) {
-        bins = calloc(n_bins, sizeof *bins);
-        if (!bins)
-            return -ENOMEM;
+        int r = reserve(dst, offset, offset + (int32_t)n_bins - 1, &floor_idx);
+        if (r < 0)
+            return r;
     }
     uint64_t total = zero;
     for (uint64_t k = 0; k < n_bins; k++) {
-        if (get_varint(buf, len, &pos, &bins[k]) < 0 || bins[k] > count - total) {
+        uint64_t gap = 0, c;
+        if (sparse && pos == len)
+            break;
+        if ((sparse && (get_varint(buf, len, &pos, &gap) < 0 || gap >= n_bins - k)) ||
+            get_varint(buf, len, &pos, &c) < 0 || c > count - total || (sparse && c == 0))
+            return -EBADMSG;
+        k += gap;
+        int32_t i = offset + (int32_t)k;
+        dst->bins[(i < floor_idx ? floor_idx : i) - dst->offset] += c;
+        total += c;
+    }
+    if (pos != len || total != count)
+        return -EBADMSG;
+    if (dst->count == 0 || mn < dst->min)
+        dst->min = mn;
+    if (dst->count == 0 || mx > dst->max)
+        dst->max = mx;
+    dst->sum_ns = add_sat(dst->sum_ns, sum_ns);
+    dst->count += count;
+    dst->zero_count += zero;
+    return 0;
+}
+
+int sketch_decode(sketch *s, const uint8_t *buf, size_t len)
+{
+    /* the buckets of an earlier decode are used again when they are room
+     * enough (a query decodes thousands of sketches into one) */
+    uint64_t *keep = s->bins;
+    uint32_t keep_cap = s->cap_bins;
+    s->bins = NULL;
+    sketch_init(s);
+    size_t pos = 2;
+    uint64_t count, zero, zz, n_bins;
+    __int128 sum_ns;
+    double mn, mx;
+    bool sparse;
+    if (get_header(buf, len, &pos, &count, &zero, &sum_ns, &mn, &mx, &zz, &n_bins, &sparse) < 0)
+        goto bad;
+    if (zz > UINT32_MAX || n_bins > SKETCH_MAX_BINS || zero > count)
+        goto bad;
+    int32_t offset = (int32_t)((uint32_t)(zz >> 1) ^ -(uint32_t)(zz & 1));
+    if ((int64_t)offset + (int64_t)n_bins > INT32_MAX || (n_bins == 0) != (count == zero))
+        goto bad;
+    uint64_t *bins = NULL;
+    uint32_t cap = 0;
+    if (n_bins && keep && keep_cap >= n_bins) {
+        bins = keep;
+        cap = keep_cap;
+        memset(bins, 0, (size_t)n_bins * sizeof *bins);
+        keep = NULL;
+    } else if (n_bins) {
+        bins = calloc(n_bins, sizeof *bins);
+        cap = (uint32_t)n_bins;
+        if (!bins) {
+            free(keep);
+            return -ENOMEM;
+        }
+    }
+    free(keep);
+    uint64_t total = zero;
+    for (uint64_t k = 0; k < n_bins; k++) {
+        uint64_t gap = 0;
+        if (sparse && pos == len)
+            break; /* the rest are empty */
+        if ((sparse && (get_varint(buf, len, &pos, &gap) < 0 || gap >= n_bins - k)) ||
+            get_varint(buf, len, &pos, &bins[k + gap]) < 0 || bins[k + gap] > count - total ||
+            (sparse && bins[k + gap] == 0)) {
             free(bins);
             return -EBADMSG;
         }
+        k += gap;
         total += bins[k];
     }
     if (pos != len || total != count || (count && !(mn <= mx))) {
@@ -318,9 +425,13 @@ int sketch_decode(sketch *s, const uint8_t *buf, size_t len)
     s->min = mn;
     s->max = mx;
     s->offset = offset;
-    s->n_bins = s->cap_bins = (uint32_t)n_bins;
+    s->n_bins = (uint32_t)n_bins;
+    s->cap_bins = cap;
     s->bins = bins;
     return 0;
+bad:
+    free(keep); /* the buckets of the earlier decode: s is empty now */
+    return -EBADMSG;
 }
 
 int sketch_set(sketch *s, uint64_t zero_count, __int128 sum_ns, double min, double max, int32_t offset,

@@ -65,7 +65,8 @@ double sketch_quantile(const sketch *s, double q);
 /* The sum of the values in milliseconds (from sum_ns). */
 double sketch_sum(const sketch *s);
 
-/* Serialises to a malloc'd buffer (compact: varint counts). Returns 0 and
+/* Serialises to a malloc'd buffer (compact: varint counts; for a sketch
+ * with few of its bins used, those with the gaps between). Returns 0 and
  * stores the buffer and its size, or -ENOMEM. */
 int sketch_encode(const sketch *s, uint8_t **ret_buf, size_t *ret_len);
 
@@ -81,5 +82,11 @@ int sketch_decode(sketch *s, const uint8_t *buf, size_t len);
  * with it). Returns 0, -EBADMSG for parts no sketch has, or -ENOMEM. */
 int sketch_set(sketch *s, uint64_t zero_count, __int128 sum_ns, double min, double max, int32_t offset,
                const uint64_t *bins, size_t n);
+
+/* sketch_merge of what sketch_encode wrote into buf, without decoding it
+ * first (a query merges thousands). 0, -EBADMSG for a buffer that is not
+ * an encoding (dst may then hold part of it: throw it away), or -ENOMEM
+ * (dst unchanged). */
+int sketch_merge_encoded(sketch *dst, const uint8_t *buf, size_t len);
 
 #endif

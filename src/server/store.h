@@ -225,6 +225,16 @@ typedef struct store_options {
     size_t max_queued_items; /* records waiting for the writer before submits get -EAGAIN */
     size_t readers;          /* read connections */
     size_t rollup_lag_ms;    /* longest a committed record waits to be added to the rollups (0: none) */
+    /* SQLite (store_sqlite.c): days of raw records kept (0: all): the partitions of older UTC days
+     * are dropped, with the sub-day rollups; days of the daily rollups
+     * kept (0: all, else at least retention_days) */
+    unsigned retention_days, rollup_retention_days;
+    /* records of pacer's record tables that wait in commit order before
+     * they are sealed into blocks (0: 32768) */
+    size_t seal_rows;
+    /* records of a day from which the next day gets ten-minute rollups
+     * (0: 500000) */
+    size_t fine_day_rows;
     /* ClickHouse (store_clickhouse.c), 0 for the defaults: the commit hour
      * consolidated into the rollups (3600 s), the span of level 2 (86400),
      * how long after an hour ends it is (360; an attempt commits within
@@ -312,6 +322,10 @@ typedef struct store_scan_cb {
     void (*sketch)(void *ctx, const char *name, size_t metric, const sketch *s);
     /* one raw record of a partial day: metrics[i] NAN when absent */
     void (*raw)(void *ctx, const char *name, bool failed, bool excluded, const double *metrics);
+    /* optional: a sketch as sketch_encode wrote it, instead of `sketch`
+     * (the caller merges it with sketch_merge_encoded); 0, or negative
+     * errno (the scan stops with it). A store may still call `sketch`. */
+    int (*sketch_encoded)(void *ctx, const char *name, size_t metric, const uint8_t *buf, size_t len);
     void *ctx;
 } store_scan_cb;
 

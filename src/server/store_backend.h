@@ -50,8 +50,8 @@ typedef struct store_backend {
                         void *ctx);
 } store_backend;
 
-/* SQLite (store_sqlite.c; its read APIs in store_query.c, store_samples.c
- * and store_dash.c). store_read and store_write (store.h) are SQLite's
+/* SQLite (store_sqlite.c; its scan in store_scan.c, its read APIs in
+ * store_query.c, store_samples.c and store_dash.c). store_read and store_write (store.h) are SQLite's
  * alone: on another backend they answer -ENOTSUP. */
 extern const store_backend store_backend_sqlite;
 store *store_sqlite_open(const char *path, const store_options *opt, char *err, size_t err_size);
@@ -80,6 +80,9 @@ int store_sqlite_explain(store *st, void (*cb)(void *ctx, const char *name, cons
 int store_sqlite_version_rows(store *st, enum store_table table, const char *app, const char *version, size_t limit,
                               size_t scan_max, void (*cb)(void *ctx, const store_row *row), void *ctx,
                               bool *ret_truncated);
+int store_sqlite_scan(store *st, enum store_kind kind, const char *app, const char *version, int64_t from_ns,
+                      int64_t to_ns, const store_scan_cb *cb);
+int store_sqlite_apps(store *st, void (*cb)(void *ctx, const char *app, const char *version), void *ctx);
 
 /* ClickHouse (store_clickhouse.c). */
 store *store_clickhouse_open(const char *url, const store_options *opt, char *err, size_t err_size);

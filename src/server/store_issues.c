@@ -493,8 +493,15 @@ int issues_store_open(issues_store *is, store *st, char *err, size_t err_size)
         return r;
     }
     fill f = {is};
-    if ((r = store_read(st, load_totals, is)) < 0 || (is->ids.cap && (r = store_read(st, fill_ids, &f)) < 0)) {
+    if ((r = store_read(st, load_totals, is)) < 0) {
         snprintf(err, err_size, "cannot read the issue tables: %s", strerror(-r));
+        return r;
+    }
+    /* the newest ids help, they are not needed: rows that cannot be read (a
+     * damaged page, which the store has told in the log and /healthz) leave
+     * the filter with fewer */
+    if (is->ids.cap && (r = store_read(st, fill_ids, &f)) == -ENOMEM) {
+        snprintf(err, err_size, "cannot read the newest records' ids: %s", strerror(-r));
         return r;
     }
     return 0;

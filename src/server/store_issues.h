@@ -64,8 +64,9 @@ issues_store *issues_store_new(const ana_config *cfg);
 store_hooks issues_store_hooks(issues_store *is);
 
 /* Once the store is open: creates the tables (when missing), loads the
- * counts, fills the record ids from the newest rows. 0, or negative errno
- * with the reason in err. */
+ * counts, fills the record ids from the newest rows (as many as can be
+ * read: a damaged page does not keep pacerd from starting). 0, or
+ * negative errno with the reason in err. */
 int issues_store_open(issues_store *is, store *st, char *err, size_t err_size);
 void issues_store_free(issues_store *is);
 

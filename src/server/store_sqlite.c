@@ -1,54 +1,64 @@
-/* SQLite storage (store.h).
+/* SQLite storage (store.h): the writer, the rollups, the partitions.
  *
  * Writer thread states, per group of jobs:
- *   take the queue → BEGIN → run each job (records / probe / config / call;
- *   rows appended, groups in memory updated) → [rollup flush] → [hooks'
- *   commit] → COMMIT → [hooks' done] → wake the submitters.
+ *   take the queue → BEGIN → [advance the hot day] → run each job (records
+ *   / probe / config / call; rows appended, groups in memory updated) →
+ *   [rollup flush [→ seal]] → [hooks' commit] → COMMIT → [hooks' done] →
+ *   wake the submitters → [WAL check] → [a retention step, when one is
+ *   due] (store_retention.c).
  * The application layer's hooks (store.h, store_hooks) see each record of
  * a new batch before its insert and may keep it out; a call job
  * (store_write) runs its function in a savepoint of its own.
  * Rollup flush, when LAG_ROWS rows wait, the oldest has waited
- * rollup_lag_ms (also without traffic) or the writer stops: write the dirty
- * groups, copy the rows after the marks into the *_keys tables, move the
- * marks — all in the transaction of the jobs. Any failure between BEGIN and
- * COMMIT: ROLLBACK, drop the groups (they may hold rows that were not
- * committed), fail every job of the group, and rebuild the groups from the
- * file before the next job (groups_replay).
+ * rollup_lag_ms (also without traffic) or the writer stops: move the
+ * rolled marks to the last rows (each record table's, each touched day of
+ * plain spans, filling spans_keys and span_attrs up to it) and write the
+ * dirty groups — in the transaction of the jobs. Seal, when seal_at rows
+ * lie between the sealed and rolled marks: those rows become blocks
+ * (record tables) and trace_index chunks (store_seal.c). Any failure
+ * between BEGIN and COMMIT: ROLLBACK, drop the groups and the parts in
+ * memory (they may hold rows that were not committed), fail every job of
+ * the group, and rebuild them from the file before the next job
+ * (groups_replay).
  *
- * Invariants, for each rollup kind k (page, startup, request, span):
- *  1. The raw table (page_loads, …) has every committed row; rows are only
- *     appended, so rowids grow with commit order.
- *  2. rollup_counts, rollup_sketches and k's *_keys table hold exactly the
- *     rows with rowid <= rollup_marks[k] — they change in one transaction.
- *  3. The groups in memory hold the rollups plus the rows up to
- *     st->last_rowid[k]; on open (e.g. after a SIGKILL) they are rebuilt
- *     from the file: rollups + the rows after the mark.
- * A query (store_scan) reads, in one snapshot: the rows after the mark from
- * the raw table (a rowid range: at most ~LAG_ROWS + one group), the whole
- * days up to the mark from the rollups, the cut parts of days up to the mark
- * from the *_keys table (one primary-key range per part).
+ * Invariants (the marks: store_int.h, "partitions"):
+ *  1. Rowids grow with commit order: a record table's over all its rows
+ *     (which it keeps only after its sealed mark, the rest being in
+ *     blocks); the other tables' within the range of each day (part_base).
+ *  2. rollup_counts and rollup_sketches hold exactly the rows up to the
+ *     rolled marks; the sub-day rollups those of each day up to rolled
+ *     while it is hot, up to its hourly mark once it is cold; spans_keys
+ *     and span_attrs the plain spans up to rolled — each changes in the
+ *     transaction that moves the mark.
+ *  3. The groups in memory hold the rollups plus every row after the
+ *     rolled marks; on open (e.g. after a SIGKILL) they are rebuilt from
+ *     the file: rollups + those rows, each into the sub-day groups when
+ *     its day is hot or its rowid at most the day's hourly mark.
+ * A query (store_scan.c) reads, in one snapshot: the whole days from the
+ * daily rollups, the whole sub-day buckets of a cut day from the sub-day
+ * rollups, the rest of a cut day from blocks and the tables, and the rows
+ * after the rolled marks from the tables (rowid ranges: at most ~LAG_ROWS
+ * rows plus one group).
  *
- * Why: the raw tables carry no index, so a commit appends pages and
- * touches nothing else. An index on (app, ts) written per commit changed
- * one random leaf page per row (the timestamps of a batch span days), so
- * that every group commit wrote megabytes of index pages to the WAL; the
- * *_keys tables (WITHOUT ROWID, keyed (app, ts, rowid), holding every
- * column a cut day's scan reads) are filled in rowid batches of ~32 000 in
- * key order, one write per touched page per batch. Likewise the rollups are
- * written once per batch instead of once per commit.
+ * Hot and cold days. A row adds to the sub-day rollups when its day is
+ * hot: the day of the newest row seen (at most an hour ahead of the
+ * clock). When a job brings a newer day, the days before it are frozen at
+ * their last row first (advance_hot). Late rows (a spool sent days later,
+ * a bulk import) add to the daily rollups only, so that a batch spread
+ * over a month does not rewrite every hourly rollup of the month; a range
+ * that cuts such a day reads its late rows from the blocks.
+ *
+ * Why: every commit appends rows to one place per record table and to the
+ * end of each day of the others, and changes nothing else; the rollups
+ * and the plain spans' keys follow in batches of ~32 000 rows, each group
+ * and each index page written once per batch; the record rows move into
+ * blocks of ~60 bytes a row, sorted by time per app and day, which a range
+ * reads without an index of its own.
  *
  * SQL text. The raw tables' columns, the kinds' names, metrics and group
  * names come from the layout (store.h, "the rows"; store_layout.c): every
- * statement that names them — CREATE TABLE, INSERT, the raw and keys
- * SELECTs, the keys fill — is made from it once, at open (schema_create,
- * store_open), or per query from the same pieces. Values are always bound.
- *
- * Schema 2. A schema 1 file (rollups in step with every row, a covering
- * index per raw table) is converted on open, in the transaction that
- * creates what is missing: marks = the last rows, the keys tables filled
- * from all rows (the keys fill of groups_flush, over every row), the
- * covering indexes dropped. Tables are created only when missing, so files
- * of earlier versions keep their columns (same names, maybe another order).
+ * statement that names them is made from it once, at open, or per query
+ * from the same pieces. Values are always bound.
  */
 #include "store.h"
 #include "store_backend.h"
@@ -71,8 +81,10 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
-/* The server's own tables; the raw tables and their *_keys tables are
- * made from the layout (schema_create). */
+const int64_t store_subday_width_s[SUBDAY_LEVELS] = {21600, 3600, 600};
+
+/* The server's own tables; the raw tables are made from the layout
+ * (store_schema_create). */
 static const char FIXED_SCHEMA[] =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS batches(app TEXT NOT NULL, id TEXT NOT NULL, endpoint TEXT, received_ns INTEGER,"
@@ -83,29 +95,66 @@ static const char FIXED_SCHEMA[] =
     "CREATE TABLE IF NOT EXISTS rollup_sketches(kind TEXT NOT NULL, app TEXT NOT NULL, version TEXT NOT NULL,"
     "  name TEXT NOT NULL, metric TEXT NOT NULL, day INTEGER NOT NULL, sketch BLOB NOT NULL,"
     "  PRIMARY KEY(kind, app, version, name, metric, day)) WITHOUT ROWID;"
+    /* the same per sub-day bucket (t = start (unix s) / width (s)), in one
+     * row: the sketches of the group's metrics in one value (store_codec.h),
+     * each under the id subday_metrics gives it */
+    "CREATE TABLE IF NOT EXISTS subday(kind TEXT NOT NULL, app TEXT NOT NULL, width INTEGER NOT NULL,"
+    "  t INTEGER NOT NULL, version TEXT NOT NULL, name TEXT NOT NULL, count INTEGER NOT NULL, failed INTEGER NOT NULL,"
+    "  sketches BLOB, PRIMARY KEY(kind, app, width, t, version, name)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS subday_metrics(kind TEXT NOT NULL, id INTEGER NOT NULL, metric TEXT NOT NULL,"
+    "  PRIMARY KEY(kind, id)) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS configs(app TEXT NOT NULL, version INTEGER NOT NULL, etag TEXT NOT NULL,"
     "  xml TEXT NOT NULL, created_ns INTEGER, PRIMARY KEY(app, version)) WITHOUT ROWID;"
-    "CREATE TABLE IF NOT EXISTS rollup_marks(kind TEXT PRIMARY KEY, last_rowid INTEGER NOT NULL) WITHOUT ROWID;"
+    /* the marks of the record tables and of each (table, day) of the
+     * rollup kinds (store_int.h) */
+    "CREATE TABLE IF NOT EXISTS table_marks(tbl INTEGER PRIMARY KEY, rolled INTEGER NOT NULL, sealed INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS partitions(tbl INTEGER NOT NULL, day INTEGER NOT NULL, rolled INTEGER NOT NULL,"
+    "  sealed INTEGER NOT NULL, hourly INTEGER, fine INTEGER NOT NULL DEFAULT 0, rows INTEGER NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY(tbl, day)) WITHOUT ROWID;"
+    /* rows of a record table, one app and day, as a block (store_block.h);
+     * r_lo, r_hi: the lowest and highest rowid in it; layout names the
+     * columns (block_layouts), so that a file keeps reading its blocks
+     * after the schema gained a column */
+    "CREATE TABLE IF NOT EXISTS blocks(id INTEGER PRIMARY KEY, tbl INTEGER NOT NULL, day INTEGER NOT NULL,"
+    "  app TEXT NOT NULL, t_lo INTEGER NOT NULL, t_hi INTEGER NOT NULL, r_lo INTEGER NOT NULL, r_hi INTEGER NOT NULL,"
+    "  n INTEGER NOT NULL, layout INTEGER NOT NULL, data BLOB NOT NULL);"
+    /* which blocks a range needs, decided in the index alone */
+    "CREATE INDEX IF NOT EXISTS blocks_at ON blocks(tbl, day, app, t_lo, t_hi, r_hi);"
+    /* which blocks hold a range of rowids (the application layer reads the
+     * rows that came after its marks, store_int.h) */
+    "CREATE INDEX IF NOT EXISTS blocks_rows ON blocks(tbl, r_hi, r_lo);"
+    /* logs and metric points in commit order (store_int.h, "positions") */
+    "CREATE TABLE IF NOT EXISTS arrivals(tbl INTEGER NOT NULL, pos INTEGER NOT NULL, n INTEGER NOT NULL,"
+    "  off INTEGER NOT NULL, PRIMARY KEY(tbl, pos)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS block_layouts(id INTEGER PRIMARY KEY, tbl INTEGER NOT NULL, columns TEXT NOT NULL);"
     /* each distinct resource and scope once (OTLP JSON); rows name them by id */
     "CREATE TABLE IF NOT EXISTS resources(id INTEGER PRIMARY KEY, hash INTEGER NOT NULL, json TEXT NOT NULL);"
     "CREATE INDEX IF NOT EXISTS resources_hash ON resources(hash);"
     "CREATE TABLE IF NOT EXISTS scopes(id INTEGER PRIMARY KEY, hash INTEGER NOT NULL, json TEXT NOT NULL);"
     "CREATE INDEX IF NOT EXISTS scopes_hash ON scopes(hash);"
-    /* per span row up to its kind's mark: its trace (t: the trace id's first
-     * 8 bytes as an integer, pacer_trace_key; tbl: enum store_table), in
-     * runs: b numbers the rollup batch that wrote the entry, so that a batch
-     * is appended in key order after the earlier ones (random trace ids
-     * inserted into one tree would touch every page of it per batch); a
-     * lookup seeks each run (store_query.c) */
-    "CREATE TABLE IF NOT EXISTS trace_keys(b INTEGER NOT NULL, t INTEGER NOT NULL, tbl INTEGER NOT NULL,"
-    "  rid INTEGER NOT NULL, PRIMARY KEY(b, t, tbl, rid)) WITHOUT ROWID;"
-    /* per attribute of a plain span up to the mark: store_attr_hash(key, value) */
-    "CREATE TABLE IF NOT EXISTS span_attr_keys(app TEXT NOT NULL, h INTEGER NOT NULL, ts INTEGER NOT NULL,"
-    "  rid INTEGER NOT NULL, PRIMARY KEY(app, h, ts, rid)) WITHOUT ROWID;";
+    /* per sealed span row: its trace (t: the trace id's first 4 bytes,
+     * pacer_trace_key), its table (enum store_table) and rid: a plain
+     * span's rowid, a record's start time, which finds its block. One run
+     * per seal (b), its entries sorted by t in chunks of ~256 (t_lo: the
+     * first t of a chunk; a t is never split between two), so that a seal
+     * writes a few rows, and a lookup reads one chunk per run
+     * (store_seal.c: the chunks' format) */
+    "CREATE TABLE IF NOT EXISTS trace_index(id INTEGER PRIMARY KEY, b INTEGER NOT NULL, t_lo INTEGER NOT NULL,"
+    "  data BLOB NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS trace_index_at ON trace_index(b, t_lo);"
+    /* the newest day each run names: retention drops a run once it is gone */
+    "CREATE TABLE IF NOT EXISTS trace_runs(b INTEGER PRIMARY KEY, day_hi INTEGER NOT NULL);"
+    /* plain spans up to the rolled marks: by time, by name (span search) */
+    "CREATE TABLE IF NOT EXISTS spans_keys(app TEXT NOT NULL, ts INTEGER NOT NULL, rid INTEGER NOT NULL,"
+    "  version TEXT, name TEXT NOT NULL, failed INTEGER, m0 REAL, PRIMARY KEY(app, ts, rid)) WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS spans_keys_name ON spans_keys(app, name, ts);"
+    /* per attribute of a plain span up to the rolled mark: store_attr_hash(key, value) */
+    "CREATE TABLE IF NOT EXISTS span_attrs(app TEXT NOT NULL, day INTEGER NOT NULL, h INTEGER NOT NULL,"
+    "  ts INTEGER NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY(app, day, h, ts, rid)) WITHOUT ROWID;";
 
-/* Text of one statement (the caller frees it), or NULL when out of memory. */
-static char *sql_text(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *sql_text(const char *fmt, ...)
+/* ---- SQL helpers ---- */
+
+char *store_sql(const char *fmt, ...)
 {
     char *s;
     va_list ap;
@@ -115,105 +164,79 @@ static char *sql_text(const char *fmt, ...)
     return n < 0 ? NULL : s;
 }
 
-/* The metric columns m0… of a keys table, each written by fmt (with its
- * number). */
-static void keys_columns(char *out, size_t size, const char *fmt)
-{
-    size_t o = 0;
-    out[0] = 0;
-    for (size_t i = 0; i < STORE_MAX_METRICS && o < size; i++)
-        o += (size_t)snprintf(out + o, size - o, fmt, i);
-}
-
-/* What fills m0… of a keys table: the kind's metrics in its order, then
- * NULL. */
-static char *keys_metrics(const store_kind_desc *kd)
-{
-    char pad[64] = "";
-    for (size_t i = kd->n_metrics; i < STORE_MAX_METRICS; i++)
-        strcat(pad, ", NULL");
-    return sql_text("%s%s", kd->metrics_sql, pad);
-}
-
-/* INSERT of a kind's raw rows that match `where` into its keys table, in
- * key order. */
-static char *keys_fill_sql(enum store_kind k, const char *where)
-{
-    const store_kind_desc *kd = store_kind(k);
-    const char *table = store_table(kd->table)->name;
-    char *metrics = keys_metrics(kd);
-    char *sql = metrics ? sql_text("INSERT INTO %s_keys SELECT app, ts, version, %s, failed, %s, %s, rowid FROM %s"
-                                   " WHERE %s AND %s IS NOT NULL ORDER BY app, ts",
-                                   table, kd->name_sql, kd->excluded_sql, metrics, table, where, kd->name_sql)
-                        : NULL;
-    free(metrics);
-    return sql;
-}
-
-/* The other indexes groups_flush keeps, of the rows of kind k that match
- * `where`: the trace of every span row (trace_keys), and the attributes of
- * plain spans (span_attr_keys; NULL for other kinds). */
-static char *trace_fill_sql(enum store_kind k, const char *where)
-{
-    enum store_table tb = store_kind(k)->table;
-    return sql_text("INSERT OR IGNORE INTO trace_keys SELECT ?3, pacer_trace_key(trace_id) AS t, %d, rowid FROM %s"
-                    " WHERE %s AND trace_id IS NOT NULL ORDER BY t",
-                    (int)tb, store_table(tb)->name, where);
-}
-
-static char *attrs_fill_sql(enum store_kind k, const char *where)
-{
-    if (k != KIND_SPAN)
-        return NULL;
-    return sql_text("INSERT OR IGNORE INTO span_attr_keys SELECT app, h, ts, rid FROM"
-                    " (SELECT s.app AS app, pacer_attr_hash(j.value) AS h, s.ts AS ts, s.rowid AS rid"
-                    "  FROM spans AS s, json_each(CASE WHEN json_valid(s.attributes) THEN s.attributes END) AS j"
-                    "  WHERE %s)"
-                    " WHERE h IS NOT NULL ORDER BY app, h, ts, rid",
-                    where);
-}
-
-/* A raw table, and what goes with it: a rollup kind's *_keys table (per
- * raw row up to the mark, what a scan of a cut day reads: name, failed,
- * excluded, metrics m0… in the kind's order, keyed by (app, ts, rowid of
- * the raw row); filled by groups_flush) and none of the indexes of schema
- * 1; a table without rollups, an index on (app, ts). */
-static char *table_sql(enum store_table tb)
-{
-    const store_table_desc *t = store_table(tb);
-    char cols[2048] = "", ms[128];
-    size_t o = 0;
-    for (size_t i = 0; i < t->n_cols && o < sizeof cols; i++)
-        o += (size_t)snprintf(cols + o, sizeof cols - o, "%s%s %s", i ? ", " : "", t->cols[i].name, t->cols[i].decl);
-    if (o >= sizeof cols)
-        return NULL;
-    if (t->kind == KIND_NONE) /* metric points: also by name (the metric query) */
-        return sql_text("CREATE TABLE IF NOT EXISTS %s(%s);"
-                        "CREATE INDEX IF NOT EXISTS %s_app_ts ON %s(app, ts);%s",
-                        t->name, cols, t->name, t->name,
-                        tb == TABLE_METRIC_POINTS
-                            ? "CREATE INDEX IF NOT EXISTS metric_points_name ON metric_points(app, name, ts);"
-                            : "");
-    keys_columns(ms, sizeof ms, " m%zu REAL,");
-    return sql_text("CREATE TABLE IF NOT EXISTS %s(%s);"
-                    "DROP INDEX IF EXISTS %s_app_ts;"
-                    "DROP INDEX IF EXISTS %s_scan;"
-                    "CREATE TABLE IF NOT EXISTS %s_keys(app TEXT NOT NULL, ts INTEGER NOT NULL, version TEXT,"
-                    " name TEXT NOT NULL, failed INTEGER, excluded INTEGER,%s rid INTEGER NOT NULL,"
-                    " PRIMARY KEY(app, ts, rid)) WITHOUT ROWID;%s",
-                    t->name, cols, t->name, t->name, t->name, ms,
-                    /* span search by name */
-                    t->kind == KIND_SPAN ? "CREATE INDEX IF NOT EXISTS spans_keys_name ON spans_keys(app, name, ts);"
-                                         : "");
-}
-
-static int exec_owned(sqlite3 *db, char *sql, char **msg)
+int store_exec_owned(sqlite3 *db, char *sql, char **msg)
 {
     if (!sql)
         return SQLITE_NOMEM;
     int r = sqlite3_exec(db, sql, NULL, NULL, msg);
     free(sql);
     return r;
+}
+
+int store_step_done(sqlite3_stmt *s)
+{
+    int r = sqlite3_step(s);
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return r == SQLITE_DONE ? 0 : -EIO;
+}
+
+store_value store_column_value(sqlite3_stmt *s, int c)
+{
+    switch (sqlite3_column_type(s, c)) {
+    case SQLITE_INTEGER: return (store_value){.type = SV_INT, .i = sqlite3_column_int64(s, c)};
+    case SQLITE_FLOAT: return (store_value){.type = SV_REAL, .d = sqlite3_column_double(s, c)};
+    case SQLITE_TEXT: {
+        const void *p = sqlite3_column_text(s, c);
+        return (store_value){.type = SV_TEXT, .p = p, .n = (size_t)sqlite3_column_bytes(s, c)};
+    }
+    case SQLITE_BLOB: {
+        const void *p = sqlite3_column_blob(s, c);
+        return (store_value){.type = SV_BLOB, .p = p ? p : "", .n = (size_t)sqlite3_column_bytes(s, c)};
+    }
+    default: return (store_value){.type = SV_NULL};
+    }
+}
+
+static void bind_text(sqlite3_stmt *s, int i, const char *t)
+{
+    if (t)
+        sqlite3_bind_text(s, i, t, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(s, i);
+}
+
+void store_read_error(sqlite3 *db, int r, store_error *ret)
+{
+    if (r == -EBADMSG) {
+        *ret = (store_error){.code = SQLITE_CORRUPT};
+        snprintf(ret->msg, sizeof ret->msg, "database disk image is malformed (a block of rows does not decode)");
+        return;
+    }
+    store_error_capture(db, ret);
+}
+
+/* ---- schema ---- */
+
+/* A raw table: its columns from the layout; the generic ones without
+ * rollups also an index on (app, ts). */
+static char *table_sql(enum store_table tb)
+{
+    const store_table_desc *t = store_table(tb);
+    char cols[2048] = "";
+    size_t o = 0;
+    for (size_t i = 0; i < t->n_cols && o < sizeof cols; i++)
+        o += (size_t)snprintf(cols + o, sizeof cols - o, "%s%s %s", i ? ", " : "", t->cols[i].name, t->cols[i].decl);
+    if (o >= sizeof cols)
+        return NULL;
+    if (t->kind == KIND_NONE) /* metric points: also by name (the metric query) */
+        return store_sql("CREATE TABLE IF NOT EXISTS %s(%s);"
+                         "CREATE INDEX IF NOT EXISTS %s_app_ts ON %s(app, ts);%s",
+                         t->name, cols, t->name, t->name,
+                         tb == TABLE_METRIC_POINTS
+                             ? "CREATE INDEX IF NOT EXISTS metric_points_name ON metric_points(app, name, ts);"
+                             : "");
+    return store_sql("CREATE TABLE IF NOT EXISTS %s(%s);", t->name, cols);
 }
 
 /* Adds to table t of a file made by an earlier pacerd the columns its layout
@@ -223,7 +246,7 @@ static int exec_owned(sqlite3 *db, char *sql, char **msg)
 static int add_missing_columns(sqlite3 *db, enum store_table tb, char **msg)
 {
     const store_table_desc *t = store_table(tb);
-    char *sql = sql_text("SELECT name FROM pragma_table_info('%s')", t->name);
+    char *sql = store_sql("SELECT name FROM pragma_table_info('%s')", t->name);
     sqlite3_stmt *s = NULL;
     int r = sql ? sqlite3_prepare_v2(db, sql, -1, &s, NULL) : SQLITE_NOMEM;
     free(sql);
@@ -245,244 +268,94 @@ static int add_missing_columns(sqlite3 *db, enum store_table tb, char **msg)
         char *nn = strstr(decl, " NOT NULL");
         if (nn)
             *nn = '\0';
-        r = exec_owned(db, sql_text("ALTER TABLE %s ADD COLUMN %s %s", t->name, t->cols[c].name, decl), msg);
+        r = store_exec_owned(db, store_sql("ALTER TABLE %s ADD COLUMN %s %s", t->name, t->cols[c].name, decl), msg);
     }
     return r;
 }
 
-/* The metrics of every rollup kind, in order: what a keys table's m0… mean.
- * Kept in meta: when the schema changed them, the keys tables (a cache of
- * the raw rows up to the marks) are made and filled again. */
-static char *kinds_signature(void)
+int store_schema_create(sqlite3 *db, char **msg)
 {
-    char buf[1024];
-    size_t o = 0;
-    for (enum store_kind k = 0; k < KIND_COUNT && o < sizeof buf; k++)
-        o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s:%s", k ? ";" : "", store_kind(k)->name,
-                              store_kind(k)->metrics_sql);
-    return o < sizeof buf ? strdup(buf) : NULL;
-}
-
-/* Whether the file's keys tables were written for other metric lists
- * (meta 'kinds' differs from this pacerd's). */
-static int kinds_changed(sqlite3 *db, bool *ret)
-{
-    char *sig = kinds_signature();
-    if (!sig)
-        return SQLITE_NOMEM;
-    sqlite3_stmt *s = NULL;
-    int r = sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'kinds'", -1, &s, NULL);
-    *ret = false;
-    if (r == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
-        *ret = strcmp((const char *)sqlite3_column_text(s, 0), sig) != 0;
-    sqlite3_finalize(s);
-    free(sig);
-    return r;
-}
-
-/* Keys tables of other metric lists may have another number of metric
- * columns too: they are made again (empty; refill_keys_if_changed fills
- * them). */
-static int remake_keys_if_changed(sqlite3 *db, char **msg)
-{
-    bool changed;
-    int r = kinds_changed(db, &changed);
-    for (enum store_kind k = 0; changed && k < KIND_COUNT && r == SQLITE_OK; k++) {
-        r = exec_owned(db, sql_text("DROP TABLE IF EXISTS %s_keys", store_table(store_kind(k)->table)->name), msg);
-        if (r == SQLITE_OK)
-            r = exec_owned(db, table_sql(store_kind(k)->table), msg);
-    }
-    return r;
-}
-
-static int refill_keys_if_changed(sqlite3 *db, char **msg)
-{
-    char *sig = kinds_signature();
-    if (!sig)
-        return SQLITE_NOMEM;
-    sqlite3_stmt *s = NULL;
-    int r = sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'kinds'", -1, &s, NULL);
-    bool same = false, known = false;
-    if (r == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) {
-        known = true;
-        same = strcmp((const char *)sqlite3_column_text(s, 0), sig) == 0;
-    }
-    sqlite3_finalize(s);
-    for (enum store_kind k = 0; known && !same && k < KIND_COUNT && r == SQLITE_OK; k++) {
-        const char *table = store_table(store_kind(k)->table)->name;
-        char *where = sql_text("rowid <= (SELECT last_rowid FROM rollup_marks WHERE kind = '%s')", store_kind(k)->name);
-        r = exec_owned(db, sql_text("DELETE FROM %s_keys", table), msg);
-        if (r == SQLITE_OK)
-            r = where ? exec_owned(db, keys_fill_sql(k, where), msg) : SQLITE_NOMEM;
-        free(where);
-    }
-    if (r == SQLITE_OK && !same)
-        r = exec_owned(db, sql_text("INSERT OR REPLACE INTO meta(key, value) VALUES('kinds', '%s')", sig), msg);
-    free(sig);
-    return r;
-}
-
-/* Creates what is missing, in one transaction. A file of schema 1 had its
- * rollups in step with every row: its marks become its last rows, and its
- * keys tables are filled from all of them. A file of an earlier schema
- * gets the columns of fields added since. */
-static int schema_create(sqlite3 *db, char **msg)
-{
-    static const char schema1[] = "(SELECT value FROM meta WHERE key = 'schema') = '1'";
-    int r = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, msg);
-    if (r == SQLITE_OK)
-        r = sqlite3_exec(db, FIXED_SCHEMA, NULL, NULL, msg);
+    int r = sqlite3_exec(db, FIXED_SCHEMA, NULL, NULL, msg);
     for (enum store_table t = 0; t < TABLE_COUNT && r == SQLITE_OK; t++) {
-        r = exec_owned(db, table_sql(t), msg);
+        r = store_exec_owned(db, table_sql(t), msg);
         if (r == SQLITE_OK)
             r = add_missing_columns(db, t, msg);
     }
-    for (enum store_kind k = 0; k < KIND_COUNT && r == SQLITE_OK; k++)
-        r = exec_owned(db,
-                       sql_text("INSERT OR IGNORE INTO rollup_marks SELECT '%s', COALESCE(MAX(rowid), 0) FROM %s",
-                                store_kind(k)->name, store_table(store_kind(k)->table)->name),
-                       msg);
-    if (r == SQLITE_OK)
-        r = remake_keys_if_changed(db, msg);
-    for (enum store_kind k = 0; k < KIND_COUNT && r == SQLITE_OK; k++)
-        r = exec_owned(db, keys_fill_sql(k, schema1), msg);
-    if (r == SQLITE_OK)
-        r = refill_keys_if_changed(db, msg);
-    /* a file made before trace_keys and span_attr_keys: index its rows up
-     * to the marks once (later rows are indexed by groups_flush) */
-    bool indexed = false;
-    if (r == SQLITE_OK) {
-        sqlite3_stmt *q = NULL;
-        if (sqlite3_prepare_v2(db, "SELECT 1 FROM meta WHERE key = 'indexes' AND value = '1'", -1, &q, NULL) ==
-            SQLITE_OK)
-            indexed = sqlite3_step(q) == SQLITE_ROW;
-        sqlite3_finalize(q);
-    }
-    for (enum store_kind k = 0; k < KIND_COUNT && r == SQLITE_OK && !indexed; k++) {
-        char *where = sql_text("rowid <= (SELECT last_rowid FROM rollup_marks WHERE kind = '%s')", store_kind(k)->name);
-        char *fill = where ? trace_fill_sql(k, where) : NULL;
-        sqlite3_stmt *q = NULL;
-        r = fill ? sqlite3_prepare_v2(db, fill, -1, &q, NULL) : SQLITE_NOMEM;
-        if (r == SQLITE_OK) {
-            sqlite3_bind_int64(q, 3, 0); /* the run of what was there before */
-            r = sqlite3_step(q) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
-        }
-        sqlite3_finalize(q);
-        free(fill);
-        free(where);
-        if (r == SQLITE_OK && k == KIND_SPAN) {
-            where = sql_text("s.rowid <= (SELECT last_rowid FROM rollup_marks WHERE kind = '%s')", store_kind(k)->name);
-            r = where ? exec_owned(db, attrs_fill_sql(k, where), msg) : SQLITE_NOMEM;
-            free(where);
-        }
-    }
-    if (r == SQLITE_OK && !indexed)
-        r = sqlite3_exec(db, "INSERT OR REPLACE INTO meta(key, value) VALUES('indexes', '1')", NULL, NULL, msg);
-    if (r == SQLITE_OK)
-        r = sqlite3_exec(db, "INSERT OR REPLACE INTO meta(key, value) VALUES('schema', '2'); COMMIT", NULL, NULL, msg);
-    if (r != SQLITE_OK)
-        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
     return r;
 }
 
-static int step_done(sqlite3_stmt *s);
+/* The schema of the file: 0 for a new one, else meta 'schema'. */
+static int file_schema(sqlite3 *db, int *ret)
+{
+    *ret = 0;
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_schema WHERE name = 'meta'", -1, &s, NULL) != SQLITE_OK)
+        return SQLITE_ERROR;
+    bool have_meta = sqlite3_step(s) == SQLITE_ROW;
+    sqlite3_finalize(s);
+    if (!have_meta) {
+        /* a file with raw tables but no meta is of the first schema */
+        if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_schema WHERE name = 'page_loads'", -1, &s, NULL) != SQLITE_OK)
+            return SQLITE_ERROR;
+        *ret = sqlite3_step(s) == SQLITE_ROW ? 1 : 0;
+        sqlite3_finalize(s);
+        return SQLITE_OK;
+    }
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'schema'", -1, &s, NULL) != SQLITE_OK)
+        return SQLITE_ERROR;
+    if (sqlite3_step(s) == SQLITE_ROW)
+        *ret = atoi((const char *)sqlite3_column_text(s, 0));
+    else
+        *ret = 1;
+    sqlite3_finalize(s);
+    return SQLITE_OK;
+}
 
 /* ---- rollup groups (writer thread only) ---- */
 
-#define GROUP_BUCKETS 8192
 #define GROUP_LIMIT 5000 /* clean groups kept in memory after a rollup flush */
+/* Groups in memory at most: past this (records of very many days, or
+ * names, in one group of jobs) the writer flushes in the middle of the
+ * group, so that memory stays bounded whatever a client sends. */
+#define GROUP_HARD_LIMIT 40000
 /* Rollup lag: the dirty groups are written when this many rows wait, or
  * when the oldest has waited store_options.rollup_lag_ms (the writer wakes
  * for that even when no request comes). */
 #define LAG_ROWS 32768
+/* A day of a table gets ten-minute rollups when the day before held this
+ * many records or more (unless store_options.fine_day_rows says otherwise):
+ * below it, what a range cuts from an hour is a few
+ * thousand records at most, and the buckets would cost more bytes than the
+ * records. */
+#define FINE_DAY_ROWS 500000
 
-typedef struct group {
+/* Rows between the sealed and rolled marks before they are sealed, unless
+ * store_options.seal_rows says otherwise. */
+#define SEAL_ROWS 32768
+
+/* A rollup group: (kind, app, version, name) over one day (width
+ * DAY_WIDTH_S, t the day) or one sub-day bucket (t = start s / width). */
+struct group {
     struct group *next, *dirty_next;
     enum store_kind kind;
     char *app, *version, *name;
-    int64_t day;
+    int64_t width, t;
     uint64_t hash;
     uint64_t count, failed;
     bool dirty;
     sketch m[STORE_MAX_METRICS];
-} group;
-
-enum job_type { JOB_RECORDS, JOB_CONFIG, JOB_CALL };
-
-typedef struct job {
-    struct job *next;
-    enum job_type type;
-    const char *app, *batch_id, *endpoint;
-    store_record *recs;
-    size_t n, rejected;
-    const char *xml;
-    size_t xml_len;
-    int64_t version;
-    int (*fn)(void *ctx, sqlite3 *db); /* JOB_CALL */
-    void *fn_ctx;
-    int fn_result;
-    int result;
-    bool duplicate, done;
-} job;
-
-enum stmt_id { ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_BATCH, ST_PROBE, ST_CONFIG_PUT, ST_CONFIG_VERSION,
-               ST_LOAD_COUNT, ST_LOAD_SKETCH, ST_SAVE_COUNT, ST_SAVE_SKETCH, ST_SAVE_MARK, ST_COUNT };
-
-struct store {
-    const store_backend *backend; /* first: store.c dispatches through it (store_backend.h) */
-    char *path;
-    sqlite3 *w;
-    sqlite3_stmt *st[ST_COUNT];
-    sqlite3_stmt *insert[TABLE_COUNT];
-    sqlite3_stmt *fill_keys[KIND_COUNT];
-    sqlite3_stmt *fill_trace[KIND_COUNT], *fill_attrs; /* trace_keys, span_attr_keys */
-    int64_t trace_run;                                /* trace_keys.b of the last rollup batch */
-    sqlite3_stmt *origin_find[2], *origin_add[2];     /* resources, scopes */
-    struct {
-        uint64_t hash;
-        int64_t id;
-    } origin_cache[2][1024];                          /* hash → id, of committed rows */
-    int origin_col[TABLE_COUNT][2];                   /* the resource_id, scope_id column of each table, or -1 */
-    char *apps_sql; /* store_apps */
-    pthread_t writer;
-    pthread_mutex_t lock;
-    pthread_cond_t wake, done;
-    job *head, *tail;
-    size_t queued_items, max_queued;
-    bool stopping;
-    store_hooks hooks; /* the application layer's (store.h) */
-    group *groups[GROUP_BUCKETS];
-    size_t n_groups;
-    group *dirty;
-    /* rollups hold the rows of kind k up to rowid mark[k] (as committed);
-     * the groups in memory also hold the rows up to last_rowid[k] */
-    int64_t mark[KIND_COUNT], last_rowid[KIND_COUNT];
-    size_t lag_rows;
-    int64_t lag_ns;
-    int64_t lag_since_ns; /* when (mono_ns) the oldest row not in the rollups was committed; 0: none */
-    bool need_replay;      /* the groups in memory are lost: rebuild them before the next job */
-    /* health (store_health_get): a probe row is committed when asked */
-    health_state health;
-    bool probe_wanted;
-    uint64_t probe_gen;    /* probes done */
-    pthread_cond_t probed;
-    int64_t txn_since_ns;  /* mono: when the writer's running transaction began; 0: none */
-    /* readers */
-    pthread_mutex_t rlock;
-    pthread_cond_t rfree;
-    sqlite3 **readers;
-    size_t n_readers, n_free;
-    sqlite3 **free_readers;
 };
 
-static uint64_t group_hash(enum store_kind kind, const char *app, const char *version, const char *name, int64_t day)
+static uint64_t group_hash(enum store_kind kind, const char *app, const char *version, const char *name, int64_t width,
+                           int64_t t)
 {
     uint64_t h = FNV1A64_INIT;
     h = fnv1a64(h, &kind, sizeof kind);
     h = fnv1a64(h, app, strlen(app) + 1);
     h = fnv1a64(h, version, strlen(version) + 1);
     h = fnv1a64(h, name, strlen(name) + 1);
-    return fnv1a64(h, &day, sizeof day);
+    h = fnv1a64(h, &width, sizeof width);
+    return fnv1a64(h, &t, sizeof t);
 }
 
 static void group_free(group *g)
@@ -508,47 +381,54 @@ static void groups_drop(store *st)
     st->dirty = NULL;
 }
 
-static void bind_text(sqlite3_stmt *s, int i, const char *t)
-{
-    if (t)
-        sqlite3_bind_text(s, i, t, -1, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(s, i);
-}
-
-static void bind_group_key(sqlite3_stmt *s, const group *g)
+/* Binds a group's key: ?1 kind ?2 app ?3 version ?4 name, then ?5 day, or
+ * ?5 width ?6 t. Returns the next free parameter. */
+static int bind_group_key(sqlite3_stmt *s, const group *g)
 {
     bind_text(s, 1, store_kind(g->kind)->name);
     bind_text(s, 2, g->app);
     bind_text(s, 3, g->version);
     bind_text(s, 4, g->name);
-    sqlite3_bind_int64(s, 5, g->day);
+    if (g->width == DAY_WIDTH_S) {
+        sqlite3_bind_int64(s, 5, g->t);
+        return 6;
+    }
+    sqlite3_bind_int64(s, 5, g->width);
+    sqlite3_bind_int64(s, 6, g->t);
+    return 7;
 }
 
-static long metric_index(enum store_kind kind, const char *metric)
+typedef struct sub_load {
+    store *st;
+    group *g;
+    int failed;
+} sub_load;
+
+static void sub_loaded(void *ctx, int64_t id, const uint8_t *p, size_t n)
 {
-    const store_kind_desc *kd = store_kind(kind);
+    sub_load *ld = ctx;
+    const store_kind_desc *kd = store_kind(ld->g->kind);
     for (size_t i = 0; i < kd->n_metrics; i++)
-        if (strcmp(kd->metrics[i], metric) == 0)
-            return (long)i;
-    return -1;
+        if (ld->st->metric_id[ld->g->kind][i] == id && sketch_decode(&ld->g->m[i], p, n) < 0)
+            ld->failed = 1;
 }
 
 /* Finds or loads a group. Returns NULL on allocation or read failure. */
 static group *group_get(store *st, enum store_kind kind, const char *app, const char *version, const char *name,
-                        int64_t day)
+                        int64_t width, int64_t t)
 {
-    uint64_t h = group_hash(kind, app, version, name, day);
+    uint64_t h = group_hash(kind, app, version, name, width, t);
     group **slot = &st->groups[h % GROUP_BUCKETS];
     for (group *g = *slot; g; g = g->next)
-        if (g->hash == h && g->kind == kind && g->day == day && strcmp(g->name, name) == 0 &&
+        if (g->hash == h && g->kind == kind && g->t == t && g->width == width && strcmp(g->name, name) == 0 &&
             strcmp(g->app, app) == 0 && strcmp(g->version, version) == 0)
             return g;
     group *g = calloc(1, sizeof *g);
     if (!g)
         return NULL;
     g->kind = kind;
-    g->day = day;
+    g->width = width;
+    g->t = t;
     g->hash = h;
     g->app = strdup(app);
     g->version = strdup(version);
@@ -557,28 +437,43 @@ static group *group_get(store *st, enum store_kind kind, const char *app, const 
         sketch_init(&g->m[i]);
     if (!g->app || !g->version || !g->name)
         goto fail;
-    sqlite3_stmt *s = st->st[ST_LOAD_COUNT];
+    bool day = width == DAY_WIDTH_S;
+    sqlite3_stmt *s = st->st[day ? ST_LOAD_COUNT : ST_LOAD_SUB];
     bind_group_key(s, g);
     int r = sqlite3_step(s);
     if (r == SQLITE_ROW) {
         g->count = (uint64_t)sqlite3_column_int64(s, 0);
         g->failed = (uint64_t)sqlite3_column_int64(s, 1);
+        if (!day) {
+            sub_load ld = {st, g, 0};
+            if (store_subday_sketches(sqlite3_column_blob(s, 2), (size_t)sqlite3_column_bytes(s, 2), sub_loaded, &ld) <
+                    0 ||
+                ld.failed)
+                r = SQLITE_CORRUPT;
+        }
     }
     sqlite3_reset(s);
     if (r != SQLITE_ROW && r != SQLITE_DONE)
         goto fail;
+    if (!day)
+        goto loaded;
+    /* one primary-key lookup per metric: the key has the metric before the
+     * day, so that a lookup by day alone would read every day of the name */
     s = st->st[ST_LOAD_SKETCH];
-    bind_group_key(s, g);
-    while ((r = sqlite3_step(s)) == SQLITE_ROW) {
-        long m = metric_index(kind, (const char *)sqlite3_column_text(s, 0));
-        if (m >= 0 && sketch_decode(&g->m[m], sqlite3_column_blob(s, 1), (size_t)sqlite3_column_bytes(s, 1)) < 0)
+    for (size_t m = 0; m < store_kind(kind)->n_metrics && r != SQLITE_CORRUPT; m++) {
+        int p = bind_group_key(s, g);
+        bind_text(s, p, store_kind(kind)->metrics[m]);
+        r = sqlite3_step(s);
+        if (r == SQLITE_ROW && sketch_decode(&g->m[m], sqlite3_column_blob(s, 0), (size_t)sqlite3_column_bytes(s, 0)) < 0)
             r = SQLITE_CORRUPT;
-        if (r == SQLITE_CORRUPT)
+        sqlite3_reset(s);
+        if (r != SQLITE_ROW && r != SQLITE_DONE)
             break;
+        r = SQLITE_DONE;
     }
-    sqlite3_reset(s);
     if (r != SQLITE_DONE)
         goto fail;
+loaded:
     g->next = *slot;
     *slot = g;
     st->n_groups++;
@@ -603,41 +498,86 @@ static void group_add(store *st, group *g, bool failed, bool excluded, const dou
     }
 }
 
-/* Writes the dirty groups and the marks up to which they hold the rows,
- * in the writer's open transaction. After its COMMIT: groups_flushed. */
-static int groups_flush(store *st)
+int store_rollup_row(store *st, enum store_kind kind, const char *app, const char *version, const char *name,
+                     int64_t ts, bool daily, int subday, bool failed, bool excluded, const double *metrics)
 {
-    for (size_t k = 0; k < KIND_COUNT; k++) {
-        if (st->last_rowid[k] == st->mark[k])
-            continue;
-        sqlite3_stmt *fills[3] = {st->fill_keys[k], st->fill_trace[k], k == KIND_SPAN ? st->fill_attrs : NULL};
-        sqlite3_stmt *s;
-        for (int f = 0; f < 3; f++) {
-            if (!(s = fills[f]))
-                continue;
-            sqlite3_bind_int64(s, 1, st->mark[k]);
-            sqlite3_bind_int64(s, 2, st->last_rowid[k]);
-            if (f == 1)
-                sqlite3_bind_int64(s, 3, st->trace_run + 1);
-            if (step_done(s) < 0)
-                return -EIO;
-        }
-        s = st->st[ST_SAVE_MARK];
-        bind_text(s, 1, store_kind(k)->name);
-        sqlite3_bind_int64(s, 2, st->last_rowid[k]);
-        int r = sqlite3_step(s);
-        sqlite3_reset(s);
-        if (r != SQLITE_DONE)
+    group *g;
+    if (daily) {
+        if (!(g = group_get(st, kind, app, version ? version : "", name, DAY_WIDTH_S, day_of_ts(ts))))
             return -EIO;
+        group_add(st, g, failed, excluded, metrics);
     }
+    return store_rollup_levels(st, kind, app, version, name, ts, 0, subday, failed, excluded, metrics);
+}
+
+int store_rollup_levels(store *st, enum store_kind kind, const char *app, const char *version, const char *name,
+                        int64_t ts, int from, int to, bool failed, bool excluded, const double *metrics)
+{
+    group *g;
+    for (int l = from; l < to && l < SUBDAY_LEVELS; l++) {
+        int64_t w = store_subday_width_s[l];
+        g = group_get(st, kind, app, version ? version : "", name, w, ts / (w * 1000000000LL));
+        if (!g)
+            return -EIO;
+        group_add(st, g, failed, excluded, metrics);
+    }
+    return 0;
+}
+
+
+/* A sub-day group as one row: its count and its sketches in one value. */
+static int subday_write(store *st, group *g)
+{
+    const store_kind_desc *kd = store_kind(g->kind);
+    uint8_t *enc[STORE_MAX_METRICS] = {NULL};
+    size_t len[STORE_MAX_METRICS] = {0}, total = 10, n = 0;
+    int r = 0;
+    for (size_t i = 0; i < kd->n_metrics && r == 0; i++)
+        if (g->m[i].count) {
+            r = sketch_encode(&g->m[i], &enc[i], &len[i]);
+            total += 20 + len[i];
+            n++;
+        }
+    uint8_t *blob = r == 0 ? malloc(total) : NULL;
+    if (r == 0 && !blob)
+        r = -ENOMEM;
+    size_t o = 0;
+    if (r == 0) {
+        store_put_uvarint(blob, &o, n);
+        for (size_t i = 0; i < kd->n_metrics; i++)
+            if (enc[i]) {
+                store_put_uvarint(blob, &o, (uint64_t)st->metric_id[g->kind][i]);
+                store_put_uvarint(blob, &o, len[i]);
+                memcpy(blob + o, enc[i], len[i]);
+                o += len[i];
+            }
+    }
+    for (size_t i = 0; i < kd->n_metrics; i++)
+        free(enc[i]);
+    if (r < 0)
+        return r;
+    sqlite3_stmt *s = st->st[ST_SAVE_SUB];
+    int p = bind_group_key(s, g);
+    sqlite3_bind_int64(s, p, (int64_t)g->count);
+    sqlite3_bind_int64(s, p + 1, (int64_t)g->failed);
+    sqlite3_bind_blob(s, p + 2, blob, (int)o, free);
+    return store_step_done(s);
+}
+
+int store_groups_write(store *st)
+{
     for (group *g = st->dirty; g; g = g->dirty_next) {
+        bool day = g->width == DAY_WIDTH_S;
+        if (!day) {
+            if (subday_write(st, g) < 0)
+                return -EIO;
+            continue;
+        }
         sqlite3_stmt *s = st->st[ST_SAVE_COUNT];
-        bind_group_key(s, g);
-        sqlite3_bind_int64(s, 6, (int64_t)g->count);
-        sqlite3_bind_int64(s, 7, (int64_t)g->failed);
-        int r = sqlite3_step(s);
-        sqlite3_reset(s);
-        if (r != SQLITE_DONE)
+        int p = bind_group_key(s, g);
+        sqlite3_bind_int64(s, p, (int64_t)g->count);
+        sqlite3_bind_int64(s, p + 1, (int64_t)g->failed);
+        if (store_step_done(s) < 0)
             return -EIO;
         for (size_t i = 0; i < store_kind(g->kind)->n_metrics; i++) {
             if (!g->m[i].count)
@@ -647,19 +587,17 @@ static int groups_flush(store *st)
             if (sketch_encode(&g->m[i], &buf, &len) < 0)
                 return -ENOMEM;
             s = st->st[ST_SAVE_SKETCH];
-            bind_group_key(s, g);
-            bind_text(s, 6, store_kind(g->kind)->metrics[i]);
-            sqlite3_bind_blob(s, 7, buf, (int)len, free);
-            r = sqlite3_step(s);
-            sqlite3_reset(s);
-            if (r != SQLITE_DONE)
+            p = bind_group_key(s, g);
+            bind_text(s, p, store_kind(g->kind)->metrics[i]);
+            sqlite3_bind_blob(s, p + 1, buf, (int)len, free);
+            if (store_step_done(s) < 0)
                 return -EIO;
         }
     }
     return 0;
 }
 
-static void groups_flushed(store *st)
+void store_groups_written(store *st)
 {
     for (group *g = st->dirty, *next; g; g = next) {
         next = g->dirty_next;
@@ -667,23 +605,284 @@ static void groups_flushed(store *st)
         g->dirty_next = NULL;
     }
     st->dirty = NULL;
-    memcpy(st->mark, st->last_rowid, sizeof st->mark);
-    st->trace_run++;
-    st->lag_rows = 0;
-    st->lag_since_ns = 0;
     if (st->n_groups > GROUP_LIMIT)
         groups_drop(st); /* all written: reload on demand */
 }
 
-/* ---- writer ---- */
+/* ---- partitions (writer thread only) ---- */
 
-static int step_done(sqlite3_stmt *s)
+static size_t part_bucket(enum store_table t, int64_t day)
 {
-    int r = sqlite3_step(s);
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-    return r == SQLITE_DONE ? 0 : -EIO;
+    return ((size_t)day * 31 + (size_t)t) % PART_BUCKETS;
 }
+
+void store_parts_drop(store *st)
+{
+    for (size_t b = 0; b < PART_BUCKETS; b++)
+        while (st->parts[b]) {
+            part *p = st->parts[b];
+            st->parts[b] = p->next;
+            free(p);
+        }
+    st->n_parts = 0;
+    st->touched = NULL;
+}
+
+/* The largest rowid of t in the range of day (its base when none); of
+ * the whole table for day -1 (0 when empty). */
+static int last_rowid_of(store *st, enum store_table t, int64_t day, int64_t *ret)
+{
+    sqlite3_stmt *s = st->last_rowid[t];
+    sqlite3_bind_int64(s, 1, day < 0 ? 0 : part_base(day));
+    sqlite3_bind_int64(s, 2, day < 0 ? INT64_MAX : part_base(day + 1));
+    int r = sqlite3_step(s);
+    *ret = r == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL ? sqlite3_column_int64(s, 0)
+                                                                       : day < 0 ? 0 : part_base(day);
+    sqlite3_reset(s);
+    return r == SQLITE_ROW ? 0 : -EIO;
+}
+
+part *store_part_find(store *st, enum store_table t, int64_t day)
+{
+    for (part *p = st->parts[part_bucket(t, day)]; p; p = p->next)
+        if (p->table == t && p->day == day)
+            return p;
+    return NULL;
+}
+
+part *store_part_get(store *st, enum store_table t, int64_t day)
+{
+    part **slot = &st->parts[part_bucket(t, day)];
+    for (part *p = *slot; p; p = p->next)
+        if (p->table == t && p->day == day)
+            return p;
+    part *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->table = t;
+    p->day = day;
+    p->rolled = p->sealed = part_base(day);
+    p->hourly = -1;
+    if (!store_is_record(t) && last_rowid_of(st, t, day, &p->last) < 0)
+        goto fail;
+    if (store_table(t)->kind != KIND_NONE) {
+        sqlite3_stmt *s = st->st[ST_PART_LOAD];
+        sqlite3_bind_int64(s, 1, t);
+        sqlite3_bind_int64(s, 2, day);
+        int r = sqlite3_step(s);
+        if (r == SQLITE_ROW) {
+            p->rolled = sqlite3_column_int64(s, 0);
+            p->sealed = sqlite3_column_int64(s, 1);
+            p->hourly = sqlite3_column_type(s, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 2);
+            p->fine = sqlite3_column_int(s, 3) != 0;
+            p->rows = sqlite3_column_int64(s, 4);
+            if (store_is_record(t)) /* rolled: the day's last row (its marks are the table's) */
+                p->last = p->rolled;
+        }
+        sqlite3_reset(s);
+        if (r == SQLITE_DONE) {
+            /* a new day: hot unless the newest rows are past it already, or
+             * it is more than a day ahead of them (a clock that is wrong: no
+             * sub-day rollups for days nobody lives in yet); ten-minute
+             * rollups when the day before was busy */
+            if (day < st->hot_day || day > st->hot_day + 1)
+                p->hourly = store_is_record(t) ? st->tm[t].last : part_base(day);
+            s = st->st[ST_DAY_ROWS];
+            sqlite3_bind_int64(s, 1, t);
+            sqlite3_bind_int64(s, 2, day - 1);
+            r = sqlite3_step(s);
+            part *prev = store_part_find(st, t, day - 1); /* its count in memory is newer */
+            int64_t before = prev ? prev->rows : r == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+            p->fine = before >= (int64_t)st->fine_at;
+            sqlite3_reset(s);
+            if (r != SQLITE_ROW && r != SQLITE_DONE)
+                goto fail;
+            s = st->st[ST_PART_ADD];
+            sqlite3_bind_int64(s, 1, t);
+            sqlite3_bind_int64(s, 2, day);
+            sqlite3_bind_int64(s, 3, part_base(day));
+            if (p->hourly >= 0)
+                sqlite3_bind_int64(s, 4, p->hourly);
+            else
+                sqlite3_bind_null(s, 4);
+            sqlite3_bind_int(s, 5, p->fine);
+            if (store_step_done(s) < 0)
+                goto fail;
+        } else if (r != SQLITE_ROW) {
+            goto fail;
+        }
+    }
+    p->next = *slot;
+    *slot = p;
+    st->n_parts++;
+    return p;
+fail:
+    free(p);
+    return NULL;
+}
+
+static void part_touch(store *st, part *p)
+{
+    if (!p->touched) {
+        p->touched = true;
+        p->touched_next = st->touched;
+        st->touched = p;
+    }
+}
+
+int store_parts_read(sqlite3 *db, enum store_table t, int64_t d_lo, int64_t d_hi, bool desc, part_marks **ret,
+                     size_t *ret_n)
+{
+    *ret = NULL;
+    *ret_n = 0;
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db,
+                           desc ? "SELECT day, rolled, sealed, hourly, fine FROM partitions WHERE tbl = ?1"
+                                  " AND day >= ?2 AND day <= ?3 ORDER BY day DESC"
+                                : "SELECT day, rolled, sealed, hourly, fine FROM partitions WHERE tbl = ?1"
+                                  " AND day >= ?2 AND day <= ?3 ORDER BY day",
+                           -1, &s, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int64(s, 1, t);
+    sqlite3_bind_int64(s, 2, d_lo);
+    sqlite3_bind_int64(s, 3, d_hi);
+    part_marks *a = NULL;
+    size_t n = 0, cap = 0;
+    int r;
+    while ((r = sqlite3_step(s)) == SQLITE_ROW) {
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            part_marks *q = realloc(a, cap * sizeof *q);
+            if (!q) {
+                free(a);
+                sqlite3_finalize(s);
+                return -ENOMEM;
+            }
+            a = q;
+        }
+        a[n++] = (part_marks){sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2),
+                              sqlite3_column_type(s, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 3),
+                              sqlite3_column_int(s, 4) != 0, sqlite3_column_int64(s, 1)};
+    }
+    sqlite3_finalize(s);
+    if (r != SQLITE_DONE) {
+        free(a);
+        return -EIO;
+    }
+    if (store_is_record(t) && n) {
+        int64_t rolled = 0, sealed = 0;
+        if (sqlite3_prepare_v2(db, "SELECT rolled, sealed FROM table_marks WHERE tbl = ?1", -1, &s, NULL) != SQLITE_OK) {
+            free(a);
+            return -EIO;
+        }
+        sqlite3_bind_int64(s, 1, t);
+        r = sqlite3_step(s);
+        if (r == SQLITE_ROW) {
+            rolled = sqlite3_column_int64(s, 0);
+            sealed = sqlite3_column_int64(s, 1);
+        }
+        sqlite3_finalize(s);
+        if (r != SQLITE_ROW && r != SQLITE_DONE) {
+            free(a);
+            return -EIO;
+        }
+        for (size_t i = 0; i < n; i++) {
+            a[i].last = a[i].rolled; /* a record table's day: its last row as of the last flush */
+            a[i].rolled = rolled;
+            a[i].sealed = sealed;
+        }
+    }
+    *ret = a;
+    *ret_n = n;
+    return 0;
+}
+
+/* Writes the rolled marks of the touched parts (plain spans: their keys
+ * first) and the dirty groups, in the writer's open transaction. After
+ * its COMMIT: groups_flushed. */
+static int groups_flush(store *st)
+{
+    int64_t settle_budget = 4 * (int64_t)st->settle_at;
+    for (enum store_table t = 0; t < TABLE_COUNT; t++) {
+        if (!store_is_record(t) || st->tm[t].last == st->tm[t].rolled)
+            continue;
+        sqlite3_stmt *s = st->st[ST_TM_SAVE];
+        sqlite3_bind_int64(s, 1, t);
+        sqlite3_bind_int64(s, 2, st->tm[t].last);
+        sqlite3_bind_int64(s, 3, st->tm[t].sealed);
+        if (store_step_done(s) < 0)
+            return -EIO;
+    }
+    for (part *p = st->touched; p; p = p->touched_next) {
+        if (store_is_record(p->table)) {
+            /* settle cold days, a few per flush: the groups of each are in
+             * memory until the flush is written */
+            if (p->hourly >= 0 && p->late >= (int64_t)st->settle_at && settle_budget > 0) {
+                int64_t late = p->late;
+                bool fine = p->fine;
+                if (store_settle(st, p) < 0)
+                    return -EIO;
+                settle_budget -= late - p->late + (p->fine != fine ? p->rows : 0);
+            }
+            /* its marks are the table's: partitions.rolled holds the day's
+             * last row, so that a reader knows whether the day has rows
+             * not sealed yet */
+            sqlite3_stmt *s = st->st[ST_PART_ROLLED];
+            sqlite3_bind_int64(s, 1, p->table);
+            sqlite3_bind_int64(s, 2, p->day);
+            sqlite3_bind_int64(s, 3, p->last);
+            sqlite3_bind_int64(s, 4, p->rows);
+            if (store_step_done(s) < 0)
+                return -EIO;
+            continue;
+        }
+        if (p->last == p->rolled)
+            continue;
+        if (p->table == TABLE_SPANS) {
+            sqlite3_stmt *fills[2] = {st->fill_keys, st->fill_attrs};
+            for (int f = 0; f < 2; f++) {
+                sqlite3_bind_int64(fills[f], 1, p->rolled);
+                sqlite3_bind_int64(fills[f], 2, p->last);
+                if (f == 1)
+                    sqlite3_bind_int64(fills[f], 3, p->day);
+                if (store_step_done(fills[f]) < 0)
+                    return -EIO;
+            }
+        }
+        sqlite3_stmt *s = st->st[ST_PART_ROLLED];
+        sqlite3_bind_int64(s, 1, p->table);
+        sqlite3_bind_int64(s, 2, p->day);
+        sqlite3_bind_int64(s, 3, p->last);
+        sqlite3_bind_int64(s, 4, p->rows);
+        if (store_step_done(s) < 0)
+            return -EIO;
+    }
+    return store_groups_write(st);
+}
+
+static void groups_flushed(store *st)
+{
+    store_groups_written(st);
+    for (enum store_table t = 0; t < TABLE_COUNT; t++)
+        if (store_is_record(t)) {
+            st->seal_rows += (size_t)(st->tm[t].last - st->tm[t].rolled);
+            st->tm[t].rolled = st->tm[t].last;
+        }
+    for (part *p = st->touched, *next; p; p = next) {
+        next = p->touched_next;
+        if (!store_is_record(p->table)) {
+            st->seal_rows += (size_t)(p->last - p->rolled);
+            p->rolled = p->last;
+        }
+        p->touched = false;
+        p->touched_next = NULL;
+    }
+    st->touched = NULL;
+    st->lag_rows = 0;
+    st->lag_since_ns = 0;
+}
+
+/* ---- writer ---- */
 
 /* The id of a resource (which 0) or scope (1) in its table, added when
  * new; in the writer's transaction. 0 for none, -1 on failure. */
@@ -706,7 +905,7 @@ static int64_t origin_id(store *st, int which, const store_origin *o)
         s = st->origin_add[which];
         sqlite3_bind_int64(s, 1, (int64_t)o->hash);
         sqlite3_bind_text(s, 2, o->json, -1, SQLITE_STATIC);
-        if (step_done(s) == 0)
+        if (store_step_done(s) == 0)
             id = sqlite3_last_insert_rowid(st->w);
     }
     if (id > 0) {
@@ -716,11 +915,155 @@ static int64_t origin_id(store *st, int which, const store_origin *o)
     return id;
 }
 
-static int insert_record(store *st, const store_record *rec)
+/* How far past the clock a row's time may move the newest time seen (the
+ * hot days follow it): a client's clock that runs fast does not make the
+ * days of everyone else cold. */
+#define NEWEST_AHEAD_NS (3600LL * 1000000000LL)
+
+/* Moves the hot days on to those of the newest row of the job, before
+ * its rows are added: the days that stop being hot are frozen at their
+ * last row (those rows are in the sub-day groups, on file or in memory;
+ * what is not on file yet is after the rolled mark, which readers read
+ * from the rows anyway). In the writer's transaction. */
+static int advance_hot(store *st, const job *j, int64_t now_wall)
+{
+    int64_t newest = st->newest_ts;
+    for (size_t i = 0; i < j->n; i++) {
+        const store_record *rec = &j->recs[i];
+        if (rec->kind == KIND_NONE || rec->skipped)
+            continue;
+        const store_value *tsv = &rec->cols[st->ts_col[rec->table]];
+        int64_t ts = tsv->type == SV_INT ? tsv->i : rec->ts_ns;
+        if (ts > now_wall + NEWEST_AHEAD_NS)
+            ts = now_wall + NEWEST_AHEAD_NS;
+        if (ts > newest)
+            newest = ts;
+    }
+    st->newest_ts = newest;
+    int64_t hot = day_of_ts(newest);
+    if (hot <= st->hot_day)
+        return 0;
+    /* record tables: every row of those days so far came while they were hot */
+    sqlite3_stmt *s;
+    for (enum store_table t = 0; t < TABLE_COUNT; t++) {
+        if (!store_is_record(t))
+            continue;
+        s = st->st[ST_PART_FREEZE_AT];
+        sqlite3_bind_int64(s, 1, t);
+        sqlite3_bind_int64(s, 2, st->tm[t].last);
+        sqlite3_bind_int64(s, 3, hot);
+        if (store_step_done(s) < 0)
+            return -EIO;
+    }
+    /* plain spans: up to their rolled marks, and the touched ones up to their last row */
+    s = st->st[ST_PART_FREEZE];
+    sqlite3_bind_int64(s, 1, hot);
+    sqlite3_bind_int64(s, 2, TABLE_SPANS);
+    if (store_step_done(s) < 0)
+        return -EIO;
+    for (size_t b = 0; b < PART_BUCKETS; b++)
+        for (part *p = st->parts[b]; p; p = p->next) {
+            if (p->day >= hot || store_table(p->table)->kind == KIND_NONE)
+                continue;
+            if (p->hourly < 0 && store_is_record(p->table)) {
+                p->hourly = st->tm[p->table].last;
+            } else if (p->hourly < 0) {
+                if (p->last > p->rolled) {
+                    s = st->st[ST_PART_HOURLY];
+                    sqlite3_bind_int64(s, 1, p->table);
+                    sqlite3_bind_int64(s, 2, p->day);
+                    sqlite3_bind_int64(s, 3, p->last);
+                    if (store_step_done(s) < 0)
+                        return -EIO;
+                }
+                p->hourly = p->last;
+            }
+        }
+    char v[24];
+    snprintf(v, sizeof v, "%" PRId64, hot);
+    s = st->st[ST_META_SET];
+    bind_text(s, 1, "hot_day");
+    sqlite3_bind_text(s, 2, v, -1, SQLITE_TRANSIENT);
+    if (store_step_done(s) < 0)
+        return -EIO;
+    st->hot_day = hot;
+    return 0;
+}
+
+/* Writes the open run of positions of table t (store_int.h, "positions"). */
+static int run_write(store *st, enum store_table t)
+{
+    struct pos_run *u = &st->run[t];
+    if (!u->n)
+        return 0;
+    sqlite3_stmt *s = st->st[ST_ARRIVAL_ADD];
+    sqlite3_bind_int64(s, 1, t);
+    sqlite3_bind_int64(s, 2, u->pos);
+    sqlite3_bind_int64(s, 3, u->n);
+    sqlite3_bind_int64(s, 4, u->off);
+    u->n = 0;
+    return store_step_done(s);
+}
+
+/* Every open run, before the transaction commits. */
+static int runs_write(store *st)
+{
+    for (enum store_table t = 0; t < TABLE_COUNT; t++)
+        if (run_write(st, t) < 0)
+            return -EIO;
+    return 0;
+}
+
+/* A row of t at rowid takes the next position. */
+static int position_add(store *st, enum store_table t, int64_t rowid)
+{
+    struct pos_run *u = &st->run[t];
+    int64_t pos = st->pos[t] + 1;
+    if (!u->n || u->off != rowid - pos) {
+        if (run_write(st, t) < 0)
+            return -EIO;
+        u->off = rowid - pos;
+    }
+    u->pos = pos;
+    u->n++;
+    st->pos[t] = pos;
+    return 0;
+}
+
+/* The last position of each table, as committed; no run open. */
+static int positions_load(store *st)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(st->w, "SELECT COALESCE(MAX(pos), 0) FROM arrivals WHERE tbl = ?1", -1, &s, NULL) !=
+        SQLITE_OK)
+        return -EIO;
+    int r = 0;
+    for (enum store_table t = 0; t < TABLE_COUNT && r == 0; t++) {
+        st->pos[t] = 0;
+        st->run[t] = (struct pos_run){0, 0, 0};
+        if (!store_has_positions(t))
+            continue;
+        sqlite3_bind_int64(s, 1, t);
+        if (sqlite3_step(s) == SQLITE_ROW)
+            st->pos[t] = sqlite3_column_int64(s, 0);
+        else
+            r = -EIO;
+        sqlite3_reset(s);
+    }
+    sqlite3_finalize(s);
+    return r;
+}
+
+static int insert_record(store *st, const store_record *rec, int64_t now_wall)
 {
     sqlite3_stmt *s = st->insert[rec->table];
     size_t n = store_table(rec->table)->n_cols;
     const store_origin *origins[2] = {rec->resource, rec->scope};
+    const store_value *tsv = &rec->cols[st->ts_col[rec->table]];
+    int64_t ts = tsv->type == SV_INT ? tsv->i : rec->ts_ns;
+    part *p = store_part_get(st, rec->table, day_of_ts(ts));
+    if (!p)
+        return -EIO;
     for (int w = 0; w < 2; w++) {
         int c = st->origin_col[rec->table][w];
         if (c < 0)
@@ -729,13 +1072,15 @@ static int insert_record(store *st, const store_record *rec)
         if (id < 0)
             return -EIO;
         if (id > 0)
-            sqlite3_bind_int64(s, c + 1, id);
+            sqlite3_bind_int64(s, c + 2, id);
         else
-            sqlite3_bind_null(s, c + 1);
+            sqlite3_bind_null(s, c + 2);
     }
+    int64_t rowid = store_is_record(rec->table) ? st->tm[rec->table].last + 1 : p->last + 1;
+    sqlite3_bind_int64(s, 1, rowid);
     for (size_t i = 0; i < n; i++) {
         const store_value *v = &rec->cols[i];
-        int c = (int)i + 1;
+        int c = (int)i + 2;
         if ((int)i == st->origin_col[rec->table][0] || (int)i == st->origin_col[rec->table][1])
             continue;
         switch (v->type) {
@@ -750,84 +1095,209 @@ static int insert_record(store *st, const store_record *rec)
     sqlite3_reset(s);
     if (r != SQLITE_DONE)
         return -EIO;
+    p->last = rowid;
+    if (store_is_record(rec->table))
+        st->tm[rec->table].last = rowid;
+    if (store_has_positions(rec->table) && position_add(st, rec->table, rowid) < 0)
+        return -EIO;
     if (rec->kind == KIND_NONE)
         return 0;
-    st->last_rowid[rec->kind] = sqlite3_last_insert_rowid(st->w);
+    (void)now_wall;
+    p->rows++;
+    if (p->hourly >= 0)
+        p->late++;
+    part_touch(st, p);
     st->lag_rows++;
-    group *g = group_get(st, rec->kind, rec->app, rec->version ? rec->version : "", rec->name,
-                         rec->ts_ns / STORE_DAY_NS);
-    if (!g)
-        return -EIO;
-    group_add(st, g, rec->failed, rec->excluded, rec->metrics);
-    return 0;
+    return store_rollup_row(st, rec->kind, rec->app, rec->version, rec->name, ts, true,
+                            p->hourly < 0 ? store_part_levels(p->fine) : 0, rec->failed, rec->excluded, rec->metrics);
 }
 
-/* The SELECT of a kind's raw rows for store_scan and groups_replay:
- * name, failed, excluded, the n metrics, then ts, version ('' for none),
- * app, rowid. */
-static char *raw_select(enum store_kind kind, const char *where)
+char *store_raw_select(enum store_kind kind, const char *where)
 {
     const store_kind_desc *kd = store_kind(kind);
-    return sql_text("SELECT %s, failed, %s, %s, ts, COALESCE(version, ''), app, rowid FROM %s %s", kd->name_sql,
-                    kd->excluded_sql, kd->metrics_sql, store_table(kd->table)->name, where);
+    return store_sql("SELECT %s, failed, %s, %s, ts, COALESCE(version, ''), app, rowid FROM %s %s", kd->name_sql,
+                     kd->excluded_sql, kd->metrics_sql, store_table(kd->table)->name, where);
 }
 
-/* Rebuilds the groups in memory from the file: the rollups plus every row
- * after the marks (rows committed but not yet in the rollups: after a
- * SIGKILL, or after a failed transaction dropped the groups). Outside a
- * transaction or inside the writer's; 0 or -EIO. */
+static int meta_int(sqlite3 *db, const char *key, int64_t *ret)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?1", -1, &s, NULL) != SQLITE_OK)
+        return -EIO;
+    bind_text(s, 1, key);
+    int r = sqlite3_step(s);
+    if (r == SQLITE_ROW)
+        *ret = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return r == SQLITE_ROW || r == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* Rebuilds the groups and parts in memory from the file: the rollups plus
+ * every row after the rolled marks (rows committed but not yet in the
+ * rollups: after a SIGKILL, or after a failed transaction dropped the
+ * groups). Outside a transaction or inside the writer's; 0 or -EIO. */
+/* The marks of the record tables, and the last rowid of each (its rows
+ * after sealed are still there; none is below it). */
+static int table_marks_load(store *st)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(st->w, "SELECT rolled, sealed FROM table_marks WHERE tbl = ?1", -1, &s, NULL) != SQLITE_OK)
+        return -EIO;
+    int r = 0;
+    for (enum store_table t = 0; t < TABLE_COUNT && r == 0; t++) {
+        if (!store_is_record(t))
+            continue;
+        st->tm[t] = (table_marks){0, 0, 0};
+        sqlite3_bind_int64(s, 1, t);
+        int sr = sqlite3_step(s);
+        if (sr == SQLITE_ROW) {
+            st->tm[t].rolled = sqlite3_column_int64(s, 0);
+            st->tm[t].sealed = sqlite3_column_int64(s, 1);
+        } else if (sr != SQLITE_DONE) {
+            r = -EIO;
+        }
+        sqlite3_reset(s);
+        if (r == 0 && last_rowid_of(st, t, -1, &st->tm[t].last) < 0)
+            r = -EIO;
+        if (st->tm[t].last < st->tm[t].rolled)
+            st->tm[t].last = st->tm[t].rolled;
+    }
+    sqlite3_finalize(s);
+    return r == 0 ? positions_load(st) : r;
+}
+
+/* Adds the rows of statement s (store_raw_select's columns, after a
+ * rolled mark) to the groups: of part p (plain spans), or each of the part
+ * of its day (a record table). */
+static int replay_rows(store *st, enum store_kind k, sqlite3_stmt *s, part *p)
+{
+    enum store_table t = store_kind(k)->table;
+    size_t nm = store_kind(k)->n_metrics;
+    int r;
+    while ((r = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(s, 0);
+        int c = 3 + (int)nm;
+        int64_t ts = sqlite3_column_int64(s, c), rowid = sqlite3_column_int64(s, c + 3);
+        part *rp = p ? p : store_part_get(st, t, day_of_ts(ts));
+        if (!rp)
+            return -EIO;
+        rp->rows++;
+        if (rp->hourly >= 0 && rowid > rp->hourly)
+            rp->late++;
+        part_touch(st, rp);
+        if (ts + 1 > st->newest_ts)
+            st->newest_ts = ts + 1;
+        st->lag_rows++;
+        if (!name)
+            continue;
+        double m[STORE_MAX_METRICS];
+        for (size_t j = 0; j < nm; j++)
+            m[j] = sqlite3_column_type(s, 3 + (int)j) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 3 + (int)j);
+        /* in the sub-day groups: the rows of a hot day, and those of a cold
+         * one up to its hourly mark */
+        int subday = rp->hourly < 0 || rowid <= rp->hourly ? store_part_levels(rp->fine) : 0;
+        if (store_rollup_row(st, k, (const char *)sqlite3_column_text(s, c + 2),
+                             (const char *)sqlite3_column_text(s, c + 1), name, ts, true, subday,
+                             sqlite3_column_int(s, 1) != 0, sqlite3_column_int(s, 2) != 0, m) < 0)
+            return -EIO;
+    }
+    return r == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* Rebuilds the groups and parts in memory from the file: the rollups plus
+ * every row after the rolled marks (rows committed but not yet in the
+ * rollups: after a SIGKILL, or after a failed transaction dropped the
+ * groups). Outside a transaction or inside the writer's; 0 or -EIO. */
 static int groups_replay(store *st)
 {
     groups_drop(st);
-    st->lag_rows = 0;
+    store_parts_drop(st);
+    memset(st->origin_cache, 0, sizeof st->origin_cache);
+    st->lag_rows = st->seal_rows = 0;
     st->lag_since_ns = 0;
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(st->w, "SELECT last_rowid FROM rollup_marks WHERE kind = ?1", -1, &s, NULL) != SQLITE_OK)
+    st->hot_day = INT64_MIN;
+    if (meta_int(st->w, "hot_day", &st->hot_day) < 0 || table_marks_load(st) < 0)
         return -EIO;
-    for (size_t k = 0; k < KIND_COUNT; k++) {
-        bind_text(s, 1, store_kind(k)->name);
-        int r = sqlite3_step(s);
-        st->mark[k] = r == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
-        sqlite3_reset(s);
-        if (r != SQLITE_ROW && r != SQLITE_DONE) {
-            sqlite3_finalize(s);
-            return -EIO;
+    if (st->hot_day == INT64_MIN)
+        st->hot_day = 0;
+    st->newest_ts = st->hot_day * STORE_DAY_NS;
+    int r = 0;
+    for (enum store_kind k = 0; k < KIND_COUNT && r == 0; k++) {
+        enum store_table t = store_kind(k)->table;
+        char *sql = store_raw_select(k, "WHERE rowid > ?1 AND rowid < ?2 ORDER BY rowid");
+        sqlite3_stmt *s;
+        if (!sql || sqlite3_prepare_v2(st->w, sql, -1, &s, NULL) != SQLITE_OK) {
+            free(sql);
+            r = -EIO;
+            break;
         }
-        st->last_rowid[k] = st->mark[k];
-    }
-    sqlite3_finalize(s);
-    for (enum store_kind k = 0; k < KIND_COUNT; k++) {
-        char *sql = raw_select(k, "WHERE rowid > ?1 ORDER BY rowid");
-        int r = sql ? sqlite3_prepare_v2(st->w, sql, -1, &s, NULL) : SQLITE_NOMEM;
         free(sql);
-        if (r != SQLITE_OK)
-            return -EIO;
-        sqlite3_bind_int64(s, 1, st->mark[k]);
-        size_t nm = store_kind(k)->n_metrics;
-        while ((r = sqlite3_step(s)) == SQLITE_ROW) {
-            const char *name = (const char *)sqlite3_column_text(s, 0);
-            int c = 3 + (int)nm;
-            st->last_rowid[k] = sqlite3_column_int64(s, c + 3);
-            if (!name)
-                continue;
-            double m[STORE_MAX_METRICS];
-            for (size_t i = 0; i < nm; i++)
-                m[i] = sqlite3_column_type(s, 3 + (int)i) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 3 + (int)i);
-            group *g = group_get(st, k, (const char *)sqlite3_column_text(s, c + 2),
-                                 (const char *)sqlite3_column_text(s, c + 1), name,
-                                 sqlite3_column_int64(s, c) / STORE_DAY_NS);
-            if (!g) {
-                r = SQLITE_NOMEM;
-                break;
+        if (store_is_record(t)) {
+            st->seal_rows += (size_t)(st->tm[t].rolled - st->tm[t].sealed);
+            sqlite3_bind_int64(s, 1, st->tm[t].rolled);
+            sqlite3_bind_int64(s, 2, INT64_MAX);
+            r = replay_rows(st, k, s, NULL);
+        } else {
+            part_marks *parts = NULL;
+            size_t np = 0;
+            r = store_parts_read(st->w, t, 0, INT64_MAX, false, &parts, &np);
+            for (size_t i = 0; i < np && r == 0; i++) {
+                st->seal_rows += (size_t)(parts[i].rolled - parts[i].sealed);
+                int64_t last;
+                if (last_rowid_of(st, t, parts[i].day, &last) < 0) {
+                    r = -EIO;
+                    break;
+                }
+                if (last <= parts[i].rolled)
+                    continue;
+                part *p = store_part_get(st, t, parts[i].day);
+                if (!p) {
+                    r = -EIO;
+                    break;
+                }
+                sqlite3_bind_int64(s, 1, parts[i].rolled);
+                sqlite3_bind_int64(s, 2, part_base(parts[i].day + 1));
+                r = replay_rows(st, k, s, p);
+                sqlite3_reset(s);
             }
-            group_add(st, g, sqlite3_column_int(s, 1) != 0, sqlite3_column_int(s, 2) != 0, m);
-            st->lag_rows++;
+            free(parts);
         }
         sqlite3_finalize(s);
-        if (r != SQLITE_DONE) {
-            groups_drop(st);
-            return -EIO;
+    }
+    /* the late rows of cold days that are sealed already (about: whole
+     * blocks); a day with enough settles at the next flush */
+    for (enum store_table t = 0; t < TABLE_COUNT && r == 0; t++) {
+        if (!store_is_record(t) || store_table(t)->kind == KIND_NONE)
+            continue;
+        sqlite3_stmt *s;
+        if (sqlite3_prepare_v2(st->w,
+                               "SELECT p.day, SUM(b.n) FROM partitions AS p JOIN blocks AS b ON b.tbl = p.tbl"
+                               " AND b.day = p.day AND b.r_hi > p.hourly WHERE p.tbl = ?1 AND p.hourly IS NOT NULL"
+                               " GROUP BY p.day",
+                               -1, &s, NULL) != SQLITE_OK) {
+            r = -EIO;
+            break;
         }
+        sqlite3_bind_int64(s, 1, t);
+        int sr;
+        while ((sr = sqlite3_step(s)) == SQLITE_ROW) {
+            part *p = store_part_get(st, t, sqlite3_column_int64(s, 0));
+            if (!p) {
+                sr = SQLITE_ERROR;
+                break;
+            }
+            p->late += sqlite3_column_int64(s, 1);
+            if (p->late >= (int64_t)st->settle_at)
+                part_touch(st, p);
+        }
+        sqlite3_finalize(s);
+        if (sr != SQLITE_DONE)
+            r = -EIO;
+    }
+    if (r < 0) {
+        groups_drop(st);
+        store_parts_drop(st);
+        return -EIO;
     }
     if (st->lag_rows)
         st->lag_since_ns = mono_ns();
@@ -856,7 +1326,7 @@ static int run_job(store *st, job *j)
         sqlite3_bind_text(s, 4, j->xml, (int)j->xml_len, SQLITE_STATIC);
         sqlite3_bind_int64(s, 5, wall_ns());
         j->version = v;
-        return step_done(s);
+        return store_step_done(s);
     }
     case JOB_RECORDS:
         if (j->batch_id) {
@@ -867,7 +1337,7 @@ static int run_job(store *st, job *j)
             sqlite3_bind_int64(s, 4, wall_ns());
             sqlite3_bind_int64(s, 5, (int64_t)j->n);
             sqlite3_bind_int64(s, 6, (int64_t)j->rejected);
-            if ((r = step_done(s)) < 0)
+            if ((r = store_step_done(s)) < 0)
                 return r;
             if (sqlite3_changes(st->w) == 0) {
                 j->duplicate = true;
@@ -879,8 +1349,22 @@ static int run_job(store *st, job *j)
             /* a cleaned record is never stored; the hooks count it, and may keep out a copy */
             bool keep = !st->hooks.record || st->hooks.record(st->hooks.ctx, rec);
             rec->skipped = rec->clean || !keep;
-            if (!rec->skipped && (r = insert_record(st, rec)) < 0)
+        }
+        int64_t now = wall_ns();
+        if ((r = advance_hot(st, j, now)) < 0)
+            return r;
+        for (size_t i = 0; i < j->n; i++) {
+            if (j->recs[i].skipped)
+                continue;
+            if ((r = insert_record(st, &j->recs[i], now)) < 0)
                 return r;
+            /* a flush inside the transaction: should it fail, the ROLLBACK
+             * and the replay that follows undo what it did in memory too */
+            if (st->n_groups > GROUP_HARD_LIMIT) {
+                if ((r = groups_flush(st)) < 0)
+                    return r;
+                groups_flushed(st);
+            }
         }
         return 0;
     case JOB_CALL:
@@ -898,24 +1382,49 @@ static int run_job(store *st, job *j)
 /* Waits for jobs; returns false when the writer should stop. With rows
  * not yet in the rollups it waits at most until the oldest of them has
  * waited the rollup lag, and then returns with an empty queue: the caller
- * flushes them. Called and returns with lock. */
+ * flushes them; with a retention, at most until the horizons are to be
+ * looked at again. Called and returns with lock. */
 static bool writer_wait(store *st)
 {
-    while (!st->head && !st->stopping && !st->probe_wanted) {
-        if (!st->dirty) {
+    bool retention = st->retention_days || st->rollup_retention_days;
+    while (!st->head && !st->stopping && !st->probe_wanted && !st->retention_due) {
+        int64_t t = INT64_MAX;
+        if (st->dirty)
+            t = (st->lag_since_ns ? st->lag_since_ns : mono_ns()) + st->lag_ns;
+        if (retention && st->retention_checked_ns + RETENTION_CHECK_NS < t)
+            t = st->retention_checked_ns + RETENTION_CHECK_NS;
+        if (t == INT64_MAX) {
             pthread_cond_wait(&st->wake, &st->lock);
             continue;
         }
-        int64_t t = (st->lag_since_ns ? st->lag_since_ns : mono_ns()) + st->lag_ns;
         if (cond_wait_until(&st->wake, &st->lock, t) == ETIMEDOUT)
             return true;
     }
-    return st->head || st->dirty || st->probe_wanted;
+    return !st->stopping || st->head || st->dirty || st->probe_wanted;
 }
+
+/* Rows the next flush moves past the rolled marks (of record tables and
+ * plain spans: what a seal then takes). */
+static size_t rows_to_roll(const store *st)
+{
+    size_t n = 0;
+    for (enum store_table t = 0; t < TABLE_COUNT; t++)
+        if (store_is_record(t))
+            n += (size_t)(st->tm[t].last - st->tm[t].rolled);
+    for (const part *p = st->touched; p; p = p->touched_next)
+        if (!store_is_record(p->table))
+            n += (size_t)(p->last - p->rolled);
+    return n;
+}
+
+/* A retention step runs between groups when nothing waits, and at least
+ * this often under a steady load. */
+#define RETENTION_EVERY_NS (200LL * 1000000LL)
 
 static void *writer_main(void *arg)
 {
     store *st = arg;
+    int64_t last_retention = 0;
     pthread_mutex_lock(&st->lock);
     while (writer_wait(st)) {
         job *list = st->head;
@@ -924,52 +1433,80 @@ static void *writer_main(void *arg)
         bool probe = st->probe_wanted;
         st->probe_wanted = false;
         int64_t t0 = mono_ns();
-        st->txn_since_ns = t0;
+        bool anything = list || probe || st->dirty;
+        st->txn_since_ns = anything ? t0 : 0;
         pthread_mutex_unlock(&st->lock);
 
         int r = 0;
-        if (st->need_replay && (r = groups_replay(st)) == 0)
-            st->need_replay = false;
-        if (r == 0)
-            r = step_done(st->st[ST_BEGIN]);
-        for (job *j = list; j && r == 0; j = j->next)
-            r = run_job(st, j);
-        if (r == 0 && probe) {
-            sqlite3_bind_int64(st->st[ST_PROBE], 1, wall_ns());
-            r = step_done(st->st[ST_PROBE]);
+        if (anything) {
+            bool flush = false, seal = false;
+            size_t rolling = 0;
+            if (st->need_replay && (r = groups_replay(st)) == 0)
+                st->need_replay = false;
+            if (r == 0)
+                r = store_step_done(st->st[ST_BEGIN]);
+            for (job *j = list; j && r == 0; j = j->next)
+                r = run_job(st, j);
+            if (r == 0)
+                r = runs_write(st);
+            if (r == 0 && probe) {
+                sqlite3_bind_int64(st->st[ST_PROBE], 1, wall_ns());
+                r = store_step_done(st->st[ST_PROBE]);
+            }
+            if (r == 0 && st->lag_rows && !st->lag_since_ns)
+                st->lag_since_ns = mono_ns();
+            /* the rows are the truth; the rollups follow within LAG_* */
+            flush = r == 0 && st->dirty &&
+                    (stopping || st->lag_rows >= LAG_ROWS || mono_ns() - st->lag_since_ns >= st->lag_ns);
+            if (flush) {
+                rolling = rows_to_roll(st);
+                r = groups_flush(st);
+            }
+            /* the rows this flush rolls are sealed with it */
+            seal = flush && st->seal_rows + rolling >= st->seal_at;
+            if (r == 0 && seal)
+                r = store_seal(st);
+            if (r == 0 && st->hooks.commit)
+                r = st->hooks.commit(st->hooks.ctx, st->w) < 0 ? -EIO : 0;
+            if (r == 0)
+                r = store_step_done(st->st[ST_COMMIT]);
+            store_error err;
+            if (r < 0)
+                store_error_capture(st->w, &err); /* before the ROLLBACK replaces it */
+            uint64_t rows[TABLE_COUNT] = {0}, duplicates = 0;
+            for (job *j = list; j && r == 0; j = j->next) {
+                duplicates += j->duplicate;
+                for (size_t i = 0; j->type == JOB_RECORDS && !j->duplicate && i < j->n; i++)
+                    rows[j->recs[i].table] += !j->recs[i].skipped;
+            }
+            if (st->hooks.done)
+                st->hooks.done(st->hooks.ctx, r == 0);
+            health_write(&st->health, r < 0 ? &err : NULL, mono_ns() - t0, rows, duplicates);
+            if (r < 0) {
+                store_step_done(st->st[ST_ROLLBACK]);
+                /* ids of resources and scopes added by it are gone too */
+                memset(st->origin_cache, 0, sizeof st->origin_cache);
+                /* the groups and parts may hold rows of this transaction: rebuild them */
+                groups_drop(st);
+                store_parts_drop(st);
+                st->need_replay = true;
+            } else {
+                if (flush)
+                    groups_flushed(st);
+                if (seal)
+                    store_seal_done(st);
+                store_wal_check(st);
+            }
         }
-        if (r == 0 && st->lag_rows && !st->lag_since_ns)
-            st->lag_since_ns = mono_ns();
-        /* the rows are the truth; the rollups follow within LAG_* */
-        bool flush = st->dirty && (stopping || st->lag_rows >= LAG_ROWS ||
-                                   mono_ns() - st->lag_since_ns >= st->lag_ns);
-        if (r == 0 && flush)
-            r = groups_flush(st);
-        if (r == 0 && st->hooks.commit)
-            r = st->hooks.commit(st->hooks.ctx, st->w) < 0 ? -EIO : 0;
-        if (r == 0)
-            r = step_done(st->st[ST_COMMIT]);
-        store_error err;
-        if (r < 0)
-            store_error_capture(st->w, &err); /* before the ROLLBACK replaces it */
-        uint64_t rows[TABLE_COUNT] = {0}, duplicates = 0;
-        for (job *j = list; j && r == 0; j = j->next) {
-            duplicates += j->duplicate;
-            for (size_t i = 0; j->type == JOB_RECORDS && !j->duplicate && i < j->n; i++)
-                rows[j->recs[i].table] += !j->recs[i].skipped;
-        }
-        if (st->hooks.done)
-            st->hooks.done(st->hooks.ctx, r == 0);
-        health_write(&st->health, r < 0 ? &err : NULL, mono_ns() - t0, rows, duplicates);
-        if (r < 0) {
-            step_done(st->st[ST_ROLLBACK]);
-            /* ids of resources and scopes added by it are gone too */
-            memset(st->origin_cache, 0, sizeof st->origin_cache);
-            /* the groups may hold rows of this transaction: rebuild them */
-            groups_drop(st);
-            st->need_replay = true;
-        } else if (flush) {
-            groups_flushed(st);
+        /* a step of retention, when one is due: between groups when nothing
+         * waits, else now and then */
+        if (!st->need_replay && !stopping && (!list || mono_ns() - last_retention >= RETENTION_EVERY_NS)) {
+            last_retention = mono_ns();
+            if (store_retention_step(st) < 0) {
+                groups_drop(st);
+                store_parts_drop(st);
+                st->need_replay = true;
+            }
         }
 
         pthread_mutex_lock(&st->lock);
@@ -987,7 +1524,7 @@ static void *writer_main(void *arg)
         }
         if (list)
             pthread_cond_broadcast(&st->done);
-        if (r < 0 && stopping)
+        if (stopping && (r < 0 || (!st->head && !st->dirty)))
             break; /* the next open replays what the rollups miss */
     }
     pthread_mutex_unlock(&st->lock);
@@ -1169,171 +1706,17 @@ out:
     return r;
 }
 
-/* The rowid up to which the rollups of kind hold the raw rows. */
-static int read_mark(sqlite3 *db, enum store_kind kind, int64_t *ret_mark)
-{
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(db, "SELECT last_rowid FROM rollup_marks WHERE kind = ?1", -1, &s, NULL) != SQLITE_OK)
-        return -EIO;
-    bind_text(s, 1, store_kind(kind)->name);
-    int r = sqlite3_step(s);
-    *ret_mark = r == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
-    sqlite3_finalize(s);
-    return r == SQLITE_ROW || r == SQLITE_DONE ? 0 : -EIO;
-}
-
-static int scan_rollups(sqlite3 *db, enum store_kind kind, const char *app, const char *version, int64_t d_lo,
-                        int64_t d_hi, const store_scan_cb *cb)
-{
-    static const char *const sql[2] = {
-        "SELECT name, count, failed FROM rollup_counts WHERE kind = ?1 AND app = ?2 AND (?3 IS NULL OR version = ?3)"
-        " AND day >= ?4 AND day < ?5",
-        "SELECT name, metric, sketch FROM rollup_sketches WHERE kind = ?1 AND app = ?2"
-        " AND (?3 IS NULL OR version = ?3) AND day >= ?4 AND day < ?5",
-    };
-    sketch sk;
-    sketch_init(&sk);
-    for (int q = 0; q < 2; q++) {
-        sqlite3_stmt *s;
-        if (sqlite3_prepare_v2(db, sql[q], -1, &s, NULL) != SQLITE_OK)
-            return -EIO;
-        bind_text(s, 1, store_kind(kind)->name);
-        bind_text(s, 2, app);
-        bind_text(s, 3, version);
-        sqlite3_bind_int64(s, 4, d_lo);
-        sqlite3_bind_int64(s, 5, d_hi);
-        int r;
-        while ((r = sqlite3_step(s)) == SQLITE_ROW) {
-            const char *name = (const char *)sqlite3_column_text(s, 0);
-            if (q == 0) {
-                cb->count(cb->ctx, name, (uint64_t)sqlite3_column_int64(s, 1), (uint64_t)sqlite3_column_int64(s, 2));
-                continue;
-            }
-            long m = metric_index(kind, (const char *)sqlite3_column_text(s, 1));
-            if (m < 0)
-                continue;
-            if (sketch_decode(&sk, sqlite3_column_blob(s, 2), (size_t)sqlite3_column_bytes(s, 2)) < 0) {
-                r = SQLITE_CORRUPT;
-                break;
-            }
-            cb->sketch(cb->ctx, name, (size_t)m, &sk);
-        }
-        sqlite3_finalize(s);
-        if (r != SQLITE_DONE) {
-            sketch_reset(&sk);
-            return -EIO;
-        }
-    }
-    sketch_reset(&sk);
-    return 0;
-}
-
-/* The raw rows of [from, to): with after < 0 those up to the mark, from the
- * kind's keys table (one range of its primary key); with after >= 0 those
- * after rowid `after` (the rows that are not in the rollups and the keys
- * yet), from the raw table by rowid. */
-static int scan_raw(sqlite3 *db, enum store_kind kind, const char *app, const char *version, int64_t from,
-                    int64_t to, int64_t after, const store_scan_cb *cb)
-{
-    char *sql;
-    if (after >= 0) {
-        sql = raw_select(kind, "WHERE rowid > ?5 AND app = ?1 AND ts >= ?2 AND ts < ?3 AND (?4 IS NULL OR version = ?4)");
-    } else {
-        char ms[128];
-        keys_columns(ms, sizeof ms, ", m%zu");
-        sql = sql_text("SELECT name, failed, excluded%s FROM %s_keys"
-                       " WHERE app = ?1 AND ts >= ?2 AND ts < ?3 AND (?4 IS NULL OR version = ?4)",
-                       ms, store_table(store_kind(kind)->table)->name);
-    }
-    sqlite3_stmt *s;
-    int pr = sql ? sqlite3_prepare_v2(db, sql, -1, &s, NULL) : SQLITE_NOMEM;
-    free(sql);
-    if (pr != SQLITE_OK)
-        return -EIO;
-    bind_text(s, 1, app);
-    sqlite3_bind_int64(s, 2, from);
-    sqlite3_bind_int64(s, 3, to);
-    bind_text(s, 4, version);
-    if (after >= 0)
-        sqlite3_bind_int64(s, 5, after);
-    size_t n = store_kind(kind)->n_metrics;
-    double m[STORE_MAX_METRICS];
-    int r;
-    while ((r = sqlite3_step(s)) == SQLITE_ROW) {
-        const char *name = (const char *)sqlite3_column_text(s, 0);
-        if (!name)
-            continue;
-        for (size_t i = 0; i < n; i++)
-            m[i] = sqlite3_column_type(s, 3 + (int)i) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 3 + (int)i);
-        cb->raw(cb->ctx, name, sqlite3_column_int(s, 1) != 0, sqlite3_column_int(s, 2) != 0, m);
-    }
-    sqlite3_finalize(s);
-    return r == SQLITE_DONE ? 0 : -EIO;
-}
-
-static int sqlite_scan(store *st, enum store_kind kind, const char *app, const char *version, int64_t from_ns,
-               int64_t to_ns, const store_scan_cb *cb)
-{
-    if (kind < 0 || kind >= KIND_COUNT)
-        return -EINVAL;
-    if (from_ns < 0)
-        from_ns = 0;
-    if (to_ns <= from_ns)
-        return 0;
-    /* whole days [d_lo, d_hi) from the rollups, the cut ends from raw rows */
-    int64_t d_lo = from_ns / STORE_DAY_NS + (from_ns % STORE_DAY_NS != 0);
-    int64_t d_hi = to_ns == INT64_MAX ? INT64_MAX : to_ns / STORE_DAY_NS;
-    sqlite3 *db = store_reader_get(st);
-    int r = 0;
-    /* one read transaction: rollups and raw rows from the same snapshot */
-    sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
-    /* the rows after the mark, of the whole range: in neither the rollups
-     * nor the keys */
-    int64_t mark = 0;
-    r = read_mark(db, kind, &mark);
-    if (r == 0)
-        r = scan_raw(db, kind, app, version, from_ns, to_ns, mark, cb);
-    if (r == 0 && d_lo >= d_hi) {
-        r = scan_raw(db, kind, app, version, from_ns, to_ns, -1, cb);
-    } else if (r == 0) {
-        r = scan_rollups(db, kind, app, version, d_lo, d_hi, cb);
-        if (r == 0 && from_ns < d_lo * STORE_DAY_NS)
-            r = scan_raw(db, kind, app, version, from_ns, d_lo * STORE_DAY_NS, -1, cb);
-        if (r == 0 && d_hi != INT64_MAX && to_ns > d_hi * STORE_DAY_NS)
-            r = scan_raw(db, kind, app, version, d_hi * STORE_DAY_NS, to_ns, -1, cb);
-    }
-    store_error err;
-    if (r < 0)
-        store_error_capture(db, &err); /* before the COMMIT replaces it */
-    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-    health_read(&st->health, r < 0 ? &err : NULL, "a query");
-    store_reader_put(st, db);
-    return r;
-}
-
-static int sqlite_apps(store *st, void (*cb)(void *ctx, const char *app, const char *version), void *ctx)
-{
-    sqlite3 *db = store_reader_get(st);
-    sqlite3_stmt *s;
-    int r = -EIO;
-    if (sqlite3_prepare_v2(db, st->apps_sql, -1, &s, NULL) == SQLITE_OK) {
-        int sr;
-        while ((sr = sqlite3_step(s)) == SQLITE_ROW)
-            cb(ctx, (const char *)sqlite3_column_text(s, 0), (const char *)sqlite3_column_text(s, 1));
-        r = sr == SQLITE_DONE ? 0 : -EIO;
-        sqlite3_finalize(s);
-    }
-    read_done(st, db, r < 0, "a query");
-    return r;
-}
-
 int store_sqlite_read(store *st, int (*fn)(void *ctx, sqlite3 *db), void *ctx)
 {
     sqlite3 *db = store_reader_get(st);
     sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
     int r = fn(ctx, db);
+    store_error err;
+    if (r < 0)
+        store_read_error(db, r, &err);
     sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-    read_done(st, db, r < 0, "a query");
+    health_read(&st->health, r < 0 ? &err : NULL, "a query");
+    store_reader_put(st, db);
     return r;
 }
 
@@ -1350,30 +1733,33 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_CONFIG_VERSION] = "SELECT COALESCE(MAX(version), 0) FROM configs WHERE app = ?1",
     [ST_LOAD_COUNT] = "SELECT count, failed FROM rollup_counts WHERE kind = ?1 AND app = ?2 AND version = ?3"
                       " AND name = ?4 AND day = ?5",
-    [ST_LOAD_SKETCH] = "SELECT metric, sketch FROM rollup_sketches WHERE kind = ?1 AND app = ?2 AND version = ?3"
-                       " AND name = ?4 AND day = ?5",
+    [ST_LOAD_SKETCH] = "SELECT sketch FROM rollup_sketches WHERE kind = ?1 AND app = ?2 AND version = ?3"
+                       " AND name = ?4 AND metric = ?6 AND day = ?5",
     [ST_SAVE_COUNT] = "INSERT OR REPLACE INTO rollup_counts(kind, app, version, name, day, count, failed)"
                       " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     [ST_SAVE_SKETCH] = "INSERT OR REPLACE INTO rollup_sketches(kind, app, version, name, day, metric, sketch)"
                        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    [ST_SAVE_MARK] = "INSERT OR REPLACE INTO rollup_marks(kind, last_rowid) VALUES(?1, ?2)",
+    [ST_LOAD_SUB] = "SELECT count, failed, sketches FROM subday WHERE kind = ?1 AND app = ?2 AND width = ?5"
+                    " AND t = ?6 AND version = ?3 AND name = ?4",
+    [ST_SAVE_SUB] = "INSERT OR REPLACE INTO subday(kind, app, width, t, version, name, count, failed, sketches)"
+                    " VALUES(?1, ?2, ?5, ?6, ?3, ?4, ?7, ?8, ?9)",
+    [ST_PART_LOAD] = "SELECT rolled, sealed, hourly, fine, rows FROM partitions WHERE tbl = ?1 AND day = ?2",
+    [ST_PART_ADD] = "INSERT INTO partitions(tbl, day, rolled, sealed, hourly, fine, rows) VALUES(?1, ?2, ?3, ?3, ?4, ?5, 0)",
+    [ST_DAY_ROWS] = "SELECT rows FROM partitions WHERE tbl = ?1 AND day = ?2",
+    [ST_PART_ROWS] = "UPDATE partitions SET rows = ?3 WHERE tbl = ?1 AND day = ?2",
+    [ST_PART_ROLLED] = "UPDATE partitions SET rolled = ?3, rows = ?4 WHERE tbl = ?1 AND day = ?2",
+    [ST_PART_SEALED] = "UPDATE partitions SET sealed = ?3 WHERE tbl = ?1 AND day = ?2",
+    [ST_PART_FREEZE] = "UPDATE partitions SET hourly = rolled WHERE tbl = ?2 AND day < ?1 AND hourly IS NULL",
+    [ST_PART_FREEZE_AT] = "UPDATE partitions SET hourly = ?2 WHERE tbl = ?1 AND day < ?3 AND hourly IS NULL",
+    [ST_TM_SAVE] = "INSERT OR REPLACE INTO table_marks(tbl, rolled, sealed) VALUES(?1, ?2, ?3)",
+    [ST_PART_HOURLY] = "UPDATE partitions SET hourly = ?3 WHERE tbl = ?1 AND day = ?2",
+    [ST_ARRIVAL_ADD] = "INSERT INTO arrivals(tbl, pos, n, off) VALUES(?1, ?2, ?3, ?4)",
+    [ST_BLOCK_ADD] = "INSERT INTO blocks(tbl, day, app, t_lo, t_hi, r_lo, r_hi, n, layout, data)"
+                     " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    [ST_TRACE_ADD] = "INSERT INTO trace_index(b, t_lo, data) VALUES(?1, ?2, ?3)",
+    [ST_TRACE_RUN] = "INSERT OR REPLACE INTO trace_runs(b, day_hi) VALUES(?1, ?2)",
+    [ST_META_SET] = "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)",
 };
-
-/* store_apps: the apps and versions of the rollups, and of the rows they do
- * not hold yet. */
-static char *apps_sql(void)
-{
-    char sql[2048];
-    size_t o = (size_t)snprintf(sql, sizeof sql, "SELECT app, version FROM rollup_counts");
-    for (enum store_kind k = 0; k < KIND_COUNT && o < sizeof sql; k++)
-        o += (size_t)snprintf(sql + o, sizeof sql - o,
-                              " UNION SELECT app, COALESCE(version, '') FROM %s NOT INDEXED"
-                              " WHERE rowid > (SELECT last_rowid FROM rollup_marks WHERE kind = '%s')",
-                              store_table(store_kind(k)->table)->name, store_kind(k)->name);
-    if (o < sizeof sql)
-        o += (size_t)snprintf(sql + o, sizeof sql - o, " ORDER BY 1, 2");
-    return o < sizeof sql ? strdup(sql) : NULL;
-}
 
 /* Prepares sql (which it frees) to last. */
 static int prepare_owned(sqlite3 *db, char *sql, sqlite3_stmt **ret)
@@ -1387,29 +1773,148 @@ static int prepare_owned(sqlite3 *db, char *sql, sqlite3_stmt **ret)
 
 static void close_all(store *st)
 {
+    free(st->seal_marks);
     for (size_t i = 0; i < ST_COUNT; i++)
         sqlite3_finalize(st->st[i]);
-    for (size_t i = 0; i < TABLE_COUNT; i++)
+    for (size_t i = 0; i < TABLE_COUNT; i++) {
         sqlite3_finalize(st->insert[i]);
-    for (size_t k = 0; k < KIND_COUNT; k++) {
-        sqlite3_finalize(st->fill_keys[k]);
-        sqlite3_finalize(st->fill_trace[k]);
+        sqlite3_finalize(st->last_rowid[i]);
     }
+    sqlite3_finalize(st->fill_keys);
     sqlite3_finalize(st->fill_attrs);
+    store_wal_stop(st);
     for (int w = 0; w < 2; w++) {
         sqlite3_finalize(st->origin_find[w]);
         sqlite3_finalize(st->origin_add[w]);
     }
-    sqlite3_close(st->w);
+    /* the writer last: the last connection to close copies the WAL back
+     * and removes it, which a read-only one cannot */
     for (size_t i = 0; i < st->n_readers; i++)
         sqlite3_close(st->readers[i]);
+    sqlite3_close(st->w);
     free(st->readers);
     free(st->free_readers);
     groups_drop(st);
-    free(st->apps_sql);
+    store_parts_drop(st);
     free(st->path);
     health_destroy(&st->health);
     free(st);
+}
+
+/* The id of the block layout of record table t (its columns, in the
+ * layout's order), added when new. */
+static int layout_of(store *st, enum store_table t, int64_t *ret)
+{
+    const char *cols = store_table(t)->columns;
+    sqlite3_stmt *s;
+    int r = sqlite3_prepare_v2(st->w, "SELECT id FROM block_layouts WHERE tbl = ?1 AND columns = ?2", -1, &s, NULL);
+    if (r != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int64(s, 1, t);
+    bind_text(s, 2, cols);
+    r = sqlite3_step(s);
+    if (r == SQLITE_ROW)
+        *ret = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    if (r == SQLITE_ROW)
+        return 0;
+    if (r != SQLITE_DONE ||
+        sqlite3_prepare_v2(st->w, "INSERT INTO block_layouts(tbl, columns) VALUES(?1, ?2)", -1, &s, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int64(s, 1, t);
+    bind_text(s, 2, cols);
+    r = sqlite3_step(s);
+    sqlite3_finalize(s);
+    *ret = sqlite3_last_insert_rowid(st->w);
+    return r == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* The ids of the kinds' metrics in the sub-day rollups, added when new
+ * (an id is never given to another metric). */
+static int metric_ids(store *st)
+{
+    sqlite3_stmt *find = NULL, *max = NULL, *add = NULL;
+    int r = sqlite3_prepare_v2(st->w, "SELECT id FROM subday_metrics WHERE kind = ?1 AND metric = ?2", -1, &find, NULL);
+    if (r == SQLITE_OK)
+        r = sqlite3_prepare_v2(st->w, "SELECT COALESCE(MAX(id), -1) FROM subday_metrics WHERE kind = ?1", -1, &max, NULL);
+    if (r == SQLITE_OK)
+        r = sqlite3_prepare_v2(st->w, "INSERT INTO subday_metrics(kind, id, metric) VALUES(?1, ?2, ?3)", -1, &add, NULL);
+    for (enum store_kind k = 0; k < KIND_COUNT && r == SQLITE_OK; k++) {
+        const store_kind_desc *kd = store_kind(k);
+        for (size_t i = 0; i < kd->n_metrics && r == SQLITE_OK; i++) {
+            bind_text(find, 1, kd->name);
+            bind_text(find, 2, kd->metrics[i]);
+            int sr = sqlite3_step(find);
+            st->metric_id[k][i] = sr == SQLITE_ROW ? sqlite3_column_int64(find, 0) : -1;
+            sqlite3_reset(find);
+            if (sr == SQLITE_ROW)
+                continue;
+            bind_text(max, 1, kd->name);
+            sr = sqlite3_step(max);
+            st->metric_id[k][i] = sr == SQLITE_ROW ? sqlite3_column_int64(max, 0) + 1 : 0;
+            sqlite3_reset(max);
+            bind_text(add, 1, kd->name);
+            sqlite3_bind_int64(add, 2, st->metric_id[k][i]);
+            bind_text(add, 3, kd->metrics[i]);
+            r = store_step_done(add) == 0 ? SQLITE_OK : SQLITE_ERROR;
+        }
+    }
+    sqlite3_finalize(find);
+    sqlite3_finalize(max);
+    sqlite3_finalize(add);
+    return r;
+}
+
+/* The schema of a new file (or the tables an upgraded one lacks), and
+ * the block layouts; one transaction. *ret_upgrading: the file is being
+ * upgraded (store_upgrade_finish still to run). */
+static int open_schema(store *st, bool *ret_upgrading, char **msg)
+{
+    int version;
+    int r = file_schema(st->w, &version);
+    *ret_upgrading = r == SQLITE_OK && version > 0 && version < 3;
+    if (*ret_upgrading && store_upgrade_begin(st, msg) < 0)
+        return SQLITE_ERROR;
+    if (r != SQLITE_OK)
+        return r;
+    r = sqlite3_exec(st->w, "BEGIN IMMEDIATE", NULL, NULL, msg);
+    if (r == SQLITE_OK)
+        r = store_schema_create(st->w, msg);
+    for (enum store_table t = 0; t < TABLE_COUNT && r == SQLITE_OK; t++)
+        if (store_table(t)->type && layout_of(st, t, &st->layout_id[t]) < 0)
+            r = SQLITE_ERROR;
+    if (r == SQLITE_OK)
+        r = metric_ids(st);
+    if (r == SQLITE_OK && !*ret_upgrading)
+        r = sqlite3_exec(st->w, "INSERT OR REPLACE INTO meta(key, value) VALUES('schema', '3')", NULL, NULL, msg);
+    if (r == SQLITE_OK)
+        r = sqlite3_exec(st->w, "COMMIT", NULL, NULL, msg);
+    if (r != SQLITE_OK)
+        sqlite3_exec(st->w, "ROLLBACK", NULL, NULL, NULL);
+    return r;
+}
+
+/* Seals what waits between the sealed and rolled marks beyond a seal's
+ * worth (an upgraded file: most of it), in transactions of one seal each. */
+static int seal_backlog(store *st)
+{
+    while (st->seal_rows >= st->seal_at) {
+        size_t before = st->seal_rows;
+        int r = store_step_done(st->st[ST_BEGIN]);
+        if (r == 0)
+            r = store_seal(st);
+        if (r == 0)
+            r = store_step_done(st->st[ST_COMMIT]);
+        if (r < 0) {
+            store_step_done(st->st[ST_ROLLBACK]);
+            return r;
+        }
+        store_seal_done(st);
+        store_wal_check(st);
+        if (st->seal_rows >= before)
+            break;
+    }
+    return 0;
 }
 
 store *store_sqlite_open(const char *path, const store_options *opt, char *err, size_t err_size)
@@ -1419,17 +1924,23 @@ store *store_sqlite_open(const char *path, const store_options *opt, char *err, 
         snprintf(err, err_size, "%s: out of memory", path);
         return NULL;
     }
+    st->backend = &store_backend_sqlite;
     const char *layout = store_layout_error();
     if (layout) {
         snprintf(err, err_size, "%s: the record schema does not fit the store: %s", path, layout);
         free(st);
         return NULL;
     }
-    st->backend = &store_backend_sqlite;
     st->path = strdup(path);
     health_init(&st->health, st->path, opt->log, opt->log_ctx);
     st->max_queued = opt->max_queued_items ? opt->max_queued_items : 200000;
     st->lag_ns = (int64_t)opt->rollup_lag_ms * 1000000LL;
+    st->seal_at = opt->seal_rows ? opt->seal_rows : SEAL_ROWS;
+    st->settle_at = st->seal_at / 2 ? st->seal_at / 2 : 1;
+    st->fine_at = opt->fine_day_rows ? opt->fine_day_rows : FINE_DAY_ROWS;
+    st->retention_days = opt->retention_days;
+    st->rollup_retention_days = opt->rollup_retention_days;
+    st->retention_due = st->retention_days || st->rollup_retention_days;
     st->hooks = opt->hooks;
     size_t nr = opt->readers ? opt->readers : 4;
     st->readers = calloc(nr, sizeof *st->readers);
@@ -1443,17 +1954,40 @@ store *store_sqlite_open(const char *path, const store_options *opt, char *err, 
         snprintf(err, err_size, "%s: cannot open: %s", path, st->w ? sqlite3_errmsg(st->w) : "out of memory");
         goto fail;
     }
-    char pragmas[256];
+    char pragmas[320];
     snprintf(pragmas, sizeof pragmas,
              "PRAGMA page_size=16384; PRAGMA busy_timeout=5000; PRAGMA journal_mode=WAL; PRAGMA synchronous=%s;"
-             " PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=16384;",
-             opt->sync_full ? "FULL" : "NORMAL");
+             " PRAGMA cache_size=-32768; PRAGMA temp_store=MEMORY; PRAGMA wal_autocheckpoint=0;"
+             " PRAGMA journal_size_limit=%d;",
+             opt->sync_full ? "FULL" : "NORMAL", 64 << 20);
     char *msg = NULL;
     if (store_register_functions(st->w) != SQLITE_OK) {
         snprintf(err, err_size, "%s: %s", path, sqlite3_errmsg(st->w));
         goto fail;
     }
-    if (sqlite3_exec(st->w, pragmas, NULL, NULL, &msg) != SQLITE_OK || schema_create(st->w, &msg) != SQLITE_OK) {
+    for (enum store_table t = 0; t < TABLE_COUNT; t++) {
+        st->ts_col[t] = 0;
+        st->origin_col[t][0] = st->origin_col[t][1] = -1;
+        for (size_t c = 0; c < store_table(t)->n_cols; c++) {
+            const store_column *col = &store_table(t)->cols[c];
+            if (col->source == SRC_COMMON && col->index == PACER_COMMON_TS)
+                st->ts_col[t] = (int)c;
+            if (col->source == SRC_RESOURCE_ID || col->source == SRC_SCOPE_ID)
+                st->origin_col[t][col->source == SRC_SCOPE_ID] = (int)c;
+        }
+    }
+    if (sqlite3_exec(st->w, pragmas, NULL, NULL, &msg) != SQLITE_OK) {
+        snprintf(err, err_size, "%s: cannot set up: %s", path, msg ? msg : sqlite3_errmsg(st->w));
+        sqlite3_free(msg);
+        goto fail;
+    }
+    if (store_wal_start(st) < 0) {
+        snprintf(err, err_size, "%s: cannot start the checkpointer", path);
+        goto fail;
+    }
+    /* the statements of the writer need the tables: a new or upgraded file first */
+    bool upgrading;
+    if (open_schema(st, &upgrading, &msg) != SQLITE_OK) {
         snprintf(err, err_size, "%s: cannot create the schema: %s", path, msg ? msg : sqlite3_errmsg(st->w));
         sqlite3_free(msg);
         goto fail;
@@ -1466,54 +2000,61 @@ store *store_sqlite_open(const char *path, const store_options *opt, char *err, 
     for (enum store_table t = 0; t < TABLE_COUNT; t++) {
         size_t n;
         const char *columns = store_table_columns(t, &n);
-        char marks[2 * STORE_MAX_COLS] = "";
+        char marks[3 * STORE_MAX_COLS] = "?";
         for (size_t c = 0; c < n; c++)
-            strcat(marks, c ? ",?" : "?");
-        if (prepare_owned(st->w, sql_text("INSERT INTO %s(%s) VALUES(%s)", store_table(t)->name, columns, marks),
-                          &st->insert[t]) != SQLITE_OK) {
+            strcat(marks, ",?");
+        if (prepare_owned(st->w,
+                          store_sql("INSERT INTO %s(rowid, %s) VALUES(%s)", store_table(t)->name, columns, marks),
+                          &st->insert[t]) != SQLITE_OK ||
+            prepare_owned(st->w,
+                          store_sql("SELECT MAX(rowid) FROM %s WHERE rowid > ?1 AND rowid < ?2", store_table(t)->name),
+                          &st->last_rowid[t]) != SQLITE_OK) {
             snprintf(err, err_size, "%s: %s", path, sqlite3_errmsg(st->w));
             goto fail;
         }
     }
-    for (enum store_kind k = 0; k < KIND_COUNT; k++)
-        if (prepare_owned(st->w, keys_fill_sql(k, "rowid > ?1 AND rowid <= ?2"), &st->fill_keys[k]) != SQLITE_OK ||
-            prepare_owned(st->w, trace_fill_sql(k, "rowid > ?1 AND rowid <= ?2"), &st->fill_trace[k]) != SQLITE_OK) {
-            snprintf(err, err_size, "%s: %s", path, sqlite3_errmsg(st->w));
-            goto fail;
-        }
     static const char *const origin_tables[2] = {"resources", "scopes"};
     for (int w = 0; w < 2; w++)
-        if (prepare_owned(st->w, sql_text("SELECT id FROM %s WHERE hash = ?1 AND json = ?2", origin_tables[w]),
+        if (prepare_owned(st->w, store_sql("SELECT id FROM %s WHERE hash = ?1 AND json = ?2", origin_tables[w]),
                           &st->origin_find[w]) != SQLITE_OK ||
-            prepare_owned(st->w, sql_text("INSERT INTO %s(hash, json) VALUES(?1, ?2)", origin_tables[w]),
+            prepare_owned(st->w, store_sql("INSERT INTO %s(hash, json) VALUES(?1, ?2)", origin_tables[w]),
                           &st->origin_add[w]) != SQLITE_OK) {
             snprintf(err, err_size, "%s: %s", path, sqlite3_errmsg(st->w));
             goto fail;
         }
-    if (prepare_owned(st->w, attrs_fill_sql(KIND_SPAN, "s.rowid > ?1 AND s.rowid <= ?2"), &st->fill_attrs) !=
-        SQLITE_OK) {
+    if (prepare_owned(st->w,
+                      store_sql("INSERT OR IGNORE INTO spans_keys(app, ts, rid, version, name, failed, m0)"
+                                " SELECT app, ts, rowid, version, name, failed, %s FROM spans"
+                                " WHERE rowid > ?1 AND rowid <= ?2 ORDER BY app, ts, rowid",
+                                store_kind(KIND_SPAN)->metrics_sql),
+                      &st->fill_keys) != SQLITE_OK ||
+        prepare_owned(st->w,
+                      store_sql("INSERT OR IGNORE INTO span_attrs SELECT app, ?3, h, ts, rid FROM"
+                                " (SELECT s.app AS app, pacer_attr_hash(j.value) AS h, s.ts AS ts, s.rowid AS rid"
+                                "  FROM spans AS s, json_each(CASE WHEN json_valid(s.attributes) THEN s.attributes"
+                                "  END) AS j WHERE s.rowid > ?1 AND s.rowid <= ?2)"
+                                " WHERE h IS NOT NULL ORDER BY app, h, ts, rid"),
+                      &st->fill_attrs) != SQLITE_OK) {
         snprintf(err, err_size, "%s: %s", path, sqlite3_errmsg(st->w));
         goto fail;
     }
-    for (enum store_table t = 0; t < TABLE_COUNT; t++) {
-        st->origin_col[t][0] = st->origin_col[t][1] = -1;
-        for (size_t c = 0; c < store_table(t)->n_cols; c++) {
-            enum store_source src = store_table(t)->cols[c].source;
-            if (src == SRC_RESOURCE_ID || src == SRC_SCOPE_ID)
-                st->origin_col[t][src == SRC_SCOPE_ID] = (int)c;
-        }
-    }
-    if (!(st->apps_sql = apps_sql())) {
-        snprintf(err, err_size, "%s: out of memory", path);
+    if (upgrading && store_upgrade_finish(st, &msg) < 0) {
+        snprintf(err, err_size, "%s: cannot convert the file of an earlier pacerd: %s", path,
+                 msg ? msg : sqlite3_errmsg(st->w));
+        sqlite3_free(msg);
         goto fail;
     }
     sqlite3_stmt *runq = NULL;
-    if (sqlite3_prepare_v2(st->w, "SELECT COALESCE(MAX(b), 0) FROM trace_keys", -1, &runq, NULL) == SQLITE_OK &&
+    if (sqlite3_prepare_v2(st->w, "SELECT COALESCE(MAX(b), 0) FROM trace_runs", -1, &runq, NULL) == SQLITE_OK &&
         sqlite3_step(runq) == SQLITE_ROW)
         st->trace_run = sqlite3_column_int64(runq, 0);
     sqlite3_finalize(runq);
     if (groups_replay(st) < 0) {
         snprintf(err, err_size, "%s: cannot rebuild the rollups: %s", path, sqlite3_errmsg(st->w));
+        goto fail;
+    }
+    if (seal_backlog(st) < 0) {
+        snprintf(err, err_size, "%s: cannot seal the rows in the rollups: %s", path, sqlite3_errmsg(st->w));
         goto fail;
     }
     for (size_t i = 0; i < nr; i++) {
@@ -1523,6 +2064,8 @@ store *store_sqlite_open(const char *path, const store_options *opt, char *err, 
             goto fail;
         }
         sqlite3_busy_timeout(st->readers[i], 5000);
+        sqlite3_exec(st->readers[i], "PRAGMA cache_size=-16384", NULL, NULL, NULL);
+        store_register_functions(st->readers[i]);
         st->free_readers[i] = st->readers[i];
     }
     st->n_readers = st->n_free = nr;
@@ -1562,8 +2105,8 @@ const store_backend store_backend_sqlite = {
     .get_stats = sqlite_get_stats,
     .config_put = sqlite_config_put,
     .config_get = sqlite_config_get,
-    .scan = sqlite_scan,
-    .apps = sqlite_apps,
+    .scan = store_sqlite_scan,
+    .apps = store_sqlite_apps,
     .trace = store_sqlite_trace,
     .search_spans = store_sqlite_search_spans,
     .search_logs = store_sqlite_search_logs,

@@ -4,7 +4,10 @@ that must stay candidates), the severity of issues whose inputs are known,
 the life cycle across versions (new → ongoing → resolved → regressed, and by
 hand), cleaning by reason (in the answer, /api/v1/cleaning and /metrics,
 kept across a restart, copies sent without a batch id stored once), no false
-alarm between identical versions of 20 apps (and a true shift found),
+alarm between identical versions of 20 apps (and a true shift found), the
+same issues from records sealed into blocks before the analysis read them,
+and from records of an earlier day that came after a later day's (across a
+SIGKILL),
 webhook retries with their idempotency key and a delivery pending across a
 restart, and the issues API's strict parameters."""
 import json
@@ -18,11 +21,11 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from pacerd_harness import ADMIN, Pacerd, attr, scrape  # noqa: E402
+from pacerd_harness import ADMIN, BACKEND, Pacerd, attr, scrape  # noqa: E402
 from receiver import Webhook  # noqa: E402
 
 NOW = time.time_ns() - 3600 * 10**9  # an hour ago: inside the allowed clock skew either way
-APPS = ["kinds", "grades", "life", "clean", "hooks", "api"] + ["null%d" % i for i in range(20)] + ["shifted"]
+APPS = ["kinds", "grades", "life", "clean", "hooks", "api", "late"] + ["null%d" % i for i in range(20)] + ["shifted"]
 KEYS = {app: "%s-%016x" % (app, random.getrandbits(64)) for app in APPS}
 
 
@@ -261,6 +264,44 @@ class Kinds(Base):
         self.assertNotIn("fingerprint", got[("jank", "nostack:NoStackWindow")])
         for i in got.values():
             self.assertEqual((i["status"], i["first_version"], i["last_version"]), ("new", v, v))
+
+
+# records sealed into blocks as they come: SQLite's (ClickHouse has no blocks)
+SEALED = ("--seal-rows", "16") if BACKEND == "sqlite" else ()
+
+
+@unittest.skipIf(BACKEND == "clickhouse", "SQLite's blocks")
+class KindsSealed(Kinds):
+    """The same records, each sealed into a block (store_int.h) in the
+    transaction that stores it: the analysis reads them from the blocks."""
+    extra = SEALED + ("--rollup-lag", "0")
+
+
+class LateDay(Base):
+    extra = SEALED + ("--rollup-lag", "0")
+
+    def test_records_of_an_earlier_day_after_a_later_days(self):
+        """Logs and frames are kept by day, pages in blocks: a jank and a
+        frozen window of two days ago, sent after today's were read, are
+        read too — also when pacerd is killed before the analysis saw them."""
+        app, v, t = "late", "1.0", NOW
+        self.post(app, "/v1/logs", logs_body(app, v, "s1", [jank(t, 900, fingerprint="1111111111111111")]))
+        self.spans(app, v, "s1", [page("TodayWindow", t + i, 3000.0 + i, initial=10) for i in range(12)])
+        self.settle()
+        self.assertEqual({i["fingerprint"] for i in self.issues(app) if i["kind"] == "jank"}, {"1111111111111111"})
+        early = t - 2 * 86400 * 10**9
+        self.post(app, "/v1/logs", logs_body(app, v, "s2", [jank(early, 950, fingerprint="2222222222222222")]))
+        self.post(app, "/v1/metrics", frames_body(app, v, "s2", early, "LateWindow", 300, 2, 1900.0, 1200.0))
+        self.spans(app, v, "s2", [page("EarlyWindow", early + i, 3000.0 + i, initial=10) for i in range(12)])
+        self.d.kill(9)
+        self.d.start()
+        self.settle()
+        got = self.by_key(app)
+        self.assertEqual(set(got), {("jank", "v2:1111111111111111"), ("jank", "v2:2222222222222222"),
+                                    ("frozen_frames", "LateWindow"), ("slow_page", "TodayWindow total_ms"),
+                                    ("slow_page", "EarlyWindow total_ms")}, json.dumps(sorted(got)))
+        self.assertEqual(got[("jank", "v2:2222222222222222")]["count"], 1)
+        self.assertEqual(got[("slow_page", "EarlyWindow total_ms")]["evidence"]["measured"], 12)
 
 
 class Grades(Base):

@@ -4,7 +4,8 @@ with a message that names it — in JSON and in protobuf (bodies encoded here
 by hand, field numbers from opentelemetry-proto), plain and gzip. Also:
 proto field names and the deprecated instrumentationLibrary lists in JSON,
 NaN and infinities as values, a gzip bomb (413, memory held to
---max-body), protobuf errors as google.rpc.Status."""
+--max-body), protobuf errors as google.rpc.Status, and a protobuf upload
+charged to its key's daily quota."""
 import gzip
 import json
 import os
@@ -342,6 +343,25 @@ class NothingDropped(unittest.TestCase):
         self.assertEqual(st, 404)
         st, _, _ = self.d.request("GET", "/api/v1/logs?app=shop", token=KEYS["shop"])
         self.assertEqual(st, 403)
+
+
+class ProtobufCharged(unittest.TestCase):
+    """What a protobuf upload stores is charged to its key, as a JSON one."""
+
+    def test_daily_quota_counts_protobuf_records(self):
+        d = Pacerd(keys_text="shop %s daily=30\n" % KEYS["shop"])
+        try:
+            def send(n, first):
+                body = pb_request([pb_span("charged", sid=struct.pack(">Q", first + i)) for i in range(n)])
+                return d.request("POST", "/v1/traces", body, token=KEYS["shop"],
+                                 content_type="application/x-protobuf")
+            self.assertEqual(send(20, 1)[0], 200)
+            self.assertEqual(send(20, 100)[0], 200)  # 20 used when it came: stored whole, 40 used
+            st, _, data = send(1, 200)
+            self.assertEqual(st, 429, data)
+            self.assertIn(b"daily quota of 30 records is used up (40 stored today)", data)
+        finally:
+            d.close()
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import unittest
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
-from pacerd_harness import KEYS, Pacerd  # noqa: E402
+from pacerd_harness import KEYS, Pacerd, scrape  # noqa: E402
 
 OTEL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "otel")
 FLAVOURS = [("proto", "gzip"), ("proto", "none"), ("json", "gzip"), ("json", "none")]
@@ -218,6 +218,9 @@ class Flavours(unittest.TestCase):
                 self.assertEqual(attrs(g["attributes"]), {"route": "/r1", "ok": True})
 
     def test_everything_comes_back(self):
+        # every span counted as stored (/metrics, and the key's quota), whatever the flavour
+        self.assertEqual(scrape(self.d)['pacerd_ingest_records_total{signal="traces"}'],
+                         sum(len(sent["spans"]) for sent in self.sent.values()))
         # read while the rows wait for the rollup batch, then from the indexes
         for round_ in ("raw rows", "indexes"):
             with self.subTest(round_):

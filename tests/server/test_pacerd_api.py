@@ -8,6 +8,7 @@ the rollups to the next start. On ClickHouse (PACER_TEST_STORE=clickhouse)
 the second run reads everything from the consolidated rollups instead."""
 import os
 import random
+import sqlite3
 import sys
 import unittest
 
@@ -243,6 +244,24 @@ class PacerdApiRollupLag(PacerdApi):
         self.assertGreater(self.d.sql("SELECT COUNT(*) FROM rollup_counts WHERE app = 'shop'")[0][0], 0)
         self.assertEqual(self.d.query("/api/v1/pages?app=shop"), before)
         self.check_pages(self.d.query("/api/v1/pages?app=shop"), self.loads)
+
+
+@unittest.skipIf(BACKEND == "clickhouse", "SQLite's blocks")
+class PacerdApiSealed(PacerdApi):
+    """The same with the records sealed into blocks as they come (a seal
+    every 100 records rather than every 32 768): whole days from the
+    rollups, cut days from the sub-day rollups and the blocks."""
+    ARGS = ["--rollup-lag", "0", "--seal-rows", "100"]
+
+    def test_records_are_in_blocks(self):
+        db = sqlite3.connect(self.d.db)
+        left = db.execute("SELECT COUNT(*) FROM page_loads WHERE app = 'shop'").fetchone()[0]
+        in_blocks = db.execute("SELECT SUM(n) FROM blocks WHERE tbl = 0 AND app = 'shop'").fetchone()[0]
+        db.close()
+        self.assertLess(left, 200)
+        counted = sum(p["count"] for p in self.d.query("/api/v1/pages?app=shop")["pages"])
+        self.assertEqual(left + in_blocks, counted)
+        self.assertGreaterEqual(counted, len(self.loads))
 
 
 if __name__ == "__main__":

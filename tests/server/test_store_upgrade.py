@@ -1,10 +1,14 @@
 """A file made by an earlier pacerd, opened by this one: a field the record
 schema gave a store column since is added to its table (old rows hold NULL,
-new rows the value), and keys tables written for other metric lists are
-filled again, so that answers stay exact."""
+new rows the value), and a file of store schema 2 (before day partitions)
+is converted and answers as it did."""
+import gzip
+import json
 import os
+import shutil
 import sqlite3
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -12,6 +16,7 @@ from pacerd_harness import Pacerd, attr, page_span, span, traces  # noqa: E402
 
 T0 = 1_700_006_400 * 10**9  # a day boundary
 DAY = 86400 * 10**9
+DATA = os.path.join(os.path.dirname(__file__), "data")
 
 
 def net_span(ts, ms, page=None):
@@ -43,53 +48,67 @@ class StoreUpgrade(unittest.TestCase):
         finally:
             d.close()
 
-    def test_keys_of_other_metric_lists_are_filled_again(self):
-        d = Pacerd(["--rollup-lag", "0"])
+    def test_a_file_of_schema_2_answers_as_before(self):
+        """tests/server/data/store-v2.sql.gz: every kind of record over four
+        days, some of them not yet in the rollups, written by the pacerd of
+        store schema 2 (rows in commit order, *_keys tables); its answers then
+        are store-v2.json.gz (tests/server/data/make_store_v2.py made both).
+        Opened by this pacerd, the file is converted to day partitions and
+        answers the same: percentiles over whole and cut days, traces, span
+        search, logs, metric points, samples."""
+        for args in ([], ["--seal-rows", "7"]):  # the records left in their table, or sealed into blocks at once
+            with self.subTest(args=args):
+                self.check_v2(args)
+
+    def check_v2(self, args):
+        with gzip.open(os.path.join(DATA, "store-v2.json.gz"), "rt") as f:
+            want = json.load(f)
+        d = Pacerd(args, db=self.load_v2())
         try:
-            # a range that cuts a day is answered from the keys tables
-            spans = [page_span("UpWindow", T0 + DAY // 2 + i, 100.0 + i) for i in range(20)]
-            d.ingest("/v1/traces", traces(spans))
-            query = "/api/v1/pages?app=shop&from=%d&to=%d" % ((T0 + DAY // 4) // 10**9, (T0 + DAY) // 10**9)
-            before = d.query(query)
-            d.kill(15)
+            for path, answer in sorted(want["answers"].items()):
+                with self.subTest(path=path):
+                    self.assertEqual(strip(d.query(path)), strip(answer))
             db = sqlite3.connect(d.db)
-            # keys written under another metric list: m0 no longer initial_draw_ms
-            db.execute("UPDATE page_loads_keys SET m0 = 999999, m3 = NULL")
-            db.execute("UPDATE meta SET value = 'page:other' WHERE key = 'kinds'")
-            db.commit()
+            self.assertEqual(db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0], "3")
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_schema")}
+            for gone in ("page_loads_keys", "trace_keys", "span_attr_keys", "rollup_marks"):
+                self.assertNotIn(gone, tables)
+            # plain spans, logs and points moved into the ranges of their days
+            for t in ("spans", "logs", "metric_points"):
+                self.assertEqual(db.execute("SELECT COUNT(*) FROM %s WHERE rowid < 1 << 40" % t).fetchone()[0], 0)
+                self.assertEqual(db.execute("SELECT COUNT(*) FROM %s" % t).fetchone()[0], want["counts"][t])
             db.close()
-            d.start()
-            self.assertEqual(d.query(query), before)
-            self.assertEqual(before["pages"][0]["count"], 20)
-            self.assertEqual(before["pages"][0]["metrics"]["total_ms"]["max"], 119.0)
+            # and it takes more, and answers for both
+            d.ingest("/v1/traces", traces([page_span("ShopHomeWindow", T0 + 3 * DAY + 5, 777.0)], version="1.0"))
+            pages = {p["page"]: p for p in d.query("/api/v1/pages?app=shop")["pages"]}
+            before = {p["page"]: p for p in want["answers"]["/api/v1/pages?app=shop"]["pages"]}
+            self.assertEqual(pages["ShopHomeWindow"]["count"], before["ShopHomeWindow"]["count"] + 1)
+            # a restart keeps it so (the rows that waited for the rollups are rolled up now)
+            d.restart()
+            for path in ("/api/v1/pages?app=shop&version=1.1", "/api/v1/spans/search?app=shop&limit=1000",
+                         "/api/v1/logs?app=shop&limit=1000"):
+                self.assertEqual(strip(d.query(path)), strip(want["answers"][path]))
         finally:
             d.close()
 
-    def test_keys_tables_of_fewer_metric_columns_are_made_again(self):
-        """A file whose keys tables have fewer metric columns than this
-        pacerd's (a kind gained a metric since) gets them made again."""
-        d = Pacerd(["--rollup-lag", "0"])
-        try:
-            spans = [page_span("UpWindow", T0 + DAY // 2 + i, 100.0 + i) for i in range(20)]
-            d.ingest("/v1/traces", traces(spans))
-            query = "/api/v1/pages?app=shop&from=%d&to=%d" % ((T0 + DAY // 4) // 10**9, (T0 + DAY) // 10**9)
-            before = d.query(query)
-            d.kill(15)
-            db = sqlite3.connect(d.db)
-            cols = [r[1] for r in db.execute("PRAGMA table_info(page_loads_keys)")]
-            last = max(c for c in cols if c.startswith("m") and c[1:].isdigit())
-            db.execute("ALTER TABLE page_loads_keys DROP COLUMN %s" % last)
-            db.execute("UPDATE meta SET value = 'page:fewer' WHERE key = 'kinds'")
-            db.commit()
+    def load_v2(self):
+        path = os.path.join(tempfile.mkdtemp(prefix="pacerd-v2-"), "old.db")
+        self.addCleanup(shutil.rmtree, os.path.dirname(path), True)
+        with gzip.open(os.path.join(DATA, "store-v2.sql.gz"), "rt") as f:
+            db = sqlite3.connect(path)
+            db.executescript(f.read())
             db.close()
-            d.start()
-            d.ingest("/v1/traces", traces([page_span("UpWindow", T0 + DAY // 2 + 100, 500.0)]))
-            after = d.query(query)
-            self.assertEqual(after["pages"][0]["count"], 21)
-            self.assertEqual(after["pages"][0]["metrics"]["total_ms"]["max"], 500.0)
-            self.assertEqual(before["pages"][0]["count"], 20)
-        finally:
-            d.close()
+        return path
+
+
+def strip(answer):
+    """An answer without its cursors (they name rowids, which the conversion
+    changes)."""
+    if isinstance(answer, dict):
+        return {k: strip(v) for k, v in answer.items() if k != "next"}
+    if isinstance(answer, list):
+        return [strip(x) for x in answer]
+    return answer
 
 
 if __name__ == "__main__":

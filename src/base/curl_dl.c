@@ -1,5 +1,5 @@
-/* libcurl loaded at run time (curl_dl.h). */
-#include "curl_dl.h"
+/* libcurl loaded at run time (pacer/base/curl_dl.h). */
+#include <pacer/base/curl_dl.h>
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -24,6 +24,7 @@ static void load(void)
     SYM(easy_perform, "curl_easy_perform");
     SYM(easy_getinfo, "curl_easy_getinfo");
     SYM(easy_escape, "curl_easy_escape");
+    SYM(easy_strerror, "curl_easy_strerror");
     SYM(free, "curl_free");
     SYM(slist_append, "curl_slist_append");
     SYM(slist_free_all, "curl_slist_free_all");
