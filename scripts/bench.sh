@@ -18,6 +18,7 @@ benchmarks=(
   "core-model|core model: cost of one event|$dir/bench/bench-model"
   "server|pacerd: ingest spans/s and query latency over 1,000,000 page loads|bench/server/run.sh $dir"
   "server-scale|pacerd at scale: 1 M vs 50 M stored page spans (ingest, cut-range query, bytes), RSS through 10 minutes of ingest|bench/server/scale.sh $dir"
+  "server-clickhouse|pacerd: ClickHouse beside SQLite: ingest spans/s, bytes per span, page query over 100 M vs 50 M page loads|bench/server/clickhouse.py $dir"
   "web|dashboard: page load time in chromium over a store of 1,000,000 page loads|bench/web/run.py $dir"
   "server-hostile|pacerd: /healthz under 1000 slow connections, latency under open-loop overload|bench/server/hostile.py $dir"
   "server-analysis|pacerd: the application layer's cost and how fast it keeps up|bench/server/analysis.sh $dir"

@@ -21,6 +21,10 @@ packages=(
   heaptrack
   # function tracing: symbols, compression, the peer benchmarked against
   libelf-dev libdw-dev libzstd-dev uftrace
+  # pacerd's ClickHouse store: its tests and benchmark start their own
+  # servers (plain processes, loopback, free ports); haproxy fronts the
+  # two-instance cluster of the cluster test and scripts/cluster-demo.sh
+  clickhouse-server haproxy
   # the dashboard's tests: a real browser (driven by playwright-core, npm)
   chromium
 )

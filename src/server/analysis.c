@@ -11,6 +11,7 @@
 #include "issue_details.h"
 #include "lifecycle.h"
 #include "regress.h"
+#include "store_ch_source.h"
 #include "store_issues.h"
 
 #include <pacer/base/clock.h>
@@ -294,6 +295,7 @@ static void on_occ(void *ctx, const occ *o)
 
 struct analysis {
     store *st;
+    store *records; /* ClickHouse's, whose rows it reads; NULL: st's own (SQLite) */
     const ana_config *cfg;
     const enum target_kind *targets;
     size_t n_targets;
@@ -354,34 +356,68 @@ static bool on_old_request(void *ctx, const source_row *row)
     return true;
 }
 
+/* The record tables' reads: SQLite's own (in the transaction of db) or
+ * ClickHouse's (store_ch_source.h), whose marks are write marks, not
+ * rowids. */
+static int rows_of(analysis *a, sqlite3 *db, enum store_table t, enum source_filter f, int64_t after, int64_t upto,
+                   const bool want[STORE_MAX_COLS], bool (*cb)(void *ctx, const source_row *row), void *ctx)
+{
+    return a->records ? ch_source_rows(a->records, t, f, after, upto, want, cb, ctx)
+                      : source_rows(db, t, f, after, upto, want, cb, ctx);
+}
+
+/* The mark n rows after from (not after to), or before it (n < 0). */
+static int step_of(analysis *a, sqlite3 *db, enum store_table t, enum source_filter f, int64_t from, int64_t to,
+                   long n, int64_t *ret)
+{
+    (void)db;
+    if (a->records)
+        return ch_source_step(a->records, t, f, from, to, n, ret);
+    *ret = n > 0 ? (to - from > n ? from + n : to) : (from > -n ? from + n : 0);
+    return 0;
+}
+
 static int read_rows(void *ctx, sqlite3 *db)
 {
     reading *rd = ctx;
     analysis *a = rd->a;
     cycle *cy = rd->cy;
+    /* on ClickHouse one last mark for every table: a page load's requests
+     * (written with it) are read before it or in the same cycle */
+    int64_t ch_last = 0;
+    if (a->records && ch_source_last(a->records, &ch_last) < 0)
+        return -EIO;
     for (size_t s = 0; s < N_SOURCES; s++) {
-        int64_t mark, last;
-        if (iss_mark_get(db, sources[s].mark, &mark) < 0 || source_last_rowid(db, sources[s].table, &last) < 0)
+        int64_t mark, last = ch_last;
+        if (iss_mark_get(db, sources[s].mark, &mark) < 0 ||
+            (!a->records && source_last_rowid(db, sources[s].table, &last) < 0))
             return -EIO;
-        if (mark > last)
+        if (mark > last && !a->records)
             mark = last; /* a file restored from a backup */
         bool want[STORE_MAX_COLS];
         detect_columns(sources[s].table, want);
         if (sources[s].table == TABLE_REQUESTS && !a->primed) {
             /* the requests of page loads still to come, after a restart */
-            int64_t from = mark > DETECT_REQUESTS ? mark - DETECT_REQUESTS : 0;
-            if (source_rows(db, TABLE_REQUESTS, SOURCE_ALL, from, mark, want, on_old_request, a->det) < 0)
+            int64_t from;
+            if (step_of(a, db, TABLE_REQUESTS, SOURCE_ALL, mark, mark, -DETECT_REQUESTS, &from) < 0 ||
+                rows_of(a, db, TABLE_REQUESTS, SOURCE_ALL, from, mark, want, on_old_request, a->det) < 0)
                 return -EIO;
             a->primed = true;
         }
-        int64_t upto = last - mark > (int64_t)a->cfg->cycle_records ? mark + (int64_t)a->cfg->cycle_records : last;
+        int64_t upto = mark;
+        if (last > mark && step_of(a, db, sources[s].table, sources[s].filter, mark, last,
+                                   (long)a->cfg->cycle_records, &upto) < 0)
+            return -EIO;
         rd->table = sources[s].table;
-        if (source_rows(db, sources[s].table, sources[s].filter, mark, upto, want, on_row, rd) < 0)
+        if (rows_of(a, db, sources[s].table, sources[s].filter, mark, upto, want, on_row, rd) < 0)
             return -EIO;
         if (cy->oom)
             return -ENOMEM;
         cy->marks[s] = upto;
-        cy->behind += last - upto;
+        int64_t behind = last - upto;
+        if (a->records && ch_source_behind(a->records, sources[s].table, sources[s].filter, upto, &behind) < 0)
+            return -EIO;
+        cy->behind += behind;
     }
     detect_flush(a->det);
     return cy->oom ? -ENOMEM : 0;
@@ -1005,9 +1041,10 @@ static int test_pair(analysis *a, cycle *cy, pair *p)
 {
     const ana_thresholds *t = ana_config_app(a->cfg, p->app);
     sample_set bp = {0}, bs = {0}, cp = {0}, cs = {0};
-    int r = fetch(a->st, p->app, p->base, &bp, &bs);
+    store *rs = a->records ? a->records : a->st;
+    int r = fetch(rs, p->app, p->base, &bp, &bs);
     if (r == 0)
-        r = fetch(a->st, p->app, p->cur, &cp, &cs);
+        r = fetch(rs, p->app, p->cur, &cp, &cs);
     regress_case *cases = NULL;
     size_t n_pages = 0, n_starts = 0;
     if (r == 0 && bp.n + bs.n && !(cases = calloc(bp.n + bs.n, sizeof *cases)))
@@ -1116,13 +1153,14 @@ static void *analysis_main(void *arg)
     return NULL;
 }
 
-analysis *analysis_start(store *st, const ana_config *cfg, const enum target_kind *targets, size_t n_targets,
-                         void (*kick)(void *ctx), void *kick_ctx)
+analysis *analysis_start(store *st, store *records, const ana_config *cfg, const enum target_kind *targets,
+                         size_t n_targets, void (*kick)(void *ctx), void *kick_ctx)
 {
     analysis *a = calloc(1, sizeof *a);
     if (!a)
         return NULL;
     a->st = st;
+    a->records = records;
     a->cfg = cfg;
     a->targets = targets;
     a->n_targets = n_targets;

@@ -53,11 +53,13 @@ typedef struct analysis_stats {
     int64_t issues[4];      /* new, ongoing, resolved, regressed, after the last cycle */
 } analysis_stats;
 
-/* Starts the thread. targets: the kinds of the n configured targets (a
+/* Starts the thread. st: the store of the application layer's tables
+ * (SQLite); records: the ClickHouse store whose rows it reads, or NULL
+ * for st's own. targets: the kinds of the n configured targets (a
  * delivery is queued for each). cfg lives as long as the analysis. NULL
  * when out of memory. */
-analysis *analysis_start(store *st, const ana_config *cfg, const enum target_kind *targets, size_t n_targets,
-                         void (*kick)(void *ctx), void *kick_ctx);
+analysis *analysis_start(store *st, store *records, const ana_config *cfg, const enum target_kind *targets,
+                         size_t n_targets, void (*kick)(void *ctx), void *kick_ctx);
 /* Stops after the cycle in progress. Accepts NULL. */
 void analysis_stop(analysis *a);
 

@@ -332,3 +332,93 @@ bool dash_cookie(const char *header, const char *name, char *out, size_t out_siz
     }
     return false;
 }
+
+/* ---- attribute lists ---- */
+
+void dash_attr_strings(const char *json, size_t len, const char *key, bool first,
+                       void (*fn)(void *ctx, const char *s, size_t n), void *ctx)
+{
+    if (!len)
+        return;
+    char *buf = malloc(len + 1);
+    if (!buf)
+        return;
+    memcpy(buf, json, len);
+    buf[len] = 0;
+    jread r;
+    jread_init(&r, buf, len, NULL, 0);
+    if (!jread_enter_array(&r)) {
+        free(buf);
+        return;
+    }
+    size_t kl = strlen(key);
+    bool done = false;
+    while (!done && jread_element(&r) > 0) {
+        if (jread_peek(&r) != JT_OBJECT) {
+            jvalue skip;
+            if (!jread_value(&r, &skip))
+                break;
+            continue;
+        }
+        jread_enter_object(&r);
+        const char *k;
+        size_t n;
+        bool ours = false;
+        int m;
+        while ((m = jread_member(&r, &k, &n)) > 0) {
+            jvalue x;
+            if (n == 3 && memcmp(k, "key", 3) == 0) {
+                if (!jread_value(&r, &x))
+                    break;
+                ours = x.type == JT_STRING && x.len == kl && memcmp(x.s, key, kl) == 0;
+            } else if (n == 5 && memcmp(k, "value", 5) == 0 && ours && jread_peek(&r) == JT_OBJECT) {
+                /* "key" came first: OTLP's JSON and what pacerd stores */
+                jread_enter_object(&r);
+                int vm;
+                while ((vm = jread_member(&r, &k, &n)) > 0) {
+                    if (n == 11 && memcmp(k, "stringValue", 11) == 0) {
+                        if (!jread_value(&r, &x))
+                            break;
+                        if (x.type == JT_STRING)
+                            fn(ctx, x.s, x.len);
+                    } else if (n == 10 && memcmp(k, "arrayValue", 10) == 0 && jread_peek(&r) == JT_OBJECT) {
+                        jread_enter_object(&r);
+                        int am;
+                        while ((am = jread_member(&r, &k, &n)) > 0) {
+                            if (!(n == 6 && memcmp(k, "values", 6) == 0 && jread_peek(&r) == JT_ARRAY)) {
+                                if (!jread_value(&r, &x))
+                                    break;
+                                continue;
+                            }
+                            jread_enter_array(&r);
+                            while (jread_element(&r) > 0) {
+                                if (jread_peek(&r) != JT_OBJECT) {
+                                    if (!jread_value(&r, &x))
+                                        break;
+                                    continue;
+                                }
+                                jread_enter_object(&r);
+                                int em;
+                                while ((em = jread_member(&r, &k, &n)) > 0) {
+                                    if (!jread_value(&r, &x))
+                                        break;
+                                    if (n == 11 && memcmp(k, "stringValue", 11) == 0 && x.type == JT_STRING)
+                                        fn(ctx, x.s, x.len);
+                                }
+                            }
+                        }
+                    } else if (!jread_value(&r, &x)) {
+                        break;
+                    }
+                }
+                if (first)
+                    done = true;
+            } else if (!jread_value(&r, &x)) {
+                break;
+            }
+        }
+        if (m < 0 || r.failed)
+            break;
+    }
+    free(buf);
+}

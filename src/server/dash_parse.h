@@ -24,6 +24,15 @@ void dash_apis_json(jbuf *b, const char *events, size_t len);
  * members of the open object b; each only when present. */
 void dash_extra_json(jbuf *b, const char *extra, size_t len);
 
+/* Calls fn with each string value of the attributes named key in an
+ * OpenTelemetry attribute list's JSON, len bytes
+ * ([{"key":…,"value":{"stringValue":…} or
+ * {"arrayValue":{"values":[{"stringValue":…},…]}}},…]); stops at the first
+ * attribute of that key when first. The strings are unescaped, in a copy
+ * that lives until fn returns. Text that is not such JSON has none. */
+void dash_attr_strings(const char *json, size_t len, const char *key, bool first,
+                       void (*fn)(void *ctx, const char *s, size_t n), void *ctx);
+
 #define DASH_MAX_FRAMES 256
 
 typedef struct dash_frame {

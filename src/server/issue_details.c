@@ -22,7 +22,9 @@ void details_count(iss_counter *list, size_t *n_list, const char *name, int64_t 
     for (int pass = 0; pass < 2; pass++) {
         for (size_t i = 0; i < *n_list; i++)
             if (strcmp(list[i].name, name) == 0) {
-                list[i].n += n;
+                /* a count back at zero is no count: dropped, as one of zero is never added */
+                if ((list[i].n += n) == 0)
+                    memmove(&list[i], &list[i + 1], (--*n_list - i) * sizeof *list);
                 return;
             }
         if (*n_list < ISS_MAX_COUNTERS)

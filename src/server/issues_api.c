@@ -13,6 +13,7 @@
  */
 #include "issue_json.h"
 #include "pacerd.h"
+#include "store_ch_source.h"
 #include "store_issues.h"
 
 #include <pacer/base/json.h>
@@ -155,7 +156,7 @@ static void list_issues(pacerd *d, const http_request *rq, http_response *rs)
     jbuf_open(&b, '{');
     jbuf_kv_str(&b, "app", l.q.app);
     l.out = &b;
-    int r = store_read(d->store, list_rows, &l);
+    int r = store_read(d->state, list_rows, &l);
     jbuf_close(&b, '}');
     if (r < 0) {
         jbuf_free(&b);
@@ -182,7 +183,7 @@ static void answer_issue(pacerd *d, const char *id, http_response *rs)
     jbuf b;
     jbuf_init(&b);
     one o = {d->acfg, id, &b};
-    int r = store_read(d->store, one_row, &o);
+    int r = store_read(d->state, one_row, &o);
     if (r == -ENOENT) {
         jbuf_free(&b);
         http_error(rs, 404, "no issue %s", id);
@@ -267,7 +268,8 @@ static void clean_answer(pacerd *d, const http_request *rq, http_response *rs)
     jbuf_init(&b);
     jbuf_open(&b, '{');
     jbuf_kv_str(&b, "app", app);
-    int r = issues_clean_json(d->store, app, &b);
+    /* on ClickHouse, every instance's counts (store_ch_source.h) */
+    int r = d->state != d->store ? ch_source_clean_json(d->store, app, &b) : issues_clean_json(d->state, app, &b);
     jbuf_close(&b, '}');
     if (r < 0) {
         jbuf_free(&b);
@@ -280,6 +282,12 @@ static void clean_answer(pacerd *d, const http_request *rq, http_response *rs)
 bool issues_api_handle(pacerd *d, const http_request *rq, http_response *rs)
 {
     bool patch = strcmp(rq->method, "PATCH") == 0;
+    if (!d->issues && (strcmp(rq->path, "/api/v1/cleaning") == 0 || strcmp(rq->path, "/api/v1/issues") == 0 ||
+                       strncmp(rq->path, "/api/v1/issues/", 15) == 0)) {
+        http_error(rs, 501, "the application layer (issues, cleaning counts) runs on the %s instance given "
+                   "--state, not this one", store_backend_name(d->store));
+        return true;
+    }
     if (strcmp(rq->path, "/api/v1/cleaning") == 0) {
         clean_answer(d, rq, rs);
         return true;

@@ -1,6 +1,7 @@
 /* pacerd: command line, start-up, signals and shutdown.
  *
  *   pacerd --listen ADDR:PORT --db FILE --admin-token-file FILE --keys-file FILE [options]
+ *   pacerd --listen ADDR:PORT --clickhouse URL|--clickhouse-file FILE --admin-token-file FILE …
  *
  * Start: credentials → the application layer's settings → store (schema,
  * writer thread, the application layer's hooks and tables) → deliveries →
@@ -36,7 +37,7 @@
 #define MAX_TARGETS 16
 
 typedef struct options {
-    const char *listen, *db, *admin_file, *keys_file, *tls_cert, *tls_key, *web_root;
+    const char *listen, *db, *state, *admin_file, *keys_file, *tls_cert, *tls_key, *web_root, *clickhouse, *clickhouse_file;
     const char *analysis_config, *github_url, *github_token_file;
     const char *webhooks[MAX_TARGETS];
     size_t n_webhooks;
@@ -51,9 +52,18 @@ typedef struct options {
 static void usage(FILE *f)
 {
     fputs("usage: pacerd --listen ADDR:PORT --db FILE --admin-token-file FILE --keys-file FILE [options]\n"
+          "       pacerd --listen ADDR:PORT --clickhouse URL --admin-token-file FILE --keys-file FILE [options]\n"
           "\n"
           "  --listen ADDR:PORT        address to serve on (127.0.0.1:4318, [::1]:4318; port 0: any free port)\n"
           "  --db FILE                 SQLite database (created when missing)\n"
+          "  --clickhouse URL          store in ClickHouse instead: http://[USER[:PASSWORD]@]HOST[:PORT]/[DATABASE]\n"
+          "                            (database pacer by default, created when missing); several pacerd may\n"
+          "                            share it. HOST1:PORT1,HOST2:PORT2 with ?cluster=NAME: the shards of a\n"
+          "                            cluster in ClickHouse's remote_servers, tables on each (docs/server.md)\n"
+          "  --clickhouse-file FILE    the same URL read from FILE's first line (keeps the password out of ps)\n"
+          "  --state FILE              ClickHouse: run the application layer (analysis, issues, deliveries) on\n"
+          "                            this instance, its state in this SQLite file; one instance of those\n"
+          "                            sharing a database (docs/server.md, \"Scaling out\")\n"
           "  --admin-token-file FILE   the admin token (first line): config changes, queries, /metrics\n"
           "  --keys-file FILE          ingest keys, one \"APP KEY [rate=N/s] [burst=N] [daily=N]\" per line\n"
           "                            (SIGHUP reads both files again)\n"
@@ -81,17 +91,25 @@ static void usage(FILE *f)
           "  --drain-timeout S         on SIGTERM, longest wait for requests in flight (default 30)\n"
           "  --sync normal|full        SQLite synchronous mode (default normal: durable across a crash of\n"
           "                            pacerd; full: also across a crash of the machine)\n"
-          "  --rollup-lag MS           longest time a stored record waits to be added to the rollups\n"
+          "  --rollup-lag MS           SQLite: longest time a stored record waits to be added to the rollups\n"
           "                            (default 500; queries read such records from the raw rows)\n"
-          "  --seal-rows N             records that wait in commit order before they are sealed into\n"
+          "  --seal-rows N             SQLite: records that wait in commit order before they are sealed into\n"
           "                            blocks of a day (default 32768)\n"
           "  --retention-days N        keep the records of the last N UTC days and today: older days are\n"
           "                            dropped whole, and records older than that are refused\n"
-          "                            (default 0: keep everything)\n"
-          "  --rollup-retention-days N keep the daily percentile rollups N days (default 0: always;\n"
+          "                            (default 0: keep everything; on ClickHouse the days are those\n"
+          "                            received, as --clickhouse-retention-days N)\n"
+          "  --rollup-retention-days N SQLite: keep the daily percentile rollups N days (default 0: always;\n"
           "                            at least --retention-days)\n"
+          "  --clickhouse-slot S       ClickHouse: the commit hour that consolidation sums at once\n"
+          "                            (default 3600; a divisor of 86400)\n"
+          "  --clickhouse-settle S     ClickHouse: how long after a slot ended it is consolidated (default 360;\n"
+          "                            a batch commits within S/2 of its start or is refused 503)\n"
+          "  --clickhouse-day S        ClickHouse: the span consolidated a second time (default 86400)\n"
+          "  --clickhouse-retention-days N  ClickHouse: drop what was received more than N days ago,\n"
+          "                            whole days at a time (default 0: keep everything)\n"
           "\n"
-          "issues (docs/server.md, \"Issues\"):\n"
+          "issues (docs/server.md, \"Issues\"; on ClickHouse only the cleaning thresholds apply):\n"
           "  --analysis-config FILE    thresholds of cleaning, the issue kinds, grading, regressions and\n"
           "                            the life cycle, for all apps or per app (default: the documented ones)\n"
           "  --webhook URL             POST each issue that becomes new or regressed or changes severity\n"
@@ -179,6 +197,13 @@ static int parse_args(int argc, char **argv, options *o)
         {"drain-timeout", required_argument, NULL, 'D'},
         {"sync", required_argument, NULL, 's'},
         {"rollup-lag", required_argument, NULL, 'r'},
+        {"clickhouse", required_argument, NULL, 'X'},
+        {"clickhouse-file", required_argument, NULL, 'x'},
+        {"state", required_argument, NULL, 'Z'},
+        {"clickhouse-slot", required_argument, NULL, 'u'},
+        {"clickhouse-settle", required_argument, NULL, 'n'},
+        {"clickhouse-day", required_argument, NULL, 'Y'},
+        {"clickhouse-retention-days", required_argument, NULL, 'E'},
         {"retention-days", required_argument, NULL, 'y'},
         {"seal-rows", required_argument, NULL, 'S'},
         {"rollup-retention-days", required_argument, NULL, 'U'},
@@ -219,6 +244,10 @@ static int parse_args(int argc, char **argv, options *o)
         {'q', "--max-queue", 1, 100000000, &o->store.max_queued_items, NULL, ""},
         {'D', "--drain-timeout", 1, 3600, NULL, &o->drain_timeout_s, " s"},
         {'r', "--rollup-lag", 0, 3600000, &o->store.rollup_lag_ms, NULL, " ms"},
+        {'u', "--clickhouse-slot", 1, 86400, NULL, &o->store.clickhouse_unit_s, " s"},
+        {'n', "--clickhouse-settle", 2, 86400, NULL, &o->store.clickhouse_settle_s, " s"},
+        {'Y', "--clickhouse-day", 1, 86400, NULL, &o->store.clickhouse_day_s, " s"},
+        {'E', "--clickhouse-retention-days", 0, 100000, NULL, &o->store.clickhouse_retention_days, " days"},
         {'y', "--retention-days", 0, 36500, NULL, &o->store.retention_days, " days"},
         {'S', "--seal-rows", 1, 10000000, &o->store.seal_rows, NULL, ""},
         {'U', "--rollup-retention-days", 0, 36500, NULL, &o->store.rollup_retention_days, " days"},
@@ -252,6 +281,9 @@ static int parse_args(int argc, char **argv, options *o)
             }
             break;
         case 'd': o->db = optarg; break;
+        case 'X': o->clickhouse = optarg; break;
+        case 'x': o->clickhouse_file = optarg; break;
+        case 'Z': o->state = optarg; break;
         case 'a': o->admin_file = optarg; break;
         case 'k': o->keys_file = optarg; break;
         case 'C': o->tls_cert = optarg; break;
@@ -295,11 +327,40 @@ static int parse_args(int argc, char **argv, options *o)
         fprintf(stderr, "pacerd: unexpected argument %s (see pacerd --help)\n", argv[optind]);
         return -EINVAL;
     }
-    const char *missing = !o->listen ? "--listen" : !o->db ? "--db" : !o->admin_file ? "--admin-token-file"
+    int stores = !!o->db + !!o->clickhouse + !!o->clickhouse_file;
+    if (stores > 1) {
+        fprintf(stderr, "pacerd: give one of --db, --clickhouse, --clickhouse-file\n");
+        return -EINVAL;
+    }
+    const char *missing = !o->listen ? "--listen" : !stores ? "--db (or --clickhouse)" : !o->admin_file ? "--admin-token-file"
                           : !o->keys_file ? "--keys-file" : NULL;
     if (missing) {
         fprintf(stderr, "pacerd: %s is required (see pacerd --help)\n", missing);
         return -EINVAL;
+    }
+    if (o->state && o->db) {
+        fprintf(stderr, "pacerd: --state: for the ClickHouse store (on SQLite the state is in --db's file)\n");
+        return -EINVAL;
+    }
+    if ((o->clickhouse || o->clickhouse_file) && !o->state && (o->n_webhooks || o->github_url)) {
+        fprintf(stderr, "pacerd: %s: only on the instance that runs the application layer (--state FILE; "
+                        "docs/server.md, \"Scaling out\")\n", o->n_webhooks ? "--webhook" : "--github-issues");
+        return -EINVAL;
+    }
+    if ((o->clickhouse || o->clickhouse_file) && (o->store.rollup_retention_days || o->store.seal_rows)) {
+        fprintf(stderr, "pacerd: %s: for the SQLite store (--db) only\n",
+                o->store.rollup_retention_days ? "--rollup-retention-days" : "--seal-rows");
+        return -EINVAL;
+    }
+    if ((o->clickhouse || o->clickhouse_file) && o->store.retention_days) {
+        /* ClickHouse drops the days received before the horizon; ingest
+         * refuses records older than it, as on SQLite */
+        if (o->store.clickhouse_retention_days && o->store.clickhouse_retention_days != o->store.retention_days) {
+            fprintf(stderr, "pacerd: --retention-days %u and --clickhouse-retention-days %u: give one\n",
+                    o->store.retention_days, o->store.clickhouse_retention_days);
+            return -EINVAL;
+        }
+        o->store.clickhouse_retention_days = o->store.retention_days;
     }
     if (!o->github_url != !o->github_token_file) {
         fprintf(stderr, "pacerd: --github-issues and --github-token-file go together\n");
@@ -353,6 +414,28 @@ static void wipe_free(char *s)
         memset(s, 0, strlen(s));
         free(s);
     }
+}
+
+/* The ClickHouse URL from the first line of a file (it may hold a
+ * password): malloc'd, or NULL with the reason on stderr. */
+static char *read_url(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        fprintf(stderr, "pacerd: --clickhouse-file %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    char line[4096];
+    bool ok = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    line[strcspn(line, "\r\n")] = 0;
+    if (!ok || !line[0]) {
+        fprintf(stderr, "pacerd: --clickhouse-file %s: expected the URL on the first line\n", path);
+        return NULL;
+    }
+    char *url = strdup(line);
+    memset(line, 0, sizeof line);
+    return url;
 }
 
 /* Open files: every connection is one. The soft limit goes up to the hard
@@ -490,11 +573,48 @@ int main(int argc, char **argv)
         fprintf(stderr, "pacerd: out of memory\n");
         return 1;
     }
-    o.store.hooks = issues_store_hooks(d.issues);
+    bool clickhouse = o.clickhouse || o.clickhouse_file;
+    if (clickhouse && !o.state) { /* the application layer runs on the instance given --state */
+        issues_store_free(d.issues);
+        d.issues = NULL;
+    } else if (!clickhouse) {
+        o.store.hooks = issues_store_hooks(d.issues);
+    }
     o.store.log = log_line;
-    d.store = store_open(o.db, &o.store, err, sizeof err);
-    if (!d.store || issues_store_open(d.issues, d.store, err, sizeof err) < 0) {
-        fprintf(stderr, "pacerd: %s\n", err);
+    char *url = o.clickhouse_file ? read_url(o.clickhouse_file) : NULL;
+    if (o.clickhouse_file && !url) {
+        issues_store_free(d.issues);
+        ana_config_free(&acfg);
+        wipe_free(github_token);
+        auth_free(d.auth);
+        free(cert);
+        wipe_free(key);
+        return 1;
+    }
+    if (clickhouse) {
+        d.store = store_open_clickhouse(url ? url : o.clickhouse, &o.store, err, sizeof err);
+        if (d.store && !o.state)
+            fprintf(stderr, "pacerd: ClickHouse store: the application layer runs on the instance given --state: "
+                            "records are cleaned on ingest (--analysis-config); /api/v1/issues and "
+                            "/api/v1/cleaning answer 501 here\n");
+        if (d.store && o.state) {
+            /* the application layer's tables in a SQLite file of its own (no records in it) */
+            store_options so = {.log = log_line};
+            d.state = store_open(o.state, &so, err, sizeof err);
+            if (!d.state) {
+                store_close(d.store);
+                d.store = NULL;
+            }
+        }
+    } else {
+        d.store = store_open(o.db, &o.store, err, sizeof err);
+        d.state = d.store;
+    }
+    wipe_free(url);
+    if (!d.store || (d.issues && issues_store_open(d.issues, d.state, err, sizeof err) < 0)) {
+        fprintf(stderr, "pacerd: %s%s\n", d.store && o.state ? "--state: " : "", err);
+        if (d.state != d.store)
+            store_close(d.state);
         store_close(d.store);
         issues_store_free(d.issues);
         ana_config_free(&acfg);
@@ -504,9 +624,11 @@ int main(int argc, char **argv)
         wipe_free(key);
         return 1;
     }
-    d.deliver = n_targets ? deliver_start(d.store, targets, n_targets, &acfg) : NULL;
-    d.analysis = analysis_start(d.store, &acfg, kinds, n_targets, deliver_kick, d.deliver);
-    if ((n_targets && !d.deliver) || !d.analysis) {
+    d.deliver = n_targets && d.issues ? deliver_start(d.state, targets, n_targets, &acfg) : NULL;
+    d.analysis = d.issues ? analysis_start(d.state, d.state != d.store ? d.store : NULL, &acfg, kinds, n_targets,
+                                           deliver_kick, d.deliver)
+                          : NULL;
+    if (d.issues && ((n_targets && !d.deliver) || !d.analysis)) {
         fprintf(stderr, "pacerd: cannot start the analysis or the deliveries (out of memory, or libcurl)\n");
         return 1;
     }
@@ -521,6 +643,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "pacerd: %s\n", err);
         analysis_stop(d.analysis);
         deliver_stop(d.deliver);
+        if (d.state != d.store)
+            store_close(d.state);
         store_close(d.store);
         issues_store_free(d.issues);
         ana_config_free(&acfg);
@@ -556,6 +680,8 @@ int main(int argc, char **argv)
     http_stop(d.http);
     analysis_stop(d.analysis);
     deliver_stop(d.deliver);
+    if (d.state != d.store)
+        store_close(d.state);
     store_close(d.store);
     issues_store_free(d.issues);
     ana_config_free(&acfg);

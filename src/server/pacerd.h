@@ -18,6 +18,7 @@
 
 typedef struct pacerd {
     store *store;
+    store *state; /* the application layer's tables: store on SQLite, --state's file on ClickHouse */
     auth *auth;
     server_metrics metrics;
     http_server *http; /* for /metrics */

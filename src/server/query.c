@@ -156,7 +156,7 @@ static void metrics_json(jbuf *b, enum store_kind kind, const agg *g)
         kv_ms(b, "p99", sketch_quantile(s, 0.99));
         kv_ms(b, "min", s->min);
         kv_ms(b, "max", s->max);
-        kv_ms(b, "mean", s->sum / (double)s->count);
+        kv_ms(b, "mean", sketch_sum(s) / (double)s->count);
         jbuf_close(b, '}');
     }
     jbuf_close(b, '}');

@@ -688,7 +688,7 @@ static void tallies_json(jbuf *b, const char *key, const char *name_key, const t
 static int cmp_group(const void *x, const void *y)
 {
     const jgroup *a = *(jgroup *const *)x, *b = *(jgroup *const *)y;
-    double ta = a->durations.sum, tb = b->durations.sum; /* time lost first */
+    double ta = sketch_sum(&a->durations), tb = sketch_sum(&b->durations); /* time lost first */
     return ta < tb ? 1 : ta > tb ? -1 : strcmp(a->fingerprint, b->fingerprint);
 }
 
@@ -783,7 +783,7 @@ static void jank(pacerd *d, const http_request *rq, http_response *rs)
         jbuf_open(&b, '{');
         jbuf_kv_double(&b, "p50", round(sketch_quantile(&g->durations, 0.5) * 1000.0) / 1000.0);
         jbuf_kv_double(&b, "max", round(g->durations.max * 1000.0) / 1000.0);
-        jbuf_kv_double(&b, "sum", round(g->durations.sum * 1000.0) / 1000.0);
+        jbuf_kv_double(&b, "sum", round(sketch_sum(&g->durations) * 1000.0) / 1000.0);
         jbuf_close(&b, '}');
         jbuf_kv_i64(&b, "first_ts", g->first_ts);
         jbuf_kv_i64(&b, "last_ts", g->last_ts);

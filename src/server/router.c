@@ -24,6 +24,7 @@
  * /api/v1 take no query parameters.
  */
 #include "pacerd.h"
+#include "store_ch_source.h"
 
 #include <pacer/base/clock.h>
 
@@ -305,7 +306,10 @@ void issues_metrics_render(pacerd *d, jbuf *b)
 {
     if (d->issues) {
         uint64_t totals[CLEAN_COUNT];
-        issues_clean_totals(d->issues, totals);
+        if (d->state != d->store)
+            ch_source_clean_totals(d->store, totals);
+        else
+            issues_clean_totals(d->issues, totals);
         jbuf_puts(b, "# HELP pacerd_clean_records_total Pacer records kept out of the statistics (or counted), by "
                      "reason (docs/server.md, Cleaning).\n# TYPE pacerd_clean_records_total counter\n");
         for (int k = 1; k < CLEAN_COUNT; k++)

@@ -87,14 +87,27 @@ static int reserve(sketch *s, int32_t lo, int32_t hi, int32_t *ret_floor)
     return 0;
 }
 
+#define SUM_MAX ((__int128)1 << 120) /* sums saturate here (far beyond any duration) */
+
+static __int128 add_sat(__int128 a, __int128 b)
+{
+    return a > SUM_MAX - b ? SUM_MAX : a + b;
+}
+
 static void note_value(sketch *s, double v)
 {
     if (s->count == 0 || v < s->min)
         s->min = v;
     if (s->count == 0 || v > s->max)
         s->max = v;
-    s->sum += v;
+    double ns = nearbyint(v * 1e6); /* v >= 0 and finite */
+    s->sum_ns = add_sat(s->sum_ns, ns < 1e36 ? (__int128)ns : SUM_MAX);
     s->count++;
+}
+
+double sketch_sum(const sketch *s)
+{
+    return (double)s->sum_ns / 1e6;
 }
 
 int sketch_add(sketch *s, double value)
@@ -138,7 +151,7 @@ int sketch_merge(sketch *dst, const sketch *src)
         dst->min = src->min;
     if (dst->count == 0 || src->max > dst->max)
         dst->max = src->max;
-    dst->sum += src->sum;
+    dst->sum_ns = add_sat(dst->sum_ns, src->sum_ns);
     dst->count += src->count;
     dst->zero_count += src->zero_count;
     return 0;
@@ -179,8 +192,11 @@ double sketch_quantile(const sketch *s, double q)
     return v;
 }
 
-/* Encoding: 'D' 1 | varint count | varint zero_count | f64 sum min max |
- * zigzag varint offset | varint n_bins | n_bins varint counts. */
+/* Encoding: 'D' version | varint count | varint zero_count | the sum |
+ * f64 min max | zigzag varint offset | varint n_bins | the counts. The
+ * sum: versions 3 and 4, varint sum_ns (low 64 bits) and varint sum_ns >>
+ * 64; versions 1 and 2 (files of earlier pacerd), f64 sum in milliseconds,
+ * read rounded to nanoseconds. */
 
 static size_t put_varint(uint8_t *p, uint64_t v)
 {
@@ -229,11 +245,11 @@ static int get_double(const uint8_t *buf, size_t len, size_t *pos, double *ret)
     return 0;
 }
 
-/* Two layouts after the same header ('D', version, count, zero count,
- * sum, min, max, zigzag offset, n_bins): version 1, the n_bins counts one
- * after the other; version 2, for a sketch with few of its bins used (a
- * sub-day bucket of a few values), pairs (zeros skipped, count) for the
- * bins that are not empty. The smaller is written; both are read. */
+/* Two layouts of the counts after the same header: dense (versions 1
+ * and 3), the n_bins counts one after the other; sparse (versions 2 and
+ * 4), for a sketch with few of its bins used (a sub-day bucket of a few
+ * values), pairs (zeros skipped, count) for the bins that are not empty.
+ * The smaller is written (3 or 4); all four are read. */
 int sketch_encode(const sketch *s, uint8_t **ret_buf, size_t *ret_len)
 {
     size_t dense = 0, sparse = 0;
@@ -248,19 +264,20 @@ int sketch_encode(const sketch *s, uint8_t **ret_buf, size_t *ret_len)
         gap = 0;
     }
     bool use_sparse = sparse < dense;
-    size_t cap = 2 + 10 * 2 + 24 + 5 + 5 + (use_sparse ? sparse : dense);
+    size_t cap = 2 + 10 * 4 + 16 + 5 + 5 + (use_sparse ? sparse : dense);
     uint8_t *buf = malloc(cap);
     if (!buf)
         return -ENOMEM;
     size_t n = 0;
     buf[n++] = 'D';
-    buf[n++] = use_sparse ? 2 : 1;
+    buf[n++] = use_sparse ? 4 : 3;
     n += put_varint(buf + n, s->count);
     n += put_varint(buf + n, s->zero_count);
-    put_double(buf + n, s->sum);
-    put_double(buf + n + 8, s->min);
-    put_double(buf + n + 16, s->max);
-    n += 24;
+    n += put_varint(buf + n, (uint64_t)s->sum_ns);
+    n += put_varint(buf + n, (uint64_t)(s->sum_ns >> 64));
+    put_double(buf + n, s->min);
+    put_double(buf + n + 8, s->max);
+    n += 16;
     uint32_t zz = ((uint32_t)s->offset << 1) ^ (uint32_t)(s->offset >> 31);
     n += put_varint(buf + n, zz);
     n += put_varint(buf + n, s->n_bins);
@@ -280,18 +297,35 @@ int sketch_encode(const sketch *s, uint8_t **ret_buf, size_t *ret_len)
     return 0;
 }
 
+/* What comes before the counts, from pos 2 on; 0 or -EBADMSG. */
+static int get_header(const uint8_t *buf, size_t len, size_t *pos, uint64_t *count, uint64_t *zero,
+                      __int128 *sum_ns, double *mn, double *mx, uint64_t *zz, uint64_t *n_bins, bool *sparse)
+{
+    if (len < 2 || buf[0] != 'D' || buf[1] < 1 || buf[1] > 4)
+        return -EBADMSG;
+    bool f64_sum = buf[1] <= 2;
+    *sparse = buf[1] == 2 || buf[1] == 4;
+    uint64_t lo = 0, hi = 0;
+    double sum = 0;
+    if (get_varint(buf, len, pos, count) < 0 || get_varint(buf, len, pos, zero) < 0 ||
+        (f64_sum ? get_double(buf, len, pos, &sum) < 0
+                 : get_varint(buf, len, pos, &lo) < 0 || get_varint(buf, len, pos, &hi) < 0) ||
+        get_double(buf, len, pos, mn) < 0 || get_double(buf, len, pos, mx) < 0 ||
+        get_varint(buf, len, pos, zz) < 0 || get_varint(buf, len, pos, n_bins) < 0)
+        return -EBADMSG;
+    *sum_ns = f64_sum ? (sum >= 0 && sum * 1e6 < 1e36 ? (__int128)nearbyint(sum * 1e6) : 0)
+                      : (__int128)((unsigned __int128)hi << 64 | lo);
+    return *sum_ns < 0 || *sum_ns > SUM_MAX ? -EBADMSG : 0;
+}
+
 int sketch_merge_encoded(sketch *dst, const uint8_t *buf, size_t len)
 {
     size_t pos = 2;
     uint64_t count, zero, zz, n_bins;
-    double sum, mn, mx;
-    if (len < 2 || buf[0] != 'D' || (buf[1] != 1 && buf[1] != 2))
-        return -EBADMSG;
-    bool sparse = buf[1] == 2;
-    if (get_varint(buf, len, &pos, &count) < 0 || get_varint(buf, len, &pos, &zero) < 0 ||
-        get_double(buf, len, &pos, &sum) < 0 || get_double(buf, len, &pos, &mn) < 0 ||
-        get_double(buf, len, &pos, &mx) < 0 || get_varint(buf, len, &pos, &zz) < 0 ||
-        get_varint(buf, len, &pos, &n_bins) < 0)
+    __int128 sum_ns;
+    double mn, mx;
+    bool sparse;
+    if (get_header(buf, len, &pos, &count, &zero, &sum_ns, &mn, &mx, &zz, &n_bins, &sparse) < 0)
         return -EBADMSG;
     if (zz > UINT32_MAX || n_bins > SKETCH_MAX_BINS || zero > count)
         return -EBADMSG;
@@ -325,7 +359,7 @@ int sketch_merge_encoded(sketch *dst, const uint8_t *buf, size_t len)
         dst->min = mn;
     if (dst->count == 0 || mx > dst->max)
         dst->max = mx;
-    dst->sum += sum;
+    dst->sum_ns = add_sat(dst->sum_ns, sum_ns);
     dst->count += count;
     dst->zero_count += zero;
     return 0;
@@ -341,14 +375,10 @@ int sketch_decode(sketch *s, const uint8_t *buf, size_t len)
     sketch_init(s);
     size_t pos = 2;
     uint64_t count, zero, zz, n_bins;
-    double sum, mn, mx;
-    if (len < 2 || buf[0] != 'D' || (buf[1] != 1 && buf[1] != 2))
-        goto bad;
-    bool sparse = buf[1] == 2;
-    if (get_varint(buf, len, &pos, &count) < 0 || get_varint(buf, len, &pos, &zero) < 0 ||
-        get_double(buf, len, &pos, &sum) < 0 || get_double(buf, len, &pos, &mn) < 0 ||
-        get_double(buf, len, &pos, &mx) < 0 || get_varint(buf, len, &pos, &zz) < 0 ||
-        get_varint(buf, len, &pos, &n_bins) < 0)
+    __int128 sum_ns;
+    double mn, mx;
+    bool sparse;
+    if (get_header(buf, len, &pos, &count, &zero, &sum_ns, &mn, &mx, &zz, &n_bins, &sparse) < 0)
         goto bad;
     if (zz > UINT32_MAX || n_bins > SKETCH_MAX_BINS || zero > count)
         goto bad;
@@ -391,7 +421,7 @@ int sketch_decode(sketch *s, const uint8_t *buf, size_t len)
     }
     s->count = count;
     s->zero_count = zero;
-    s->sum = sum;
+    s->sum_ns = sum_ns;
     s->min = mn;
     s->max = mx;
     s->offset = offset;
@@ -402,4 +432,35 @@ int sketch_decode(sketch *s, const uint8_t *buf, size_t len)
 bad:
     free(keep); /* the buckets of the earlier decode: s is empty now */
     return -EBADMSG;
+}
+
+int sketch_set(sketch *s, uint64_t zero_count, __int128 sum_ns, double min, double max, int32_t offset,
+               const uint64_t *bins, size_t n)
+{
+    sketch_reset(s);
+    uint64_t count = zero_count;
+    for (size_t k = 0; k < n; k++) {
+        if (bins[k] > UINT64_MAX - count)
+            return -EBADMSG;
+        count += bins[k];
+    }
+    if (count == zero_count)
+        n = 0; /* buckets of zeros only: none */
+    if (n > SKETCH_MAX_BINS || (int64_t)offset + (int64_t)n > INT32_MAX || (count && !(min <= max)) || sum_ns < 0 ||
+        sum_ns > SUM_MAX)
+        return -EBADMSG;
+    if (n) {
+        s->bins = malloc(n * sizeof *s->bins);
+        if (!s->bins)
+            return -ENOMEM;
+        memcpy(s->bins, bins, n * sizeof *s->bins);
+    }
+    s->count = count;
+    s->zero_count = zero_count;
+    s->sum_ns = sum_ns;
+    s->min = min;
+    s->max = max;
+    s->offset = offset;
+    s->n_bins = s->cap_bins = (uint32_t)n;
+    return 0;
 }

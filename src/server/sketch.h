@@ -10,6 +10,10 @@
  *
  * Two sketches merge by adding bucket counts, so the merge of per-day
  * sketches equals the sketch of all the values (exactly, bucket for bucket).
+ * The sum is kept in whole nanoseconds (each value rounded to the
+ * nanosecond, then added as an integer), so that it, too, is the same
+ * however the values were split and merged: a mean does not depend on the
+ * order of additions, nor on which store or tier summed them.
  *
  * Buckets are a dense array of counts starting at index `offset`. At most
  * SKETCH_MAX_BINS buckets are kept; beyond that the lowest buckets collapse
@@ -32,7 +36,8 @@
 typedef struct sketch {
     uint64_t count;       /* every value added, zero bucket included */
     uint64_t zero_count;
-    double sum, min, max; /* exact, over the values added */
+    __int128 sum_ns;      /* the values, each rounded to the nanosecond, summed exactly (saturating) */
+    double min, max;      /* exact, over the values added */
     int32_t offset;       /* bucket index of bins[0] */
     uint32_t n_bins;      /* used */
     uint32_t cap_bins;    /* allocated */
@@ -57,6 +62,9 @@ int sketch_merge(sketch *dst, const sketch *src);
  * Returns 0 for an empty sketch. */
 double sketch_quantile(const sketch *s, double q);
 
+/* The sum of the values in milliseconds (from sum_ns). */
+double sketch_sum(const sketch *s);
+
 /* Serialises to a malloc'd buffer (compact: varint counts; for a sketch
  * with few of its bins used, those with the gaps between). Returns 0 and
  * stores the buffer and its size, or -ENOMEM. */
@@ -66,6 +74,14 @@ int sketch_encode(const sketch *s, uint8_t **ret_buf, size_t *ret_len);
  * Returns 0, or -EBADMSG for a buffer that is not a valid encoding (the
  * sketch is left empty), or -ENOMEM. Never reads outside buf[0..len). */
 int sketch_decode(sketch *s, const uint8_t *buf, size_t len);
+
+/* Makes the empty (initialised) sketch s hold exactly these parts: n
+ * bucket counts from index offset, zero_count values in the zero bucket,
+ * and the values' sum (sum_ns), min and max (what sketch_encode keeps; a
+ * store that keeps the parts in columns of its own rebuilds the sketch
+ * with it). Returns 0, -EBADMSG for parts no sketch has, or -ENOMEM. */
+int sketch_set(sketch *s, uint64_t zero_count, __int128 sum_ns, double min, double max, int32_t offset,
+               const uint64_t *bins, size_t n);
 
 /* sketch_merge of what sketch_encode wrote into buf, without decoding it
  * first (a query merges thousands). 0, -EBADMSG for a buffer that is not

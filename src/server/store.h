@@ -1,4 +1,10 @@
-/* pacerd's storage on SQLite: raw records (each resource and scope once,
+/* pacerd's storage. Two backends serve this interface (store.c hands each
+ * call to the one that opened the store): SQLite, described here, and
+ * ClickHouse, for several pacerd instances sharing one database
+ * (store_clickhouse.c: its schema, and how batches stay exactly once
+ * without a single writer). Both give the same answers on the same data.
+ *
+ * On SQLite: raw records (each resource and scope once,
  * rows naming them by id), rollups, the indexes the read APIs use, batch
  * ids, configs.
  *
@@ -219,7 +225,7 @@ typedef struct store_options {
     size_t max_queued_items; /* records waiting for the writer before submits get -EAGAIN */
     size_t readers;          /* read connections */
     size_t rollup_lag_ms;    /* longest a committed record waits to be added to the rollups (0: none) */
-    /* days of raw records kept (0: all): the partitions of older UTC days
+    /* SQLite (store_sqlite.c): days of raw records kept (0: all): the partitions of older UTC days
      * are dropped, with the sub-day rollups; days of the daily rollups
      * kept (0: all, else at least retention_days) */
     unsigned retention_days, rollup_retention_days;
@@ -229,6 +235,12 @@ typedef struct store_options {
     /* records of a day from which the next day gets ten-minute rollups
      * (0: 500000) */
     size_t fine_day_rows;
+    /* ClickHouse (store_clickhouse.c), 0 for the defaults: the commit hour
+     * consolidated into the rollups (3600 s), the span of level 2 (86400),
+     * how long after an hour ends it is (360; an attempt commits within
+     * half of it or not at all), writer threads (2) */
+    unsigned clickhouse_unit_s, clickhouse_day_s, clickhouse_settle_s, clickhouse_writers;
+    unsigned clickhouse_retention_days; /* ClickHouse: drop what was received this many days ago (0: keep) */
     /* where failures of the store are told, one line each, no newline
      * (NULL: nowhere); called from any of the store's threads */
     void (*log)(void *ctx, const char *msg);
@@ -239,6 +251,12 @@ typedef struct store_options {
 /* Opens (creating when needed) the database and starts the writer thread.
  * Returns NULL with a message "PATH: reason" in err. */
 store *store_open(const char *path, const store_options *opt, char *err, size_t err_size);
+/* Opens the ClickHouse store at url, "http://[USER[:PASSWORD]@]HOST[:PORT]/[DATABASE][?cluster=NAME]"
+ * (store_clickhouse.c), creating the database and its tables when missing.
+ * NULL with a message in err (the password never in it). */
+store *store_open_clickhouse(const char *url, const store_options *opt, char *err, size_t err_size);
+/* The backend that serves the store: "sqlite" or "clickhouse". */
+const char *store_backend_name(store *st);
 /* Finishes queued jobs, stops the writer, closes everything. Accepts NULL. */
 void store_close(store *st);
 
@@ -400,12 +418,18 @@ int store_explain(store *st, void (*cb)(void *ctx, const char *name, const char 
  * as "true"/"false"). */
 uint64_t store_attr_hash(const char *key, size_t key_len, const char *text, size_t len);
 
+/* Whether the attribute list (OTLP JSON, len bytes) has every filter's
+ * key with a value the filter's text matches, as store_span_query says.
+ * Any thread. */
+bool store_attrs_match(const char *json, size_t len, const store_attr_filter *filters, size_t n);
+
 /* Every (app, version) that has rollups, sorted. */
 int store_apps(store *st, void (*cb)(void *ctx, const char *app, const char *version), void *ctx);
 
 /* Lends fn a read connection, inside one read transaction (a snapshot),
  * and returns what fn returns. For readers of the store's own files
- * (store_samples.c); any thread. */
+ * (store_samples.c); any thread. SQLite's store only: -ENOTSUP on another
+ * backend. */
 int store_read(store *st, int (*fn)(void *ctx, struct sqlite3 *db), void *ctx);
 
 /* Runs fn on the writer's connection, inside the writer's transaction (in
@@ -414,7 +438,7 @@ int store_read(store *st, int (*fn)(void *ctx, struct sqlite3 *db), void *ctx);
  * other than the record tables (store_issues.c); fn must be short, the
  * ingest waits behind it. Returns what fn returned, -EIO when the
  * transaction failed, -ESHUTDOWN when the store is closing. Any thread
- * but the writer's. */
+ * but the writer's. SQLite's store only: -ENOTSUP on another backend. */
 int store_write(store *st, int (*fn)(void *ctx, struct sqlite3 *db), void *ctx);
 
 /* One raw row of a table: the columns of store_table_columns, borrowed

@@ -16,6 +16,7 @@
  * read that reached scan_max says so (*ret_truncated): older rows of the
  * range were not looked at.
  */
+#include "store_backend.h"
 #include "store_dash.h"
 #include "store_int.h"
 
@@ -446,7 +447,7 @@ static int read_rows(void *ctx, sqlite3 *db)
     return r;
 }
 
-int store_rows(store *st, const store_rows_query *q, void (*cb)(void *ctx, const store_row *row), void *ctx,
+int store_sqlite_rows(store *st, const store_rows_query *q, void (*cb)(void *ctx, const store_row *row), void *ctx,
                bool *ret_truncated)
 {
     rows_job j = {.q = q, .cb = cb, .ctx = ctx};
@@ -603,7 +604,7 @@ static int read_request_stats(void *ctx, sqlite3 *db)
     return r;
 }
 
-int store_request_stats(store *st, const char *app, const char *version, int64_t from_ns, int64_t to_ns,
+int store_sqlite_request_stats(store *st, const char *app, const char *version, int64_t from_ns, int64_t to_ns,
                         size_t scan_max, void (*cb)(void *ctx, const store_request_stat *s), void *ctx,
                         bool *ret_truncated)
 {
@@ -657,7 +658,7 @@ static int read_logs(void *ctx, sqlite3 *db)
     return 0;
 }
 
-int store_logs_of_type(store *st, const char *app, const char *version, const char *type, int64_t from_ns,
+int store_sqlite_logs_of_type(store *st, const char *app, const char *version, const char *type, int64_t from_ns,
                        int64_t to_ns, size_t scan_max, void (*cb)(void *ctx, const store_log_row *row), void *ctx,
                        bool *ret_truncated)
 {
@@ -723,7 +724,7 @@ static int read_sums(void *ctx, sqlite3 *db)
     return 0;
 }
 
-int store_metric_sums(store *st, const char *app, const char *version, const char *const *names, const char *attr,
+int store_sqlite_metric_sums(store *st, const char *app, const char *version, const char *const *names, const char *attr,
                       int64_t from_ns, int64_t to_ns, size_t scan_max,
                       void (*cb)(void *ctx, const char *name, const char *group, double sum, uint64_t points),
                       void *ctx, bool *ret_truncated)
@@ -777,7 +778,7 @@ static int explain_all(void *ctx, sqlite3 *db)
     return r;
 }
 
-int store_dash_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan),
+int store_sqlite_dash_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan),
                        void *ctx)
 {
     explain_job j = {cb, ctx};

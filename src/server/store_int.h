@@ -33,6 +33,7 @@
 #define PACER_SERVER_STORE_INT_H
 
 #include "store.h"
+#include "store_backend.h"
 #include "store_block.h"
 #include "store_codec.h"
 #include "store_health.h"
@@ -122,6 +123,7 @@ enum stmt_id { ST_TM_SAVE, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_BATCH, ST_PROBE,
 #define GROUP_BUCKETS 8192
 
 struct store {
+    const store_backend *backend; /* first: store.c dispatches through it (store_backend.h) */
     char *path;
     sqlite3 *w;
     sqlite3_stmt *st[ST_COUNT];

@@ -24,6 +24,7 @@
  * table's fields become pacer.<field> attributes again, its `extra`
  * attributes follow, and the resource and scope come from their tables.
  */
+#include "store_backend.h"
 #include "store_int.h"
 
 #include <pacer/base/hash.h>
@@ -756,7 +757,7 @@ static int column_of(enum store_table tb, enum store_source src)
     return -1;
 }
 
-int store_search_spans(store *st, const store_span_query *q, jbuf *out)
+int store_sqlite_search_spans(store *st, const store_span_query *q, jbuf *out)
 {
     unsigned flags = (q->name ? SQ_NAME : 0) | (q->version ? SQ_VERSION : 0) |
                      (!isnan(q->min_ms) || !isnan(q->max_ms) ? SQ_DURATION : 0) | (q->n_attrs ? SQ_ATTR : 0);
@@ -940,13 +941,13 @@ out:
     return r;
 }
 
-int store_search_logs(store *st, const store_log_query *q, jbuf *out)
+int store_sqlite_search_logs(store *st, const store_log_query *q, jbuf *out)
 {
     return search_rows(st, TABLE_LOGS, log_sql(), "logs", q->app, q->from_ns, q->to_ns, &q->after, q->limit,
                        q->min_severity, NULL, q->text, NULL, 0, out);
 }
 
-int store_search_points(store *st, const store_point_query *q, jbuf *out)
+int store_sqlite_search_points(store *st, const store_point_query *q, jbuf *out)
 {
     return search_rows(st, TABLE_METRIC_POINTS, point_sql(), "points", q->app, q->from_ns, q->to_ns, &q->after,
                        q->limit, 0, q->name, NULL, q->attrs, q->n_attrs, out);
@@ -1157,7 +1158,7 @@ static void on_trace_entry(void *ctx, int tbl, int64_t rid)
         *tr = (trace_row){tbl, rid, 0, NULL, NULL, NULL};
 }
 
-int store_trace(store *st, const uint8_t trace_id[16], jbuf *out, size_t *ret_n)
+int store_sqlite_trace(store *st, const uint8_t trace_id[16], jbuf *out, size_t *ret_n)
 {
     sqlite3 *db = store_reader_get(st);
     sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
@@ -1324,7 +1325,7 @@ static int explain_one(sqlite3 *db, const char *name, const char *sql,
     return 0;
 }
 
-int store_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan), void *ctx)
+int store_sqlite_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan), void *ctx)
 {
     sqlite3 *db = store_reader_get(st);
     int r = explain_one(db, "trace: runs", TRACE_RUN_SQL, cb, ctx);
@@ -1394,4 +1395,9 @@ int store_explain(store *st, void (*cb)(void *ctx, const char *name, const char 
     free(sql);
     store_reader_put(st, db);
     return r;
+}
+
+bool store_attrs_match(const char *json, size_t len, const store_attr_filter *filters, size_t n)
+{
+    return attrs_match(json, len, filters, n);
 }

@@ -9,6 +9,7 @@
  * scan_max (plus a day) whatever the size of the store.
  */
 #include "store_int.h"
+#include "store_backend.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -228,7 +229,7 @@ static int read_rows(void *ctx, sqlite3 *db)
     return r;
 }
 
-int store_version_rows(store *st, enum store_table table, const char *app, const char *version, size_t limit,
+int store_sqlite_version_rows(store *st, enum store_table table, const char *app, const char *version, size_t limit,
                        size_t scan_max, void (*cb)(void *ctx, const store_row *row), void *ctx, bool *ret_truncated)
 {
     version_rows v = {.table = table, .app = app, .version = version, .limit = limit, .scan_max = scan_max,

@@ -429,7 +429,7 @@ static void scan_columns(scan *sc)
             sc->want[sc->metric_cols[i]] = true;
 }
 
-int store_scan(store *st, enum store_kind kind, const char *app, const char *version, int64_t from_ns,
+int store_sqlite_scan(store *st, enum store_kind kind, const char *app, const char *version, int64_t from_ns,
                int64_t to_ns, const store_scan_cb *cb)
 {
     if (kind < 0 || kind >= KIND_COUNT)
@@ -592,7 +592,7 @@ int store_settle(store *st, part *p)
 
 /* store_apps: the apps and versions of the rollups, and of the rows they do
  * not hold yet. */
-int store_apps(store *st, void (*cb)(void *ctx, const char *app, const char *version), void *ctx)
+int store_sqlite_apps(store *st, void (*cb)(void *ctx, const char *app, const char *version), void *ctx)
 {
     char sql[4096];
     size_t o = (size_t)snprintf(sql, sizeof sql, "SELECT app, version FROM rollup_counts");

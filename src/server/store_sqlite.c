@@ -61,6 +61,7 @@
  * from the same pieces. Values are always bound.
  */
 #include "store.h"
+#include "store_backend.h"
 #include "store_health.h"
 #include "store_int.h"
 
@@ -1557,7 +1558,7 @@ static int submit(store *st, job *j)
     return j->result;
 }
 
-int store_submit(store *st, const char *app, const char *batch_id, const char *endpoint, store_record *recs,
+static int sqlite_submit(store *st, const char *app, const char *batch_id, const char *endpoint, store_record *recs,
                  size_t n, size_t rejected, bool *ret_duplicate)
 {
     job j = {.type = JOB_RECORDS, .app = app, .batch_id = batch_id, .endpoint = endpoint, .recs = recs, .n = n,
@@ -1570,7 +1571,7 @@ int store_submit(store *st, const char *app, const char *batch_id, const char *e
 /* A transaction running longer than this makes the store "stuck". */
 #define STUCK_NS (10 * 1000000000LL)
 
-void store_health_get(store *st, unsigned wait_ms, store_health *ret)
+static void sqlite_health_get(store *st, unsigned wait_ms, store_health *ret)
 {
     int64_t last_ok;
     health_snapshot(&st->health, ret, &last_ok);
@@ -1608,7 +1609,7 @@ static int64_t file_bytes(const char *path)
     return stat(path, &sb) == 0 ? (int64_t)sb.st_size : -1;
 }
 
-void store_get_stats(store *st, store_stats *ret)
+static void sqlite_get_stats(store *st, store_stats *ret)
 {
     health_stats(&st->health, ret);
     pthread_mutex_lock(&st->lock);
@@ -1622,14 +1623,14 @@ void store_get_stats(store *st, store_stats *ret)
     ret->disk_free_bytes = statvfs(st->path, &vfs) == 0 ? (int64_t)vfs.f_bavail * (int64_t)vfs.f_frsize : -1;
 }
 
-int store_write(store *st, int (*fn)(void *ctx, sqlite3 *db), void *ctx)
+int store_sqlite_write(store *st, int (*fn)(void *ctx, sqlite3 *db), void *ctx)
 {
     job j = {.type = JOB_CALL, .fn = fn, .fn_ctx = ctx};
     int r = submit(st, &j);
     return r < 0 ? r : j.fn_result;
 }
 
-int store_config_put(store *st, const char *app, const char *xml, size_t len, int64_t *ret_version)
+static int sqlite_config_put(store *st, const char *app, const char *xml, size_t len, int64_t *ret_version)
 {
     job j = {.type = JOB_CONFIG, .app = app, .xml = xml, .xml_len = len};
     int r = submit(st, &j);
@@ -1668,7 +1669,7 @@ void store_reader_put(store *st, sqlite3 *db)
     pthread_mutex_unlock(&st->rlock);
 }
 
-int store_config_get(store *st, const char *app, char **ret_xml, size_t *ret_len, char **ret_etag,
+static int sqlite_config_get(store *st, const char *app, char **ret_xml, size_t *ret_len, char **ret_etag,
                      int64_t *ret_version)
 {
     sqlite3 *db = store_reader_get(st);
@@ -1705,7 +1706,7 @@ out:
     return r;
 }
 
-int store_read(store *st, int (*fn)(void *ctx, sqlite3 *db), void *ctx)
+int store_sqlite_read(store *st, int (*fn)(void *ctx, sqlite3 *db), void *ctx)
 {
     sqlite3 *db = store_reader_get(st);
     sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
@@ -1916,13 +1917,14 @@ static int seal_backlog(store *st)
     return 0;
 }
 
-store *store_open(const char *path, const store_options *opt, char *err, size_t err_size)
+store *store_sqlite_open(const char *path, const store_options *opt, char *err, size_t err_size)
 {
     store *st = calloc(1, sizeof *st);
     if (!st) {
         snprintf(err, err_size, "%s: out of memory", path);
         return NULL;
     }
+    st->backend = &store_backend_sqlite;
     const char *layout = store_layout_error();
     if (layout) {
         snprintf(err, err_size, "%s: the record schema does not fit the store: %s", path, layout);
@@ -2083,7 +2085,7 @@ fail:
     return NULL;
 }
 
-void store_close(store *st)
+static void sqlite_close(store *st)
 {
     if (!st)
         return;
@@ -2094,3 +2096,26 @@ void store_close(store *st)
     pthread_join(st->writer, NULL);
     close_all(st);
 }
+
+const store_backend store_backend_sqlite = {
+    .name = "sqlite",
+    .close = sqlite_close,
+    .submit = sqlite_submit,
+    .health_get = sqlite_health_get,
+    .get_stats = sqlite_get_stats,
+    .config_put = sqlite_config_put,
+    .config_get = sqlite_config_get,
+    .scan = store_sqlite_scan,
+    .apps = store_sqlite_apps,
+    .trace = store_sqlite_trace,
+    .search_spans = store_sqlite_search_spans,
+    .search_logs = store_sqlite_search_logs,
+    .search_points = store_sqlite_search_points,
+    .explain = store_sqlite_explain,
+    .version_rows = store_sqlite_version_rows,
+    .rows = store_sqlite_rows,
+    .request_stats = store_sqlite_request_stats,
+    .logs_of_type = store_sqlite_logs_of_type,
+    .metric_sums = store_sqlite_metric_sums,
+    .dash_explain = store_sqlite_dash_explain,
+};

@@ -1,7 +1,10 @@
 /* libFuzzer target for the dashboard's parsers (src/server/dash_parse.c).
  * The first byte picks one, the rest is its input: 0 a page's stored API
  * list, 1 a record's other attributes, 2 a jank record, 3 a Cookie
- * header. Whatever the input, what they write must be valid JSON (read
+ * header, 4 an attribute list walked for the string values of a key (the
+ * ClickHouse store's reads: pacer.classes, and a metric's group
+ * attribute), each string within the input's length, and no more of them
+ * for the first attribute than for all. Whatever the input, what they write must be valid JSON (read
  * back by base's reader), a jank record read must hold a duration ≥ 0 and
  * at most DASH_MAX_FRAMES frames, and a cookie value must fit and hold no
  * separator. */
@@ -36,11 +39,23 @@ static void valid_json(jbuf *b)
     free(text);
 }
 
+typedef struct strings {
+    size_t max, calls;
+} strings;
+
+static void on_string(void *ctx, const char *s, size_t n)
+{
+    strings *st = ctx;
+    if (!s || n > st->max || s[n] != 0) /* unescaped: never longer than the text; NUL-terminated (\u0000 may be within) */
+        abort();
+    st->calls++;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    uint8_t mode = data[0] % 4;
+    uint8_t mode = data[0] % 5;
     const char *text = (const char *)data + 1;
     size_t n = size - 1;
     jbuf b;
@@ -82,6 +97,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (dash_cookie(header, "pacer_session", out, sizeof out) && (strlen(out) >= sizeof out || strchr(out, ';')))
             abort();
         free(header);
+        break;
+    }
+    case 4: {
+        static const char *const keys[] = {"pacer.classes", "route", ""};
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            strings all = {n, 0}, one = {n, 0};
+            dash_attr_strings(text, n, keys[k], false, on_string, &all);
+            dash_attr_strings(text, n, keys[k], true, on_string, &one);
+            if (one.calls > all.calls)
+                abort();
+        }
         break;
     }
     }

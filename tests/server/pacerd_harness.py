@@ -15,13 +15,41 @@ ADMIN = "admin-" + "%016x" % random.getrandbits(64)
 KEYS = {"shop": "shop-" + "%016x" % random.getrandbits(64), "other": "other-" + "%016x" % random.getrandbits(64)}
 
 
+# The store the tests run against: PACER_TEST_STORE=clickhouse runs them on
+# a ClickHouse server (clickhouse_harness.py) instead of SQLite: meson runs
+# the server suites both ways.
+BACKEND = os.environ.get("PACER_TEST_STORE", "sqlite")
+# consolidation in seconds rather than hours, so that tests see every tier
+CLICKHOUSE_ARGS = ["--clickhouse-slot", "10", "--clickhouse-settle", "20", "--clickhouse-day", "60"]
+_databases = 0
+
+
 class Pacerd:
     """pacerd with a fresh database in a temporary directory (kept across
-    restart(), removed by close())."""
+    restart(), removed by close()); on ClickHouse, a fresh database of the
+    test process's server."""
 
-    def __init__(self, extra_args=(), db=None, keys_text=None, scheme="http"):
+    def __init__(self, extra_args=(), db=None, keys_text=None, scheme="http", backend=None, clickhouse=None,
+                 database=None, store_args=None, state=False):
+        global _databases
+        self.backend = backend or BACKEND
         self.dir = tempfile.mkdtemp(prefix="pacerd-test-")
         self.db = db or os.path.join(self.dir, "pacer.db")
+        if self.backend == "clickhouse":
+            import clickhouse_harness
+            self.ch = clickhouse or clickhouse_harness.shared()
+            _databases += 1
+            self.owns_database = database is None  # a database another Pacerd made is left to it
+            self.database = database or "t%d_%d" % (os.getpid(), _databases)
+            self.store_args = ["--clickhouse", self.ch.url(self.database)] + CLICKHOUSE_ARGS
+            if state:
+                # the application layer on this instance; a short settle, as
+                # the analysis reads rows once half of it has passed
+                self.store_args += ["--state", os.path.join(self.dir, "state.db"), "--clickhouse-settle", "4"]
+        else:
+            self.store_args = ["--db", self.db]
+        if store_args is not None:
+            self.store_args = list(store_args)
         self.admin_file = os.path.join(self.dir, "admin-token")
         self.keys_file = os.path.join(self.dir, "keys")
         self.scheme = scheme
@@ -47,7 +75,7 @@ class Pacerd:
         self.stderr_path = os.path.join(self.dir, "stderr.%d" % time.monotonic_ns())
         self.stderr = open(self.stderr_path, "w")
         self.proc = subprocess.Popen(
-            [PACERD, "--listen", "127.0.0.1:%d" % port, "--db", self.db, "--admin-token-file", self.admin_file,
+            [PACERD, "--listen", "127.0.0.1:%d" % port] + self.store_args + ["--admin-token-file", self.admin_file,
              "--keys-file", self.keys_file] + self.extra_args,
             stdout=subprocess.PIPE, stderr=self.stderr, text=True)
         line = self.proc.stdout.readline()
@@ -71,7 +99,8 @@ class Pacerd:
         self.start()
 
     def stderr_text(self):
-        self.stderr.flush()
+        if not self.stderr.closed:
+            self.stderr.flush()
         out = ""
         for name in sorted(os.listdir(self.dir)):
             if name.startswith("stderr."):
@@ -82,6 +111,45 @@ class Pacerd:
         if self.proc and self.proc.poll() is None:
             self.kill(15)
         shutil.rmtree(self.dir, ignore_errors=True)
+        if self.backend == "clickhouse" and self.owns_database and self.ch.proc:
+            self.ch.sql("DROP DATABASE IF EXISTS " + self.database)
+
+    def wait_consolidated(self, timeout=120):
+        """ClickHouse: waits until every commit so far is in level 2 of the
+        rollups (the keeper's rounds, --clickhouse-* times)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            last = self.sql("SELECT count(), max(toUInt32(at)) FROM pending")[0]
+            day = int(self.store_option("--clickhouse-day", 86400))
+            done = self.sql("SELECT count(), max(slot) FROM slots WHERE lvl = 2")[0]
+            if last[0] and done[0] and (done[1] + 1) * day > last[1]:
+                return
+            time.sleep(0.5)
+        raise AssertionError("the rollups were not consolidated within %d s" % timeout)
+
+    def store_option(self, name, default):
+        args = self.store_args + self.extra_args
+        value = default
+        for i, a in enumerate(args[:-1]):
+            if a == name:
+                value = args[i + 1]
+        return value
+
+    def sql(self, query):
+        """The rows of a query on the store's own tables, as Python values
+        (the same SQL for both where the tables agree: logs, metric_points,
+        the names of columns)."""
+        if self.backend == "clickhouse":
+            import json as _json
+            text = self.ch.sql(query + " FORMAT JSONCompact", self.database,
+                               {"output_format_json_quote_64bit_integers": "0"})
+            return [tuple(r) for r in _json.loads(text)["data"]]
+        import sqlite3
+        db = sqlite3.connect(self.db)
+        try:
+            return db.execute(query).fetchall()
+        finally:
+            db.close()
 
     def request(self, method, path, body=None, token=None, headers=None, content_type="application/json"):
         """Returns (status, headers, body bytes); never raises on an HTTP status."""

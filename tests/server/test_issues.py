@@ -151,7 +151,7 @@ class Issues(unittest.TestCase):
         with open(self.admin_file, "w") as f:
             f.write(ADMIN + "\n")
         self.d = Pacerd(["--analysis-config", conf, "--webhook", self.hook.url, "--github-issues", self.github.url,
-                         "--github-token-file", token_file])
+                         "--github-token-file", token_file], state=True)
 
     def tearDown(self):
         self.d.close()

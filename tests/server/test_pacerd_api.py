@@ -4,7 +4,8 @@ config service, health, persistence across a restart. Everything runs
 twice: with the rollups written right away (--rollup-lag 0) and with every
 record waiting to be added to them (--rollup-lag 3600000), when queries
 read the records from the raw rows and a SIGKILL leaves the rebuilding of
-the rollups to the next start."""
+the rollups to the next start. On ClickHouse (PACER_TEST_STORE=clickhouse)
+the second run reads everything from the consolidated rollups instead."""
 import os
 import random
 import sqlite3
@@ -12,7 +13,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from pacerd_harness import ADMIN, KEYS, Pacerd, attr, exact_quantile, page_span, span, traces  # noqa: E402
+from pacerd_harness import ADMIN, BACKEND, KEYS, Pacerd, attr, exact_quantile, page_span, span, traces  # noqa: E402
 
 DAY = 86400 * 10**9
 T0 = 1_700_006_400 * 10**9  # a UTC midnight (2023-11-15)
@@ -30,6 +31,7 @@ def within(got, want, rel=0.01):
 
 class PacerdApi(unittest.TestCase):
     ARGS = ["--rollup-lag", "0"]
+    CONSOLIDATED = False  # ClickHouse: wait until every commit is in the rollups' last tier
 
     @classmethod
     def setUpClass(cls):
@@ -52,6 +54,8 @@ class PacerdApi(unittest.TestCase):
                               version=v)
                 r = cls.d.ingest("/v1/traces", body, batch_id="load-%s-%d" % (v, k))
                 assert r == {}, r
+        if cls.CONSOLIDATED:
+            cls.d.wait_consolidated()
 
     @classmethod
     def tearDownClass(cls):
@@ -153,12 +157,9 @@ class PacerdApi(unittest.TestCase):
                                              "sum": {"dataPoints": [{"timeUnixNano": str(T0), "asInt": "7",
                                                                      "attributes": [attr("pacer.page", "P")]}]}}]}]}]}
         self.assertEqual(self.d.ingest("/v1/metrics", metrics), {})
-        db = sqlite3.connect(self.d.db)
-        self.assertEqual(db.execute("SELECT type, severity_number, body FROM logs").fetchall(),
+        self.assertEqual(self.d.sql("SELECT type, severity_number, body FROM logs"),
                          [("jank", 13, "main loop stalled 812 ms")])
-        self.assertEqual(db.execute("SELECT name, type, value FROM metric_points").fetchall(),
-                         [("pacer.frames.slow", "sum", 7.0)])
-        db.close()
+        self.assertEqual(self.d.sql("SELECT name, type, value FROM metric_points"), [("pacer.frames.slow", "sum", 7.0)])
 
     def test_auth(self):
         body = traces([page_span("AuthWindow", T0, 1.0)])
@@ -215,26 +216,37 @@ class PacerdApi(unittest.TestCase):
 
 
 class PacerdApiRollupLag(PacerdApi):
-    """The same with every record still waiting for the rollups."""
+    """The same with every record still waiting for the rollups (SQLite);
+    on ClickHouse, with every commit consolidated into the last tier."""
     ARGS = ["--rollup-lag", "3600000"]
+    if BACKEND == "clickhouse":
+        ARGS = ["--clickhouse-slot", "2", "--clickhouse-settle", "10", "--clickhouse-day", "10"]
+        CONSOLIDATED = True
 
+    @unittest.skipUnless(BACKEND == "clickhouse", "the ClickHouse store's tiers")
+    def test_consolidated_then_sigkill_answers_the_same(self):
+        self.assertGreater(self.d.sql("SELECT count() FROM rollups WHERE lvl = 2 AND app = 'shop'")[0][0], 0)
+        before = self.d.query("/api/v1/pages?app=shop")
+        self.d.kill(9)
+        self.d.start()
+        self.assertEqual(self.d.query("/api/v1/pages?app=shop"), before)
+        self.check_pages(before, self.loads)
+
+    @unittest.skipUnless(BACKEND == "sqlite", "SQLite's rollup marks")
     def test_rollups_wait_then_sigkill_rebuilds_them(self):
-        db = sqlite3.connect(self.d.db)
-        self.assertEqual(db.execute("SELECT COUNT(*) FROM rollup_counts WHERE app = 'shop'").fetchone()[0], 0)
-        db.close()
+        self.assertEqual(self.d.sql("SELECT COUNT(*) FROM rollup_counts WHERE app = 'shop'")[0][0], 0)
         self.assertIn("shop", [a["app"] for a in self.d.query("/api/v1/apps")["apps"]])
         before = self.d.query("/api/v1/pages?app=shop")
         self.d.kill(9)
         self.d.start()  # replays the records after the marks into the groups in memory
         self.assertEqual(self.d.query("/api/v1/pages?app=shop"), before)
         self.d.restart()  # SIGTERM writes them
-        db = sqlite3.connect(self.d.db)
-        self.assertGreater(db.execute("SELECT COUNT(*) FROM rollup_counts WHERE app = 'shop'").fetchone()[0], 0)
-        db.close()
+        self.assertGreater(self.d.sql("SELECT COUNT(*) FROM rollup_counts WHERE app = 'shop'")[0][0], 0)
         self.assertEqual(self.d.query("/api/v1/pages?app=shop"), before)
         self.check_pages(self.d.query("/api/v1/pages?app=shop"), self.loads)
 
 
+@unittest.skipIf(BACKEND == "clickhouse", "SQLite's blocks")
 class PacerdApiSealed(PacerdApi):
     """The same with the records sealed into blocks as they come (a seal
     every 100 records rather than every 32 768): whole days from the

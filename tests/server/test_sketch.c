@@ -123,7 +123,7 @@ static void check_roundtrip(sketch *s, int version)
     assert_int_equal(sketch_decode(&t, buf, len), 0);
     assert_int_equal(t.count, s->count);
     assert_int_equal(t.zero_count, s->zero_count);
-    assert_true(t.sum == s->sum && t.min == s->min && t.max == s->max);
+    assert_true(t.sum_ns == s->sum_ns && t.min == s->min && t.max == s->max);
     for (double q = 0; q <= 1.0; q += 0.05)
         assert_true(sketch_quantile(&t, q) == sketch_quantile(s, q));
     for (size_t cut = 0; cut < len; cut++)
@@ -150,7 +150,7 @@ static void test_encode_roundtrip(void **state)
     sketch_init(&s);
     for (int i = 0; i < 1000; i++)
         sketch_add(&s, i % 10 == 0 ? 0 : 1 + i * 0.37);
-    check_roundtrip(&s, 1); /* most bins used: the counts one after the other */
+    check_roundtrip(&s, 3); /* most bins used: the counts one after the other */
     sketch_reset(&s);
     /* a few values far apart (a ten-minute bucket): the bins used, with the gaps between */
     static const double few[] = {3.1, 47.0, 48.2, 512.9, 9000.0, 9001.5};
@@ -161,8 +161,77 @@ static void test_encode_roundtrip(void **state)
     assert_int_equal(sketch_encode(&s, &buf, &len), 0);
     assert_true(len < 2 + 2 + 24 + 2 + 2 + 2 * 6 + 4); /* not the ~550 bins between 3.1 and 9001.5 */
     free(buf);
-    check_roundtrip(&s, 2);
+    check_roundtrip(&s, 4);
     sketch_reset(&s);
+}
+
+static size_t put_le64(uint8_t *p, double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(u >> (8 * i));
+    return 8;
+}
+
+/* The layouts of earlier pacerd (versions 1 and 2: the sum a double in
+ * milliseconds) are still read, the sum rounded to the nanosecond. */
+static void test_decode_f64_sum(void **state)
+{
+    (void)state;
+    sketch want, t;
+    sketch_init(&want);
+    sketch_init(&t);
+    sketch_add(&want, 3.1);
+    assert_int_equal(want.n_bins, 1);
+    uint32_t zz = ((uint32_t)want.offset << 1) ^ (uint32_t)(want.offset >> 31);
+    assert_true(zz < 128);
+    for (int version = 1; version <= 2; version++) {
+        uint8_t buf[64];
+        size_t n = 0;
+        buf[n++] = 'D';
+        buf[n++] = (uint8_t)version;
+        buf[n++] = 1; /* count */
+        buf[n++] = 0; /* zero count */
+        n += put_le64(buf + n, 3.1);
+        n += put_le64(buf + n, 3.1);
+        n += put_le64(buf + n, 3.1);
+        buf[n++] = (uint8_t)zz;
+        buf[n++] = 1; /* n_bins */
+        if (version == 2)
+            buf[n++] = 0; /* no gap */
+        buf[n++] = 1;
+        assert_int_equal(sketch_decode(&t, buf, n), 0);
+        assert_int_equal(t.count, 1);
+        assert_true(t.sum_ns == want.sum_ns && t.sum_ns == 3100000);
+        assert_true(sketch_quantile(&t, 0.5) == sketch_quantile(&want, 0.5));
+    }
+    sketch_reset(&want);
+    sketch_reset(&t);
+}
+
+/* The sum is whole nanoseconds: the same whatever the order of the
+ * additions and merges (a double's sum is not). */
+static void test_sum_exact(void **state)
+{
+    (void)state;
+    sketch a, b, c;
+    sketch_init(&a);
+    sketch_init(&b);
+    sketch_init(&c);
+    static const double v[] = {0.1, 1e9 + 0.3, 0.2, 7.000001, 1e-3, 123.456789};
+    size_t n = sizeof v / sizeof v[0];
+    for (size_t i = 0; i < n; i++)
+        sketch_add(&a, v[i]);
+    for (size_t i = n; i-- > 0;)
+        sketch_add(i % 2 ? &b : &c, v[i]);
+    assert_int_equal(sketch_merge(&b, &c), 0);
+    assert_true(a.sum_ns == b.sum_ns);
+    assert_true(a.sum_ns == (__int128)100000 + 1000000000300000 + 200000 + 7000001 + 1000 + 123456789);
+    assert_true(sketch_sum(&a) == (double)a.sum_ns / 1e6);
+    sketch_reset(&a);
+    sketch_reset(&b);
+    sketch_reset(&c);
 }
 
 /* Merging an encoding as it is gives what decoding it and merging gives,
@@ -199,7 +268,7 @@ static void test_merge_encoded(void **state)
     }
     assert_int_equal(a.count, b.count);
     assert_int_equal(a.zero_count, b.zero_count);
-    assert_true(a.min == b.min && a.max == b.max && a.sum == b.sum);
+    assert_true(a.min == b.min && a.max == b.max && a.sum_ns == b.sum_ns);
     for (double q = 0; q <= 1.0; q += 0.01)
         assert_true(sketch_quantile(&a, q) == sketch_quantile(&b, q));
     for (int p = 0; p < 3; p++)
@@ -237,6 +306,8 @@ int main(void)
         cmocka_unit_test(test_merge_equals_single),
         cmocka_unit_test(test_merge_encoded),
         cmocka_unit_test(test_encode_roundtrip),
+        cmocka_unit_test(test_decode_f64_sum),
+        cmocka_unit_test(test_sum_exact),
         cmocka_unit_test(test_edges),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

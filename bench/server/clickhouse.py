@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""pacerd on ClickHouse beside pacerd on SQLite, in one run on the same
+machine (make bench):
+
+  ingest     the load generator's 200 000 page spans (1 000 per request),
+             into a fresh store of each kind, alternating, RUNS pairs: with 4
+             and with 16 connections, timestamps over 30 days (the ingest
+             benchmark's data), and with 4 connections, timestamps in the
+             last minute (a fleet's uploads of what just happened): spans/s,
+             medians and ClickHouse's ratio to SQLite (target >= 1);
+  bytes      per span on disk after those runs: the SQLite file (and its
+             WAL); ClickHouse's database once its parts are merged (OPTIMIZE
+             FINAL), and its page_loads table alone;
+  query      /api/v1/pages (all time, one version, a range cutting two days)
+             over CH_ROWS page loads in ClickHouse (written by pacerd-chfill
+             with the store's own encoder: the HTTP ingest of 100 M would take
+             hours here) and over SQLITE_ROWS in SQLite (through the ingest
+             path, as bench/server/run.sh builds its 1 M): p50 and p99 of 50
+             requests each (target p99 <= 200 ms at 100 M); bytes per span of
+             both data sets.
+
+  bench/server/clickhouse.py BUILD_DIR
+  env: RUNS (3; 0 skips the ingest runs), CH_ROWS (100000000), SQLITE_ROWS (50000000)
+
+The two query data sets are kept under BUILD_DIR/pacerd-bench and made
+again only when missing. A ClickHouse server is started for the run (its
+own data directory there, free loopback ports) and stopped at the end."""
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "server"))
+import clickhouse_harness  # noqa: E402
+
+BUILD = sys.argv[1] if len(sys.argv) > 1 else "build-bench"
+RUNS = int(os.environ.get("RUNS", "3"))
+CH_ROWS = int(os.environ.get("CH_ROWS", "100000000"))
+SQLITE_ROWS = int(os.environ.get("SQLITE_ROWS", "50000000"))
+PACERD = os.path.join(BUILD, "src", "server", "pacerd")
+LOADGEN = os.path.join(BUILD, "bench", "server", "pacerd-loadgen")
+QUERYBENCH = os.path.join(BUILD, "bench", "server", "pacerd-querybench")
+CHFILL = os.path.join(BUILD, "bench", "server", "pacerd-chfill")
+WORK = os.path.join(BUILD, "pacerd-bench")
+ADMIN = "admin-bench-token"
+KEY = "benchkey-ch"
+
+
+def start(store_args):
+    out = open(os.path.join(WORK, "ch-out"), "w+")
+    err = open(os.path.join(WORK, "ch-err"), "w")
+    p = subprocess.Popen([PACERD, "--listen", "127.0.0.1:0"] + store_args +
+                         ["--admin-token-file", os.path.join(WORK, "ch-admin"), "--keys-file",
+                          os.path.join(WORK, "ch-keys")], stdout=out, stderr=err)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        out.seek(0)
+        m = re.search(r"listening on http://127.0.0.1:(\d+)", out.read())
+        if m:
+            return p, int(m.group(1))
+        if p.poll() is not None:
+            break
+        time.sleep(0.1)
+    p.kill()
+    raise SystemExit("pacerd did not start: " + open(os.path.join(WORK, "ch-err")).read())
+
+
+def stop(p):
+    p.terminate()
+    p.wait(timeout=120)
+
+
+def cpu_s(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        v = f.read().rsplit(")", 1)[1].split()
+    return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def file_bytes(path):
+    return sum(os.path.getsize(path + s) for s in ("", "-wal") if os.path.exists(path + s))
+
+
+def ch_bytes(ch, db, table=None):
+    where = " AND table = '%s'" % table if table else ""
+    return int(ch.sql("SELECT sum(bytes_on_disk) FROM system.parts WHERE active AND database = '%s'%s" % (db, where))
+               .strip() or 0)
+
+
+def merge(ch, db):
+    """Every table's parts merged, partition by partition: what a store that
+    has run for a while holds."""
+    for (t,) in ch.rows("SELECT name FROM system.tables WHERE database = '%s'" % db):
+        for (p,) in ch.rows("SELECT DISTINCT partition FROM system.parts WHERE active AND database = '%s'"
+                            " AND table = '%s'" % (db, t)):
+            ch.sql("OPTIMIZE TABLE %s.%s PARTITION %s FINAL" % (db, t, p), timeout=3600)
+
+
+def ingest(ch, backend, connections, spread, n):
+    if backend == "sqlite":
+        path = os.path.join(WORK, "ch-ingest.db")
+        for s in ("", "-wal", "-shm"):
+            if os.path.exists(path + s):
+                os.remove(path + s)
+        args = ["--db", path]
+    else:
+        db = "ingest%d" % n
+        ch.sql("DROP DATABASE IF EXISTS " + db)
+        args = ["--clickhouse", ch.url(db)]
+    p, port = start(args)
+    ch_cpu0 = cpu_s(ch.proc.pid)
+    line = subprocess.run([LOADGEN, "--port", str(port), "--key", KEY, "--app", "bench", "--spans", "200000",
+                           "--batch", "1000", "--connections", str(connections)] + spread[1], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    pacerd_cpu = cpu_s(p.pid)
+    stop(p)
+    ch_cpu = cpu_s(ch.proc.pid) - ch_cpu0
+    rate = int(re.search(r"spans_per_s=(\d+)", line).group(1))
+    if backend == "sqlite":
+        size = (file_bytes(path), None)
+    else:
+        merge(ch, db)
+        size = (ch_bytes(ch, db), ch_bytes(ch, db, "page_loads"))
+        ch.sql("DROP DATABASE IF EXISTS " + db)
+    print("  %-10s %2d connections, %s: %s pacerd_cpu_s=%.2f%s" % (
+        backend, connections, spread[0], line, pacerd_cpu,
+        " clickhouse_cpu_s=%.2f" % ch_cpu if backend != "sqlite" else ""))
+    return rate, size
+
+
+def query_figures(port, label):
+    now = int(time.time())
+    out = {}
+    for name, q in (("all time", "app=bench"), ("one version", "app=bench&version=1.1"),
+                    ("cut range", "app=bench&from=%d&to=%d" % (now - 20 * 86400 - 4000, now - 86400 * 3 + 7000))):
+        line = subprocess.run([QUERYBENCH, "--port", str(port), "--token", ADMIN, "--path", "/api/v1/pages?" + q,
+                               "--n", "50"], capture_output=True, text=True, check=True).stdout.strip()
+        p50 = float(re.search(r"p50_ms=([\d.]+)", line).group(1))
+        p99 = float(re.search(r"p99_ms=([\d.]+)", line).group(1))
+        out[name] = (p50, p99)
+        print("  %-10s %-12s p50 %7.1f ms  p99 %7.1f ms  (%s)" % (label, name, p50, p99, line))
+    return out
+
+
+def main():
+    os.makedirs(WORK, exist_ok=True)
+    with open(os.path.join(WORK, "ch-admin"), "w") as f:
+        f.write(ADMIN + "\n")
+    with open(os.path.join(WORK, "ch-keys"), "w") as f:
+        f.write("bench %s\n" % KEY)
+    if not clickhouse_harness.available():
+        print("skipped: %s missing (scripts/install-deps.sh installs it)" % clickhouse_harness.SERVER)
+        return
+    ch = clickhouse_harness.ClickHouse(directory=os.path.join(WORK, "clickhouse"))
+    try:
+        print("ingest: %d pairs of 200000 page spans, 1000 per request, SQLite and ClickHouse alternating" % RUNS)
+        if RUNS == 0:
+            print("  (RUNS=0: skipped)")
+        rates = {}
+        sizes = {}
+        n = 0
+        configs = [(4, ("30 days", [])), (16, ("30 days", [])), (4, ("last minute", ["--recent"]))]
+        for connections, spread in configs:
+            for i in range(RUNS):
+                for backend in (("sqlite", "clickhouse") if i % 2 == 0 else ("clickhouse", "sqlite")):
+                    n += 1
+                    rate, size = ingest(ch, backend, connections, spread, n)
+                    rates.setdefault((backend, connections, spread[0]), []).append(rate)
+                    if spread[0] == "30 days":
+                        sizes.setdefault(backend, []).append(size)
+        for connections, spread in configs if RUNS else ():
+            s = statistics.median(rates[("sqlite", connections, spread[0])])
+            c = statistics.median(rates[("clickhouse", connections, spread[0])])
+            print("  %2d connections, %-11s: SQLite median %d spans/s, ClickHouse median %d spans/s: %.2f x SQLite"
+                  " (target >= 1)" % (connections, spread[0], s, c, c / s))
+        if RUNS:
+            sq = statistics.median(x[0] for x in sizes["sqlite"]) / 200000
+            cd = statistics.median(x[0] for x in sizes["clickhouse"]) / 200000
+            cp = statistics.median(x[1] for x in sizes["clickhouse"]) / 200000
+            print("bytes per span after 200000 (the load generator's spans: random ids, 30 days, a session per request):")
+            print("  SQLite file %.1f; ClickHouse database %.1f, its page_loads %.1f (target <= 40)" % (sq, cd, cp))
+
+        # ClickHouse: 100 M
+        db = "q%d" % CH_ROWS
+        have = 0
+        if db in ch.sql("SHOW DATABASES").split():
+            have = int(ch.sql("SELECT count() FROM %s.page_loads" % db).strip() or 0)
+        merged = os.path.join(WORK, db + ".merged")
+        if have != CH_ROWS:
+            ch.sql("DROP DATABASE IF EXISTS " + db)
+            if os.path.exists(merged):
+                os.remove(merged)
+            print("query: writing %d page loads into ClickHouse (pacerd-chfill; once, kept in %s)" % (CH_ROWS, WORK))
+            t0 = time.monotonic()
+            subprocess.run([CHFILL, "--url", ch.url(db), "--rows", str(CH_ROWS)], check=True, stderr=subprocess.DEVNULL)
+            print("  %.0f s" % (time.monotonic() - t0))
+        if not os.path.exists(merged):
+            t0 = time.monotonic()
+            merge(ch, db)
+            open(merged, "w").close()
+            print("  merged in %.0f s" % (time.monotonic() - t0))
+        p, port = start(["--clickhouse", ch.url(db)])
+        print("query: /api/v1/pages, 50 requests each")
+        chq = query_figures(port, "ClickHouse")
+        stop(p)
+        chb = ch_bytes(ch, db) / CH_ROWS
+        chp = ch_bytes(ch, db, "page_loads") / CH_ROWS
+        # SQLite
+        path = os.path.join(WORK, "pages-%d.db" % SQLITE_ROWS)
+        done = os.path.join(WORK, "pages-%d.done" % SQLITE_ROWS)
+        if not os.path.exists(done):
+            for s in ("", "-wal", "-shm"):
+                if os.path.exists(path + s):
+                    os.remove(path + s)
+            print("query: writing %d page loads into SQLite through the ingest path (once, kept in %s)"
+                  % (SQLITE_ROWS, WORK))
+            t0 = time.monotonic()
+            p, port = start(["--db", path])
+            subprocess.run([LOADGEN, "--port", str(port), "--key", KEY, "--app", "bench", "--spans", str(SQLITE_ROWS),
+                            "--batch", "2000", "--connections", "2", "--fresh", "--pages", "20", "--versions", "2",
+                            "--days", "30"], check=True, stdout=subprocess.DEVNULL)
+            stop(p)
+            print("  %.0f s" % (time.monotonic() - t0))
+            open(done, "w").close()
+        p, port = start(["--db", path])
+        sqq = query_figures(port, "SQLite")
+        stop(p)
+        sqb = file_bytes(path) / SQLITE_ROWS
+        print("side by side:")
+        print("  %-12s %28s %28s" % ("", "ClickHouse, %d M" % (CH_ROWS // 1000000), "SQLite, %d M" % (SQLITE_ROWS // 1000000)))
+        for name in ("all time", "one version", "cut range"):
+            print("  %-12s %12.1f ms (p99 %6.1f) %12.1f ms (p99 %6.1f)   ClickHouse p99 = %.2f x the target of 200 ms"
+                  % (name, chq[name][0], chq[name][1], sqq[name][0], sqq[name][1], chq[name][1] / 200))
+        print("  %-12s %22.1f (page_loads %.1f) %16.1f" % ("bytes/span", chb, chp, sqb))
+    finally:
+        ch.close()
+
+
+if __name__ == "__main__":
+    main()

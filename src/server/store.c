@@ -1,0 +1,148 @@
+/* The store's calls (store.h), handed to the backend that opened the store
+ * (store_backend.h): SQLite (store_sqlite.c) or ClickHouse
+ * (store_clickhouse.c). */
+#include "store.h"
+#include "store_backend.h"
+#include "store_dash.h"
+
+#include <errno.h>
+
+/* Every backend's struct starts with its ops table. */
+static const store_backend *ops(store *st)
+{
+    return *(const store_backend *const *)(const void *)st;
+}
+
+store *store_open(const char *path, const store_options *opt, char *err, size_t err_size)
+{
+    return store_sqlite_open(path, opt, err, err_size);
+}
+
+store *store_open_clickhouse(const char *url, const store_options *opt, char *err, size_t err_size)
+{
+    return store_clickhouse_open(url, opt, err, err_size);
+}
+
+void store_close(store *st)
+{
+    if (st)
+        ops(st)->close(st);
+}
+
+int store_submit(store *st, const char *app, const char *batch_id, const char *endpoint, store_record *recs,
+                 size_t n, size_t rejected, bool *ret_duplicate)
+{
+    return ops(st)->submit(st, app, batch_id, endpoint, recs, n, rejected, ret_duplicate);
+}
+
+void store_health_get(store *st, unsigned wait_ms, store_health *ret)
+{
+    ops(st)->health_get(st, wait_ms, ret);
+}
+
+void store_get_stats(store *st, store_stats *ret)
+{
+    ops(st)->get_stats(st, ret);
+}
+
+int store_config_put(store *st, const char *app, const char *xml, size_t len, int64_t *ret_version)
+{
+    return ops(st)->config_put(st, app, xml, len, ret_version);
+}
+
+int store_config_get(store *st, const char *app, char **ret_xml, size_t *ret_len, char **ret_etag,
+                     int64_t *ret_version)
+{
+    return ops(st)->config_get(st, app, ret_xml, ret_len, ret_etag, ret_version);
+}
+
+int store_scan(store *st, enum store_kind kind, const char *app, const char *version, int64_t from_ns,
+               int64_t to_ns, const store_scan_cb *cb)
+{
+    return ops(st)->scan(st, kind, app, version, from_ns, to_ns, cb);
+}
+
+int store_apps(store *st, void (*cb)(void *ctx, const char *app, const char *version), void *ctx)
+{
+    return ops(st)->apps(st, cb, ctx);
+}
+
+int store_trace(store *st, const uint8_t trace_id[16], jbuf *out, size_t *ret_n)
+{
+    return ops(st)->trace(st, trace_id, out, ret_n);
+}
+
+int store_search_spans(store *st, const store_span_query *q, jbuf *out)
+{
+    return ops(st)->search_spans(st, q, out);
+}
+
+int store_search_logs(store *st, const store_log_query *q, jbuf *out)
+{
+    return ops(st)->search_logs(st, q, out);
+}
+
+int store_search_points(store *st, const store_point_query *q, jbuf *out)
+{
+    return ops(st)->search_points(st, q, out);
+}
+
+int store_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan), void *ctx)
+{
+    return ops(st)->explain(st, cb, ctx);
+}
+
+int store_version_rows(store *st, enum store_table table, const char *app, const char *version, size_t limit,
+                       size_t scan_max, void (*cb)(void *ctx, const store_row *row), void *ctx, bool *ret_truncated)
+{
+    return ops(st)->version_rows(st, table, app, version, limit, scan_max, cb, ctx, ret_truncated);
+}
+
+int store_rows(store *st, const store_rows_query *q, void (*cb)(void *ctx, const store_row *row), void *ctx,
+               bool *ret_truncated)
+{
+    return ops(st)->rows(st, q, cb, ctx, ret_truncated);
+}
+
+int store_request_stats(store *st, const char *app, const char *version, int64_t from_ns, int64_t to_ns,
+                        size_t scan_max, void (*cb)(void *ctx, const store_request_stat *s), void *ctx,
+                        bool *ret_truncated)
+{
+    return ops(st)->request_stats(st, app, version, from_ns, to_ns, scan_max, cb, ctx, ret_truncated);
+}
+
+int store_logs_of_type(store *st, const char *app, const char *version, const char *type, int64_t from_ns,
+                       int64_t to_ns, size_t scan_max, void (*cb)(void *ctx, const store_log_row *row), void *ctx,
+                       bool *ret_truncated)
+{
+    return ops(st)->logs_of_type(st, app, version, type, from_ns, to_ns, scan_max, cb, ctx, ret_truncated);
+}
+
+int store_metric_sums(store *st, const char *app, const char *version, const char *const *names, const char *attr,
+                      int64_t from_ns, int64_t to_ns, size_t scan_max,
+                      void (*cb)(void *ctx, const char *name, const char *group, double sum, uint64_t points),
+                      void *ctx, bool *ret_truncated)
+{
+    return ops(st)->metric_sums(st, app, version, names, attr, from_ns, to_ns, scan_max, cb, ctx, ret_truncated);
+}
+
+int store_dash_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan),
+                       void *ctx)
+{
+    return ops(st)->dash_explain(st, cb, ctx);
+}
+
+int store_read(store *st, int (*fn)(void *ctx, struct sqlite3 *db), void *ctx)
+{
+    return ops(st) == &store_backend_sqlite ? store_sqlite_read(st, fn, ctx) : -ENOTSUP;
+}
+
+int store_write(store *st, int (*fn)(void *ctx, struct sqlite3 *db), void *ctx)
+{
+    return ops(st) == &store_backend_sqlite ? store_sqlite_write(st, fn, ctx) : -ENOTSUP;
+}
+
+const char *store_backend_name(store *st)
+{
+    return ops(st)->name;
+}

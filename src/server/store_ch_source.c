@@ -1,0 +1,302 @@
+/* Reading ClickHouse's record tables for the application layer
+ * (store_ch_source.h).
+ *
+ * A range of ins of one raw table, the rows decoded as the read APIs
+ * decode them (store_ch_layout.c) and handed on with the columns asked
+ * for. The partitions outside the range's receive days are skipped (rday
+ * is the day of the group's first ins).
+ */
+#include "store_ch.h"
+#include "store_ch_source.h"
+
+#include <pacer/base/clock.h>
+#include <pacer/base/hash.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HOUR_NS (INT64_C(3600) * 1000000000)
+
+static ch_store *ch_of(store *s)
+{
+    return strcmp(store_backend_name(s), "clickhouse") == 0 ? (ch_store *)s : NULL;
+}
+
+static const char *filter_sql(enum source_filter f)
+{
+    switch (f) {
+    case SOURCE_PACER_LOGS: return " AND type IN ('jank', 'leak')";
+    case SOURCE_FRAMES: return " AND name >= 'pacer.frames.' AND name < 'pacer.frames/'";
+    case SOURCE_PACER_POINTS: return " AND name >= 'pacer.' AND name < 'pacer/'";
+    default: return "";
+    }
+}
+
+/* "ins > a AND ins <= b" and the receive days that can hold them */
+static void range_where(jbuf *q, int64_t after, int64_t upto, enum source_filter f)
+{
+    int64_t lo = (int64_t)(after / STORE_DAY_NS) - 1;
+    jbuf_printf(q, "ins > %" PRId64 " AND ins <= %" PRId64 " AND rday >= %" PRId64 " AND rday <= %" PRId64 "%s",
+                after, upto, lo < 0 ? 0 : lo, (int64_t)(upto / STORE_DAY_NS), filter_sql(f));
+}
+
+/* The identities read lately, with the mark each was read at: a row of an
+ * identity read before at another mark is a copy (a retried batch's rows
+ * written again, with a later mark) and is not handed on; the same row
+ * read again (a cycle whose write failed) is. Two generations of an
+ * open-addressing table, the older dropped when the newer is half full:
+ * the last SEEN_SLOTS / 2 to SEEN_SLOTS identities, in bounded memory. */
+#define SEEN_SLOTS (1u << 18)
+
+typedef struct seen_gen {
+    uint64_t key[SEEN_SLOTS]; /* 0: empty */
+    int64_t ins[SEEN_SLOTS];
+    size_t n;
+} seen_gen;
+
+struct ch_seen {
+    seen_gen g[2];
+    int cur;
+};
+
+static int64_t *seen_find(seen_gen *g, uint64_t key)
+{
+    for (size_t i = hash_u64(key) & (SEEN_SLOTS - 1);; i = (i + 1) & (SEEN_SLOTS - 1)) {
+        if (g->key[i] == key)
+            return &g->ins[i];
+        if (!g->key[i])
+            return NULL;
+    }
+}
+
+/* false: key was read at another mark (a copy) */
+static bool seen_fresh(struct ch_seen *s, uint64_t key, int64_t ins)
+{
+    for (int k = 0; k < 2; k++) {
+        int64_t *at = seen_find(&s->g[k], key);
+        if (at)
+            return *at == ins;
+    }
+    seen_gen *g = &s->g[s->cur];
+    if (g->n >= SEEN_SLOTS / 2) {
+        s->cur ^= 1;
+        g = &s->g[s->cur];
+        memset(g, 0, sizeof *g);
+    }
+    size_t i = hash_u64(key) & (SEEN_SLOTS - 1);
+    while (g->key[i])
+        i = (i + 1) & (SEEN_SLOTS - 1);
+    g->key[i] = key;
+    g->ins[i] = ins;
+    g->n++;
+    return true;
+}
+
+/* A row's identity (trace and span id; rid) as a nonzero hash. */
+static uint64_t identity_key(const ch_table *ct, enum store_table t, const ch_row *row)
+{
+    uint8_t tb = (uint8_t)t;
+    uint64_t h = fnv1a64(FNV1A64_INIT, &tb, 1);
+    if (store_table(t)->kind == KIND_NONE) {
+        h = fnv1a64(h, &row->rid, sizeof row->rid);
+    } else {
+        int cols[2] = {ct->trace_col, ct->span_col};
+        for (int k = 0; k < 2; k++) {
+            const store_value *v = cols[k] >= 0 ? &row->row.cols[cols[k]] : NULL;
+            if (v && v->type == SV_BLOB)
+                h = fnv1a64(h, v->p, v->n);
+        }
+    }
+    return h | 1;
+}
+
+int ch_source_rows(store *s, enum store_table t, enum source_filter filter, int64_t after, int64_t upto,
+                   const bool want[STORE_MAX_COLS], bool (*cb)(void *ctx, const source_row *row), void *ctx)
+{
+    ch_store *st = ch_of(s);
+    if (!st)
+        return -ENOTSUP;
+    if (upto <= after)
+        return 0;
+    const ch_table *ct = ch_table_of(t);
+    const char *ident = store_table(t)->kind != KIND_NONE ? "trace_id, span_id" : "rid";
+    jbuf q;
+    jbuf_init(&q);
+    jbuf_printf(&q, "SELECT ins, %s FROM %s WHERE ", ct->columns, ct->name);
+    range_where(&q, after, upto, filter);
+    jbuf_printf(&q, " ORDER BY ins, %s LIMIT 1 BY %s FORMAT RowBinary", ident, ident);
+    ch_reply rep;
+    int r = q.failed ? -ENOMEM : ch_read(st, q.data, &rep, "the analysis's rows");
+    jbuf_free(&q);
+    if (r < 0)
+        return r == -ENOMEM ? r : -EIO;
+    if (!st->seen && !(st->seen = calloc(1, sizeof *st->seen))) {
+        ch_reply_free(&rep);
+        return -ENOMEM;
+    }
+    rb_reader rd;
+    rb_reader_init(&rd, rep.body, rep.len);
+    const store_table_desc *d = store_table(t);
+    source_row out = {.table = t};
+    while (r == 0 && rb_more(&rd)) {
+        int64_t ins = rb_get_i64(&rd);
+        ch_row row;
+        if (rd.bad || !ch_decode_row(ct, &rd, &row)) {
+            r = -EIO;
+            break;
+        }
+        if (!seen_fresh(st->seen, identity_key(ct, t, &row), ins)) {
+            ch_row_clear(&row);
+            continue;
+        }
+        for (size_t c = 0; c < d->n_cols; c++)
+            out.cols[c] = want[c] ? row.row.cols[c] : (store_value){.type = SV_NULL};
+        out.rowid = ins;
+        bool more = cb(ctx, &out);
+        ch_row_clear(&row);
+        if (!more)
+            break;
+    }
+    ch_reply_free(&rep);
+    return r;
+}
+
+int ch_source_last(store *s, int64_t *ret)
+{
+    ch_store *st = ch_of(s);
+    if (!st)
+        return -ENOTSUP;
+    *ret = wall_ns() - st->settle_s * INT64_C(1000000000) / 2;
+    return 0;
+}
+
+int ch_source_step(store *s, enum store_table t, enum source_filter filter, int64_t from, int64_t to, long n,
+                   int64_t *ret)
+{
+    ch_store *st = ch_of(s);
+    if (!st)
+        return -ENOTSUP;
+    int64_t a = n > 0 ? from : from - HOUR_NS, b = n > 0 ? to : from;
+    *ret = n > 0 ? to : a;
+    if (!n || b <= a)
+        return 0;
+    jbuf q;
+    jbuf_init(&q);
+    jbuf_printf(&q, "SELECT ins FROM %s WHERE ", ch_table_of(t)->name);
+    range_where(&q, a, b, filter);
+    jbuf_printf(&q, " ORDER BY ins %s LIMIT 1 OFFSET %ld FORMAT RowBinary", n > 0 ? "" : "DESC",
+                (n > 0 ? n : -n) - 1);
+    ch_reply rep;
+    int r = q.failed ? -ENOMEM : ch_read(st, q.data, &rep, "the analysis's marks");
+    jbuf_free(&q);
+    if (r < 0)
+        return r == -ENOMEM ? r : -EIO;
+    if (rep.len >= 8) {
+        rb_reader rd;
+        rb_reader_init(&rd, rep.body, rep.len);
+        *ret = rb_get_i64(&rd);
+        if (n < 0)
+            (*ret)--; /* the rows after it: that one too */
+    }
+    ch_reply_free(&rep);
+    return 0;
+}
+
+int ch_source_behind(store *s, enum store_table t, enum source_filter filter, int64_t after, int64_t *ret)
+{
+    ch_store *st = ch_of(s);
+    if (!st)
+        return -ENOTSUP;
+    jbuf q;
+    jbuf_init(&q);
+    jbuf_printf(&q, "SELECT count() FROM %s WHERE ", ch_table_of(t)->name);
+    range_where(&q, after, INT64_MAX, filter);
+    jbuf_puts(&q, " FORMAT RowBinary");
+    ch_reply rep;
+    int r = q.failed ? -ENOMEM : ch_read(st, q.data, &rep, "the analysis's marks");
+    jbuf_free(&q);
+    if (r < 0)
+        return r == -ENOMEM ? r : -EIO;
+    rb_reader rd;
+    rb_reader_init(&rd, rep.body, rep.len);
+    *ret = (int64_t)rb_get_u64(&rd);
+    ch_reply_free(&rep);
+    return 0;
+}
+
+/* reason, records, last ts per reason of app (NULL: all apps) */
+static int clean_query(ch_store *st, const char *app, ch_reply *rep)
+{
+    jbuf q;
+    jbuf_init(&q);
+    jbuf_puts(&q, "SELECT reason, uniqExact(rid), max(ts) FROM cleaned");
+    if (app) {
+        jbuf_puts(&q, " WHERE app = ");
+        ch_sql_str(&q, app);
+    }
+    jbuf_puts(&q, " GROUP BY reason ORDER BY reason FORMAT RowBinary");
+    int r = q.failed ? -ENOMEM : ch_read(st, q.data, rep, "the cleaning counts");
+    jbuf_free(&q);
+    return r < 0 ? (r == -ENOMEM ? r : -EIO) : 0;
+}
+
+int ch_source_clean_json(store *s, const char *app, jbuf *out)
+{
+    ch_store *st = ch_of(s);
+    if (!st)
+        return -ENOTSUP;
+    ch_reply rep;
+    int r = clean_query(st, app, &rep);
+    if (r < 0)
+        return r;
+    rb_reader rd;
+    rb_reader_init(&rd, rep.body, rep.len);
+    jbuf_key(out, "reasons");
+    jbuf_open(out, '[');
+    while (rb_more(&rd)) {
+        size_t n;
+        const char *reason = rb_get_str(&rd, &n);
+        uint64_t count = rb_get_u64(&rd);
+        int64_t last = rb_get_i64(&rd);
+        if (rd.bad)
+            break;
+        jbuf_open(out, '{');
+        jbuf_key(out, "reason");
+        jbuf_strn(out, reason, n);
+        jbuf_kv_i64(out, "count", (int64_t)count);
+        jbuf_kv_i64(out, "last_seen", last / 1000000000LL);
+        jbuf_close(out, '}');
+    }
+    jbuf_close(out, ']');
+    ch_reply_free(&rep);
+    return rd.bad ? -EIO : 0;
+}
+
+int ch_source_clean_totals(store *s, uint64_t ret[CLEAN_COUNT])
+{
+    ch_store *st = ch_of(s);
+    if (!st)
+        return -ENOTSUP;
+    memset(ret, 0, CLEAN_COUNT * sizeof *ret);
+    ch_reply rep;
+    int r = clean_query(st, NULL, &rep);
+    if (r < 0)
+        return r;
+    rb_reader rd;
+    rb_reader_init(&rd, rep.body, rep.len);
+    while (rb_more(&rd)) {
+        size_t n;
+        const char *reason = rb_get_str(&rd, &n);
+        uint64_t count = rb_get_u64(&rd);
+        rb_get_i64(&rd);
+        for (int k = 1; k < CLEAN_COUNT && !rd.bad; k++) {
+            const char *name = clean_reason_name((enum clean_reason)k);
+            if (strlen(name) == n && memcmp(name, reason, n) == 0)
+                ret[k] = count;
+        }
+    }
+    ch_reply_free(&rep);
+    return rd.bad ? -EIO : 0;
+}

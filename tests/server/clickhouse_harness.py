@@ -1,0 +1,169 @@
+"""A real ClickHouse server for the tests (Debian's clickhouse-server), run as
+a plain process on loopback: its own data directory, free ports, started
+once per test process and stopped when it exits. Several servers make the
+shards of a cluster (remote_servers names them all, so that a Distributed
+table on any of them reaches both)."""
+import atexit
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+SERVER = os.environ.get("CLICKHOUSE_SERVER", "/usr/sbin/clickhouse-server")
+
+CONFIG = """<?xml version="1.0"?>
+<yandex>
+  <logger><level>warning</level><log>{dir}/log/server.log</log><errorlog>{dir}/log/error.log</errorlog>
+    <size>10M</size><count>1</count></logger>
+  <listen_host>127.0.0.1</listen_host>
+  <http_port>{http}</http_port>
+  <tcp_port>{tcp}</tcp_port>
+  <path>{dir}/data/</path>
+  <tmp_path>{dir}/tmp/</tmp_path>
+  <user_files_path>{dir}/user_files/</user_files_path>
+  <format_schema_path>{dir}/format_schemas/</format_schema_path>
+  <users_config>{dir}/users.xml</users_config>
+  <default_profile>default</default_profile>
+  <default_database>default</default_database>
+  <mark_cache_size>268435456</mark_cache_size>
+  <uncompressed_cache_size>268435456</uncompressed_cache_size>
+  <max_concurrent_queries>200</max_concurrent_queries>
+  <keep_alive_timeout>30</keep_alive_timeout>
+  <compression><case><min_part_size>16777216</min_part_size><min_part_size_ratio>0</min_part_size_ratio>
+    <method>zstd</method></case></compression>
+  <remote_servers>{clusters}</remote_servers>
+</yandex>
+"""
+
+USERS = """<?xml version="1.0"?>
+<yandex>
+  <profiles><default><max_memory_usage>4000000000</max_memory_usage></default></profiles>
+  <users>
+    <default><password></password><networks><ip>127.0.0.1</ip></networks><profile>default</profile>
+      <quota>default</quota></default>
+    <pacer><password>{password}</password><networks><ip>127.0.0.1</ip></networks><profile>default</profile>
+      <quota>default</quota></pacer>
+  </users>
+  <quotas><default></default></quotas>
+</yandex>
+"""
+
+PASSWORD = "pw-%d" % os.getpid()
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def available():
+    return os.access(SERVER, os.X_OK)
+
+
+class ClickHouse:
+    """One clickhouse-server. clusters: {name: [(host, tcp_port), …]} for
+    remote_servers (the ports of servers made with the same ports list)."""
+
+    def __init__(self, http=None, tcp=None, clusters=None, directory=None):
+        """directory: keep the server's data there (kept by close()); else a
+        temporary one."""
+        self.keep = directory is not None
+        self.dir = os.path.abspath(directory) if directory else tempfile.mkdtemp(prefix="clickhouse-test-")
+        self.http = http or free_port()
+        self.tcp = tcp or free_port()
+        for d in ("log", "data", "tmp", "user_files", "format_schemas"):
+            os.makedirs(os.path.join(self.dir, d), exist_ok=True)
+        xml = ""
+        for name, shards in (clusters or {}).items():
+            xml += "<%s>" % name
+            for host, port in shards:
+                xml += "<shard><replica><host>%s</host><port>%d</port></replica></shard>" % (host, port)
+            xml += "</%s>" % name
+        with open(os.path.join(self.dir, "config.xml"), "w") as f:
+            f.write(CONFIG.format(dir=self.dir, http=self.http, tcp=self.tcp, clusters=xml))
+        with open(os.path.join(self.dir, "users.xml"), "w") as f:
+            f.write(USERS.format(password=PASSWORD))
+        self.proc = None
+        self.start()
+
+    def start(self):
+        self.out = open(os.path.join(self.dir, "log", "stdout.log"), "a")
+        self.proc = subprocess.Popen([SERVER, "--config-file=" + os.path.join(self.dir, "config.xml")],
+                                     stdout=self.out, stderr=subprocess.STDOUT, cwd=self.dir)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("clickhouse-server exited: %s" % self.log_tail())
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:%d/ping" % self.http, timeout=2) as r:
+                    if r.read().strip() == b"Ok.":
+                        return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("clickhouse-server did not answer within 60 s: %s" % self.log_tail())
+
+    def log_tail(self):
+        out = ""
+        for name in ("stdout.log", "error.log"):
+            p = os.path.join(self.dir, "log", name)
+            if os.path.exists(p):
+                out += open(p, errors="replace").read()[-2000:]
+        return out
+
+    def url(self, database, user=None):
+        auth = "%s:%s@" % (user, PASSWORD) if user else ""
+        return "http://%s127.0.0.1:%d/%s" % (auth, self.http, database)
+
+    def sql(self, query, database=None, settings=None, timeout=60):
+        """Runs a query, returns the answer's text (TabSeparated by default)."""
+        params = dict(settings or {})
+        if database:
+            params["database"] = database
+        req = urllib.request.Request("http://127.0.0.1:%d/?%s" % (self.http, urllib.parse.urlencode(params)),
+                                     data=query.encode(), method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return r.read().decode()
+        except urllib.error.HTTPError as e:
+            raise AssertionError("ClickHouse: %s: %s" % (query[:200], e.read().decode()[:500]))
+
+    def rows(self, query, database=None):
+        text = self.sql(query + " FORMAT TabSeparated", database)
+        return [line.split("\t") for line in text.splitlines()]
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+        self.out.close()
+
+    def close(self):
+        self.stop()
+        if not self.keep:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+_shared = None
+
+
+def shared():
+    """The test process's one server, started on first use."""
+    global _shared
+    if _shared is None:
+        _shared = ClickHouse()
+        atexit.register(_shared.close)
+    return _shared
