@@ -561,15 +561,27 @@ static const char *expected(pacer_type t)
     return "?";
 }
 
-/* A string for a message: cut at 40 bytes. */
+/* A string for a message, on one line: its first 40 bytes, quotes,
+ * backslashes and control characters escaped, "..." when cut. cap >= 8. */
 static void quoted(char *out, size_t cap, const char *s, size_t n)
 {
-    snprintf(out, cap, "\"%.*s%s\"", (int)(n > 40 ? 40 : n), s, n > 40 ? "..." : "");
+    size_t o = 0, i = 0;
+    out[o++] = '"';
+    for (; i < n && i < 40 && o + 9 < cap; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\')
+            o += (size_t)snprintf(out + o, cap - o, "\\%c", c);
+        else if (c < 0x20 || c == 0x7f)
+            o += (size_t)snprintf(out + o, cap - o, "\\x%02x", c);
+        else
+            out[o++] = (char)c;
+    }
+    snprintf(out + o, cap - o, "%s\"", i < n ? "..." : "");
 }
 
 static void enum_problem(parse *p, const char *prefix, const pacer_field *f, const jvalue *v)
 {
-    char list[256] = "", shown[64];
+    char list[256] = "", shown[176];
     size_t o = 0;
     for (const char *s = f->values; *s && o + 2 < sizeof(list);) {
         size_t k = strcspn(s, "|");
@@ -639,7 +651,7 @@ static bool read_field(parse *p, pacer_record *r, unsigned fi, const char *prefi
                 return false;
             if (f->type == PACER_TYPE_STRINGS && x.type == JT_STRING) {
                 if (!pacer_field_allows(f, x.s, x.len)) {
-                    char shown[64];
+                    char shown[176];
                     quoted(shown, sizeof(shown), x.s, x.len);
                     problem(p, "", "%s is %s, not one of %s", sub, shown, f->values);
                 } else if (pacer_record_add_str(r, fi, x.s) < 0) {
