@@ -253,7 +253,7 @@ static void *worker(void *arg)
         uint64_t stored = 0;
         for (;;) {
             http_response rs = {0};
-            ingest_handle(&d, "bench", &rq, &rs);
+            ingest_handle(&d, "bench", &rq, &rs, NULL);
             unsigned status = rs.status;
             stored = rs.items;
             if (status == 200 && rs.items < (uint64_t)cfg.batch)

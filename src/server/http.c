@@ -549,6 +549,8 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls, e
     body_drop(h);
     if (h->admitted)
         pool_unadmit(&srv->pool);
+    if (srv->app.release && h->rq.state)
+        srv->app.release(srv->app.ctx, &h->rq);
     free(h->rs.body);
     extra_free(&h->rs);
     free(h->rq.state);

@@ -143,6 +143,9 @@ typedef struct http_app {
     /* After any answer was queued, the layer's own (429, 400, ...)
      * included; rq->state is NULL when no preflight ran. */
     void (*done)(void *ctx, const http_request *rq, const http_response *rs);
+    /* The request's state goes: its answer was sent, or its connection
+     * failed before (rq->state as preflight left it). May be NULL. */
+    void (*release)(void *ctx, const http_request *rq);
     void *ctx;
 } http_app;
 

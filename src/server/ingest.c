@@ -1053,7 +1053,7 @@ void ingest_error_encoding(const http_request *rq, http_response *rs)
     rs->content_type = "application/x-protobuf";
 }
 
-void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_response *rs)
+void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_response *rs, bool *coming)
 {
     enum { TRACES, LOGS, METRICS } what =
         strcmp(rq->path, "/v1/traces") == 0 ? TRACES : strcmp(rq->path, "/v1/logs") == 0 ? LOGS : METRICS;
@@ -1135,6 +1135,10 @@ void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_resp
     bool duplicate = false;
     for (size_t i = 0; !batch_id && i < n; i++)
         recs[i].unbatched = true; /* copies of stored records are recognised by their ids */
+    if (coming && *coming) {
+        store_coming(d->store, -1);
+        *coming = false;
+    }
     r = store_submit(d->store, app, batch_id, rq->path, recs, n, rejected, &duplicate);
     if (r == -EAGAIN) {
         rs->retry_after = 1;

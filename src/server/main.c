@@ -106,6 +106,8 @@ static void usage(FILE *f)
           "  --clickhouse-settle S     ClickHouse: how long after a slot ended it is consolidated (default 360;\n"
           "                            a batch commits within S/2 of its start or is refused 503)\n"
           "  --clickhouse-day S        ClickHouse: the span consolidated a second time (default 86400)\n"
+          "  --clickhouse-gather MS    ClickHouse: how long a commit may wait for requests still being read\n"
+          "                            and decoded, to insert them together (default 50; 0: never)\n"
           "  --clickhouse-retention-days N  ClickHouse: drop what was received more than N days ago,\n"
           "                            whole days at a time (default 0: keep everything)\n"
           "\n"
@@ -203,6 +205,7 @@ static int parse_args(int argc, char **argv, options *o)
         {"clickhouse-slot", required_argument, NULL, 'u'},
         {"clickhouse-settle", required_argument, NULL, 'n'},
         {"clickhouse-day", required_argument, NULL, 'Y'},
+        {"clickhouse-gather", required_argument, NULL, 'g'},
         {"clickhouse-retention-days", required_argument, NULL, 'E'},
         {"retention-days", required_argument, NULL, 'y'},
         {"seal-rows", required_argument, NULL, 'S'},
@@ -230,6 +233,7 @@ static int parse_args(int argc, char **argv, options *o)
     o->store.max_queued_items = 200000;
     o->store.readers = 4;
     o->store.rollup_lag_ms = 500;
+    o->store.clickhouse_gather_ms = 50;
     const num_opt nums[] = {
         {'t', "--threads", 1, 256, NULL, &o->http.workers, ""},
         {'i', "--io-threads", 1, 64, NULL, &o->http.io_threads, ""},
@@ -247,6 +251,7 @@ static int parse_args(int argc, char **argv, options *o)
         {'u', "--clickhouse-slot", 1, 86400, NULL, &o->store.clickhouse_unit_s, " s"},
         {'n', "--clickhouse-settle", 2, 86400, NULL, &o->store.clickhouse_settle_s, " s"},
         {'Y', "--clickhouse-day", 1, 86400, NULL, &o->store.clickhouse_day_s, " s"},
+        {'g', "--clickhouse-gather", 0, 10000, NULL, &o->store.clickhouse_gather_ms, " ms"},
         {'E', "--clickhouse-retention-days", 0, 100000, NULL, &o->store.clickhouse_retention_days, " days"},
         {'y', "--retention-days", 0, 36500, NULL, &o->store.retention_days, " days"},
         {'S', "--seal-rows", 1, 10000000, &o->store.seal_rows, NULL, ""},
@@ -635,7 +640,7 @@ int main(int argc, char **argv)
     o.http.max_discard_bytes = o.max_body;
     o.http.tls_cert_pem = cert;
     o.http.tls_key_pem = key;
-    http_app app = {pacerd_preflight, pacerd_handle, pacerd_done, &d};
+    http_app app = {pacerd_preflight, pacerd_handle, pacerd_done, pacerd_release, &d};
     d.http = http_start(o.addr, o.port, &o.http, &app, err, sizeof err);
     free(cert); /* libmicrohttpd keeps its own copies */
     wipe_free(key);

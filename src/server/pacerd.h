@@ -42,14 +42,19 @@ typedef struct pacerd {
  *   preflight: the route, the credential and the key's limits, from the
  *              headers alone; OPTIONS and refusals are answered there;
  *   handle:    the route's handler, once the body is complete;
- *   done:      counts the answer, charges a key what it stored. */
+ *   done:      counts the answer, charges a key what it stored;
+ *   release:   the request ends: an upload that never reached the store
+ *              is no longer on its way (store_coming). */
 http_plan pacerd_preflight(void *ctx, http_request *rq, http_response *rs, size_t *ret_max_body);
 void pacerd_handle(void *ctx, const http_request *rq, http_response *rs);
 void pacerd_done(void *ctx, const http_request *rq, const http_response *rs);
+void pacerd_release(void *ctx, const http_request *rq);
 
 /* Endpoint handlers. app is the app whose key authenticated the request.
- * ingest_handle sets rs->items to the records it stored. */
-void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_response *rs);
+ * ingest_handle sets rs->items to the records it stored; *coming (may be
+ * NULL) is true while the request counts as on its way to the store
+ * (store_coming), and it clears it as it submits. */
+void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_response *rs, bool *coming);
 void query_handle(pacerd *d, const http_request *rq, http_response *rs);
 /* The percentiles of kind over [from, to) (ns; INT64_MIN / INT64_MAX: no
  * bound), per group name (only: that name alone, or NULL), written into

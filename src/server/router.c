@@ -33,6 +33,7 @@
 
 typedef struct route_state {
     enum route route;
+    bool coming; /* an upload admitted on its headers, not yet submitted (store_coming) */
     auth_id id;
     const char *app; /* /v1/config/{app}: points into the path */
 } route_state;
@@ -178,6 +179,8 @@ http_plan pacerd_preflight(void *ctx, http_request *rq, http_response *rs, size_
             return HTTP_ANSWERED;
         }
         *ret_max_body = d->max_body;
+        st->coming = true;
+        store_coming(d->store, 1);
         break;
     }
     case ROUTE_CONFIG:
@@ -267,14 +270,14 @@ static void metrics_page(pacerd *d, http_response *rs)
 void pacerd_handle(void *ctx, const http_request *rq, http_response *rs)
 {
     pacerd *d = ctx;
-    const route_state *st = rq->state;
+    route_state *st = rq->state;
     switch (st->route) {
     case ROUTE_HEALTHZ: healthz(d, rs); return;
     case ROUTE_METRICS: metrics_page(d, rs); return;
     case ROUTE_TRACES:
     case ROUTE_LOGS:
     case ROUTE_METRICS_INGEST:
-        ingest_handle(d, st->id.app, rq, rs);
+        ingest_handle(d, st->id.app, rq, rs, &st->coming);
         if (rs->status == 429)
             metrics_reject(&d->metrics, MREJ_STORE_QUEUE);
         else if (rs->status == 503)
@@ -362,4 +365,12 @@ void pacerd_done(void *ctx, const http_request *rq, const http_response *rs)
         auth_charge(d->auth, st->id.key_id, rs->items);
         metrics_stored(&d->metrics, r, rs->items);
     }
+}
+
+void pacerd_release(void *ctx, const http_request *rq)
+{
+    pacerd *d = ctx;
+    route_state *st = rq->state;
+    if (st && st->coming)
+        store_coming(d->store, -1);
 }

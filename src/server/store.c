@@ -35,6 +35,12 @@ int store_submit(store *st, const char *app, const char *batch_id, const char *e
     return ops(st)->submit(st, app, batch_id, endpoint, recs, n, rejected, ret_duplicate);
 }
 
+void store_coming(store *st, int delta)
+{
+    if (ops(st)->coming)
+        ops(st)->coming(st, delta);
+}
+
 void store_health_get(store *st, unsigned wait_ms, store_health *ret)
 {
     ops(st)->health_get(st, wait_ms, ret);

@@ -241,6 +241,9 @@ typedef struct store_options {
      * half of it or not at all), writer threads (2) */
     unsigned clickhouse_unit_s, clickhouse_day_s, clickhouse_settle_s, clickhouse_writers;
     unsigned clickhouse_retention_days; /* ClickHouse: drop what was received this many days ago (0: keep) */
+    /* ClickHouse: how long a commit may wait for requests on their way
+     * (store_coming), to insert them together (0: never) */
+    unsigned clickhouse_gather_ms;
     /* where failures of the store are told, one line each, no newline
      * (NULL: nowhere); called from any of the store's threads */
     void (*log)(void *ctx, const char *msg);
@@ -267,6 +270,11 @@ void store_close(store *st);
  * when the store is closing. Any thread. */
 int store_submit(store *st, const char *app, const char *batch_id, const char *endpoint, store_record *recs,
                  size_t n, size_t rejected, bool *ret_duplicate);
+/* A request on its way to store_submit (+1, when its handler starts) or
+ * no longer (-1: just before it submits, or when it fails first). A
+ * backend whose commits are dear waits for those before it commits
+ * (ClickHouse: --clickhouse-gather); SQLite ignores it. Any thread. */
+void store_coming(store *st, int delta);
 
 /* ---- health and figures (store_health.c) ----
  *

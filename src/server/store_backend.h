@@ -17,6 +17,7 @@ typedef struct store_backend {
     void (*close)(store *st);
     int (*submit)(store *st, const char *app, const char *batch_id, const char *endpoint, store_record *recs,
                   size_t n, size_t rejected, bool *ret_duplicate);
+    void (*coming)(store *st, int delta); /* NULL: nothing to do */
     void (*health_get)(store *st, unsigned wait_ms, store_health *ret);
     void (*get_stats)(store *st, store_stats *ret);
     int (*config_put)(store *st, const char *app, const char *xml, size_t len, int64_t *ret_version);

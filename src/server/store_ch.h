@@ -163,6 +163,11 @@ struct ch_store {
     pthread_cond_t wake, done;
     struct ch_job *head, *tail;
     size_t queued_items, max_queued;
+    size_t waiting_items;  /* of queued_items, those no writer took yet */
+    uint64_t arrived;      /* jobs queued so far, and uploads no longer coming (they submit next) */
+    int coming;            /* requests on their way to ch_submit (store_coming) */
+    int64_t gather_ns;     /* gather(): the longest wait */
+    size_t gather_items;   /* gather(): enough records to go */
     bool stopping;
     pthread_t writers[4];
     size_t n_writers;

@@ -84,6 +84,7 @@
 
 #define HOUR_NS INT64_C(3600000000000)
 #define QUERY_TIMEOUT_MS 60000L
+#define GATHER_GAP_NS INT64_C(2000000) /* gather(): a request that came this recently may have company */
 
 typedef struct ch_job {
     struct ch_job *next;
@@ -706,6 +707,46 @@ static int run_group(ch_store *st, ch_job *list, ch_reply *rep)
     return r;
 }
 
+/* Every part ClickHouse writes is two files per column of each table a
+ * group inserts into, merged again later: a group of many requests costs
+ * it hardly more than a group of one. So a writer lets the queue fill
+ * before it takes it: while requests are on their way (being read and
+ * decoded, store_coming) or came within the last millisecond, until the
+ * first has waited --clickhouse-gather or enough records wait (called
+ * with st->lock held). */
+static void gather(ch_store *st)
+{
+    if (st->gather_ns <= 0)
+        return;
+    int64_t start = mono_ns(), last = start;
+    uint64_t seen = st->arrived;
+    while (st->head && !st->stopping && st->waiting_items < st->gather_items) {
+        int64_t now = mono_ns();
+        if (st->arrived != seen) {
+            seen = st->arrived;
+            last = now;
+        }
+        int64_t until = st->coming > 0 ? start + st->gather_ns : last + GATHER_GAP_NS;
+        if (until > start + st->gather_ns)
+            until = start + st->gather_ns;
+        if (now >= until)
+            break;
+        cond_wait_until(&st->wake, &st->lock, until);
+    }
+}
+
+static void ch_coming(store *s, int delta)
+{
+    ch_store *st = (ch_store *)s;
+    pthread_mutex_lock(&st->lock);
+    st->coming += delta;
+    if (delta < 0) {
+        st->arrived++; /* it submits next: the quiet gap starts again */
+        pthread_cond_broadcast(&st->wake);
+    }
+    pthread_mutex_unlock(&st->lock);
+}
+
 static void *writer_main(void *arg)
 {
     ch_store *st = arg;
@@ -715,8 +756,12 @@ static void *writer_main(void *arg)
             pthread_cond_wait(&st->wake, &st->lock);
         if (!st->head)
             break;
+        gather(st);
+        if (!st->head)
+            continue; /* another writer took them */
         ch_job *list = st->head;
         st->head = st->tail = NULL;
+        st->waiting_items = 0;
         pthread_mutex_unlock(&st->lock);
 
         int64_t t0 = mono_ns();
@@ -765,13 +810,15 @@ static int ch_submit(store *s, const char *app, const char *batch_id, const char
         return -EAGAIN;
     }
     st->queued_items += n;
+    st->waiting_items += n;
+    st->arrived++;
     int64_t t0 = mono_ns();
     if (st->tail)
         st->tail->next = &j;
     else
         st->head = &j;
     st->tail = &j;
-    pthread_cond_signal(&st->wake);
+    pthread_cond_broadcast(&st->wake); /* a gathering writer counts arrivals */
     while (!j.done)
         pthread_cond_wait(&st->done, &st->lock);
     pthread_mutex_unlock(&st->lock);
@@ -933,6 +980,7 @@ static const store_backend store_backend_clickhouse = {
     .name = "clickhouse",
     .close = ch_close,
     .submit = ch_submit,
+    .coming = ch_coming,
     .health_get = ch_health_get,
     .get_stats = ch_get_stats,
     .config_put = ch_config_put,
@@ -1014,6 +1062,8 @@ store *store_clickhouse_open(const char *url, const store_options *opt, char *er
         st->log = opt->log;
         st->log_ctx = opt->log_ctx;
         st->max_queued = opt->max_queued_items ? opt->max_queued_items : 200000;
+        st->gather_ns = (int64_t)opt->clickhouse_gather_ms * 1000000;
+        st->gather_items = st->max_queued / 4;
         st->unit_s = opt->clickhouse_unit_s ? (int64_t)opt->clickhouse_unit_s : 3600;
         st->day_s = opt->clickhouse_day_s ? (int64_t)opt->clickhouse_day_s : 86400;
         st->settle_s = opt->clickhouse_settle_s ? (int64_t)opt->clickhouse_settle_s : 360;
@@ -1067,7 +1117,7 @@ store *store_clickhouse_open(const char *url, const store_options *opt, char *er
     health_init(&st->health, NULL, opt->log, opt->log_ctx);
     pthread_mutex_init(&st->lock, NULL);
     pthread_mutex_init(&st->olock, NULL);
-    pthread_cond_init(&st->wake, NULL);
+    cond_init_monotonic(&st->wake);
     pthread_cond_init(&st->done, NULL);
     cond_init_monotonic(&st->keeper_wake);
     size_t nw = opt->clickhouse_writers ? opt->clickhouse_writers : 2;

@@ -8,6 +8,8 @@ checked through the query API before and after consolidation, against the
 exact numbers sent. Then: credentials from a file, bad URLs, retention, and
 ClickHouse going away and coming back. Skipped (exit 77) without
 clickhouse-server (scripts/install-deps.sh installs it)."""
+import http.client
+import json
 import os
 import subprocess
 import sys
@@ -17,7 +19,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import clickhouse_harness  # noqa: E402
-from pacerd_harness import ADMIN, KEYS, PACERD, Pacerd, page_span, traces  # noqa: E402
+from pacerd_harness import ADMIN, KEYS, PACERD, Pacerd, page_span, scrape, traces  # noqa: E402
 
 T0 = 1_700_006_400 * 10**9
 ARGS = ["--clickhouse-slot", "2", "--clickhouse-settle", "10", "--clickhouse-day", "10"]
@@ -161,6 +163,55 @@ class Operation(unittest.TestCase):
         finally:
             d.proc = None
             d.close()
+
+    def test_requests_on_their_way_commit_together(self):
+        # an upload whose body is still arriving, and three small ones meanwhile:
+        # with --clickhouse-gather the writer waits for the one on its way, so one
+        # attempt inserts all four; without, the small ones commit and are
+        # answered while it is still arriving
+        for gather in ("5000", "0"):
+            d = Pacerd(["--clickhouse-gather", gather, "--threads", "8"], backend="clickhouse")
+            self.addCleanup(d.close)
+            tag = "gather%s-" % gather
+            big = json.dumps(body(2000, "GatherWindow0", T0)).encode()
+            c = http.client.HTTPConnection("127.0.0.1", d.port, timeout=60)
+            c.putrequest("POST", "/v1/traces")
+            for k, v in (("Authorization", "Bearer " + KEYS["shop"]), ("Content-Type", "application/json"),
+                         ("Content-Length", str(len(big))), ("X-Pacer-Batch-Id", tag + "0")):
+                c.putheader(k, v)
+            c.endheaders()
+            c.send(big[:len(big) // 2])
+            # pacerd has its headers (it admitted it) and holds half its body
+            deadline = time.monotonic() + 60
+            while scrape(d)["pacerd_http_body_bytes_in_flight"] < len(big) // 2:
+                self.assertLess(time.monotonic(), deadline)
+                time.sleep(0.02)
+            out = [None] * 4
+
+            def send(i):
+                out[i] = d.ingest("/v1/traces", body(50, "GatherWindow%d" % i, T0 + i * 10**11),
+                                  batch_id=tag + str(i))
+
+            threads = [threading.Thread(target=send, args=(i,)) for i in (1, 2, 3)]
+            for t in threads:
+                t.start()
+            if gather == "0":
+                for t in threads:
+                    t.join(60)
+                self.assertEqual(out[1:], [{}] * 3)  # answered before the large one is complete
+            else:
+                time.sleep(0.5)
+            c.send(big[len(big) // 2:])
+            r = c.getresponse()
+            self.assertEqual((r.status, json.loads(r.read())), (200, {}))
+            c.close()
+            for t in threads:
+                t.join()
+            self.assertEqual(out[1:], [{}] * 3)
+            atts = d.sql("SELECT uniqExact(att), count() FROM attempts WHERE batch LIKE '%s%%'" % tag)[0]
+            self.assertEqual(atts, (1, 4) if gather != "0" else (4, 4))
+            pages = {p["page"]: p["count"] for p in d.query("/api/v1/pages?app=shop")["pages"]}
+            self.assertEqual([pages.get("GatherWindow%d" % i) for i in range(4)], [2000, 50, 50, 50])
 
     def test_bad_urls(self):
         creds = Pacerd(backend="sqlite")  # its token and keys files

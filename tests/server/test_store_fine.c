@@ -59,7 +59,7 @@ static void send(const int64_t *ts, size_t n, unsigned *seed)
     http_request rq = {.method = "POST", .version = "HTTP/1.1", .path = "/v1/traces", .body = body, .body_len = o,
                        .headers = headers, .n_headers = 1};
     http_response rs = {0};
-    ingest_handle(&d, "shop", &rq, &rs);
+    ingest_handle(&d, "shop", &rq, &rs, NULL);
     assert_int_equal(rs.status, 200);
     assert_memory_equal(rs.body, "{}", 2);
     free(rs.body);
