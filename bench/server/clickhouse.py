@@ -14,19 +14,25 @@ machine (make bench):
   query      /api/v1/pages (all time, one version, a range cutting two days)
              over CH_ROWS page loads in ClickHouse (written by pacerd-chfill
              with the store's own encoder: the HTTP ingest of 100 M would take
-             hours here) and over SQLITE_ROWS in SQLite (through the ingest
-             path, as bench/server/run.sh builds its 1 M): p50 and p99 of 50
+             hours here) and over SQLITE_ROWS in SQLite (the store
+             bench/server/scale.sh fills with pacerd-fill, through pacerd's
+             ingest handler without HTTP, and shares): p50 and p99 of 50
              requests each (target p99 <= 200 ms at 100 M); bytes per span of
              both data sets.
 
   bench/server/clickhouse.py BUILD_DIR
-  env: RUNS (3; 0 skips the ingest runs), CH_ROWS (100000000), SQLITE_ROWS (50000000)
+  env: RUNS (3; 0 skips the ingest runs), CH_ROWS (100000000), SQLITE_ROWS (50000000),
+       WORK (BUILD_DIR/pacerd-bench: both stores, ClickHouse's data directory)
 
-The two query data sets are kept under BUILD_DIR/pacerd-bench and made
-again only when missing. A ClickHouse server is started for the run (its
+The two query data sets are kept under WORK and made again only when
+missing. The file system of WORK is named first, with whether it has a
+journal: on ext4 without one, every file created scans the inodes deleted
+in the last minutes, and ClickHouse creates and deletes files by the
+thousand (two per column of every part it writes or merges). A ClickHouse server is started for the run (its
 own data directory there, free loopback ports) and stopped at the end."""
 import os
 import re
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -44,7 +50,8 @@ PACERD = os.path.join(BUILD, "src", "server", "pacerd")
 LOADGEN = os.path.join(BUILD, "bench", "server", "pacerd-loadgen")
 QUERYBENCH = os.path.join(BUILD, "bench", "server", "pacerd-querybench")
 CHFILL = os.path.join(BUILD, "bench", "server", "pacerd-chfill")
-WORK = os.path.join(BUILD, "pacerd-bench")
+FILL = os.path.join(BUILD, "bench", "server", "pacerd-fill")
+WORK = os.environ.get("WORK") or os.path.join(BUILD, "pacerd-bench")
 ADMIN = "admin-bench-token"
 KEY = "benchkey-ch"
 
@@ -79,8 +86,40 @@ def cpu_s(pid):
     return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def filesystem(path):
+    """'ext4 on /dev/vda (no journal)', from /proc/self/mountinfo and /proc/fs/jbd2."""
+    dev = os.stat(path).st_dev
+    want = "%d:%d" % (os.major(dev), os.minor(dev))
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, right = line.split(" - ", 1)
+            if left.split()[2] == want:
+                fstype, source = right.split()[:2]
+                name = os.path.basename(source)
+                journal = ""
+                if fstype in ("ext3", "ext4"):
+                    has = os.path.isdir("/proc/fs/jbd2") and any(j.startswith(name + "-")
+                                                                 for j in os.listdir("/proc/fs/jbd2"))
+                    journal = " (journal)" if has else " (no journal)"
+                return "%s on %s%s" % (fstype, source, journal)
+    return "unknown"
+
+
 def file_bytes(path):
     return sum(os.path.getsize(path + s) for s in ("", "-wal") if os.path.exists(path + s))
+
+
+def sqlite_page_spans(path):
+    """The page spans a store holds (0 when there is none or it cannot be read)."""
+    if not os.path.exists(path):
+        return 0
+    try:
+        con = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
+        n = con.execute("SELECT SUM(count) FROM rollup_counts WHERE kind = 'page'").fetchone()[0]
+        con.close()
+        return n or 0
+    except sqlite3.Error:
+        return 0
 
 
 def ch_bytes(ch, db, table=None):
@@ -150,6 +189,7 @@ def main():
         f.write(ADMIN + "\n")
     with open(os.path.join(WORK, "ch-keys"), "w") as f:
         f.write("bench %s\n" % KEY)
+    print("stores and ClickHouse's data in %s: %s" % (WORK, filesystem(WORK)))
     if not clickhouse_harness.available():
         print("skipped: %s missing (scripts/install-deps.sh installs it)" % clickhouse_harness.SERVER)
         return
@@ -207,23 +247,18 @@ def main():
         stop(p)
         chb = ch_bytes(ch, db) / CH_ROWS
         chp = ch_bytes(ch, db, "page_loads") / CH_ROWS
-        # SQLite
-        path = os.path.join(WORK, "pages-%d.db" % SQLITE_ROWS)
-        done = os.path.join(WORK, "pages-%d.done" % SQLITE_ROWS)
-        if not os.path.exists(done):
+        # SQLite: the store bench/server/scale.sh builds (the same file, filled once)
+        path = os.path.join(WORK, "scale-%d.db" % SQLITE_ROWS)
+        if sqlite_page_spans(path) != SQLITE_ROWS:
             for s in ("", "-wal", "-shm"):
                 if os.path.exists(path + s):
                     os.remove(path + s)
-            print("query: writing %d page loads into SQLite through the ingest path (once, kept in %s)"
-                  % (SQLITE_ROWS, WORK))
+            print("query: writing %d page loads into SQLite (pacerd-fill: pacerd's ingest handler without HTTP;"
+                  " once, kept in %s)" % (SQLITE_ROWS, WORK))
             t0 = time.monotonic()
-            p, port = start(["--db", path])
-            subprocess.run([LOADGEN, "--port", str(port), "--key", KEY, "--app", "bench", "--spans", str(SQLITE_ROWS),
-                            "--batch", "2000", "--connections", "2", "--fresh", "--pages", "20", "--versions", "2",
-                            "--days", "30"], check=True, stdout=subprocess.DEVNULL)
-            stop(p)
+            subprocess.run([FILL, "--db", path, "--spans", str(SQLITE_ROWS), "--days", "30"], check=True,
+                           stdout=subprocess.DEVNULL)
             print("  %.0f s" % (time.monotonic() - t0))
-            open(done, "w").close()
         p, port = start(["--db", path])
         sqq = query_figures(port, "SQLite")
         stop(p)
