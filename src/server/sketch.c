@@ -250,8 +250,44 @@ static int get_double(const uint8_t *buf, size_t len, size_t *pos, double *ret)
  * 4), for a sketch with few of its bins used (a sub-day bucket of a few
  * values), pairs (zeros skipped, count) for the bins that are not empty.
  * The smaller is written (3 or 4); all four are read. */
+/* Whether s is exactly what sketch_add of its one value makes of an empty
+ * sketch (then its encoding is that value alone: layout 5). */
+static bool one_value(const sketch *s)
+{
+    if (s->count != 1 || !(s->min == s->max))
+        return false;
+    sketch t;
+    sketch_init(&t);
+    bool same = sketch_add(&t, s->min) == 0 && t.zero_count == s->zero_count && t.sum_ns == s->sum_ns &&
+                t.n_bins == s->n_bins && t.offset == s->offset && (!t.n_bins || t.bins[0] == s->bins[0]);
+    sketch_reset(&t);
+    return same;
+}
+
+/* Layout 5: 'D', 5, the one value (8 bytes). Returns it, or -1 when buf is
+ * not that layout or its value is not one sketch_add takes. */
+static double value_of_one(const uint8_t *buf, size_t len)
+{
+    double v = -1;
+    size_t pos = 2;
+    if (len != 10 || get_double(buf, len, &pos, &v) < 0 || !(v >= 0) || isinf(v))
+        return -1;
+    return v;
+}
+
 int sketch_encode(const sketch *s, uint8_t **ret_buf, size_t *ret_len)
 {
+    if (one_value(s)) {
+        uint8_t *one = malloc(10);
+        if (!one)
+            return -ENOMEM;
+        one[0] = 'D';
+        one[1] = 5;
+        put_double(one + 2, s->min);
+        *ret_buf = one;
+        *ret_len = 10;
+        return 0;
+    }
     size_t dense = 0, sparse = 0;
     uint8_t tmp[10];
     for (uint32_t k = 0, gap = 0; k < s->n_bins; k++) {
@@ -320,6 +356,10 @@ static int get_header(const uint8_t *buf, size_t len, size_t *pos, uint64_t *cou
 
 int sketch_merge_encoded(sketch *dst, const uint8_t *buf, size_t len)
 {
+    if (len >= 2 && buf[0] == 'D' && buf[1] == 5) {
+        double v = value_of_one(buf, len);
+        return v < 0 ? -EBADMSG : sketch_add(dst, v);
+    }
     size_t pos = 2;
     uint64_t count, zero, zz, n_bins;
     __int128 sum_ns;
@@ -373,6 +413,11 @@ int sketch_decode(sketch *s, const uint8_t *buf, size_t len)
     uint32_t keep_cap = s->cap_bins;
     s->bins = NULL;
     sketch_init(s);
+    if (len >= 2 && buf[0] == 'D' && buf[1] == 5) {
+        free(keep);
+        double v = value_of_one(buf, len);
+        return v < 0 ? -EBADMSG : sketch_add(s, v);
+    }
     size_t pos = 2;
     uint64_t count, zero, zz, n_bins;
     __int128 sum_ns;

@@ -66,8 +66,9 @@ double sketch_quantile(const sketch *s, double q);
 double sketch_sum(const sketch *s);
 
 /* Serialises to a malloc'd buffer (compact: varint counts; for a sketch
- * with few of its bins used, those with the gaps between). Returns 0 and
- * stores the buffer and its size, or -ENOMEM. */
+ * with few of its bins used, those with the gaps between; for a sketch of
+ * one value, that value alone). Returns 0 and stores the buffer and its
+ * size, or -ENOMEM. */
 int sketch_encode(const sketch *s, uint8_t **ret_buf, size_t *ret_len);
 
 /* Parses what sketch_encode produced into an empty (initialised) sketch.

@@ -163,6 +163,38 @@ static void test_encode_roundtrip(void **state)
     free(buf);
     check_roundtrip(&s, 4);
     sketch_reset(&s);
+    /* one value (a sparse ten minutes: most rows of a spread upload): that value alone, 10 bytes */
+    static const double ones[] = {12.345, 0, 1e-12, 987654.321};
+    for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++) {
+        sketch_add(&s, ones[i]);
+        assert_int_equal(sketch_encode(&s, &buf, &len), 0);
+        assert_int_equal(len, 10);
+        sketch m;
+        sketch_init(&m);
+        sketch_add(&m, 3.0);
+        sketch_add(&m, 4000.0);
+        sketch want = {0};
+        sketch_init(&want);
+        sketch_merge(&want, &m);
+        sketch_add(&want, ones[i]);
+        assert_int_equal(sketch_merge_encoded(&m, buf, len), 0); /* as sketch_add of the value */
+        assert_true(m.count == want.count && m.sum_ns == want.sum_ns && m.min == want.min && m.max == want.max &&
+                    m.zero_count == want.zero_count && m.offset == want.offset && m.n_bins == want.n_bins);
+        for (uint32_t k = 0; k < m.n_bins; k++)
+            assert_int_equal(m.bins[k], want.bins[k]);
+        buf[2 + 7] = 0xff; /* a negative value (NaN here): no sketch holds it */
+        assert_int_equal(sketch_decode(&m, buf, len), -EBADMSG);
+        free(buf);
+        sketch_reset(&m);
+        sketch_reset(&want);
+        check_roundtrip(&s, 5);
+        sketch_reset(&s);
+    }
+    /* two values, or one that a collapse moved: the bins as before */
+    sketch_add(&s, 5.0);
+    sketch_add(&s, 5.0);
+    check_roundtrip(&s, 3);
+    sketch_reset(&s);
 }
 
 static size_t put_le64(uint8_t *p, double d)
