@@ -99,6 +99,16 @@ static uint64_t hash_strs(const char *a, const char *b, const char *c)
 
 /* ---- deltas ---- */
 
+/* a + b in whole nanoseconds: time lost is summed over occurrences and
+ * cycles, and a cycle may read what another read in two (ClickHouse's read
+ * lag); integer sums come out the same in any order, doubles do not */
+static double add_ms(double a, double b)
+{
+    if (!isfinite(a) || !isfinite(b) || fabs(a) > 1e12 || fabs(b) > 1e12)
+        return a + b;
+    return (double)(llround(a * 1e6) + llround(b * 1e6)) / 1e6;
+}
+
 typedef struct delta {
     struct delta *next;
     uint64_t h;
@@ -265,7 +275,7 @@ static void on_occ(void *ctx, const occ *o)
     }
     d->count += o->count;
     d->total += o->total;
-    d->lost_ms += o->lost_ms;
+    d->lost_ms = add_ms(d->lost_ms, o->lost_ms);
     if (!isnan(o->value) && o->value >= 0)
         (void)sketch_add(&d->values, o->value);
     if (o->count > 0) {
@@ -471,7 +481,7 @@ static int apply_delta(sqlite3 *db, const delta *d)
         sketch_reset(&v.values);
         v.count = d->count;
         v.total = d->total;
-        v.lost_ms = d->lost_ms;
+        v.lost_ms = add_ms(0, d->lost_ms);
         v.sessions = d->affected;
         v.first_ns = d->first_ns;
         v.last_ns = d->last_ns;
@@ -481,7 +491,7 @@ static int apply_delta(sqlite3 *db, const delta *d)
     } else if (r == 0) {
         v.count += d->count;
         v.total += d->total;
-        v.lost_ms += d->lost_ms;
+        v.lost_ms = add_ms(v.lost_ms, d->lost_ms);
         if (d->count > 0) {
             if (!v.first_ns || (d->first_ns && d->first_ns < v.first_ns))
                 v.first_ns = d->first_ns;
