@@ -488,6 +488,8 @@ class Hooks(Base):
         attempts = [r for r in self.hook.requests if r["body"]["issue"]["fingerprint"] == "eeeeeeeeeeeeeeee"]
         self.assertEqual([r["status"] for r in attempts], [500, 503, 200])
         self.assertEqual(len({r["headers"]["Idempotency-Key"] for r in attempts}), 1)
+        # the receiver has the request before pacerd has read its answer
+        self.assertTrue(self.wait(lambda: scrape(self.d)['pacerd_deliveries_total{result="delivered"}'] >= 1))
         m = scrape(self.d)
         self.assertEqual((m['pacerd_deliveries_total{result="retried"}'],
                           m['pacerd_deliveries_total{result="delivered"}']), (2, 1))
