@@ -86,7 +86,8 @@ static void usage(FILE *f)
           "                            Retry-After (default 1000)\n"
           "  --max-queue N             records waiting for the writer before ingest answers 429 (default 200000)\n"
           "\n"
-          "  --threads N               worker threads handling requests (default: 2 per CPU, at least 4)\n"
+          "  --threads N               worker threads handling requests (default: 2 per CPU, at least 4;\n"
+          "                            with --clickhouse 4 per CPU, at least 8)\n"
           "  --io-threads N            connection threads (default: 1 per CPU, 2 to 8)\n"
           "  --drain-timeout S         on SIGTERM, longest wait for requests in flight (default 30)\n"
           "  --sync normal|full        SQLite synchronous mode (default normal: durable across a crash of\n"
@@ -258,6 +259,7 @@ static int parse_args(int argc, char **argv, options *o)
         {'U', "--rollup-retention-days", 0, 36500, NULL, &o->store.rollup_retention_days, " days"},
     };
     int c;
+    bool threads_given = false;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         const num_opt *num = NULL;
@@ -275,6 +277,7 @@ static int parse_args(int argc, char **argv, options *o)
                 *num->size = v;
             else
                 *num->uint = (unsigned)v;
+            threads_given |= c == 't';
             continue;
         }
         switch (c) {
@@ -333,6 +336,10 @@ static int parse_args(int argc, char **argv, options *o)
         return -EINVAL;
     }
     int stores = !!o->db + !!o->clickhouse + !!o->clickhouse_file;
+    /* a ClickHouse worker mostly waits for an insert: twice as many let
+     * the next uploads be decoded meanwhile, and join the next insert */
+    if ((o->clickhouse || o->clickhouse_file) && !threads_given)
+        o->http.workers = ncpu > 2 ? (unsigned)(4 * ncpu) : 8;
     if (stores > 1) {
         fprintf(stderr, "pacerd: give one of --db, --clickhouse, --clickhouse-file\n");
         return -EINVAL;
@@ -597,6 +604,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if (clickhouse) {
+        o.store.submitters = o.http.workers; /* the threads that may submit at once */
         d.store = store_open_clickhouse(url ? url : o.clickhouse, &o.store, err, sizeof err);
         if (d.store && !o.state)
             fprintf(stderr, "pacerd: ClickHouse store: the application layer runs on the instance given --state: "

@@ -244,6 +244,9 @@ typedef struct store_options {
     /* ClickHouse: how long a commit may wait for requests on their way
      * (store_coming), to insert them together (0: never) */
     unsigned clickhouse_gather_ms;
+    /* ClickHouse: the threads that may submit at once (the HTTP workers;
+     * 0: unknown): once that many jobs are in, none else can come */
+    unsigned submitters;
     /* where failures of the store are told, one line each, no newline
      * (NULL: nowhere); called from any of the store's threads */
     void (*log)(void *ctx, const char *msg);

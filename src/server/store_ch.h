@@ -166,6 +166,8 @@ struct ch_store {
     size_t waiting_items;  /* of queued_items, those no writer took yet */
     uint64_t arrived;      /* jobs queued so far, and uploads no longer coming (they submit next) */
     int coming;            /* requests on their way to ch_submit (store_coming) */
+    size_t jobs_in;        /* jobs submitted and not done (queued or committing) */
+    size_t submitters;     /* store_options.submitters */
     int64_t gather_ns;     /* gather(): the longest wait */
     size_t gather_items;   /* gather(): enough records to go */
     bool stopping;

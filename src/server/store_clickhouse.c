@@ -171,7 +171,10 @@ static const ddl fixed_tables[] = {
     {"commits", "app String, batch String, att UInt64, fresh UInt8, at UInt32, rday UInt32",
      "MergeTree PARTITION BY rday ORDER BY (app, batch)", "cityHash64(app, batch)"},
     {"rollups", "lvl UInt8, slot UInt32, rday UInt32, " SKETCH_DDL,
-     "ReplacingMergeTree PARTITION BY rday ORDER BY (app, kind, lvl, grain, t, name, version, slot)",
+     /* small granules: a query reads a few hundred rows of a tier and
+      * grain (a month of days) among a day's thousands of ten minutes */
+     "ReplacingMergeTree PARTITION BY rday ORDER BY (app, kind, lvl, grain, t, name, version, slot)"
+     " SETTINGS index_granularity = 256",
      "cityHash64(app, name)"},
     {"slots", "lvl UInt8, slot UInt32, at DateTime DEFAULT now()", "MergeTree ORDER BY (lvl, slot)", "slot"},
     {"configs", "app String, version Int64, etag String, xml String, created Int64",
@@ -711,16 +714,18 @@ static int run_group(ch_store *st, ch_job *list, ch_reply *rep)
  * group inserts into, merged again later: a group of many requests costs
  * it hardly more than a group of one. So a writer lets the queue fill
  * before it takes it: while requests are on their way (being read and
- * decoded, store_coming) or came within the last millisecond, until the
- * first has waited --clickhouse-gather or enough records wait (called
- * with st->lock held). */
+ * decoded, store_coming) or one came within the last 2 ms, until the first
+ * has waited --clickhouse-gather, enough records wait, or every thread
+ * that could bring one is waiting here already (called with st->lock
+ * held). */
 static void gather(ch_store *st)
 {
     if (st->gather_ns <= 0)
         return;
     int64_t start = mono_ns(), last = start;
     uint64_t seen = st->arrived;
-    while (st->head && !st->stopping && st->waiting_items < st->gather_items) {
+    while (st->head && !st->stopping && st->waiting_items < st->gather_items &&
+           (!st->submitters || st->jobs_in < st->submitters)) {
         int64_t now = mono_ns();
         if (st->arrived != seen) {
             seen = st->arrived;
@@ -784,6 +789,7 @@ static void *writer_main(void *arg)
             if (r < 0)
                 j->duplicate = false;
             st->queued_items -= j->n;
+            st->jobs_in--;
             j->done = true;
         }
         pthread_cond_broadcast(&st->done);
@@ -811,6 +817,7 @@ static int ch_submit(store *s, const char *app, const char *batch_id, const char
     }
     st->queued_items += n;
     st->waiting_items += n;
+    st->jobs_in++;
     st->arrived++;
     int64_t t0 = mono_ns();
     if (st->tail)
@@ -1064,6 +1071,7 @@ store *store_clickhouse_open(const char *url, const store_options *opt, char *er
         st->max_queued = opt->max_queued_items ? opt->max_queued_items : 200000;
         st->gather_ns = (int64_t)opt->clickhouse_gather_ms * 1000000;
         st->gather_items = st->max_queued / 4;
+        st->submitters = opt->submitters;
         st->unit_s = opt->clickhouse_unit_s ? (int64_t)opt->clickhouse_unit_s : 3600;
         st->day_s = opt->clickhouse_day_s ? (int64_t)opt->clickhouse_day_s : 86400;
         st->settle_s = opt->clickhouse_settle_s ? (int64_t)opt->clickhouse_settle_s : 360;
