@@ -18,6 +18,13 @@ from agentlib import APP_ENV, PACER, Xvfb, of_type, read_jsonl
 JANK_APP = os.environ["JANK_APP"]
 
 
+def default_dispositions():
+    """The app starts with these signals at their default, whatever the
+    test was started under (nohup ignores SIGHUP, and children inherit it)."""
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 class ExitSignals(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -31,7 +38,8 @@ class ExitSignals(unittest.TestCase):
         env = dict(os.environ, DISPLAY=self.x.display, **APP_ENV)
         env.pop("WAYLAND_DISPLAY", None)
         cmd = ([PACER, "run", "--out", out, "--"] if under_pacer else []) + [JANK_APP] + args
-        p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=default_dispositions)
         first = p.stdout.readline()  # the dispositions line: the app is up
         return p, first
 
