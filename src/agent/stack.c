@@ -208,10 +208,28 @@ bool stack_init(void)
     capture_off = true;
     return false;
 #else
+    main_thread = pthread_self();
+    main_tid = (pid_t)syscall(SYS_gettid);
+    snprintf(syscall_path, sizeof(syscall_path), "/proc/self/task/%d/syscall", (int)main_tid);
+    ready = true;
+    return true;
+#endif
+}
+
+/* The main thread's stack, found at the first capture (watchdog thread),
+ * not at set-up: for the initial thread glibc's pthread_getattr_np reads
+ * /proc/self/maps, hundreds of lines in a GTK app, while it starts. The
+ * signal handler reads the bounds only after a capture requested it. */
+static bool stack_bounds(void)
+{
+    static bool tried;
+    if (tried)
+        return stack_hi != 0;
+    tried = true;
     pthread_attr_t attr;
     void *addr;
     size_t size;
-    if (pthread_getattr_np(pthread_self(), &attr) != 0) {
+    if (pthread_getattr_np(main_thread, &attr) != 0) {
         agent_note_once("stack", "the main thread's stack is unknown; jank records have no stack");
         capture_off = true;
         return false;
@@ -220,12 +238,7 @@ bool stack_init(void)
     pthread_attr_destroy(&attr);
     stack_lo = (uintptr_t)addr;
     stack_hi = (uintptr_t)addr + size;
-    main_thread = pthread_self();
-    main_tid = (pid_t)syscall(SYS_gettid);
-    snprintf(syscall_path, sizeof(syscall_path), "/proc/self/task/%d/syscall", (int)main_tid);
-    ready = true;
     return true;
-#endif
 }
 
 /* The signal, installed the first time it is needed (perf not permitted):
@@ -598,7 +611,7 @@ static void unwind(stack_trace *st)
 int stack_capture(stack_trace *ret, int timeout_ms, const char **ret_method)
 {
     *ret_method = NULL;
-    if (!ready || capture_off)
+    if (!ready || capture_off || !stack_bounds())
         return -ENOTSUP;
     int r = -ENOTSUP;
     const char *method = NULL;
