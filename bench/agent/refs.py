@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Cost of the agent's g_object_ref / g_object_unref hooks (--leaks=refs
 records the stacks of references): bench-refs (bench/agent/refs.c) without
-the agent, with it (hooks forward: the cost every agent user pays), and with
+the agent; with libpacer-agent.so (it keeps the hooks local: the calls go
+straight to libgobject, what every agent user pays); with
+libpacer-agent-refs.so, which exports them, without --leaks=refs (hooks
+forward: what --leaks=native pays, whose agent exports them too) and with
 PACER_LEAKS=refs (a widget's calls recorded with their stacks, other objects
 only looked up), alternating, ROUNDS times; medians in ns per ref+unref pair.
 
@@ -18,13 +21,16 @@ build = sys.argv[1] if len(sys.argv) > 1 else "build-bench"
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
 exe = os.path.join(build, "bench", "agent", "bench-refs")
 agent = os.path.abspath(os.path.join(build, "src", "agent", "libpacer-agent.so"))
+agent_refs = os.path.abspath(os.path.join(build, "src", "agent", "libpacer-agent-refs.so"))
 out = tempfile.NamedTemporaryFile(suffix=".jsonl", delete=False).name
 base = {k: v for k, v in os.environ.items() if not k.startswith("PACER_")}
 base["GDK_BACKEND"] = base.get("GDK_BACKEND", "x11")
 modes = {
     "without the agent": base,
-    "agent (refs off)": dict(base, LD_PRELOAD=agent, PACER_OUT=out, PACER_AGENT_QUIET="1"),
-    "agent --leaks=refs": dict(base, LD_PRELOAD=agent, PACER_OUT=out, PACER_AGENT_QUIET="1", PACER_LEAKS="refs"),
+    "agent": dict(base, LD_PRELOAD=agent, PACER_OUT=out, PACER_AGENT_QUIET="1"),
+    "agent-refs, refs off": dict(base, LD_PRELOAD=agent_refs, PACER_OUT=out, PACER_AGENT_QUIET="1"),
+    "agent-refs --leaks=refs": dict(base, LD_PRELOAD=agent_refs, PACER_OUT=out, PACER_AGENT_QUIET="1",
+                                    PACER_LEAKS="refs"),
 }
 res = {k: ([], []) for k in modes}
 for _ in range(rounds):
@@ -36,7 +42,7 @@ for _ in range(rounds):
 med = statistics.median
 base_plain = med(res["without the agent"][0])
 print("ns per g_object_ref+unref pair, medians of %d rounds:" % rounds)
-print("  %-22s %10s %12s" % ("", "GObject", "GtkLabel"))
+print("  %-24s %10s %12s" % ("", "GObject", "GtkLabel"))
 for k in modes:
-    print("  %-22s %10.1f %12.1f   (GObject +%.1f)" % (k, med(res[k][0]), med(res[k][1]), med(res[k][0]) - base_plain))
+    print("  %-24s %10.1f %12.1f   (GObject +%.1f)" % (k, med(res[k][0]), med(res[k][1]), med(res[k][0]) - base_plain))
 os.unlink(out)

@@ -29,6 +29,7 @@ leaves GSK_RENDERER as the environment has it.
 """
 import os
 import random
+import select
 import shutil
 import signal
 import statistics
@@ -71,15 +72,27 @@ def start_xvfb():
     return proc, ":" + buf.decode().strip()
 
 
-def first_paint_ms(argv, env):
+retried = 0  # runs done again: the app could not open the display
+
+
+def first_paint_once(argv, env):
     """Spawns argv once; the ms from just before the spawn to the X server's
-    first damage on a new toplevel."""
+    first damage on a new toplevel, or None when the app ended without one
+    (a busy Xvfb now and then resets a new client's connection)."""
     w = subprocess.Popen([watcher, "30000"], env=env, stdout=subprocess.PIPE, text=True)
     if w.stdout.readline().strip() != "ready":
         raise RuntimeError("xfirstpaint did not start")
     t0 = time.monotonic_ns()
-    app = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    line = w.stdout.readline().split()
+    errf = tempfile.TemporaryFile(mode="w+")
+    app = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=errf)
+    line = []
+    while not line:
+        ready, _, _ = select.select([w.stdout], [], [], 0.5)
+        if ready:
+            line = w.stdout.readline().split() or ["eof"]
+        elif app.poll() is not None:
+            w.kill()
+            line = ["ended"]
     w.wait()
     app.send_signal(signal.SIGTERM)
     try:
@@ -87,9 +100,26 @@ def first_paint_ms(argv, env):
     except subprocess.TimeoutExpired:
         app.kill()
         app.wait()
+    errf.seek(0)
+    err = errf.read()
+    errf.close()
+    if line[0] == "ended":
+        if "cannot open display" in err:
+            return None
+        raise RuntimeError("%s ended without painting (exit %d): %s" % (argv[0], app.returncode, err.strip()))
     if len(line) != 2 or line[0] != "paint":
         raise RuntimeError("no first paint from %s" % argv[0])
     return (int(line[1]) - t0) / 1e6
+
+
+def first_paint_ms(argv, env):
+    global retried
+    for _ in range(5):
+        ms = first_paint_once(argv, env)
+        if ms is not None:
+            return ms
+        retried += 1
+    raise RuntimeError("%s could not open the display five times in a row" % argv[0])
 
 
 def bootstrap_ci(ratios, rng):
@@ -143,6 +173,8 @@ def main():
     try:
         for name, argv in apps:
             measure(name, argv, env, work)
+        if retried:
+            print("(%d run(s) done again: the app could not open the display)" % retried)
     finally:
         if xvfb:
             xvfb.terminate()

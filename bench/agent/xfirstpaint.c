@@ -43,7 +43,12 @@ static long long now_ns(void)
 int main(int argc, char **argv)
 {
     long timeout_ms = argc > 1 ? strtol(argv[1], NULL, 10) : 60000;
-    Display *d = XOpenDisplay(NULL);
+    /* a busy Xvfb now and then resets a new connection: try again a while */
+    Display *d = NULL;
+    for (int i = 0; i < 50 && !(d = XOpenDisplay(NULL)); i++) {
+        struct timespec pause = {0, 20 * 1000000};
+        nanosleep(&pause, NULL);
+    }
     if (!d) {
         fprintf(stderr, "xfirstpaint: cannot open display\n");
         return 2;

@@ -5,9 +5,10 @@
  *
  * It reads the ELF symbol table (.symtab when the file has one, so static
  * functions of a PIE executable are named, else .dynsym) and DWARF line
- * tables (in the file or under /usr/lib/debug) with libdw. Not for a hot
- * path: files are opened lazily and every lookup may read them. Not
- * thread-safe: one pt_symbols per thread.
+ * tables (in the file or under /usr/lib/debug) with libdw, which the first
+ * pt_symbols_new* loads (symbols_dw.h; without it every address stays
+ * numeric). Not for a hot path: files are opened lazily and every lookup
+ * may read them. Not thread-safe: one pt_symbols per thread.
  */
 #ifndef PACER_SYMBOLS_H
 #define PACER_SYMBOLS_H
@@ -45,7 +46,7 @@ pt_symbols *pt_symbols_new_live(pid_t pid);
  * since (libraries dlopen'ed later). Lookups of addresses that had no
  * module are forgotten (their pt_sym pointers become invalid) and resolved
  * again. Returns 0 or -errno (-EINVAL for a symbols object made from a
- * maps file). */
+ * maps file, -ENOSYS when libdw cannot be loaded). */
 int pt_symbols_refresh(pt_symbols *s);
 
 /* The libdwfl session behind s (NULL when no maps were read), for callers

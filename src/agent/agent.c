@@ -454,13 +454,11 @@ __attribute__((constructor)) static void agent_ctor(void)
     if (claimed && strtol(claimed, NULL, 10) != (long)getpid())
         return;
     gtk_thread = pthread_self();
-    void *h = dlopen(AGENT_LIBGTK, RTLD_LAZY | RTLD_NOLOAD);
-    if (!h) {
+    if (!agent_lib_loaded(AGENT_LIBGTK)) {
         /* not (yet) a GTK 4 program: late.c watches dlopen */
         atomic_store(&waiting, true);
         return;
     }
-    dlclose(h);
     const char *missing = NULL;
     if (!agent_api_load(&missing)) {
         agent_note_once("api", "GTK 4 lacks %s; this program is not measured", missing);

@@ -220,8 +220,9 @@ typedef struct stack_trace {
     size_t n;
     bool truncated; /* the unwinding stopped before the outermost frame */
 } stack_trace;
-/* Sets up capture on the calling thread (the main thread). Returns false
- * (said once) when capture cannot work here. */
+/* Sets up capture of the calling thread (the main thread): cheap, nothing
+ * is read (the stack's bounds are found at the first capture). Returns
+ * false (said once) when capture cannot work here. */
 bool stack_init(void);
 /* Watchdog thread: the main thread's stack into *ret, taken without
  * interrupting it when it can be (stack.c). *ret_method: "syscall",

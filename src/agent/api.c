@@ -4,9 +4,24 @@
 #include "api.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <string.h>
 
 agent_toolkit agent_fn;
+
+static int is_named(struct dl_phdr_info *info, size_t size, void *soname)
+{
+    (void)size;
+    const char *name = info->dlpi_name;
+    const char *base = name ? strrchr(name, '/') : NULL;
+    base = base ? base + 1 : name;
+    return base && strcmp(base, soname) == 0;
+}
+
+bool agent_lib_loaded(const char *soname)
+{
+    return dl_iterate_phdr(is_named, (void *)soname) != 0;
+}
 
 void *agent_real(const char *soname, const char *name)
 {

@@ -28,6 +28,13 @@
  * NULL). NULL when neither has it. Any thread. */
 void *agent_real(const char *soname, const char *name);
 
+/* Whether a library of that file name (a soname: "libgtk-4.so.1") is
+ * loaded, by the name of the file it was loaded from. Walks the loaded
+ * objects (dl_iterate_phdr): unlike dlopen(RTLD_NOLOAD), which for a name it
+ * does not find loaded searches every library directory on disk, it opens
+ * no file and leaves nothing for the app's dlerror(). Any thread. */
+bool agent_lib_loaded(const char *soname);
+
 /* A hook's real function, resolved on first use into `*slot` (a function
  * pointer). */
 #define AGENT_REAL(slot, soname, name)                         \

@@ -24,8 +24,6 @@
 #include "agent.h"
 
 #include <dlfcn.h>
-#include <link.h>
-#include <string.h>
 
 typedef void *(*dlopen_fn)(const char *, int);
 static dlopen_fn real_dlopen;
@@ -34,16 +32,6 @@ static _Atomic int64_t main_ns;
 void late_on_main(void)
 {
     atomic_store(&main_ns, pacer_now_ns());
-}
-
-static int find_gtk(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    (void)data;
-    const char *name = info->dlpi_name;
-    const char *base = name ? strrchr(name, '/') : NULL;
-    base = base ? base + 1 : name;
-    return base && strcmp(base, AGENT_LIBGTK) == 0;
 }
 
 AGENT_EXPORT void *dlopen(const char *file, int mode)
@@ -57,7 +45,7 @@ AGENT_EXPORT void *dlopen(const char *file, int mode)
     if (!h || !agent_waiting() || agent_in_hook)
         return h;
     agent_in_hook++;
-    if (dl_iterate_phdr(find_gtk, NULL)) {
+    if (agent_lib_loaded(AGENT_LIBGTK)) {
         bool main_thread = agent_on_gtk_thread();
         if (agent_activate_late(atomic_load(&main_ns)) && main_thread)
             agent_setup();

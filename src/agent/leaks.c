@@ -113,7 +113,18 @@ static int mode(void)
 
 bool leaks_refs_mode(void)
 {
-    return mode() & MODE_REFS;
+    static _Atomic int refs = -1;
+    int r = atomic_load_explicit(&refs, memory_order_relaxed);
+    if (r < 0) {
+        r = (mode() & MODE_REFS) != 0;
+        if (r && !refs_hooks_exported()) {
+            agent_note_once("leaks-refs", "--leaks=refs needs libpacer-agent-refs.so preloaded (pacer run "
+                                          "--leaks=refs does it); references are not recorded");
+            r = 0;
+        }
+        atomic_store_explicit(&refs, r, memory_order_relaxed);
+    }
+    return r;
 }
 
 bool leaks_native_mode(void)

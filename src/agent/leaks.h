@@ -24,6 +24,8 @@
 #include <stdint.h>
 
 /* ---- the modes (PACER_LEAKS: "refs", "native", or both, comma-separated) ---- */
+/* PACER_LEAKS names refs and this agent exports the reference hooks
+ * (libpacer-agent-refs.so or -heap.so; otherwise said once, and off). */
 bool leaks_refs_mode(void);
 /* Allocation tracking is on: this is libpacer-agent-heap.so and
  * PACER_LEAKS names native. */
@@ -87,6 +89,9 @@ void refs_watch(GObject *obj, uint32_t created);
 void refs_describe(GObject *obj, pacer_record *o, int ref_count);
 /* Forgets obj's log. */
 void refs_forget(GObject *obj);
+/* Whether the app's g_object_ref/unref calls reach refs.c's hooks: this
+ * agent exports them (refs.syms). Any thread. */
+bool refs_hooks_exported(void);
 
 /* ---- heap.c / heap_stub.c ---- */
 /* Our own mappings, which the mark never scans as roots. */

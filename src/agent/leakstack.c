@@ -23,9 +23,9 @@
 
 #include <pacer/base/hash.h>
 #include <pacer/symbols.h>
+#include <pacer/symbols_dw.h>
 
 #include <dlfcn.h>
-#include <elfutils/libdwfl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,16 +114,17 @@ typedef struct frame_buf {
 static const pt_sym *frame_at(uint64_t pc, frame_buf *buf)
 {
     Dwfl *d = pt_symbols_dwfl(symbols);
-    Dwfl_Module *mod = d ? dwfl_addrmodule(d, (Dwarf_Addr)pc) : NULL;
+    const pt_dw_api *dw = pt_dw(); /* loaded: the symbolizer was made */
+    Dwfl_Module *mod = d ? dw->dwfl_addrmodule(d, (Dwarf_Addr)pc) : NULL;
     Dwarf_Addr start = 0;
-    const char *path = mod ? dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL, NULL, NULL) : NULL;
+    const char *path = mod ? dw->dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL, NULL, NULL) : NULL;
     if (path_is_agent(path))
         return NULL;
     if (!path || path[0] != '/' || path_in_app(path)) {
         const pt_sym *s = pt_symbols_lookup(symbols, pc);
         return path_is_agent(s->path) ? NULL : s;
     }
-    const char *name = dwfl_module_addrname(mod, (GElf_Addr)pc);
+    const char *name = dw->dwfl_module_addrname(mod, (GElf_Addr)pc);
     if (!name) {
         snprintf(buf->hex, sizeof(buf->hex), "0x%llx", (unsigned long long)pc);
         name = buf->hex;

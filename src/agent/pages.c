@@ -360,18 +360,66 @@ static void page_track(GObject *obj, const char *class_name, bool window)
 
 /* Whether instances of `type` are pages for the config in force: windows
  * always, other widgets when the config names their type. */
-static bool is_page(GType type, bool *ret_window)
+static bool type_configured(GType type)
 {
-    static GType window_type;
-    if (!window_type)
-        window_type = gtk_window_get_type();
-    *ret_window = g_type_is_a(type, window_type);
-    if (*ret_window)
-        return true;
     pacer_config *cfg = agent_config();
     bool configured = cfg && pacer_config_find_page(cfg, g_type_name(type)) >= 0;
     pacer_config_unref(cfg);
     return configured;
+}
+
+/* What pages_on_construct needs to know of a widget type, kept per type:
+ * GTK builds thousands of widgets of a few hundred types while it starts,
+ * and the answer takes two type tests and a look-up of the type's name in
+ * the config. `configured` holds for the config generation it was found
+ * under: a config from the server makes the next widget of the type ask
+ * again. GTK thread only. */
+typedef struct type_info {
+    GType type;
+    uint64_t generation;
+    bool stack, window, configured;
+} type_info;
+
+#define TYPE_SLOTS 1024 /* a power of two; a type past TYPE_PROBES taken slots is not kept */
+#define TYPE_PROBES 8
+
+static type_info types[TYPE_SLOTS];
+
+static void type_info_fill(type_info *t, GType type, uint64_t generation)
+{
+    static GType stack_type, window_type;
+    if (!stack_type) {
+        stack_type = gtk_stack_get_type();
+        window_type = gtk_window_get_type();
+    }
+    t->type = type;
+    t->stack = g_type_is_a(type, stack_type);
+    t->window = g_type_is_a(type, window_type);
+    t->configured = !t->window && type_configured(type);
+    t->generation = generation;
+}
+
+static const type_info *type_info_of(GType type)
+{
+    uint64_t generation = pacer_config_generation(pacer_default());
+    uint64_t h = (uint64_t)type * UINT64_C(0x9E3779B97F4A7C15);
+    for (size_t i = 0; i < TYPE_PROBES; i++) {
+        type_info *t = &types[((size_t)(h >> 32) + i) & (TYPE_SLOTS - 1)];
+        if (t->type == type) {
+            if (t->generation != generation) {
+                t->configured = !t->window && type_configured(type);
+                t->generation = generation;
+            }
+            return t;
+        }
+        if (!t->type) {
+            type_info_fill(t, type, generation);
+            return t;
+        }
+    }
+    static type_info uncached;
+    type_info_fill(&uncached, type, generation);
+    return &uncached;
 }
 
 /* Stack pages named in a GtkBuilder file (<object class="GtkStackPage">
@@ -404,15 +452,13 @@ static void on_visible_child_name(GObject *stack, GParamSpec *pspec, gpointer da
 
 void pages_on_construct(GTypeInstance *instance, GType type)
 {
-    static GType stack_type;
-    if (!stack_type)
-        stack_type = gtk_stack_get_type();
-    if (g_type_is_a(type, stack_type))
+    const type_info *t = type_info_of(type);
+    if (t->stack)
         g_signal_connect_data(instance, "notify::visible-child-name", G_CALLBACK(on_visible_child_name), NULL, NULL,
                               0);
-    bool window;
-    if (!is_page(type, &window))
+    if (!t->window && !t->configured)
         return;
+    bool window = t->window;
     agent_setup(); /* normally done at main(); a window built earlier does it */
     page_track((GObject *)instance, g_type_name(type), window);
 }

@@ -1,11 +1,14 @@
 /* Who holds a leaked object (--leaks=refs; DESIGN §3.5): the GObject
  * counterpart of LeakCanary's path to a GC root.
  *
- * The agent exports g_object_ref, g_object_unref and g_object_ref_sink, so
- * every call through the PLT (the app's, GTK's, GIO's: libgobject's calls
- * to itself stay inside it) passes here first. Without --leaks=refs a hook
- * is one relaxed load and a call of the real function (bench/agent/refs.c
- * measures it). With it, each call on an object being recorded appends
+ * libpacer-agent-refs.so (and -heap.so) export g_object_ref,
+ * g_object_unref and g_object_ref_sink (refs.syms), so every call through
+ * the PLT (the app's, GTK's, GIO's: libgobject's calls to itself stay
+ * inside it) passes here first; `pacer run --leaks=refs` preloads it. The
+ * plain agent keeps the three local: the app's calls never come here. In
+ * an exporting agent without --leaks=refs a hook is one relaxed load and a
+ * call of the real function (bench/agent/refs.c measures it). With it,
+ * each call on an object being recorded appends
  * (operation, stack) to the object's log: every widget from its
  * construction (leaks.c: the creation is the log's first entry, "new"),
  * and every other object a destroyed page leaves watched, from the destroy
@@ -29,6 +32,7 @@
  */
 #include "leaks.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,6 +242,13 @@ AGENT_EXPORT void g_object_unref(gpointer obj)
     if (__builtin_expect(atomic_load_explicit(&recording, memory_order_relaxed), 0) && obj)
         record(obj, OP_UNREF);
     real_unref(obj);
+}
+
+bool refs_hooks_exported(void)
+{
+    /* the global scope's g_object_ref: ours when this agent exports it
+     * (the agent comes before libgobject), libgobject's otherwise */
+    return dlsym(RTLD_DEFAULT, "g_object_ref") == (void *)g_object_ref;
 }
 
 /* ---- which references were kept ---- */

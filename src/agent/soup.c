@@ -290,16 +290,11 @@ static gboolean on_request_unqueued(GSignalInvocationHint *hint, guint n, const 
 
 void soup_install(void)
 {
-    void *h = dlopen(LIBSOUP, RTLD_LAZY | RTLD_NOLOAD);
-    if (!h) {
-        void *old = dlopen("libsoup-2.4.so.1", RTLD_LAZY | RTLD_NOLOAD);
-        if (old) {
-            dlclose(old);
+    if (!agent_lib_loaded(LIBSOUP)) {
+        if (agent_lib_loaded("libsoup-2.4.so.1"))
             agent_note_once("soup2", "libsoup-2.4 is not supported; its requests are not measured");
-        }
         return;
     }
-    dlclose(h); /* the program keeps it loaded */
     const char *missing = NULL;
     RESOLVE(session_get_type, "soup_session_get_type");
     RESOLVE(message_get_type, "soup_message_get_type");

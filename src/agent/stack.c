@@ -57,7 +57,6 @@
 
 #include <pacer/base/clock.h>
 
-#include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
@@ -74,6 +73,7 @@
 #include <unistd.h>
 
 #include <pacer/symbols.h>
+#include <pacer/symbols_dw.h>
 
 #define STACK_COPY (256 * 1024)
 #define PERF_STACK 65000        /* bytes of stack in a perf sample (a sample is at most 64 KiB) */
@@ -208,10 +208,28 @@ bool stack_init(void)
     capture_off = true;
     return false;
 #else
+    main_thread = pthread_self();
+    main_tid = (pid_t)syscall(SYS_gettid);
+    snprintf(syscall_path, sizeof(syscall_path), "/proc/self/task/%d/syscall", (int)main_tid);
+    ready = true;
+    return true;
+#endif
+}
+
+/* The main thread's stack, found at the first capture (watchdog thread),
+ * not at set-up: for the initial thread glibc's pthread_getattr_np reads
+ * /proc/self/maps, hundreds of lines in a GTK app, while it starts. The
+ * signal handler reads the bounds only after a capture requested it. */
+static bool stack_bounds(void)
+{
+    static bool tried;
+    if (tried)
+        return stack_hi != 0;
+    tried = true;
     pthread_attr_t attr;
     void *addr;
     size_t size;
-    if (pthread_getattr_np(pthread_self(), &attr) != 0) {
+    if (pthread_getattr_np(main_thread, &attr) != 0) {
         agent_note_once("stack", "the main thread's stack is unknown; jank records have no stack");
         capture_off = true;
         return false;
@@ -220,12 +238,7 @@ bool stack_init(void)
     pthread_attr_destroy(&attr);
     stack_lo = (uintptr_t)addr;
     stack_hi = (uintptr_t)addr + size;
-    main_thread = pthread_self();
-    main_tid = (pid_t)syscall(SYS_gettid);
-    snprintf(syscall_path, sizeof(syscall_path), "/proc/self/task/%d/syscall", (int)main_tid);
-    ready = true;
     return true;
-#endif
 }
 
 /* The signal, installed the first time it is needed (perf not permitted):
@@ -520,11 +533,11 @@ static bool cb_set_initial_registers(Dwfl_Thread *thread, void *arg)
             regs[j - i] = snap.regs[j];
             j++;
         }
-        if (!dwfl_thread_state_registers(thread, i, (unsigned)(j - i), regs))
+        if (!pt_dw()->dwfl_thread_state_registers(thread, i, (unsigned)(j - i), regs))
             return false;
         i = j;
     }
-    dwfl_thread_state_register_pc(thread, snap.pc);
+    pt_dw()->dwfl_thread_state_register_pc(thread, snap.pc);
     return true;
 }
 
@@ -539,7 +552,7 @@ static int on_frame(Dwfl_Frame *frame, void *arg)
     stack_trace *st = arg;
     Dwarf_Addr pc;
     bool activation;
-    if (!dwfl_frame_pc(frame, &pc, &activation))
+    if (!pt_dw()->dwfl_frame_pc(frame, &pc, &activation))
         return DWARF_CB_ABORT;
     if (st->n == STACK_MAX_FRAMES) {
         st->truncated = true;
@@ -562,11 +575,15 @@ pt_symbols *stack_symbols(void)
     else
         pt_symbols_refresh(syms); /* libraries dlopen'ed since */
     if (syms && !attached) {
+        const pt_dw_api *dw = pt_dw();
         Dwfl *dwfl = pt_symbols_dwfl(syms);
-        attached = dwfl && dwfl_attach_state(dwfl, NULL, getpid(), &thread_callbacks, NULL);
-        if (!attached)
+        attached = dwfl && dw->dwfl_attach_state(dwfl, NULL, getpid(), &thread_callbacks, NULL);
+        if (!dw)
+            agent_note_once("unwind", "libdw cannot be loaded (%s); jank records show the top frame, unnamed",
+                            pt_dw_error());
+        else if (!attached)
             agent_note_once("unwind", "libdw cannot unwind here (%s); jank records show the top frame only",
-                            dwfl_errmsg(-1));
+                            dw->dwfl_errmsg(-1));
     }
     return syms;
 }
@@ -578,8 +595,8 @@ static void unwind(stack_trace *st)
     pt_symbols *syms = stack_symbols();
     Dwfl *dwfl = syms ? pt_symbols_dwfl(syms) : NULL;
     int r = 0;
-    if (dwfl && dwfl_pid(dwfl) > 0)
-        r = dwfl_getthread_frames(dwfl, main_tid, on_frame, st);
+    if (dwfl && pt_dw()->dwfl_pid(dwfl) > 0)
+        r = pt_dw()->dwfl_getthread_frames(dwfl, main_tid, on_frame, st);
     if (r != 0 && st->n > 0)
         st->truncated = true; /* the walk ended early (unknown register, no CFI) */
     if (st->n == 0) {
@@ -594,7 +611,7 @@ static void unwind(stack_trace *st)
 int stack_capture(stack_trace *ret, int timeout_ms, const char **ret_method)
 {
     *ret_method = NULL;
-    if (!ready || capture_off)
+    if (!ready || capture_off || !stack_bounds())
         return -ENOTSUP;
     int r = -ENOTSUP;
     const char *method = NULL;

@@ -20,6 +20,7 @@
 
 #define AGENT_NAME "libpacer-agent.so"
 #define AGENT_HEAP_NAME "libpacer-agent-heap.so"
+#define AGENT_REFS_NAME "libpacer-agent-refs.so"
 
 /* Makes `path` absolute against the current directory. The file need not
  * exist. Returns a malloc'd string or NULL. */
@@ -65,16 +66,17 @@ static char *find_agent(void)
     return readable(installed) ? strdup(installed) : NULL;
 }
 
-/* The agent with allocation tracking, beside `agent`. Malloc'd, or NULL. */
-static char *heap_agent(const char *agent)
+/* The agent variant `name` (allocation tracking, reference hooks), beside
+ * `agent`. Malloc'd, or NULL. */
+static char *sibling_agent(const char *agent, const char *name)
 {
     const char *slash = strrchr(agent, '/');
     size_t dir = slash ? (size_t)(slash - agent + 1) : 0;
-    size_t n = dir + sizeof(AGENT_HEAP_NAME);
+    size_t n = dir + strlen(name) + 1;
     char *p = malloc(n);
     if (!p)
         return NULL;
-    snprintf(p, n, "%.*s%s", (int)dir, agent, AGENT_HEAP_NAME);
+    snprintf(p, n, "%.*s%s", (int)dir, agent, name);
     if (!readable(p)) {
         free(p);
         return NULL;
@@ -83,16 +85,19 @@ static char *heap_agent(const char *agent)
 }
 
 /* Checks the leak modes: comma-separated refs, native, off. */
-static bool leaks_valid(const char *v, bool *ret_native)
+static bool leaks_valid(const char *v, bool *ret_native, bool *ret_refs)
 {
     *ret_native = false;
+    *ret_refs = false;
     if (!*v)
         return false;
     for (const char *p = v; *p;) {
         size_t k = strcspn(p, ",");
         if (k == 6 && strncmp(p, "native", 6) == 0)
             *ret_native = true;
-        else if (!(k == 4 && strncmp(p, "refs", 4) == 0) && !(k == 3 && strncmp(p, "off", 3) == 0))
+        else if (k == 4 && strncmp(p, "refs", 4) == 0)
+            *ret_refs = true;
+        else if (!(k == 3 && strncmp(p, "off", 3) == 0))
             return false;
         p += k;
         if (*p == ',' && !*++p)
@@ -124,8 +129,8 @@ static bool appendable(const char *cmd, const char *option, const char *path)
 
 int launch_check(const char *cmd, const launch_options *o, char **ret_agent)
 {
-    bool native = false;
-    if (o->leaks && !leaks_valid(o->leaks, &native)) {
+    bool native = false, refs = false;
+    if (o->leaks && !leaks_valid(o->leaks, &native, &refs)) {
         fprintf(stderr, "%s: --leaks wants refs, native, off or a comma-separated list of them, not '%s'\n", cmd,
                 o->leaks);
         return -1;
@@ -166,15 +171,19 @@ int launch_check(const char *cmd, const launch_options *o, char **ret_agent)
                 cmd, AGENT_NAME, PACER_AGENT_DIR);
         return -1;
     }
-    if (native) {
-        char *heap = heap_agent(agent);
-        if (!heap) {
-            fprintf(stderr, "%s: --leaks=native needs %s next to %s\n", cmd, AGENT_HEAP_NAME, agent);
+    /* the malloc family and the reference hooks are exported only by the
+     * variants that need them: no allocation or reference passes through
+     * pacer unless asked (the heap agent has the reference hooks too) */
+    if (native || refs) {
+        const char *name = native ? AGENT_HEAP_NAME : AGENT_REFS_NAME;
+        char *variant = sibling_agent(agent, name);
+        if (!variant) {
+            fprintf(stderr, "%s: --leaks=%s needs %s next to %s\n", cmd, native ? "native" : "refs", name, agent);
             free(agent);
             return -1;
         }
         free(agent);
-        agent = heap;
+        agent = variant;
     }
     *ret_agent = agent;
     return 0;
@@ -247,8 +256,8 @@ int launch_set_env(const char *cmd, const launch_options *o, const char *agent)
     unsetenv("PACER_KEY");
     if (o->server && o->key && hand_over_key(cmd, o->key) < 0)
         return -1;
-    bool native = false;
-    if (o->leaks && leaks_valid(o->leaks, &native) && native)
+    bool native = false, refs = false;
+    if (o->leaks && leaks_valid(o->leaks, &native, &refs) && native)
         setenv("G_SLICE", "always-malloc", 0);
     set_or_unset("PACER_LEAKS", o->leaks);
     /* without an app the agent names the app: the program, or the script

@@ -35,7 +35,7 @@
 #include <pacer/export.h>
 
 #include <errno.h>
-#include <expat.h>
+#include "expat_dl.h"
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -253,6 +253,7 @@ typedef struct position {
 } position;
 
 typedef struct parse_state {
+    const expat_api *x; /* expat, loaded at the first parse */
     XML_Parser xp;
     const char *xml; /* the user's text */
     size_t len;
@@ -308,8 +309,8 @@ static position map_position(const parse_state *st, unsigned long line, unsigned
 
 static position current_position(const parse_state *st)
 {
-    return map_position(st, XML_GetCurrentLineNumber(st->xp), XML_GetCurrentColumnNumber(st->xp),
-                        XML_GetCurrentByteIndex(st->xp));
+    return map_position(st, st->x->XML_GetCurrentLineNumber(st->xp), st->x->XML_GetCurrentColumnNumber(st->xp),
+                        st->x->XML_GetCurrentByteIndex(st->xp));
 }
 
 /* Records the first error at `pos` and stops expat. */
@@ -326,7 +327,7 @@ static void fail_at(parse_state *st, position pos, const char *fmt, ...)
     free(reason);
     if (!st->error)
         st->error = strdup("1:1: out of memory");
-    XML_StopParser(st->xp, XML_FALSE);
+    st->x->XML_StopParser(st->xp, XML_FALSE);
 }
 
 #define fail(st, ...) fail_at((st), current_position(st), __VA_ARGS__)
@@ -809,7 +810,7 @@ static void XMLCALL on_end(void *user, const XML_Char *name)
     }
     /* The wrapper closed. Unless that is our own suffix, the user closed
      * an element they never opened. */
-    XML_Index byte = XML_GetCurrentByteIndex(st->xp);
+    XML_Index byte = st->x->XML_GetCurrentByteIndex(st->xp);
     if (byte < 0 || (size_t)byte < st->suffix_start) {
         char q[QUOTE_MAX + 8];
         quote(q, sizeof(q), name);
@@ -920,8 +921,8 @@ static size_t user_text_at(const parse_state *st, XML_Index byte, const char *wo
 /* Builds the error for an expat failure that our handlers did not cause. */
 static void expat_error(parse_state *st)
 {
-    enum XML_Error code = XML_GetErrorCode(st->xp);
-    XML_Index byte = XML_GetCurrentByteIndex(st->xp);
+    enum XML_Error code = st->x->XML_GetErrorCode(st->xp);
+    XML_Index byte = st->x->XML_GetCurrentByteIndex(st->xp);
     position pos = current_position(st);
     const char *open = st->depth > 1 ? elem_names[st->stack[st->depth - 1]] : NULL;
     unsigned long open_line = st->stack_line[st->depth - 1];
@@ -930,7 +931,8 @@ static void expat_error(parse_state *st)
         if (code == XML_ERROR_TAG_MISMATCH && open)
             fail_at(st, pos, "end of file inside <%s> (opened on line %lu)", open, open_line);
         else
-            fail_at(st, pos, "the file ends in the middle of a tag or other markup (%s)", XML_ErrorString(code));
+            fail_at(st, pos, "the file ends in the middle of a tag or other markup (%s)",
+                    st->x->XML_ErrorString(code));
         return;
     }
     if (code == XML_ERROR_TAG_MISMATCH) {
@@ -950,7 +952,7 @@ static void expat_error(parse_state *st)
         fail_at(st, pos, "DOCTYPE declarations are not supported in a pacer config");
         return;
     }
-    const char *msg = XML_ErrorString(code);
+    const char *msg = st->x->XML_ErrorString(code);
     fail_at(st, pos, "%s", msg ? msg : "XML error");
 }
 
@@ -1019,22 +1021,28 @@ PACER_API pacer_config *pacer_config_parse(const char *xml, size_t len, char **r
     }
 
     parse_state st = {0};
+    const char *why = NULL;
+    st.x = expat_api_get(&why);
+    if (!st.x) {
+        set_error(ret_error, format("1:1: the config cannot be read without expat: %s", why));
+        return NULL;
+    }
     st.cfg = config_alloc();
-    st.xp = XML_ParserCreate(NULL);
+    st.xp = st.x->XML_ParserCreate(NULL);
     if (!st.cfg || !st.xp) {
         if (st.cfg)
             config_free(st.cfg);
         if (st.xp)
-            XML_ParserFree(st.xp);
+            st.x->XML_ParserFree(st.xp);
         set_error(ret_error, strdup("1:1: out of memory"));
         return NULL;
     }
     st.stack[0] = ELEM_TOP;
     st.stack_line[0] = 0;
     st.depth = 1;
-    XML_SetUserData(st.xp, &st);
-    XML_SetElementHandler(st.xp, on_start, on_end);
-    XML_SetCharacterDataHandler(st.xp, on_text);
+    st.x->XML_SetUserData(st.xp, &st);
+    st.x->XML_SetElementHandler(st.xp, on_start, on_end);
+    st.x->XML_SetCharacterDataHandler(st.xp, on_text);
 
     st.xml = xml ? xml : "";
     st.len = len;
@@ -1055,13 +1063,13 @@ PACER_API pacer_config *pacer_config_parse(const char *xml, size_t len, char **r
         bool last = i == 3;
         if (parts[i].n == 0 && !last)
             continue;
-        if (XML_Parse(st.xp, parts[i].p ? parts[i].p : "", (int)parts[i].n, last) != XML_STATUS_OK) {
+        if (st.x->XML_Parse(st.xp, parts[i].p ? parts[i].p : "", (int)parts[i].n, last) != XML_STATUS_OK) {
             if (!st.error)
                 expat_error(&st);
         }
     }
 
-    XML_ParserFree(st.xp);
+    st.x->XML_ParserFree(st.xp);
     strset_clear(&st.page_ids);
     strset_clear(&st.api_ids);
     strset_clear(&st.splash_ids);

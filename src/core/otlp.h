@@ -24,7 +24,8 @@ char *otlp_encode(pacer_signal signal, char *const *records, size_t n, const cha
  * (or for a body the encoder could not have written). */
 uint8_t *otlp_json_to_proto(pacer_signal signal, const char *json, size_t len, size_t *ret_len);
 
-/* data compressed as one gzip member; malloc'd, or NULL when out of memory. */
+/* data compressed as one gzip member; malloc'd, or NULL when out of memory
+ * or zlib cannot be loaded (zlib_dl.h). */
 uint8_t *otlp_gzip(const void *data, size_t len, size_t *ret_len);
 
 /* Reads partial_success of a protobuf Export…ServiceResponse: the rejected

@@ -12,6 +12,7 @@
  * a few times at most.
  */
 #include "otlp.h"
+#include "zlib_dl.h"
 
 #include <pacer/base/json.h>
 
@@ -20,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 typedef enum ptype {
     P_MESSAGE, /* a JSON object (or an array of them: repeated) */
@@ -295,23 +295,27 @@ uint8_t *otlp_json_to_proto(pacer_signal signal, const char *json, size_t len, s
 
 uint8_t *otlp_gzip(const void *data, size_t len, size_t *ret_len)
 {
+    const zlib_api *zl = zlib_api_get();
+    if (!zl)
+        return NULL;
     z_stream z;
     memset(&z, 0, sizeof z);
-    if (deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    if (zl->deflateInit2_(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION, (int)sizeof(z)) !=
+        Z_OK)
         return NULL;
-    size_t cap = deflateBound(&z, (uLong)len);
+    size_t cap = zl->deflateBound(&z, (uLong)len);
     uint8_t *out = malloc(cap);
     if (!out) {
-        deflateEnd(&z);
+        zl->deflateEnd(&z);
         return NULL;
     }
     z.next_in = (Bytef *)data;
     z.avail_in = (uInt)len;
     z.next_out = out;
     z.avail_out = (uInt)cap;
-    int r = deflate(&z, Z_FINISH);
+    int r = zl->deflate(&z, Z_FINISH);
     *ret_len = cap - z.avail_out;
-    deflateEnd(&z);
+    zl->deflateEnd(&z);
     if (r != Z_STREAM_END) {
         free(out);
         return NULL;

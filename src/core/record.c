@@ -594,6 +594,16 @@ static void enum_problem(parse *p, const char *prefix, const pacer_field *f, con
 
 static bool read_fields(parse *p, pacer_record *r, const char *prefix, bool top);
 
+/* llround of a duration in ns, 0 ≤ ns < 2^63, without libm (the core links
+ * nothing it can do without: the agent carries its dependencies into every
+ * program). The truncation is exact, and so is the fraction below 2^53;
+ * above, every double is an integer. */
+static int64_t round_ns(double ns)
+{
+    int64_t i = (int64_t)ns;
+    return ns - (double)i >= 0.5 ? i + 1 : i;
+}
+
 /* Reads the value at the reader into field f of r. */
 static bool read_field(parse *p, pacer_record *r, unsigned fi, const char *prefix)
 {
@@ -716,7 +726,7 @@ static bool read_field(parse *p, pacer_record *r, unsigned fi, const char *prefi
             problem(p, prefix, "field \"%s\" is negative (%g), expected a duration", f->name, ms);
             return true;
         }
-        slot_v->i = llround(ms * 1e6);
+        slot_v->i = round_ns(ms * 1e6);
         slot_v->state = V_SET;
         return true;
     }

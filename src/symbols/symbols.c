@@ -9,14 +9,17 @@
  * info (or separate debug info under /usr/lib/debug). Files are opened
  * lazily, on the first address that falls in them. Results are cached per
  * address, so a trace of millions of calls does a few hundred lookups.
+ *
+ * libdw is loaded when the first symbolizer is made (symbols_dw.h); without
+ * it, every address stays numeric.
  */
 #include <pacer/symbols.h>
+#include <pacer/symbols_dw.h>
 
-#include <elfutils/libdwfl.h>
 #include <errno.h>
-#include <gelf.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,11 +39,8 @@ struct pt_symbols {
 };
 
 static char *debuginfo_path;
-static const Dwfl_Callbacks callbacks = {
-    .find_elf = dwfl_linux_proc_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
-    .debuginfo_path = &debuginfo_path,
-};
+static const pt_dw_api *dw; /* set once (load_dw), before any session exists */
+static Dwfl_Callbacks callbacks = {.debuginfo_path = &debuginfo_path};
 
 /* Separate debug info for a live process, found locally only: by build id
  * under /usr/lib/debug/.build-id/. dwfl_standard_find_debuginfo would also
@@ -53,7 +53,7 @@ static int find_debuginfo_local(Dwfl_Module *mod, void **userdata, const char *m
 {
     const unsigned char *id;
     GElf_Addr vaddr;
-    int n = dwfl_module_build_id(mod, &id, &vaddr);
+    int n = dw->dwfl_module_build_id(mod, &id, &vaddr);
     if (n < 2 || n > 64)
         return -1;
     char path[64 + 2 * 64];
@@ -67,11 +67,25 @@ static int find_debuginfo_local(Dwfl_Module *mod, void **userdata, const char *m
     return fd;
 }
 
-static const Dwfl_Callbacks live_callbacks = {
-    .find_elf = dwfl_linux_proc_find_elf,
-    .find_debuginfo = find_debuginfo_local,
-    .debuginfo_path = &debuginfo_path,
-};
+static Dwfl_Callbacks live_callbacks = {.find_debuginfo = find_debuginfo_local, .debuginfo_path = &debuginfo_path};
+
+static void load_dw_once(void)
+{
+    dw = pt_dw();
+    if (dw) {
+        callbacks.find_elf = dw->dwfl_linux_proc_find_elf;
+        callbacks.find_debuginfo = dw->dwfl_standard_find_debuginfo;
+        live_callbacks.find_elf = dw->dwfl_linux_proc_find_elf;
+    }
+}
+
+/* libdw's functions, or NULL when it cannot be loaded. Any thread. */
+static const pt_dw_api *load_dw(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, load_dw_once);
+    return dw;
+}
 
 static pt_symbols *alloc_symbols(void)
 {
@@ -102,15 +116,15 @@ pt_symbols *pt_symbols_new(const char *maps_path)
     pt_symbols *s = alloc_symbols();
     if (!s)
         return NULL;
-    FILE *f = maps_path ? fopen(maps_path, "r") : NULL;
+    FILE *f = maps_path && load_dw() ? fopen(maps_path, "r") : NULL;
     if (f) {
-        s->dwfl = dwfl_begin(&callbacks);
+        s->dwfl = dw->dwfl_begin(&callbacks);
         if (s->dwfl) {
-            dwfl_report_begin(s->dwfl);
-            int rc = dwfl_linux_proc_maps_report(s->dwfl, f);
-            dwfl_report_end(s->dwfl, NULL, NULL);
+            dw->dwfl_report_begin(s->dwfl);
+            int rc = dw->dwfl_linux_proc_maps_report(s->dwfl, f);
+            dw->dwfl_report_end(s->dwfl, NULL, NULL);
             if (rc != 0) {
-                dwfl_end(s->dwfl);
+                dw->dwfl_end(s->dwfl);
                 s->dwfl = NULL;
             }
         }
@@ -135,7 +149,7 @@ void pt_symbols_free(pt_symbols *s)
     }
     free(s->tab);
     if (s->dwfl)
-        dwfl_end(s->dwfl);
+        dw->dwfl_end(s->dwfl);
     free(s);
 }
 
@@ -167,13 +181,13 @@ static void grow(pt_symbols *s)
 static bool in_plt(Dwfl_Module *m, uint64_t addr)
 {
     Dwarf_Addr a = (Dwarf_Addr)addr, bias;
-    Elf_Scn *scn = dwfl_module_address_section(m, &a, &bias);
-    Elf *elf = scn ? dwfl_module_getelf(m, &bias) : NULL;
+    Elf_Scn *scn = dw->dwfl_module_address_section(m, &a, &bias);
+    Elf *elf = scn ? dw->dwfl_module_getelf(m, &bias) : NULL;
     size_t shstrndx;
     GElf_Shdr shdr;
-    if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0 || !gelf_getshdr(scn, &shdr))
+    if (!elf || dw->elf_getshdrstrndx(elf, &shstrndx) != 0 || !dw->gelf_getshdr(scn, &shdr))
         return false;
-    const char *name = elf_strptr(elf, shstrndx, shdr.sh_name);
+    const char *name = dw->elf_strptr(elf, shstrndx, shdr.sh_name);
     return name && strncmp(name, ".plt", 4) == 0;
 }
 
@@ -184,19 +198,19 @@ static uint64_t function_start(Dwfl_Module *m, uint64_t addr)
 {
     GElf_Off off = 0;
     GElf_Sym sym;
-    if (dwfl_module_addrinfo(m, (GElf_Addr)addr, &off, &sym, NULL, NULL, NULL) && off <= addr)
+    if (dw->dwfl_module_addrinfo(m, (GElf_Addr)addr, &off, &sym, NULL, NULL, NULL) && off <= addr)
         return addr - off;
     Dwarf_Addr bias;
-    Dwarf_CFI *cfis[2] = {dwfl_module_eh_cfi(m, &bias), NULL};
+    Dwarf_CFI *cfis[2] = {dw->dwfl_module_eh_cfi(m, &bias), NULL};
     Dwarf_Addr dbias;
-    cfis[1] = dwfl_module_dwarf_cfi(m, &dbias);
+    cfis[1] = dw->dwfl_module_dwarf_cfi(m, &dbias);
     Dwarf_Addr biases[2] = {bias, dbias};
     for (int i = 0; i < 2; i++) {
         Dwarf_Frame *frame = NULL;
-        if (!cfis[i] || dwarf_cfi_addrframe(cfis[i], (Dwarf_Addr)addr - biases[i], &frame) != 0)
+        if (!cfis[i] || dw->dwarf_cfi_addrframe(cfis[i], (Dwarf_Addr)addr - biases[i], &frame) != 0)
             continue;
         Dwarf_Addr start = 0, end = 0;
-        int ok = dwarf_frame_info(frame, &start, &end, NULL) >= 0;
+        int ok = dw->dwarf_frame_info(frame, &start, &end, NULL) >= 0;
         free(frame);
         if (ok && start)
             return (uint64_t)(start + biases[i]);
@@ -206,16 +220,16 @@ static uint64_t function_start(Dwfl_Module *m, uint64_t addr)
 
 static void resolve(pt_symbols *s, uint64_t addr, pt_sym *out)
 {
-    Dwfl_Module *m = s->dwfl ? dwfl_addrmodule(s->dwfl, (Dwarf_Addr)addr) : NULL;
+    Dwfl_Module *m = s->dwfl ? dw->dwfl_addrmodule(s->dwfl, (Dwarf_Addr)addr) : NULL;
     const char *name = NULL, *file = NULL, *mod = NULL, *path = NULL;
     Dwarf_Addr start = 0;
     int line = 0;
     if (m) {
-        name = dwfl_module_addrname(m, (GElf_Addr)addr);
-        Dwfl_Line *l = dwfl_module_getsrc(m, (Dwarf_Addr)addr);
+        name = dw->dwfl_module_addrname(m, (GElf_Addr)addr);
+        Dwfl_Line *l = dw->dwfl_module_getsrc(m, (Dwarf_Addr)addr);
         if (l)
-            file = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
-        mod = path = dwfl_module_info(m, NULL, &start, NULL, NULL, NULL, NULL, NULL);
+            file = dw->dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
+        mod = path = dw->dwfl_module_info(m, NULL, &start, NULL, NULL, NULL, NULL, NULL);
         if (mod && strrchr(mod, '/'))
             mod = strrchr(mod, '/') + 1;
         if (mod && strncmp(mod, "[vdso", 5) == 0)
@@ -275,17 +289,19 @@ int pt_symbols_refresh(pt_symbols *s)
 {
     if (!s->pid)
         return -EINVAL;
+    if (!load_dw())
+        return -ENOSYS; /* no libdw: addresses stay numeric */
     int rc = 0;
     if (!s->dwfl) {
-        s->dwfl = dwfl_begin(&live_callbacks);
+        s->dwfl = dw->dwfl_begin(&live_callbacks);
         if (!s->dwfl)
             rc = -ENOMEM;
     }
     if (rc == 0) {
-        dwfl_report_begin_add(s->dwfl);
-        if (dwfl_linux_proc_report(s->dwfl, s->pid) != 0)
+        dw->dwfl_report_begin_add(s->dwfl);
+        if (dw->dwfl_linux_proc_report(s->dwfl, s->pid) != 0)
             rc = -EIO;
-        dwfl_report_end(s->dwfl, NULL, NULL);
+        dw->dwfl_report_end(s->dwfl, NULL, NULL);
     }
     /* Entries without a module may have one now: drop them from the cache.
      * Entries keep their slots otherwise (pointers handed out stay valid);

@@ -140,6 +140,32 @@ class ObjectLeaks(unittest.TestCase):
         leaks, _ = self.run_app(["--keep-label"], leaks="off")
         self.assertEqual(leaks, [])
 
+    def test_reference_hooks_only_with_refs(self):
+        # the plain agent keeps g_object_ref/unref local; --leaks=refs
+        # preloads the agent that exports them
+        sh = shutil.which("sh")
+        probe = ["--", sh, "-c", 'echo "$LD_PRELOAD"']
+        plain = subprocess.run([PACER, "run"] + probe, capture_output=True, text=True, timeout=30)
+        refs = subprocess.run([PACER, "run", "--leaks=refs"] + probe, capture_output=True, text=True, timeout=30)
+        self.assertEqual(os.path.basename(plain.stdout.split()[0]), "libpacer-agent.so", plain.stdout)
+        self.assertEqual(os.path.basename(refs.stdout.split()[0]), "libpacer-agent-refs.so", refs.stdout)
+        exported = subprocess.run(["nm", "-D", "--defined-only", plain.stdout.split()[0]], capture_output=True,
+                                  text=True).stdout
+        self.assertNotIn("g_object_ref", exported)
+        # asked for refs with the plain agent preloaded by hand: said once,
+        # the leak is still found, without reference stacks
+        tmp = tempfile.mkdtemp(prefix="pacer-leaks-")
+        out = os.path.join(tmp, "records.jsonl")
+        env = dict(os.environ, DISPLAY=self.x.display, LD_PRELOAD=plain.stdout.split()[0], PACER_OUT=out,
+                   PACER_CONFIG=config(tmp), PACER_LEAKS="refs", **APP_ENV)
+        env.pop("WAYLAND_DISPLAY", None)
+        p = subprocess.run([LEAK_APP, "--keep-label"], env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stderr.count("--leaks=refs needs libpacer-agent-refs.so"), 1, p.stderr)
+        leaks = of_type(read_jsonl(out), "leak")
+        self.assertEqual([o["type"] for o in leaks[0]["objects"]], ["GtkLabel"], leaks)
+        self.assertNotIn("refs", leaks[0]["objects"][0])
+
 
 class Bus:
     """A private D-Bus session bus; .address."""
