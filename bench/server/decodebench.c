@@ -9,6 +9,7 @@
  * ratios to JSON. */
 #include "gunzip.h"
 #include "otlp.h" /* pacerd's: src/server/otlp.h */
+#include "pacerd.h"
 
 #include <pacer/schema.h>
 
@@ -67,6 +68,7 @@ int main(int argc, char **argv)
     }
     if (cfg.batch < 1 || runs < 1)
         return 2;
+    ingest_malloc_setup(); /* the heap as pacerd's workers have it */
     now_s = time(NULL);
     buf bodies[3] = {{0}};
     for (int k = 0; k < 3; k++) {

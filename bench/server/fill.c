@@ -302,6 +302,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "pacerd-fill: --db and --spans are required; counts must be positive\n");
         return 2;
     }
+    ingest_malloc_setup(); /* as pacerd does */
     char err[512];
     store_options so = {.max_queued_items = 200000, .readers = 1, .rollup_lag_ms = 500};
     d.store = store_open(cfg.db, &so, err, sizeof err);

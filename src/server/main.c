@@ -24,7 +24,6 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -503,19 +502,7 @@ int main(int argc, char **argv)
     options o = {0};
     if (parse_args(argc, argv, &o) < 0)
         return 2;
-    /* Fixed malloc thresholds (glibc's own grow with the largest block
-     * freed, so megabytes of freed bodies would stay resident for good):
-     * blocks of 4 MiB and more — the largest bodies — are mmapped and go
-     * back to the system when freed; below that, a request's working
-     * arrays (the decoded batch, its records, an inflated body: a few MiB
-     * for 1000 spans) come from the arenas, and up to 8 MiB freed at an
-     * arena's top stay there for the next request. Mapped afresh for every
-     * request instead, their pages were faulted in and zeroed each time:
-     * about half of pacerd's CPU time at full ingest. Few arenas, so that
-     * the threads' freed memory is not kept apart. */
-    mallopt(M_MMAP_THRESHOLD, 4 * 1024 * 1024);
-    mallopt(M_TRIM_THRESHOLD, 8 * 1024 * 1024);
-    mallopt(M_ARENA_MAX, 4);
+    ingest_malloc_setup();
 
     /* Every thread started from here on inherits the blocked set; only
      * sigwait below takes these signals. */

@@ -65,6 +65,9 @@ int query_groups(pacerd *d, enum store_kind kind, const char *app, const char *v
 /* GET /api/v1/traces/{id}, /api/v1/spans/search, /api/v1/logs, /api/v1/metrics (read_api.c). True when
  * the path is one of them (and the answer is set). */
 bool read_api_handle(pacerd *d, const http_request *rq, http_response *rs);
+/* malloc's thresholds for ingest (ingest.c): once, before any thread
+ * starts. */
+void ingest_malloc_setup(void);
 /* An error answer to an ingest request sent as protobuf becomes a
  * google.rpc.Status in protobuf, as OTLP/HTTP asks (ingest.c). */
 void ingest_error_encoding(const http_request *rq, http_response *rs);
