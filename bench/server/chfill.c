@@ -1,6 +1,7 @@
 /* The query benchmark's ClickHouse data set, made without the HTTP ingest
  * (which would take hours for 100 M spans on two cores): page records as
- * pacer's SDK sends them, encoded by the store's own code (store_ch_layout.c)
+ * pacer's SDK sends them (random trace ids, each span id its trace id's low
+ * half), encoded by the store's own code (store_ch_layout.c)
  * and inserted straight into the tables pacerd made, with their trace index
  * rows and each session's resource; the rollups pacerd's consolidation
  * would have written by now (level 2 per past day, by 10 minutes, hour and
@@ -194,12 +195,12 @@ int main(int argc, char **argv)
                           version_names[v], session);
         store_origin res = {resource, fnv1a64(FNV1A64_INIT, resource, (size_t)rl)};
         uint8_t tid[16], sid[8];
-        uint64_t h1 = mix((uint64_t)n, 6), h2 = mix((uint64_t)n, 7), h3 = mix((uint64_t)n, 8) | 1;
+        uint64_t h1 = mix((uint64_t)n, 6), h2 = mix((uint64_t)n, 7);
         for (int k = 0; k < 8; k++) {
             tid[k] = (uint8_t)(h1 >> (56 - 8 * k));
             tid[8 + k] = (uint8_t)(h2 >> (56 - 8 * k));
-            sid[k] = (uint8_t)(h3 >> (56 - 8 * k));
         }
+        memcpy(sid, tid + 8, 8); /* the SDK's span id: the trace id's low half (core/otlp.c) */
         store_record rec = {.table = TABLE_PAGE_LOADS, .resource = &res, .scope = &scope, .kind = KIND_PAGE};
         for (size_t k = 0; k < d->n_cols; k++)
             rec.cols[k] = (store_value){.type = SV_NULL};

@@ -35,7 +35,10 @@
  *                 span-end metric (0 for spans of pacer's SDK);
  *   span_name     of a page or start-up record: nothing when it is the
  *                 name the SDK gives it ("page NAME");
- *   trace_id, span_id  FixedString(16) / (8);
+ *   trace_id      FixedString(16);
+ *   span_id       `span_xor` FixedString(8), the span id XOR the trace
+ *                 id's last 8 bytes: zeros for spans of pacer's SDK, whose
+ *                 span id is that half (CH_SPAN_ID_SQL makes it again);
  *   resource_id, scope_id  the hash of the resource or scope (0: none),
  *                 whose JSON the table `origins` keeps;
  * plus `rday`, the UTC day the row was received (the partition), and, in
@@ -52,6 +55,7 @@ enum ch_enc {
     CE_MS,     /* Nullable(Int64): an MS field, 2 us or 2 ns + 1 */
     CE_ID,     /* FixedString(n) */
     CE_NID,    /* Nullable(FixedString(n)) */
+    CE_SPAN,   /* FixedString(8): a span's span id XOR its trace id's last 8 bytes */
     CE_END,    /* Int64 or Nullable(Int64): end_ts - ts - the span-end metric's ns */
     CE_ORIGIN, /* UInt64: resource or scope hash, 0 = none */
     CE_REST,   /* String: the packed columns */
@@ -64,7 +68,7 @@ typedef struct ch_col {
     const char *type;
     enum ch_enc enc;
     int logical;   /* the layout's column, or -1 */
-    size_t id_len; /* CE_ID, CE_NID */
+    size_t id_len; /* CE_ID, CE_NID, CE_SPAN */
 } ch_col;
 
 #define CH_MAX_COLS (STORE_MAX_COLS + 4)
@@ -101,6 +105,11 @@ typedef struct ch_row {
 } ch_row;
 bool ch_decode_row(const ch_table *t, rb_reader *r, ch_row *ret);
 void ch_row_clear(ch_row *r);
+
+/* A span row's span id in SQL: its 8 bytes as a big-endian UInt64 (the
+ * order of the bytes), from span_xor and trace_id. */
+#define CH_SPAN_ID_SQL                                                                                               \
+    "bitXor(reinterpretAsUInt64(reverse(span_xor)), reinterpretAsUInt64(reverse(substring(trace_id, 9, 8))))"
 
 /* An MS column's value when no integer holds it exactly: the double is in rest. */
 #define CH_MS_IN_REST INT64_MIN

@@ -219,13 +219,13 @@ static int64_t row_key(const ch_table *t, const ch_row *row)
 
 static const char *rk_sql(enum store_table tb)
 {
-    return store_table(tb)->kind != KIND_NONE ? "bitShiftRight(reinterpretAsUInt64(reverse(span_id)), 1)"
+    return store_table(tb)->kind != KIND_NONE ? "bitShiftRight(" CH_SPAN_ID_SQL ", 1)"
                                               : "bitShiftRight(rid, 1)";
 }
 
 static const char *identity_sql(enum store_table tb)
 {
-    return store_table(tb)->kind != KIND_NONE ? "trace_id, span_id" : "rid";
+    return store_table(tb)->kind != KIND_NONE ? "trace_id, span_xor" : "rid";
 }
 
 /* Rows of table tb matching `tail` ("WHERE … ORDER BY …"), deduplicated,
@@ -301,7 +301,7 @@ static int scan_windows(ch_store *st, enum store_table tb, const char *app, int6
                         const store_cursor *after, const char *filters, size_t cap,
                         bool (*cb)(void *ctx, ch_row *row), void *ctx, ch_reply *keeps)
 {
-    char order[160];
+    char order[256];
     snprintf(order, sizeof order, "ts DESC, %s DESC", rk_sql(tb));
     int64_t hi = to;
     if (after->set && after->ts < INT64_MAX && after->ts + 1 < hi)

@@ -19,7 +19,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import clickhouse_harness  # noqa: E402
-from pacerd_harness import ADMIN, KEYS, PACERD, Pacerd, page_span, scrape, traces  # noqa: E402
+from pacerd_harness import ADMIN, KEYS, PACERD, Pacerd, page_span, scrape, span, traces  # noqa: E402
 
 T0 = 1_700_006_400 * 10**9
 ARGS = ["--clickhouse-slot", "2", "--clickhouse-settle", "10", "--clickhouse-day", "10"]
@@ -305,6 +305,55 @@ class Operation(unittest.TestCase):
             self.assertIn("writes succeed again", d.stderr_text())
         finally:
             d.close()
+
+
+class SpanIds(unittest.TestCase):
+    """A span id that is its trace id's low half (pacer's SDK: a trace of
+    one span) is stored as 8 zero bytes in span_xor; another SDK's (random,
+    several spans in a trace) as itself XOR that half. Both come back
+    exactly: by trace id and through span search, as SQLite answers them."""
+
+    def test_sdk_span_ids_take_no_room_and_come_back(self):
+        sdk = [page_span("IdWindow", T0 + 1000 * i, 10.0 + i) for i in range(6)]
+        for s in sdk:
+            s["spanId"] = s["traceId"][16:]
+        foreign = [page_span("IdWindow", T0 + 500 + 1000 * i, 20.0 + i) for i in range(4)]
+        shared = "5b8efff798038103d269b633813fc60c"
+        plain = [span("render", T0 + 7000 + i, 10**6, trace=shared, span_id="%016x" % (0x9a01ff0042 + i))
+                 for i in range(3)]
+        plain.append(span("render", T0 + 7100, 10**6, trace=shared, span_id=shared[16:]))
+        sent = {s["spanId"]: s["traceId"] for s in sdk + foreign + plain}
+        answers = []
+        for backend in ("sqlite", "clickhouse"):
+            d = Pacerd(ARGS if backend == "clickhouse" else (), backend=backend)
+            try:
+                for k in range(2):  # sent again: stored once
+                    d.ingest("/v1/traces", traces(sdk + foreign + plain), batch_id="ids")
+                got = {}
+                for t in sorted(set(sent.values())):
+                    spans = d.query("/api/v1/traces/" + t)["spans"]
+                    for x in spans:
+                        self.assertNotIn(x["spanId"], got)
+                        got[x["spanId"]] = x["traceId"]
+                self.assertEqual(got, sent, backend)
+                search = d.query("/api/v1/spans/search?app=shop&name=render")
+                self.assertEqual(sorted(x["spanId"] for x in search["spans"]), sorted(x["spanId"] for x in plain))
+                answers.append((d.query("/api/v1/traces/" + shared), search,
+                                [d.query("/api/v1/traces/" + s["traceId"]) for s in sdk + foreign]))
+                if backend == "clickhouse":
+                    rows = d.sql("SELECT lower(hex(trace_id)), hex(span_xor) FROM page_loads FINAL")
+                    stored = dict(rows)
+                    self.assertEqual(len(stored), len(rows))
+                    for s in sdk + foreign:
+                        low = int(s["traceId"][16:], 16) ^ int(s["spanId"], 16)
+                        self.assertEqual(stored[s["traceId"]], "%016X" % low)
+                    self.assertEqual(list(stored.values()).count("0" * 16), len(sdk))
+                    rows = d.sql("SELECT hex(span_xor) FROM spans FINAL")
+                    self.assertEqual(sorted(x for (x,) in rows),
+                                     sorted("%016X" % (int(shared[16:], 16) ^ int(x["spanId"], 16)) for x in plain))
+            finally:
+                d.close()
+        self.assertEqual(answers[1], answers[0])
 
 
 if __name__ == "__main__":
