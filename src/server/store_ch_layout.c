@@ -128,6 +128,7 @@ static void build_table(enum store_table tb)
     const store_table_desc *d = store_table(tb);
     ch_table *t = &tables[tb];
     t->name = d->name;
+    t->aliases = "";
     bool spans = is_span_table(tb);
     t->sdk_names = sdk_span_names(d);
     t->ts_col = t->trace_col = t->span_col = t->attrs_col = -1;
@@ -152,7 +153,8 @@ static void build_table(enum store_table tb)
             continue;
         }
         if (c->source == SRC_COMMON && c->index == PACER_COMMON_TS) {
-            add(t, c->name, "Int64", CE_TS, li);
+            add(t, "ts_s", "Int64", CE_TS_S, li);
+            add(t, "ts_ns", "UInt32", CE_TS_NS, li);
         } else if (strncmp(c->decl, "TEXT", 4) == 0) {
             add(t, c->name, nn ? "String" : "Nullable(String)", nn ? CE_STR : CE_NSTR, li);
         } else if (strncmp(c->decl, "INTEGER", 7) == 0) {
@@ -180,6 +182,13 @@ static void build_table(enum store_table tb)
         }
     }
     t->end_metric[n_end] = -1;
+    /* what SQL written by hand (and the tests) names: the values themselves */
+#define TS_ALIAS ", ts Int64 ALIAS ts_s * 1000000000 + ts_ns"
+    if (t->ts_col >= 0)
+        t->aliases = spans ? TS_ALIAS ", span_id FixedString(8) ALIAS toFixedString(reinterpretAsString(bitXor("
+                                      "reinterpretAsUInt64(span_xor), reinterpretAsUInt64(substring(trace_id, 9, 8)))), 8)"
+                           : TS_ALIAS;
+#undef TS_ALIAS
     for (size_t i = 0; i < d->n_cols; i++)
         if (t->packed[i] || is_ms(&d->cols[i]))
             set_key(t, d, (int)i);
@@ -194,13 +203,13 @@ static void build_table(enum store_table tb)
         o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? ", " : "", t->cols[i].name);
     t->columns = keep(buf);
     if (spans) {
-        t->order_by = "app, intDiv(ts, 3600000000000), ifNull(session, ''), ts, trace_id, span_xor";
+        t->order_by = "app, intDiv(ts_s, 3600), ifNull(session, ''), ts_s, ts_ns, trace_id, span_xor";
         t->shard_key = "cityHash64(trace_id, span_xor)";
     } else if (tb == TABLE_METRIC_POINTS) {
-        t->order_by = "app, name, intDiv(ts, 3600000000000), ts, rid";
+        t->order_by = "app, name, intDiv(ts_s, 3600), ts_s, ts_ns, rid";
         t->shard_key = "rid";
     } else {
-        t->order_by = "app, intDiv(ts, 3600000000000), ts, rid";
+        t->order_by = "app, intDiv(ts_s, 3600), ts_s, ts_ns, rid";
         t->shard_key = "rid";
     }
 }
@@ -407,7 +416,12 @@ void ch_encode_row(const ch_table *t, const store_record *rec, uint64_t rid, uin
         double dv;
         int64_t iv;
         switch (c->enc) {
-        case CE_TS:
+        case CE_TS_S: rb_i64(out, ch_ts_s(v->type == SV_INT ? v->i : 0)); break;
+        case CE_TS_NS: {
+            int64_t ts = v->type == SV_INT ? v->i : 0;
+            rb_u32(out, (uint32_t)((uint64_t)ts - (uint64_t)ch_ts_s(ts) * 1000000000u));
+            break;
+        }
         case CE_INT: rb_i64(out, v->type == SV_INT ? v->i : 0); break;
         case CE_NINT:
             nullable(out, v->type != SV_INT);
@@ -621,7 +635,10 @@ bool ch_decode_row(const ch_table *t, rb_reader *r, ch_row *ret)
         size_t n;
         const char *s;
         switch (c->enc) {
-        case CE_TS:
+        case CE_TS_S: /* ts_ns follows: the sum wraps as the difference did */
+            *v = (store_value){.type = SV_INT, .i = (int64_t)((uint64_t)rb_get_i64(r) * 1000000000u)};
+            break;
+        case CE_TS_NS: v->i = (int64_t)((uint64_t)v->i + rb_get_u32(r)); break;
         case CE_INT: *v = (store_value){.type = SV_INT, .i = rb_get_i64(r)}; break;
         case CE_NINT:
             if (!rb_get_u8(r))

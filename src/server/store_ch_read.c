@@ -259,15 +259,21 @@ int ch_select_rows(ch_store *st, enum store_table tb, const char *where, const c
     return 0;
 }
 
-/* app and [from, to); with the hours too, which ClickHouse's primary key
- * can use (18.16 does not see through intDiv(ts, …) to ts). */
+void ch_ts_where(jbuf *q, int64_t from, int64_t to)
+{
+    int64_t s0 = ch_ts_s(from), s1 = ch_ts_s(to > INT64_MIN ? to - 1 : to);
+    jbuf_printf(q,
+                " AND ts >= %" PRId64 " AND ts < %" PRId64 " AND ts_s >= %" PRId64 " AND ts_s <= %" PRId64
+                " AND intDiv(ts_s, 3600) >= %" PRId64 " AND intDiv(ts_s, 3600) <= %" PRId64,
+                from, to, s0, s1, s0 / 3600, s1 / 3600);
+}
+
+/* app and [from, to). */
 void ch_time_where(jbuf *q, const char *app, int64_t from, int64_t to)
 {
     jbuf_puts(q, "app = ");
     ch_sql_str(q, app);
-    jbuf_printf(q, " AND ts >= %" PRId64 " AND ts < %" PRId64 " AND intDiv(ts, 3600000000000) >= %" PRId64
-                   " AND intDiv(ts, 3600000000000) <= %" PRId64,
-                from, to, from / HOUR_NS, (to > 0 ? to - 1 : 0) / HOUR_NS);
+    ch_ts_where(q, from, to);
 }
 
 #define MAX_WINDOWS 16
@@ -829,8 +835,8 @@ int ch_op_trace(store *s, const uint8_t trace_id[16], jbuf *out, size_t *ret_n)
                 continue;
             jbuf_puts(&w, " OR (app = ");
             ch_quote(&w, a, al);
-            jbuf_printf(&w, " AND intDiv(ts, 3600000000000) = %d AND ts >= %" PRId64 " AND ts < %" PRId64 ")", h,
-                        (int64_t)h * HOUR_NS, ((int64_t)h + 1) * HOUR_NS);
+            ch_ts_where(&w, (int64_t)h * HOUR_NS, ((int64_t)h + 1) * HOUR_NS);
+            jbuf_puts(&w, ")");
             any = true;
         }
         jbuf_puts(&w, ")");

@@ -194,6 +194,17 @@ static int exec_on(ch_client *c, const char *sql, char *err, size_t err_size)
     return rc;
 }
 
+/* The length of cols' first definition: up to its first comma outside
+ * parentheses (an ALIAS's expression has some inside). */
+static size_t def_len(const char *cols)
+{
+    int depth = 0;
+    size_t n = 0;
+    for (; cols[n] && (cols[n] != ',' || depth > 0); n++)
+        depth += cols[n] == '(' ? 1 : cols[n] == ')' ? -1 : 0;
+    return n;
+}
+
 /* Adds to table `name` the columns of cols ("a T, b U, …") it lacks: a
  * field added to the schema since the table was made. */
 static int add_missing(ch_client *c, const char *name, const char *cols, char *err, size_t err_size)
@@ -214,8 +225,8 @@ static int add_missing(ch_client *c, const char *name, const char *cols, char *e
     }
     const char *p = cols;
     while (*p && rc == 0) {
-        size_t n = strcspn(p, ",");
-        char def[256];
+        size_t n = def_len(p);
+        char def[512];
         snprintf(def, sizeof def, "%.*s", (int)n, p);
         char *d = def;
         while (*d == ' ')
@@ -229,7 +240,7 @@ static int add_missing(ch_client *c, const char *name, const char *cols, char *e
             line += ll + (line[ll] == '\n');
         }
         if (!have) {
-            char sql[512];
+            char sql[1024];
             snprintf(sql, sizeof sql, "ALTER TABLE %s ADD COLUMN %s", name, d);
             rc = exec_on(c, sql, err, err_size);
         }
@@ -258,6 +269,36 @@ static int create_table(ch_store *st, ch_client *c, const char *name, const char
     return r;
 }
 
+/* Whether the records' table `local` was made before ts was kept as ts_s
+ * and ts_ns (and a span's id as span_xor): its ts is a column of its own.
+ * Such a table cannot be altered into the new one (its sort key names
+ * ts): -EEXIST, said in err. */
+static int refuse_old_layout(ch_client *c, const char *local, char *err, size_t err_size)
+{
+    jbuf q;
+    jbuf_init(&q);
+    jbuf_puts(&q, "SELECT count() FROM system.columns WHERE database = ");
+    ch_sql_str(&q, ch_client_url(c)->database);
+    jbuf_puts(&q, " AND table = ");
+    ch_sql_str(&q, local);
+    jbuf_puts(&q, " AND name = 'ts' AND default_kind = '' FORMAT TabSeparated");
+    ch_reply r;
+    int rc = q.failed ? -ENOMEM : ch_query(c, q.data, NULL, 0, NULL, &r);
+    jbuf_free(&q);
+    if (rc < 0) {
+        snprintf(err, err_size, "%s", r.error);
+        return rc;
+    }
+    if (r.body && atoi(r.body) > 0) {
+        snprintf(err, err_size,
+                 "table %s was made by an older pacerd (ts and span ids kept whole): give this one another database",
+                 local);
+        rc = -EEXIST;
+    }
+    ch_reply_free(&r);
+    return rc;
+}
+
 static int create_schema(ch_store *st, ch_client *c, char *err, size_t err_size)
 {
     char sql[256];
@@ -275,20 +316,24 @@ static int create_schema(ch_store *st, ch_client *c, char *err, size_t err_size)
     }
     for (enum store_table tb = 0; tb < TABLE_COUNT; tb++) {
         const ch_table *t = ch_table_of(tb);
-        char cols[8192], engine[512];
+        char cols[8192], engine[512], local[96];
+        ch_table_name(st, t->name, local, sizeof local, true);
+        if (refuse_old_layout(c, local, err, err_size) < 0)
+            return -EIO;
         size_t o = 0;
         for (size_t i = 0; i < t->n_cols && o < sizeof cols; i++)
             o += (size_t)snprintf(cols + o, sizeof cols - o, "%s%s %s", i ? ", " : "", t->cols[i].name,
                                   t->cols[i].type);
         /* the row's write mark (store_ch_source.h); 0 in rows older than it */
         if (o < sizeof cols)
-            o += (size_t)snprintf(cols + o, sizeof cols - o, ", ins Int64 DEFAULT 0");
-        /* one partition per receive day; ts in the key too, though a
-         * constant of it, so that each part keeps its rows' min and max ts
-         * (ClickHouse keeps them for the partition key's columns): a query
-         * of a time range skips the parts outside it */
+            o += (size_t)snprintf(cols + o, sizeof cols - o, ", ins Int64 DEFAULT 0%s", t->aliases);
+        /* one partition per receive day; ts_s in the key too, though a
+         * constant of it, so that each part keeps its rows' min and max
+         * ts_s (ClickHouse keeps them for the partition key's columns): a
+         * query of a time range skips the parts outside it */
         snprintf(engine, sizeof engine,
-                 "ReplacingMergeTree PARTITION BY (rday, intDiv(ts, 4611686018427387904)) ORDER BY (%s)", t->order_by);
+                 "ReplacingMergeTree PARTITION BY (rday, intDiv(ts_s, 4611686018427387904)) ORDER BY (%s)",
+                 t->order_by);
         if (o >= sizeof cols || create_table(st, c, t->name, cols, engine, t->shard_key, err, err_size) < 0)
             return -EIO;
     }

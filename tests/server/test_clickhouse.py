@@ -273,7 +273,7 @@ class Operation(unittest.TestCase):
             today = int(time.time()) // 86400
             # what an earlier day received (a copy, as if it came then)
             cols = [r[0] for r in d.sql("SELECT name FROM system.columns WHERE database = currentDatabase()"
-                                        " AND table = 'page_loads'")]
+                                        " AND table = 'page_loads' AND default_kind != 'ALIAS'")]
             d.ch.sql("INSERT INTO page_loads SELECT %s FROM page_loads"
                      % ", ".join(str(today - 5) if c == "rday" else c for c in cols), d.database)
             self.assertEqual(d.sql("SELECT count() FROM page_loads")[0][0], 10)

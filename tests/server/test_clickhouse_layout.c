@@ -165,8 +165,9 @@ static void skip_col(rb_reader *r, const ch_col *col)
 {
     size_t n;
     switch (col->enc) {
-    case CE_TS:
+    case CE_TS_S:
     case CE_INT: (void)rb_get_i64(r); break;
+    case CE_TS_NS: (void)rb_get_u32(r); break;
     case CE_NINT:
     case CE_MS:
     case CE_END:
@@ -357,6 +358,54 @@ static void test_span_ids(void **state)
         memset(&row, 0, sizeof row);
         assert_memory_equal(copy.row.cols[c_span].p, ids[c], 8);
         ch_row_clear(&copy);
+        rb_free(&b);
+    }
+}
+
+/* ts is kept as its whole seconds, rounded down, and the nanoseconds past
+ * them; every Int64 comes back, the extremes and times before 1970 too. */
+static void test_ts_split(void **state)
+{
+    (void)state;
+    const ch_table *t = ch_table_of(TABLE_PAGE_LOADS);
+    const store_table_desc *d = store_table(TABLE_PAGE_LOADS);
+    int c_ts = col_of(d, SRC_COMMON, "ts");
+    static const int64_t tss[] = {1700000000123456789LL, 1700000000000000000LL, 0, -1, -1000000000LL,
+                                  -1000000001LL, INT64_MAX, INT64_MIN, INT64_MIN + 1};
+    uint8_t tid[16] = {1}, sid[8] = {2};
+    store_origin res = {"{}", 1}, scope = {"{}", 2};
+    double m[4] = {1, 2, 3, 6};
+    for (size_t c = 0; c < sizeof tss / sizeof tss[0]; c++) {
+        store_record rec;
+        page_record(&rec, m, "page HomeWindow", &res, &scope, tid, sid, 6000000);
+        rec.cols[c_ts].i = tss[c];
+        rec.cols[col_of(d, SRC_END_TS, NULL)].i = tss[c];
+        rb_buf b;
+        rb_init(&b);
+        ch_encode_row(t, &rec, 0, 19700, &b);
+        rb_reader r;
+        rb_reader_init(&r, b.p, b.len);
+        int64_t sec = 0;
+        uint32_t ns = UINT32_MAX;
+        for (size_t i = 0; i < t->n_cols; i++) {
+            if (t->cols[i].enc == CE_TS_S)
+                sec = rb_get_i64(&r);
+            else if (t->cols[i].enc == CE_TS_NS)
+                ns = rb_get_u32(&r);
+            else
+                skip_col(&r, &t->cols[i]);
+        }
+        assert_false(r.bad);
+        assert_true(ns < 1000000000u);
+        assert_true((int64_t)((uint64_t)sec * 1000000000u + ns) == tss[c]);
+        if (tss[c] > INT64_MIN + 1000000000LL && tss[c] < INT64_MAX - 1000000000LL)
+            assert_true(sec == (int64_t)floor((long double)tss[c] / 1e9L));
+        rb_reader_init(&r, b.p, b.len);
+        ch_row row;
+        assert_true(ch_decode_row(t, &r, &row));
+        assert_int_equal(row.row.cols[c_ts].type, SV_INT);
+        assert_true(row.row.cols[c_ts].i == tss[c]);
+        ch_row_clear(&row);
         rb_free(&b);
     }
 }
@@ -602,6 +651,7 @@ int main(void)
         cmocka_unit_test(test_rowbinary),
         cmocka_unit_test(test_rows_round_trip),
         cmocka_unit_test(test_span_ids),
+        cmocka_unit_test(test_ts_split),
         cmocka_unit_test(test_points_keep_nan_and_infinities),
         cmocka_unit_test(test_rest_outlives_its_layout),
         cmocka_unit_test(test_rollup_rows),
