@@ -224,7 +224,8 @@ int main(int argc, char **argv)
         rec.cols[c_code] = (store_value){.type = SV_INT, .i = 0};
         uint32_t rday = (uint32_t)(ts / DAY_NS);
         ch_encode_row(t, &rec, 0, rday, &raw);
-        rb_u32(&tix, (uint32_t)tid[0] << 16 | (uint32_t)tid[1] << 8 | tid[2]); /* 24 bits: store_ch_read.c */
+        rb_u16(&tix, (uint16_t)(tid[0] << 8 | tid[1])); /* 24 bits: store_ch_read.c */
+        rb_u8(&tix, tid[2]);
         rb_u8(&tix, TABLE_PAGE_LOADS);
         rb_str(&tix, "bench", 5);
         rb_u32(&tix, (uint32_t)(ts / HOUR_NS));
@@ -243,7 +244,7 @@ int main(int argc, char **argv)
                 sketch_add(&g->m[kind_metric[k]], m[k]);
         if ((n + 1) % chunk == 0 || n + 1 == rows) {
             if (insert(c, raw_sql, &raw) < 0 ||
-                insert(c, "INSERT INTO trace_index (t, tbl, app, hour, rday) FORMAT RowBinary", &tix) < 0 ||
+                insert(c, "INSERT INTO trace_index (th, tl, tbl, app, hour, rday) FORMAT RowBinary", &tix) < 0 ||
                 insert(c, "INSERT INTO origins (which, id, json, rday) FORMAT RowBinary", &origins) < 0)
                 return 1;
             fprintf(stderr, "\rchfill: %lld of %lld rows", n + 1, rows);

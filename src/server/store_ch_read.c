@@ -803,13 +803,12 @@ int ch_op_trace(store *s, const uint8_t trace_id[16], jbuf *out, size_t *ret_n)
         snprintf(hex + 2 * i, 3, "%02x", trace_id[i]);
     /* the index keeps 24 bits of the trace id: a few other traces' hours
      * come with it (about one per 16 M spans), and the rows' own trace id
-     * is compared; 3 bytes sorted compress to about one */
-    uint32_t t32 = (uint32_t)trace_id[0] << 16 | (uint32_t)trace_id[1] << 8 | trace_id[2];
+     * is compared */
     char sql[256];
     snprintf(sql, sizeof sql,
-             "SELECT tbl, app, hour FROM trace_index WHERE t = %u GROUP BY tbl, app, hour ORDER BY tbl, app, hour"
-             " LIMIT 20000 FORMAT RowBinary",
-             t32);
+             "SELECT tbl, app, hour FROM trace_index WHERE th = %u AND tl = %u GROUP BY tbl, app, hour"
+             " ORDER BY tbl, app, hour LIMIT 20000 FORMAT RowBinary",
+             (unsigned)(trace_id[0] << 8 | trace_id[1]), (unsigned)trace_id[2]);
     ch_reply idx;
     if (ch_read(st, sql, &idx, "a query") < 0)
         return -EIO;

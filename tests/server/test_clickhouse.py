@@ -266,6 +266,24 @@ class Operation(unittest.TestCase):
         self.assertEqual(out.returncode, 2, out.stderr)
         self.assertIn("--state: for the ClickHouse store", out.stderr)
 
+    def test_a_database_of_an_older_layout_is_refused(self):
+        ch = clickhouse_harness.shared()
+        db = "old%d" % os.getpid()
+        ch.sql("CREATE DATABASE IF NOT EXISTS " + db)
+        self.addCleanup(ch.sql, "DROP DATABASE IF EXISTS " + db)
+        ch.sql("CREATE TABLE %s.page_loads (ts Int64, app String) ENGINE = MergeTree ORDER BY ts" % db)
+        creds = Pacerd(backend="sqlite")  # its token and keys files
+        creds.kill(15)
+        self.addCleanup(creds.close)
+        out = subprocess.run([PACERD, "--listen", "127.0.0.1:0", "--clickhouse", ch.url(db),
+                              "--admin-token-file", creds.admin_file, "--keys-file", creds.keys_file],
+                             capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(out.returncode, 0)
+        self.assertIn("page_loads was made by an older pacerd (its ts kept whole)", out.stderr)
+        # nothing was changed in it
+        self.assertEqual(ch.sql("SELECT name FROM system.columns WHERE database = '%s' AND table = 'page_loads'"
+                                " ORDER BY name" % db).split(), ["app", "ts"])
+
     def test_retention_drops_whole_days(self):
         d = Pacerd(ARGS + ["--clickhouse-retention-days", "3"], backend="clickhouse")
         try:
