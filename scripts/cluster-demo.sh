@@ -50,7 +50,7 @@ for i in 0 1; do
   <default_profile>default</default_profile>
   <default_database>default</default_database>
   <mark_cache_size>268435456</mark_cache_size>
-  <compression><case><min_part_size>16777216</min_part_size><min_part_size_ratio>0</min_part_size_ratio>
+  <compression><case><min_part_size>1048576</min_part_size><min_part_size_ratio>0</min_part_size_ratio>
     <method>zstd</method></case></compression>
   <remote_servers><pacer>
     <shard><replica><host>127.0.0.1</host><port>${tcp[0]}</port></replica></shard>

@@ -1,6 +1,7 @@
 /* The query benchmark's ClickHouse data set, made without the HTTP ingest
  * (which would take hours for 100 M spans on two cores): page records as
- * pacer's SDK sends them, encoded by the store's own code (store_ch_layout.c)
+ * pacer's SDK sends them (random trace ids, each span id its trace id's low
+ * half), encoded by the store's own code (store_ch_layout.c)
  * and inserted straight into the tables pacerd made, with their trace index
  * rows and each session's resource; the rollups pacerd's consolidation
  * would have written by now (level 2 per past day, by 10 minutes, hour and
@@ -194,12 +195,12 @@ int main(int argc, char **argv)
                           version_names[v], session);
         store_origin res = {resource, fnv1a64(FNV1A64_INIT, resource, (size_t)rl)};
         uint8_t tid[16], sid[8];
-        uint64_t h1 = mix((uint64_t)n, 6), h2 = mix((uint64_t)n, 7), h3 = mix((uint64_t)n, 8) | 1;
+        uint64_t h1 = mix((uint64_t)n, 6), h2 = mix((uint64_t)n, 7);
         for (int k = 0; k < 8; k++) {
             tid[k] = (uint8_t)(h1 >> (56 - 8 * k));
             tid[8 + k] = (uint8_t)(h2 >> (56 - 8 * k));
-            sid[k] = (uint8_t)(h3 >> (56 - 8 * k));
         }
+        memcpy(sid, tid + 8, 8); /* the SDK's span id: the trace id's low half (core/otlp.c) */
         store_record rec = {.table = TABLE_PAGE_LOADS, .resource = &res, .scope = &scope, .kind = KIND_PAGE};
         for (size_t k = 0; k < d->n_cols; k++)
             rec.cols[k] = (store_value){.type = SV_NULL};
@@ -223,7 +224,8 @@ int main(int argc, char **argv)
         rec.cols[c_code] = (store_value){.type = SV_INT, .i = 0};
         uint32_t rday = (uint32_t)(ts / DAY_NS);
         ch_encode_row(t, &rec, 0, rday, &raw);
-        rb_u32(&tix, (uint32_t)tid[0] << 16 | (uint32_t)tid[1] << 8 | tid[2]); /* 24 bits: store_ch_read.c */
+        rb_u16(&tix, (uint16_t)(tid[0] << 8 | tid[1])); /* 24 bits: store_ch_read.c */
+        rb_u8(&tix, tid[2]);
         rb_u8(&tix, TABLE_PAGE_LOADS);
         rb_str(&tix, "bench", 5);
         rb_u32(&tix, (uint32_t)(ts / HOUR_NS));
@@ -242,7 +244,7 @@ int main(int argc, char **argv)
                 sketch_add(&g->m[kind_metric[k]], m[k]);
         if ((n + 1) % chunk == 0 || n + 1 == rows) {
             if (insert(c, raw_sql, &raw) < 0 ||
-                insert(c, "INSERT INTO trace_index (t, tbl, app, hour, rday) FORMAT RowBinary", &tix) < 0 ||
+                insert(c, "INSERT INTO trace_index (th, tl, tbl, app, hour, rday) FORMAT RowBinary", &tix) < 0 ||
                 insert(c, "INSERT INTO origins (which, id, json, rday) FORMAT RowBinary", &origins) < 0)
                 return 1;
             fprintf(stderr, "\rchfill: %lld of %lld rows", n + 1, rows);

@@ -21,7 +21,8 @@ machine (make bench):
              both data sets.
 
   bench/server/clickhouse.py BUILD_DIR
-  env: RUNS (3; 0 skips the ingest runs), CH_ROWS (100000000), SQLITE_ROWS (50000000),
+  env: RUNS (3; 0 skips the ingest runs), CH_ROWS (100000000), SQLITE_ROWS (50000000; 0 skips
+       SQLite's query data set, for ClickHouse's figures alone),
        WORK (BUILD_DIR/pacerd-bench: both stores, ClickHouse's data directory)
 
 The two query data sets are kept under WORK and made again only when
@@ -247,6 +248,16 @@ def main():
         stop(p)
         chb = ch_bytes(ch, db) / CH_ROWS
         chp = ch_bytes(ch, db, "page_loads") / CH_ROWS
+        print("bytes per page span, ClickHouse at %d M: %.1f" % (CH_ROWS // 1000000, chb))
+        for (t, b) in ch.rows("SELECT table, sum(bytes_on_disk) FROM system.parts WHERE active AND database = '%s'"
+                              " GROUP BY table ORDER BY table" % db):
+            print("  %-12s %5.2f" % (t, int(b) / CH_ROWS))
+        for (t, c, b) in ch.rows("SELECT table, name, data_compressed_bytes FROM system.columns WHERE database = '%s'"
+                                 " AND table IN ('page_loads', 'trace_index') AND data_compressed_bytes > 0"
+                                 " ORDER BY table, name" % db):
+            print("  %-12s   %-16s %5.2f" % (t, c, int(b) / CH_ROWS))
+        if SQLITE_ROWS == 0:
+            return
         # SQLite: the store bench/server/scale.sh builds (the same file, filled once)
         path = os.path.join(WORK, "scale-%d.db" % SQLITE_ROWS)
         if sqlite_page_spans(path) != SQLITE_ROWS:

@@ -347,8 +347,12 @@ static void write_span(jbuf *b, const pacer_record *r, const char *batch_id, siz
 {
     char name[512], tid[33], sid[17], start[24], end[24];
     span_name(r, name, sizeof(name));
-    snprintf(tid, sizeof(tid), "%016" PRIx64 "%016" PRIx64, id_hash(batch_id, 1, index), id_hash(batch_id, 2, index));
-    snprintf(sid, sizeof(sid), "%016" PRIx64, id_hash(batch_id, 3, index));
+    /* Every record is a trace of one span: its span id is the trace id's
+     * low half (random, unique in its trace), which a store can leave out
+     * and make again (store_ch_layout.c keeps 8 zero bytes for it). */
+    uint64_t low = id_hash(batch_id, 2, index);
+    snprintf(tid, sizeof(tid), "%016" PRIx64 "%016" PRIx64, id_hash(batch_id, 1, index), low);
+    snprintf(sid, sizeof(sid), "%016" PRIx64, low);
     int64_t ts = pacer_record_ts(r);
     snprintf(start, sizeof(start), "%" PRId64, ts);
     snprintf(end, sizeof(end), "%" PRId64, ts + span_ns(r));

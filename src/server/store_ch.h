@@ -35,7 +35,16 @@
  *                 span-end metric (0 for spans of pacer's SDK);
  *   span_name     of a page or start-up record: nothing when it is the
  *                 name the SDK gives it ("page NAME");
- *   trace_id, span_id  FixedString(16) / (8);
+ *   ts            two columns, `ts_s` Int64, its whole seconds (rounded
+ *                 down), and `ts_ns` UInt32, the nanoseconds past them:
+ *                 sorted seconds compress to about a byte, where an Int64
+ *                 of nanoseconds took 6.8; `ts` is an ALIAS of their sum,
+ *                 and every filter on it names ts_s too (CH_TS_S), which
+ *                 the primary key and the parts' min and max can use;
+ *   trace_id      FixedString(16);
+ *   span_id       `span_xor` FixedString(8), the span id XOR the trace
+ *                 id's last 8 bytes: zeros for spans of pacer's SDK, whose
+ *                 span id is that half (CH_SPAN_ID_SQL makes it again);
  *   resource_id, scope_id  the hash of the resource or scope (0: none),
  *                 whose JSON the table `origins` keeps;
  * plus `rday`, the UTC day the row was received (the partition), and, in
@@ -43,7 +52,8 @@
  * trace and span id). */
 
 enum ch_enc {
-    CE_TS,     /* Int64, the common ts */
+    CE_TS_S,   /* Int64 ts_s: the common ts's whole seconds (rounded down) */
+    CE_TS_NS,  /* UInt32 ts_ns: its nanoseconds past them, 0 to 999 999 999 */
     CE_STR,    /* String (NOT NULL) */
     CE_NSTR,   /* Nullable(String) */
     CE_INT,    /* Int64 (NOT NULL) */
@@ -52,6 +62,7 @@ enum ch_enc {
     CE_MS,     /* Nullable(Int64): an MS field, 2 us or 2 ns + 1 */
     CE_ID,     /* FixedString(n) */
     CE_NID,    /* Nullable(FixedString(n)) */
+    CE_SPAN,   /* FixedString(8): a span's span id XOR its trace id's last 8 bytes */
     CE_END,    /* Int64 or Nullable(Int64): end_ts - ts - the span-end metric's ns */
     CE_ORIGIN, /* UInt64: resource or scope hash, 0 = none */
     CE_REST,   /* String: the packed columns */
@@ -64,7 +75,7 @@ typedef struct ch_col {
     const char *type;
     enum ch_enc enc;
     int logical;   /* the layout's column, or -1 */
-    size_t id_len; /* CE_ID, CE_NID */
+    size_t id_len; /* CE_ID, CE_NID, CE_SPAN */
 } ch_col;
 
 #define CH_MAX_COLS (STORE_MAX_COLS + 4)
@@ -79,6 +90,7 @@ typedef struct ch_table {
     int keyed[STORE_MAX_COLS]; /* the layout columns with a key */
     bool sdk_names;              /* span_name: nothing when the SDK's */
     const char *order_by, *shard_key;
+    const char *aliases; /* ", ts Int64 ALIAS …": the table's DDL adds them */
     const char *columns; /* "ts, app, …" for INSERT and SELECT */
     int end_metric[STORE_MAX_METRICS + 1]; /* record tables: the layout columns of the span-end metrics, -1 ended */
     int ts_col, trace_col, span_col, attrs_col; /* layout columns, or -1 */
@@ -101,6 +113,18 @@ typedef struct ch_row {
 } ch_row;
 bool ch_decode_row(const ch_table *t, rb_reader *r, ch_row *ret);
 void ch_row_clear(ch_row *r);
+
+/* A span row's span id in SQL: its 8 bytes as a big-endian UInt64 (the
+ * order of the bytes), from span_xor and trace_id. */
+#define CH_SPAN_ID_SQL                                                                                               \
+    "bitXor(reinterpretAsUInt64(reverse(span_xor)), reinterpretAsUInt64(reverse(substring(trace_id, 9, 8))))"
+
+/* ts_s of a ts: its whole seconds, rounded down (ts_ns = ts - ts_s * 10^9,
+ * in 64-bit arithmetic that wraps, is then 0 to 999 999 999). */
+static inline int64_t ch_ts_s(int64_t ts)
+{
+    return ts / 1000000000 - (ts % 1000000000 < 0);
+}
 
 /* An MS column's value when no integer holds it exactly: the double is in rest. */
 #define CH_MS_IN_REST INT64_MIN
@@ -250,6 +274,10 @@ int ch_select_rows(ch_store *st, enum store_table tb, const char *where, const c
 /* "app = … AND ts >= from AND ts < to" and the hours, which the primary
  * key can use. */
 void ch_time_where(jbuf *q, const char *app, int64_t from, int64_t to);
+/* " AND ts >= from AND ts < to", and the same bounds on ts_s and its hour,
+ * which the primary key and the parts' min and max can use (18.16 sees
+ * through neither the ALIAS ts nor intDiv(ts_s, …) to ts_s). */
+void ch_ts_where(jbuf *q, int64_t from, int64_t to);
 
 /* The dashboard's reads (store_ch_dash.c; store_dash.h). */
 int ch_op_rows(store *st, const store_rows_query *q, void (*cb)(void *ctx, const store_row *row), void *ctx,

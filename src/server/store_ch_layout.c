@@ -128,6 +128,7 @@ static void build_table(enum store_table tb)
     const store_table_desc *d = store_table(tb);
     ch_table *t = &tables[tb];
     t->name = d->name;
+    t->aliases = "";
     bool spans = is_span_table(tb);
     t->sdk_names = sdk_span_names(d);
     t->ts_col = t->trace_col = t->span_col = t->attrs_col = -1;
@@ -152,7 +153,8 @@ static void build_table(enum store_table tb)
             continue;
         }
         if (c->source == SRC_COMMON && c->index == PACER_COMMON_TS) {
-            add(t, c->name, "Int64", CE_TS, li);
+            add(t, "ts_s", "Int64", CE_TS_S, li);
+            add(t, "ts_ns", "UInt32", CE_TS_NS, li);
         } else if (strncmp(c->decl, "TEXT", 4) == 0) {
             add(t, c->name, nn ? "String" : "Nullable(String)", nn ? CE_STR : CE_NSTR, li);
         } else if (strncmp(c->decl, "INTEGER", 7) == 0) {
@@ -164,9 +166,13 @@ static void build_table(enum store_table tb)
                 add(t, c->name, nn ? "Int64" : "Nullable(Int64)", nn ? CE_INT : CE_NINT, li);
         } else if (strncmp(c->decl, "REAL", 4) == 0) {
             add(t, c->name, is_ms(c) ? "Nullable(Int64)" : "Nullable(Float64)", is_ms(c) ? CE_MS : CE_REAL, li);
+        } else if (spans && c->source == SRC_SPAN_ID) {
+            ch_col *col = add(t, "span_xor", "FixedString(8)", CE_SPAN, li);
+            if (col)
+                col->id_len = 8;
         } else { /* BLOB: the ids */
             size_t len = c->source == SRC_TRACE_ID ? 16 : 8;
-            bool must = spans && (c->source == SRC_TRACE_ID || c->source == SRC_SPAN_ID);
+            bool must = spans && c->source == SRC_TRACE_ID;
             ch_col *col = add(t, c->name,
                               must ? (len == 16 ? "FixedString(16)" : "FixedString(8)")
                                    : (len == 16 ? "Nullable(FixedString(16))" : "Nullable(FixedString(8))"),
@@ -176,6 +182,13 @@ static void build_table(enum store_table tb)
         }
     }
     t->end_metric[n_end] = -1;
+    /* what SQL written by hand (and the tests) names: the values themselves */
+#define TS_ALIAS ", ts Int64 ALIAS ts_s * 1000000000 + ts_ns"
+    if (t->ts_col >= 0)
+        t->aliases = spans ? TS_ALIAS ", span_id FixedString(8) ALIAS toFixedString(reinterpretAsString(bitXor("
+                                      "reinterpretAsUInt64(span_xor), reinterpretAsUInt64(substring(trace_id, 9, 8)))), 8)"
+                           : TS_ALIAS;
+#undef TS_ALIAS
     for (size_t i = 0; i < d->n_cols; i++)
         if (t->packed[i] || is_ms(&d->cols[i]))
             set_key(t, d, (int)i);
@@ -190,13 +203,13 @@ static void build_table(enum store_table tb)
         o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? ", " : "", t->cols[i].name);
     t->columns = keep(buf);
     if (spans) {
-        t->order_by = "app, intDiv(ts, 3600000000000), ifNull(session, ''), ts, trace_id, span_id";
-        t->shard_key = "cityHash64(span_id)";
+        t->order_by = "app, intDiv(ts_s, 3600), ifNull(session, ''), ts_s, ts_ns, trace_id, span_xor";
+        t->shard_key = "cityHash64(trace_id, span_xor)";
     } else if (tb == TABLE_METRIC_POINTS) {
-        t->order_by = "app, name, intDiv(ts, 3600000000000), ts, rid";
+        t->order_by = "app, name, intDiv(ts_s, 3600), ts_s, ts_ns, rid";
         t->shard_key = "rid";
     } else {
-        t->order_by = "app, intDiv(ts, 3600000000000), ts, rid";
+        t->order_by = "app, intDiv(ts_s, 3600), ts_s, ts_ns, rid";
         t->shard_key = "rid";
     }
 }
@@ -381,6 +394,18 @@ static void pack(const ch_table *t, const store_record *rec, size_t i, rb_buf *b
     }
 }
 
+/* The span id's column: its 8 bytes (zeros when absent) XOR the trace id's
+ * last 8 (zeros when absent), into out. Pacer's SDK gives a span the trace
+ * id's low half: 8 zero bytes, which compress to nothing; another SDK's
+ * random span id stays as random. Its own inverse: the decoder makes the
+ * span id again with it. */
+static void span_xor(const store_value *trace, const store_value *span, uint8_t out[8])
+{
+    for (int i = 0; i < 8; i++)
+        out[i] = (uint8_t)((span->type == SV_BLOB && span->n == 8 ? ((const uint8_t *)span->p)[i] : 0) ^
+                           (trace->type == SV_BLOB && trace->n == 16 ? ((const uint8_t *)trace->p)[8 + i] : 0));
+}
+
 void ch_encode_row(const ch_table *t, const store_record *rec, uint64_t rid, uint32_t rday, rb_buf *out)
 {
     const store_table_desc *d = store_table(rec->table);
@@ -391,7 +416,12 @@ void ch_encode_row(const ch_table *t, const store_record *rec, uint64_t rid, uin
         double dv;
         int64_t iv;
         switch (c->enc) {
-        case CE_TS:
+        case CE_TS_S: rb_i64(out, ch_ts_s(v->type == SV_INT ? v->i : 0)); break;
+        case CE_TS_NS: {
+            int64_t ts = v->type == SV_INT ? v->i : 0;
+            rb_u32(out, (uint32_t)((uint64_t)ts - (uint64_t)ch_ts_s(ts) * 1000000000u));
+            break;
+        }
         case CE_INT: rb_i64(out, v->type == SV_INT ? v->i : 0); break;
         case CE_NINT:
             nullable(out, v->type != SV_INT);
@@ -439,6 +469,12 @@ void ch_encode_row(const ch_table *t, const store_record *rec, uint64_t rid, uin
                 static const uint8_t zeros[16];
                 rb_fixed(out, zeros, c->id_len);
             }
+            break;
+        }
+        case CE_SPAN: {
+            uint8_t x[8] = {0};
+            span_xor(&cols[t->trace_col], v, x);
+            rb_fixed(out, x, 8);
             break;
         }
         case CE_END: {
@@ -592,13 +628,17 @@ bool ch_decode_row(const ch_table *t, rb_reader *r, ch_row *ret)
     int end_col = -1;
     int64_t end_res = 0;
     bool end_has = false;
+    const uint8_t *span = NULL;
     for (size_t i = 0; i < t->n_cols && !r->bad; i++) {
         const ch_col *c = &t->cols[i];
         store_value *v = c->logical >= 0 ? &row->cols[c->logical] : NULL;
         size_t n;
         const char *s;
         switch (c->enc) {
-        case CE_TS:
+        case CE_TS_S: /* ts_ns follows: the sum wraps as the difference did */
+            *v = (store_value){.type = SV_INT, .i = (int64_t)((uint64_t)rb_get_i64(r) * 1000000000u)};
+            break;
+        case CE_TS_NS: v->i = (int64_t)((uint64_t)v->i + rb_get_u32(r)); break;
         case CE_INT: *v = (store_value){.type = SV_INT, .i = rb_get_i64(r)}; break;
         case CE_NINT:
             if (!rb_get_u8(r))
@@ -638,6 +678,9 @@ bool ch_decode_row(const ch_table *t, rb_reader *r, ch_row *ret)
                     *v = (store_value){.type = SV_BLOB, .p = p, .n = c->id_len};
             }
             break;
+        case CE_SPAN:
+            span = rb_get_fixed(r, 8);
+            break;
         case CE_END:
             end_col = c->logical;
             end_has = strcmp(c->type, "Int64") == 0 || !rb_get_u8(r);
@@ -662,16 +705,22 @@ bool ch_decode_row(const ch_table *t, rb_reader *r, ch_row *ret)
         row->cols[end_col] = (store_value){
             .type = SV_INT, .i = (int64_t)((uint64_t)ts + (uint64_t)end_res + (uint64_t)ch_end_pred(t, row->cols))};
     }
-    /* the strings, NUL-terminated, in one block */
-    size_t total = 0;
+    /* the span id and the strings, NUL-terminated, in one block */
+    size_t total = span ? 8 : 0;
     for (size_t i = 0; i < n_texts; i++)
         total += texts[i].synth ? NAME_CAP : texts[i].n + 1;
-    if (n_texts) {
-        char *block = malloc(total ? total : 1);
+    if (total) {
+        char *block = malloc(total);
         if (!block)
             return false;
         ret->owned = block;
         size_t o = 0;
+        if (span) {
+            store_value x = {.type = SV_BLOB, .p = span, .n = 8};
+            span_xor(&row->cols[t->trace_col], &x, (uint8_t *)block);
+            row->cols[t->span_col] = (store_value){.type = SV_BLOB, .p = block, .n = 8};
+            o = 8;
+        }
         /* the name fields first: a span name made again reads them */
         for (int pass = 0; pass < 2; pass++)
             for (size_t i = 0; i < n_texts; i++) {

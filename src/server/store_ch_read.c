@@ -219,13 +219,13 @@ static int64_t row_key(const ch_table *t, const ch_row *row)
 
 static const char *rk_sql(enum store_table tb)
 {
-    return store_table(tb)->kind != KIND_NONE ? "bitShiftRight(reinterpretAsUInt64(reverse(span_id)), 1)"
+    return store_table(tb)->kind != KIND_NONE ? "bitShiftRight(" CH_SPAN_ID_SQL ", 1)"
                                               : "bitShiftRight(rid, 1)";
 }
 
 static const char *identity_sql(enum store_table tb)
 {
-    return store_table(tb)->kind != KIND_NONE ? "trace_id, span_id" : "rid";
+    return store_table(tb)->kind != KIND_NONE ? "trace_id, span_xor" : "rid";
 }
 
 /* Rows of table tb matching `tail` ("WHERE … ORDER BY …"), deduplicated,
@@ -259,15 +259,21 @@ int ch_select_rows(ch_store *st, enum store_table tb, const char *where, const c
     return 0;
 }
 
-/* app and [from, to); with the hours too, which ClickHouse's primary key
- * can use (18.16 does not see through intDiv(ts, …) to ts). */
+void ch_ts_where(jbuf *q, int64_t from, int64_t to)
+{
+    int64_t s0 = ch_ts_s(from), s1 = ch_ts_s(to > INT64_MIN ? to - 1 : to);
+    jbuf_printf(q,
+                " AND ts >= %" PRId64 " AND ts < %" PRId64 " AND ts_s >= %" PRId64 " AND ts_s <= %" PRId64
+                " AND intDiv(ts_s, 3600) >= %" PRId64 " AND intDiv(ts_s, 3600) <= %" PRId64,
+                from, to, s0, s1, s0 / 3600, s1 / 3600);
+}
+
+/* app and [from, to). */
 void ch_time_where(jbuf *q, const char *app, int64_t from, int64_t to)
 {
     jbuf_puts(q, "app = ");
     ch_sql_str(q, app);
-    jbuf_printf(q, " AND ts >= %" PRId64 " AND ts < %" PRId64 " AND intDiv(ts, 3600000000000) >= %" PRId64
-                   " AND intDiv(ts, 3600000000000) <= %" PRId64,
-                from, to, from / HOUR_NS, (to > 0 ? to - 1 : 0) / HOUR_NS);
+    ch_ts_where(q, from, to);
 }
 
 #define MAX_WINDOWS 16
@@ -301,7 +307,7 @@ static int scan_windows(ch_store *st, enum store_table tb, const char *app, int6
                         const store_cursor *after, const char *filters, size_t cap,
                         bool (*cb)(void *ctx, ch_row *row), void *ctx, ch_reply *keeps)
 {
-    char order[160];
+    char order[256];
     snprintf(order, sizeof order, "ts DESC, %s DESC", rk_sql(tb));
     int64_t hi = to;
     if (after->set && after->ts < INT64_MAX && after->ts + 1 < hi)
@@ -797,13 +803,12 @@ int ch_op_trace(store *s, const uint8_t trace_id[16], jbuf *out, size_t *ret_n)
         snprintf(hex + 2 * i, 3, "%02x", trace_id[i]);
     /* the index keeps 24 bits of the trace id: a few other traces' hours
      * come with it (about one per 16 M spans), and the rows' own trace id
-     * is compared; 3 bytes sorted compress to about one */
-    uint32_t t32 = (uint32_t)trace_id[0] << 16 | (uint32_t)trace_id[1] << 8 | trace_id[2];
+     * is compared */
     char sql[256];
     snprintf(sql, sizeof sql,
-             "SELECT tbl, app, hour FROM trace_index WHERE t = %u GROUP BY tbl, app, hour ORDER BY tbl, app, hour"
-             " LIMIT 20000 FORMAT RowBinary",
-             t32);
+             "SELECT tbl, app, hour FROM trace_index WHERE th = %u AND tl = %u GROUP BY tbl, app, hour"
+             " ORDER BY tbl, app, hour LIMIT 20000 FORMAT RowBinary",
+             (unsigned)(trace_id[0] << 8 | trace_id[1]), (unsigned)trace_id[2]);
     ch_reply idx;
     if (ch_read(st, sql, &idx, "a query") < 0)
         return -EIO;
@@ -829,8 +834,8 @@ int ch_op_trace(store *s, const uint8_t trace_id[16], jbuf *out, size_t *ret_n)
                 continue;
             jbuf_puts(&w, " OR (app = ");
             ch_quote(&w, a, al);
-            jbuf_printf(&w, " AND intDiv(ts, 3600000000000) = %d AND ts >= %" PRId64 " AND ts < %" PRId64 ")", h,
-                        (int64_t)h * HOUR_NS, ((int64_t)h + 1) * HOUR_NS);
+            ch_ts_where(&w, (int64_t)h * HOUR_NS, ((int64_t)h + 1) * HOUR_NS);
+            jbuf_puts(&w, ")");
             any = true;
         }
         jbuf_puts(&w, ")");

@@ -5,13 +5,15 @@
  * table on every node and a Distributed table over them):
  *   page_loads, startups, requests, spans, logs, metric_points
  *                  the raw rows (columns: store_ch_layout.c), partitioned
- *                  by the day they were received (rday; with ts in the
+ *                  by the day they were received (rday; with ts_s in the
  *                  key as a constant, so that each part keeps its min and
- *                  max ts), sorted by (app, hour, session, ts, identity):
+ *                  max ts_s), sorted by (app, hour, session, ts_s, ts_ns,
+ *                  identity):
  *                  ReplacingMergeTree
  *   origins        each resource and scope's JSON by its hash, per rday
- *   trace_index    per span row: (first 3 bytes of the trace id, table,
- *                  app, hour): a trace is found by seeking it
+ *   trace_index    per span row: (first 3 bytes of the trace id, as th,
+ *                  its first two, and tl, the third; table, app, hour): a
+ *                  trace is found by seeking it
  *   attempts       (app, batch, attempt): begun attempts, one row per batch
  *   pending        what each committed attempt adds to the rollups: per
  *                  (kind, app, version, name, 10 minutes) the records, the failed
@@ -162,8 +164,10 @@ typedef struct ddl {
 static const ddl fixed_tables[] = {
     {"origins", "which UInt8, id UInt64, json String, rday UInt32",
      "ReplacingMergeTree PARTITION BY rday ORDER BY (which, id)", "id"},
-    {"trace_index", "t UInt32, tbl UInt8, app String, hour Int32, rday UInt32",
-     "ReplacingMergeTree PARTITION BY rday ORDER BY (t, tbl, app, hour)", "t"},
+    /* th and tl, not one UInt32: sorted, th changes slowly and compresses
+     * to a third of a byte, tl is a byte; together they took 3 */
+    {"trace_index", "th UInt16, tl UInt8, tbl UInt8, app String, hour Int32, rday UInt32",
+     "ReplacingMergeTree PARTITION BY rday ORDER BY (th, tl, tbl, app, hour)", "th"},
     {"attempts", "app String, batch String, att UInt64, rday UInt32, at DateTime DEFAULT now()",
      "MergeTree PARTITION BY rday ORDER BY (app, batch)", "cityHash64(app, batch)"},
     {"pending", "att UInt64, at DateTime DEFAULT now(), rday UInt32, batch String, fresh UInt8, " SKETCH_DDL,
@@ -194,6 +198,17 @@ static int exec_on(ch_client *c, const char *sql, char *err, size_t err_size)
     return rc;
 }
 
+/* The length of cols' first definition: up to its first comma outside
+ * parentheses (an ALIAS's expression has some inside). */
+static size_t def_len(const char *cols)
+{
+    int depth = 0;
+    size_t n = 0;
+    for (; cols[n] && (cols[n] != ',' || depth > 0); n++)
+        depth += cols[n] == '(' ? 1 : cols[n] == ')' ? -1 : 0;
+    return n;
+}
+
 /* Adds to table `name` the columns of cols ("a T, b U, …") it lacks: a
  * field added to the schema since the table was made. */
 static int add_missing(ch_client *c, const char *name, const char *cols, char *err, size_t err_size)
@@ -214,8 +229,8 @@ static int add_missing(ch_client *c, const char *name, const char *cols, char *e
     }
     const char *p = cols;
     while (*p && rc == 0) {
-        size_t n = strcspn(p, ",");
-        char def[256];
+        size_t n = def_len(p);
+        char def[512];
         snprintf(def, sizeof def, "%.*s", (int)n, p);
         char *d = def;
         while (*d == ' ')
@@ -229,7 +244,7 @@ static int add_missing(ch_client *c, const char *name, const char *cols, char *e
             line += ll + (line[ll] == '\n');
         }
         if (!have) {
-            char sql[512];
+            char sql[1024];
             snprintf(sql, sizeof sql, "ALTER TABLE %s ADD COLUMN %s", name, d);
             rc = exec_on(c, sql, err, err_size);
         }
@@ -258,6 +273,38 @@ static int create_table(ch_store *st, ch_client *c, const char *name, const char
     return r;
 }
 
+/* Whether table `local` was made before ts was kept as ts_s and ts_ns (a
+ * span's id as span_xor, the trace index's 24 bits as th and tl): it has
+ * the column `old` of its own. Such a table cannot be altered into the new
+ * one (its sort key names that column): -EEXIST, said in err. */
+static int refuse_old_layout(ch_client *c, const char *local, const char *old, char *err, size_t err_size)
+{
+    jbuf q;
+    jbuf_init(&q);
+    jbuf_puts(&q, "SELECT count() FROM system.columns WHERE database = ");
+    ch_sql_str(&q, ch_client_url(c)->database);
+    jbuf_puts(&q, " AND table = ");
+    ch_sql_str(&q, local);
+    jbuf_puts(&q, " AND name = ");
+    ch_sql_str(&q, old);
+    jbuf_puts(&q, " AND default_kind = '' FORMAT TabSeparated");
+    ch_reply r;
+    int rc = q.failed ? -ENOMEM : ch_query(c, q.data, NULL, 0, NULL, &r);
+    jbuf_free(&q);
+    if (rc < 0) {
+        snprintf(err, err_size, "%s", r.error);
+        return rc;
+    }
+    if (r.body && atoi(r.body) > 0) {
+        snprintf(err, err_size,
+                 "table %s was made by an older pacerd (its %s kept whole): give this one another database", local,
+                 old);
+        rc = -EEXIST;
+    }
+    ch_reply_free(&r);
+    return rc;
+}
+
 static int create_schema(ch_store *st, ch_client *c, char *err, size_t err_size)
 {
     char sql[256];
@@ -268,6 +315,15 @@ static int create_schema(ch_store *st, ch_client *c, char *err, size_t err_size)
         return -EIO;
     }
     ch_reply_free(&r);
+    char local[96];
+    ch_table_name(st, "trace_index", local, sizeof local, true);
+    if (refuse_old_layout(c, local, "t", err, err_size) < 0)
+        return -EIO;
+    for (enum store_table tb = 0; tb < TABLE_COUNT; tb++) {
+        ch_table_name(st, ch_table_of(tb)->name, local, sizeof local, true);
+        if (refuse_old_layout(c, local, "ts", err, err_size) < 0)
+            return -EIO;
+    }
     for (size_t i = 0; i < sizeof fixed_tables / sizeof fixed_tables[0]; i++) {
         const ddl *d = &fixed_tables[i];
         if (create_table(st, c, d->name, d->columns, d->engine, d->shard_key, err, err_size) < 0)
@@ -282,13 +338,14 @@ static int create_schema(ch_store *st, ch_client *c, char *err, size_t err_size)
                                   t->cols[i].type);
         /* the row's write mark (store_ch_source.h); 0 in rows older than it */
         if (o < sizeof cols)
-            o += (size_t)snprintf(cols + o, sizeof cols - o, ", ins Int64 DEFAULT 0");
-        /* one partition per receive day; ts in the key too, though a
-         * constant of it, so that each part keeps its rows' min and max ts
-         * (ClickHouse keeps them for the partition key's columns): a query
-         * of a time range skips the parts outside it */
+            o += (size_t)snprintf(cols + o, sizeof cols - o, ", ins Int64 DEFAULT 0%s", t->aliases);
+        /* one partition per receive day; ts_s in the key too, though a
+         * constant of it, so that each part keeps its rows' min and max
+         * ts_s (ClickHouse keeps them for the partition key's columns): a
+         * query of a time range skips the parts outside it */
         snprintf(engine, sizeof engine,
-                 "ReplacingMergeTree PARTITION BY (rday, intDiv(ts, 4611686018427387904)) ORDER BY (%s)", t->order_by);
+                 "ReplacingMergeTree PARTITION BY (rday, intDiv(ts_s, 4611686018427387904)) ORDER BY (%s)",
+                 t->order_by);
         if (o >= sizeof cols || create_table(st, c, t->name, cols, engine, t->shard_key, err, err_size) < 0)
             return -EIO;
     }
@@ -580,7 +637,8 @@ static int write_rows(ch_store *st, ch_job *list, uint64_t att, uint32_t rday, i
                 const store_value *tv = &rec->cols[t->trace_col];
                 const uint8_t *tid = tv->type == SV_BLOB && tv->n == 16 ? tv->p : NULL;
                 if (tid) {
-                    rb_u32(&tix, (uint32_t)tid[0] << 16 | (uint32_t)tid[1] << 8 | tid[2]); /* 24 bits: store_ch_read.c */
+                    rb_u16(&tix, (uint16_t)(tid[0] << 8 | tid[1])); /* 24 bits: store_ch_read.c */
+                    rb_u8(&tix, tid[2]);
                     rb_u8(&tix, (uint8_t)rec->table);
                     rb_str(&tix, rec->app, strlen(rec->app));
                     int64_t ts = rec->cols[t->ts_col].type == SV_INT ? rec->cols[t->ts_col].i : 0;
@@ -611,7 +669,7 @@ static int write_rows(ch_store *st, ch_job *list, uint64_t att, uint32_t rday, i
             rq[n++] = (ch_request){sqls[t], rows[t].p, rows[t].len};
         }
     if (tix.len)
-        rq[n++] = (ch_request){"INSERT INTO trace_index (t, tbl, app, hour, rday) FORMAT RowBinary", tix.p, tix.len};
+        rq[n++] = (ch_request){"INSERT INTO trace_index (th, tl, tbl, app, hour, rday) FORMAT RowBinary", tix.p, tix.len};
     if (cleaned.len)
         rq[n++] = (ch_request){"INSERT INTO cleaned (app, reason, rid, ts, rday) FORMAT RowBinary", cleaned.p,
                                cleaned.len};

@@ -171,6 +171,9 @@ class Upload(unittest.TestCase):
         # nothing twice
         ids = [(s["traceId"], s["spanId"]) for s in spans]
         self.assertEqual(len(ids), len(set(ids)))
+        # each record a trace of its own, its span id the trace id's low half
+        self.assertEqual(len({t for t, _ in ids}), len(ids))
+        self.assertEqual([sid for _, sid in ids], [t[16:] for t, _ in ids])
 
     def test_retry_keeps_batch_id_and_body(self):
         self.peer.script = [503]

@@ -34,7 +34,7 @@ CONFIG = """<?xml version="1.0"?>
   <uncompressed_cache_size>268435456</uncompressed_cache_size>
   <max_concurrent_queries>200</max_concurrent_queries>
   <keep_alive_timeout>30</keep_alive_timeout>
-  <compression><case><min_part_size>16777216</min_part_size><min_part_size_ratio>0</min_part_size_ratio>
+  <compression><case><min_part_size>1048576</min_part_size><min_part_size_ratio>0</min_part_size_ratio>
     <method>zstd</method></case></compression>
   <remote_servers>{clusters}</remote_servers>
 </yandex>

@@ -19,7 +19,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import clickhouse_harness  # noqa: E402
-from pacerd_harness import ADMIN, KEYS, PACERD, Pacerd, page_span, scrape, traces  # noqa: E402
+from pacerd_harness import ADMIN, KEYS, PACERD, Pacerd, page_span, scrape, span, traces  # noqa: E402
 
 T0 = 1_700_006_400 * 10**9
 ARGS = ["--clickhouse-slot", "2", "--clickhouse-settle", "10", "--clickhouse-day", "10"]
@@ -266,6 +266,24 @@ class Operation(unittest.TestCase):
         self.assertEqual(out.returncode, 2, out.stderr)
         self.assertIn("--state: for the ClickHouse store", out.stderr)
 
+    def test_a_database_of_an_older_layout_is_refused(self):
+        ch = clickhouse_harness.shared()
+        db = "old%d" % os.getpid()
+        ch.sql("CREATE DATABASE IF NOT EXISTS " + db)
+        self.addCleanup(ch.sql, "DROP DATABASE IF EXISTS " + db)
+        ch.sql("CREATE TABLE %s.page_loads (ts Int64, app String) ENGINE = MergeTree ORDER BY ts" % db)
+        creds = Pacerd(backend="sqlite")  # its token and keys files
+        creds.kill(15)
+        self.addCleanup(creds.close)
+        out = subprocess.run([PACERD, "--listen", "127.0.0.1:0", "--clickhouse", ch.url(db),
+                              "--admin-token-file", creds.admin_file, "--keys-file", creds.keys_file],
+                             capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(out.returncode, 0)
+        self.assertIn("page_loads was made by an older pacerd (its ts kept whole)", out.stderr)
+        # nothing was changed in it
+        self.assertEqual(ch.sql("SELECT name FROM system.columns WHERE database = '%s' AND table = 'page_loads'"
+                                " ORDER BY name" % db).split(), ["app", "ts"])
+
     def test_retention_drops_whole_days(self):
         d = Pacerd(ARGS + ["--clickhouse-retention-days", "3"], backend="clickhouse")
         try:
@@ -273,7 +291,7 @@ class Operation(unittest.TestCase):
             today = int(time.time()) // 86400
             # what an earlier day received (a copy, as if it came then)
             cols = [r[0] for r in d.sql("SELECT name FROM system.columns WHERE database = currentDatabase()"
-                                        " AND table = 'page_loads'")]
+                                        " AND table = 'page_loads' AND default_kind != 'ALIAS'")]
             d.ch.sql("INSERT INTO page_loads SELECT %s FROM page_loads"
                      % ", ".join(str(today - 5) if c == "rday" else c for c in cols), d.database)
             self.assertEqual(d.sql("SELECT count() FROM page_loads")[0][0], 10)
@@ -305,6 +323,55 @@ class Operation(unittest.TestCase):
             self.assertIn("writes succeed again", d.stderr_text())
         finally:
             d.close()
+
+
+class SpanIds(unittest.TestCase):
+    """A span id that is its trace id's low half (pacer's SDK: a trace of
+    one span) is stored as 8 zero bytes in span_xor; another SDK's (random,
+    several spans in a trace) as itself XOR that half. Both come back
+    exactly: by trace id and through span search, as SQLite answers them."""
+
+    def test_sdk_span_ids_take_no_room_and_come_back(self):
+        sdk = [page_span("IdWindow", T0 + 1000 * i, 10.0 + i) for i in range(6)]
+        for s in sdk:
+            s["spanId"] = s["traceId"][16:]
+        foreign = [page_span("IdWindow", T0 + 500 + 1000 * i, 20.0 + i) for i in range(4)]
+        shared = "5b8efff798038103d269b633813fc60c"
+        plain = [span("render", T0 + 7000 + i, 10**6, trace=shared, span_id="%016x" % (0x9a01ff0042 + i))
+                 for i in range(3)]
+        plain.append(span("render", T0 + 7100, 10**6, trace=shared, span_id=shared[16:]))
+        sent = {s["spanId"]: s["traceId"] for s in sdk + foreign + plain}
+        answers = []
+        for backend in ("sqlite", "clickhouse"):
+            d = Pacerd(ARGS if backend == "clickhouse" else (), backend=backend)
+            try:
+                for k in range(2):  # sent again: stored once
+                    d.ingest("/v1/traces", traces(sdk + foreign + plain), batch_id="ids")
+                got = {}
+                for t in sorted(set(sent.values())):
+                    spans = d.query("/api/v1/traces/" + t)["spans"]
+                    for x in spans:
+                        self.assertNotIn(x["spanId"], got)
+                        got[x["spanId"]] = x["traceId"]
+                self.assertEqual(got, sent, backend)
+                search = d.query("/api/v1/spans/search?app=shop&name=render")
+                self.assertEqual(sorted(x["spanId"] for x in search["spans"]), sorted(x["spanId"] for x in plain))
+                answers.append((d.query("/api/v1/traces/" + shared), search,
+                                [d.query("/api/v1/traces/" + s["traceId"]) for s in sdk + foreign]))
+                if backend == "clickhouse":
+                    rows = d.sql("SELECT lower(hex(trace_id)), hex(span_xor) FROM page_loads FINAL")
+                    stored = dict(rows)
+                    self.assertEqual(len(stored), len(rows))
+                    for s in sdk + foreign:
+                        low = int(s["traceId"][16:], 16) ^ int(s["spanId"], 16)
+                        self.assertEqual(stored[s["traceId"]], "%016X" % low)
+                    self.assertEqual(list(stored.values()).count("0" * 16), len(sdk))
+                    rows = d.sql("SELECT hex(span_xor) FROM spans FINAL")
+                    self.assertEqual(sorted(x for (x,) in rows),
+                                     sorted("%016X" % (int(shared[16:], 16) ^ int(x["spanId"], 16)) for x in plain))
+            finally:
+                d.close()
+        self.assertEqual(answers[1], answers[0])
 
 
 if __name__ == "__main__":

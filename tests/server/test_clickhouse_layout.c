@@ -160,6 +160,42 @@ static void page_record(store_record *rec, const double *m, const char *span_nam
     rec->cols[col_of(d, SRC_STATUS_CODE, NULL)] = (store_value){.type = SV_INT, .i = 2};
 }
 
+/* Reads past one physical column of an encoded row. */
+static void skip_col(rb_reader *r, const ch_col *col)
+{
+    size_t n;
+    switch (col->enc) {
+    case CE_TS_S:
+    case CE_INT: (void)rb_get_i64(r); break;
+    case CE_TS_NS: (void)rb_get_u32(r); break;
+    case CE_NINT:
+    case CE_MS:
+    case CE_END:
+        if ((col->enc == CE_END && strcmp(col->type, "Int64") == 0) || !rb_get_u8(r))
+            (void)rb_get_i64(r);
+        break;
+    case CE_STR: (void)rb_get_str(r, &n); break;
+    case CE_NSTR:
+        if (!rb_get_u8(r))
+            (void)rb_get_str(r, &n);
+        break;
+    case CE_REAL:
+        if (!rb_get_u8(r))
+            (void)rb_get_f64(r);
+        break;
+    case CE_ID:
+    case CE_SPAN: (void)rb_get_fixed(r, col->id_len); break;
+    case CE_NID:
+        if (!rb_get_u8(r))
+            (void)rb_get_fixed(r, col->id_len);
+        break;
+    case CE_ORIGIN:
+    case CE_RID: (void)rb_get_u64(r); break;
+    case CE_REST: (void)rb_get_str(r, &n); break;
+    case CE_RDAY: (void)rb_get_u32(r); break;
+    }
+}
+
 static void test_rows_round_trip(void **state)
 {
     (void)state;
@@ -228,43 +264,16 @@ static void test_rows_round_trip(void **state)
         bool mnull[STORE_MAX_METRICS];
         for (size_t i = 0; i < t->n_cols; i++) {
             const ch_col *col = &t->cols[i];
-            switch (col->enc) {
-            case CE_TS:
-            case CE_INT: (void)rb_get_i64(&er); break;
-            case CE_NINT:
-            case CE_END:
-                if (col->enc == CE_END && strcmp(col->type, "Int64") == 0) {
-                    (void)rb_get_i64(&er);
-                    break;
-                }
-                if (!rb_get_u8(&er))
-                    (void)rb_get_i64(&er);
-                break;
-            case CE_STR: (void)rb_get_str(&er, &rest_n); break;
-            case CE_NSTR:
-                if (!rb_get_u8(&er))
-                    (void)rb_get_str(&er, &rest_n);
-                break;
-            case CE_REAL:
-                if (!rb_get_u8(&er))
-                    (void)rb_get_f64(&er);
-                break;
-            case CE_MS:
+            if (col->enc == CE_MS) {
                 for (size_t m = 0; m < kd->n_metrics; m++)
                     if (kd->metric_cols[m] == col->logical) {
                         mnull[m] = rb_get_u8(&er) != 0;
                         mv[m] = mnull[m] ? 0 : rb_get_i64(&er);
                     }
-                break;
-            case CE_ID: (void)rb_get_fixed(&er, col->id_len); break;
-            case CE_NID:
-                if (!rb_get_u8(&er))
-                    (void)rb_get_fixed(&er, col->id_len);
-                break;
-            case CE_ORIGIN:
-            case CE_RID: (void)rb_get_u64(&er); break;
-            case CE_REST: rest = rb_get_str(&er, &rest_n); break;
-            case CE_RDAY: (void)rb_get_u32(&er); break;
+            } else if (col->enc == CE_REST) {
+                rest = rb_get_str(&er, &rest_n);
+            } else {
+                skip_col(&er, col);
             }
         }
         assert_false(er.bad);
@@ -293,6 +302,110 @@ static void test_rows_round_trip(void **state)
         }
         ch_row_clear(&full);
         rb_free(&v);
+        rb_free(&b);
+    }
+}
+
+/* A span id that is its trace id's low half (pacer's SDK) is stored as
+ * 8 zero bytes; any other (another SDK's random one) as itself XOR that
+ * half. Both read back exactly. */
+static void test_span_ids(void **state)
+{
+    (void)state;
+    const ch_table *t = ch_table_of(TABLE_PAGE_LOADS);
+    const store_table_desc *d = store_table(TABLE_PAGE_LOADS);
+    int c_span = col_of(d, SRC_SPAN_ID, NULL);
+    uint8_t tid[16];
+    for (int i = 0; i < 16; i++)
+        tid[i] = (uint8_t)(0x31 * i + 7);
+    uint8_t sdk[8], foreign[8] = {0x9a, 0x01, 0xff, 0x00, 0x42, 0x17, 0xc3, 0x5e}, zero[8] = {0};
+    memcpy(sdk, tid + 8, 8);
+    const uint8_t *ids[] = {sdk, foreign, zero};
+    store_origin res = {"{}", 1}, scope = {"{}", 2};
+    double m[4] = {1, 2, 3, 6};
+    for (size_t c = 0; c < 3; c++) {
+        store_record rec;
+        uint8_t sid[8];
+        memcpy(sid, ids[c], 8);
+        page_record(&rec, m, "page HomeWindow", &res, &scope, tid, sid, 6000000);
+        rb_buf b;
+        rb_init(&b);
+        ch_encode_row(t, &rec, 0, 19700, &b);
+        assert_false(b.failed);
+        /* the column as stored */
+        rb_reader r;
+        rb_reader_init(&r, b.p, b.len);
+        const uint8_t *stored = NULL;
+        for (size_t i = 0; i < t->n_cols && !stored; i++) {
+            if (t->cols[i].enc == CE_SPAN)
+                stored = rb_get_fixed(&r, 8);
+            else
+                skip_col(&r, &t->cols[i]);
+        }
+        assert_non_null(stored);
+        for (int i = 0; i < 8; i++)
+            assert_int_equal(stored[i], (uint8_t)(ids[c][i] ^ tid[8 + i]));
+        if (c == 0)
+            assert_memory_equal(stored, zero, 8);
+        /* read back */
+        rb_reader_init(&r, b.p, b.len);
+        ch_row row;
+        assert_true(ch_decode_row(t, &r, &row));
+        assert_int_equal(row.row.cols[c_span].type, SV_BLOB);
+        assert_int_equal(row.row.cols[c_span].n, 8);
+        assert_memory_equal(row.row.cols[c_span].p, ids[c], 8);
+        ch_row copy = row; /* rows are moved by value: the id moves with them */
+        memset(&row, 0, sizeof row);
+        assert_memory_equal(copy.row.cols[c_span].p, ids[c], 8);
+        ch_row_clear(&copy);
+        rb_free(&b);
+    }
+}
+
+/* ts is kept as its whole seconds, rounded down, and the nanoseconds past
+ * them; every Int64 comes back, the extremes and times before 1970 too. */
+static void test_ts_split(void **state)
+{
+    (void)state;
+    const ch_table *t = ch_table_of(TABLE_PAGE_LOADS);
+    const store_table_desc *d = store_table(TABLE_PAGE_LOADS);
+    int c_ts = col_of(d, SRC_COMMON, "ts");
+    static const int64_t tss[] = {1700000000123456789LL, 1700000000000000000LL, 0, -1, -1000000000LL,
+                                  -1000000001LL, INT64_MAX, INT64_MIN, INT64_MIN + 1};
+    uint8_t tid[16] = {1}, sid[8] = {2};
+    store_origin res = {"{}", 1}, scope = {"{}", 2};
+    double m[4] = {1, 2, 3, 6};
+    for (size_t c = 0; c < sizeof tss / sizeof tss[0]; c++) {
+        store_record rec;
+        page_record(&rec, m, "page HomeWindow", &res, &scope, tid, sid, 6000000);
+        rec.cols[c_ts].i = tss[c];
+        rec.cols[col_of(d, SRC_END_TS, NULL)].i = tss[c];
+        rb_buf b;
+        rb_init(&b);
+        ch_encode_row(t, &rec, 0, 19700, &b);
+        rb_reader r;
+        rb_reader_init(&r, b.p, b.len);
+        int64_t sec = 0;
+        uint32_t ns = UINT32_MAX;
+        for (size_t i = 0; i < t->n_cols; i++) {
+            if (t->cols[i].enc == CE_TS_S)
+                sec = rb_get_i64(&r);
+            else if (t->cols[i].enc == CE_TS_NS)
+                ns = rb_get_u32(&r);
+            else
+                skip_col(&r, &t->cols[i]);
+        }
+        assert_false(r.bad);
+        assert_true(ns < 1000000000u);
+        assert_true((int64_t)((uint64_t)sec * 1000000000u + ns) == tss[c]);
+        if (tss[c] > INT64_MIN + 1000000000LL && tss[c] < INT64_MAX - 1000000000LL)
+            assert_true(sec == (int64_t)floor((long double)tss[c] / 1e9L));
+        rb_reader_init(&r, b.p, b.len);
+        ch_row row;
+        assert_true(ch_decode_row(t, &r, &row));
+        assert_int_equal(row.row.cols[c_ts].type, SV_INT);
+        assert_true(row.row.cols[c_ts].i == tss[c]);
+        ch_row_clear(&row);
         rb_free(&b);
     }
 }
@@ -334,29 +447,13 @@ static void find_rest(const ch_table *t, const rb_buf *b, size_t *at, size_t *le
     size_t n;
     for (size_t i = 0; i < t->n_cols; i++) {
         const ch_col *col = &t->cols[i];
-        bool nn = strcmp(col->type, "Int64") == 0 || strcmp(col->type, "String") == 0 || col->enc == CE_ID;
         if (col->enc == CE_REST) {
             *at = er.pos;
             (void)rb_get_str(&er, &n);
             *len = er.pos - *at;
             return;
         }
-        if (col->enc == CE_ORIGIN || col->enc == CE_RID) {
-            (void)rb_get_u64(&er);
-            continue;
-        }
-        if (col->enc == CE_RDAY) {
-            (void)rb_get_u32(&er);
-            continue;
-        }
-        if (!nn && rb_get_u8(&er))
-            continue;
-        if (col->enc == CE_STR || col->enc == CE_NSTR)
-            (void)rb_get_str(&er, &n);
-        else if (col->enc == CE_ID || col->enc == CE_NID)
-            (void)rb_get_fixed(&er, col->id_len);
-        else
-            (void)rb_get_u64(&er);
+        skip_col(&er, col);
     }
     fail_msg("no rest");
 }
@@ -553,6 +650,8 @@ int main(void)
         cmocka_unit_test(test_quote),
         cmocka_unit_test(test_rowbinary),
         cmocka_unit_test(test_rows_round_trip),
+        cmocka_unit_test(test_span_ids),
+        cmocka_unit_test(test_ts_split),
         cmocka_unit_test(test_points_keep_nan_and_infinities),
         cmocka_unit_test(test_rest_outlives_its_layout),
         cmocka_unit_test(test_rollup_rows),
