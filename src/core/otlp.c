@@ -80,6 +80,23 @@ static void attr_double(jbuf *b, const char *key, const char *sub, double v)
     kv_close(b);
 }
 
+/* A duration, in ms to the microsecond, as the records file has it: the
+ * record's own precision (docs/records.md), not the clock's nanoseconds. */
+static void attr_ms(jbuf *b, const char *key, const char *sub, int64_t ns)
+{
+    kv_open(b, key, sub);
+    jbuf_kv_ms(b, "doubleValue", ns);
+    kv_close(b);
+}
+
+/* ns to the nearest microsecond, halves away from zero (as jbuf_ms). */
+static int64_t to_us(int64_t ns)
+{
+    int64_t a = ns < 0 ? (ns == INT64_MIN ? INT64_MAX : -ns) : ns;
+    a = (a / 1000 + (a % 1000 >= 500)) * 1000;
+    return ns < 0 ? -a : a;
+}
+
 static void attr_bool(jbuf *b, const char *key, const char *sub, bool v)
 {
     kv_open(b, key, sub);
@@ -110,7 +127,7 @@ static void attr_field(jbuf *b, const pacer_record *r, unsigned i, const char *o
         case PACER_TYPE_ID: /* an id: its 64 bits, as OTLP has no unsigned integers */
             attr_int(b, keys[k], NULL, (int64_t)pacer_record_u64(r, i));
             break;
-        case PACER_TYPE_MS: attr_double(b, keys[k], NULL, pacer_record_ms(r, i)); break;
+        case PACER_TYPE_MS: attr_ms(b, keys[k], NULL, pacer_record_int(r, i)); break;
         case PACER_TYPE_BOOL: attr_bool(b, keys[k], NULL, pacer_record_int(r, i) != 0); break;
         case PACER_TYPE_STRINGS:
             kv_open(b, keys[k], NULL);
@@ -289,7 +306,7 @@ static uint64_t id_hash(const char *batch_id, uint64_t seed, size_t index)
 }
 
 /* The span's length: the first SPAN_END field present, else the longest
- * SPAN_FALLBACK one, else 0. */
+ * SPAN_FALLBACK one, else 0; to the microsecond, as its attribute. */
 static int64_t span_ns(const pacer_record *r)
 {
     const pacer_shape *sh = pacer_record_shape(r);
@@ -298,11 +315,11 @@ static int64_t span_ns(const pacer_record *r)
         if (!pacer_record_has(r, i))
             continue;
         if (sh->fields[i].flags & PACER_FIELD_SPAN_END)
-            return pacer_record_int(r, i);
+            return to_us(pacer_record_int(r, i));
         if ((sh->fields[i].flags & PACER_FIELD_SPAN_FALLBACK) && pacer_record_int(r, i) > fallback)
             fallback = pacer_record_int(r, i);
     }
-    return fallback;
+    return to_us(fallback);
 }
 
 /* "page ShopHomeWindow", "startup cold", "GET /api/list", or the type. */
@@ -440,7 +457,7 @@ static void write_point(jbuf *b, const pacer_record *r, const char *metric, cons
     jbuf_open(b, '{');
     jbuf_kv_str(b, "timeUnixNano", ts);
     if (f->type == PACER_TYPE_MS) {
-        jbuf_kv_double(b, "asDouble", pacer_record_ms(holder, i));
+        jbuf_kv_ms(b, "asDouble", pacer_record_int(holder, i));
     } else {
         char num[24];
         snprintf(num, sizeof(num), "%" PRId64, pacer_record_int(holder, i));
