@@ -209,24 +209,34 @@ static size_t def_len(const char *cols)
     return n;
 }
 
-/* Adds to table `name` the columns of cols ("a T, b U, …") it lacks: a
- * field added to the schema since the table was made. */
-static int add_missing(ch_client *c, const char *name, const char *cols, char *err, size_t err_size)
+/* The names of table `local`'s columns (TabSeparated, one a line) that
+ * match `where` (SQL, may be ""), in *ret (ch_reply_free it); 0 or
+ * negative errno with the reason in err. */
+static int columns_of(ch_client *c, const char *local, const char *where, ch_reply *ret, char *err, size_t err_size)
 {
     jbuf q;
     jbuf_init(&q);
     jbuf_puts(&q, "SELECT name FROM system.columns WHERE database = ");
     ch_sql_str(&q, ch_client_url(c)->database);
     jbuf_puts(&q, " AND table = ");
-    ch_sql_str(&q, name);
+    ch_sql_str(&q, local);
+    jbuf_puts(&q, where);
     jbuf_puts(&q, " FORMAT TabSeparated");
-    ch_reply r;
-    int rc = q.failed ? -ENOMEM : ch_query(c, q.data, NULL, 0, NULL, &r);
+    int rc = q.failed ? -ENOMEM : ch_query(c, q.data, NULL, 0, NULL, ret);
     jbuf_free(&q);
-    if (rc < 0) {
-        snprintf(err, err_size, "%s", r.error);
+    if (rc < 0)
+        snprintf(err, err_size, "%s", q.failed ? "out of memory" : ret->error);
+    return rc;
+}
+
+/* Adds to table `name` the columns of cols ("a T, b U, …") it lacks: a
+ * field added to the schema since the table was made. */
+static int add_missing(ch_client *c, const char *name, const char *cols, char *err, size_t err_size)
+{
+    ch_reply r;
+    int rc = columns_of(c, name, "", &r, err, err_size);
+    if (rc < 0)
         return rc;
-    }
     const char *p = cols;
     while (*p && rc == 0) {
         size_t n = def_len(p);
@@ -279,23 +289,13 @@ static int create_table(ch_store *st, ch_client *c, const char *name, const char
  * one (its sort key names that column): -EEXIST, said in err. */
 static int refuse_old_layout(ch_client *c, const char *local, const char *old, char *err, size_t err_size)
 {
-    jbuf q;
-    jbuf_init(&q);
-    jbuf_puts(&q, "SELECT count() FROM system.columns WHERE database = ");
-    ch_sql_str(&q, ch_client_url(c)->database);
-    jbuf_puts(&q, " AND table = ");
-    ch_sql_str(&q, local);
-    jbuf_puts(&q, " AND name = ");
-    ch_sql_str(&q, old);
-    jbuf_puts(&q, " AND default_kind = '' FORMAT TabSeparated");
+    char where[128];
+    snprintf(where, sizeof where, " AND name = '%s' AND default_kind = ''", old);
     ch_reply r;
-    int rc = q.failed ? -ENOMEM : ch_query(c, q.data, NULL, 0, NULL, &r);
-    jbuf_free(&q);
-    if (rc < 0) {
-        snprintf(err, err_size, "%s", r.error);
+    int rc = columns_of(c, local, where, &r, err, err_size);
+    if (rc < 0)
         return rc;
-    }
-    if (r.body && atoi(r.body) > 0) {
+    if (r.body && *r.body) {
         snprintf(err, err_size,
                  "table %s was made by an older pacerd (its %s kept whole): give this one another database", local,
                  old);
