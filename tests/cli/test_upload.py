@@ -128,6 +128,24 @@ class Upload(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         return [json.loads(l) for l in p.stdout.splitlines()]
 
+    def test_durations_to_the_microsecond(self):
+        """A page whose times are not whole microseconds: the upload carries
+        its durations as the records file has them (three decimals), and the
+        span ends where that duration says."""
+        events = os.path.join(self.dir.name, "ns.jsonl")
+        with open(events, "w") as f:
+            f.write('{"t":1000000000,"ev":"launch"}\n'
+                    '{"t":1000000123,"ev":"page_create","page":1,"class":"NsWindow","kind":"window"}\n'
+                    '{"t":1000400456,"ev":"page_view_created","page":1}\n'
+                    '{"t":1012345789,"ev":"page_draw","page":1}\n')
+        records = self.replay(self.peer.url, "s-ns", events)
+        rec = [r for r in records if r["type"] == "page" and r["page"] == "NsWindow"][0]
+        self.assertEqual(rec["initial_draw_ms"], 12.346)  # 12.345666 ms
+        span = [s for s in self.peer.spans() if s["name"] == "page NsWindow"][0]
+        self.assertEqual(span["_attrs"]["pacer.initial_draw_ms"], {"doubleValue": 12.346})
+        self.assertEqual(span["_attrs"]["pacer.total_ms"], {"doubleValue": rec["total_ms"]})
+        self.assertEqual(int(span["endTimeUnixNano"]) - int(span["startTimeUnixNano"]), 12346000)
+
     def test_records_arrive_as_spans(self):
         records = self.replay(self.peer.url, "s-one")
         spans = self.peer.spans()
