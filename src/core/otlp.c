@@ -89,10 +89,13 @@ static void attr_ms(jbuf *b, const char *key, const char *sub, int64_t ns)
     kv_close(b);
 }
 
-/* ns to the nearest microsecond, halves away from zero (as jbuf_ms). */
+/* ns to the nearest microsecond, halves away from zero (as jbuf_ms);
+ * within 1 us of the int64 range's ends, unchanged. */
 static int64_t to_us(int64_t ns)
 {
-    int64_t a = ns < 0 ? (ns == INT64_MIN ? INT64_MAX : -ns) : ns;
+    if (ns > INT64_MAX - 1000 || ns < INT64_MIN + 1000)
+        return ns;
+    int64_t a = ns < 0 ? -ns : ns;
     a = (a / 1000 + (a % 1000 >= 500)) * 1000;
     return ns < 0 ? -a : a;
 }
