@@ -274,6 +274,11 @@ int ch_select_rows(ch_store *st, enum store_table tb, const char *where, const c
 /* "app = … AND ts >= from AND ts < to" and the hours, which the primary
  * key can use. */
 void ch_time_where(jbuf *q, const char *app, int64_t from, int64_t to);
+/* In SQL, of a row of table tb: its row key's order (the span id's, or
+ * rid's, top 63 bits), and what makes it the same record (trace_id,
+ * span_xor; or rid) for LIMIT 1 BY (store_ch_read.c). */
+const char *ch_rk_sql(enum store_table tb);
+const char *ch_identity_sql(enum store_table tb);
 /* " AND ts >= from AND ts < to", and the same bounds on ts_s and its hour,
  * which the primary key and the parts' min and max can use (18.16 sees
  * through neither the ALIAS ts nor intDiv(ts_s, …) to ts_s). */

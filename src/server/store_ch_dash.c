@@ -89,10 +89,8 @@ static int newest(ch_store *st, enum store_table tb, const char *app, int64_t fr
     jbuf_init(&w);
     ch_time_where(&w, app, from, to);
     jbuf_puts(&w, more);
-    const char *rk = store_table(tb)->kind != KIND_NONE ? "bitShiftRight(" CH_SPAN_ID_SQL ", 1)"
-                                                        : "bitShiftRight(rid, 1)";
     char order[256];
-    snprintf(order, sizeof order, "ts DESC, %s DESC", rk);
+    snprintf(order, sizeof order, "ts DESC, %s DESC", ch_rk_sql(tb));
     int r = w.failed ? -ENOMEM : ch_select_rows(st, tb, w.data, order, scan_max + 1, on_held, h, "a query", keep);
     jbuf_free(&w);
     if (r == 0 && h->oom)

@@ -217,13 +217,13 @@ static int64_t row_key(const ch_table *t, const ch_row *row)
     return (int64_t)(row->rid >> 1);
 }
 
-static const char *rk_sql(enum store_table tb)
+const char *ch_rk_sql(enum store_table tb)
 {
     return store_table(tb)->kind != KIND_NONE ? "bitShiftRight(" CH_SPAN_ID_SQL ", 1)"
                                               : "bitShiftRight(rid, 1)";
 }
 
-static const char *identity_sql(enum store_table tb)
+const char *ch_identity_sql(enum store_table tb)
 {
     return store_table(tb)->kind != KIND_NONE ? "trace_id, span_xor" : "rid";
 }
@@ -239,7 +239,7 @@ int ch_select_rows(ch_store *st, enum store_table tb, const char *where, const c
     jbuf_printf(&q, "SELECT %s FROM %s WHERE %s", t->columns, t->name, where);
     if (order)
         jbuf_printf(&q, " ORDER BY %s", order);
-    jbuf_printf(&q, " LIMIT 1 BY %s", identity_sql(tb));
+    jbuf_printf(&q, " LIMIT 1 BY %s", ch_identity_sql(tb));
     if (limit)
         jbuf_printf(&q, " LIMIT %zu", limit);
     jbuf_puts(&q, " FORMAT RowBinary");
@@ -308,7 +308,7 @@ static int scan_windows(ch_store *st, enum store_table tb, const char *app, int6
                         bool (*cb)(void *ctx, ch_row *row), void *ctx, ch_reply *keeps)
 {
     char order[256];
-    snprintf(order, sizeof order, "ts DESC, %s DESC", rk_sql(tb));
+    snprintf(order, sizeof order, "ts DESC, %s DESC", ch_rk_sql(tb));
     int64_t hi = to;
     if (after->set && after->ts < INT64_MAX && after->ts + 1 < hi)
         hi = after->ts + 1;
@@ -323,7 +323,7 @@ static int scan_windows(ch_store *st, enum store_table tb, const char *app, int6
         ch_time_where(&q, app, lo, hi);
         if (after->set)
             jbuf_printf(&q, " AND (ts < %" PRId64 " OR (ts = %" PRId64 " AND %s < %" PRId64 "))", after->ts, after->ts,
-                        rk_sql(tb), after->row);
+                        ch_rk_sql(tb), after->row);
         jbuf_puts(&q, filters);
         counting cc = {cb, ctx, 0, false};
         int r = q.failed ? -ENOMEM
@@ -356,7 +356,7 @@ static int scan_raw(ch_store *st, enum store_kind kind, const char *app, const c
         jbuf_puts(&q, " AND version = ");
         ch_sql_str(&q, version);
     }
-    jbuf_printf(&q, " LIMIT 1 BY %s FORMAT RowBinary", identity_sql(kd->table));
+    jbuf_printf(&q, " LIMIT 1 BY %s FORMAT RowBinary", ch_identity_sql(kd->table));
     ch_reply rep;
     int r = q.failed ? -ENOMEM : ch_read(st, q.data, &rep, "a query");
     jbuf_free(&q);

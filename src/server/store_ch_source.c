@@ -121,7 +121,7 @@ int ch_source_rows(store *s, enum store_table t, enum source_filter filter, int6
     if (upto <= after)
         return 0;
     const ch_table *ct = ch_table_of(t);
-    const char *ident = store_table(t)->kind != KIND_NONE ? "trace_id, span_xor" : "rid";
+    const char *ident = ch_identity_sql(t);
     jbuf q;
     jbuf_init(&q);
     jbuf_printf(&q, "SELECT ins, %s FROM %s WHERE ", ct->columns, ct->name);
