@@ -295,9 +295,13 @@ class LargeBodies(unittest.TestCase):
 
 
 class OpenLoopOverload(unittest.TestCase):
-    RATE = 150      # requests per second, sent whatever the answers
+    # 150 requests a second of 3000 spans each, sent whatever the answers:
+    # 450 000 spans/s, several times what pacerd ingests on two cores
+    # (~100 000 spans/s, docs/server.md), so the queue must build up however
+    # fast this machine is.
+    RATE = 150
     SECONDS = 6
-    SPANS = 1000
+    SPANS = 3000
     MAX_WAIT_MS = 500
 
     def test_overload_gets_429_and_the_queue_wait_stays_bounded(self):
@@ -353,7 +357,7 @@ class OpenLoopOverload(unittest.TestCase):
             self.assertEqual(failed, [], "requests without an answer")
             codes = [r[1] for r in results]
             self.assertTrue(set(codes) <= {200, 429}, set(codes))
-            self.assertIn(429, codes, "no 429 at %d requests/s" % self.RATE)
+            self.assertIn(429, codes, "no 429 in %d answers at %d requests/s" % (len(codes), self.RATE))
             self.assertIn(200, codes)
             for _, st, retry, _ in results:
                 if st == 429:
