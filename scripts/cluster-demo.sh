@@ -51,7 +51,9 @@ for i in 0 1; do
   <default_database>default</default_database>
   <mark_cache_size>268435456</mark_cache_size>
   <compression><case><min_part_size>1048576</min_part_size><min_part_size_ratio>0</min_part_size_ratio>
-    <method>zstd</method></case></compression>
+    <method>zstd</method></case>
+    <case><min_part_size>16777216</min_part_size><min_part_size_ratio>0</min_part_size_ratio>
+    <method>zstd</method><level>9</level></case></compression>
   <remote_servers><pacer>
     <shard><replica><host>127.0.0.1</host><port>${tcp[0]}</port></replica></shard>
     <shard><replica><host>127.0.0.1</host><port>${tcp[1]}</port></replica></shard>

@@ -35,7 +35,9 @@ CONFIG = """<?xml version="1.0"?>
   <max_concurrent_queries>200</max_concurrent_queries>
   <keep_alive_timeout>30</keep_alive_timeout>
   <compression><case><min_part_size>1048576</min_part_size><min_part_size_ratio>0</min_part_size_ratio>
-    <method>zstd</method></case></compression>
+    <method>zstd</method></case>
+    <case><min_part_size>16777216</min_part_size><min_part_size_ratio>0</min_part_size_ratio>
+    <method>zstd</method><level>9</level></case></compression>
   <remote_servers>{clusters}</remote_servers>
 </yandex>
 """
