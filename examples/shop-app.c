@@ -34,7 +34,11 @@
  * press the "Recommendations" button by itself: its handler blocks the main
  * loop N ms inside shop_compute_recommendations(), the main-loop jank the
  * agent must report with that function in its stack; pressed by hand it
- * blocks 1000 ms).
+ * blocks 1000 ms), --log-requests (print "shop-app: request PATH START END"
+ * to stderr for every request, START and END in CLOCK_MONOTONIC µs as the
+ * app sees them: before the send call, and when libsoup's message emits
+ * "finished" or libcurl's transfer returns — the app's own clock, which the
+ * tests hold the agent's figures against).
  *
  * Environment: SHOP_STARTUP_DELAY_MS=N blocks the main loop N ms (a sleep,
  * as a slow synchronous init would) at activation, before the first window
@@ -61,11 +65,43 @@ static struct {
     gboolean children;
     gboolean first_frame_exit;
     guint jank_ms;
-} opt = {"http://127.0.0.1:8080", 400, 1500, 800, FALSE, FALSE, FALSE, FALSE, FALSE, FALSE, 0};
+    gboolean log_requests;
+} opt = {"http://127.0.0.1:8080", 400, 1500, 800, FALSE, FALSE, FALSE, FALSE, FALSE, FALSE, 0, FALSE};
 
 static GtkApplication *app;
 static SoupSession *session;
 static int homes_opened;
+
+/* --log-requests: one line per request, on the app's own clock. */
+static void log_request(const char *path, gint64 start_us, gint64 end_us)
+{
+    if (opt.log_requests)
+        fprintf(stderr, "shop-app: request %s %" G_GINT64_FORMAT " %" G_GINT64_FORMAT "\n", path, start_us, end_us);
+}
+
+static void on_message_finished(SoupMessage *msg, gpointer start)
+{
+    log_request(g_uri_get_path(soup_message_get_uri(msg)), *(gint64 *)start, g_get_monotonic_time());
+}
+
+static void free_start(gpointer start, GClosure *closure)
+{
+    (void)closure;
+    g_free(start);
+}
+
+/* A GET of URL whose start and end --log-requests reports; made just
+ * before it is sent. */
+static SoupMessage *api_message(const char *url)
+{
+    SoupMessage *msg = soup_message_new("GET", url);
+    if (opt.log_requests) {
+        gint64 *start = g_new(gint64, 1);
+        *start = g_get_monotonic_time();
+        g_signal_connect_data(msg, "finished", G_CALLBACK(on_message_finished), start, free_start, 0);
+    }
+    return msg;
+}
 
 static char *api_url(const char *path)
 {
@@ -104,6 +140,7 @@ static void merchant_fetch(GTask *task, gpointer source, gpointer data, GCancell
     curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     CURLcode rc = CURLE_OK;
+    gint64 start_us = g_get_monotonic_time();
     if (!use_multi) {
         rc = curl_easy_perform(h);
     } else {
@@ -123,6 +160,7 @@ static void merchant_fetch(GTask *task, gpointer source, gpointer data, GCancell
         curl_multi_remove_handle(m, h);
         curl_multi_cleanup(m);
     }
+    log_request("/api/test1", start_us, g_get_monotonic_time());
     curl_easy_cleanup(h);
     g_free(url);
     if (rc != CURLE_OK) {
@@ -333,7 +371,7 @@ static void config_apply(ShopHomeWindow *self, GBytes *body, GError *error)
     }
     /* Second request, streamed: GET /api/list. */
     char *url = api_url("/api/list");
-    SoupMessage *msg = soup_message_new("GET", url);
+    SoupMessage *msg = api_message(url);
     soup_session_send_async(session, msg, G_PRIORITY_DEFAULT, self->cancel, list_sent, g_object_ref(self));
     g_object_unref(msg);
     g_free(url);
@@ -393,7 +431,7 @@ static void shop_home_window_init(ShopHomeWindow *self)
 
     /* The page starts its first request while it is still being built. */
     char *url = api_url("/api/config");
-    SoupMessage *msg = soup_message_new("GET", url);
+    SoupMessage *msg = api_message(url);
     if (opt.sync_config) {
         GError *error = NULL;
         GBytes *body = soup_session_send_and_read(session, msg, NULL, &error);
@@ -605,11 +643,13 @@ int main(int argc, char **argv)
             opt.first_frame_exit = TRUE;
         else if (strcmp(a, "--jank-ms") == 0 && v)
             opt.jank_ms = parse_ms(argv[++i], a);
+        else if (strcmp(a, "--log-requests") == 0)
+            opt.log_requests = TRUE;
         else {
             fprintf(stderr,
                     "usage: shop-app [--api URL] [--splash-ms N] [--lazy-ms N] [--linger-ms N]\n"
                     "                [--auto-exit] [--exit-mode quit|exit] [--warm] [--sync-config]\n"
-                    "                [--children] [--first-frame-exit] [--jank-ms N]\n");
+                    "                [--children] [--first-frame-exit] [--jank-ms N] [--log-requests]\n");
             return strcmp(a, "--help") == 0 ? 0 : 2;
         }
     }
