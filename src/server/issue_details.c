@@ -1,6 +1,8 @@
 /* An issue's gathered evidence (issue_details.h). */
 #include "issue_details.h"
 
+#include <pacer/base/utf8.h>
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +21,12 @@ void details_count(iss_counter *list, size_t *n_list, const char *name, int64_t 
 {
     if (!name || !*name || n == 0)
         return;
+    /* a long name is cut on a character boundary, so it writes and reads back as itself */
+    char cut[ISS_MAX_NAME];
+    size_t len = utf8_cut(name, strlen(name), sizeof cut - 1);
+    memcpy(cut, name, len);
+    cut[len] = '\0';
+    name = cut;
     for (int pass = 0; pass < 2; pass++) {
         for (size_t i = 0; i < *n_list; i++)
             if (strcmp(list[i].name, name) == 0) {
@@ -112,7 +120,9 @@ static bool read_counters(jread *r, iss_counter *list, size_t *n)
     int m;
     while ((m = jread_member(r, &k, &kl)) > 0) {
         char name[ISS_MAX_NAME];
-        snprintf(name, sizeof name, "%.*s", (int)(kl < ISS_MAX_NAME ? kl : ISS_MAX_NAME - 1), k);
+        size_t len = utf8_cut(k, kl, ISS_MAX_NAME - 1);
+        memcpy(name, k, len);
+        name[len] = '\0';
         jvalue v;
         int64_t x;
         if (!jread_value(r, &v) || !jvalue_int64(&v, &x))

@@ -308,6 +308,41 @@ static void test_details_round_trip(void **state)
     jbuf_free(&b);
 }
 
+/* A name longer than a counter holds is cut on a character boundary, so
+ * two names that differ only past the cut are one counter, and the counter
+ * reads back as itself. */
+static void test_details_long_names(void **state)
+{
+    (void)state;
+    iss_details d = {0}, back = {0};
+    char a[400], b2[400];
+    size_t n = 0;
+    while (n + 2 < 300) { /* "é" is two bytes: the cut falls inside one at an odd limit */
+        a[n++] = (char)0xc3;
+        a[n++] = (char)0xa9;
+    }
+    memcpy(b2, a, n);
+    a[n] = 'x';
+    b2[n] = 'y';
+    a[n + 1] = b2[n + 1] = '\0';
+    details_count(d.pages, &d.n_pages, a, 1);
+    details_count(d.pages, &d.n_pages, b2, 2);
+    assert_int_equal(d.n_pages, 1);
+    assert_int_equal(d.pages[0].n, 3);
+    size_t len = strlen(d.pages[0].name);
+    assert_true(len < ISS_MAX_NAME && len % 2 == 0);
+    jbuf b;
+    jbuf_init(&b);
+    details_json(&d, &b);
+    assert_null(strstr(b.data, "\\ufffd"));
+    assert_int_equal(details_parse(b.data, &back), 0);
+    assert_int_equal(back.n_pages, 1);
+    assert_string_equal(back.pages[0].name, d.pages[0].name);
+    details_free(&d);
+    details_free(&back);
+    jbuf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -318,6 +353,7 @@ int main(void)
         cmocka_unit_test(test_a_slower_page_is_found_and_only_it),
         cmocka_unit_test(test_too_few_or_too_small),
         cmocka_unit_test(test_details_round_trip),
+        cmocka_unit_test(test_details_long_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
