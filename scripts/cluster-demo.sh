@@ -33,42 +33,9 @@ http=("$(free_port)" "$(free_port)")
 tcp=("$(free_port)" "$(free_port)")
 for i in 0 1; do
   d=$dir/clickhouse$i
-  mkdir -p "$d"/{log,data,tmp,user_files,format_schemas}
-  cat > "$d/config.xml" <<EOF
-<?xml version="1.0"?>
-<yandex>
-  <logger><level>warning</level><log>$d/log/server.log</log><errorlog>$d/log/error.log</errorlog>
-    <size>10M</size><count>1</count></logger>
-  <listen_host>127.0.0.1</listen_host>
-  <http_port>${http[$i]}</http_port>
-  <tcp_port>${tcp[$i]}</tcp_port>
-  <path>$d/data/</path>
-  <tmp_path>$d/tmp/</tmp_path>
-  <user_files_path>$d/user_files/</user_files_path>
-  <format_schema_path>$d/format_schemas/</format_schema_path>
-  <users_config>$d/users.xml</users_config>
-  <default_profile>default</default_profile>
-  <default_database>default</default_database>
-  <mark_cache_size>268435456</mark_cache_size>
-  <compression><case><min_part_size>1048576</min_part_size><min_part_size_ratio>0</min_part_size_ratio>
-    <method>zstd</method></case>
-    <case><min_part_size>16777216</min_part_size><min_part_size_ratio>0</min_part_size_ratio>
-    <method>zstd</method><level>9</level></case></compression>
-  <remote_servers><pacer>
-    <shard><replica><host>127.0.0.1</host><port>${tcp[0]}</port></replica></shard>
-    <shard><replica><host>127.0.0.1</host><port>${tcp[1]}</port></replica></shard>
-  </pacer></remote_servers>
-</yandex>
-EOF
-  cat > "$d/users.xml" <<'EOF'
-<?xml version="1.0"?>
-<yandex>
-  <profiles><default><max_memory_usage>4000000000</max_memory_usage></default></profiles>
-  <users><default><password></password><networks><ip>127.0.0.1</ip></networks><profile>default</profile>
-    <quota>default</quota></default></users>
-  <quotas><default></default></quotas>
-</yandex>
-EOF
+  # the servers' config is the tests' (tests/server/clickhouse_harness.py)
+  python3 tests/server/clickhouse_harness.py config "$d" "${http[$i]}" "${tcp[$i]}" \
+    "pacer=127.0.0.1:${tcp[0]},127.0.0.1:${tcp[1]}"
   /usr/sbin/clickhouse-server --config-file="$d/config.xml" > "$d/log/stdout.log" 2>&1 &
   pids+=($!)
 done

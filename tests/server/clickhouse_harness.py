@@ -70,6 +70,24 @@ def available():
     return os.access(SERVER, os.X_OK)
 
 
+def write_config(directory, http, tcp, clusters=None):
+    """Writes a server's config.xml and users.xml into directory (made with
+    the folders the config names): HTTP and native ports, remote_servers
+    from clusters ({name: [(host, tcp_port), …]})."""
+    for d in ("log", "data", "tmp", "user_files", "format_schemas"):
+        os.makedirs(os.path.join(directory, d), exist_ok=True)
+    xml = ""
+    for name, shards in (clusters or {}).items():
+        xml += "<%s>" % name
+        for host, port in shards:
+            xml += "<shard><replica><host>%s</host><port>%d</port></replica></shard>" % (host, port)
+        xml += "</%s>" % name
+    with open(os.path.join(directory, "config.xml"), "w") as f:
+        f.write(CONFIG.format(dir=directory, http=http, tcp=tcp, clusters=xml))
+    with open(os.path.join(directory, "users.xml"), "w") as f:
+        f.write(USERS.format(password=PASSWORD))
+
+
 class ClickHouse:
     """One clickhouse-server. clusters: {name: [(host, tcp_port), …]} for
     remote_servers (the ports of servers made with the same ports list)."""
@@ -81,18 +99,7 @@ class ClickHouse:
         self.dir = os.path.abspath(directory) if directory else tempfile.mkdtemp(prefix="clickhouse-test-")
         self.http = http or free_port()
         self.tcp = tcp or free_port()
-        for d in ("log", "data", "tmp", "user_files", "format_schemas"):
-            os.makedirs(os.path.join(self.dir, d), exist_ok=True)
-        xml = ""
-        for name, shards in (clusters or {}).items():
-            xml += "<%s>" % name
-            for host, port in shards:
-                xml += "<shard><replica><host>%s</host><port>%d</port></replica></shard>" % (host, port)
-            xml += "</%s>" % name
-        with open(os.path.join(self.dir, "config.xml"), "w") as f:
-            f.write(CONFIG.format(dir=self.dir, http=self.http, tcp=self.tcp, clusters=xml))
-        with open(os.path.join(self.dir, "users.xml"), "w") as f:
-            f.write(USERS.format(password=PASSWORD))
+        write_config(self.dir, self.http, self.tcp, clusters)
         self.proc = None
         self.start()
 
@@ -169,3 +176,17 @@ def shared():
         _shared = ClickHouse()
         atexit.register(_shared.close)
     return _shared
+
+
+if __name__ == "__main__":
+    # clickhouse_harness.py config DIR HTTP_PORT TCP_PORT [CLUSTER=HOST:PORT,HOST:PORT…]:
+    # writes a server's config as the tests make it (scripts/cluster-demo.sh)
+    import sys
+    a = sys.argv[1:]
+    if len(a) < 4 or a[0] != "config":
+        sys.exit("usage: clickhouse_harness.py config DIR HTTP_PORT TCP_PORT [CLUSTER=HOST:PORT,…]")
+    cl = {}
+    for spec in a[4:]:
+        name, _, shards = spec.partition("=")
+        cl[name] = [(h, int(p)) for h, _, p in (x.rpartition(":") for x in shards.split(","))]
+    write_config(os.path.abspath(a[1]), int(a[2]), int(a[3]), cl)
