@@ -23,7 +23,7 @@ benchmarks=(
   "server-hostile|pacerd: /healthz under 1000 slow connections, latency under open-loop overload|bench/server/hostile.py $dir"
   "server-analysis|pacerd: the application layer's cost and how fast it keeps up|bench/server/analysis.sh $dir"
   "trace|trace: ns per traced call, pacer vs floor vs uftrace|bench/trace/run.sh $dir"
-  "agent-ttff|agent: time to first paint seen by the X server, demo and gtk4-widget-factory, with vs without pacer run|bench/agent/ttff.py $dir"
+  "agent-ttff|agent: time to first paint seen by the X server, demo and gtk4-widget-factory, plain vs pacer run vs pacer run with the agent idle|bench/agent/ttff.py $dir"
   "agent-loop|agent: ns per main-loop iteration, with vs without the jank monitor|bench/agent/loop.py $dir"
   "agent-leaks|agent: native leak tracking vs the plain program vs heaptrack, same program|bench/leaks/heap.py $dir"
   "agent-refs|agent: ns per g_object_ref/unref pair, plain vs the agent vs --leaks=refs|bench/agent/refs.py $dir"
