@@ -28,9 +28,8 @@ median per-round difference of each to the plain run is printed. For every
 run the kernel's own counts of the process (wait4: minor page faults, CPU
 time, from exec to the end a moment after its first paint) are kept, and
 the cost of one page fault on this machine is measured first (anonymous
-pages touched once): on a virtual machine that traps page faults it is
-tens of times a bare machine's, and a start-up's page faults then weigh in
-its first paint.
+pages touched once): where it is high (a virtual machine that traps page
+faults), a start-up's page faults weigh in its first paint.
 
 Both sides draw with GTK's cairo renderer (GSK_RENDERER=cairo) unless
 --renderer says otherwise: Xvfb has no GPU, so GTK's GL renderer runs on
