@@ -3,6 +3,7 @@
 
 #include <pacer/base/hash.h>
 #include <pacer/base/json.h>
+#include <pacer/base/utf8.h>
 #include <pacer/record.h>
 #include <pacer/schema.h>
 
@@ -618,8 +619,11 @@ static bool attr_string(const char *json, const char *key, char *out, size_t siz
                     while (jread_member(&r, &vk, &vkl) > 0) {
                         if (!jread_value(&r, &v))
                             break;
-                        if (vkl == 11 && memcmp(vk, "stringValue", 11) == 0 && v.type == JT_STRING)
-                            snprintf(value, sizeof value, "%.*s", (int)v.len, v.s);
+                        if (vkl == 11 && memcmp(vk, "stringValue", 11) == 0 && v.type == JT_STRING) {
+                            size_t n = utf8_cut(v.s, v.len, sizeof value - 1); /* on a character */
+                            memcpy(value, v.s, n);
+                            value[n] = '\0';
+                        }
                     }
                 } else if (!jread_value(&r, &v)) {
                     break;

@@ -2,11 +2,21 @@
 #include "issue_json.h"
 #include "issue_details.h"
 
+#include <pacer/base/utf8.h>
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* v's text into out (size > 0), cut on a character boundary when longer. */
+static void copy_cut(char *out, size_t size, const jvalue *v)
+{
+    size_t n = utf8_cut(v->s, v->len, size - 1);
+    memcpy(out, v->s, n);
+    out[n] = '\0';
+}
 
 bool ijson_str(const char *json, const char *key, char *out, size_t size)
 {
@@ -28,7 +38,7 @@ bool ijson_str(const char *json, const char *key, char *out, size_t size)
             if (!jread_value(&r, &v))
                 break;
             if (kl == strlen(key) && memcmp(k, key, kl) == 0 && v.type == JT_STRING) {
-                snprintf(out, size, "%.*s", (int)v.len, v.s);
+                copy_cut(out, size, &v);
                 found = true;
             }
         }
@@ -342,11 +352,11 @@ static void md_stack(jbuf *b, const char *example)
                     if (!jread_value(&r, &v))
                         break;
                     if (v.type == JT_STRING && fkl == 8 && memcmp(fk, "function", 8) == 0)
-                        snprintf(fn, sizeof fn, "%.*s", (int)v.len, v.s);
+                        copy_cut(fn, sizeof fn, &v);
                     else if (v.type == JT_STRING && fkl == 6 && memcmp(fk, "module", 6) == 0)
-                        snprintf(mod, sizeof mod, "%.*s", (int)v.len, v.s);
+                        copy_cut(mod, sizeof mod, &v);
                     else if (v.type == JT_STRING && fkl == 4 && memcmp(fk, "file", 4) == 0)
-                        snprintf(file, sizeof file, "%.*s", (int)v.len, v.s);
+                        copy_cut(file, sizeof file, &v);
                     else if (fkl == 4 && memcmp(fk, "line", 4) == 0)
                         jvalue_int64(&v, &line);
                     else if (fkl == 6 && memcmp(fk, "in_app", 6) == 0)

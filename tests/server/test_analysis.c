@@ -5,8 +5,10 @@
 #include "analysis_config.h"
 #include "clean.h"
 #include "issue_details.h"
+#include "issue_json.h"
 #include "regress.h"
 
+#include <pacer/base/utf8.h>
 #include <pacer/stats.h>
 
 #include <errno.h>
@@ -343,6 +345,29 @@ static void test_details_long_names(void **state)
     jbuf_free(&b);
 }
 
+/* A string read out of an issue's JSON into a smaller buffer (an example's
+ * function, a grade's rule) is cut on a character boundary: the issue's
+ * Markdown and its API answer never carry half a character. */
+static void test_read_strings_cut_on_a_character(void **state)
+{
+    (void)state;
+    char json[700] = "{\"function\":\"";
+    size_t n = strlen(json);
+    for (int i = 0; i < 300; i++) { /* "é": two bytes */
+        json[n++] = (char)0xc3;
+        json[n++] = (char)0xa9;
+    }
+    memcpy(json + n, "\"}", 3);
+    char out[8];
+    assert_true(ijson_str(json, "function", out, sizeof out));
+    assert_int_equal(strlen(out), 6);
+    assert_true(utf8_valid(out, strlen(out)));
+    assert_memory_equal(out, json + strlen("{\"function\":\""), 6);
+    char whole[700];
+    assert_true(ijson_str(json, "function", whole, sizeof whole));
+    assert_int_equal(strlen(whole), 600);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -354,6 +379,7 @@ int main(void)
         cmocka_unit_test(test_too_few_or_too_small),
         cmocka_unit_test(test_details_round_trip),
         cmocka_unit_test(test_details_long_names),
+        cmocka_unit_test(test_read_strings_cut_on_a_character),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
