@@ -248,7 +248,7 @@ def main():
         stop(p)
         chb = ch_bytes(ch, db) / CH_ROWS
         chp = ch_bytes(ch, db, "page_loads") / CH_ROWS
-        print("bytes per page span, ClickHouse at %d M: %.1f" % (CH_ROWS // 1000000, chb))
+        print("bytes per page span, ClickHouse at %g M: %.1f" % (CH_ROWS / 1e6, chb))
         for (t, b) in ch.rows("SELECT table, sum(bytes_on_disk) FROM system.parts WHERE active AND database = '%s'"
                               " GROUP BY table ORDER BY table" % db):
             print("  %-12s %5.2f" % (t, int(b) / CH_ROWS))
@@ -275,7 +275,7 @@ def main():
         stop(p)
         sqb = file_bytes(path) / SQLITE_ROWS
         print("side by side:")
-        print("  %-12s %28s %28s" % ("", "ClickHouse, %d M" % (CH_ROWS // 1000000), "SQLite, %d M" % (SQLITE_ROWS // 1000000)))
+        print("  %-12s %28s %28s" % ("", "ClickHouse, %g M" % (CH_ROWS / 1e6), "SQLite, %g M" % (SQLITE_ROWS / 1e6)))
         for name in ("all time", "one version", "cut range"):
             print("  %-12s %12.1f ms (p99 %6.1f) %12.1f ms (p99 %6.1f)   ClickHouse p99 = %.2f x the target of 200 ms"
                   % (name, chq[name][0], chq[name][1], sqq[name][0], sqq[name][1], chq[name][1] / 200))
