@@ -1,6 +1,8 @@
 /* UTF-8 validation and encoding (utf8.h). */
 #include <pacer/base/utf8.h>
 
+#include <string.h>
+
 size_t utf8_seq_len(const unsigned char *s, size_t n)
 {
     unsigned char c = s[0];
@@ -77,4 +79,12 @@ size_t utf8_cut(const char *s, size_t n, size_t max)
     while (i > 0 && ((unsigned char)s[i] & 0xc0) == 0x80)
         i--;
     return i;
+}
+
+size_t utf8_copy(char *out, size_t size, const char *s, size_t n)
+{
+    size_t len = utf8_cut(s, n, size - 1);
+    memcpy(out, s, len);
+    out[len] = '\0';
+    return len;
 }

@@ -619,11 +619,8 @@ static bool attr_string(const char *json, const char *key, char *out, size_t siz
                     while (jread_member(&r, &vk, &vkl) > 0) {
                         if (!jread_value(&r, &v))
                             break;
-                        if (vkl == 11 && memcmp(vk, "stringValue", 11) == 0 && v.type == JT_STRING) {
-                            size_t n = utf8_cut(v.s, v.len, sizeof value - 1); /* on a character */
-                            memcpy(value, v.s, n);
-                            value[n] = '\0';
-                        }
+                        if (vkl == 11 && memcmp(vk, "stringValue", 11) == 0 && v.type == JT_STRING)
+                            utf8_copy(value, sizeof value, v.s, v.len);
                     }
                 } else if (!jread_value(&r, &v)) {
                     break;

@@ -23,9 +23,7 @@ void details_count(iss_counter *list, size_t *n_list, const char *name, int64_t 
         return;
     /* a long name is cut on a character boundary, so it writes and reads back as itself */
     char cut[ISS_MAX_NAME];
-    size_t len = utf8_cut(name, strlen(name), sizeof cut - 1);
-    memcpy(cut, name, len);
-    cut[len] = '\0';
+    utf8_copy(cut, sizeof cut, name, strlen(name));
     name = cut;
     for (int pass = 0; pass < 2; pass++) {
         for (size_t i = 0; i < *n_list; i++)
@@ -120,9 +118,7 @@ static bool read_counters(jread *r, iss_counter *list, size_t *n)
     int m;
     while ((m = jread_member(r, &k, &kl)) > 0) {
         char name[ISS_MAX_NAME];
-        size_t len = utf8_cut(k, kl, ISS_MAX_NAME - 1);
-        memcpy(name, k, len);
-        name[len] = '\0';
+        utf8_copy(name, sizeof name, k, kl);
         jvalue v;
         int64_t x;
         if (!jread_value(r, &v) || !jvalue_int64(&v, &x))

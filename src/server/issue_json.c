@@ -10,14 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* v's text into out (size > 0), cut on a character boundary when longer. */
-static void copy_cut(char *out, size_t size, const jvalue *v)
-{
-    size_t n = utf8_cut(v->s, v->len, size - 1);
-    memcpy(out, v->s, n);
-    out[n] = '\0';
-}
-
 bool ijson_str(const char *json, const char *key, char *out, size_t size)
 {
     if (!json)
@@ -38,7 +30,7 @@ bool ijson_str(const char *json, const char *key, char *out, size_t size)
             if (!jread_value(&r, &v))
                 break;
             if (kl == strlen(key) && memcmp(k, key, kl) == 0 && v.type == JT_STRING) {
-                copy_cut(out, size, &v);
+                utf8_copy(out, size, v.s, v.len);
                 found = true;
             }
         }
@@ -352,11 +344,11 @@ static void md_stack(jbuf *b, const char *example)
                     if (!jread_value(&r, &v))
                         break;
                     if (v.type == JT_STRING && fkl == 8 && memcmp(fk, "function", 8) == 0)
-                        copy_cut(fn, sizeof fn, &v);
+                        utf8_copy(fn, sizeof fn, v.s, v.len);
                     else if (v.type == JT_STRING && fkl == 6 && memcmp(fk, "module", 6) == 0)
-                        copy_cut(mod, sizeof mod, &v);
+                        utf8_copy(mod, sizeof mod, v.s, v.len);
                     else if (v.type == JT_STRING && fkl == 4 && memcmp(fk, "file", 4) == 0)
-                        copy_cut(file, sizeof file, &v);
+                        utf8_copy(file, sizeof file, v.s, v.len);
                     else if (fkl == 4 && memcmp(fk, "line", 4) == 0)
                         jvalue_int64(&v, &line);
                     else if (fkl == 6 && memcmp(fk, "in_app", 6) == 0)

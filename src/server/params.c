@@ -51,9 +51,7 @@ static const char *decode(const char *src, size_t n, bool plus_is_space, char *o
 #define SHOWN_MAX 100
 static const char *shown_name(const char *name, char out[SHOWN_MAX + 1])
 {
-    size_t n = utf8_cut(name, strlen(name), SHOWN_MAX);
-    memcpy(out, name, n);
-    out[n] = 0;
+    utf8_copy(out, SHOWN_MAX + 1, name, strlen(name));
     return out;
 }
 

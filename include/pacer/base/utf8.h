@@ -21,4 +21,9 @@ size_t utf8_encode(uint32_t cp, char *out);
  * bytes and ends on a character boundary. */
 size_t utf8_cut(const char *s, size_t n, size_t max);
 
+/* Copies into out (size > 0 bytes) the longest prefix of s (n bytes of
+ * valid UTF-8) that fits with its NUL, cut on a character boundary (see
+ * utf8_cut); returns its length. */
+size_t utf8_copy(char *out, size_t size, const char *s, size_t n);
+
 #endif
