@@ -5,11 +5,13 @@
 # with 200,000 page spans (1,000 per request, 4 keep-alive connections on
 # loopback), once as OTLP/HTTP JSON and once as protobuf + gzip (the same
 # spans), alternating; prints every run, the medians, JSON's ratio to the
-# target (100,000 spans/s) and protobuf's to JSON (target 1.5). Query: a database of 1,000,000 page loads
-# (20 pages, 2 versions, 30 days; built once, kept under BUILD_DIR), then
-# the latency of /api/v1/pages for one app over all time, one version, and
-# a range that cuts days (raw rows for the cut parts); median of 50 each,
-# ratio to the target (50 ms).
+# target (100,000 spans/s) and protobuf's to JSON (target 1.5), and
+# pacerd's CPU split between the store's writer thread and the rest.
+# Query: a database of 1,000,000 page loads (20 pages, 2 versions, 30
+# days; built once, kept under BUILD_DIR), then the latency of
+# /api/v1/pages for one app over all time, one version, and a range that
+# cuts days (raw rows for the cut parts); median of 50 each, ratio to the
+# target (50 ms).
 set -euo pipefail
 build=${1:-build-bench}
 runs=${RUNS:-5}
@@ -34,10 +36,18 @@ start() { # db
 }
 stop() { kill "$pid"; wait "$pid" || true; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# pacerd's CPU time so far (user + system), seconds: the store's writer
+# thread, then every other thread (HTTP, decoding, analysis, checkpoints)
+thread_cpu() { # pid
+  for t in /proc/"$1"/task/*; do
+    echo "$(cat "$t/comm") $(awk '{print $14 + $15}' "$t/stat")"
+  done | awk -v hz="$(getconf CLK_TCK)" '{if ($1 == "pacerd-writer") w += $2; else o += $2}
+    END {printf "%.2f %.2f\n", w / hz, o / hz}'
+}
 
 echo "ingest: $runs runs each of 200000 page spans, 1000 per request, 4 connections;"
 echo "  OTLP/HTTP JSON and OTLP protobuf + gzip (the same spans), alternating"
-json_rates=(); pb_rates=(); ratios=(); json_cpu=(); pb_cpu=()
+json_rates=(); pb_rates=(); ratios=(); json_cpu=(); pb_cpu=(); json_w=(); pb_w=(); json_o=(); pb_o=(); json_s=(); pb_s=()
 for i in $(seq "$runs"); do
   for enc in json protobuf; do
     rm -f "$work/ingest.db"*
@@ -47,9 +57,12 @@ for i in $(seq "$runs"); do
     line=$("$loadgen" --port "$port" --key "$key" --app bench --spans 200000 --batch 1000 --connections 4 $flags)
     # pacerd's CPU time for the run (user + system; the flush at exit excluded)
     cpu=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$pid/stat")
+    read -r wcpu ocpu < <(thread_cpu "$pid")
     stop
-    echo "  run $i $enc: $line pacerd_cpu_s=$cpu"
-    if [ "$enc" = json ]; then json_cpu+=("$cpu"); else pb_cpu+=("$cpu"); fi
+    echo "  run $i $enc: $line pacerd_cpu_s=$cpu writer_cpu_s=$wcpu other_cpu_s=$ocpu"
+    secs=$(sed -n 's/.*seconds=\([0-9.]*\).*/\1/p' <<<"$line")
+    if [ "$enc" = json ]; then json_cpu+=("$cpu"); json_w+=("$wcpu"); json_o+=("$ocpu"); json_s+=("$secs")
+    else pb_cpu+=("$cpu"); pb_w+=("$wcpu"); pb_o+=("$ocpu"); pb_s+=("$secs"); fi
     rate=$(sed -n 's/.*spans_per_s=\([0-9]*\).*/\1/p' <<<"$line")
     if [ "$enc" = json ]; then json_rates+=("$rate"); last_json=$rate; else pb_rates+=("$rate");
       ratios+=("$(awk -v a="$rate" -v b="$last_json" 'BEGIN {printf "%.3f", a / b}')"); fi
@@ -63,6 +76,15 @@ awk -v m="$mp" -v j="$m" -v r="$mr" 'BEGIN {printf "  protobuf + gzip: median %d
 cj=$(printf '%s\n' "${json_cpu[@]}" | median)
 cp=$(printf '%s\n' "${pb_cpu[@]}" | median)
 awk -v j="$cj" -v p="$cp" 'BEGIN {printf "  pacerd CPU per 200000 spans: JSON %.2f s, protobuf + gzip %.2f s (%.2f x less)\n", j, p, j / p}'
+# The bound: one writer thread does the store's work for both encodings.
+# Its CPU time against the run's wall time says how much of the run it
+# was busy; the other threads' CPU is what the encodings change.
+for enc in json pb; do
+  declare -n w=${enc}_w o=${enc}_o sec=${enc}_s
+  mw=$(printf '%s\n' "${w[@]}" | median); mo=$(printf '%s\n' "${o[@]}" | median); ms=$(printf '%s\n' "${sec[@]}" | median)
+  awk -v e="$enc" -v w="$mw" -v o="$mo" -v s="$ms" 'BEGIN {printf "  %s: the writer thread %.2f s (%.1f us a span; busy %.0f %% of the run'"'"'s %.2f s), the other threads %.2f s (%.1f us a span)\n",
+    e == "json" ? "JSON" : "protobuf + gzip", w, w * 5, 100 * w / s, s, o, o * 5}'
+done
 
 echo "decoding alone (bench/server/decodebench.c): one body of 1000 page spans, JSON vs protobuf vs protobuf + gzip"
 echo "  $("$build/bench/server/pacerd-decodebench" --runs 40)"
