@@ -45,24 +45,30 @@ thread_cpu() { # pid
     END {printf "%.2f %.2f\n", w / hz, o / hz}'
 }
 
-echo "ingest: $runs runs each of 200000 page spans, 1000 per request, 4 connections;"
+spans=200000
+echo "ingest: $runs runs each of $spans page spans, 1000 per request, 4 connections;"
 echo "  OTLP/HTTP JSON and OTLP protobuf + gzip (the same spans), alternating"
-json_rates=(); pb_rates=(); ratios=(); json_cpu=(); pb_cpu=(); json_w=(); pb_w=(); json_o=(); pb_o=(); json_s=(); pb_s=()
+json_rates=(); pb_rates=(); ratios=()
+# per encoding (json_, pb_): pacerd's CPU, its writer's, the other threads',
+# the run's seconds; filled and read through namerefs
+# shellcheck disable=SC2034
+{ json_cpu=(); pb_cpu=(); json_w=(); pb_w=(); json_o=(); pb_o=(); json_s=(); pb_s=(); }
 for i in $(seq "$runs"); do
   for enc in json protobuf; do
     rm -f "$work/ingest.db"*
     start "$work/ingest.db"
     flags=""; [ "$enc" = protobuf ] && flags="--protobuf --gzip"
     # shellcheck disable=SC2086
-    line=$("$loadgen" --port "$port" --key "$key" --app bench --spans 200000 --batch 1000 --connections 4 $flags)
+    line=$("$loadgen" --port "$port" --key "$key" --app bench --spans "$spans" --batch 1000 --connections 4 $flags)
     # pacerd's CPU time for the run (user + system; the flush at exit excluded)
     cpu=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$pid/stat")
     read -r wcpu ocpu < <(thread_cpu "$pid")
     stop
     echo "  run $i $enc: $line pacerd_cpu_s=$cpu writer_cpu_s=$wcpu other_cpu_s=$ocpu"
     secs=$(sed -n 's/.*seconds=\([0-9.]*\).*/\1/p' <<<"$line")
-    if [ "$enc" = json ]; then json_cpu+=("$cpu"); json_w+=("$wcpu"); json_o+=("$ocpu"); json_s+=("$secs")
-    else pb_cpu+=("$cpu"); pb_w+=("$wcpu"); pb_o+=("$ocpu"); pb_s+=("$secs"); fi
+    k=${enc/protobuf/pb}
+    declare -n c=${k}_cpu w=${k}_w o=${k}_o sec=${k}_s
+    c+=("$cpu"); w+=("$wcpu"); o+=("$ocpu"); sec+=("$secs")
     rate=$(sed -n 's/.*spans_per_s=\([0-9]*\).*/\1/p' <<<"$line")
     if [ "$enc" = json ]; then json_rates+=("$rate"); last_json=$rate; else pb_rates+=("$rate");
       ratios+=("$(awk -v a="$rate" -v b="$last_json" 'BEGIN {printf "%.3f", a / b}')"); fi
@@ -75,15 +81,15 @@ awk -v m="$m" 'BEGIN {printf "  JSON: median %d spans/s = %.2f x the target of 1
 awk -v m="$mp" -v j="$m" -v r="$mr" 'BEGIN {printf "  protobuf + gzip: median %d spans/s = %.2f x JSON (ratio of medians); median per-pair ratio %.2f (target >= 1.5)\n", m, m / j, r}'
 cj=$(printf '%s\n' "${json_cpu[@]}" | median)
 cp=$(printf '%s\n' "${pb_cpu[@]}" | median)
-awk -v j="$cj" -v p="$cp" 'BEGIN {printf "  pacerd CPU per 200000 spans: JSON %.2f s, protobuf + gzip %.2f s (%.2f x less)\n", j, p, j / p}'
+awk -v j="$cj" -v p="$cp" -v n="$spans" 'BEGIN {printf "  pacerd CPU per %d spans: JSON %.2f s, protobuf + gzip %.2f s (%.2f x less)\n", n, j, p, j / p}'
 # The bound: one writer thread does the store's work for both encodings.
 # Its CPU time against the run's wall time says how much of the run it
 # was busy; the other threads' CPU is what the encodings change.
 for enc in json pb; do
-  declare -n w=${enc}_w o=${enc}_o sec=${enc}_s
-  mw=$(printf '%s\n' "${w[@]}" | median); mo=$(printf '%s\n' "${o[@]}" | median); ms=$(printf '%s\n' "${sec[@]}" | median)
-  awk -v e="$enc" -v w="$mw" -v o="$mo" -v s="$ms" 'BEGIN {printf "  %s: the writer thread %.2f s (%.1f us a span; busy %.0f %% of the run'"'"'s %.2f s), the other threads %.2f s (%.1f us a span)\n",
-    e == "json" ? "JSON" : "protobuf + gzip", w, w * 5, 100 * w / s, s, o, o * 5}'
+  declare -n ws=${enc}_w os=${enc}_o ss=${enc}_s
+  mw=$(printf '%s\n' "${ws[@]}" | median); mo=$(printf '%s\n' "${os[@]}" | median); ms=$(printf '%s\n' "${ss[@]}" | median)
+  awk -v e="$enc" -v w="$mw" -v o="$mo" -v s="$ms" -v n="$spans" 'BEGIN {printf "  %s: the writer thread %.2f s (%.1f us a span; busy %.0f %% of the run'"'"'s %.2f s), the other threads %.2f s (%.1f us a span)\n",
+    e == "json" ? "JSON" : "protobuf + gzip", w, w * 1e6 / n, 100 * w / s, s, o, o * 1e6 / n}'
 done
 
 echo "decoding alone (bench/server/decodebench.c): one body of 1000 page spans, JSON vs protobuf vs protobuf + gzip"
