@@ -181,6 +181,8 @@ static enum MHD_Result answer(hreq *h, http_response *rs)
     h->state = R_ANSWERED;
     if (flag_get(&srv->draining))
         rs->close = true;
+    if (srv->app.encode)
+        srv->app.encode(srv->app.ctx, &h->rq, rs);
     struct MHD_Response *r = MHD_create_response_from_buffer(rs->len, rs->body, MHD_RESPMEM_MUST_FREE);
     if (!r) {
         free(rs->body);
@@ -189,7 +191,8 @@ static enum MHD_Result answer(hreq *h, http_response *rs)
         return MHD_NO;
     }
     rs->body = NULL;
-    if (rs->content_type && rs->len)
+    /* an empty body has a type too (an empty protobuf message) */
+    if (rs->content_type)
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, rs->content_type);
     if (rs->etag[0])
         MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, rs->etag);
@@ -355,31 +358,36 @@ static enum MHD_Result first_call(hreq *h, const char *method, const char *versi
     h->rq.path = "";
     h->rq.query = &h->query;
     h->rq.body = "";
-    if (flag_get(&srv->draining))
-        return refuse(h, HTTP_REJ_DRAINING, 503, 5, true, "pacerd is shutting down: retry in a few seconds");
+    /* the headers and the path first: every answer, a refusal too, is
+     * made for its route and in the encoding the request asked for
+     * (app.encode) */
     MHD_get_connection_values_n(h->mc, MHD_HEADER_KIND, collect_header, h);
     if (h->hdrs_oom)
         return refuse(h, HTTP_REJ_COUNT, 503, 1, true, "out of memory");
     h->rq.headers = h->hdrs;
     h->rq.n_headers = h->n_hdrs;
     conns_client_key(h->conn, h->rq.client);
-    unsigned status;
-    const char *bad = framing_error(h, &status);
-    if (bad)
-        return refuse(h, HTTP_REJ_FRAMING, status, 0, true, "%s", bad);
-
     char err[256];
     const char *t = h->target, *q = strchr(t, '?');
     size_t plen = q ? (size_t)(q - t) : strlen(t);
+    int target = 0;
     if (strcmp(t, "*") == 0 && strcmp(method, MHD_HTTP_METHOD_OPTIONS) == 0) {
         h->path = strdup("*");
         if (!h->path)
             return refuse(h, HTTP_REJ_COUNT, 503, 1, true, "out of memory");
-    } else if (params_path(t, plen, &h->path, err, sizeof err) < 0 ||
-               (q && params_parse(q + 1, strlen(q + 1), &h->query, err, sizeof err) < 0)) {
-        return refuse(h, HTTP_REJ_TARGET, 400, 0, false, "%s", err);
+    } else {
+        target = params_path(t, plen, &h->path, err, sizeof err);
     }
-    h->rq.path = h->path;
+    if (target == 0)
+        h->rq.path = h->path;
+    if (flag_get(&srv->draining))
+        return refuse(h, HTTP_REJ_DRAINING, 503, 5, true, "pacerd is shutting down: retry in a few seconds");
+    unsigned status;
+    const char *bad = framing_error(h, &status);
+    if (bad)
+        return refuse(h, HTTP_REJ_FRAMING, status, 0, true, "%s", bad);
+    if (target < 0 || (q && params_parse(q + 1, strlen(q + 1), &h->query, err, sizeof err) < 0))
+        return refuse(h, HTTP_REJ_TARGET, 400, 0, false, "%s", err);
 
     http_response rs = {0};
     size_t max_body = 0;

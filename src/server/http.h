@@ -140,6 +140,11 @@ typedef struct http_app {
     http_plan (*preflight)(void *ctx, http_request *rq, http_response *rs, size_t *ret_max_body);
     /* Answers a request whose body is complete. */
     void (*handle)(void *ctx, const http_request *rq, http_response *rs);
+    /* Every answer, the layer's own (429, 413, 503, ...) included, just
+     * before it is sent: may rewrite its body and headers (an error in
+     * the encoding the route speaks). rq's path is "" when the target
+     * could not be decoded. On the connection's thread. May be NULL. */
+    void (*encode)(void *ctx, const http_request *rq, http_response *rs);
     /* After any answer was queued, the layer's own (429, 400, ...)
      * included; rq->state is NULL when no preflight ran. */
     void (*done)(void *ctx, const http_request *rq, const http_response *rs);
