@@ -9,9 +9,11 @@
  *           (clean.h: counted as rejected, kept out of the store by its
  *           hooks, counted there by reason)
  *         → store_submit (blocks until committed)
- *         → 200 with partialSuccess (rejected items, or skipped unknown
- *           fields), in the request's encoding; errors to a protobuf request
- *           as google.rpc.Status
+ *         → 200 with an Export…ServiceResponse, its partialSuccess the
+ *           rejected items or the skipped unknown fields, in the request's
+ *           encoding and with its Content-Type; every error answer of the
+ *           route, the HTTP layer's too, becomes a google.rpc.Status in the
+ *           request's encoding (ingest_encode_answer)
  *
  * Spans are told apart by the attribute pacer.type (docs/server.md, "OTLP
  * mapping"): a record type of the schema that has a table ("page" →
@@ -1011,20 +1013,35 @@ static bool batch_id_ok(const char *id)
     return true;
 }
 
-/* The request's encoding, from its Content-Type: 0 JSON, 1 protobuf, -1
- * neither. */
-static int encoding_of(const char *ct)
+/* The media types OTLP/HTTP bodies come in, and the encoding of each;
+ * an answer carries the request's own (OTLP/HTTP: "the same
+ * Content-Type in the response as it received in the request"). */
+static const struct {
+    const char *type;
+    bool proto;
+} media[] = {
+    {"application/json", false},
+    {"application/x-protobuf", true},
+    {"application/protobuf", true}, /* the name registered since */
+};
+
+/* The request's media type (its Content-Type without parameters), or -1
+ * when it is none of them. */
+static int media_of(const http_request *rq)
 {
-    static const char *const types[] = {"application/json", "application/x-protobuf", "application/protobuf"};
-    for (size_t i = 0; ct && i < sizeof types / sizeof types[0]; i++) {
-        size_t n = strlen(types[i]);
-        if (strncasecmp(ct, types[i], n) == 0 && (!ct[n] || ct[n] == ';' || ct[n] == ' '))
-            return i == 0 ? 0 : 1;
+    const char *ct = http_header(rq, "Content-Type");
+    for (size_t i = 0; ct && i < sizeof media / sizeof media[0]; i++) {
+        size_t n = strlen(media[i].type);
+        if (strncasecmp(ct, media[i].type, n) == 0 && (!ct[n] || ct[n] == ';' || ct[n] == ' '))
+            return (int)i;
     }
     return -1;
 }
 
-/* The gRPC status code OTLP/HTTP puts in a protobuf error body. */
+/* The gRPC code of a status, for the google.rpc.Status of an error answer
+ * (OTLP/HTTP does not use it; gRPC's own meanings, so that a client that
+ * records it reads what happened: 413 is what a gRPC server says to a
+ * message over its limit, and without RetryInfo it is not retryable). */
 static int grpc_code(unsigned status)
 {
     switch (status) {
@@ -1032,43 +1049,115 @@ static int grpc_code(unsigned status)
     case 401: return 16; /* UNAUTHENTICATED */
     case 403: return 7;  /* PERMISSION_DENIED */
     case 404: return 5;  /* NOT_FOUND */
-    case 413: return 11; /* OUT_OF_RANGE */
+    case 405: return 12; /* UNIMPLEMENTED */
+    case 413: return 8;  /* RESOURCE_EXHAUSTED */
     case 415: return 3;
-    case 429: return 8;  /* RESOURCE_EXHAUSTED */
+    case 429: return 8;
+    case 500: return 13; /* INTERNAL */
+    case 501: return 12;
     case 503: return 14; /* UNAVAILABLE */
     default: return 2;   /* UNKNOWN */
     }
 }
 
-void ingest_error_encoding(const http_request *rq, http_response *rs)
+/* The message of an {"error": "…"} body (malloc'd), or NULL. */
+static char *error_message(const http_response *rs)
 {
-    if (rs->status < 400 || encoding_of(http_header(rq, "Content-Type")) != 1 || !rs->body)
+    if (!rs->body || !rs->len)
+        return NULL;
+    char *text = malloc(rs->len + 1), *msg = NULL;
+    if (!text)
+        return NULL;
+    memcpy(text, rs->body, rs->len);
+    jread r;
+    jread_init(&r, text, rs->len, NULL, 0);
+    const char *k;
+    size_t kl;
+    jvalue v;
+    if (jread_enter_object(&r))
+        while (!msg && jread_member(&r, &k, &kl) > 0 && jread_value(&r, &v))
+            if (kl == 5 && memcmp(k, "error", 5) == 0 && v.type == JT_STRING)
+                msg = strdup(v.s);
+    free(text);
+    return msg;
+}
+
+/* What a 400's message names as bad: the NAME of "NAME: why" when NAME is
+ * one word (a header, a parameter, a path into the body), else "" — and
+ * why in *ret_why. */
+static void bad_part(const char *msg, char *field, size_t field_size, const char **ret_why)
+{
+    const char *colon = strstr(msg, ": ");
+    size_t n = colon ? (size_t)(colon - msg) : 0;
+    field[0] = 0;
+    *ret_why = msg;
+    if (!n || n >= field_size || memchr(msg, ' ', n))
         return;
-    /* the message of {"error": "…"} */
-    char *msg = NULL;
-    char *text = malloc(rs->len + 1);
-    if (text) {
-        memcpy(text, rs->body, rs->len);
-        jread r;
-        jread_init(&r, text, rs->len, NULL, 0);
-        const char *k;
-        size_t kl;
-        jvalue v;
-        if (jread_enter_object(&r))
-            while (jread_member(&r, &k, &kl) > 0 && jread_value(&r, &v))
-                if (kl == 5 && memcmp(k, "error", 5) == 0 && v.type == JT_STRING)
-                    msg = strdup(v.s);
-        free(text);
+    memcpy(field, msg, n);
+    field[n] = 0;
+    *ret_why = colon + 2;
+}
+
+void ingest_encode_answer(const http_request *rq, http_response *rs)
+{
+    if (rs->status < 400)
+        return; /* ingest_handle wrote its Export…ServiceResponse; OPTIONS has no body */
+    int m = media_of(rq);
+    bool proto = m >= 0 && media[m].proto;
+    /* a request in neither encoding (415, or a GET) gets JSON */
+    const char *type = m >= 0 ? media[m].type : "application/json";
+    if ((rs->status == 429 || rs->status == 503) && rs->retry_after <= 0)
+        rs->retry_after = 1; /* OTLP clients wait what Retry-After says, else back off */
+    char *msg = error_message(rs);
+    const char *text = msg ? msg : "";
+    char field[128];
+    const char *why = text;
+    bool bad = rs->status == 400;
+    if (bad)
+        bad_part(text, field, sizeof field, &why);
+    char *body = NULL;
+    size_t len = 0;
+    if (proto) {
+        body = (char *)otlp_proto_status(grpc_code(rs->status), text, bad ? field : NULL, why, &len);
+    } else {
+        /* google.rpc.Status in proto3 JSON */
+        jbuf b;
+        jbuf_init(&b);
+        jbuf_open(&b, '{');
+        jbuf_kv_i64(&b, "code", grpc_code(rs->status));
+        jbuf_kv_str(&b, "message", text);
+        if (bad) {
+            jbuf_key(&b, "details");
+            jbuf_open(&b, '[');
+            jbuf_open(&b, '{');
+            jbuf_kv_str(&b, "@type", OTLP_BAD_REQUEST_TYPE);
+            jbuf_key(&b, "fieldViolations");
+            jbuf_open(&b, '[');
+            jbuf_open(&b, '{');
+            if (field[0])
+                jbuf_kv_str(&b, "field", field);
+            jbuf_kv_str(&b, "description", why);
+            jbuf_close(&b, '}');
+            jbuf_close(&b, ']');
+            jbuf_close(&b, '}');
+            jbuf_close(&b, ']');
+        }
+        jbuf_close(&b, '}');
+        body = jbuf_steal(&b, &len);
     }
-    size_t len;
-    uint8_t *body = otlp_proto_status(grpc_code(rs->status), msg ? msg : "", &len);
     free(msg);
     if (!body)
-        return; /* keep the JSON one */
+        return; /* out of memory: the answer stays as it was */
     free(rs->body);
-    rs->body = (char *)body;
+    rs->body = body;
     rs->len = len;
-    rs->content_type = "application/x-protobuf";
+    rs->content_type = type;
+}
+
+static void out_of_memory(http_response *rs)
+{
+    rs->retry_after = 1;
+    http_error(rs, 503, "out of memory");
 }
 
 void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_response *rs, bool *coming)
@@ -1077,21 +1166,22 @@ void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_resp
         strcmp(rq->path, "/v1/traces") == 0 ? TRACES : strcmp(rq->path, "/v1/logs") == 0 ? LOGS : METRICS;
     static const char *const rejected_field[] = {"rejectedSpans", "rejectedLogRecords", "rejectedDataPoints"};
 
-    int proto = encoding_of(http_header(rq, "Content-Type"));
-    if (proto < 0) {
-        http_error(rs, 415, "pacerd takes OTLP/HTTP: send Content-Type: application/x-protobuf or application/json");
+    int media_type = media_of(rq);
+    if (media_type < 0) {
+        http_error(rs, 415, "Content-Type: pacerd takes OTLP/HTTP, application/x-protobuf or application/json");
         return;
     }
+    bool proto = media[media_type].proto;
     const char *ce = http_header(rq, "Content-Encoding");
     bool gzip = ce && strcasecmp(ce, "gzip") == 0;
     if (ce && !gzip && strcasecmp(ce, "identity") != 0) {
-        http_error(rs, 415, "Content-Encoding %.40s is not supported: send gzip or identity", ce);
-        goto encode_error;
+        http_error(rs, 415, "Content-Encoding: %.40s is not supported: send gzip or identity", ce);
+        return;
     }
     const char *batch_id = http_header(rq, "X-Pacer-Batch-Id");
     if (batch_id && !batch_id_ok(batch_id)) {
         http_error(rs, 400, "X-Pacer-Batch-Id: expected 1-%d characters of A-Z a-z 0-9 - _ . :", MAX_BATCH_ID);
-        goto encode_error;
+        return;
     }
 
     const char *body = rq->body;
@@ -1102,14 +1192,15 @@ void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_resp
         int g = gunzip(rq->body, rq->body_len, d->max_body, &inflated, &body_len, err, sizeof err);
         if (g == -EFBIG) {
             http_error(rs, 413, "%s", err);
-            goto encode_error;
+            return;
+        }
+        if (g == -ENOMEM) {
+            out_of_memory(rs);
+            return;
         }
         if (g < 0) {
-            if (g == -ENOMEM)
-                http_error(rs, 503, "out of memory");
-            else
-                http_error(rs, 400, "%s", err);
-            goto encode_error;
+            http_error(rs, 400, "%s", err);
+            return;
         }
         body = inflated;
     }
@@ -1132,7 +1223,7 @@ void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_resp
     store_record *recs = NULL;
     if (r < 0) {
         if (r == -ENOMEM)
-            http_error(rs, 503, "out of memory");
+            out_of_memory(rs);
         else
             http_error(rs, 400, "%s", err);
         goto out;
@@ -1141,12 +1232,12 @@ void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_resp
     recs = items ? malloc(items * sizeof *recs) : NULL;
     size_t n = 0;
     if ((items && !recs) || !make_origins(&m)) {
-        http_error(rs, 503, "out of memory");
+        out_of_memory(rs);
         goto out;
     }
     n = what == TRACES ? map_spans(&m, recs) : what == LOGS ? map_logs(&m, recs) : map_points(&m, recs);
     if (m.arena.oom) {
-        http_error(rs, 503, "out of memory");
+        out_of_memory(rs);
         goto out;
     }
     size_t rejected = b.rejected + m.rejected;
@@ -1188,14 +1279,14 @@ void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_resp
         size_t len;
         uint8_t *resp = otlp_proto_response(rejected, why, &len);
         if (!resp) {
-            http_error(rs, 503, "out of memory");
+            out_of_memory(rs);
             goto out;
         }
         free(rs->body);
         rs->status = 200;
-        rs->body = (char *)resp;
+        rs->body = (char *)resp; /* zero bytes on full success: still an Export…ServiceResponse */
         rs->len = len;
-        rs->content_type = "application/x-protobuf";
+        rs->content_type = media[media_type].type;
         goto out;
     }
     jbuf resp;
@@ -1220,6 +1311,4 @@ out:
     arena_free(&m.arena);
     otlp_batch_clear(&b);
     free(inflated);
-encode_error:
-    ingest_error_encoding(rq, rs);
 }

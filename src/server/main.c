@@ -642,8 +642,8 @@ int main(int argc, char **argv)
     o.http.max_discard_bytes = o.max_body;
     o.http.tls_cert_pem = cert;
     o.http.tls_key_pem = key;
-    http_app app = {.preflight = pacerd_preflight, .handle = pacerd_handle, .done = pacerd_done,
-                    .release = pacerd_release, .ctx = &d};
+    http_app app = {.preflight = pacerd_preflight, .handle = pacerd_handle, .encode = pacerd_encode,
+                    .done = pacerd_done, .release = pacerd_release, .ctx = &d};
     d.http = http_start(o.addr, o.port, &o.http, &app, err, sizeof err);
     free(cert); /* libmicrohttpd keeps its own copies */
     wipe_free(key);

@@ -281,9 +281,16 @@ int otlp_proto_decode_metrics(const uint8_t *body, size_t len, otlp_batch *batch
  * `message` when either is set, else empty. Returns the malloc'd bytes (len
  * in *ret_len, possibly 0), or NULL when out of memory. */
 uint8_t *otlp_proto_response(size_t rejected, const char *message, size_t *ret_len);
-/* A google.rpc.Status (protobuf) with the gRPC code and message, the error
- * body OTLP/HTTP asks for in answer to a protobuf request. */
-uint8_t *otlp_proto_status(int code, const char *message, size_t *ret_len);
+/* The type URL of a google.rpc.BadRequest in a google.protobuf.Any. */
+#define OTLP_BAD_REQUEST_TYPE "type.googleapis.com/google.rpc.BadRequest"
+/* A google.rpc.Status (protobuf), the error body OTLP/HTTP asks for in
+ * answer to a protobuf request: the gRPC code and the message, and with
+ * bad_field not NULL a google.rpc.BadRequest in its details (an Any), of
+ * one field violation: bad_field ("" when none is named) and bad_why.
+ * Returns the malloc'd bytes (len in *ret_len), or NULL when out of
+ * memory. */
+uint8_t *otlp_proto_status(int code, const char *message, const char *bad_field, const char *bad_why,
+                           size_t *ret_len);
 
 /* OTLP JSON of what a batch holds, whichever encoding it came in: a value
  * ({"stringValue":…}), a KeyValue ({"key":…,"value":…}), a KeyValue list

@@ -1595,7 +1595,86 @@ uint8_t *otlp_proto_response(size_t rejected, const char *message, size_t *ret_l
     return small_message(true, rejected > 0, rejected, message, ret_len);
 }
 
-uint8_t *otlp_proto_status(int code, const char *message, size_t *ret_len)
+/* A message being written: fields appended, each whole. */
+typedef struct pbuf {
+    uint8_t *p;
+    size_t n, cap;
+    bool oom;
+} pbuf;
+
+static void pbuf_put(pbuf *b, const void *data, size_t n)
 {
-    return small_message(false, code != 0, (uint64_t)(uint32_t)code, message, ret_len);
+    if (b->oom)
+        return;
+    if (b->n + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (cap < b->n + n)
+            cap *= 2;
+        uint8_t *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, data, n);
+    b->n += n;
+}
+
+static void pbuf_varint(pbuf *b, unsigned num, uint64_t v)
+{
+    uint8_t tmp[24];
+    size_t n = put_varint(tmp, (uint64_t)num << 3);
+    n += put_varint(tmp + n, v);
+    pbuf_put(b, tmp, n);
+}
+
+/* A length-delimited field (a string, bytes, a message); proto3 leaves an
+ * empty one out. */
+static void pbuf_len(pbuf *b, unsigned num, const void *data, size_t len)
+{
+    if (!len)
+        return;
+    uint8_t tmp[24];
+    size_t n = put_varint(tmp, (uint64_t)num << 3 | 2);
+    n += put_varint(tmp + n, len);
+    pbuf_put(b, tmp, n);
+    pbuf_put(b, data, len);
+}
+
+static void pbuf_str(pbuf *b, unsigned num, const char *s)
+{
+    pbuf_len(b, num, s, s ? strlen(s) : 0);
+}
+
+uint8_t *otlp_proto_status(int code, const char *message, const char *bad_field, const char *bad_why,
+                           size_t *ret_len)
+{
+    /* google.rpc.Status { int32 code = 1; string message = 2; repeated Any details = 3 } */
+    pbuf st = {0}, bad = {0}, any = {0}, v = {0};
+    if (code)
+        pbuf_varint(&st, 1, (uint64_t)(int64_t)code); /* int32: negative ones sign-extended */
+    pbuf_str(&st, 2, message);
+    if (bad_field) {
+        /* google.rpc.BadRequest { repeated FieldViolation field_violations = 1 }
+         * FieldViolation { string field = 1; string description = 2 } */
+        pbuf_str(&v, 1, bad_field);
+        pbuf_str(&v, 2, bad_why);
+        pbuf_len(&bad, 1, v.p ? v.p : (const uint8_t *)"", v.n);
+        /* google.protobuf.Any { string type_url = 1; bytes value = 2 } */
+        pbuf_str(&any, 1, OTLP_BAD_REQUEST_TYPE);
+        pbuf_len(&any, 2, bad.p ? bad.p : (const uint8_t *)"", bad.n);
+        pbuf_len(&st, 3, any.p, any.n);
+    }
+    bool oom = st.oom || bad.oom || any.oom || v.oom;
+    free(v.p);
+    free(bad.p);
+    free(any.p);
+    if (oom) {
+        free(st.p);
+        return NULL;
+    }
+    *ret_len = st.n;
+    return st.p ? st.p : malloc(1);
 }

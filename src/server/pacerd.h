@@ -42,11 +42,13 @@ typedef struct pacerd {
  *   preflight: the route, the credential and the key's limits, from the
  *              headers alone; OPTIONS and refusals are answered there;
  *   handle:    the route's handler, once the body is complete;
+ *   encode:    every answer of an ingest route in OTLP/HTTP's shape;
  *   done:      counts the answer, charges a key what it stored;
  *   release:   the request ends: an upload that never reached the store
  *              is no longer on its way (store_coming). */
 http_plan pacerd_preflight(void *ctx, http_request *rq, http_response *rs, size_t *ret_max_body);
 void pacerd_handle(void *ctx, const http_request *rq, http_response *rs);
+void pacerd_encode(void *ctx, const http_request *rq, http_response *rs);
 void pacerd_done(void *ctx, const http_request *rq, const http_response *rs);
 void pacerd_release(void *ctx, const http_request *rq);
 
@@ -68,9 +70,13 @@ bool read_api_handle(pacerd *d, const http_request *rq, http_response *rs);
 /* malloc's thresholds for ingest (ingest.c): once, before any thread
  * starts. */
 void ingest_malloc_setup(void);
-/* An error answer to an ingest request sent as protobuf becomes a
- * google.rpc.Status in protobuf, as OTLP/HTTP asks (ingest.c). */
-void ingest_error_encoding(const http_request *rq, http_response *rs);
+/* An error answer (4xx, 5xx) to an ingest request, whoever made it,
+ * becomes what OTLP/HTTP asks for: a google.rpc.Status in the request's
+ * encoding and with its Content-Type (JSON when the request is in neither),
+ * with a google.rpc.BadRequest for a 400, and Retry-After on 429 and 503
+ * (1 s when none was set). Success answers are left as ingest_handle made
+ * them (ingest.c). */
+void ingest_encode_answer(const http_request *rq, http_response *rs);
 void samples_handle(pacerd *d, const http_request *rq, http_response *rs);
 /* The dashboard's reads: /api/v1/series, histogram, page_loads, startups,
  * request_stats, jank, frames (query_dash.c). True when the path is one

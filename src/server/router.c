@@ -162,12 +162,10 @@ http_plan pacerd_preflight(void *ctx, http_request *rq, http_response *rs, size_
     case ROUTE_LOGS:
     case ROUTE_METRICS_INGEST: {
         if (who != AUTH_KEY) {
-            refuse_credential(d, rs, who == AUTH_ADMIN, "%s",
-                              who == AUTH_ADMIN ? "ingest takes an app key, not the admin token"
-                              : token           ? "unknown key"
-                                                : "send the app's key: Authorization: Bearer KEY");
-            ingest_error_encoding(rq, rs); /* a protobuf client gets a google.rpc.Status */
-            return HTTP_ANSWERED;
+            return refuse_credential(d, rs, who == AUTH_ADMIN, "%s",
+                                     who == AUTH_ADMIN ? "ingest takes an app key, not the admin token"
+                                     : token           ? "unknown key"
+                                                       : "send the app's key: Authorization: Bearer KEY");
         }
         unsigned retry;
         char why[256];
@@ -175,7 +173,6 @@ http_plan pacerd_preflight(void *ctx, http_request *rq, http_response *rs, size_
             metrics_reject(&d->metrics, strstr(why, "daily") ? MREJ_QUOTA : MREJ_RATE_LIMIT);
             rs->retry_after = (int)retry;
             http_error(rs, 429, "%s: retry after %u s", why, retry);
-            ingest_error_encoding(rq, rs);
             return HTTP_ANSWERED;
         }
         *ret_max_body = d->max_body;
@@ -353,6 +350,14 @@ void issues_metrics_render(pacerd *d, jbuf *b)
                     (unsigned long long)ds.delivered, (unsigned long long)ds.attempts_failed,
                     (unsigned long long)ds.given_up);
     }
+}
+
+void pacerd_encode(void *ctx, const http_request *rq, http_response *rs)
+{
+    (void)ctx;
+    const char *p = rq->path;
+    if (p && (strcmp(p, "/v1/traces") == 0 || strcmp(p, "/v1/logs") == 0 || strcmp(p, "/v1/metrics") == 0))
+        ingest_encode_answer(rq, rs);
 }
 
 void pacerd_done(void *ctx, const http_request *rq, const http_response *rs)

@@ -34,9 +34,11 @@ class BadInput(unittest.TestCase):
         return st, json.loads(data) if data else None
 
     def expect_error(self, status, body, reason, **kw):
+        """The reason is the message of the google.rpc.Status OTLP/HTTP
+        answers errors with (test_otlp_answers.py holds the rest of it)."""
         st, data = self.post(body, **kw)
         self.assertEqual(st, status, data)
-        self.assertIn(reason, data["error"])
+        self.assertIn(reason, data["message"])
 
     def test_not_json(self):
         self.expect_error(400, b"this is not json", "invalid JSON")

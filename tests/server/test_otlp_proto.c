@@ -217,10 +217,37 @@ static void test_responses(void **state)
     assert_int_equal(len, sizeof want);
     assert_memory_equal(p, want, sizeof want);
     free(p);
-    p = otlp_proto_status(3, "bad", &len);
-    static const uint8_t status[] = {0x08, 0x03, 0x12, 0x03, 'b', 'a', 'd'};
+    p = otlp_proto_status(16, "bad", NULL, NULL, &len);
+    static const uint8_t status[] = {0x08, 0x10, 0x12, 0x03, 'b', 'a', 'd'};
     assert_int_equal(len, sizeof status);
     assert_memory_equal(p, status, sizeof status);
+    free(p);
+    /* details(3) { Any { type_url(1), value(2) = BadRequest { field_violations(1) {
+     * field(1) = "x", description(2) = "y" } } } } */
+    p = otlp_proto_status(3, "x: y", "x", "y", &len);
+    static const char url[] = OTLP_BAD_REQUEST_TYPE;
+    uint8_t bad[128];
+    size_t n = 0, u = sizeof url - 1;
+    static const uint8_t head[] = {0x08, 0x03, 0x12, 0x04, 'x', ':', ' ', 'y'};
+    memcpy(bad, head, sizeof head);
+    n = sizeof head;
+    bad[n++] = 0x1a;
+    bad[n++] = (uint8_t)(2 + u + 2 + 8);
+    bad[n++] = 0x0a;
+    bad[n++] = (uint8_t)u;
+    memcpy(bad + n, url, u);
+    n += u;
+    static const uint8_t value[] = {0x12, 0x08, 0x0a, 0x06, 0x0a, 0x01, 'x', 0x12, 0x01, 'y'};
+    memcpy(bad + n, value, sizeof value);
+    n += sizeof value;
+    assert_int_equal(len, n);
+    assert_memory_equal(p, bad, n);
+    free(p);
+    /* no field named: the violation has only its description */
+    p = otlp_proto_status(3, "m", "", "m", &len);
+    assert_int_equal(p[len - 5], 0x0a); /* field_violations, 3 bytes */
+    assert_int_equal(p[len - 3], 0x12); /* description */
+    assert_int_equal(p[len - 1], 'm');
     free(p);
 }
 
