@@ -28,11 +28,6 @@
 #define MAX_LIMIT 100
 #define MAX_PATCH 4096
 
-static const char *const statuses[] = {"new", "ongoing", "resolved", "regressed", NULL};
-static const char *const kinds[] = {"jank", "hang", "leak", "net_error", "large_image", "large_payload",
-                                    "slow_request", "slow_page", "slow_startup", "frozen_frames", "n_plus_one",
-                                    "serial_requests", "page_regression", "startup_regression", NULL};
-static const char *const severities[] = {"critical", "major", "minor", NULL};
 
 static const char *known(const char *const *list, const char *s, size_t n)
 {
@@ -136,9 +131,9 @@ static void list_issues(pacerd *d, const http_request *rq, http_response *rs)
         params_str(rq->query, "version", 256, &l.q.version, err, sizeof err) < 0 ||
         params_int(rq->query, "limit", 1, MAX_LIMIT, &limit, err, sizeof err) < 0 ||
         params_str(rq->query, "cursor", 64, &cursor, err, sizeof err) < 0 ||
-        value_list(rq->query, "status", statuses, l.q.statuses, 7, err, sizeof err) < 0 ||
-        value_list(rq->query, "kind", kinds, l.q.kinds, 15, err, sizeof err) < 0 ||
-        value_list(rq->query, "severity", severities, l.q.severities, 3, err, sizeof err) < 0) {
+        value_list(rq->query, "status", iss_statuses, l.q.statuses, 7, err, sizeof err) < 0 ||
+        value_list(rq->query, "kind", iss_kinds, l.q.kinds, 15, err, sizeof err) < 0 ||
+        value_list(rq->query, "severity", iss_severities, l.q.severities, ISS_N_SEVERITIES, err, sizeof err) < 0) {
         http_error(rs, 400, "%s", err);
         return;
     }

@@ -231,22 +231,25 @@ static void grade(const lc_context *c, const iss_vstat *last, char severity[16],
     double share = (double)last->sessions / denom, per = last->lost_ms / denom;
     char rule[200];
     const ana_thresholds *t = c->t;
+    enum iss_severity sev;
     if (per >= t->critical_ms) {
-        snprintf(severity, 16, "critical");
-        snprintf(rule, sizeof rule, "critical: %.1f ms lost per session >= critical-ms-per-session %g", per,
-                 t->critical_ms);
+        sev = ISS_CRITICAL;
+        snprintf(rule, sizeof rule, "%s: %.1f ms lost per session >= critical-ms-per-session %g", iss_severities[sev],
+                 per, t->critical_ms);
     } else if (per >= t->major_ms) {
-        snprintf(severity, 16, "major");
-        snprintf(rule, sizeof rule, "major: %.1f ms lost per session >= major-ms-per-session %g", per, t->major_ms);
+        sev = ISS_MAJOR;
+        snprintf(rule, sizeof rule, "%s: %.1f ms lost per session >= major-ms-per-session %g", iss_severities[sev],
+                 per, t->major_ms);
     } else if (share >= t->major_share) {
-        snprintf(severity, 16, "major");
-        snprintf(rule, sizeof rule, "major: %.1f %% of sessions affected >= major-share %g %%", 100 * share,
-                 100 * t->major_share);
+        sev = ISS_MAJOR;
+        snprintf(rule, sizeof rule, "%s: %.1f %% of sessions affected >= major-share %g %%", iss_severities[sev],
+                 100 * share, 100 * t->major_share);
     } else {
-        snprintf(severity, 16, "minor");
-        snprintf(rule, sizeof rule, "minor: %.1f ms lost per session < %g and %.1f %% of sessions affected < %g %%",
-                 per, t->major_ms, 100 * share, 100 * t->major_share);
+        sev = ISS_MINOR;
+        snprintf(rule, sizeof rule, "%s: %.1f ms lost per session < %g and %.1f %% of sessions affected < %g %%",
+                 iss_severities[sev], per, t->major_ms, 100 * share, 100 * t->major_share);
     }
+    snprintf(severity, 16, "%s", iss_severities[sev]);
     jbuf_open(g, '{');
     jbuf_kv_str(g, "version", last->version);
     jbuf_kv_i64(g, "sessions", sessions);

@@ -1193,6 +1193,13 @@ int iss_list(sqlite3 *db, const iss_query *q, char (*ret)[ISSUE_ID_LEN + 1], int
     return r == SQLITE_DONE ? 0 : -EIO;
 }
 
+const char *const iss_severities[ISS_N_SEVERITIES + 1] = {
+    [ISS_CRITICAL] = "critical", [ISS_MAJOR] = "major", [ISS_MINOR] = "minor", [ISS_N_SEVERITIES] = NULL};
+const char *const iss_statuses[] = {"new", "ongoing", "resolved", "regressed", NULL};
+const char *const iss_kinds[] = {"jank", "hang", "leak", "net_error", "large_image", "large_payload",
+                                 "slow_request", "slow_page", "slow_startup", "frozen_frames", "n_plus_one",
+                                 "serial_requests", "page_regression", "startup_regression", NULL};
+
 int iss_status_counts(sqlite3 *db, int64_t ret[5])
 {
     static const char *const statuses[5] = {"new", "ongoing", "resolved", "regressed", ""};

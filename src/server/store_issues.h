@@ -119,6 +119,15 @@ typedef struct iss_issue {
 
 void iss_issue_reset(iss_issue *i);
 
+/* The words of issues, each list in its order and NULL-terminated: what
+ * grading gives (lifecycle.c), the issues API takes as filters and
+ * /api/v1/schema names, so that no reader keeps a list of its own.
+ * Severities go from the most severe. */
+enum iss_severity { ISS_CRITICAL, ISS_MAJOR, ISS_MINOR, ISS_N_SEVERITIES };
+extern const char *const iss_severities[ISS_N_SEVERITIES + 1];
+extern const char *const iss_statuses[];
+extern const char *const iss_kinds[];
+
 /* The candidate's id: 16 hex digits of FNV-1a 64 over "app\nkind\nkey". */
 void iss_id(const char *app, const char *kind, const char *key, char out[ISSUE_ID_LEN + 1]);
 
