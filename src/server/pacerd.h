@@ -82,6 +82,9 @@ void samples_handle(pacerd *d, const http_request *rq, http_response *rs);
  * request_stats, jank, frames (query_dash.c). True when the path is one
  * of them (and the answer is set). */
 bool dash_handle(pacerd *d, const http_request *rq, http_response *rs);
+/* GET /api/v1/schema: the words the other answers use (schema_api.c).
+ * True when the path is it (and the answer is set). */
+bool schema_api_handle(pacerd *d, const http_request *rq, http_response *rs);
 /* /api/v1/issues, /api/v1/issues/{id} (GET, PATCH), /api/v1/cleaning
  * (issues_api.c). True when the path is one of them (and the answer is set). */
 bool issues_api_handle(pacerd *d, const http_request *rq, http_response *rs);

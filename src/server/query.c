@@ -1,4 +1,5 @@
-/* Query API: GET /api/v1/{apps,pages,startup,requests,spans} (pacerd.h).
+/* Query API: GET /api/v1/{apps,pages,startup,requests,spans} (pacerd.h), and
+ * /api/v1/schema (schema_api.c).
  *
  * Percentiles come from the DDSketch rollups (store_scan merges whole days
  * from the rollups with the raw rows of the days a range cuts), so a query
@@ -254,6 +255,8 @@ void query_handle(pacerd *d, const http_request *rq, http_response *rs)
         {"/api/v1/spans", "spans", "name", KIND_SPAN},
     };
     char err[256];
+    if (schema_api_handle(d, rq, rs))
+        return;
     if (strcmp(rq->path, "/api/v1/apps") == 0) {
         static const char *const none[] = {NULL};
         if (params_only(rq->query, none, err, sizeof err) < 0) {
@@ -285,7 +288,7 @@ void query_handle(pacerd *d, const http_request *rq, http_response *rs)
     while (e < sizeof endpoints / sizeof endpoints[0] && strcmp(rq->path, endpoints[e].path) != 0)
         e++;
     if (e == sizeof endpoints / sizeof endpoints[0]) {
-        http_error(rs, 404, "no such query: %s (apps, pages, startup, requests, spans)", rq->path);
+        http_error(rs, 404, "no such query: %s (apps, pages, startup, requests, spans, schema)", rq->path);
         return;
     }
     static const char *const known[] = {"app", "version", "from", "to", NULL};

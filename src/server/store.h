@@ -143,6 +143,7 @@ typedef struct store_kind_desc {
     enum store_table table;
     size_t n_metrics;
     const char *metrics[STORE_MAX_METRICS]; /* "total_ms", … */
+    const pacer_field *metric_fields[STORE_MAX_METRICS]; /* each one's field: its unit and meaning */
     int metric_cols[STORE_MAX_METRICS];     /* each metric's column, or -1 (computed: a span's duration) */
     size_t n_name_cols;
     int name_cols[STORE_MAX_NAME_COLS]; /* the columns the group name joins, with ' ' */

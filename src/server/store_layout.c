@@ -35,6 +35,10 @@ static const struct {
     [KIND_SPAN] = {"span", TABLE_SPANS, -1, -1},
 };
 
+/* The metric of plain spans, which no record type has. */
+static const pacer_field span_duration = {.name = "duration_ms", .type = PACER_TYPE_MS, .flags = PACER_FIELD_METRIC,
+                                          .unit = "ms", .meaning = "the span's end time minus its start time"};
+
 /* Attributes a field is also read from, after pacer.<name> and the
  * schema's semantic convention. */
 static const struct {
@@ -362,6 +366,7 @@ static void build_record_table(enum store_kind k)
             break;
         }
         kd->metrics[kd->n_metrics] = f->name;
+        kd->metric_fields[kd->n_metrics] = f;
         kd->metric_cols[kd->n_metrics++] = t->field_cols[i];
     }
     long ex = kind_defs[k].excluded_field;
@@ -415,7 +420,8 @@ static void build(void)
     sk->n_name_cols = 1;
     sk->name_cols[0] = column_of(&L.tables[TABLE_SPANS], SRC_SPAN_NAME);
     sk->n_metrics = 1;
-    sk->metrics[0] = "duration_ms";
+    sk->metrics[0] = span_duration.name;
+    sk->metric_fields[0] = &span_duration;
     sk->metric_cols[0] = -1;
     sk->excluded_col = -1;
     for (enum store_kind k = 0; k < KIND_COUNT; k++)

@@ -6,9 +6,11 @@ record waiting to be added to them (--rollup-lag 3600000), when queries
 read the records from the raw rows and a SIGKILL leaves the rebuilding of
 the rollups to the next start. On ClickHouse (PACER_TEST_STORE=clickhouse)
 the second run reads everything from the consolidated rollups instead."""
+import json
 import os
 import random
 import sqlite3
+import subprocess
 import sys
 import unittest
 
@@ -100,6 +102,31 @@ class PacerdApi(unittest.TestCase):
         a, b = (T0 + DAY) // 10**9, (T0 + 3 * DAY) // 10**9
         self.check_pages(self.d.query("/api/v1/pages?app=shop&from=%d&to=%d" % (a, b)),
                          [x for x in self.loads if a * 10**9 <= x[0] < b * 10**9])
+
+    def test_schema_names_what_the_answers_hold(self):
+        s = self.d.query("/api/v1/schema")
+        # the severities grading gives, the most severe first; what the issues API filters by
+        self.assertEqual(s["issues"]["severities"], ["critical", "major", "minor"])
+        self.assertEqual(s["issues"]["statuses"], ["new", "ongoing", "resolved", "regressed"])
+        self.assertIn("slow_page", s["issues"]["kinds"])
+        # each group kind's metrics: the record schema's metric fields, with
+        # their units and meanings, as `pacer schema` (libpacer) prints them
+        p = subprocess.run([os.environ.get("PACER", "build/src/cli/pacer"), "schema", "--format", "json"],
+                           capture_output=True, text=True, timeout=30, check=True)
+        types = {t["name"]: t for t in json.loads(p.stdout)["types"]}
+        for kind, rtype in (("page", "page"), ("startup", "startup"), ("request", "net")):
+            want = [{"name": f["name"], "unit": f["unit"], "meaning": f["meaning"]}
+                    for f in types[rtype]["fields"] if "metric" in f["flags"]]
+            self.assertEqual(s["groups"][kind]["metrics"], want, kind)
+        self.assertEqual([(m["name"], m["unit"]) for m in s["groups"]["span"]["metrics"]], [("duration_ms", "ms")])
+        self.assertEqual(sorted(s["groups"]), ["page", "request", "span", "startup"])
+        # and the answers hold those names
+        names = {m["name"] for m in s["groups"]["page"]["metrics"]}
+        for page in self.d.query("/api/v1/pages?app=shop")["pages"]:
+            self.assertTrue(set(page["metrics"]) <= names, page["metrics"].keys())
+        st, _, body = self.d.request("GET", "/api/v1/schema?app=shop", token=ADMIN)
+        self.assertEqual(st, 400, body)
+        self.assertEqual(self.d.request("GET", "/api/v1/schema")[0], 401)
 
     def test_apps(self):
         apps = self.d.query("/api/v1/apps")["apps"]
