@@ -23,7 +23,9 @@ week of history (dashdata.py). One browser, one session, every page once:
 Screenshots of every page go to WEB_SHOTS (the build tree). Without
 chromium, node, the built dashboard or Xvfb it skips (in CI: fails).
 Issues: the demo's jank is filed by the analysis layer; the page lists it,
-shows its evidence, and resolves it.
+shows its evidence, and resolves it. The overview counts the open issues
+by the severities pacerd grades (GET /api/v1/schema names them): an app
+with a critical, a major and a minor issue shows one of each.
 
 Also, without a browser: the security headers, the login limiter, a
 session ended by a new admin token (SIGHUP), Secure cookies under TLS."""
@@ -49,6 +51,7 @@ sys.path.insert(0, HERE)
 
 from pacerd_harness import ADMIN, KEYS, Pacerd  # noqa: E402
 import dashdata  # noqa: E402
+from test_issue_kinds import jank, logs_body, page, spans_body  # noqa: E402
 
 WEB_DIR = os.environ.get("PACER_WEB_DIR", "build/web")
 SHOTS = os.environ.get("WEB_SHOTS", "build/tests/web/screenshots")
@@ -76,6 +79,24 @@ skip_unless(shutil.which("Xvfb"), "Xvfb is not installed")
 from agentlib import APP_ENV, SHOP_APP, SHOP_CONFIG, ApiServer, Xvfb  # noqa: E402
 
 PACER = os.environ["PACER"]
+
+
+def graded_issues(d):
+    """App "other": 20 sessions, and three stuck functions whose grades are
+    known (docs/server.md, Severity; test_issue_kinds.Grades): one in every
+    session, 800 ms (critical: 800 ms lost per session), one in 6 of 20,
+    750 ms (major: 225 ms per session), one in 1 of 20, 720 ms (minor:
+    36 ms per session and 5 % of sessions)."""
+    t = time.time_ns() - 3600 * 10**9
+    sessions = ["g%02d" % i for i in range(20)]
+    logs = {s: [jank(t, 800, fingerprint="aaaaaaaaaaaaaaaa")] for s in sessions}
+    for s in sessions[:6]:
+        logs[s].append(jank(t + 1, 750, fingerprint="bbbbbbbbbbbbbbbb"))
+    logs[sessions[0]].append(jank(t + 2, 720, fingerprint="cccccccccccccccc"))
+    for s in sessions:
+        d.ingest("/v1/traces", spans_body("other", "1.0", s, [page("HomeWindow", t, 300.0)]), app="other")
+        d.ingest("/v1/logs", logs_body("other", "1.0", s, logs[s]), app="other")
+    return {"aaaaaaaaaaaaaaaa": "critical", "bbbbbbbbbbbbbbbb": "major", "cccccccccccccccc": "minor"}
 
 
 def key_file(directory, app="shop"):
@@ -159,6 +180,7 @@ class Browser(unittest.TestCase):
         # a generated week: versions 1.0 and 1.1
         for endpoint, body in dashdata.Gen(app="shop", end_s=now - 600).batches():
             d.ingest(endpoint, body)
+        cls.graded = graded_issues(d)
         # the demo app itself, version "demo", with its main-loop jank
         with Xvfb() as x, ApiServer({"/api/config": 200, "/api/list": 300, "/api/test1": 300}) as api:
             env = dict(os.environ, DISPLAY=x.display, **APP_ENV)
@@ -193,11 +215,20 @@ class Browser(unittest.TestCase):
             time.sleep(0.5)
         if not cls.issues:
             raise AssertionError("no issue was filed for the demo's data within 60 s: %d %s" % (status, body[:500]))
+        for _ in range(120):
+            got = {i["fingerprint"]: i["severity"] for i in d.query("/api/v1/issues?app=other")["issues"]}
+            if all(fp in got for fp in cls.graded):
+                break
+            time.sleep(0.5)
+        if {fp: got.get(fp) for fp in cls.graded} != cls.graded:
+            raise AssertionError("the graded issues were not filed as expected within 60 s: %s" % got)
         cls.attacker = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Attacker)
         threading.Thread(target=cls.attacker.serve_forever, daemon=True).start()
         query = "app=shop&from=%d&to=%d" % (cls.frm, cls.to)
         visits = [{"name": p, "page": p, "query": query} for p in PAGES]
         visits.insert(5, {"name": "jank-demo", "page": "jank", "query": query + "&version=demo"})
+        visits.insert(1, {"name": "overview-graded", "page": "overview",
+                          "query": "app=other&from=%d&to=%d" % (cls.frm, cls.to)})
         cfg = {"base": d.base, "token": ADMIN, "pages": visits, "shots": os.path.abspath(SHOTS),
                "trace_file": cls.trace_json, "issues": cls.issues, "chromium": CHROMIUM,
                "attacker": "http://127.0.0.1:%d/evil.html" % cls.attacker.server_address[1]}
@@ -359,6 +390,24 @@ class Browser(unittest.TestCase):
                 got[node["name"]] = got.get(node["name"], 0) + node["calls"]
         self.assertEqual(got, want)
         self.assertGreater(self.out["pages"]["traces"]["flame"], 3)  # frames narrower than a pixel are not drawn
+
+    def test_overview_counts_open_issues_by_severity(self):
+        severities = self.d.query("/api/v1/schema")["issues"]["severities"]
+        self.assertEqual(severities[0], "critical")  # the most severe first
+        for name in ("overview", "overview-graded"):
+            with self.subTest(name):
+                p = self.out["pages"][name]
+                tiles = p["severity_tiles"]
+                # a tile per severity pacerd grades, in its order
+                self.assertEqual([t["severity"] for t in tiles], severities)
+                # each one counting the open issues of its severity, as the API listed them then
+                for t in tiles:
+                    n = p["open_issues"].count(t["severity"])
+                    self.assertEqual((t["v"], t["text"]), (str(n), str(n)), t)
+                # and every open issue counted
+                self.assertEqual(sum(int(t["v"]) for t in tiles), len(p["open_issues"]), (tiles, p["open_issues"]))
+        shown = {t["severity"]: int(t["v"]) for t in self.out["pages"]["overview-graded"]["severity_tiles"]}
+        self.assertEqual(shown, {"critical": 1, "major": 1, "minor": 1})
 
     def test_issues_page(self):
         p = self.out["pages"]["issues"]

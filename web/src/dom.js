@@ -39,10 +39,14 @@ export function card(title, help, ...body) {
     ...body);
 }
 
+// headers: text, or {text, …attributes of the th} (a title, say)
 export function table(headers, rows, attrs) {
-  return h('table', attrs || {},
-    h('thead', {}, h('tr', {}, headers.map((t) => h('th', typeof t === 'object' && !(t instanceof Node) ? t : {}, typeof t === 'object' && !(t instanceof Node) ? t.text : t)))),
-    h('tbody', {}, rows));
+  const th = (t) => {
+    if (typeof t !== 'object' || t instanceof Node) return h('th', {}, t);
+    const { text, ...rest } = t;
+    return h('th', rest, text);
+  };
+  return h('table', attrs || {}, h('thead', {}, h('tr', {}, headers.map(th))), h('tbody', {}, rows));
 }
 
 export function message(kind, text) {

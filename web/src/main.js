@@ -1,7 +1,9 @@
 // pacer's dashboard: the shell (login, navigation, the app, version and
 // time range pickers) and the page router. Pages are modules with
 // render(root, ctx); ctx carries the app, version and [from, to) every
-// page applies, and the page's own parameters, all from the URL.
+// page applies, and the page's own parameters, all from the URL, and
+// pacerd's schema (GET /api/v1/schema): the issue severities, the metrics
+// of each query with their units — the pages name none of their own.
 
 import './style.css';
 import { h, clear, message } from './dom.js';
@@ -21,6 +23,7 @@ import * as traces from './pages/traces.js';
 const MODULES = { overview, pages, startup, requests, jank, frames, issues, config, traces };
 const root = document.getElementById('app');
 let apps = null;
+let schema = null; // GET /api/v1/schema: the words pacerd's answers use (severities, metrics)
 let renderSeq = 0;
 
 function loginForm(error) {
@@ -55,6 +58,7 @@ async function logout() {
   try { await send('POST', '/auth/logout'); } catch (e) { /* the session is gone either way */ }
   setCsrf(null);
   apps = null;
+  schema = null;
   loginForm();
 }
 
@@ -102,7 +106,7 @@ async function render() {
   const seq = ++renderSeq;
   const { page, params } = current();
   if (!apps) {
-    try { apps = (await get('/api/v1/apps')).apps; } catch (e) {
+    try { [apps, schema] = await Promise.all([get('/api/v1/apps').then((r) => r.apps), get('/api/v1/schema')]); } catch (e) {
       if (e instanceof HttpError && e.status === 401) { loginForm(); return; }
       clear(root).appendChild(message('error', 'pacerd: ' + e.message));
       return;
@@ -124,7 +128,7 @@ async function render() {
     return;
   }
   const ctx = {
-    app: fixed.app, version: fixed.version, from: +fixed.from, to: +fixed.to, params: fixed, versions,
+    app: fixed.app, version: fixed.version, from: +fixed.from, to: +fixed.to, params: fixed, versions, schema,
     set: (p, replace) => go(page, Object.assign({}, fixed, p), replace),
     link: (p, extra) => link(p, Object.assign(common(fixed), extra || {})),
     stale: () => seq !== renderSeq,

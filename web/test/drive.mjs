@@ -78,6 +78,16 @@ try {
       current.flame = await page.$$eval('#jank-flame g.frame', (e) => e.map((x) => x.getAttribute('name')));
       current.groups = await page.$$eval('#jank-table tbody tr', (e) => e.map((x) => x.textContent));
     }
+    if (visit.page === 'overview') {
+      // the open issues by severity as the page shows them, and as the API
+      // answers at the same moment
+      current.severity_tiles = await page.$$eval('#issues-by-severity .tile-n', (e) => e.map((x) => ({ severity: x.dataset.severity, v: x.dataset.v, text: x.textContent })));
+      current.open_issues = await page.evaluate(async (q) => {
+        const app = new URLSearchParams(q).get('app');
+        const r = await fetch('/api/v1/issues?limit=100&status=new,ongoing,regressed&app=' + encodeURIComponent(app));
+        return (await r.json()).issues.map((i) => i.severity);
+      }, visit.query);
+    }
     if (name === 'pages') current.charts = await page.$$eval('.uplot', (e) => e.length);
     if (name === 'startup') current.segments = await page.$$eval('#wf-session .wf-seg', (e) => e.map((x) => ({ phase: x.dataset.phase, at: x.dataset.at })));
     await page.screenshot({ path: cfg.shots + '/' + name + '.png', fullPage: true });

@@ -45,10 +45,29 @@ export function sel(list, key, value) {
   return [list, { [key]: value }];
 }
 
-// p50 / p90 / p99 cells of a metric, linked to url at base.metrics.M
-export function pcells(m, url, base, metric) {
+// p50 / p90 / p99 cells of a metric, linked to url at base.metrics.M, in
+// its unit (ms unless said)
+export function pcells(m, url, base, metric, unit) {
   return ['p50', 'p90', 'p99'].map((p) => h('td', { class: 'n' },
-    m && m[p] !== undefined ? num(m[p], 'ms', url, base.concat('metrics', metric, p)) : '–'));
+    m && m[p] !== undefined ? num(m[p], unit || 'ms', url, base.concat('metrics', metric, p)) : '–'));
+}
+
+// The metrics pacerd's answers for a group kind (page, startup, request,
+// span) hold, in order: [{name, unit, meaning}] (GET /api/v1/schema).
+export function metricsOf(ctx, kind) {
+  return ctx.schema.groups[kind].metrics;
+}
+
+// A table heading for a metric: its name, its meaning on hover.
+export function metricHead(m, suffix) {
+  return { text: m.name + (suffix || ''), title: m.meaning + (m.unit ? ' (' + m.unit + ')' : '') };
+}
+
+// The classes of a severity: its name, and its rank (0: the most severe),
+// which the style sheet colours.
+export function sevClass(ctx, severity) {
+  const rank = ctx.schema.issues.severities.indexOf(severity);
+  return 'sev-' + severity + (rank >= 0 ? ' sev-rank-' + rank : '');
 }
 
 export function versionsOf(ctx, max) {

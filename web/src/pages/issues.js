@@ -5,9 +5,10 @@
 import { h, card, table, message } from '../dom.js';
 import { num } from '../format.js';
 import { send } from '../api.js';
-import { query, optional } from './common.js';
+import { query, optional, sevClass } from './common.js';
 
-const FILTERS = ['status', 'kind', 'severity'];
+// each filter and the list of its values in pacerd's schema (GET /api/v1/schema)
+const FILTERS = [['status', 'statuses'], ['kind', 'kinds'], ['severity', 'severities']];
 
 function when(t) {
   if (t === undefined || t === null) return '–';
@@ -19,12 +20,13 @@ export async function render(root, ctx) {
   const all = await optional(ctx, '/api/v1/issues', { from: undefined, to: undefined });
   if (!all) { root.appendChild(message('info', 'This pacerd has no issues API (GET /api/v1/issues): it comes with the analysis layer.')); return; }
   const filters = {};
-  for (const f of FILTERS) if (ctx.params[f]) filters[f] = ctx.params[f];
+  for (const [f] of FILTERS) if (ctx.params[f]) filters[f] = ctx.params[f];
   const list = Object.keys(filters).length ? await query(ctx, '/api/v1/issues', Object.assign({ from: undefined, to: undefined }, filters)) : all;
-  const values = (k) => [...new Set(all.data.issues.map((i) => i[k]).filter(Boolean).concat(filters[k] ? [filters[k]] : []))].sort();
-  const bar = h('form', { class: 'filters', id: 'issue-filters' }, FILTERS.map((k) => {
+  // every value pacerd knows, in its order (a link may carry a list: status=new,ongoing)
+  const values = (k, words) => ctx.schema.issues[words].concat(filters[k] && !ctx.schema.issues[words].includes(filters[k]) ? [filters[k]] : []);
+  const bar = h('form', { class: 'filters', id: 'issue-filters' }, FILTERS.map(([k, words]) => {
     const s = h('select', { name: k, id: 'filter-' + k }, h('option', { value: '' }, 'any ' + k),
-      values(k).map((v) => h('option', { value: v, selected: v === filters[k] }, v)));
+      values(k, words).map((v) => h('option', { value: v, selected: v === filters[k] }, v)));
     s.addEventListener('change', () => ctx.set({ [k]: s.value || undefined, issue: undefined }));
     return h('label', {}, k + ' ', s);
   }));
@@ -33,7 +35,7 @@ export async function render(root, ctx) {
   const t = card('Issues', 'Ranked by the analysis layer (impact: sessions affected × time lost). Filters apply to the list.', bar,
     issues.length ? table(['#', 'severity', 'kind', 'title', 'status', 'count', 'sessions', 'versions', 'last seen'], issues.map((i, k) =>
       h('tr', { class: String(i.id) === ctx.params.issue ? 'selected' : '', dataset: { id: String(i.id) } },
-        h('td', { class: 'n' }, String(k + 1)), h('td', { class: 'sev-' + i.severity }, i.severity), h('td', {}, i.kind),
+        h('td', { class: 'n' }, String(k + 1)), h('td', { class: sevClass(ctx, i.severity) }, i.severity), h('td', {}, i.kind),
         h('td', {}, h('a', { href: ctx.link('issues', Object.assign({}, filters, { issue: i.id })) }, i.title)),
         h('td', {}, i.status),
         h('td', { class: 'n' }, num(i.count, 'count', list.url, base(i).concat('count'))),

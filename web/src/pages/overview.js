@@ -5,9 +5,7 @@ import { h, card, table, message } from '../dom.js';
 import { num, fmtNumber } from '../format.js';
 import { timeChart } from '../chart.js';
 import { get, HttpError } from '../api.js';
-import { query, optional, series, seriesValues, sel, pcells, versionsOf, chartBox } from './common.js';
-
-const SEVERITIES = ['critical', 'high', 'medium', 'low'];
+import { query, optional, series, seriesValues, sel, pcells, versionsOf, chartBox, sevClass } from './common.js';
 
 function promValue(text, name, labels) {
   for (const line of text.split('\n')) {
@@ -51,9 +49,10 @@ async function openIssues(ctx) {
   const r = await optional(ctx, '/api/v1/issues', { status: 'new,ongoing,regressed', from: undefined, to: undefined });
   if (!r) { box.appendChild(message('info', 'This pacerd has no issues API.')); return box; }
   const list = r.data.issues || [];
-  box.appendChild(h('div', { class: 'tiles', id: 'issues-by-severity' }, SEVERITIES.map((s) => {
+  // the severities pacerd grades, the most severe first (GET /api/v1/schema)
+  box.appendChild(h('div', { class: 'tiles', id: 'issues-by-severity' }, ctx.schema.issues.severities.map((s) => {
     const n = list.filter((i) => i.severity === s).length;
-    return h('a', { class: 'tile sev-' + s, href: ctx.link('issues', { status: 'new,ongoing,regressed', severity: s }) },
+    return h('a', { class: 'tile ' + sevClass(ctx, s), href: ctx.link('issues', { status: 'new,ongoing,regressed', severity: s }) },
       h('span', { class: 'tile-n', dataset: { v: n, severity: s } }, String(n)), h('span', {}, s));
   })));
   return box;

@@ -5,9 +5,8 @@ import { h, card, table, message } from '../dom.js';
 import { num, fmtTimeNs, fmtMs } from '../format.js';
 import { timeChart } from '../chart.js';
 import { waterfall, offsets, median, PHASES } from '../waterfall.js';
-import { query, series, seriesValues, sel, pcells, versionsOf, chartBox } from './common.js';
+import { query, series, seriesValues, sel, pcells, versionsOf, chartBox, metricsOf, metricHead } from './common.js';
 
-const METRICS = [['app_cost_ms', 'app created'], ['first_screen_ms', 'first frame'], ['cold_ms', 'main frame'], ['full_display_ms', 'full display']];
 const N = 200;
 
 export async function render(root, ctx) {
@@ -26,11 +25,14 @@ export async function render(root, ctx) {
   root.appendChild(card('Cold start by version', 'Each phase\'s median offset from launch, over the newest ' + N + ' cold starts of each version in the range (hover a segment for its exact times).',
     waterfall(rows, 'wf-versions')));
 
+  // the start-up metrics pacerd names (its schema) that cold starts have
+  const colds = per.map(([, r]) => r.data.startup.find((k) => k.kind === 'cold'));
+  const METRICS = metricsOf(ctx, 'startup').filter((m) => colds.some((c) => c && c.metrics[m.name]));
   const t = card('Percentiles by version', 'From the sketches, over every cold start of the range.');
-  t.appendChild(table(['version', 'starts'].concat(...METRICS.map(([m]) => [m + ' p50', 'p90', 'p99'])), vs.map((v, i) => {
-    const r = per[i][1], cold = r.data.startup.find((k) => k.kind === 'cold'), base = sel('startup', 'kind', 'cold');
+  t.appendChild(table(['version', 'starts'].concat(...METRICS.map((m) => [metricHead(m, ' p50'), 'p90', 'p99'])), vs.map((v, i) => {
+    const r = per[i][1], cold = colds[i], base = sel('startup', 'kind', 'cold');
     return h('tr', {}, h('td', {}, v), h('td', { class: 'n' }, cold ? num(cold.count, 'count', r.url, base.concat('count')) : '–'),
-      METRICS.map(([m]) => pcells(cold && cold.metrics[m], r.url, base, m)));
+      METRICS.map((m) => pcells(cold && cold.metrics[m.name], r.url, base, m.name, m.unit)));
   }), { id: 'startup-versions', class: 'wide' }));
   root.appendChild(t);
 
