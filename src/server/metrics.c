@@ -183,7 +183,7 @@ void metrics_render(server_metrics *m, jbuf *b, const http_stats *hs, const stor
               &hs->queue_wait);
     histogram(b, "pacerd_http_handler_seconds", "Time a worker spent on a request.", &hs->handler_time);
 
-    gauge(b, "pacerd_store_up", "1 when the store writes and reads (what /healthz says), else 0.",
+    gauge(b, "pacerd_store_up", "1 when an ingest batch can commit (what /healthz says), else 0.",
           h->fault == STORE_OK);
     help(b, "pacerd_store_state", "gauge", "1 for the store's present state.");
     for (size_t i = 0; i < STORE_FAULT_COUNT; i++)

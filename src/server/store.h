@@ -282,24 +282,30 @@ void store_coming(store *st, int delta);
 
 /* ---- health and figures (store_health.c) ----
  *
- * Every write transaction and every read reports its outcome. A failure
- * is classified by its cause (SQLite's code and the system's errno) and
- * logged once, through store_options.log, when it starts and once when
- * writes succeed again; corruption, once seen, stays reported until
- * pacerd restarts. */
+ * The health says whether an ingest batch can commit. Every write
+ * transaction and every read reports its outcome. A failed write makes
+ * the writes fail until a batch, or the probe, commits — with room for one
+ * more batch on the database's file system (SQLite) —, whatever else
+ * commits meanwhile. A failure is classified by its cause (SQLite's code
+ * and the system's errno) and logged once, through store_options.log,
+ * when it starts (and when its cause changes) and once when writes
+ * succeed again; corruption, once seen, stays reported until pacerd
+ * restarts. */
 enum store_fault { STORE_OK, STORE_DISK_FULL, STORE_READ_ONLY, STORE_CORRUPT, STORE_IO, STORE_STUCK,
                    STORE_FAULT_COUNT };
 
 typedef struct store_health {
     enum store_fault fault;
-    char reason[320];   /* what failed and why; "" when ok */
+    char reason[512];   /* what failed and why; "" when ok */
     int64_t since_ns;   /* wall time of the first failure of this kind in a row; 0 when ok */
 } store_health;
 
 /* The store's state now. Answers at once from what the last transactions
- * and reads found; when nothing was committed in the last second and no
- * failure is known, the writer commits a probe row and this waits for it
- * at most wait_ms (longer: STORE_STUCK). Any thread. */
+ * and reads found; when nothing was committed in the last second, or the
+ * writes fail, a probe is committed (SQLite: a row by the writer, then
+ * room for a batch reserved; ClickHouse: SELECT 1) and this waits for it
+ * at most wait_ms (SQLite, longer: STORE_STUCK; ClickHouse: at least
+ * 200 ms; wait_ms 0 there: no probe). Any thread. */
 void store_health_get(store *st, unsigned wait_ms, store_health *ret);
 
 typedef struct store_stats {

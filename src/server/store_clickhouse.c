@@ -839,7 +839,11 @@ static void *writer_main(void *arg)
             for (size_t i = 0; !j->duplicate && i < j->n; i++)
                 rows[j->recs[i].table] += !j->recs[i].skipped;
         }
-        health_write(&st->health, r < 0 ? &err : NULL, mono_ns() - t0, rows, duplicates);
+        uint64_t stored = 0;
+        for (size_t t = 0; t < TABLE_COUNT; t++)
+            stored += rows[t];
+        health_write(&st->health, r < 0 ? &err : NULL, stored ? HEALTH_BATCH : HEALTH_OTHER, mono_ns() - t0, rows,
+                     duplicates, 0);
 
         pthread_mutex_lock(&st->lock);
         for (ch_job *j = list; j; j = j->next) {
@@ -914,7 +918,7 @@ static void ch_health_get(store *s, unsigned wait_ms, store_health *ret)
     store_error err;
     if (r < 0)
         ch_error_of(&rep, &err);
-    health_write(&st->health, r < 0 ? &err : NULL, mono_ns() - t0, NULL, 0);
+    health_write(&st->health, r < 0 ? &err : NULL, HEALTH_PROBE, mono_ns() - t0, NULL, 0, 0);
     health_snapshot(&st->health, ret, &last_ok);
 }
 
@@ -966,7 +970,7 @@ static int ch_config_put(store *s, const char *app, const char *xml, size_t len,
     store_error err;
     if (r < 0)
         ch_error_of(&rep, &err);
-    health_write(&st->health, r < 0 ? &err : NULL, 0, NULL, 0);
+    health_write(&st->health, r < 0 ? &err : NULL, HEALTH_OTHER, 0, NULL, 0, 0);
     if (r < 0)
         return -EIO;
     *ret_version = v;

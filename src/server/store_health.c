@@ -1,5 +1,22 @@
 /* The store's health and figures (store_health.h, store.h).
  *
+ * The health says whether ingest can commit. States of the writes:
+ *   ok      → failing  a write transaction fails (any: a batch, the probe,
+ *                      a config, the analysis, rollups, retention);
+ *   failing → failing  another fails (its cause becomes the reason), or
+ *                      something commits that proves nothing about a batch;
+ *   failing → ok       a transaction that held a batch's records, or the
+ *                      probe, commits and (SQLite) the file system has
+ *                      room for one more batch, reserved beside the
+ *                      database to prove it (fs_room).
+ * Why so: a full disk refuses the batches yet lets a small transaction
+ * commit in the room that the failed batch had taken in the WAL (a probe
+ * row, a rollup, a config, a batch of a few records); a ClickHouse short
+ * of room, or whose user became read-only, still answers a read. Were any
+ * commit to end the failure, /healthz would flap between 200 and 503 while
+ * no batch of ordinary size could commit, and a load balancer would keep
+ * sending to this instance.
+ *
  * A failure's cause comes from SQLite's result code and, for an I/O error,
  * from the errno of the system call that failed when SQLite kept it, else
  * from a probe of the database's file system (fs_probe: a file created,
@@ -8,8 +25,8 @@
  * ENOSPC, EDQUOT), a read-only file or file system (SQLITE_READONLY,
  * EROFS), corruption (SQLITE_CORRUPT, SQLITE_NOTADB), anything else. What is
  * logged, each time once:
- *   writes: the first failed transaction of a run of failures (and again
- *           when the cause changes), and the first commit after the run;
+ *   writes: the change to failing (and again when the cause changes), and
+ *           the change back to ok;
  *   reads:  the first failed read of a run, unless it is corruption;
  *   corruption, from a write or a read: once; it stays in the health
  *           until the process ends (the file must be repaired).
@@ -73,6 +90,30 @@ static enum store_fault fs_probe(const health_state *h, int *ret_errno)
     }
     *ret_errno = e;
     return e == EROFS ? STORE_READ_ONLY : e == ENOSPC || e == EDQUOT ? STORE_DISK_FULL : STORE_IO;
+}
+
+/* Whether the database's file system has need bytes for the store: they
+ * are reserved in a file beside the database (posix_fallocate), then
+ * given back. Returns 0 or the errno that refused them (ENOSPC: too little
+ * free); *ret_free: the free bytes statvfs saw before, -1 when unknown. */
+static int fs_room(const health_state *h, int64_t need, int64_t *ret_free)
+{
+    *ret_free = -1;
+    char file[4200];
+    snprintf(file, sizeof file, "%s-room", h->path); /* not fs_probe's: a read may run that one meanwhile */
+    int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return errno == EDQUOT ? ENOSPC : errno;
+    struct statvfs v;
+    bool known = fstatvfs(fd, &v) == 0;
+    if (known)
+        *ret_free = (int64_t)v.f_bavail * (int64_t)v.f_frsize;
+    int e = posix_fallocate(fd, 0, (off_t)need);
+    if (e == EOPNOTSUPP || e == EINVAL) /* a file system that cannot reserve: what it says is free */
+        e = known && *ret_free < need ? ENOSPC : 0;
+    close(fd);
+    unlink(file);
+    return e == EDQUOT ? ENOSPC : e;
 }
 
 static enum store_fault classify(const health_state *h, const store_error *e, int *ret_errno)
@@ -143,15 +184,92 @@ static void note_corrupt(health_state *h, const char *reason, const char *what)
            "(sqlite3 FILE '.recover')", reason, what);
 }
 
-void health_write(health_state *h, const store_error *err, int64_t duration_ns, const uint64_t *rows,
-                  uint64_t duplicates)
+int64_t health_room_needed(health_state *h)
 {
-    /* the cause first: its probe must not hold the lock */
+    pthread_mutex_lock(&h->lock);
+    int64_t most = 0;
+    for (size_t i = 0; i < HEALTH_SIZES; i++)
+        if (h->sizes[i] > most)
+            most = h->sizes[i];
+    pthread_mutex_unlock(&h->lock);
+    if (most > INT64_MAX / 2)
+        most = INT64_MAX / 2;
+    return 2 * most > HEALTH_MIN_ROOM ? 2 * most : HEALTH_MIN_ROOM;
+}
+
+static double mib(int64_t bytes)
+{
+    return (double)bytes / (1 << 20);
+}
+
+/* A commit that may end a failure: whether the file system has room for a
+ * batch. Returns STORE_OK, with what it saw in note (may be ""), or the
+ * fault, with why in note. */
+static enum store_fault check_room(health_state *h, char *note, size_t size)
+{
+    *note = 0;
+    if (!h->path)
+        return STORE_OK; /* ClickHouse: its server reserves its own room at each insert */
+    int64_t need = health_room_needed(h), free_bytes;
+    int e = fs_room(h, need, &free_bytes);
+    if (e == 0) {
+        if (free_bytes >= 0)
+            snprintf(note, size, "%.1f MiB free, a batch needs %.1f MiB", mib(free_bytes), mib(need));
+        return STORE_OK;
+    }
+    if (e == ENOSPC) {
+        if (free_bytes >= 0)
+            snprintf(note, size, "%.1f MiB free beside the database, a batch needs %.1f MiB", mib(free_bytes),
+                     mib(need));
+        else
+            snprintf(note, size, "no room for a batch (%.1f MiB) beside the database", mib(need));
+        return STORE_DISK_FULL;
+    }
+    snprintf(note, size, "room for a batch cannot be reserved beside the database (%s)", strerror(e));
+    return e == EROFS ? STORE_READ_ONLY : STORE_IO;
+}
+
+/* Called with the lock: the writes fail with f. */
+static void note_failing(health_state *h, enum store_fault f, const char *reason)
+{
+    if (f == STORE_CORRUPT)
+        note_corrupt(h, reason, "a write");
+    if (h->fault != f) {
+        if (f != STORE_CORRUPT)
+            say(h, "store: writes fail: %s; ingest, config changes and /healthz answer 503 until a batch can "
+                   "commit again", reason);
+        if (h->fault == STORE_OK) {
+            h->since_ns = wall_ns();
+            h->streak = 0;
+        }
+        h->fault = f;
+        h->note[0] = 0;
+    }
+    snprintf(h->reason, sizeof h->reason, "%s", reason);
+}
+
+void health_write(health_state *h, const store_error *err, enum health_txn what, int64_t duration_ns,
+                  const uint64_t *rows, uint64_t duplicates, int64_t bytes)
+{
+    /* the cause first: its probes must not hold the lock */
     int sys = 0;
     enum store_fault f = err ? classify(h, err, &sys) : STORE_OK;
-    char reason[320] = "";
+    char reason[320] = "", note[160] = "";
     if (err)
         describe(err, f, sys, reason, sizeof reason);
+    pthread_mutex_lock(&h->lock);
+    bool failing = h->fault != STORE_OK;
+    pthread_mutex_unlock(&h->lock);
+    if (!err && what == HEALTH_BATCH && bytes > 0) {
+        pthread_mutex_lock(&h->lock);
+        h->sizes[h->next_size] = bytes;
+        h->next_size = (h->next_size + 1) % HEALTH_SIZES;
+        pthread_mutex_unlock(&h->lock);
+    }
+    bool checked = !err && failing && what != HEALTH_OTHER;
+    if (checked)
+        f = check_room(h, note, sizeof note);
+
     pthread_mutex_lock(&h->lock);
     h->stats.transactions++;
     latency_add(&h->stats.transaction, duration_ns);
@@ -160,11 +278,29 @@ void health_write(health_state *h, const store_error *err, int64_t duration_ns, 
             h->stats.rows[t] += rows[t];
         h->stats.duplicates += duplicates;
         h->last_ok_ns = mono_ns();
-        if (h->fault != STORE_OK)
-            say(h, "store: writes succeed again, after %llu failed transaction(s) over %.1f s",
-                (unsigned long long)h->streak, (double)(wall_ns() - h->since_ns) / 1e9);
+        if (h->fault == STORE_OK || !checked) {
+            /* nothing to end; or nothing that proves it ended (or it began meanwhile, on another thread) */
+            pthread_mutex_unlock(&h->lock);
+            return;
+        }
+        if (f != STORE_OK) {
+            /* committed, but without room for the next batch: the same
+             * cause keeps its reason, with what the room check saw */
+            if (f == h->fault) {
+                snprintf(h->note, sizeof h->note, "%s", note);
+            } else {
+                snprintf(reason, sizeof reason, "%s: %s", fault_text(f), note);
+                note_failing(h, f, reason);
+            }
+            pthread_mutex_unlock(&h->lock);
+            return;
+        }
+        say(h, "store: writes succeed again, after %llu failed transaction(s) over %.1f s: %s committed%s%s",
+            (unsigned long long)h->streak, (double)(wall_ns() - h->since_ns) / 1e9,
+            what == HEALTH_BATCH ? "a batch" : "the probe", *note ? ", " : "", note);
         h->fault = STORE_OK;
         h->reason[0] = 0;
+        h->note[0] = 0;
         h->streak = 0;
         h->since_ns = 0;
         pthread_mutex_unlock(&h->lock);
@@ -172,18 +308,7 @@ void health_write(health_state *h, const store_error *err, int64_t duration_ns, 
     }
     h->stats.transaction_failures++;
     h->stats.failures[f]++;
-    if (f == STORE_CORRUPT)
-        note_corrupt(h, reason, "a write");
-    if (h->fault != f) {
-        if (f != STORE_CORRUPT)
-            say(h, "store: writes fail: %s; ingest and config changes answer 503 until they succeed again", reason);
-        if (h->fault == STORE_OK) {
-            h->since_ns = wall_ns();
-            h->streak = 0;
-        }
-        h->fault = f;
-    }
-    snprintf(h->reason, sizeof h->reason, "%s", reason);
+    note_failing(h, f, reason);
     h->streak++;
     pthread_mutex_unlock(&h->lock);
 }
@@ -229,7 +354,7 @@ void health_snapshot(health_state *h, store_health *ret, int64_t *ret_last_ok_ns
         ret->since_ns = h->corrupt_since_ns;
     } else if (h->fault != STORE_OK) {
         ret->fault = h->fault;
-        snprintf(ret->reason, sizeof ret->reason, "%s", h->reason);
+        snprintf(ret->reason, sizeof ret->reason, "%s%s%s", h->reason, *h->note ? "; " : "", h->note);
         ret->since_ns = h->since_ns;
     }
     if (ret_last_ok_ns)

@@ -1,6 +1,6 @@
 /* What the store's writes and reads found (store_health.c), for
- * store_health_get and store_get_stats. Used by store_sqlite.c only; every
- * function may be called from any thread. */
+ * store_health_get and store_get_stats. Used by the stores (store_sqlite.c,
+ * store_clickhouse.c); every function may be called from any thread. */
 #ifndef PACER_SERVER_STORE_HEALTH_H
 #define PACER_SERVER_STORE_HEALTH_H
 
@@ -17,6 +17,18 @@ typedef struct store_error {
     char msg[160];  /* sqlite3_errmsg */
 } store_error;
 
+/* What a write transaction held: whether its commit shows that ingest
+ * can commit. */
+enum health_txn {
+    HEALTH_OTHER, /* a config, the analysis, rollups, retention, batches stored before */
+    HEALTH_BATCH, /* records of an ingest batch */
+    HEALTH_PROBE, /* the health probe (store_health_get) */
+};
+
+/* The ingest transactions whose size is remembered, for the room a
+ * batch needs (health_room_needed). */
+#define HEALTH_SIZES 32
+
 typedef struct health_state {
     pthread_mutex_t lock;
     const char *path; /* the database: its file system is looked at on an I/O error */
@@ -24,10 +36,14 @@ typedef struct health_state {
     void *log_ctx;
     /* writes: the current run of failures */
     enum store_fault fault; /* STORE_OK while writes succeed */
-    char reason[320];
+    char reason[320];       /* the last failure's */
+    char note[160];         /* what the last room check saw, when it kept the failure of the same cause */
     int64_t since_ns;       /* wall */
     uint64_t streak;
     int64_t last_ok_ns;     /* mono: the last committed transaction */
+    /* bytes the last ingest transactions added to the files (a ring; 0: none yet) */
+    int64_t sizes[HEALTH_SIZES];
+    size_t next_size;
     /* reads */
     bool read_failing;
     enum store_fault read_fault;
@@ -44,10 +60,25 @@ void health_destroy(health_state *h);
 /* The failure that db saw last. */
 void store_error_capture(sqlite3 *db, store_error *ret);
 
-/* A write transaction ended: err NULL when it committed. rows: rows it
- * committed per table (NULL: none). */
-void health_write(health_state *h, const store_error *err, int64_t duration_ns, const uint64_t *rows,
-                  uint64_t duplicates);
+/* A write transaction ended: err NULL when it committed. what: what it
+ * held; rows: rows it committed per table (NULL: none); bytes: what it
+ * added to the files (SQLite: its WAL frames), 0 when unknown.
+ *
+ * A failure makes the writes fail (ingest answers 503 and so does
+ * /healthz). A commit ends that only when it held a batch's records or
+ * was the probe, and, with a database path, when the database's file
+ * system has room for one more batch (health_room_needed), reserved for
+ * a moment beside the database to prove it: any other commit (a config,
+ * the analysis, rollups) proves nothing about the next batch. Called
+ * without the caller's locks: it may write beside the database. */
+void health_write(health_state *h, const store_error *err, enum health_txn what, int64_t duration_ns,
+                  const uint64_t *rows, uint64_t duplicates, int64_t bytes);
+/* The free bytes the database's file system must have before a failing
+ * store is healthy again: twice the largest of the last HEALTH_SIZES
+ * ingest transactions (its WAL frames, then their copy into the database
+ * at the checkpoint), at least HEALTH_MIN_ROOM. */
+#define HEALTH_MIN_ROOM (1 << 20)
+int64_t health_room_needed(health_state *h);
 /* A read ended: err NULL when it succeeded. what names it ("a query"). */
 void health_read(health_state *h, const store_error *err, const char *what);
 /* A submit waited duration_ns from queued to done. */

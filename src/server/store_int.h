@@ -191,6 +191,7 @@ struct store {
     int64_t txn_since_ns; /* mono: when the writer's running transaction began; 0: none */
     /* the WAL: a checkpointer thread copies it back when it grows (store_retention.c) */
     int wal_frames; /* after the writer's last commit (atomic) */
+    int page_bytes; /* the database's page size */
     pthread_t ckpt;
     sqlite3 *ckpt_db;
     pthread_mutex_t ckpt_lock;

@@ -171,7 +171,7 @@ int store_retention_step(store *st)
     store_error err;
     if (r < 0)
         store_error_capture(st->w, &err);
-    health_write(&st->health, r < 0 ? &err : NULL, mono_ns() - t0, NULL, 0);
+    health_write(&st->health, r < 0 ? &err : NULL, HEALTH_OTHER, mono_ns() - t0, NULL, 0, 0);
     st->txn_since_ns = 0;
     if (r < 0) {
         store_step_done(st->st[ST_ROLLBACK]);

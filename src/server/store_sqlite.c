@@ -1440,6 +1440,8 @@ static void *writer_main(void *arg)
         int r = 0;
         if (anything) {
             bool flush = false, seal = false;
+            /* the WAL frames before it: what it adds is what a batch needs on the file system */
+            int frames0 = __atomic_load_n(&st->wal_frames, __ATOMIC_RELAXED);
             size_t rolling = 0;
             if (st->need_replay && (r = groups_replay(st)) == 0)
                 st->need_replay = false;
@@ -1473,15 +1475,21 @@ static void *writer_main(void *arg)
             store_error err;
             if (r < 0)
                 store_error_capture(st->w, &err); /* before the ROLLBACK replaces it */
-            uint64_t rows[TABLE_COUNT] = {0}, duplicates = 0;
+            uint64_t rows[TABLE_COUNT] = {0}, duplicates = 0, stored = 0;
             for (job *j = list; j && r == 0; j = j->next) {
                 duplicates += j->duplicate;
-                for (size_t i = 0; j->type == JOB_RECORDS && !j->duplicate && i < j->n; i++)
+                for (size_t i = 0; j->type == JOB_RECORDS && !j->duplicate && i < j->n; i++) {
                     rows[j->recs[i].table] += !j->recs[i].skipped;
+                    stored += !j->recs[i].skipped;
+                }
             }
             if (st->hooks.done)
                 st->hooks.done(st->hooks.ctx, r == 0);
-            health_write(&st->health, r < 0 ? &err : NULL, mono_ns() - t0, rows, duplicates);
+            /* a restarted WAL holds this transaction's frames only */
+            int frames1 = __atomic_load_n(&st->wal_frames, __ATOMIC_RELAXED);
+            int64_t added = (int64_t)(frames1 >= frames0 ? frames1 - frames0 : frames1) * (st->page_bytes + 24);
+            health_write(&st->health, r < 0 ? &err : NULL, stored ? HEALTH_BATCH : probe ? HEALTH_PROBE : HEALTH_OTHER,
+                         mono_ns() - t0, rows, duplicates, added);
             if (r < 0) {
                 store_step_done(st->st[ST_ROLLBACK]);
                 /* ids of resources and scopes added by it are gone too */
@@ -2013,6 +2021,11 @@ store *store_sqlite_open(const char *path, const store_options *opt, char *err, 
             goto fail;
         }
     }
+    /* a WAL frame is a page and its 24-byte header (the health's room for a batch) */
+    sqlite3_stmt *ps = NULL;
+    st->page_bytes = sqlite3_prepare_v2(st->w, "PRAGMA page_size", -1, &ps, NULL) == SQLITE_OK &&
+                             sqlite3_step(ps) == SQLITE_ROW ? sqlite3_column_int(ps, 0) : 16384;
+    sqlite3_finalize(ps);
     static const char *const origin_tables[2] = {"resources", "scopes"};
     for (int w = 0; w < 2; w++)
         if (prepare_owned(st->w, store_sql("SELECT id FROM %s WHERE hash = ?1 AND json = ?2", origin_tables[w]),

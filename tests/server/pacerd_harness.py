@@ -6,6 +6,7 @@ import random
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -248,6 +249,51 @@ def scrape(d, token=ADMIN):
         if line and not line.startswith("#"):
             name, value = line.rsplit(" ", 1)
             out[name] = float(value)
+    return out
+
+
+class Poster:
+    """A client that keeps posting to /v1/traces until stopped, as an SDK
+    whose batches a store refuses: make(k) gives the k-th upload as (body,
+    batch id, records in it), each with a batch id of its own; `pause` s
+    between uploads. What each got, and the records acknowledged."""
+
+    def __init__(self, d, make, pause=0.2, app="shop"):
+        self.d, self.make, self.pause, self.app = d, make, pause, app
+        self.outcomes = []  # (batch id, status)
+        self.acked = 0
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self.run)
+        self.thread.start()
+
+    def run(self):
+        k = 0
+        while not self.stop_event.is_set():
+            body, bid, n = self.make(k)
+            k += 1
+            st = self.d.request("POST", "/v1/traces", body, token=KEYS[self.app],
+                                headers={"X-Pacer-Batch-Id": bid})[0]
+            self.outcomes.append((bid, st))
+            if st == 200:
+                self.acked += n
+            self.stop_event.wait(self.pause)
+
+    def statuses(self, since=0):
+        return [st for _, st in self.outcomes[since:]]
+
+    def stop(self):
+        self.stop_event.set()
+        self.thread.join(timeout=60)
+
+
+def healthz_probes(d, n=16, every=0.5):
+    """n answers of /healthz, one each `every` s, as a load balancer's
+    checks: [(status, JSON body)]."""
+    out = []
+    for _ in range(n):
+        st, _, data = d.request("GET", "/healthz")
+        out.append((st, json.loads(data)))
+        time.sleep(every)
     return out
 
 

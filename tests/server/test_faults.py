@@ -1,9 +1,10 @@
 """Faults of the machine under a running pacerd: a full disk (a small
-tmpfs), a read-only store (an ext4 image that the kernel remounts read-only
-after an error, as errors=remount-ro does on a failing disk), a corrupted
-table page, SIGTERM under load, and a key change with SIGHUP. In each:
-nothing acknowledged is lost, and every failure shows in /healthz, in
-/metrics and once in the log.
+tmpfs, filled by a file or by the database under a client that keeps
+posting), a read-only store (an ext4 image that the kernel remounts
+read-only after an error, as errors=remount-ro does on a failing disk), a
+corrupted table page, SIGTERM under load, and a key change with SIGHUP. In
+each: nothing acknowledged is lost, and every failure shows in /healthz
+(for as long as batches fail), in /metrics and once in the log.
 
 The file-system faults need root (mount, loop devices); elsewhere they are
 skipped, except in CI (CI=true), where `make test` runs as root."""
@@ -21,7 +22,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from pacerd_harness import ADMIN, KEYS, Pacerd, page_span, scrape, traces  # noqa: E402
+from pacerd_harness import ADMIN, KEYS, Pacerd, Poster, healthz_probes, page_span, scrape, traces  # noqa: E402
 
 DAY = 86400 * 10**9
 T0 = 1_700_006_400 * 10**9  # a UTC midnight
@@ -138,6 +139,83 @@ class FullDisk(unittest.TestCase):
                 os.rmdir(mnt)
 
 
+def poster(d, tag, spans=300, pause=0.2):
+    """A client that keeps posting batches of `spans` page loads (Poster)."""
+    def make(k):
+        body, bid = batch("%s%d" % (tag, k), spans, day=k % 3)
+        return body, bid, spans
+    return Poster(d, make, pause)
+
+
+class FullDiskUnderLoad(unittest.TestCase):
+    """The database fills its file system while a client keeps posting. A
+    small transaction still fits where the failed batch had grown the WAL
+    (the probe's row, a rollup, the analysis), so a health made of the last
+    commit flapped: /healthz must answer 503 at every probe for as long as
+    the batches fail, with one line in the log, and come back once there is
+    room again, without a batch or a restart."""
+
+    def test_healthz_stays_503_while_batches_fail_and_comes_back_when_there_is_room(self):
+        need_root("a tmpfs")
+        mnt = tempfile.mkdtemp(prefix="pacerd-fill-")
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", mnt], check=True)
+        d = client = None
+        try:
+            ballast = os.path.join(mnt, "ballast")
+            with open(ballast, "wb") as f:
+                f.write(b"\1" * (8 << 20))  # what is freed later
+            d = Pacerd(db=os.path.join(mnt, "pacer.db"))
+            client = poster(d, "fill", pause=0.05)
+            wait_for(lambda: 503 in client.statuses(), 120, "the database to fill its file system")
+            client.pause = 0.2
+            seen = len(client.outcomes)
+            probes = healthz_probes(d)
+            # every probe while batches fail: 503, the full disk and what the store needs
+            self.assertEqual([st for st, _ in probes], [503] * len(probes), probes)
+            self.assertEqual({h["status"] for _, h in probes}, {"disk_full"}, probes)
+            self.assertRegex(probes[-1][1]["error"], r"^the disk is full: .*a batch needs \d+\.\d MiB")
+            self.assertNotIn(200, client.statuses(seen))  # the client saw the same
+            self.assertGreater(len(client.statuses(seen)), 8)
+            m = scrape(d)
+            self.assertEqual(m["pacerd_store_up"], 0)
+            self.assertEqual(m['pacerd_store_state{state="disk_full"}'], 1)
+            log = d.stderr_text()
+            self.assertEqual(log.count("writes fail: the disk is full"), 1, log)
+            self.assertNotIn("writes succeed again", log)
+
+            # room again: the probe proves a batch could commit, before any does
+            client.stop()
+            os.unlink(ballast)
+            wait_for(lambda: healthz(d)[0] == 200, 30, "healthz 200 once the disk has room")
+            log = d.stderr_text()
+            self.assertEqual(log.count("writes succeed again"), 1, log)
+            self.assertIn("the probe committed", log)
+            self.assertEqual(scrape(d)["pacerd_store_up"], 1)
+            # and the batches do: the client again, until a few went through
+            acked_before = client.acked
+            client = poster(d, "room")
+            wait_for(lambda: client.statuses().count(200) >= 5, 60, "batches stored after the disk has room")
+            client.stop()
+            self.assertEqual(client.statuses()[:5], [200] * 5)
+            acked = acked_before + client.acked
+            self.assertEqual(count(d), acked)  # nothing acknowledged lost, nothing refused stored
+            log = d.stderr_text()
+            self.assertEqual(log.count("writes fail"), 1, log)
+            d.kill(signal.SIGTERM)
+            self.assertEqual(d.proc.returncode, 0)
+            d.start()
+            self.assertEqual(count(d), acked)
+        finally:
+            try:
+                if client:
+                    client.stop()
+                if d:
+                    d.close()
+            finally:
+                unmount(mnt)
+                os.rmdir(mnt)
+
+
 class ReadOnlyStore(unittest.TestCase):
     def test_store_remounted_read_only_is_reported_and_reads_go_on(self):
         need_root("a loop-mounted ext4 image")
@@ -179,8 +257,31 @@ class ReadOnlyStore(unittest.TestCase):
             self.assertEqual(m['pacerd_store_state{state="read_only"}'], 1)
             self.assertGreaterEqual(m['pacerd_store_failures_total{cause="read_only"}'], 3)
             self.assertEqual(count(d), acked)  # reads go on, and nothing acknowledged is lost
+            # a client that keeps posting: every probe 503, one line in the log
+            client = poster(d, "ro")
+            try:
+                probes = healthz_probes(d)
+            finally:
+                client.stop()
+            self.assertEqual([(st, h["status"]) for st, h in probes], [(503, "read_only")] * len(probes), probes)
+            self.assertEqual(set(client.statuses()), {503})
+            self.assertEqual(client.acked, 0)
             log = d.stderr_text()
             self.assertEqual(log.count("writes fail: the database is read-only"), 1, log)
+            self.assertNotIn("writes succeed again", log)
+            # the kernel keeps an ext4 it remounted read-only after an error
+            # so until it is unmounted (remount,rw leaves it read-only):
+            # pacerd stops, the file system is checked and mounted again
+            d.kill(signal.SIGTERM)
+            unmount(mnt)
+            subprocess.run(["e2fsck", "-f", "-y", img], capture_output=True)
+            subprocess.run(["mount", "-o", "loop,errors=remount-ro", img, mnt], check=True)
+            d.start()
+            self.assertEqual(healthz(d), (200, {"status": "ok"}))
+            self.assertEqual(count(d), acked)
+            body, bid = batch("s0", 200)
+            self.assertEqual(post(d, body, bid)[0], 200)
+            self.assertEqual(count(d), acked + 200)
         finally:
             try:
                 if d:
