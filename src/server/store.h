@@ -303,9 +303,9 @@ typedef struct store_health {
 /* The store's state now. Answers at once from what the last transactions
  * and reads found; when nothing was committed in the last second, or the
  * writes fail, a probe is committed (SQLite: a row by the writer, then
- * room for a batch reserved; ClickHouse: SELECT 1) and this waits for it
- * at most wait_ms (SQLite, longer: STORE_STUCK; ClickHouse: at least
- * 200 ms; wait_ms 0 there: no probe). Any thread. */
+ * room for a batch reserved; ClickHouse: a row inserted into `probes`)
+ * and this waits for it at most wait_ms (SQLite, longer: STORE_STUCK;
+ * ClickHouse: at least 200 ms; wait_ms 0 there: no probe). Any thread. */
 void store_health_get(store *st, unsigned wait_ms, store_health *ret);
 
 typedef struct store_stats {

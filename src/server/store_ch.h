@@ -180,6 +180,7 @@ struct ch_store {
     int64_t db_bytes;        /* the database on the first node, as the keeper last saw it; -1: unknown */
     bool cluster;
     health_state health;
+    char who[96]; /* this instance in the health's probes: host:pid */
     void (*log)(void *ctx, const char *msg);
     void *log_ctx;
     /* writers: group commit */

@@ -83,6 +83,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define HOUR_NS INT64_C(3600000000000)
 #define QUERY_TIMEOUT_MS 60000L
@@ -183,6 +184,8 @@ static const ddl fixed_tables[] = {
     {"slots", "lvl UInt8, slot UInt32, at DateTime DEFAULT now()", "MergeTree ORDER BY (lvl, slot)", "slot"},
     {"configs", "app String, version Int64, etag String, xml String, created Int64",
      "MergeTree ORDER BY (app, version)", "cityHash64(app)"},
+    /* the health's probe: one row per instance once merged (an insert proves that a batch could commit) */
+    {"probes", "who String, at DateTime DEFAULT now()", "ReplacingMergeTree ORDER BY who", "cityHash64(who)"},
     /* the records cleaning kept out (or counted: outliers), for the cleaning counts; one per identity */
     {"cleaned", "app String, reason String, rid UInt64, ts Int64, rday UInt32",
      "ReplacingMergeTree PARTITION BY rday ORDER BY (app, reason, rid)", "cityHash64(app)"},
@@ -905,15 +908,21 @@ static void ch_health_get(store *s, unsigned wait_ms, store_health *ret)
     health_snapshot(&st->health, ret, &last_ok);
     if (!wait_ms || (ret->fault == STORE_OK && mono_ns() - last_ok < 1000000000LL))
         return;
-    /* nothing written for a second, or failing: does ClickHouse answer? */
+    /* nothing written for a second, or failing: does an insert commit? (A
+     * read would not do: a ClickHouse short of room, or whose user became
+     * read-only, still answers one.) */
     ch_client *probe = ch_client_new(ch_client_url(st->ch), wait_ms < 200 ? 200 : (long)wait_ms);
-    ch_reply rep;
+    jbuf q;
+    jbuf_init(&q);
+    jbuf_puts(&q, "INSERT INTO probes (who) VALUES (");
+    ch_sql_str(&q, st->who);
+    jbuf_puts(&q, ")");
+    ch_reply rep = {.error = "out of memory"};
     int64_t t0 = mono_ns();
-    int r = probe ? ch_query(probe, "SELECT 1", NULL, 0, NULL, &rep) : -ENOMEM;
+    int r = probe && !q.failed ? ch_query(probe, q.data, NULL, 0, settings(st), &rep) : -ENOMEM;
+    jbuf_free(&q);
     if (r == 0)
         ch_reply_free(&rep);
-    else if (!probe)
-        snprintf(rep.error, sizeof rep.error, "out of memory");
     ch_client_free(probe);
     store_error err;
     if (r < 0)
@@ -1185,6 +1194,9 @@ store *store_clickhouse_open(const char *url, const store_options *opt, char *er
     st->db_bytes = -1;
     st->retention_days = opt->clickhouse_retention_days;
     health_init(&st->health, NULL, opt->log, opt->log_ctx);
+    char host[64] = "";
+    gethostname(host, sizeof host - 1);
+    snprintf(st->who, sizeof st->who, "%s:%ld", host, (long)getpid());
     pthread_mutex_init(&st->lock, NULL);
     pthread_mutex_init(&st->olock, NULL);
     cond_init_monotonic(&st->wake);

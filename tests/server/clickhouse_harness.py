@@ -42,13 +42,17 @@ CONFIG = """<?xml version="1.0"?>
 </yandex>
 """
 
+# pacer's profile is `default`; `reads` (reads only, as a server short of
+# room or a replica without its keeper answers) is what a test switches it
+# to (ClickHouse.set_pacer_profile).
 USERS = """<?xml version="1.0"?>
 <yandex>
-  <profiles><default><max_memory_usage>4000000000</max_memory_usage></default></profiles>
+  <profiles><default><max_memory_usage>4000000000</max_memory_usage></default>
+    <reads><max_memory_usage>4000000000</max_memory_usage><readonly>2</readonly></reads></profiles>
   <users>
     <default><password></password><networks><ip>127.0.0.1</ip></networks><profile>default</profile>
       <quota>default</quota></default>
-    <pacer><password>{password}</password><networks><ip>127.0.0.1</ip></networks><profile>default</profile>
+    <pacer><password>{password}</password><networks><ip>127.0.0.1</ip></networks><profile>{profile}</profile>
       <quota>default</quota></pacer>
   </users>
   <quotas><default></default></quotas>
@@ -84,8 +88,19 @@ def write_config(directory, http, tcp, clusters=None):
         xml += "</%s>" % name
     with open(os.path.join(directory, "config.xml"), "w") as f:
         f.write(CONFIG.format(dir=directory, http=http, tcp=tcp, clusters=xml))
-    with open(os.path.join(directory, "users.xml"), "w") as f:
-        f.write(USERS.format(password=PASSWORD))
+    write_users(directory)
+
+
+def write_users(directory, pacer_profile="default"):
+    # written aside and renamed; the server reloads the file when its
+    # modification time changes, which it reads in whole seconds
+    path = os.path.join(directory, "users.xml")
+    before = os.stat(path).st_mtime if os.path.exists(path) else 0
+    with open(path + ".new", "w") as f:
+        f.write(USERS.format(password=PASSWORD, profile=pacer_profile))
+    os.replace(path + ".new", path)
+    t = max(time.time(), before + 1)
+    os.utime(path, (t, t))
 
 
 class ClickHouse:
@@ -148,6 +163,25 @@ class ClickHouse:
     def rows(self, query, database=None):
         text = self.sql(query + " FORMAT TabSeparated", database)
         return [line.split("\t") for line in text.splitlines()]
+
+    def set_pacer_profile(self, profile, timeout=60):
+        """Gives the user pacer the profile `default` or `reads` (inserts
+        refused: READONLY), and waits until the server has reloaded it."""
+        write_users(self.dir, profile)
+        self.sql("CREATE TABLE IF NOT EXISTS default.profile_probe (x UInt8) ENGINE = Memory")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            req = urllib.request.Request("http://127.0.0.1:%d/?user=pacer&password=%s" % (self.http, PASSWORD),
+                                         data=b"INSERT INTO default.profile_probe VALUES (1)", method="POST")
+            try:
+                with urllib.request.urlopen(req, timeout=10):
+                    refused = False
+            except urllib.error.HTTPError:
+                refused = True
+            if refused == (profile == "reads"):
+                return
+            time.sleep(0.2)
+        raise AssertionError("ClickHouse did not take the profile %s within %d s" % (profile, timeout))
 
     def stop(self):
         if self.proc and self.proc.poll() is None:

@@ -6,7 +6,7 @@ rows are read once, its batch counted by the retry), and with a slow fresh
 attempt committing after its retry did (it counts instead, never both) —
 checked through the query API before and after consolidation, against the
 exact numbers sent. Then: credentials from a file, bad URLs, retention, and
-ClickHouse going away and coming back. Skipped (exit 77) without
+ClickHouse refusing inserts, going away and coming back. Skipped (exit 77) without
 clickhouse-server (scripts/install-deps.sh installs it)."""
 import http.client
 import json
@@ -19,7 +19,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import clickhouse_harness  # noqa: E402
-from pacerd_harness import ADMIN, KEYS, PACERD, Pacerd, page_span, scrape, span, traces  # noqa: E402
+from pacerd_harness import ADMIN, KEYS, PACERD, Pacerd, Poster, healthz_probes, page_span, scrape, span, traces  # noqa: E402
 
 T0 = 1_700_006_400 * 10**9
 ARGS = ["--clickhouse-slot", "2", "--clickhouse-settle", "10", "--clickhouse-day", "10"]
@@ -323,6 +323,68 @@ class Operation(unittest.TestCase):
             self.assertIn("writes succeed again", d.stderr_text())
         finally:
             d.close()
+
+    def test_zz_healthz_while_clickhouse_refuses_inserts_or_is_away(self):
+        """A client keeps posting while ClickHouse answers reads but refuses
+        inserts, then while it is stopped: every check of /healthz answers
+        503 for as long as the batches fail (a read that succeeds does not
+        make it 200), one line in the log per change; and 200 again once an
+        insert commits, nothing acknowledged lost."""
+        ch = clickhouse_harness.shared()
+        database = "hz%d" % os.getpid()
+        self.addCleanup(ch.sql, "DROP DATABASE IF EXISTS " + database)
+        d = Pacerd(ARGS, backend="clickhouse", database=database,
+                   store_args=["--clickhouse", ch.url(database, user="pacer")])
+        self.addCleanup(d.close)
+        self.addCleanup(ch.set_pacer_profile, "default")
+
+        def make(k):
+            return body(20, "HealthWindow", T0 + k * 10**9), "hz-%d" % k, 20
+
+        self.assertEqual(d.ingest("/v1/traces", body(20, "HealthWindow", T0 - 10**12), batch_id="hz-first"), {})
+        acked = 20
+        for fault, status in (("reads", "read_only"), ("away", "io")):
+            client = Poster(d, lambda k, f=fault: make(k + (0 if f == "reads" else 1000)))
+            try:
+                if fault == "reads":
+                    ch.set_pacer_profile("reads")
+                else:
+                    ch.stop()
+                seen = len(client.outcomes)
+                deadline = time.monotonic() + 60
+                while 503 not in client.statuses(seen) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                probes = healthz_probes(d)
+                self.assertEqual([(st, h["status"]) for st, h in probes], [(503, status)] * len(probes), probes)
+                failing = len(client.outcomes)
+                time.sleep(0.5)
+                self.assertNotIn(200, client.statuses(failing))
+                if fault == "reads":
+                    self.assertIn("readonly mode", probes[-1][1]["error"])
+                else:
+                    self.assertIn("127.0.0.1:%d" % ch.http, probes[-1][1]["error"])
+                self.assertEqual(scrape(d)["pacerd_store_up"], 0)
+                if fault == "reads":
+                    ch.set_pacer_profile("default")
+                else:
+                    ch.start()
+                deadline = time.monotonic() + 60
+                while d.request("GET", "/healthz")[0] != 200 and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                self.assertEqual(d.json("GET", "/healthz"), {"status": "ok"})
+                back = len(client.outcomes)
+                deadline = time.monotonic() + 60
+                while client.statuses(back).count(200) < 3 and time.monotonic() < deadline:
+                    time.sleep(0.05)
+            finally:
+                client.stop()
+            self.assertGreaterEqual(client.statuses(back).count(200), 3)
+            acked += client.acked
+            log = d.stderr_text()
+            self.assertEqual(log.count("writes fail"), 1 if fault == "reads" else 2, log)
+            self.assertEqual(log.count("writes succeed again"), 1 if fault == "reads" else 2, log)
+        pages = {p["page"]: p for p in d.query("/api/v1/pages?app=shop")["pages"]}
+        self.assertEqual(pages["HealthWindow"]["count"], acked)
 
 
 class SpanIds(unittest.TestCase):
