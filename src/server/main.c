@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define FDS_BESIDE_CONNECTIONS 64 /* database, WAL, readers, epoll, logs */
@@ -68,7 +69,8 @@ static void usage(FILE *f)
           "                            (SIGHUP reads both files again)\n"
           "  --tls-cert FILE           serve HTTPS with this certificate (PEM; with --tls-key)\n"
           "  --tls-key FILE            the certificate's private key (PEM)\n"
-          "  --web-root DIR            the dashboard's files, served on / (default " PACER_WEB_DIR ")\n"
+          "  --web-root DIR            the dashboard's files, served on / (default " PACER_WEB_DIR ";\n"
+          "                            run from its build tree, pacerd serves the build's web/ first)\n"
           "\n"
           "limits (every client may be hostile):\n"
           "  --max-body BYTES          largest ingest body, also once a gzip body is inflated\n"
@@ -121,6 +123,16 @@ static void usage(FILE *f)
           "  --github-token-file FILE  the token for --github-issues (first line)\n"
           "  --help                    this text\n",
           f);
+}
+
+/* Whether this process runs the pacerd its build made (PACER_BUILD_PACERD):
+ * that very file, not a copy installed elsewhere — which serves its own
+ * DATADIR/pacer/web, never a build tree's files. */
+static bool from_build_tree(void)
+{
+    struct stat self, built;
+    return stat("/proc/self/exe", &self) == 0 && stat(PACER_BUILD_PACERD, &built) == 0 &&
+           self.st_dev == built.st_dev && self.st_ino == built.st_ino;
 }
 
 static int parse_size(const char *s, size_t min, size_t max, size_t *ret)
@@ -531,10 +543,21 @@ int main(int argc, char **argv)
         return 1;
     }
     /* the dashboard: without its files pacerd serves everything else */
-    d.web_root = o.web_root ? o.web_root : PACER_WEB_DIR;
-    d.web = web_load(d.web_root, err, sizeof err);
+    const char *web_dirs[2];
+    size_t n_web_dirs = 0;
+    if (o.web_root) {
+        web_dirs[n_web_dirs++] = o.web_root;
+    } else {
+        if (from_build_tree())
+            web_dirs[n_web_dirs++] = PACER_BUILD_WEB_DIR;
+        web_dirs[n_web_dirs++] = PACER_WEB_DIR;
+    }
+    const char *web_dir = NULL;
+    char web_err[2048];
+    d.web = web_load_first(web_dirs, n_web_dirs, &web_dir, d.web_looked, sizeof d.web_looked, web_err,
+                           sizeof web_err);
     if (!d.web)
-        fprintf(stderr, "pacerd: no dashboard: %s (--web-root DIR; / answers 404)\n", err);
+        fprintf(stderr, "pacerd: no dashboard: %s (--web-root DIR; / answers 404)\n", web_err);
     d.sessions = sessions_new();
     if (!d.sessions) {
         fprintf(stderr, "pacerd: out of memory\n");

@@ -26,8 +26,8 @@ typedef struct pacerd {
     size_t max_config_bytes; /* PUT /v1/config */
     unsigned retention_days; /* ingest refuses what the store would drop at once (--retention-days) */
     /* the dashboard */
-    web_assets *web;      /* its files, or NULL when not installed */
-    const char *web_root; /* where they were looked for */
+    web_assets *web;       /* its files, or NULL when not installed */
+    char web_looked[1024]; /* where they were looked for: "DIR, DIR" */
     sessions *sessions;
     bool tls;             /* HTTPS: session cookies are Secure */
     /* the application layer */

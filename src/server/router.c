@@ -296,7 +296,7 @@ void pacerd_handle(void *ctx, const http_request *rq, http_response *rs)
         if (rs->status == 503)
             metrics_reject(&d->metrics, MREJ_STORE_FAILED);
         return;
-    case ROUTE_WEB: web_serve(d->web, d->web_root, rq, rs); return;
+    case ROUTE_WEB: web_serve(d->web, d->web_looked, rq, rs); return;
     case ROUTE_AUTH: session_handle(d->sessions, d->auth, d->tls, rq, rs); return;
     default: http_error(rs, 500, "internal error: no handler for this route"); return;
     }

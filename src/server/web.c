@@ -155,6 +155,26 @@ fail:
     return NULL;
 }
 
+web_assets *web_load_first(const char *const *dirs, size_t n, const char **ret_dir, char *looked, size_t looked_size,
+                           char *err, size_t err_size)
+{
+    size_t lo = 0, eo = 0;
+    *looked = *err = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (lo < looked_size)
+            lo += (size_t)snprintf(looked + lo, looked_size - lo, "%s%s", i ? ", " : "", dirs[i]);
+        char why[1024];
+        web_assets *w = web_load(dirs[i], why, sizeof why);
+        if (w) {
+            *ret_dir = dirs[i];
+            return w;
+        }
+        if (eo < err_size)
+            eo += (size_t)snprintf(err + eo, err_size - eo, "%s%s", i ? "; " : "", why);
+    }
+    return NULL;
+}
+
 void web_free(web_assets *w)
 {
     if (!w)
@@ -206,11 +226,11 @@ static bool etag_listed(const char *list, const char *etag)
     return false;
 }
 
-void web_serve(const web_assets *w, const char *missing_dir, const http_request *rq, http_response *rs)
+void web_serve(const web_assets *w, const char *looked, const http_request *rq, http_response *rs)
 {
     if (!w) {
-        http_error(rs, 404, "the dashboard is not installed here (pacerd --web-root DIR; looked in %.200s)",
-                   missing_dir ? missing_dir : "no directory");
+        http_error(rs, 404, "the dashboard is not installed here (pacerd --web-root DIR; looked in %.900s)",
+                   looked && *looked ? looked : "no directory");
         web_security_headers(rs);
         return;
     }

@@ -32,6 +32,12 @@ typedef struct web_assets web_assets;
 /* Loads the files of dir. Returns NULL with "DIR: reason" in err (no
  * index.html, too many files or bytes, unreadable). */
 web_assets *web_load(const char *dir, char *err, size_t err_size);
+/* Loads the files of the first of the n dirs that holds the dashboard
+ * (that one in *ret_dir). Returns NULL when none does, with each one's
+ * reason in err ("DIR: reason; DIR: reason") and the dirs tried in looked
+ * ("DIR, DIR"). */
+web_assets *web_load_first(const char *const *dirs, size_t n, const char **ret_dir, char *looked, size_t looked_size,
+                           char *err, size_t err_size);
 void web_free(web_assets *w); /* accepts NULL */
 /* How many files are loaded. */
 size_t web_count(const web_assets *w);
@@ -41,9 +47,9 @@ bool web_path(const char *path);
 
 /* Answers GET or HEAD of path: the file with its type and ETag, 304 for a
  * matching If-None-Match, 404 for a name that is not loaded. w NULL: 404
- * saying that the dashboard is not installed (where it was looked for:
- * missing_dir). Any thread. */
-void web_serve(const web_assets *w, const char *missing_dir, const http_request *rq, http_response *rs);
+ * saying that the dashboard is not installed, and where it was looked
+ * for (looked: "DIR, DIR"). Any thread. */
+void web_serve(const web_assets *w, const char *looked, const http_request *rq, http_response *rs);
 
 /* Adds the headers every dashboard answer carries (see above). */
 void web_security_headers(http_response *rs);

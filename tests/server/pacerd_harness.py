@@ -31,8 +31,11 @@ class Pacerd:
     test process's server."""
 
     def __init__(self, extra_args=(), db=None, keys_text=None, scheme="http", backend=None, clickhouse=None,
-                 database=None, store_args=None, state=False):
+                 database=None, store_args=None, state=False, binary=None, env=None):
+        """binary, env: another pacerd than PACERD, and its environment."""
         global _databases
+        self.binary = binary or PACERD
+        self.env = env
         self.backend = backend or BACKEND
         self.dir = tempfile.mkdtemp(prefix="pacerd-test-")
         self.db = db or os.path.join(self.dir, "pacer.db")
@@ -76,9 +79,9 @@ class Pacerd:
         self.stderr_path = os.path.join(self.dir, "stderr.%d" % time.monotonic_ns())
         self.stderr = open(self.stderr_path, "w")
         self.proc = subprocess.Popen(
-            [PACERD, "--listen", "127.0.0.1:%d" % port] + self.store_args + ["--admin-token-file", self.admin_file,
+            [self.binary, "--listen", "127.0.0.1:%d" % port] + self.store_args + ["--admin-token-file", self.admin_file,
              "--keys-file", self.keys_file] + self.extra_args,
-            stdout=subprocess.PIPE, stderr=self.stderr, text=True)
+            stdout=subprocess.PIPE, stderr=self.stderr, text=True, env=self.env)
         line = self.proc.stdout.readline()
         if not line.startswith("pacerd: listening on %s://127.0.0.1:" % self.scheme):
             self.proc.kill()
