@@ -16,9 +16,10 @@
  *   ACTIVE   — entered at the end of the constructor (agent_ctor), or
  *              when GTK 4 arrives (agent_activate_late).
  *   STOPPED  — entered at exit (agent_finish: from atexit, or from the exit
- *              thread when a signal ends the program, exit.c) or in the child of a fork
- *              (on_fork_child: the child has no writer thread and must not
- *              report the parent's pages a second time).
+ *              thread when a signal or _exit ends the program, exit.c) or
+ *              in the child of a fork (on_fork_child: the child has no
+ *              writer thread and must not report the parent's pages a
+ *              second time).
  *
  * Features: the table below is the whole life cycle. At setup (agent_setup:
  * main() entered, or the first window built before main()) each feature's
@@ -42,8 +43,9 @@
  * (Activated late, it is registered then, and runs before the handlers
  * registered earlier.) Threads of the app that still call hooks meanwhile
  * find the agent STOPPED, and the core ignores late calls on the instance
- * (its memory stays allocated). A signal that ends the program runs the
- * same sequence first (exit.c).
+ * (its memory stays allocated). A signal that ends the program, or _exit
+ * (GDK's way out when the display went away), runs the same sequence first
+ * (exit.c).
  */
 #include "agent.h"
 
@@ -78,7 +80,7 @@ typedef struct agent_feature {
 } agent_feature;
 
 static const agent_feature features[] = {
-    {"exit-signals", exit_signals_install, NULL, NULL},
+    {"exit", exit_install, NULL, NULL},
     {"start", start_install, NULL, NULL},
     {"soup", soup_install, NULL, soup_flush},
     {"mainloop", mainloop_install, NULL, NULL},
@@ -91,6 +93,11 @@ static const agent_feature features[] = {
 bool agent_active(void)
 {
     return atomic_load_explicit(&agent_state, memory_order_acquire) == ACTIVE;
+}
+
+bool agent_is_owner(void)
+{
+    return owner_pid && getpid() == owner_pid;
 }
 
 bool agent_on_gtk_thread(void)
@@ -276,18 +283,24 @@ static void summary_unmeasured(void)
     say(msg);
 }
 
-/* A program that ends with _exit() (dash does) skips atexit: the summary
- * of the unmeasured root process is said here too. Nothing else changes:
- * the real _exit follows at once. */
+/* _exit() and _Exit() skip atexit. GDK ends a GTK 4 process with _exit(1)
+ * when its display goes away (the X server or the Wayland compositor
+ * closed the connection): in the measured process the exit sequence runs
+ * first (exit.c: on the exit thread, waited for at most a few seconds); a
+ * program that ends so without being measured (dash does) says why here.
+ * The real _exit follows with the caller's status. A child of a fork or
+ * vfork has another pid: it exits at once, touching nothing. */
 typedef void (*exit_fn)(int) __attribute__((noreturn));
+static exit_fn real_exit;
 
 AGENT_EXPORT void _exit(int status)
 {
-    static exit_fn real_exit;
     if (!real_exit)
         real_exit = (exit_fn)dlsym(RTLD_NEXT, "_exit");
-    if (owner_pid && getpid() == owner_pid)
+    if (agent_is_owner()) {
+        exit_on_exit_call();
         summary_unmeasured();
+    }
     if (real_exit)
         real_exit(status);
     syscall(SYS_exit_group, status);
@@ -437,6 +450,7 @@ bool agent_activate_late(int64_t main_ns)
 
 __attribute__((constructor)) static void agent_ctor(void)
 {
+    real_exit = (exit_fn)dlsym(RTLD_NEXT, "_exit"); /* not in a signal handler later */
     quiet = env_nonempty("PACER_AGENT_QUIET") != NULL;
     const char *run_pid = env_nonempty("PACER_RUN_PID");
     if (run_pid && strtol(run_pid, NULL, 10) == (long)getpid()) {

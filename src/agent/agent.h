@@ -26,8 +26,9 @@
  *   jank.c       the `jank` record: symbols, fingerprint;
  *   late.c       GTK 4 loaded after start (dlopen: PyGObject, GJS): activate
  *                then;
- *   exit.c       SIGTERM, SIGINT, SIGHUP: write what is pending, then end as
- *                the signal would have.
+ *   exit.c       ended by a signal (SIGTERM, SIGINT, SIGHUP, SIGABRT,
+ *                SIGTRAP) or by _exit (a display gone away): write what is
+ *                pending, then end as the process would have.
  *
  * Records are built with the core's record API (pacer/record.h) and handed
  * over with pacer_submit_record(); the agent writes no JSON.
@@ -99,6 +100,10 @@ void agent_submit_record(pacer_record *rec);
  * string identifying the note): how a feature that cannot work says so. */
 void agent_note_once(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Whether this process is the one the agent measures (or the program
+ * `pacer run` started): false in a fork's or vfork's child. Async-signal-safe. */
+bool agent_is_owner(void);
+
 /* Whether pthread_self() is the thread GTK runs on (the thread that loaded
  * the agent, which enters main()). */
 bool agent_on_gtk_thread(void);
@@ -109,7 +114,13 @@ bool agent_on_gtk_thread(void);
 extern _Atomic uint64_t agent_net_epoch;
 
 /* ---- features (agent.c drives them: install at setup; stop, flush at exit) ---- */
-void exit_signals_install(void); /* exit.c: SIGTERM, SIGINT, SIGHUP write what is pending */
+void exit_install(void); /* exit.c: the exit signals and _exit write what is pending */
+/* exit.c: the process calls _exit or _Exit (agent.c). In the measured
+ * process (not a fork's or vfork's child) runs the exit sequence on the exit
+ * thread and waits for it, at most a few seconds; returns at once when an
+ * exit is already being handled or the exit thread is missing.
+ * Async-signal-safe: any thread, also from a signal handler. */
+void exit_on_exit_call(void);
 void start_install(void);    /* start.c: GApplication created */
 /* start.c: a GApplication instance was constructed (types.c's trampoline) */
 void start_on_application(GTypeInstance *app);

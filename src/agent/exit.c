@@ -1,34 +1,48 @@
-/* Ended by a signal: SIGTERM, SIGINT and SIGHUP (the way many GTK apps are
- * ended: a session manager, Ctrl+C, a closed terminal) write what the agent
- * holds before the process ends, and the process ends as it would have.
+/* The process ends without its atexit handlers: records already measured
+ * are written first, and the process ends as it would have.
  *
- * A feature (agent.c installs it at setup). For each of the three signals
- * whose disposition is the default (terminate) at setup, the agent installs
- * its own handler and keeps, per signal, the disposition the application
- * believes is in force (`app_view`). sigaction() and signal() are
- * interposed:
+ * Three routes skip atexit (a plain exit() runs the agent's atexit, agent.c):
+ *   - a signal whose default action terminates: SIGTERM, SIGINT and SIGHUP
+ *     (how many GTK apps are ended: a session manager, Ctrl+C, a closed
+ *     terminal), SIGABRT (abort(): a failed assertion) and SIGTRAP
+ *     (g_error()'s breakpoint trap);
+ *   - _exit() or _Exit() (agent.c interposes them and calls
+ *     exit_on_exit_call): GDK ends the process so when its display goes
+ *     away — the X server's connection broke (its Xlib I/O error handler)
+ *     or the Wayland compositor's did (an error flushing or dispatching) —
+ *     GTK 4.8 calls _exit(1) from the GTK thread in both cases.
+ *
+ * A feature (agent.c installs it at setup). For each watched signal whose
+ * disposition is the default at setup, the agent installs its own handler
+ * and keeps, per signal, the disposition the application believes is in
+ * force (`app_view`). sigaction() and signal() are interposed:
  *   - a query answers app_view, so the app sees SIG_DFL as without pacer;
  *   - setting SIG_DFL updates app_view and keeps the agent's handler;
  *   - setting a handler or SIG_IGN is the app's own: it is installed as
  *     given and the agent steps aside (the app's exit path, through exit()
- *     and the agent's atexit, writes the records).
+ *     and the agent's atexit, or _exit(), writes the records).
  * A child the app forks inherits the agent's handler; exec resets it to
  * SIG_DFL, which is what the child would have had.
  *
- * The handler (any thread of the app: pacer's own block every signal):
- *   1. the first signal posts a semaphore (async-signal-safe) to the
+ * The flush, whatever the route (any thread of the app: pacer's own block
+ * every signal):
+ *   1. the first request posts a semaphore (async-signal-safe) to the
  *      `pacer-exit` thread, which runs the agent's exit sequence (stop
- *      features, flush frames, report pages still measuring, write and
- *      upload what is left: agent_finish) and posts back;
- *   2. the handler waits for that at most FLUSH_WAIT_S — if the signal
- *      interrupted a thread holding a lock the exit sequence needs, the
- *      records are lost, never the exit;
- *   3. it sets the disposition back to SIG_DFL and raises the signal again:
- *      blocked while the handler runs, it is delivered as the handler
- *      returns, and the default action ends the process — killed by that
- *      signal, the exit status it would have had without pacer.
- * A second signal while the first is being handled ends the process at
- * once the same way.
+ *      features, flush frames, report pages still measuring — `incomplete`
+ *      —, write and upload what is left: agent_finish) and posts back; it
+ *      touches no GDK object, so a display that is gone does not matter;
+ *   2. the caller waits for that at most FLUSH_WAIT_S — if it interrupted
+ *      (a signal) or is itself (an _exit from inside a lock) a thread
+ *      holding a lock the exit sequence needs, the records are lost, never
+ *      the exit;
+ *   3. a signal handler sets the disposition back to SIG_DFL and raises the
+ *      signal again: blocked while the handler runs, it is delivered as the
+ *      handler returns, and the default action ends the process — killed by
+ *      that signal (with its core dump, where the default dumps one), the
+ *      status it would have had without pacer; an _exit goes on to the real
+ *      _exit with the app's status.
+ * A second request while the first is being handled does not wait: a
+ * signal ends the process at once the same way, an _exit exits at once.
  */
 #include "agent.h"
 
@@ -48,7 +62,7 @@ typedef __sighandler_t (*signal_fn)(int, __sighandler_t);
 static sigaction_fn real_sigaction;
 static signal_fn real_signal;
 
-static const int watched[] = {SIGTERM, SIGINT, SIGHUP};
+static const int watched[] = {SIGTERM, SIGINT, SIGHUP, SIGABRT, SIGTRAP};
 #define N_WATCHED (sizeof(watched) / sizeof(watched[0]))
 
 static struct {
@@ -60,8 +74,9 @@ static _Atomic int lock; /* a spin lock: sigaction may be called from a handler 
 static sem_t flush_sem, done_sem;
 static pthread_t flusher;
 static _Atomic bool flusher_ready;
-static _Atomic int requested; /* the signal being handled, 0: none */
-static _Atomic bool on_gtk_thread; /* the handler runs on it: its state holds still */
+#define EXIT_CALL (-1)    /* `requested` by _exit or _Exit */
+static _Atomic int requested; /* the signal being handled, EXIT_CALL, 0: none */
+static _Atomic bool on_gtk_thread; /* the caller runs on it: its state holds still */
 
 static long slot_of(int signo)
 {
@@ -88,21 +103,29 @@ static bool resolve(void)
     return real_sigaction != NULL;
 }
 
+/* Has the exit thread run the exit sequence and waits for it, at most
+ * FLUSH_WAIT_S. Async-signal-safe. */
+static void flush_and_wait(void)
+{
+    atomic_store(&on_gtk_thread, agent_on_gtk_thread());
+    sem_post(&flush_sem);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += FLUSH_WAIT_S;
+    while (sem_timedwait(&done_sem, &until) != 0 && errno == EINTR)
+        ;
+}
+
 static void on_exit_signal(int signo, siginfo_t *si, void *uc)
 {
     (void)si;
     (void)uc;
     int saved = errno;
     int none = 0;
-    if (atomic_compare_exchange_strong(&requested, &none, signo)) {
-        atomic_store(&on_gtk_thread, agent_on_gtk_thread());
-        sem_post(&flush_sem);
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += FLUSH_WAIT_S;
-        while (sem_timedwait(&done_sem, &until) != 0 && errno == EINTR)
-            ;
-    }
+    /* not in a fork's child (STOPPED, and no exit thread there), nor once
+     * the exit sequence ran */
+    if (agent_active() && agent_is_owner() && atomic_compare_exchange_strong(&requested, &none, signo))
+        flush_and_wait();
     /* the default action, as without pacer */
     struct sigaction dfl;
     memset(&dfl, 0, sizeof(dfl));
@@ -110,6 +133,14 @@ static void on_exit_signal(int signo, siginfo_t *si, void *uc)
     real_sigaction(signo, &dfl, NULL);
     raise(signo);
     errno = saved;
+}
+
+void exit_on_exit_call(void)
+{
+    int none = 0;
+    if (atomic_load(&flusher_ready) && agent_active() && agent_is_owner() &&
+        atomic_compare_exchange_strong(&requested, &none, EXIT_CALL))
+        flush_and_wait();
 }
 
 static void *flusher_main(void *arg)
@@ -134,16 +165,16 @@ static void install_ours(size_t i)
 }
 
 /* A feature: at setup, on the GTK thread. */
-void exit_signals_install(void)
+void exit_install(void)
 {
     if (!resolve() || sem_init(&flush_sem, 0, 0) != 0 || sem_init(&done_sem, 0, 0) != 0) {
-        agent_note_once("exit-signals", "cannot watch SIGTERM/SIGINT/SIGHUP; records pending when one ends the "
-                                        "program are lost");
+        agent_note_once("exit", "cannot watch the exit signals; records pending when a signal or _exit ends the "
+                                "program are lost");
         return;
     }
     if (thread_start(&flusher, "pacer-exit", flusher_main, NULL) < 0) {
-        agent_note_once("exit-signals", "cannot start the exit thread; records pending when a signal ends the "
-                                        "program are lost");
+        agent_note_once("exit", "cannot start the exit thread; records pending when a signal or _exit ends the "
+                                "program are lost");
         return;
     }
     pthread_detach(flusher);
