@@ -15,6 +15,8 @@ packages=(
   # agent, demo app and its tests
   libglib2.0-dev libgtk-4-dev libsoup-3.0-dev libmicrohttpd-dev
   xvfb xauth dbus-daemon gtk-4-examples xdotool
+  # a Wayland compositor the agent tests start headless (and kill)
+  weston
   # an app that loads GTK at run time (PyGObject)
   python3-gi gir1.2-gtk-4.0
   # native leak tracking: the peer benchmarked against

@@ -1,9 +1,9 @@
-"""Shared harness of the agent tests: a private Xvfb display, the demo API
-server on a free port, `pacer run` of a program, and reading its records.
+"""Shared harness of the agent tests: a private Xvfb display, a private
+headless Wayland compositor, the demo API server on a free port, `pacer run` of a program, and reading its records.
 
 Paths come from the environment set in tests/agent/meson.build: PACER,
 SHOP_APP, SHOP_API_SERVER, SHOP_CONFIG. Tests that need Xvfb skip (meson
-exit code 77) when it is missing.
+exit code 77) when it is missing; so do those that need weston.
 """
 import json
 import os
@@ -67,6 +67,63 @@ class Xvfb:
             self.proc.wait(10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+
+
+def require_in_test(ok, why):
+    """Inside a test: skips it on a developer machine without the tool; in
+    CI, where the install script provides it, its absence is a failure."""
+    if not ok:
+        if os.environ.get("CI"):
+            raise RuntimeError(why)
+        import unittest
+        raise unittest.SkipTest(why)
+
+
+class Weston:
+    """A private Wayland compositor: Debian's weston, headless (no output
+    device, no GPU), its desktop shell (GTK 4.8's windows end in a protocol
+    error under the kiosk shell), in a private XDG_RUNTIME_DIR. .env is what
+    a GTK client needs to use it (no DISPLAY: GDK must not fall back to
+    X11)."""
+
+    SOCKET = "wayland-pacer-test"
+
+    def __enter__(self):
+        require_in_test(shutil.which("weston"), "weston is not installed")
+        self.runtime = tempfile.mkdtemp(prefix="pacer-weston-")  # 0700, as XDG_RUNTIME_DIR must be
+        self.proc = subprocess.Popen(
+            ["weston", "--backend=headless-backend.so", "--no-config",
+             "--idle-time=0", "--width=1024", "--height=768", "--socket=" + self.SOCKET,
+             "--log=" + os.path.join(self.runtime, "weston.log")],
+            env=dict(os.environ, XDG_RUNTIME_DIR=self.runtime), stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        socket = os.path.join(self.runtime, self.SOCKET)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(socket) and self.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not os.path.exists(socket):
+            log = self.log()
+            self.__exit__(None, None, None)
+            raise RuntimeError("weston did not start (its log: %s)" % log)
+        self.env = {"XDG_RUNTIME_DIR": self.runtime, "WAYLAND_DISPLAY": self.SOCKET, "GDK_BACKEND": "wayland"}
+        return self
+
+    def log(self):
+        try:
+            with open(os.path.join(self.runtime, "weston.log")) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.runtime, ignore_errors=True)
 
 
 class ApiServer:
