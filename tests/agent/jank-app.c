@@ -29,8 +29,14 @@
  *   --idle-ms N         the window stays open N ms, drawing nothing new
  *   --handle-term       its own SIGTERM handler (sigaction): prints "handled
  *                       SIGTERM" and exits 3
- *   --print-dispositions  prints "SIGTERM=dfl|other SIGINT=… SIGHUP=…", what
- *                       sigaction() tells it at start
+ *   --print-dispositions  prints "SIGTERM=dfl|other SIGINT=… SIGHUP=…
+ *                       SIGABRT=… SIGTRAP=…", what sigaction() tells it at
+ *                       start
+ *   --end HOW           ends itself from a timeout handler N ms (--end-ms,
+ *   --end-ms N          default 1000) after the window's first frame, in one of
+ *                       the ways a GTK program dies without exit(): abort
+ *                       (abort(), SIGABRT), g_error (SIGTRAP), _exit
+ *                       (_exit(5), GDK's way when its display is gone)
  *   --builder-stack     the window's child is a GtkStack built from a GtkBuilder
  *                       file, pages named "home" and "settings"; "settings" is
  *                       selected 200 ms after the window's first frame, the
@@ -57,7 +63,8 @@
 static struct {
     guint animate_ms, slow_frame_ms, busy_frame_ms, janks, jank_ms, gap_ms, block_ms, idle_ms;
     gboolean block_signals, main_blocks, handle_term, print_dispositions, unique, builder_stack, say_drawn;
-    const char *block;
+    guint end_ms;
+    const char *block, *end;
     const char *stall;
 } opt;
 
@@ -280,6 +287,15 @@ static gboolean select_settings(gpointer stack)
     return G_SOURCE_REMOVE;
 }
 
+static gboolean end_now(gpointer data)
+{
+    if (strcmp(opt.end, "abort") == 0)
+        abort();
+    if (strcmp(opt.end, "g_error") == 0)
+        g_error("jank-app: ended by g_error");
+    _exit(5);
+}
+
 static void on_first_paint(GdkFrameClock *clock, gpointer data)
 {
     g_signal_handlers_disconnect_by_func(clock, on_first_paint, data);
@@ -287,6 +303,8 @@ static void on_first_paint(GdkFrameClock *clock, gpointer data)
         puts("drawn");
         fflush(stdout);
     }
+    if (opt.end)
+        g_timeout_add(opt.end_ms, end_now, NULL);
     if (opt.builder_stack)
         g_timeout_add(200, select_settings, gtk_window_get_child(window));
 }
@@ -305,7 +323,7 @@ static void on_activate(GApplication *app)
         gtk_window_set_child(window, stack);
         g_object_unref(b);
     }
-    if (opt.builder_stack || opt.say_drawn)
+    if (opt.builder_stack || opt.say_drawn || opt.end)
         g_signal_connect(window, "map", G_CALLBACK(on_map), NULL);
     gtk_window_present(window);
     if (opt.unique) {
@@ -346,6 +364,7 @@ static const char *disposition(int signo)
 int main(int argc, char **argv)
 {
     opt.gap_ms = 100;
+    opt.end_ms = 1000;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         guint *target = strcmp(a, "--animate-ms") == 0      ? &opt.animate_ms
@@ -356,6 +375,7 @@ int main(int argc, char **argv)
                         : strcmp(a, "--block-ms") == 0      ? &opt.block_ms
                         : strcmp(a, "--idle-ms") == 0       ? &opt.idle_ms
                         : strcmp(a, "--busy-frame-ms") == 0 ? &opt.busy_frame_ms
+                        : strcmp(a, "--end-ms") == 0        ? &opt.end_ms
                                                             : NULL;
         if (target && i + 1 < argc)
             *target = (guint)strtoul(argv[++i], NULL, 10);
@@ -363,6 +383,8 @@ int main(int argc, char **argv)
             opt.block = argv[++i];
         else if (strcmp(a, "--stall") == 0 && i + 1 < argc)
             opt.stall = argv[++i];
+        else if (strcmp(a, "--end") == 0 && i + 1 < argc)
+            opt.end = argv[++i];
         else if (strcmp(a, "--block-signals") == 0)
             opt.block_signals = TRUE;
         else if (strcmp(a, "--main-blocks-signals") == 0)
@@ -396,7 +418,8 @@ int main(int argc, char **argv)
         sigaction(SIGTERM, &sa, NULL);
     }
     if (opt.print_dispositions) {
-        printf("SIGTERM=%s SIGINT=%s SIGHUP=%s\n", disposition(SIGTERM), disposition(SIGINT), disposition(SIGHUP));
+        printf("SIGTERM=%s SIGINT=%s SIGHUP=%s SIGABRT=%s SIGTRAP=%s\n", disposition(SIGTERM), disposition(SIGINT),
+               disposition(SIGHUP), disposition(SIGABRT), disposition(SIGTRAP));
         fflush(stdout);
     }
     GtkApplication *app =
