@@ -54,6 +54,7 @@
 #include <signal.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define FLUSH_WAIT_S 5
 
@@ -143,12 +144,72 @@ void exit_on_exit_call(void)
         flush_and_wait();
 }
 
+/* The exit sequence may run on a damaged process: abort() from glibc's
+ * heap checks, a signal that landed inside a lock's holder. A fault of the
+ * exit thread then must not end the process in its own name (a SIGSEGV in
+ * pacer-exit instead of the app's SIGABRT, in the core dump and in a crash
+ * reporter): while the sequence runs, SIGSEGV, SIGBUS, SIGILL and SIGFPE are
+ * the agent's; a fault of the exit thread gives up the flush (the caller
+ * goes on ending the process as it would have), a fault of any other thread
+ * gets the app's own disposition back and happens again as without pacer. */
+static const int faults[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE};
+#define N_FAULTS (sizeof(faults) / sizeof(faults[0]))
+static struct sigaction app_fault[N_FAULTS];
+static _Atomic bool fault_net;
+
+static void restore_faults(void)
+{
+    if (!atomic_exchange(&fault_net, false))
+        return;
+    for (size_t i = 0; i < N_FAULTS; i++)
+        real_sigaction(faults[i], &app_fault[i], NULL);
+}
+
+static void on_flush_fault(int signo, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    if (pthread_equal(pthread_self(), flusher) && si->si_code > 0) {
+        sem_post(&done_sem);
+        for (;;)
+            pause(); /* the process ends from the caller */
+    }
+    /* the app's: its disposition back; a fault recurs when the handler
+     * returns, a signal sent by someone is sent again */
+    restore_faults();
+    if (si->si_code <= 0)
+        kill(getpid(), signo);
+}
+
+static void install_fault_net(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = on_flush_fault;
+    sa.sa_flags = SA_SIGINFO;
+    sigfillset(&sa.sa_mask);
+    for (size_t i = 0; i < N_FAULTS; i++)
+        if (real_sigaction(faults[i], NULL, &app_fault[i]) != 0)
+            return;
+    atomic_store(&fault_net, true);
+    for (size_t i = 0; i < N_FAULTS; i++)
+        real_sigaction(faults[i], &sa, NULL);
+    /* pacer's threads block every signal, and the kernel kills a thread
+     * whose fault is blocked with the default action: unblock them here */
+    sigset_t set;
+    sigemptyset(&set);
+    for (size_t i = 0; i < N_FAULTS; i++)
+        sigaddset(&set, faults[i]);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+}
+
 static void *flusher_main(void *arg)
 {
     (void)arg;
     while (sem_wait(&flush_sem) != 0)
         ;
+    install_fault_net();
     agent_finish(atomic_load(&on_gtk_thread));
+    restore_faults();
     sem_post(&done_sem);
     return NULL;
 }
