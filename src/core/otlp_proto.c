@@ -7,11 +7,11 @@
  * rather than silently left out: the tests hold the two encoders to each
  * other and to the .proto files read by an independent decoder.
  *
- * Nested messages are encoded into a buffer of their own and then appended
- * with their length; a request is a few levels deep, so each byte is copied
- * a few times at most.
+ * Nested messages are written through pbuf.h, which puts a message's
+ * length in front of it once its content is known.
  */
 #include "otlp.h"
+#include "pbuf.h"
 #include "zlib_dl.h"
 
 #include <pacer/base/json.h>
@@ -23,7 +23,7 @@
 #include <string.h>
 
 typedef enum ptype {
-    P_MESSAGE, /* a JSON object (or an array of them: repeated) */
+    P_MESSAGE, /* a JSON object */
     P_STRING,
     P_ID,      /* hex text → bytes */
     P_ENUM,    /* a JSON integer → varint */
@@ -40,6 +40,7 @@ typedef struct pfield {
     unsigned num;
     ptype type;
     const pmsg *msg;
+    bool rep; /* repeated: a JSON array */
 } pfield;
 struct pmsg {
     const pfield *fields;
@@ -49,87 +50,47 @@ struct pmsg {
 #define MSG(name, ...)                                                                                                \
     static const pfield name##_fields[] = {__VA_ARGS__};                                                              \
     static const pmsg name = {name##_fields, sizeof name##_fields / sizeof name##_fields[0]}
+#define REP true
 
 static const pmsg any_value, key_value;
-MSG(array_value, {"values", 1, P_MESSAGE, &any_value});
-MSG(kvlist_value, {"values", 1, P_MESSAGE, &key_value});
-MSG(any_value, {"stringValue", 1, P_STRING, NULL}, {"boolValue", 2, P_BOOL, NULL}, {"intValue", 3, P_INT64, NULL},
-    {"doubleValue", 4, P_DOUBLE, NULL}, {"arrayValue", 5, P_MESSAGE, &array_value},
-    {"kvlistValue", 6, P_MESSAGE, &kvlist_value});
-MSG(key_value, {"key", 1, P_STRING, NULL}, {"value", 2, P_MESSAGE, &any_value});
-MSG(resource, {"attributes", 1, P_MESSAGE, &key_value});
-MSG(scope, {"name", 1, P_STRING, NULL}, {"version", 2, P_STRING, NULL});
-MSG(event, {"timeUnixNano", 1, P_FIXED64, NULL}, {"name", 2, P_STRING, NULL},
-    {"attributes", 3, P_MESSAGE, &key_value});
-MSG(span, {"traceId", 1, P_ID, NULL}, {"spanId", 2, P_ID, NULL}, {"name", 5, P_STRING, NULL},
-    {"kind", 6, P_ENUM, NULL}, {"startTimeUnixNano", 7, P_FIXED64, NULL}, {"endTimeUnixNano", 8, P_FIXED64, NULL},
-    {"attributes", 9, P_MESSAGE, &key_value}, {"events", 11, P_MESSAGE, &event});
-MSG(scope_spans, {"scope", 1, P_MESSAGE, &scope}, {"spans", 2, P_MESSAGE, &span});
-MSG(resource_spans, {"resource", 1, P_MESSAGE, &resource}, {"scopeSpans", 2, P_MESSAGE, &scope_spans});
-MSG(traces_request, {"resourceSpans", 1, P_MESSAGE, &resource_spans});
-MSG(log_record, {"timeUnixNano", 1, P_FIXED64, NULL}, {"severityNumber", 2, P_ENUM, NULL},
-    {"severityText", 3, P_STRING, NULL}, {"body", 5, P_MESSAGE, &any_value},
-    {"attributes", 6, P_MESSAGE, &key_value}, {"observedTimeUnixNano", 11, P_FIXED64, NULL});
-MSG(scope_logs, {"scope", 1, P_MESSAGE, &scope}, {"logRecords", 2, P_MESSAGE, &log_record});
-MSG(resource_logs, {"resource", 1, P_MESSAGE, &resource}, {"scopeLogs", 2, P_MESSAGE, &scope_logs});
-MSG(logs_request, {"resourceLogs", 1, P_MESSAGE, &resource_logs});
-MSG(number_point, {"timeUnixNano", 3, P_FIXED64, NULL}, {"asDouble", 4, P_DOUBLE, NULL},
-    {"asInt", 6, P_SFIXED64, NULL}, {"attributes", 7, P_MESSAGE, &key_value});
-MSG(gauge, {"dataPoints", 1, P_MESSAGE, &number_point});
-MSG(metric, {"name", 1, P_STRING, NULL}, {"unit", 3, P_STRING, NULL}, {"gauge", 5, P_MESSAGE, &gauge});
-MSG(scope_metrics, {"scope", 1, P_MESSAGE, &scope}, {"metrics", 2, P_MESSAGE, &metric});
-MSG(resource_metrics, {"resource", 1, P_MESSAGE, &resource}, {"scopeMetrics", 2, P_MESSAGE, &scope_metrics});
-MSG(metrics_request, {"resourceMetrics", 1, P_MESSAGE, &resource_metrics});
+MSG(array_value, {"values", 1, P_MESSAGE, &any_value, REP});
+MSG(kvlist_value, {"values", 1, P_MESSAGE, &key_value, REP});
+MSG(any_value, {"stringValue", 1, P_STRING, NULL, 0}, {"boolValue", 2, P_BOOL, NULL, 0},
+    {"intValue", 3, P_INT64, NULL, 0}, {"doubleValue", 4, P_DOUBLE, NULL, 0},
+    {"arrayValue", 5, P_MESSAGE, &array_value, 0}, {"kvlistValue", 6, P_MESSAGE, &kvlist_value, 0});
+MSG(key_value, {"key", 1, P_STRING, NULL, 0}, {"value", 2, P_MESSAGE, &any_value, 0});
+MSG(resource, {"attributes", 1, P_MESSAGE, &key_value, REP});
+MSG(scope, {"name", 1, P_STRING, NULL, 0}, {"version", 2, P_STRING, NULL, 0});
+MSG(event, {"timeUnixNano", 1, P_FIXED64, NULL, 0}, {"name", 2, P_STRING, NULL, 0},
+    {"attributes", 3, P_MESSAGE, &key_value, REP});
+MSG(span, {"traceId", 1, P_ID, NULL, 0}, {"spanId", 2, P_ID, NULL, 0}, {"name", 5, P_STRING, NULL, 0},
+    {"kind", 6, P_ENUM, NULL, 0}, {"startTimeUnixNano", 7, P_FIXED64, NULL, 0},
+    {"endTimeUnixNano", 8, P_FIXED64, NULL, 0}, {"attributes", 9, P_MESSAGE, &key_value, REP},
+    {"events", 11, P_MESSAGE, &event, REP});
+MSG(scope_spans, {"scope", 1, P_MESSAGE, &scope, 0}, {"spans", 2, P_MESSAGE, &span, REP});
+MSG(resource_spans, {"resource", 1, P_MESSAGE, &resource, 0}, {"scopeSpans", 2, P_MESSAGE, &scope_spans, REP});
+MSG(traces_request, {"resourceSpans", 1, P_MESSAGE, &resource_spans, REP});
+MSG(log_record, {"timeUnixNano", 1, P_FIXED64, NULL, 0}, {"severityNumber", 2, P_ENUM, NULL, 0},
+    {"severityText", 3, P_STRING, NULL, 0}, {"body", 5, P_MESSAGE, &any_value, 0},
+    {"attributes", 6, P_MESSAGE, &key_value, REP}, {"observedTimeUnixNano", 11, P_FIXED64, NULL, 0});
+MSG(scope_logs, {"scope", 1, P_MESSAGE, &scope, 0}, {"logRecords", 2, P_MESSAGE, &log_record, REP});
+MSG(resource_logs, {"resource", 1, P_MESSAGE, &resource, 0}, {"scopeLogs", 2, P_MESSAGE, &scope_logs, REP});
+MSG(logs_request, {"resourceLogs", 1, P_MESSAGE, &resource_logs, REP});
+MSG(number_point, {"timeUnixNano", 3, P_FIXED64, NULL, 0}, {"asDouble", 4, P_DOUBLE, NULL, 0},
+    {"asInt", 6, P_SFIXED64, NULL, 0}, {"attributes", 7, P_MESSAGE, &key_value, REP});
+MSG(gauge, {"dataPoints", 1, P_MESSAGE, &number_point, REP});
+MSG(metric, {"name", 1, P_STRING, NULL, 0}, {"unit", 3, P_STRING, NULL, 0}, {"gauge", 5, P_MESSAGE, &gauge, 0});
+MSG(scope_metrics, {"scope", 1, P_MESSAGE, &scope, 0}, {"metrics", 2, P_MESSAGE, &metric, REP});
+MSG(resource_metrics, {"resource", 1, P_MESSAGE, &resource, 0}, {"scopeMetrics", 2, P_MESSAGE, &scope_metrics, REP});
+MSG(metrics_request, {"resourceMetrics", 1, P_MESSAGE, &resource_metrics, REP});
 
-typedef struct pbuf {
-    uint8_t *p;
-    size_t len, cap;
-    bool failed;
-} pbuf;
-
-static void put(pbuf *b, const void *p, size_t n)
+static const pmsg *request_of(pacer_signal signal)
 {
-    if (b->failed)
-        return;
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n)
-            cap *= 2;
-        uint8_t *q = realloc(b->p, cap);
-        if (!q) {
-            b->failed = true;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, p, n);
-    b->len += n;
+    return signal == PACER_SIGNAL_LOGS ? &logs_request : signal == PACER_SIGNAL_METRICS ? &metrics_request
+                                                                                         : &traces_request;
 }
 
-static void put_varint(pbuf *b, uint64_t v)
-{
-    uint8_t out[10];
-    size_t n = 0;
-    do {
-        out[n++] = (uint8_t)(v & 0x7f) | (v > 0x7f ? 0x80 : 0);
-        v >>= 7;
-    } while (v);
-    put(b, out, n);
-}
-
-static void put_key(pbuf *b, unsigned num, int wt)
-{
-    put_varint(b, (uint64_t)num << 3 | (unsigned)wt);
-}
-
-static void put_le64(pbuf *b, uint64_t v)
-{
-    uint8_t out[8];
-    for (int i = 0; i < 8; i++)
-        out[i] = (uint8_t)(v >> (8 * i));
-    put(b, out, 8);
-}
+/* ---- JSON → protobuf ---- */
 
 static int hexval(char c)
 {
@@ -142,15 +103,9 @@ static bool encode_message(jread *r, const pmsg *m, pbuf *out);
 static bool encode_value(jread *r, const pfield *f, pbuf *out)
 {
     if (f->type == P_MESSAGE) {
-        pbuf sub = {0};
-        bool ok = encode_message(r, f->msg, &sub);
-        if (ok) {
-            put_key(out, f->num, 2);
-            put_varint(out, sub.len);
-            put(out, sub.p, sub.len);
-            ok = !sub.failed;
-        }
-        free(sub.p);
+        size_t mark = pb_open(out, f->num);
+        bool ok = encode_message(r, f->msg, out);
+        pb_close(out, mark);
         return ok;
     }
     jvalue v;
@@ -163,9 +118,7 @@ static bool encode_value(jread *r, const pfield *f, pbuf *out)
     case P_STRING:
         if (v.type != JT_STRING)
             return false;
-        put_key(out, f->num, 2);
-        put_varint(out, v.len);
-        put(out, v.s, v.len);
+        pb_bytes(out, f->num, v.s, v.len);
         return true;
     case P_ID: {
         if (v.type != JT_STRING || v.len % 2 || v.len > 64)
@@ -177,22 +130,18 @@ static bool encode_value(jread *r, const pfield *f, pbuf *out)
                 return false;
             id[k] = (uint8_t)(hi << 4 | lo);
         }
-        put_key(out, f->num, 2);
-        put_varint(out, v.len / 2);
-        put(out, id, v.len / 2);
+        pb_bytes(out, f->num, id, v.len / 2);
         return true;
     }
     case P_ENUM:
         if (!jvalue_int64(&v, &i) || i < 0)
             return false;
-        put_key(out, f->num, 0);
-        put_varint(out, (uint64_t)i);
+        pb_uint(out, f->num, (uint64_t)i);
         return true;
     case P_BOOL:
         if (v.type != JT_TRUE && v.type != JT_FALSE)
             return false;
-        put_key(out, f->num, 0);
-        put_varint(out, v.type == JT_TRUE);
+        pb_uint(out, f->num, v.type == JT_TRUE);
         return true;
     case P_INT64:
     case P_SFIXED64:
@@ -205,13 +154,10 @@ static bool encode_value(jread *r, const pfield *f, pbuf *out)
         } else if (!jvalue_int64(&v, &i)) {
             return false;
         }
-        if (f->type == P_INT64) {
-            put_key(out, f->num, 0);
-            put_varint(out, (uint64_t)i);
-        } else {
-            put_key(out, f->num, 1);
-            put_le64(out, (uint64_t)i);
-        }
+        if (f->type == P_INT64)
+            pb_uint(out, f->num, (uint64_t)i);
+        else
+            pb_fixed64(out, f->num, (uint64_t)i);
         return true;
     case P_FIXED64:
         if (v.type == JT_STRING) {
@@ -223,17 +169,14 @@ static bool encode_value(jread *r, const pfield *f, pbuf *out)
         } else if (!jvalue_uint64(&v, &u)) {
             return false;
         }
-        put_key(out, f->num, 1);
-        put_le64(out, u);
+        pb_fixed64(out, f->num, u);
         return true;
     case P_DOUBLE:
         if (v.type == JT_NULL) /* the JSON writer's NaN: protobuf has the real one */
             d = __builtin_nan("");
         else if (!jvalue_double(&v, &d))
             return false;
-        put_key(out, f->num, 1);
-        memcpy(&u, &d, 8);
-        put_le64(out, u);
+        pb_double(out, f->num, d);
         return true;
     default: return false;
     }
@@ -271,9 +214,6 @@ static bool encode_message(jread *r, const pmsg *m, pbuf *out)
 
 uint8_t *otlp_json_to_proto(pacer_signal signal, const char *json, size_t len, size_t *ret_len)
 {
-    const pmsg *top = signal == PACER_SIGNAL_LOGS ? &logs_request
-                      : signal == PACER_SIGNAL_METRICS ? &metrics_request
-                                                       : &traces_request;
     char *text = malloc(len + 1);
     if (!text)
         return NULL;
@@ -281,16 +221,13 @@ uint8_t *otlp_json_to_proto(pacer_signal signal, const char *json, size_t len, s
     jread r;
     jread_init(&r, text, len, NULL, 0);
     pbuf out = {0};
-    bool ok = encode_message(&r, top, &out) && jread_end(&r, "request") && !out.failed;
+    bool ok = encode_message(&r, request_of(signal), &out) && jread_end(&r, "request") && !out.failed;
     free(text);
     if (!ok) {
-        free(out.p);
+        pb_free(&out);
         return NULL;
     }
-    if (!out.p) /* an empty request is a valid, empty message */
-        out.p = malloc(1);
-    *ret_len = out.len;
-    return out.p;
+    return pb_steal(&out, ret_len);
 }
 
 uint8_t *otlp_gzip(const void *data, size_t len, size_t *ret_len)
