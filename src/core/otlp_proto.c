@@ -1,22 +1,29 @@
-/* OTLP/HTTP JSON → protobuf, and gzip, for the uploader (otlp.h).
+/* OTLP/HTTP protobuf ⇄ JSON, gzip, and the protobuf answer, for the
+ * uploader (otlp.h).
  *
- * The encoder of records (otlp.c) writes OTLP JSON; this turns that text
- * into the Export…ServiceRequest protobuf message it stands for, field by
- * field, from a table of the messages pacer sends (field numbers and types
- * of opentelemetry-proto v1). Members the table does not name are an error
- * rather than silently left out: the tests hold the two encoders to each
- * other and to the .proto files read by an independent decoder.
- *
- * Nested messages are written through pbuf.h, which puts a message's
- * length in front of it once its content is known.
+ * One table of the messages pacer sends (field numbers and types of
+ * opentelemetry-proto v1) drives both directions:
+ *  - protobuf → JSON (otlp_proto_to_json), the uploader's JSON protocol:
+ *    otlp.c builds every request in protobuf, and the JSON says exactly
+ *    what the protobuf says, in the canonical JSON mapping (64-bit integers
+ *    as strings, ids as hex, members in field order). The same walk checks
+ *    a spooled item without writing anything (otlp_proto_check): a field
+ *    the table does not name, a wrong wire type, a length past the end, a
+ *    string that is not UTF-8 or holds a NUL, or nesting past MAX_DEPTH
+ *    make it refuse the bytes;
+ *  - JSON → protobuf (otlp_json_to_proto), for tools that write OTLP JSON
+ *    (pacerd's load generator, the tests' reference encoder). Members the
+ *    table does not name are an error rather than silently left out.
  */
 #include "otlp.h"
 #include "pbuf.h"
 #include "zlib_dl.h"
 
 #include <pacer/base/json.h>
+#include <pacer/base/utf8.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,10 +70,12 @@ MSG(resource, {"attributes", 1, P_MESSAGE, &key_value, REP});
 MSG(scope, {"name", 1, P_STRING, NULL, 0}, {"version", 2, P_STRING, NULL, 0});
 MSG(event, {"timeUnixNano", 1, P_FIXED64, NULL, 0}, {"name", 2, P_STRING, NULL, 0},
     {"attributes", 3, P_MESSAGE, &key_value, REP});
+/* traceId and spanId first: a spooled span is the rest (span_body) */
 MSG(span, {"traceId", 1, P_ID, NULL, 0}, {"spanId", 2, P_ID, NULL, 0}, {"name", 5, P_STRING, NULL, 0},
     {"kind", 6, P_ENUM, NULL, 0}, {"startTimeUnixNano", 7, P_FIXED64, NULL, 0},
     {"endTimeUnixNano", 8, P_FIXED64, NULL, 0}, {"attributes", 9, P_MESSAGE, &key_value, REP},
     {"events", 11, P_MESSAGE, &event, REP});
+static const pmsg span_body = {span_fields + 2, sizeof span_fields / sizeof span_fields[0] - 2};
 MSG(scope_spans, {"scope", 1, P_MESSAGE, &scope, 0}, {"spans", 2, P_MESSAGE, &span, REP});
 MSG(resource_spans, {"resource", 1, P_MESSAGE, &resource, 0}, {"scopeSpans", 2, P_MESSAGE, &scope_spans, REP});
 MSG(traces_request, {"resourceSpans", 1, P_MESSAGE, &resource_spans, REP});
@@ -81,6 +90,8 @@ MSG(number_point, {"timeUnixNano", 3, P_FIXED64, NULL, 0}, {"asDouble", 4, P_DOU
 MSG(gauge, {"dataPoints", 1, P_MESSAGE, &number_point, REP});
 MSG(metric, {"name", 1, P_STRING, NULL, 0}, {"unit", 3, P_STRING, NULL, 0}, {"gauge", 5, P_MESSAGE, &gauge, 0});
 MSG(scope_metrics, {"scope", 1, P_MESSAGE, &scope, 0}, {"metrics", 2, P_MESSAGE, &metric, REP});
+/* a spooled metrics record: its metrics, as ScopeMetrics frames them */
+static const pmsg metric_list = {scope_metrics_fields + 1, 1};
 MSG(resource_metrics, {"resource", 1, P_MESSAGE, &resource, 0}, {"scopeMetrics", 2, P_MESSAGE, &scope_metrics, REP});
 MSG(metrics_request, {"resourceMetrics", 1, P_MESSAGE, &resource_metrics, REP});
 
@@ -228,6 +239,164 @@ uint8_t *otlp_json_to_proto(pacer_signal signal, const char *json, size_t len, s
         return NULL;
     }
     return pb_steal(&out, ret_len);
+}
+
+/* ---- protobuf → JSON ---- */
+
+/* Requests are 8 messages deep (an attribute's array value); anything
+ * deeper is not pacer's, and the JSON stays well inside a reader's depth. */
+#define MAX_DEPTH 20
+
+static bool walk(const uint8_t *p, const uint8_t *end, const pmsg *m, jbuf *out, int depth);
+
+static uint64_t le64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* One value of field f (wire type wt) at *p; to out as JSON when not NULL. */
+static bool walk_value(const uint8_t **p, const uint8_t *end, const pfield *f, unsigned wt, jbuf *out, int depth)
+{
+    uint64_t v;
+    char num[24];
+    static const char hex[] = "0123456789abcdef";
+    switch (f->type) {
+    case P_MESSAGE:
+    case P_STRING:
+    case P_ID: {
+        if (wt != PB_LEN || !pb_read_varint(p, end, &v) || v > (uint64_t)(end - *p))
+            return false;
+        const uint8_t *s = *p;
+        *p += v;
+        if (f->type == P_MESSAGE)
+            return walk(s, s + v, f->msg, out, depth + 1);
+        if (f->type == P_STRING) {
+            if (memchr(s, 0, v) || !utf8_valid((const char *)s, v))
+                return false;
+            if (out)
+                jbuf_strn(out, (const char *)s, v);
+            return true;
+        }
+        if (v > 32)
+            return false;
+        char h[65];
+        for (size_t i = 0; i < v; i++) {
+            h[2 * i] = hex[s[i] >> 4];
+            h[2 * i + 1] = hex[s[i] & 15];
+        }
+        if (out)
+            jbuf_strn(out, h, 2 * v);
+        return true;
+    }
+    case P_ENUM:
+    case P_BOOL:
+    case P_INT64:
+        if (wt != PB_VARINT || !pb_read_varint(p, end, &v))
+            return false;
+        if (f->type == P_BOOL) {
+            if (v > 1)
+                return false;
+            if (out)
+                jbuf_bool(out, v != 0);
+        } else if (f->type == P_ENUM) {
+            if (v > INT32_MAX)
+                return false;
+            if (out)
+                jbuf_i64(out, (int64_t)v);
+        } else if (out) { /* 64-bit integers are strings in OTLP JSON */
+            snprintf(num, sizeof num, "%" PRId64, (int64_t)v);
+            jbuf_str(out, num);
+        }
+        return true;
+    case P_FIXED64:
+    case P_SFIXED64:
+    case P_DOUBLE:
+        if (wt != PB_I64 || end - *p < 8)
+            return false;
+        v = le64(*p);
+        *p += 8;
+        if (!out)
+            return true;
+        if (f->type == P_DOUBLE) {
+            double d;
+            memcpy(&d, &v, 8);
+            jbuf_double(out, d); /* NaN: null, as the JSON writer has it */
+            return true;
+        }
+        if (f->type == P_FIXED64)
+            snprintf(num, sizeof num, "%" PRIu64, v);
+        else
+            snprintf(num, sizeof num, "%" PRId64, (int64_t)v);
+        jbuf_str(out, num);
+        return true;
+    }
+    return false;
+}
+
+/* The message m in [p, end). Each field once, or a repeated field's
+ * elements one after the other (so that each is one JSON member), as
+ * pacer's encoder writes them. */
+static bool walk(const uint8_t *p, const uint8_t *end, const pmsg *m, jbuf *out, int depth)
+{
+    if (depth > MAX_DEPTH)
+        return false;
+    if (out)
+        jbuf_open(out, '{');
+    const pfield *open = NULL; /* the repeated field whose array is open */
+    unsigned seen = 0;
+    while (p < end) {
+        uint64_t key;
+        if (!pb_read_varint(&p, end, &key))
+            return false;
+        const pfield *f = NULL;
+        for (size_t i = 0; i < m->n && !f; i++)
+            if (m->fields[i].num == key >> 3)
+                f = &m->fields[i];
+        if (!f)
+            return false;
+        if (f != open) {
+            unsigned bit = 1u << (f - m->fields);
+            if (seen & bit)
+                return false;
+            seen |= bit;
+            if (open && out)
+                jbuf_close(out, ']');
+            open = f->rep ? f : NULL;
+            if (out) {
+                jbuf_key(out, f->json);
+                if (f->rep)
+                    jbuf_open(out, '[');
+            }
+        }
+        if (!walk_value(&p, end, f, (unsigned)(key & 7), out, depth))
+            return false;
+    }
+    if (open && out)
+        jbuf_close(out, ']');
+    if (out)
+        jbuf_close(out, '}');
+    return true;
+}
+
+char *otlp_proto_to_json(pacer_signal signal, const uint8_t *pb, size_t len, size_t *ret_len)
+{
+    jbuf out;
+    jbuf_init(&out);
+    if (!walk(pb, pb + len, request_of(signal), &out, 0)) {
+        jbuf_free(&out);
+        return NULL;
+    }
+    return jbuf_steal(&out, ret_len);
+}
+
+bool otlp_proto_check(pacer_signal signal, const uint8_t *item, size_t len)
+{
+    const pmsg *m = signal == PACER_SIGNAL_LOGS ? &log_record : signal == PACER_SIGNAL_METRICS ? &metric_list
+                                                                                               : &span_body;
+    return walk(item, item + len, m, NULL, 3);
 }
 
 uint8_t *otlp_gzip(const void *data, size_t len, size_t *ret_len)

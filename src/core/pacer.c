@@ -68,7 +68,7 @@ static void on_writer_record(const pacer_record *rec, const char *line, size_t l
         p->user_on_record(line, len, p->user_data);
     if (p->spool) {
         const pacer_record_type *t = pacer_record_type_of(rec);
-        if (spool_add(p->spool, t ? t->signal : PACER_SIGNAL_TRACES, line, len) < 0)
+        if (spool_add(p->spool, t ? t->signal : PACER_SIGNAL_TRACES, SPOOL_JSON, line, len) < 0)
             p->spool_errors++;
         uploader *u = __atomic_load_n(&p->uploader, __ATOMIC_ACQUIRE);
         if (u)

@@ -993,6 +993,75 @@ out:
     return rc;
 }
 
+/* ---- a record as its text reads back ---- */
+
+double record_ms_value(int64_t ns)
+{
+    /* jbuf_ms's digits: |ns| to the nearest microsecond (INT64_MIN as
+     * INT64_MAX), three decimals. Below 2^53 microseconds both the count
+     * and 1000 are exact doubles, so the quotient is the correctly rounded
+     * value of the decimal text: what strtod makes of it. */
+    bool neg = ns < 0;
+    uint64_t a = neg ? (ns == INT64_MIN ? (uint64_t)INT64_MAX : (uint64_t)-ns) : (uint64_t)ns;
+    uint64_t us = a / 1000 + (a % 1000 >= 500);
+    double d;
+    if (us < (UINT64_C(1) << 53)) {
+        d = (double)us / 1000.0;
+    } else {
+        char text[32];
+        snprintf(text, sizeof(text), "%" PRIu64 ".%03" PRIu64, us / 1000, us % 1000);
+        d = strtod(text, NULL);
+    }
+    return neg ? -d : d;
+}
+
+bool record_ms_reread(int64_t ns, int64_t *ret)
+{
+    double ms = record_ms_value(ns);
+    if (fabs(ms) > 9.2e12 || ms < 0) /* read_field's limits */
+        return false;
+    *ret = round_ns(ms * 1e6);
+    return true;
+}
+
+int record_check(const pacer_record *r)
+{
+    for (size_t i = 0; i < r->shape->n_fields; i++) {
+        const pacer_field *f = &r->shape->fields[i];
+        const value *v = &r->v[i];
+        if (v->state != V_SET) {
+            if (f->flags & PACER_FIELD_REQUIRED)
+                return -EINVAL;
+            continue;
+        }
+        int64_t ns;
+        switch (f->type) {
+        case PACER_TYPE_STRING:
+            if (!pacer_field_allows(f, v->s, strlen(v->s)))
+                return -EINVAL;
+            break;
+        case PACER_TYPE_MS:
+            if (!record_ms_reread(v->i, &ns))
+                return -EINVAL;
+            break;
+        case PACER_TYPE_OBJECT:
+        case PACER_TYPE_LIST:
+            for (const pacer_record *c = v->child; c; c = f->type == PACER_TYPE_LIST ? c->next : NULL)
+                if (record_check(c) < 0)
+                    return -EINVAL;
+            break;
+        case PACER_TYPE_STRINGS:
+            for (size_t k = 0; k < v->list->n; k++)
+                if (!pacer_field_allows(f, v->list->v[k], strlen(v->list->v[k])))
+                    return -EINVAL;
+            break;
+        default:
+            break;
+        }
+    }
+    return 0;
+}
+
 PACER_API int pacer_record_parse(const char *line, size_t len, pacer_record **ret, char *err, size_t err_len)
 {
     return parse_line(line, len, NULL, ret, err, err_len);

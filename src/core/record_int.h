@@ -4,6 +4,7 @@
 
 #include <pacer/record.h>
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,5 +27,23 @@ int record_from_members(const char *type, const char *members, pacer_record **re
  * Returns 0, -EINVAL (no "type", not valid JSON, a field of the wrong
  * type), or -ENOMEM. */
 int record_from_object(const char *json, size_t len, pacer_record **ret);
+
+/* ---- a record as its JSON text reads back ----
+ * What pacer_record_parse() makes of pacer_record_format()'s text, without
+ * the text: the OTLP encoder (otlp.c) sends a typed record exactly as it
+ * would send the record read back from its line. */
+
+/* 0 when the reader takes r's text back; -EINVAL when it refuses it: a
+ * required field not set, a value outside its field's list, a negative or
+ * out-of-range duration (in r or any object or list element in it). */
+int record_check(const pacer_record *r);
+
+/* The number an MS field's text (jbuf_ms: milliseconds to the
+ * microsecond) reads as. */
+double record_ms_value(int64_t ns);
+
+/* The nanoseconds an MS field holds once its text is read back, in
+ * *ret; false for a value the reader refuses (negative, out of range). */
+bool record_ms_reread(int64_t ns, int64_t *ret);
 
 #endif

@@ -5,18 +5,33 @@
  *   pending(signal PRIMARY KEY, first_id, last_id, batch)
  *   meta(key PRIMARY KEY, value): uuid, bytes, dropped, sent
  *
+ * Forms. A record is kept in the form it is sent in: its run and its OTLP
+ * item in protobuf, a BLOB that otlp.c writes on the writer thread and
+ * reads back into a request (otlp_spool_body, otlp_request), so that
+ * sending parses no text. Earlier versions kept its JSON line (TEXT). The
+ * `signal` column names both, as a queue: the record's signal (0 traces,
+ * 1 logs, 2 metrics) for a JSON line, OTLP_QUEUE + the signal for an OTLP
+ * record. An older libpacer sharing the file (a process still running
+ * through an upgrade) asks only for queues 0-2, so it never reads a body it
+ * cannot parse; this version delivers both, JSON lines first. A batch is
+ * one queue's: `pending` holds one row per queue, and the queue is part of
+ * the batch id, so ids of the two forms never meet.
+ *
  * Invariants:
- *  1. Ids only grow (AUTOINCREMENT): a range first_id..last_id of one signal
+ *  1. Ids only grow (AUTOINCREMENT): a range first_id..last_id of one queue
  *     names the same records until they are deleted, whoever inserts later.
  *  2. A batch, once chosen, is written to `pending` with its id (a hash of
- *     the spool's uuid, the signal and the range), and every retry sends the
+ *     the spool's uuid, the queue and the range), and every retry sends the
  *     records of that range under that id, until spool_ack()/spool_drop()
  *     deletes them together with the pending row. A server that stored the
  *     id before stores nothing again, so a retry never duplicates, even
- *     across a crash of the app between sending and acking.
- *  3. meta.bytes is the sum of `bytes` of the records; spool_add() keeps it
- *     under the cap by deleting the oldest records first and adding them to
- *     meta.dropped, in the same transaction as the insert.
+ *     across a crash of the app between sending and acking. The body of a
+ *     request is a pure function of the records and the id (otlp.c), so a
+ *     retry also sends the same bytes.
+ *  3. meta.bytes is the sum of `bytes` (the body's length) of the records;
+ *     spool_add() keeps it under the cap by deleting the oldest records,
+ *     whatever their queue, first and adding them to meta.dropped, in the
+ *     same transaction as the insert.
  */
 #include "spool.h"
 
@@ -36,6 +51,7 @@
 #include <unistd.h>
 
 #define DEFAULT_MAX_BYTES (64LL * 1024 * 1024)
+#define OTLP_QUEUE 16 /* the queue of OTLP records of signal s: OTLP_QUEUE + s */
 
 /* SQLite's functions: loaded by spool_open, which a spool comes from. */
 #define SQ (*sqlite_api_get())
@@ -197,17 +213,25 @@ static int enforce_cap(spool *s)
     return 0;
 }
 
-int spool_add(spool *s, pacer_signal signal, const char *record, size_t len)
+static int queue_of(pacer_signal signal, spool_form form)
+{
+    return (int)signal + (form == SPOOL_OTLP ? OTLP_QUEUE : 0);
+}
+
+int spool_add(spool *s, pacer_signal signal, spool_form form, const void *body, size_t len)
 {
     sqlite3_stmt *st;
-    if (exec(s, "BEGIN IMMEDIATE") < 0)
+    if (len > INT32_MAX || exec(s, "BEGIN IMMEDIATE") < 0)
         return -EIO;
     int r = -EIO;
     if (SQ.prepare_v2(s->db, "INSERT INTO record(signal, body, bytes) VALUES (?, ?, ?)", -1, &st,
                            NULL) != SQLITE_OK)
         goto out;
-    SQ.bind_int(st, 1, (int)signal);
-    SQ.bind_text(st, 2, record, (int)len, SQLITE_STATIC);
+    SQ.bind_int(st, 1, queue_of(signal, form));
+    if (form == SPOOL_OTLP)
+        SQ.bind_blob(st, 2, body, (int)len, SQLITE_STATIC);
+    else
+        SQ.bind_text(st, 2, body, (int)len, SQLITE_STATIC);
     SQ.bind_int64(st, 3, (int64_t)len);
     int ok = SQ.step(st) == SQLITE_DONE;
     SQ.finalize(st);
@@ -221,22 +245,22 @@ out:
 }
 
 /* FNV-1a over the batch's identity, twice with different offsets: 128 bits. */
-static void batch_id(const spool *s, pacer_signal sig, int64_t first, int64_t last, char out[33])
+static void batch_id(const spool *s, int queue, int64_t first, int64_t last, char out[33])
 {
     char key[128];
-    int n = snprintf(key, sizeof(key), "%s:%d:%" PRId64 ":%" PRId64, s->uuid, (int)sig, first, last);
+    int n = snprintf(key, sizeof(key), "%s:%d:%" PRId64 ":%" PRId64, s->uuid, queue, first, last);
     uint64_t h0 = fnv1a64(FNV1A64_INIT, key, (size_t)n);
     uint64_t h1 = fnv1a64(UINT64_C(0x84222325cbf29ce4), key, (size_t)n);
     snprintf(out, 33, "%016" PRIx64 "%016" PRIx64, h0, h1);
 }
 
-static int load_pending(spool *s, pacer_signal sig, spool_batch *b)
+static int load_pending(spool *s, int sig, spool_batch *b)
 {
     sqlite3_stmt *st;
     if (SQ.prepare_v2(s->db, "SELECT first_id, last_id, batch FROM pending WHERE signal = ?", -1, &st,
                            NULL) != SQLITE_OK)
         return -EIO;
-    SQ.bind_int(st, 1, (int)sig);
+    SQ.bind_int(st, 1, sig);
     int r = 0;
     if (SQ.step(st) == SQLITE_ROW && SQ.column_bytes(st, 2) == 32) {
         b->first_id = SQ.column_int64(st, 0);
@@ -248,7 +272,7 @@ static int load_pending(spool *s, pacer_signal sig, spool_batch *b)
     return r;
 }
 
-static int choose_batch(spool *s, pacer_signal sig, size_t max_records, spool_batch *b)
+static int choose_batch(spool *s, int sig, size_t max_records, spool_batch *b)
 {
     sqlite3_stmt *st;
     if (SQ.prepare_v2(s->db,
@@ -256,7 +280,7 @@ static int choose_batch(spool *s, pacer_signal sig, size_t max_records, spool_ba
                            "(SELECT id FROM record WHERE signal = ? ORDER BY id LIMIT ?)",
                            -1, &st, NULL) != SQLITE_OK)
         return -EIO;
-    SQ.bind_int(st, 1, (int)sig);
+    SQ.bind_int(st, 1, sig);
     SQ.bind_int64(st, 2, (int64_t)max_records);
     int r = 0;
     if (SQ.step(st) == SQLITE_ROW && SQ.column_int64(st, 2) > 0) {
@@ -271,7 +295,7 @@ static int choose_batch(spool *s, pacer_signal sig, size_t max_records, spool_ba
     if (SQ.prepare_v2(s->db, "INSERT OR REPLACE INTO pending(signal, first_id, last_id, batch) "
                                   "VALUES (?, ?, ?, ?)", -1, &st, NULL) != SQLITE_OK)
         return -EIO;
-    SQ.bind_int(st, 1, (int)sig);
+    SQ.bind_int(st, 1, sig);
     SQ.bind_int64(st, 2, b->first_id);
     SQ.bind_int64(st, 3, b->last_id);
     SQ.bind_text(st, 4, b->id, 32, SQLITE_STATIC);
@@ -287,7 +311,7 @@ static int load_records(spool *s, spool_batch *b)
                            "SELECT body FROM record WHERE signal = ? AND id BETWEEN ? AND ? ORDER BY id", -1,
                            &st, NULL) != SQLITE_OK)
         return -EIO;
-    SQ.bind_int(st, 1, (int)b->signal);
+    SQ.bind_int(st, 1, queue_of(b->signal, b->form));
     SQ.bind_int64(st, 2, b->first_id);
     SQ.bind_int64(st, 3, b->last_id);
     size_t cap = 0;
@@ -296,51 +320,63 @@ static int load_records(spool *s, spool_batch *b)
         if (b->n == cap) {
             cap = cap ? cap * 2 : 64;
             char **v = realloc(b->records, cap * sizeof(*v));
-            if (!v) {
+            if (v)
+                b->records = v;
+            size_t *l = v ? realloc(b->lens, cap * sizeof(*l)) : NULL;
+            if (!l) {
                 r = -ENOMEM;
                 break;
             }
-            b->records = v;
+            b->lens = l;
         }
-        const char *body = (const char *)SQ.column_text(st, 0);
-        b->records[b->n] = strdup(body ? body : "");
-        if (!b->records[b->n]) {
+        /* a JSON line as text (as it was stored), an OTLP body as bytes */
+        const void *body = b->form == SPOOL_OTLP ? SQ.column_blob(st, 0) : (const void *)SQ.column_text(st, 0);
+        size_t len = (size_t)SQ.column_bytes(st, 0);
+        char *copy = malloc(len + 1);
+        if (!copy) {
             r = -ENOMEM;
             break;
         }
-        b->n++;
+        if (len)
+            memcpy(copy, body, len);
+        copy[len] = '\0';
+        b->records[b->n] = copy;
+        b->lens[b->n++] = len;
     }
     SQ.finalize(st);
     return r;
 }
 
-static int delete_pending(spool *s, pacer_signal sig)
+static int delete_pending(spool *s, int sig)
 {
     sqlite3_stmt *st;
     if (SQ.prepare_v2(s->db, "DELETE FROM pending WHERE signal = ?", -1, &st, NULL) != SQLITE_OK)
         return -EIO;
-    SQ.bind_int(st, 1, (int)sig);
+    SQ.bind_int(st, 1, sig);
     int r = SQ.step(st) == SQLITE_DONE ? 0 : -EIO;
     SQ.finalize(st);
     return r;
 }
 
-int spool_next_batch(spool *s, pacer_signal sig, size_t max_records, spool_batch *ret)
+/* spool_next_batch in one queue. */
+static int next_in_queue(spool *s, pacer_signal sig, spool_form form, size_t max_records, spool_batch *ret)
 {
-    memset(ret, 0, sizeof(*ret));
-    ret->signal = sig;
+    int queue = queue_of(sig, form);
     /* Twice at most: a pending batch whose records were all evicted is
      * forgotten and a new one chosen. */
     for (int attempt = 0; attempt < 2; attempt++) {
+        memset(ret, 0, sizeof(*ret));
+        ret->signal = sig;
+        ret->form = form;
         if (exec(s, "BEGIN IMMEDIATE") < 0)
             return -EIO;
-        int r = load_pending(s, sig, ret);
+        int r = load_pending(s, queue, ret);
         if (r == 0)
-            r = choose_batch(s, sig, max_records, ret);
+            r = choose_batch(s, queue, max_records, ret);
         if (r == 1)
             r = load_records(s, ret) < 0 ? -EIO : 1;
         if (r == 1 && ret->n == 0)
-            r = delete_pending(s, sig) < 0 ? -EIO : 2;
+            r = delete_pending(s, queue) < 0 ? -EIO : 2;
         if (r < 0 || exec(s, "COMMIT") < 0) {
             exec(s, "ROLLBACK");
             spool_batch_clear(ret);
@@ -352,12 +388,20 @@ int spool_next_batch(spool *s, pacer_signal sig, size_t max_records, spool_batch
     return 0;
 }
 
+int spool_next_batch(spool *s, pacer_signal sig, size_t max_records, spool_batch *ret)
+{
+    int r = next_in_queue(s, sig, SPOOL_JSON, max_records, ret);
+    return r != 0 ? r : next_in_queue(s, sig, SPOOL_OTLP, max_records, ret);
+}
+
 void spool_batch_clear(spool_batch *b)
 {
     for (size_t i = 0; i < b->n; i++)
         free(b->records[i]);
     free(b->records);
+    free(b->lens);
     b->records = NULL;
+    b->lens = NULL;
     b->n = 0;
 }
 
@@ -372,7 +416,7 @@ static int finish_batch(spool *s, const spool_batch *b, const char *counter)
                            "SELECT coalesce(sum(bytes), 0), count(*) FROM record "
                            "WHERE signal = ? AND id BETWEEN ? AND ?", -1, &st, NULL) != SQLITE_OK)
         goto out;
-    SQ.bind_int(st, 1, (int)b->signal);
+    SQ.bind_int(st, 1, queue_of(b->signal, b->form));
     SQ.bind_int64(st, 2, b->first_id);
     SQ.bind_int64(st, 3, b->last_id);
     if (SQ.step(st) == SQLITE_ROW) {
@@ -383,7 +427,7 @@ static int finish_batch(spool *s, const spool_batch *b, const char *counter)
     if (SQ.prepare_v2(s->db, "DELETE FROM record WHERE signal = ? AND id BETWEEN ? AND ?", -1, &st,
                            NULL) != SQLITE_OK)
         goto out;
-    SQ.bind_int(st, 1, (int)b->signal);
+    SQ.bind_int(st, 1, queue_of(b->signal, b->form));
     SQ.bind_int64(st, 2, b->first_id);
     SQ.bind_int64(st, 3, b->last_id);
     int ok = SQ.step(st) == SQLITE_DONE;
@@ -394,7 +438,7 @@ static int finish_batch(spool *s, const spool_batch *b, const char *counter)
     if (SQ.prepare_v2(s->db, "DELETE FROM pending WHERE signal = ? AND batch = ?", -1, &st, NULL) !=
         SQLITE_OK)
         goto out;
-    SQ.bind_int(st, 1, (int)b->signal);
+    SQ.bind_int(st, 1, queue_of(b->signal, b->form));
     SQ.bind_text(st, 2, b->id, 32, SQLITE_STATIC);
     ok = SQ.step(st) == SQLITE_DONE;
     SQ.finalize(st);

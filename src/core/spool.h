@@ -1,7 +1,7 @@
 /* The on-disk spool: records wait in a SQLite database (WAL) until the
- * uploader has delivered them. See spool.c for the schema and the batch
- * rules. A spool handle is used by one thread at a time; several processes
- * may open the same file. */
+ * uploader has delivered them, in the form they are sent in. See spool.c
+ * for the schema, the forms and the batch rules. A spool handle is used by
+ * one thread at a time; several processes may open the same file. */
 #ifndef PACER_CORE_SPOOL_H
 #define PACER_CORE_SPOOL_H
 
@@ -13,30 +13,40 @@
 
 typedef struct spool spool;
 
+/* How a spooled record is kept. */
+typedef enum spool_form {
+    SPOOL_JSON = 0, /* its JSON line: what earlier versions spooled, still delivered */
+    SPOOL_OTLP = 1, /* its run and its OTLP item, in protobuf (otlp_spool_body) */
+} spool_form;
+
 /* Opens (creating when needed) the spool at `path`, with a size cap of
- * `max_bytes` of record text (0 = 64 MiB). Returns 0 or a negative errno,
+ * `max_bytes` of spooled bodies (0 = 64 MiB). Returns 0 or a negative errno,
  * with *ret_error (malloc'd) naming the file and the reason. */
 int spool_open(const char *path, int64_t max_bytes, spool **ret, char **ret_error);
 void spool_close(spool *s);
 
-/* Appends a record (its JSON line) to the records waiting as `signal` (its
- * type's, schema.h). When the cap is exceeded the oldest records are
- * deleted and counted. Returns 0 or -EIO. */
-int spool_add(spool *s, pacer_signal signal, const char *record, size_t len);
+/* Appends a record (`len` bytes of `body`, in `form`) to the records
+ * waiting as `signal` (its type's, schema.h). When the cap is exceeded the
+ * oldest records are deleted and counted. Returns 0 or -EIO. */
+int spool_add(spool *s, pacer_signal signal, spool_form form, const void *body, size_t len);
 
-/* A batch: consecutive records of one signal, with a stable id. */
+/* A batch: consecutive records of one signal and one form, with a stable
+ * id. */
 typedef struct spool_batch {
     pacer_signal signal;
+    spool_form form;
     int64_t first_id, last_id;
     char id[33];        /* 32 hex digits */
     size_t n;
-    char **records;     /* n record lines, NUL-terminated */
+    char **records;     /* n bodies, each NUL-terminated (an OTLP body may hold NULs) */
+    size_t *lens;       /* their lengths */
 } spool_batch;
 
 /* Fills *ret with the pending batch of `signal` (the same one again until it
- * is acked or dropped) or a new one of at most `max_records`. Returns 1 when
- * a batch was filled, 0 when the spool holds nothing of that signal, or a
- * negative errno. */
+ * is acked or dropped) or a new one of at most `max_records`: JSON lines
+ * first, while an earlier version's are left, then OTLP records. Returns 1
+ * when a batch was filled, 0 when the spool holds nothing of that signal,
+ * or a negative errno. */
 int spool_next_batch(spool *s, pacer_signal signal, size_t max_records, spool_batch *ret);
 void spool_batch_clear(spool_batch *b);
 

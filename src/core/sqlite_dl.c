@@ -28,9 +28,11 @@ static void load(void)
     SYM(bind_int);
     SYM(bind_int64);
     SYM(bind_text);
+    SYM(bind_blob);
     SYM(column_bytes);
     SYM(column_int64);
     SYM(column_text);
+    SYM(column_blob);
 #undef SYM
     void **fields = (void **)&api;
     for (size_t i = 0; i < sizeof(api) / sizeof(void *); i++)

@@ -21,9 +21,11 @@ typedef struct sqlite_api {
     int (*bind_int)(sqlite3_stmt *st, int i, int v);
     int (*bind_int64)(sqlite3_stmt *st, int i, sqlite3_int64 v);
     int (*bind_text)(sqlite3_stmt *st, int i, const char *v, int n, void (*destroy)(void *));
+    int (*bind_blob)(sqlite3_stmt *st, int i, const void *v, int n, void (*destroy)(void *));
     int (*column_bytes)(sqlite3_stmt *st, int i);
     sqlite3_int64 (*column_int64)(sqlite3_stmt *st, int i);
     const unsigned char *(*column_text)(sqlite3_stmt *st, int i);
+    const void *(*column_blob)(sqlite3_stmt *st, int i);
 } sqlite_api;
 
 /* Loads SQLite (once, thread-safe) and returns its functions, or NULL when

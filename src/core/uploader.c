@@ -5,6 +5,9 @@
  *    in X-Pacer-Batch-Id, until the server accepts it (2xx → ack) or refuses
  *    it for good (4xx other than 408/429 → drop, counted). So a retry never
  *    stores twice, and nothing is deleted before the server has it.
+ *  - The spool keeps records in the form they are sent in (their OTLP items,
+ *    protobuf): a request is those items put together under their
+ *    resources (otlp_request), then gzip; no text is parsed on the way.
  *  - 429 and 503 wait for Retry-After (seconds) when given; other failures
  *    (network, 5xx, 408) wait an exponential backoff with full jitter:
  *    a random delay in [0, min(60 s, 500 ms · 2^k)].
@@ -296,14 +299,7 @@ static bool send_all(uploader *u)
             spool_stats st;
             spool_get_stats(u->sp, &st);
             size_t len, skipped;
-            char *body = otlp_encode((pacer_signal)sig, b.records, b.n, b.id, st.dropped, &len, &skipped);
-            if (body && !u->json) {
-                size_t plen;
-                uint8_t *pb = otlp_json_to_proto((pacer_signal)sig, body, len, &plen);
-                free(body);
-                body = (char *)pb;
-                len = plen;
-            }
+            char *body = (char *)otlp_request(&b, st.dropped, u->json, &len, &skipped);
             if (body && u->gzip) {
                 size_t zlen;
                 uint8_t *z = otlp_gzip(body, len, &zlen);

@@ -1,10 +1,13 @@
 /* otlp_probe: the uploader's encoders on a records file, for
- * test_otlp_proto.py. Encodes the records of SIGNAL (traces, logs or
- * metrics) in RECORDS.jsonl as one request with batch id BATCH, the way the
- * uploader does, and writes its OTLP/HTTP JSON to OUT.json, its protobuf to
- * OUT.pb and the protobuf gzip-compressed to OUT.pb.gz.
+ * test_otlp_proto.py. Spools the records of SIGNAL (traces, logs or
+ * metrics) in RECORDS.jsonl as the writer thread does (otlp_spool_body),
+ * encodes them as one request with batch id BATCH, the way the uploader
+ * does, and writes its OTLP/HTTP JSON to OUT.json, its protobuf to OUT.pb
+ * and the protobuf gzip-compressed to OUT.pb.gz.
  * Usage: otlp_probe SIGNAL RECORDS.jsonl BATCH OUT */
 #include "otlp.h"
+
+#include <pacer/record.h>
 
 #include <pacer/schema.h>
 
@@ -38,43 +41,50 @@ int main(int argc, char **argv)
         perror(argv[2]);
         return 2;
     }
-    char **lines = NULL;
-    size_t n = 0;
+    spool_batch b = {.signal = sig, .form = SPOOL_OTLP};
+    snprintf(b.id, sizeof b.id, "%s", argv[3]);
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;
+    pbuf body = {0};
     while ((len = getline(&line, &cap, in)) > 0) {
         while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
             line[--len] = 0;
+        pacer_record *rec;
+        char err[256];
         if (!len)
             continue;
+        if (pacer_record_parse(line, (size_t)len, &rec, err, sizeof err) < 0) {
+            fprintf(stderr, "otlp_probe: %s\n", err);
+            return 1;
+        }
         /* the record's signal: that of its type */
-        char type[64] = "";
-        const char *t = strstr(line, "\"type\":\"");
-        if (t)
-            sscanf(t + 8, "%63[^\"]", type);
-        const pacer_record_type *rt = pacer_record_type_find(type, strlen(type));
-        pacer_signal s = rt ? rt->signal : PACER_SIGNAL_TRACES;
-        if (s != sig)
+        int r = otlp_signal_of(rec) == sig ? otlp_spool_body(rec, line, (size_t)len, &body) : 1;
+        pacer_record_free(rec);
+        if (r > 0)
             continue;
-        lines = realloc(lines, (n + 1) * sizeof *lines);
-        lines[n++] = strdup(line);
+        if (r < 0) {
+            fprintf(stderr, "otlp_probe: a record that is not sent: %s\n", line);
+            return 1;
+        }
+        b.records = realloc(b.records, (b.n + 1) * sizeof *b.records);
+        b.lens = realloc(b.lens, (b.n + 1) * sizeof *b.lens);
+        b.lens[b.n] = body.len;
+        b.records[b.n++] = (char *)pb_steal(&body, NULL);
     }
     fclose(in);
     size_t jlen, skipped, plen, zlen;
-    char *json = otlp_encode(sig, lines, n, argv[3], 0, &jlen, &skipped);
-    uint8_t *pb = json ? otlp_json_to_proto(sig, json, jlen, &plen) : NULL;
+    char *json = (char *)otlp_request(&b, 0, true, &jlen, &skipped);
+    uint8_t *pb = otlp_request(&b, 0, false, &plen, &skipped);
     uint8_t *gz = pb ? otlp_gzip(pb, plen, &zlen) : NULL;
-    if (!gz) {
+    if (!json || !gz || skipped) {
         fprintf(stderr, "otlp_probe: encoding failed\n");
         return 1;
     }
     int r = write_file(argv[4], ".json", json, jlen) | write_file(argv[4], ".pb", pb, plen) |
             write_file(argv[4], ".pb.gz", gz, zlen);
-    printf("%zu records\n", n);
-    for (size_t i = 0; i < n; i++)
-        free(lines[i]);
-    free(lines);
+    printf("%zu records\n", b.n);
+    spool_batch_clear(&b);
     free(line);
     free(json);
     free(pb);

@@ -56,7 +56,7 @@ static void add(spool *s, const char *type, int i)
 {
     char rec[128];
     int n = snprintf(rec, sizeof(rec), "{\"type\":\"%s\",\"i\":%d}", type, i);
-    assert_int_equal(spool_add(s, signal_of(type), rec, (size_t)n), 0);
+    assert_int_equal(spool_add(s, signal_of(type), SPOOL_JSON, rec, (size_t)n), 0);
 }
 
 static void test_signal_of(void **state)
