@@ -8,13 +8,15 @@
  * The writer thread takes `mu` only from its tick (live deadlines), never
  * while holding its own queue lock, so the two locks have one order.
  *
- * Upload: with a server, the writer thread also appends each record to the
- * spool (its own SQLite connection) and kicks the uploader thread, which has
+ * Upload: with a server, the writer thread also encodes each record as OTLP
+ * and appends it to the spool (its own SQLite connection; otlp.c, spool.c)
+ * and kicks the uploader thread, which has
  * another connection and does all network I/O. At the end the writer is
  * drained first, then the uploader gets a short time to deliver.
  */
 #include "clock.h"
 #include "model.h"
+#include "otlp.h"
 #include "record_int.h"
 #include "spool.h"
 #include "uploader.h"
@@ -42,6 +44,7 @@ struct pacer {
     writer *writer;
     /* upload (NULL without a server) */
     spool *spool;         /* writer thread only */
+    pbuf spool_body;      /* writer thread only: the record being spooled */
     uploader *uploader;
     uint64_t spool_errors; /* writer thread only */
     uploader_stats final_upload; /* the uploader's figures when it stopped */
@@ -67,8 +70,10 @@ static void on_writer_record(const pacer_record *rec, const char *line, size_t l
     if (p->user_on_record)
         p->user_on_record(line, len, p->user_data);
     if (p->spool) {
-        const pacer_record_type *t = pacer_record_type_of(rec);
-        if (spool_add(p->spool, t ? t->signal : PACER_SIGNAL_TRACES, SPOOL_JSON, line, len) < 0)
+        /* spooled in the form it is sent in; a record the records reader
+         * would refuse is not sent (otlp_spool_body) */
+        if (otlp_spool_body(rec, line, len, &p->spool_body) < 0 ||
+            spool_add(p->spool, otlp_signal_of(rec), SPOOL_OTLP, p->spool_body.p, p->spool_body.len) < 0)
             p->spool_errors++;
         uploader *u = __atomic_load_n(&p->uploader, __ATOMIC_ACQUIRE);
         if (u)
@@ -325,6 +330,7 @@ PACER_API void pacer_free(pacer_t *p)
     pacer_finish(p);
     writer_free(p->writer); /* joins the thread */
     spool_close(p->spool);
+    pb_free(&p->spool_body);
     model_free(p->model);
     pthread_mutex_destroy(&p->mu);
     free(p);

@@ -9,6 +9,7 @@ import http.server
 import json
 import os
 import socket
+import sqlite3
 import subprocess
 import tempfile
 import threading
@@ -276,6 +277,47 @@ class Upload(unittest.TestCase):
         p = subprocess.run([PROBE, down, self.spool, "cfgapp", "await", "LatePage", "3"],
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+    def test_spool_of_an_older_version_is_delivered(self):
+        """A spool an earlier libpacer left: its schema, records as JSON
+        lines, a batch it sent but had no answer for. After an upgrade the
+        batch goes first under its id (a server that stored it stores
+        nothing again), then the other lines, then the new run's records."""
+        lines = [{"type": "page", "ts": 1_700_000_000_000_000_000 + i, "app": "old", "version": "0.9",
+                  "session": "s-old", "pid": 7, "page": "OldWindow%d" % i, "status": "complete",
+                  "total_ms": 10.5 + i} for i in range(3)]
+        db = sqlite3.connect(self.spool)
+        db.executescript(
+            "PRAGMA journal_mode=WAL;"
+            "CREATE TABLE record(id INTEGER PRIMARY KEY AUTOINCREMENT,"
+            "  signal INTEGER NOT NULL, body TEXT NOT NULL, bytes INTEGER NOT NULL);"
+            "CREATE INDEX record_signal ON record(signal, id);"
+            "CREATE TABLE pending(signal INTEGER PRIMARY KEY, first_id INTEGER, last_id INTEGER, batch TEXT);"
+            "CREATE TABLE meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;")
+        total = 0
+        for r in lines:
+            body = json.dumps(r, separators=(",", ":"))
+            db.execute("INSERT INTO record(signal, body, bytes) VALUES (0, ?, ?)", (body, len(body)))
+            total += len(body)
+        db.execute("INSERT INTO meta VALUES ('uuid', 'aaaabbbbccccddddeeeeffff00001111'), ('bytes', ?)", (total,))
+        db.execute("INSERT INTO pending VALUES (0, 1, 2, 'feedfacefeedfacefeedfacefeedface')")
+        db.commit()
+        db.close()
+        records = self.replay(self.peer.url, "s-new")
+        posts = [p for p in self.peer.posts() if p["status"] == 200]
+        self.assertEqual(posts[0]["headers"]["X-Pacer-Batch-Id"], "feedfacefeedfacefeedfacefeedface")
+        first = json.loads(posts[0]["body"])["resourceSpans"][0]
+        self.assertEqual([s["name"] for s in first["scopeSpans"][0]["spans"]],
+                         ["page OldWindow0", "page OldWindow1"])
+        spans = self.peer.spans()
+        old = [s for s in spans if s["_resource"]["service.name"]["stringValue"] == "old"]
+        self.assertEqual(sorted(s["name"] for s in old), ["page OldWindow0", "page OldWindow1", "page OldWindow2"])
+        self.assertEqual(old[2]["_attrs"]["pacer.total_ms"], {"doubleValue": 12.5})
+        self.assertEqual(old[0]["_resource"]["pacer.session"], {"stringValue": "s-old"})
+        self.assertEqual(len(spans), len(records) + 3)
+        db = sqlite3.connect(self.spool)
+        self.assertEqual(db.execute("SELECT count(*) FROM record").fetchone()[0], 0)
+        db.close()
 
     def test_spool_cap_drops_oldest_and_counts(self):
         # 64 KiB cap, server down: the spool keeps the newest records only
