@@ -704,8 +704,8 @@ uint8_t *otlp_request(const spool_batch *b, int64_t spool_dropped, bool json, si
     for (size_t i = 0; i < n; i++) {
         if (!ents[i].ok)
             continue;
-        if (!ents[i].item)
-            ents[i].item = scratch.p + ents[i].off;
+        if (!ents[i].item) /* an empty item leaves scratch without memory */
+            ents[i].item = scratch.p ? scratch.p + ents[i].off : (const uint8_t *)"";
         ents[i].group = (int)i;
         for (size_t j = 0; j < i; j++)
             if (ents[j].ok && ents[j].group == (int)j && same_run(&ents[j], &ents[i])) {

@@ -541,19 +541,32 @@ static void test_spooled_lines_of_any_spelling(void **state)
         "{\"type\":\"other\"}",
     };
     size_t n = sizeof lines / sizeof lines[0], skipped;
-    bytes want = reference(PACER_SIGNAL_TRACES, lines, n, &skipped);
-    assert_int_equal(skipped, 0);
-    spool_batch b = batch_of(PACER_SIGNAL_TRACES, SPOOL_JSON);
-    for (size_t i = 0; i < n; i++)
-        batch_push(&b, lines[i], strlen(lines[i]));
-    size_t jl;
-    char *ref_json = ref_otlp_encode(PACER_SIGNAL_TRACES, lines, n, BATCH, DROPPED, &jl, &skipped);
-    bytes got = request(&b, ref_json, &skipped);
-    assert_int_equal(skipped, 0);
-    assert_same(PACER_SIGNAL_TRACES, &want, &got, "from hand-written lines");
+    /* under every signal: as metrics, none of them has a number to send
+     * (an empty item) */
+    for (int sig = 0; sig < PACER_N_SIGNALS; sig++) {
+        bytes want = reference((pacer_signal)sig, lines, n, &skipped);
+        assert_int_equal(skipped, 0);
+        spool_batch b = batch_of((pacer_signal)sig, SPOOL_JSON);
+        for (size_t i = 0; i < n; i++)
+            batch_push(&b, lines[i], strlen(lines[i]));
+        size_t jl;
+        char *ref_json = ref_otlp_encode((pacer_signal)sig, lines, n, BATCH, DROPPED, &jl, &skipped);
+        bytes got = request(&b, ref_json, &skipped);
+        assert_int_equal(skipped, 0);
+        assert_same((pacer_signal)sig, &want, &got, "from hand-written lines");
+        free(got.p);
+        free(want.p);
+        free(ref_json);
+        spool_batch_clear(&b);
+    }
+    /* a batch whose items are all empty */
+    bytes want = reference(PACER_SIGNAL_METRICS, &lines[n - 1], 1, &skipped);
+    spool_batch b = batch_of(PACER_SIGNAL_METRICS, SPOOL_JSON);
+    batch_push(&b, lines[n - 1], strlen(lines[n - 1]));
+    bytes got = request(&b, NULL, &skipped);
+    assert_same(PACER_SIGNAL_METRICS, &want, &got, "with an empty item");
     free(got.p);
     free(want.p);
-    free(ref_json);
     spool_batch_clear(&b);
 }
 
