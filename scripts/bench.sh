@@ -16,6 +16,7 @@ ninja -C "$dir" >/dev/null
 # One entry per benchmark: "name|title|command". Commands run from the source root.
 benchmarks=(
   "core-model|core model: cost of one event|$dir/bench/bench-model"
+  "client-upload|client upload path per record: OTLP from the record vs the earlier JSON path (callgrind counts, CPU time, bytes)|bench/upload/run.py $dir"
   "server|pacerd: ingest spans/s and query latency over 1,000,000 page loads|bench/server/run.sh $dir"
   "server-scale|pacerd at scale: 1 M vs 50 M stored page spans (ingest, cut-range query, bytes), RSS through 10 minutes of ingest|bench/server/scale.sh $dir"
   "server-clickhouse|pacerd: ClickHouse beside SQLite: ingest spans/s, bytes per span, page query over 100 M vs 50 M page loads|bench/server/clickhouse.py $dir"

@@ -21,6 +21,8 @@ packages=(
   python3-gi gir1.2-gtk-4.0
   # native leak tracking: the peer benchmarked against
   heaptrack
+  # benchmarks that count instructions (callgrind: bench/upload)
+  valgrind
   # function tracing: symbols, compression, the peer benchmarked against
   libelf-dev libdw-dev libzstd-dev uftrace
   # pacerd's ClickHouse store: its tests and benchmark start their own
