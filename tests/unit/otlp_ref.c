@@ -367,7 +367,9 @@ static void write_span(jbuf *b, const pacer_record *r, const char *batch_id, siz
     snprintf(sid, sizeof(sid), "%016" PRIx64, low);
     int64_t ts = pacer_record_ts(r);
     snprintf(start, sizeof(start), "%" PRId64, ts);
-    snprintf(end, sizeof(end), "%" PRId64, ts + span_ns(r));
+    /* the sum wraps past INT64_MAX, as the compiled code did (a negative
+     * end that otlp_json_to_proto refuses), without signed overflow */
+    snprintf(end, sizeof(end), "%" PRId64, (int64_t)((uint64_t)ts + (uint64_t)span_ns(r)));
 
     jbuf_open(b, '{');
     jbuf_kv_str(b, "traceId", tid);
