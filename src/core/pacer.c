@@ -8,11 +8,11 @@
  * The writer thread takes `mu` only from its tick (live deadlines), never
  * while holding its own queue lock, so the two locks have one order.
  *
- * Upload: with a server, the writer thread also encodes each record as OTLP
- * and appends it to the spool (its own SQLite connection; otlp.c, spool.c)
- * and kicks the uploader thread, which has
- * another connection and does all network I/O. At the end the writer is
- * drained first, then the uploader gets a short time to deliver.
+ * Upload: with a server, the writer thread also encodes each record as OTLP,
+ * appends it to the spool (its own SQLite connection; otlp.c, spool.c) and
+ * kicks the uploader thread, which has another connection and does all
+ * network I/O. At the end the writer is drained first, then the uploader
+ * gets a short time to deliver.
  */
 #include "clock.h"
 #include "model.h"
