@@ -41,9 +41,11 @@ typedef struct pt_event {
     int kind;
     uint32_t tid;
     uint64_t ns;    /* CLOCK_MONOTONIC ns (ENTER, EXIT, LONGJMP) */
-    uint64_t addr;  /* function address (ENTER, EXIT) */
+    uint64_t addr;  /* function address (ENTER; EXIT in version 1 files, 0 in
+                       version 2: the exit of the innermost open call) */
     uint64_t sp;    /* sp field (ENTER, LONGJMP) */
     uint64_t count; /* LOST */
+    bool gap;       /* LOST: dropped mid-call; the thread's open calls end here */
     const char *name; /* THREAD; valid until the next call */
     size_t name_len;
 } pt_event;

@@ -13,29 +13,57 @@
  *   NAME.maps     a copy of /proc/self/maps taken at the end of the run
  *                 (at the start, replaced at the end), for symbols at export
  *
- * NAME.ptrace:
- *   header   64 bytes, uncompressed, little-endian (struct pt_file_header)
- *   body     one zstd stream. Its decompressed bytes are records:
- *              u8 type, varint payload length, payload
+ * NAME.ptrace, version 2 (what the runtime writes):
+ *   header   struct pt_file_header (64 bytes, little-endian), then
+ *            header_size - 64 bytes to skip (none today)
+ *   body     records: u8 type, varint payload length, payload. A zero type
+ *            byte is one byte of padding, skipped (the runtime pads its
+ *            writes to 4096-byte boundaries, to write with O_DIRECT).
  *            Unknown types are skipped by length, so the format can grow.
+ *            With PT_FLAG_ZSTD the body is one zstd stream whose
+ *            decompressed bytes are those records.
  *
- * Record payloads (all integers are LEB128 varints, "z" = zigzag signed):
+ * Record payloads (integers are LEB128 varints unless said otherwise;
+ * "z" = zigzag signed):
  *   PT_REC_CLOCK   tick0, ns0, ticks, ns:
  *                  ns(tick) = ns0 + (tick - tick0) * ns / ticks   (CLOCK_MONOTONIC)
  *                  Written before the first EVENTS record.
  *   PT_REC_THREAD  tid, then the thread's name (rest of payload, no NUL)
+ *   PT_REC_CHUNK   one runtime chunk of one thread's events:
+ *                    tid, base_tick, fn_base, bytes, gap, skip,
+ *                    skip filler bytes, then `bytes` bytes of events;
+ *                    whatever follows them up to the payload's end is
+ *                    filler too (the chunk's padding to a block).
+ *                  gap > 0: that many events of the thread were dropped
+ *                  right before this chunk (no buffer could be had); the
+ *                  thread's open calls end there.
+ *                  Events, each starting with a PV head h:
+ *                    tick = previous tick + (h >> 2)   (base_tick before the first)
+ *                    h & 3 == 0  enter: u16 sp, then PV z(addr - fn_base)
+ *                    h & 3 == 1  exit of the innermost open call
+ *                    h & 3 == 2  longjmp: u16 sp of the target frame
+ *                    h & 3 == 3  invalid
+ *                  PV ("prefix varint"): n = (first byte & 7) + 1 bytes,
+ *                  little-endian, value = those bytes >> 3 (at most 61
+ *                  bits); pt_get_pv() reads one.
+ *   PT_REC_LOST    tid, count: events the runtime dropped on that thread,
+ *                  whole calls (a signal handler that ran while the
+ *                  thread was switching chunks)
+ *   PT_REC_END     empty: the writer finished cleanly (absent after SIGKILL)
+ *
+ * Version 1 (read, no longer written): header_size 64, the body always a
+ * zstd stream, and instead of PT_REC_CHUNK:
  *   PT_REC_EVENTS  tid, count, base_tick, then `count` events:
  *                    z(addr - prev_addr) << 1 | is_exit
  *                    z(tick - prev_tick)
  *                    z(sp - prev_sp)        enter and longjmp events only
- *                  prev_* start at 0, 0 and base_tick for every record, so a
- *                  record decodes on its own. One record = one runtime chunk.
- *   PT_REC_LOST    tid, count: events the runtime had to drop on that thread
- *   PT_REC_END     empty: the writer finished cleanly (absent after SIGKILL)
+ *                  prev_* start at 0, 0 and base_tick for every record.
+ *                  Exits carry the function's address; PT_REC_LOST counts
+ *                  single events.
  *
  * Events: addr is the function's run-time address (what the compiler passes
- * to __cyg_profile_func_enter). addr == PT_ADDR_LONGJMP marks a longjmp whose
- * target frame is `sp`. sp is the instrumented function's stack pointer, in
+ * to __cyg_profile_func_enter); version 1 marks a longjmp with addr ==
+ * PT_ADDR_LONGJMP. sp is the instrumented function's stack pointer, in
  * 16-byte units, truncated to sp_bits (header) bits and compared modulo
  * 2^sp_bits: frames whose sp is below a longjmp's target were unwound by it.
  */
@@ -47,8 +75,13 @@
 #include <stdint.h>
 
 #define PT_MAGIC "PACERTRC"
-#define PT_VERSION 1
-#define PT_HEADER_SIZE 64
+#define PT_VERSION 2
+#define PT_VERSION_MIN 1
+#define PT_HEADER_SIZE 64       /* sizeof(struct pt_file_header); version 1's header_size */
+#define PT_HEADER_MAX 4096      /* the largest header_size this reader skips */
+
+/* pt_file_header.flags */
+#define PT_FLAG_ZSTD 1u         /* the body is a zstd stream */
 
 enum pt_clock_kind {
     PT_CLOCK_TSC = 1,       /* invariant TSC, calibrated against CLOCK_MONOTONIC */
@@ -62,7 +95,7 @@ struct pt_file_header {
     uint32_t pid;
     uint32_t clock;   /* enum pt_clock_kind */
     uint32_t sp_bits; /* significant bits of the sp field */
-    uint32_t reserved0;
+    uint32_t flags;   /* PT_FLAG_*; 0 in version 1 */
     uint64_t start_realtime_ns; /* wall clock at start, unix ns */
     uint64_t start_mono_ns;
     uint64_t reserved[2];
@@ -72,13 +105,18 @@ _Static_assert(sizeof(struct pt_file_header) == PT_HEADER_SIZE, "header size");
 enum pt_record_type {
     PT_REC_CLOCK = 1,
     PT_REC_THREAD = 2,
-    PT_REC_EVENTS = 3,
+    PT_REC_EVENTS = 3, /* version 1 */
     PT_REC_LOST = 4,
     PT_REC_END = 5,
+    PT_REC_CHUNK = 6,  /* version 2 */
 };
 
-/* Pseudo function address of a longjmp event (no function lives at 1). */
+/* Pseudo function address of a version 1 longjmp event (no function lives
+ * at 1). */
 #define PT_ADDR_LONGJMP 1
+
+/* PT_REC_CHUNK's event kinds (h & 3). */
+enum pt_chunk_kind { PT_CK_ENTER = 0, PT_CK_EXIT = 1, PT_CK_LONGJMP = 2 };
 
 /* Largest record payload the reader accepts (a chunk of 4096 events needs
  * at most ~120 KiB). */
@@ -127,6 +165,45 @@ static inline int pt_get_varint(const uint8_t **p, const uint8_t *end, uint64_t 
         }
     }
     return -EBADMSG;
+}
+
+/* ---- PV: the prefix varint of PT_REC_CHUNK events ---- */
+
+#define PT_PV_MAX_BITS 61
+
+/* Bytes PV takes for v (< 2^61): 1 to 8. */
+static inline unsigned pt_pv_len(uint64_t v)
+{
+    return (unsigned)(63 - __builtin_clzll(v | 1) + 11) >> 3;
+}
+
+/* Writes v (< 2^61) at p as PV. Stores 8 bytes (those past the returned
+ * length are scratch); returns the length. */
+static inline unsigned pt_put_pv(uint8_t *p, uint64_t v)
+{
+    unsigned n = pt_pv_len(v);
+    uint64_t w = v << 3 | (n - 1);
+    for (unsigned i = 0; i < 8; i++)
+        p[i] = (uint8_t)(w >> (8 * i));
+    return n;
+}
+
+/* Reads a PV from [*p, end). 0 and advances *p, or -EBADMSG when it runs
+ * past end. */
+static inline int pt_get_pv(const uint8_t **p, const uint8_t *end, uint64_t *ret)
+{
+    const uint8_t *q = *p;
+    if (q >= end)
+        return -EBADMSG;
+    unsigned n = (q[0] & 7u) + 1;
+    if ((size_t)(end - q) < n)
+        return -EBADMSG;
+    uint64_t w = 0;
+    for (unsigned i = 0; i < n; i++)
+        w |= (uint64_t)q[i] << (8 * i);
+    *ret = w >> 3;
+    *p = q + n;
+    return 0;
 }
 
 #endif

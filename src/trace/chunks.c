@@ -3,13 +3,15 @@
  *  - One mmap reserves the whole pool (PACER_TRACE_BUFFER_MB, default 64 MiB)
  *    with MAP_NORESERVE: a chunk costs memory only once it is first used, and
  *    then stays resident for reuse. Descriptors live in a static array.
- *    The writer thread pre-faults the first 16 MiB at start, so the program
+ *    The writer thread pre-faults the first few MiB at start, so the program
  *    does not take a page fault every 4 KiB of events; acquire prefers the
  *    lowest free chunk, so a writer that keeps up keeps the program in that
  *    warm part of the pool.
  *  - A chunk moves FREE -> FILLING (pt_chunk_acquire, by CAS on its state:
  *    no ABA, no lock) -> FULL (pt_chunk_publish, pushed on a lock-free
- *    stack) -> FREE (pt_chunk_release by the writer, after zeroing it).
+ *    stack) -> FREE (pt_chunk_release by the writer, once written). A
+ *    chunk is not cleared for reuse: its events are read up to `used`
+ *    only.
  *  - The writer takes the whole stack at once (exchange with NULL) and
  *    reverses it. A thread publishes its chunks one after another, so the
  *    reversed list keeps each thread's chunks in order.
@@ -30,10 +32,11 @@ static struct pt_chunk chunks[MAX_CHUNKS];
 static unsigned n_chunks;
 static unsigned free_hint; /* atomic: a low index that was freed recently */
 static struct pt_chunk *published; /* atomic stack head */
+static unsigned n_published; /* atomic */
 
 int pt_chunks_init(size_t max_bytes)
 {
-    size_t chunk_bytes = PT_CHUNK_WORDS * sizeof(uint64_t);
+    size_t chunk_bytes = PT_CHUNK_BYTES;
     size_t n = max_bytes / chunk_bytes;
     if (n < 4)
         n = 4;
@@ -46,7 +49,7 @@ int pt_chunks_init(size_t max_bytes)
         return -errno;
     void *mem = (void *)(((uintptr_t)raw + chunk_bytes - 1) & ~(uintptr_t)(chunk_bytes - 1));
     for (size_t i = 0; i < n; i++) {
-        chunks[i].words = (uint64_t *)mem + i * PT_CHUNK_WORDS;
+        chunks[i].mem = (uint8_t *)mem + i * chunk_bytes;
         chunks[i].state = PT_CHUNK_FREE;
     }
     n_chunks = (unsigned)n;
@@ -74,7 +77,7 @@ PT_NOINSTR static struct pt_chunk *try_acquire(void)
 
 void pt_chunks_prefault(size_t bytes)
 {
-    size_t chunk_bytes = PT_CHUNK_WORDS * sizeof(uint64_t);
+    size_t chunk_bytes = PT_CHUNK_BYTES;
     size_t n = bytes / chunk_bytes;
     if (n > n_chunks)
         n = n_chunks;
@@ -83,13 +86,13 @@ void pt_chunks_prefault(size_t bytes)
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
-    if (madvise(chunks[0].words, n * chunk_bytes, MADV_POPULATE_WRITE) == 0)
+    if (madvise(chunks[0].mem, n * chunk_bytes, MADV_POPULATE_WRITE) == 0)
         return;
-    /* Older kernels: touch one word per page. The pages are zero already,
-     * so writing zero changes nothing a hook could see. */
+    /* Older kernels: write-fault one byte per page with an atomic OR of
+     * zero, which leaves whatever a hook may be writing there as it is. */
     for (size_t i = 0; i < n; i++)
-        for (size_t w = 0; w < PT_CHUNK_WORDS; w += 4096 / sizeof(uint64_t))
-            __atomic_store_n(&chunks[i].words[w], 0, __ATOMIC_RELAXED);
+        for (size_t b = 0; b < chunk_bytes; b += 4096)
+            __atomic_fetch_or(&chunks[i].mem[b], 0, __ATOMIC_RELAXED);
 }
 
 struct pt_chunk *pt_chunk_acquire(uint32_t tid)
@@ -105,6 +108,7 @@ struct pt_chunk *pt_chunk_acquire(uint32_t tid)
         c->tid = tid;
         c->used = 0;
         c->lost = 0;
+        c->gap = 0;
         c->name[0] = '\0';
         c->next = NULL;
     }
@@ -120,24 +124,33 @@ void pt_chunk_publish(struct pt_chunk *c, uint32_t used, uint32_t lost)
     do {
         c->next = head;
     } while (!__atomic_compare_exchange_n(&published, &head, c, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+    __atomic_add_fetch(&n_published, 1, __ATOMIC_RELAXED);
+}
+
+unsigned pt_chunks_published(void)
+{
+    return __atomic_load_n(&n_published, __ATOMIC_RELAXED);
 }
 
 struct pt_chunk *pt_chunks_take(void)
 {
     struct pt_chunk *list = __atomic_exchange_n(&published, NULL, __ATOMIC_ACQUIRE);
     struct pt_chunk *rev = NULL;
+    unsigned n = 0;
     while (list) {
+        n++;
         struct pt_chunk *next = list->next;
         list->next = rev;
         rev = list;
         list = next;
     }
+    if (n)
+        __atomic_sub_fetch(&n_published, n, __ATOMIC_RELAXED);
     return rev;
 }
 
 void pt_chunk_release(struct pt_chunk *c)
 {
-    memset(c->words, 0, (size_t)c->used * sizeof(uint64_t));
     c->used = 0;
     unsigned idx = (unsigned)(c - chunks);
     __atomic_store_n(&c->state, PT_CHUNK_FREE, __ATOMIC_RELEASE);

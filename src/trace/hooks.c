@@ -1,31 +1,33 @@
-/* The -finstrument-functions hooks: the hot path of libpacer-trace.
+/* The hooks' slow path and the per-thread buffers of libpacer-trace.
  *
- * Design (every invariant here is relied on by chunks.c and writer.c):
+ * Design (every invariant here is relied on by hooks_x86_64.S, chunks.c
+ * and writer.c):
  *
- *  1. Each thread fills its own chunk from tls.pos, two 64-bit words per
- *     event (tick, packed word; see runtime.h). Chunks are PT_CHUNK_BYTES
- *     long and aligned to that size, so "this chunk is full" is "pos is
- *     aligned": one TLS load and a test. pos == NULL (a new thread, or a
- *     chunk switch in progress) is aligned too. No locks, no allocation, no
- *     syscalls: the fast path is a mode test, that test, rdtsc and two stores.
- *  2. A slot is *reserved* (tls.pos advanced) before it is written, with a
- *     compiler fence in between: a signal handler that runs in the middle of
- *     a hook appends its own events after the reserved slot instead of
- *     overwriting it. The word is stored last (release); a zero word means
- *     "reserved, not written yet" and the writer waits for it (chunks are
- *     zeroed before reuse).
- *  3. When the chunk is full the slow path (pt_slow) publishes it to the
- *     writer and takes a fresh one. pt_thread.in_slow makes the slow path
- *     non-reentrant: a signal arriving during it drops its events and counts
- *     them as lost (the reader copes: exits carry the function address).
- *     While switching, tls.pos is NULL so that no hook can write into a
- *     half-installed chunk.
- *  4. A thread registers on its first event (slow path: pos == NULL) and is
- *     unregistered by a pthread key destructor, which publishes its partial
- *     chunk. The finalizer (runtime.c) publishes the chunks of threads still
- *     running at exit.
- *  5. pt_mode is read once per hook: PT_MODE_TSC is the inlined path; off
- *     (PT_MODE_OFF) costs that one predictable branch and a call that returns.
+ *  1. Each thread appends its events to its own chunk, already encoded as
+ *     trace_format.h's PT_REC_CHUNK events, from pt_tls.pos; pt_tls.last is
+ *     the tick of the last event, which the next one is a delta from. The
+ *     writer sends the chunk to the file as it is: it never reads an event.
+ *  2. Recording is restartable (rseq, hooks_x86_64.S): an event is
+ *     committed by one store of {pos, last}; a hook interrupted before it
+ *     starts again. So a signal handler's calls land whole between two
+ *     events of the code it interrupted, and every byte below pos is an
+ *     event written in full: a chunk can be published at any moment.
+ *  3. pos >= limit sends the assembly hooks here (pt_slow_enter/exit):
+ *     the thread has no chunk yet, its chunk is full, tracing is off, or
+ *     the portable path is in use (limit stays 0). The slow path switches
+ *     chunks, then records the event through pt_rseq_append (the same
+ *     critical section, with a tick read here).
+ *  4. Switching chunks is not restartable: pt_thread.in_slow marks it, and
+ *     limit and end are 0 meanwhile, so a signal handler's hooks come here
+ *     and drop their events (whole calls: the handler runs inside the
+ *     switch), counted as lost.
+ *  5. The portable path (no rseq, another CPU, or CLOCK_MONOTONIC ticks
+ *     without rseq): every hook comes here and appends with plain stores
+ *     under pt_tls.busy; a signal handler's hooks that find busy set drop
+ *     their events, counted as lost (again whole calls).
+ *  6. A thread registers on its first event and is unregistered by a
+ *     pthread key destructor, which publishes its partial chunk. The
+ *     finalizer (runtime.c) publishes the chunks of threads still running.
  */
 #include "runtime.h"
 
@@ -35,17 +37,58 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#if defined(__x86_64__) && defined(__GLIBC__)
+#include <sys/rseq.h>
+#define PT_HAVE_RSEQ_HOOKS 1
+#endif
 
-static __thread struct pt_tls tls __attribute__((tls_model("initial-exec")));
+__thread struct pt_tls pt_tls __attribute__((tls_model("initial-exec")));
+long pt_rseq_delta = PT_TLS_SCRATCH;
+
+static bool use_rseq; /* pt_rseq_append is in use */
+static bool use_fast; /* and the assembly hooks' fast path (TSC ticks) */
 static pthread_key_t thread_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
 #define signal_fence() __atomic_signal_fence(__ATOMIC_SEQ_CST)
 
+PT_NOINSTR void pt_slow_enter(void *fn, uint64_t sp16);
+PT_NOINSTR void pt_slow_exit(void *fn);
+#ifdef PT_HAVE_RSEQ_HOOKS
+int pt_rseq_append(uint64_t kind, uint64_t fn, uint64_t sp16, uint64_t tick);
+#else
+/* Elsewhere the compiler's hooks are plain C: everything takes the slow
+ * path's portable append. */
+PT_EXPORT PT_NOINSTR void __cyg_profile_func_enter(void *fn, void *call_site);
+PT_EXPORT PT_NOINSTR void __cyg_profile_func_exit(void *fn, void *call_site);
 
-PT_NOINSTR static inline uint64_t pack(void *fn, uint64_t exit, uint64_t sp)
+void __cyg_profile_func_enter(void *fn, void *call_site)
 {
-    return ((uint64_t)(uintptr_t)fn & PT_ADDR_MASK) | exit << PT_EXIT_SHIFT | (sp >> 4) << PT_SP_SHIFT;
+    (void)call_site;
+    pt_slow_enter(fn, (uint64_t)(uintptr_t)__builtin_frame_address(0) >> 4);
+}
+
+void __cyg_profile_func_exit(void *fn, void *call_site)
+{
+    (void)call_site;
+    pt_slow_exit(fn);
+}
+#endif
+
+bool pt_hooks_setup(void)
+{
+#ifdef PT_HAVE_RSEQ_HOOKS
+    /* glibc (2.35 and later) registers every thread's struct rseq at the
+     * same offset from the thread pointer, and its signature is the
+     * kernel's x86 convention, which the hooks' abort labels carry. */
+    if (__rseq_size >= 20) {
+        char *tp = __builtin_thread_pointer();
+        pt_rseq_delta = (long)(__rseq_offset + 8) - (long)((char *)&pt_tls - tp);
+        use_rseq = true;
+        use_fast = pt_use_tsc;
+    }
+#endif
+    return use_fast;
 }
 
 PT_NOINSTR static void thread_gone(void *arg);
@@ -69,9 +112,10 @@ PT_NOINSTR static struct pt_thread *register_thread(void)
             th->tid = (uint32_t)syscall(SYS_gettid);
             th->in_slow = 0;
             th->lost = 0;
+            th->gap = 0;
             th->chunk = NULL;
             th->named = false;
-            __atomic_store_n(&th->tls, &tls, __ATOMIC_RELEASE);
+            __atomic_store_n(&th->tls, &pt_tls, __ATOMIC_RELEASE);
             if (thread_key != (pthread_key_t)-1)
                 pthread_setspecific(thread_key, th);
             return th;
@@ -80,17 +124,19 @@ PT_NOINSTR static struct pt_thread *register_thread(void)
     return NULL;
 }
 
-/* Publishes th's chunk with whatever the owner wrote so far. */
+/* Publishes th's chunk with whatever the owner committed so far. Any
+ * thread: pos is read once, and every byte below it is written (2.). */
 PT_NOINSTR static void flush_thread(struct pt_thread *th)
 {
     struct pt_chunk *c = th->chunk;
     if (!c)
         return;
     struct pt_tls *t = __atomic_load_n(&th->tls, __ATOMIC_ACQUIRE);
-    uint64_t *pos = t ? __atomic_load_n(&t->pos, __ATOMIC_RELAXED) : NULL;
+    uint8_t *pos = t ? __atomic_load_n(&t->pos, __ATOMIC_ACQUIRE) : NULL;
+    uint8_t *ev = c->mem + PT_CHUNK_HEAD;
     uint32_t used = 0;
-    if (pos >= c->words && pos <= c->words + PT_CHUNK_WORDS)
-        used = (uint32_t)(pos - c->words);
+    if (pos >= ev && pos <= c->mem + PT_CHUNK_BYTES)
+        used = (uint32_t)(pos - ev);
     th->chunk = NULL;
     pt_chunk_publish(c, used, th->lost);
     th->lost = 0;
@@ -106,150 +152,165 @@ PT_NOINSTR static void name_chunk(struct pt_chunk *c)
         memcpy(c->name, name, sizeof c->name);
 }
 
+/* Stops the hooks of this thread from appending (both paths test end or
+ * limit first). */
+PT_NOINSTR static void close_tls(struct pt_tls *t)
+{
+    __atomic_store_n(&t->limit, NULL, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->end, NULL, __ATOMIC_RELAXED);
+}
+
 PT_NOINSTR static void thread_gone(void *arg)
 {
     struct pt_thread *th = arg;
     th->in_slow = 1;
+    close_tls(&pt_tls);
     signal_fence();
     name_chunk(th->chunk);
     if (__atomic_load_n(&pt_mode, __ATOMIC_RELAXED))
         flush_thread(th);
-    tls.pos = NULL;
-    tls.th = NULL;
-    tls.dead = true;
+    pt_tls.pos = NULL;
+    pt_tls.th = NULL;
+    pt_tls.dead = true;
     signal_fence();
     __atomic_store_n(&th->tls, NULL, __ATOMIC_RELEASE);
     __atomic_store_n(&th->in_use, 0, __ATOMIC_RELEASE);
+}
+
+void pt_hooks_stop_thread(void)
+{
+    close_tls(&pt_tls);
 }
 
 void pt_hooks_flush_all(void)
 {
     for (unsigned i = 0; i < PT_MAX_THREADS; i++) {
         struct pt_thread *th = &pt_threads[i];
-        if (__atomic_load_n(&th->in_use, __ATOMIC_ACQUIRE))
-            flush_thread(th);
+        if (!__atomic_load_n(&th->in_use, __ATOMIC_ACQUIRE))
+            continue;
+        struct pt_tls *t = __atomic_load_n(&th->tls, __ATOMIC_ACQUIRE);
+        if (t)
+            close_tls(t);
+        flush_thread(th);
     }
-    tls.pos = NULL;
 }
 
-/* Full chunk, first event of a thread, or tracing turned off meanwhile. */
-PT_NOINSTR __attribute__((noinline)) static void pt_slow(uint64_t word)
+/* Publishes the thread's full chunk and installs a fresh one. False when
+ * none could be had (the events are then dropped and counted as a gap). */
+PT_NOINSTR static bool switch_chunk(struct pt_thread *th, uint64_t fn)
 {
-    uint64_t tick = pt_tick();
-    if (!__atomic_load_n(&pt_mode, __ATOMIC_RELAXED) || tls.dead)
-        return;
-    struct pt_thread *th = tls.th;
-    if (!th) {
-        th = register_thread();
-        if (!th) {
-            tls.dead = true;
-            return;
-        }
-        tls.th = th;
-    }
-    if (th->in_slow) {
-        th->lost++;
-        return;
-    }
     th->in_slow = 1;
+    close_tls(&pt_tls);
     signal_fence();
     if (th->chunk)
-        flush_thread(th); /* reads tls.pos, the end of the full chunk */
-    tls.pos = NULL;
-    signal_fence();
+        flush_thread(th); /* reads pt_tls.pos, the end of the full chunk */
     struct pt_chunk *c = pt_chunk_acquire(th->tid);
     if (!c) {
-        th->lost++;
-        tls.pos = NULL;
+        th->gap++;
         signal_fence();
         th->in_slow = 0;
-        return;
+        return false;
     }
     if (!th->named) {
         name_chunk(c);
         th->named = true;
     }
+    c->base_tick = pt_tls.last;
+    c->fn_base = fn;
+    c->gap = th->gap;
+    th->gap = 0;
     th->chunk = c;
-    c->words[0] = tick;
-    c->words[1] = word;
+    uint8_t *end = c->mem + PT_CHUNK_BYTES - PT_EVENT_ROOM;
+    pt_tls.fn_base = fn;
+    pt_tls.pos = c->mem + PT_CHUNK_HEAD;
     signal_fence();
-    tls.pos = c->words + 2;
+    pt_tls.end = end;
+    if (use_fast)
+        pt_tls.limit = end;
     signal_fence();
     th->in_slow = 0;
+    return true;
 }
 
-/* Reserves and fills one slot; tick read after the reservation (see 2.). */
-PT_NOINSTR static inline __attribute__((always_inline)) void record_with(uint64_t word, bool tsc)
+/* The portable append (5.): plain stores, under busy. */
+PT_NOINSTR static void append_plain(struct pt_thread *th, unsigned kind, uint64_t fn, uint64_t sp16)
 {
-    uint64_t *p = tls.pos;
-    if (PT_UNLIKELY(((uintptr_t)p & (PT_CHUNK_BYTES - 1)) == 0)) {
-        pt_slow(word);
+    if (pt_tls.busy) {
+        th->lost++;
         return;
     }
-    tls.pos = p + 2;
+    pt_tls.busy = 1;
     signal_fence();
-#if defined(__x86_64__) || defined(__i386__)
-    p[0] = tsc ? __rdtsc() : pt_mono_ns();
-#else
-    (void)tsc;
-    p[0] = pt_mono_ns();
-#endif
-    __atomic_store_n(&p[1], word, __ATOMIC_RELEASE);
+    if (pt_tls.pos >= pt_tls.end && !switch_chunk(th, fn))
+        goto out;
+    uint64_t tick = pt_tick();
+    uint64_t d = tick - pt_tls.last;
+    if (tick < pt_tls.last || d >> (PT_PV_MAX_BITS - 2))
+        d = 0;
+    uint8_t *p = pt_tls.pos;
+    p += pt_put_pv(p, d << 2 | kind);
+    if (kind != PT_KIND_EXIT) {
+        p[0] = (uint8_t)sp16;
+        p[1] = (uint8_t)(sp16 >> 8);
+        p += 2;
+    }
+    if (kind == PT_KIND_ENTER) {
+        int64_t off = (int64_t)(fn - pt_tls.fn_base);
+        p += pt_put_pv(p, pt_zigzag(off));
+    }
+    pt_tls.last = tick;
+    signal_fence();
+    pt_tls.pos = p;
+out:
+    signal_fence();
+    pt_tls.busy = 0;
 }
 
-/* Off, or CLOCK_MONOTONIC: out of line, so that the TSC path below needs no
- * saved registers and no stack frame beyond the frame pointer. */
-PT_NOINSTR __attribute__((noinline)) static void record_other(uint64_t word)
+/* Records one event of the calling thread from C. */
+PT_NOINSTR static void record(unsigned kind, uint64_t fn, uint64_t sp16)
 {
-    if (pt_mode == PT_MODE_MONO)
-        record_with(word, false);
-}
-
-PT_NOINSTR static inline __attribute__((always_inline)) void record(uint64_t word)
-{
-    if (PT_UNLIKELY(pt_mode != PT_MODE_TSC)) {
-        record_other(word);
+    if (!__atomic_load_n(&pt_mode, __ATOMIC_RELAXED) || pt_tls.dead)
+        return;
+    struct pt_thread *th = pt_tls.th;
+    if (!th) {
+        th = register_thread();
+        if (!th) {
+            pt_tls.dead = true;
+            return;
+        }
+        pt_tls.th = th;
+    }
+    if (th->in_slow) {
+        th->lost++;
         return;
     }
-    record_with(word, true);
-}
-
-void pt_record_word(uint64_t word)
-{
-    record(word);
-}
-
-/* The enter hook records the instrumented function's stack pointer (for
- * longjmp, see longjmp.c): exactly the caller's rsp before its call, which an
- * assembly stub passes on (x86-64). Elsewhere the hook's frame address
- * stands in, with a constant offset the reader does not need to know. */
-PT_NOINSTR __attribute__((used)) void pt_enter(void *fn, void *call_site, uint64_t sp);
-PT_EXPORT PT_NOINSTR void __cyg_profile_func_exit(void *fn, void *call_site);
-
-void pt_enter(void *fn, void *call_site, uint64_t sp)
-{
-    (void)call_site;
-    record(pack(fn, 0, sp));
-}
-
-#if defined(__x86_64__)
-__asm__(".text\n"
-        ".globl __cyg_profile_func_enter\n"
-        ".type __cyg_profile_func_enter, @function\n"
-        "__cyg_profile_func_enter:\n"
-        "    lea 8(%rsp), %rdx\n"
-        "    jmp pt_enter\n"
-        ".size __cyg_profile_func_enter, .-__cyg_profile_func_enter\n");
-#else
-PT_EXPORT PT_NOINSTR void __cyg_profile_func_enter(void *fn, void *call_site);
-void __cyg_profile_func_enter(void *fn, void *call_site)
-{
-    pt_enter(fn, call_site, (uint64_t)(uintptr_t)__builtin_frame_address(0));
-}
+#ifdef PT_HAVE_RSEQ_HOOKS
+    if (use_rseq) {
+        for (;;) {
+            if (pt_tls.pos >= pt_tls.end && !switch_chunk(th, fn))
+                return;
+            int r = pt_rseq_append(kind, fn, sp16, pt_tick());
+            if (r == 0)
+                return;
+            if (r == 1 && !switch_chunk(th, fn))
+                return;
+        }
+    }
 #endif
+    append_plain(th, kind, fn, sp16);
+}
 
-void __cyg_profile_func_exit(void *fn, void *call_site)
+void pt_slow_enter(void *fn, uint64_t sp16)
 {
-    (void)call_site;
-    record(pack(fn, 1, 0));
+    record(PT_KIND_ENTER, (uint64_t)(uintptr_t)fn, sp16 & 0xffff);
+}
+
+void pt_slow_exit(void *fn)
+{
+    record(PT_KIND_EXIT, (uint64_t)(uintptr_t)fn, 0);
+}
+
+void pt_record_longjmp(uint64_t sp16)
+{
+    record(PT_KIND_LONGJMP, pt_tls.fn_base, sp16 & 0xffff);
 }

@@ -1,8 +1,8 @@
 /* longjmp wrappers: tell the trace which frames a longjmp unwinds.
  *
  * Functions skipped by a longjmp never call their exit hook. Before jumping,
- * we record a PT_ADDR_LONGJMP event carrying the stack pointer the jump
- * lands on; the reader ends every open frame below it at that instant.
+ * we record a longjmp event carrying the stack pointer the jump lands on;
+ * the reader ends every open frame below it at that instant.
  *
  * The target stack pointer is read from the jmp_buf. glibc keeps it mangled
  * (x86-64: rotate left 17 after xor with the pointer guard at %fs:0x30),
@@ -49,7 +49,7 @@ PT_NOINSTR static void note_jump(void *env)
     if (target <= here || target - here > (UINT64_C(1) << 30))
         return; /* not on this stack as far as we can tell */
     /* The enter hook's convention: the function's rsp in its body. */
-    pt_record_word(PT_ADDR_LONGJMP | (target >> 4) << PT_SP_SHIFT);
+    pt_record_longjmp(target >> 4);
 #else
     (void)env;
 #endif

@@ -1,9 +1,11 @@
 /* libpacer-trace lifecycle: start, end, signals, fork.
  *
  *   load (constructor)  PACER_TRACE_DIR unset -> stay off (hooks: one branch).
- *                       Else choose the clock, create DIR/NAME.ptrace (see
- *                       trace_format.h), reserve the chunk pool, start the
- *                       writer, snapshot /proc/self/maps, catch fatal signals, then
+ *                       Else choose the clock and how the hooks record
+ *                       (pt_hooks_setup: rseq), create DIR/NAME.ptrace (see
+ *                       trace_format.h), reserve
+ *                       the chunk pool, start the writer, snapshot
+ *                       /proc/self/maps, catch fatal signals, then
  *                       pt_mode = TSC or MONO.
  *   exit()              (destructor, after the program's atexit handlers)
  *                       pt_finish(): pt_mode = OFF, publish every thread's chunk,
@@ -14,7 +16,9 @@
  *                       SIG_DFL; a program's own handler replaces ours.
  *   fork                the child stops tracing (the writer thread does not
  *                       exist there); an exec'd image starts a new file.
- *   _exit / SIGKILL     what the writer flushed so far (every 500 ms) survives.
+ *   _exit / SIGKILL     what the writer wrote so far survives: published
+ *                       chunks are written within 100 ms (uncompressed) or
+ *                       flushed within 500 ms (zstd).
  *
  * Failures are reported once on stderr and leave tracing off; the program
  * runs on.
@@ -118,6 +122,7 @@ PT_NOINSTR static void in_child(void)
 {
     __atomic_store_n(&pt_mode, PT_MODE_OFF, __ATOMIC_SEQ_CST);
     __atomic_store_n(&finished, 1, __ATOMIC_SEQ_CST);
+    pt_hooks_stop_thread();
 }
 
 PT_NOINSTR static int open_trace_file(const char *dir, pid_t pid)
@@ -156,6 +161,8 @@ PT_NOINSTR __attribute__((constructor(101))) static void pt_init(void)
         return;
 
     pt_use_tsc = pt_clock_choose_tsc();
+    pt_hooks_setup();
+    int level = (int)env_long("PACER_TRACE_ZSTD_LEVEL", 0, -5, 19);
     uint64_t tick0 = pt_tick(), ns0 = pt_mono_ns();
     trace_pid = getpid();
 
@@ -176,6 +183,7 @@ PT_NOINSTR __attribute__((constructor(101))) static void pt_init(void)
     h.pid = (uint32_t)trace_pid;
     h.clock = pt_use_tsc ? PT_CLOCK_TSC : PT_CLOCK_MONOTONIC;
     h.sp_bits = PT_SP_BITS;
+    h.flags = level != 0 ? PT_FLAG_ZSTD : 0;
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
     h.start_realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
@@ -193,7 +201,7 @@ PT_NOINSTR __attribute__((constructor(101))) static void pt_init(void)
         close(fd);
         return;
     }
-    r = pt_writer_start(fd, tick0, ns0, (int)env_long("PACER_TRACE_ZSTD_LEVEL", 1, -5, 19));
+    r = pt_writer_start(fd, tick0, ns0, level);
     if (r < 0) {
         say("starting the trace writer", -r);
         close(fd);

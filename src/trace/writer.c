@@ -1,15 +1,24 @@
-/* The writer thread: turns published chunks into compressed records on disk.
+/* The writer thread: sends published chunks to the trace file.
  *
- *  - Wakes every 2 ms, or at once when kicked through a pipe (the pool is
- *    exhausted, or the process is ending). Takes every published chunk,
- *    encodes it as one EVENTS record (varint deltas, trace_format.h), feeds
- *    the record to one zstd stream and writes the output. Memory stays
- *    bounded by the chunk pool however long the run is.
+ *  - A chunk already holds its events in the file's encoding (hooks.c), so
+ *    the writer never reads an event: it formats the record header in the
+ *    chunk's first PT_CHUNK_HEAD bytes and writes the chunk as it is.
+ *  - Uncompressed (the default): chunks are gathered until 1 MiB is pending
+ *    or 100 ms passed and written with one writev. The first such write
+ *    ends on a 4096-byte boundary; then the file is switched to O_DIRECT
+ *    where the file system allows it, and every write is a multiple of 4096
+ *    bytes from 4096-aligned memory (a chunk's record is padded inside
+ *    itself; small records are gathered in `misc` and padded with zero
+ *    bytes), so the kernel moves them to the disk with no copy through the
+ *    page cache. The last write, at the end, goes through the page cache
+ *    unpadded, so a short run leaves a small file.
+ *  - With a zstd level, every record is fed to one zstd stream instead,
+ *    flushed every 500 ms.
+ *  - Wakes every 10 ms, or at once when kicked through a pipe (the pool is
+ *    exhausted, or the process is ending: then it writes at once).
  *  - Calibrates the TSC against CLOCK_MONOTONIC over the first 20 ms (or
- *    until the end, for shorter runs) before the first EVENTS record, so the
- *    program never waits for calibration.
- *  - Flushes the zstd stream every 500 ms, so a process killed with SIGKILL
- *    leaves a readable prefix.
+ *    until the end, for shorter runs) before the first chunk, so the program
+ *    never waits for calibration.
  *  - Names each thread (THREAD record) when it first sees its tid, and again
  *    at the end for threads that renamed themselves.
  *  - A write error stops tracing and is reported once on stderr; the writer
@@ -25,11 +34,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <zstd.h>
 
-#define ENC_MAX (PT_CHUNK_EVENTS * 3 * PT_VARINT_MAX + 64)
 #define MAX_TIDS 8192u
+#define BLOCK 4096u
+#define MISC_CAP (64u * 1024u)
+#define BATCH_BYTES (1u << 20)
+#define BATCH_NS 100000000u
+#define WAKE_MS 10
 
 static int out_fd = -1;
 static int wake_pipe[2] = {-1, -1};
@@ -41,10 +56,19 @@ static bool write_failed;
 static uint64_t cal_tick0, cal_ns0;
 static bool clock_written;
 
+static bool kicked;          /* writer thread only */
+static bool zmode;           /* the body is one zstd stream */
 static ZSTD_CCtx *zctx;
 static uint8_t *zout;
 static size_t zout_size;
-static uint8_t enc[ENC_MAX];
+
+static uint8_t *misc;        /* small records, BLOCK-aligned, MISC_CAP */
+static size_t misc_len;
+static struct pt_chunk *pend_head, *pend_tail; /* formatted, not written yet */
+static size_t pend_bytes;
+static uint64_t last_write_ns;
+static uint64_t file_off = PT_HEADER_SIZE;
+static bool direct_tried, direct_on; /* O_DIRECT: tried once, on */
 
 static uint32_t seen_tids[MAX_TIDS]; /* open addressing, 0 = empty */
 
@@ -77,6 +101,36 @@ PT_NOINSTR static void write_all(const uint8_t *p, size_t n)
     }
 }
 
+PT_NOINSTR static bool set_direct(bool on);
+
+/* Writes iov[0..n) in order. A file system that refuses O_DIRECT for them
+ * (EINVAL) gets them through the page cache from then on. */
+PT_NOINSTR static void write_iov(struct iovec *iov, int n)
+{
+    int i = 0;
+    while (i < n && !write_failed) {
+        int k = n - i < IOV_MAX ? n - i : IOV_MAX;
+        ssize_t w = writev(out_fd, iov + i, k);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EINVAL && direct_on && set_direct(false)) {
+                direct_on = false;
+                continue;
+            }
+            fail_once(errno);
+            return;
+        }
+        size_t left = (size_t)w;
+        while (i < n && left >= iov[i].iov_len)
+            left -= iov[i++].iov_len;
+        if (i < n) {
+            iov[i].iov_base = (uint8_t *)iov[i].iov_base + left;
+            iov[i].iov_len -= left;
+        }
+    }
+}
+
 /* Feeds bytes to the zstd stream; mode is ZSTD_e_continue/flush/end. */
 PT_NOINSTR static void zfeed(const void *src, size_t n, ZSTD_EndDirective mode)
 {
@@ -96,14 +150,119 @@ PT_NOINSTR static void zfeed(const void *src, size_t n, ZSTD_EndDirective mode)
     }
 }
 
-/* Emits a record: type, varint length, payload. */
+PT_NOINSTR static void flush_out(bool final);
+
+/* Emits a small record (at most a few hundred bytes): type, varint length,
+ * payload. */
 PT_NOINSTR static void emit(uint8_t type, const uint8_t *payload, size_t n)
 {
     uint8_t hdr[1 + PT_VARINT_MAX];
     hdr[0] = type;
     uint8_t *e = pt_put_varint(hdr + 1, n);
-    zfeed(hdr, (size_t)(e - hdr), ZSTD_e_continue);
-    zfeed(payload, n, ZSTD_e_continue);
+    size_t hl = (size_t)(e - hdr);
+    if (zmode) {
+        zfeed(hdr, hl, ZSTD_e_continue);
+        zfeed(payload, n, ZSTD_e_continue);
+        return;
+    }
+    if (misc_len + hl + n > MISC_CAP)
+        flush_out(false);
+    if (misc_len + hl + n > MISC_CAP)
+        return;
+    memcpy(misc + misc_len, hdr, hl);
+    if (n)
+        memcpy(misc + misc_len + hl, payload, n);
+    misc_len += hl + n;
+}
+
+PT_NOINSTR static uint32_t format_chunk(struct pt_chunk *c, bool padded);
+
+/* Turns O_DIRECT on or off for the trace file; false if refused. */
+PT_NOINSTR static bool set_direct(bool on)
+{
+    int flags = fcntl(out_fd, F_GETFL);
+    if (flags < 0)
+        return false;
+    flags = on ? flags | O_DIRECT : flags & ~O_DIRECT;
+    return fcntl(out_fd, F_SETFL, flags) == 0;
+}
+
+/* Writes the gathered records and chunks (uncompressed body) and returns
+ * the chunks to the pool. `final`: the last write, through the page cache
+ * and unpadded. */
+PT_NOINSTR static void flush_out(bool final)
+{
+    bool aligned = !final && (!direct_tried || direct_on);
+    if (final && direct_on) {
+        set_direct(false);
+        direct_on = false;
+    }
+    struct iovec iov[64];
+    int n = 0;
+    if (misc_len || aligned) {
+        size_t len = misc_len;
+        if (aligned)
+            len += (BLOCK - (file_off + len) % BLOCK) % BLOCK;
+        memset(misc + misc_len, 0, len - misc_len); /* padding bytes */
+        if (len)
+            iov[n++] = (struct iovec){misc, len};
+        file_off += len;
+        misc_len = 0;
+    }
+    struct pt_chunk *c = pend_head, *done = pend_head;
+    while (c || n) {
+        if (c) {
+            c->out_len = format_chunk(c, aligned);
+            file_off += c->out_len;
+            iov[n++] = (struct iovec){c->mem, c->out_len};
+            c = c->next;
+        }
+        if (n == (int)(sizeof iov / sizeof iov[0]) || (!c && n)) {
+            write_iov(iov, n);
+            n = 0;
+            while (done != c) {
+                struct pt_chunk *next = done->next;
+                pt_chunk_release(done);
+                done = next;
+            }
+        }
+    }
+    pend_head = pend_tail = NULL;
+    pend_bytes = 0;
+    last_write_ns = pt_mono_ns();
+    if (aligned && !direct_tried) {
+        direct_tried = true;
+        direct_on = !write_failed && set_direct(true);
+    }
+}
+
+/* Formats c's record header (PT_REC_CHUNK) in its first PT_CHUNK_HEAD
+ * bytes; padded: the record runs to the next BLOCK boundary. Returns the
+ * record's length. */
+PT_NOINSTR static uint32_t format_chunk(struct pt_chunk *c, bool padded)
+{
+    uint8_t body[5 * PT_VARINT_MAX], *p = body;
+    p = pt_put_varint(p, c->tid);
+    p = pt_put_varint(p, c->base_tick);
+    p = pt_put_varint(p, c->fn_base);
+    p = pt_put_varint(p, c->used);
+    p = pt_put_varint(p, c->gap);
+    size_t hv = (size_t)(p - body);
+    size_t frame = 1 + 5; /* type, length as a 5-byte varint */
+    size_t skip = PT_CHUNK_HEAD - frame - hv - 1;
+    uint32_t total = PT_CHUNK_HEAD + c->used;
+    if (padded)
+        total = (total + BLOCK - 1) / BLOCK * BLOCK;
+    uint64_t len = total - frame;
+    uint8_t *h = c->mem;
+    h[0] = PT_REC_CHUNK;
+    for (int i = 0; i < 4; i++)
+        h[1 + i] = (uint8_t)((len >> (7 * i)) & 0x7f) | 0x80;
+    h[5] = (uint8_t)(len >> 28);
+    memcpy(h + frame, body, hv);
+    h[frame + hv] = (uint8_t)skip;
+    memset(h + frame + hv + 1, 0, skip);
+    return total;
 }
 
 PT_NOINSTR static void emit_clock(void)
@@ -183,77 +342,46 @@ PT_NOINSTR static void note_tid(uint32_t tid, bool named)
     }
 }
 
-/* Reads a slot's word, waiting (bounded) for a hook that reserved the slot
- * but was interrupted before writing it. 0 = give up. */
-PT_NOINSTR static uint64_t slot_word(uint64_t *w)
-{
-    uint64_t v = __atomic_load_n(w, __ATOMIC_ACQUIRE);
-    for (int i = 0; v == 0 && i < 100; i++) {
-        struct timespec ts = {0, 100000};
-        nanosleep(&ts, NULL);
-        v = __atomic_load_n(w, __ATOMIC_ACQUIRE);
-    }
-    return v;
-}
-
-PT_NOINSTR static void encode_chunk(struct pt_chunk *c)
-{
-    uint32_t lost = c->lost;
-    uint32_t n = c->used / 2, count = 0;
-    uint8_t *p = enc + 3 * PT_VARINT_MAX; /* room for tid, count, base */
-    uint64_t base = n ? c->words[0] : 0;
-    uint64_t prev_addr = 0, prev_tick = base, prev_sp = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t word = slot_word(&c->words[2 * i + 1]);
-        if (word == 0) {
-            lost++;
-            continue;
-        }
-        uint64_t tick = c->words[2 * i];
-        uint64_t addr = word & PT_ADDR_MASK;
-        uint64_t is_exit = (word >> PT_EXIT_SHIFT) & 1;
-        p = pt_put_varint(p, pt_zigzag((int64_t)(addr - prev_addr)) << 1 | is_exit);
-        p = pt_put_varint(p, pt_zigzag((int64_t)(tick - prev_tick)));
-        if (!is_exit) {
-            uint64_t sp = word >> PT_SP_SHIFT;
-            p = pt_put_varint(p, pt_zigzag((int64_t)(sp - prev_sp)));
-            prev_sp = sp;
-        }
-        prev_addr = addr;
-        prev_tick = tick;
-        count++;
-    }
-    if (count) {
-        uint8_t head[3 * PT_VARINT_MAX], *h = head;
-        h = pt_put_varint(h, c->tid);
-        h = pt_put_varint(h, count);
-        h = pt_put_varint(h, base);
-        size_t hl = (size_t)(h - head);
-        uint8_t *start = enc + 3 * PT_VARINT_MAX - hl;
-        memcpy(start, head, hl);
-        emit(PT_REC_EVENTS, start, (size_t)(p - start));
-    }
-    if (lost) {
-        uint8_t buf[2 * PT_VARINT_MAX], *q = buf;
-        q = pt_put_varint(q, c->tid);
-        q = pt_put_varint(q, lost);
-        emit(PT_REC_LOST, buf, (size_t)(q - buf));
-    }
-}
-
-PT_NOINSTR static void drain(void)
+/* Takes the published chunks; writes when `force`, when 1 MiB is pending
+ * or when the last write is 100 ms old. */
+PT_NOINSTR static void drain(bool force)
 {
     for (struct pt_chunk *c = pt_chunks_take(); c;) {
         struct pt_chunk *next = c->next;
+        bool keep = false;
         if (!write_failed) {
             note_tid(c->tid, c->name[0] != '\0');
             if (c->name[0])
                 emit_name(c->tid, c->name, strnlen(c->name, sizeof c->name));
-            encode_chunk(c);
+            if (c->used || c->gap) {
+                if (zmode) {
+                    c->out_len = format_chunk(c, false);
+                    zfeed(c->mem, c->out_len, ZSTD_e_continue);
+                } else {
+                    c->next = NULL;
+                    if (pend_tail)
+                        pend_tail->next = c;
+                    else
+                        pend_head = c;
+                    pend_tail = c;
+                    pend_bytes += PT_CHUNK_HEAD + c->used;
+                    keep = true;
+                }
+            }
+            if (c->lost) {
+                uint8_t buf[2 * PT_VARINT_MAX], *q = buf;
+                q = pt_put_varint(q, c->tid);
+                q = pt_put_varint(q, c->lost);
+                emit(PT_REC_LOST, buf, (size_t)(q - buf));
+            }
         }
-        pt_chunk_release(c);
+        if (!keep)
+            pt_chunk_release(c);
         c = next;
     }
+    if (!zmode && (pend_head || misc_len) &&
+        (force || pend_bytes >= BATCH_BYTES || pt_mono_ns() - last_write_ns >= BATCH_NS))
+        flush_out(false);
 }
 
 PT_NOINSTR static void wait_wake(int ms)
@@ -263,6 +391,7 @@ PT_NOINSTR static void wait_wake(int ms)
         char buf[64];
         while (read(wake_pipe[0], buf, sizeof buf) > 0) {
         }
+        kicked = true;
     }
 }
 
@@ -273,7 +402,7 @@ PT_NOINSTR static void *writer_main(void *arg)
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
 
-    pt_chunks_prefault(16u << 20);
+    pt_chunks_prefault(4u << 20);
 
     /* Calibration window: 20 ms, or until asked to stop (at least 200 us). */
     while (!__atomic_load_n(&stop_requested, __ATOMIC_ACQUIRE) && pt_mono_ns() - cal_ns0 < 20000000u)
@@ -283,21 +412,29 @@ PT_NOINSTR static void *writer_main(void *arg)
     emit_clock();
 
     uint64_t last_flush = pt_mono_ns();
+    last_write_ns = last_flush;
+    kicked = false;
     while (!__atomic_load_n(&stop_requested, __ATOMIC_ACQUIRE)) {
-        drain();
+        drain(kicked);
+        kicked = false;
         uint64_t now = pt_mono_ns();
-        if (now - last_flush > 500000000u) {
+        if (zmode && now - last_flush > 500000000u) {
             zfeed(NULL, 0, ZSTD_e_flush);
             last_flush = now;
         }
-        wait_wake(2);
+        wait_wake(WAKE_MS);
     }
-    drain();
+    drain(false);
+    if (!zmode)
+        flush_out(true); /* every chunk before END */
     for (unsigned i = 0; i < MAX_TIDS; i++)
         if (seen_tids[i])
             emit_thread_name(seen_tids[i]);
     emit(PT_REC_END, NULL, 0);
-    zfeed(NULL, 0, ZSTD_e_end);
+    if (zmode)
+        zfeed(NULL, 0, ZSTD_e_end);
+    else
+        flush_out(true);
     close(out_fd);
     out_fd = -1;
     __atomic_store_n(&writer_done, 1, __ATOMIC_RELEASE);
@@ -309,12 +446,17 @@ int pt_writer_start(int fd, uint64_t init_tick, uint64_t init_ns, int level)
     out_fd = fd;
     cal_tick0 = init_tick;
     cal_ns0 = init_ns;
-    zctx = ZSTD_createCCtx();
-    zout_size = ZSTD_CStreamOutSize();
-    zout = malloc(zout_size);
-    if (!zctx || !zout)
+    zmode = level != 0;
+    if (zmode) {
+        zctx = ZSTD_createCCtx();
+        zout_size = ZSTD_CStreamOutSize();
+        zout = malloc(zout_size);
+        if (!zctx || !zout)
+            return -ENOMEM;
+        ZSTD_CCtx_setParameter(zctx, ZSTD_c_compressionLevel, level);
+    } else if (posix_memalign((void **)&misc, BLOCK, MISC_CAP + BLOCK) != 0) {
         return -ENOMEM;
-    ZSTD_CCtx_setParameter(zctx, ZSTD_c_compressionLevel, level);
+    }
     if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
         return -errno;
     /* The writer must not inherit the program's signal handlers' work: it

@@ -1,17 +1,22 @@
 /* Events -> calls. One shadow stack per thread.
  *
  *   ENTER    push a frame.
- *   EXIT     pop the frame of that function. Frames above it never got
- *            their exit (a dropped event, or a longjmp the runtime could not
- *            see): they end here too, marked unwound. An exit with no frame
- *            of its function on the stack (its enter was dropped, or came
- *            before tracing started) is ignored.
+ *   EXIT     with an address (version 1 files): pop the frame of that
+ *            function. Frames above it never got their exit (a dropped
+ *            event, or a longjmp the runtime could not see): they end here
+ *            too, marked unwound. An exit with no frame of its function on
+ *            the stack (its enter was dropped, or came before tracing
+ *            started) is ignored. Without (version 2): pop the innermost
+ *            frame; with none open, it is ignored.
+ *   LOST     a gap (events dropped mid-call): every open frame ends here,
+ *            unwound; the calls after it start a new stack.
  *   LONGJMP  every frame whose sp is below the jump's target ends here
  *            (sp compared modulo 2^sp_bits, as a signed difference).
  *   end      frames still open end at the thread's last timestamp, unwound.
  *
- * Timestamps are made monotonic per thread (a signal that interrupts a hook
- * between its reservation and its clock read can be a few ns out of order).
+ * Timestamps are made monotonic per thread (version 1: a signal that
+ * interrupts a hook between its reservation and its clock read can be a
+ * few ns out of order).
  *
  * Filters decide which frames are *shown* (reported via on_begin/on_end):
  *   filter     a frame is in scope when its function matches or an
@@ -202,6 +207,11 @@ static void on_event(struct tree *t, const pt_event *ev)
         return;
     }
     if (ev->kind == PT_EV_LOST) {
+        if (ev->gap) {
+            promote(t, s, s->last_ns);
+            while (s->n > 0)
+                pop(t, s, s->last_ns, true);
+        }
         if (t->ops->on_lost)
             t->ops->on_lost(t->ud, &s->info, ev->count);
         return;
@@ -215,7 +225,7 @@ static void on_event(struct tree *t, const pt_event *ev)
         break;
     case PT_EV_EXIT: {
         size_t i = s->n;
-        while (i > 0 && s->raw[i - 1]->f.addr != ev->addr)
+        while (ev->addr && i > 0 && s->raw[i - 1]->f.addr != ev->addr)
             i--;
         if (i == 0)
             break; /* no frame of this function: its enter was not recorded */

@@ -1,9 +1,9 @@
-/* Reader of one .ptrace file (trace_format.h): header check, zstd stream,
- * records, events.
+/* Reader of one .ptrace file (trace_format.h): header check, the body
+ * (plain, or a zstd stream), records, events. Reads versions 1 and 2.
  *
- * Memory is bounded: the compressed input is read in ZSTD_DStreamInSize()
- * pieces, decompressed bytes are kept only for the record being decoded
- * (at most PT_MAX_PAYLOAD), and events are decoded one at a time from it.
+ * Memory is bounded: the input is read in ZSTD_DStreamInSize() pieces, the
+ * body's bytes are kept only for the record being decoded (at most
+ * PT_MAX_PAYLOAD), and events are decoded one at a time from it.
  * Every length and count is checked against what is left, so a damaged or
  * hostile file yields an error naming the offset, never a crash.
  * A stream that simply stops (process killed) ends quietly:
@@ -25,6 +25,7 @@ struct pt_reader {
     char *path;
 
     struct pt_file_header hdr;
+    bool zstd;               /* the body is a zstd stream */
     ZSTD_DCtx *dctx;
     uint8_t *in;
     size_t in_cap;
@@ -35,10 +36,13 @@ struct pt_reader {
     size_t dpos, dlen, dcap;
     uint64_t doff;           /* decompressed offset of dbuf[0] */
 
-    /* the EVENTS record being decoded */
+    /* the EVENTS (v1) or CHUNK (v2) record being decoded */
     const uint8_t *ep, *eend;
     uint32_t etid;
     uint64_t eleft, prev_addr, prev_tick, prev_sp;
+    uint64_t fn_base;
+    bool chunk;              /* ep..eend are v2 events, decoded until eend */
+    uint64_t gap;            /* a gap to report before the chunk's events */
     uint64_t rec_off;
 
     bool have_clock, complete, failed;
@@ -84,27 +88,43 @@ static int open_common(pt_reader *r, pt_reader **ret, char *err, size_t errlen)
         rc = fail(r, -EBADMSG, "not a pacer trace (bad magic)");
         goto out;
     }
-    if (r->hdr.version != PT_VERSION) {
-        rc = fail(r, -EPROTONOSUPPORT, "trace format version %u; this pacer reads version %u",
-                  r->hdr.version, PT_VERSION);
+    if (r->hdr.version < PT_VERSION_MIN || r->hdr.version > PT_VERSION) {
+        rc = fail(r, -EPROTONOSUPPORT, "trace format version %u; this pacer reads versions %u to %u",
+                  r->hdr.version, PT_VERSION_MIN, PT_VERSION);
         goto out;
     }
-    if (r->hdr.header_size != PT_HEADER_SIZE || r->hdr.sp_bits == 0 || r->hdr.sp_bits > 32 ||
-        (r->hdr.clock != PT_CLOCK_TSC && r->hdr.clock != PT_CLOCK_MONOTONIC)) {
+    bool v1 = r->hdr.version == 1;
+    if ((v1 ? r->hdr.header_size != PT_HEADER_SIZE
+            : r->hdr.header_size < PT_HEADER_SIZE || r->hdr.header_size > PT_HEADER_MAX) ||
+        r->hdr.sp_bits == 0 || r->hdr.sp_bits > 32 ||
+        (r->hdr.clock != PT_CLOCK_TSC && r->hdr.clock != PT_CLOCK_MONOTONIC) ||
+        (!v1 && (r->hdr.flags & ~PT_FLAG_ZSTD))) {
         rc = fail(r, -EBADMSG, "damaged header");
         goto out;
     }
-    r->dctx = ZSTD_createDCtx();
+    /* Version 1 has no flags field (it was reserved, 0): always zstd. */
+    r->zstd = v1 || (r->hdr.flags & PT_FLAG_ZSTD);
+    for (size_t left = r->hdr.header_size - PT_HEADER_SIZE; left > 0;) {
+        uint8_t skip[512];
+        size_t k = left < sizeof skip ? left : sizeof skip;
+        if (src_read(r, skip, k) != k) {
+            rc = fail(r, -EBADMSG, "cut short inside its %u-byte header", r->hdr.header_size);
+            goto out;
+        }
+        left -= k;
+    }
+    r->dctx = r->zstd ? ZSTD_createDCtx() : NULL;
     r->in_cap = ZSTD_DStreamInSize();
-    r->in = malloc(r->in_cap);
-    r->dcap = 1 << 16;
+    r->in = r->zstd ? malloc(r->in_cap) : NULL;
+    r->dcap = 1 << 17;
     r->dbuf = malloc(r->dcap);
-    if (!r->dctx || !r->in || !r->dbuf) {
+    if ((r->zstd && (!r->dctx || !r->in)) || !r->dbuf) {
         rc = fail(r, -ENOMEM, "out of memory");
         goto out;
     }
     /* Bounds zstd's window, so a hostile frame cannot ask for gigabytes. */
-    ZSTD_DCtx_setParameter(r->dctx, ZSTD_d_windowLogMax, 27);
+    if (r->zstd)
+        ZSTD_DCtx_setParameter(r->dctx, ZSTD_d_windowLogMax, 27);
     r->zin.src = r->in;
     *ret = r;
     return 0;
@@ -197,6 +217,18 @@ static int fill(pt_reader *r, size_t want)
         r->dbuf = n;
         r->dcap = cap;
     }
+    while (r->dlen < want && !r->zstd) {
+        if (r->in_eof)
+            return 0;
+        size_t n = src_read(r, r->dbuf + r->dlen, r->dcap - r->dlen);
+        if (n == 0) {
+            r->in_eof = true;
+            if (r->f && ferror(r->f))
+                return fail(r, -EIO, "read error");
+            return 0;
+        }
+        r->dlen += n;
+    }
     while (r->dlen < want) {
         if (r->zin.pos == r->zin.size) {
             if (r->in_eof)
@@ -234,7 +266,45 @@ static uint64_t to_ns(const pt_reader *r, uint64_t tick)
     return r->ns0 + (uint64_t)(int64_t)d;
 }
 
-/* Decodes the next event of the current EVENTS record. */
+/* Decodes the next event of the current CHUNK record (version 2). */
+static int next_chunk_event(pt_reader *r, pt_event *ev)
+{
+    uint64_t h = 0, v = 0;
+    const uint8_t *p = r->ep;
+    if (pt_get_pv(&p, r->eend, &h) < 0)
+        return fail(r, -EBADMSG, "record at decoded offset %llu: event cut short", (unsigned long long)r->rec_off);
+    unsigned kind = (unsigned)(h & 3);
+    uint64_t tick = r->prev_tick + (h >> 2);
+    memset(ev, 0, sizeof *ev);
+    if (kind == PT_CK_ENTER || kind == PT_CK_LONGJMP) {
+        if (r->eend - p < 2)
+            return fail(r, -EBADMSG, "record at decoded offset %llu: event cut short",
+                        (unsigned long long)r->rec_off);
+        ev->sp = (uint64_t)p[0] | (uint64_t)p[1] << 8;
+        p += 2;
+    }
+    if (kind == PT_CK_ENTER) {
+        if (pt_get_pv(&p, r->eend, &v) < 0)
+            return fail(r, -EBADMSG, "record at decoded offset %llu: event cut short",
+                        (unsigned long long)r->rec_off);
+        ev->addr = r->fn_base + (uint64_t)pt_unzigzag(v);
+        ev->kind = PT_EV_ENTER;
+    } else if (kind == PT_CK_EXIT) {
+        ev->kind = PT_EV_EXIT; /* addr 0: the innermost open call */
+    } else if (kind == PT_CK_LONGJMP) {
+        ev->kind = PT_EV_LONGJMP;
+    } else {
+        return fail(r, -EBADMSG, "record at decoded offset %llu: bad event kind", (unsigned long long)r->rec_off);
+    }
+    r->ep = p;
+    r->prev_tick = tick;
+    ev->tid = r->etid;
+    ev->ns = to_ns(r, tick);
+    r->events++;
+    return 1;
+}
+
+/* Decodes the next event of the current EVENTS record (version 1). */
 static int next_event(pt_reader *r, pt_event *ev)
 {
     uint64_t a = 0, t = 0, s = 0;
@@ -272,6 +342,21 @@ int pt_reader_next(pt_reader *r, pt_event *ev)
     if (r->failed)
         return -EBADMSG;
     for (;;) {
+        if (r->chunk) {
+            if (r->gap) {
+                memset(ev, 0, sizeof *ev);
+                ev->kind = PT_EV_LOST;
+                ev->tid = r->etid;
+                ev->count = r->gap;
+                ev->gap = true;
+                r->gap = 0;
+                return 1;
+            }
+            if (r->ep < r->eend)
+                return next_chunk_event(r, ev);
+            r->chunk = false;
+            r->ep = NULL;
+        }
         if (r->eleft > 0)
             return next_event(r, ev);
         if (r->ep && r->ep != r->eend)
@@ -281,10 +366,22 @@ int pt_reader_next(pt_reader *r, pt_event *ev)
         if (r->complete)
             return 0;
 
-        /* Record header: type + varint length. */
+        /* Record header: type + varint length. Version 2 pads with zero
+         * bytes. */
         int rc = fill(r, 1 + PT_VARINT_MAX);
         if (rc < 0)
             return rc;
+        if (r->hdr.version >= 2) {
+            while (r->dpos < r->dlen && r->dbuf[r->dpos] == 0)
+                r->dpos++;
+            if (r->dpos == r->dlen) {
+                if (rc == 0)
+                    return 0;
+                continue;
+            }
+            if ((rc = fill(r, 1 + PT_VARINT_MAX)) < 0)
+                return rc;
+        }
         if (r->dlen == r->dpos)
             return 0; /* the stream stopped between records */
         r->rec_off = r->doff + r->dpos;
@@ -335,6 +432,8 @@ int pt_reader_next(pt_reader *r, pt_event *ev)
             ev->count = b;
             return 1;
         case PT_REC_EVENTS:
+            if (r->hdr.version >= 2)
+                break;
             if (!r->have_clock)
                 return fail(r, -EBADMSG, "record at decoded offset %llu: events before the clock record",
                             (unsigned long long)r->rec_off);
@@ -352,6 +451,32 @@ int pt_reader_next(pt_reader *r, pt_event *ev)
             r->ep = pay;
             r->eend = pend;
             break;
+        case PT_REC_CHUNK: {
+            if (r->hdr.version < 2)
+                break;
+            if (!r->have_clock)
+                return fail(r, -EBADMSG, "record at decoded offset %llu: events before the clock record",
+                            (unsigned long long)r->rec_off);
+            uint64_t tid, base, fnb, bytes, gap, skip;
+            if ((rc = get_varint(r, &pay, pend, &tid, "thread id")) < 0 ||
+                (rc = get_varint(r, &pay, pend, &base, "base time")) < 0 ||
+                (rc = get_varint(r, &pay, pend, &fnb, "address base")) < 0 ||
+                (rc = get_varint(r, &pay, pend, &bytes, "byte count")) < 0 ||
+                (rc = get_varint(r, &pay, pend, &gap, "gap")) < 0 ||
+                (rc = get_varint(r, &pay, pend, &skip, "filler")) < 0)
+                return rc;
+            if (skip > (uint64_t)(pend - pay) || bytes > (uint64_t)(pend - pay) - skip)
+                return fail(r, -EBADMSG, "record at decoded offset %llu: %llu event bytes do not fit in it",
+                            (unsigned long long)r->rec_off, (unsigned long long)bytes);
+            r->etid = (uint32_t)tid;
+            r->prev_tick = base;
+            r->fn_base = fnb;
+            r->gap = gap;
+            r->ep = pay + skip;
+            r->eend = r->ep + bytes;
+            r->chunk = true;
+            break;
+        }
         case PT_REC_END:
             r->complete = true;
             break;
