@@ -223,7 +223,7 @@ int pt_report(const char *dir, const pt_output_options *opt, FILE *out, char *er
         fprintf(out, "  warning: %u trace file%s did not end cleanly (process killed?): calls after the last flush are missing\n",
                 st.incomplete, st.incomplete == 1 ? "" : "s");
     if (r.lost)
-        fprintf(out, "  warning: %" PRIu64 " events were dropped while recording (buffers full or signal during a buffer switch)\n",
+        fprintf(out, "  warning: %" PRIu64 " events were dropped while recording (buffers full, or a signal handler that ran while its thread switched buffers or, without rseq, inside a hook)\n",
                 r.lost);
     if (r.unwound)
         fprintf(out, "  %" PRIu64 " calls ended without returning (longjmp, exit, or still running at the end)\n", r.unwound);

@@ -11,6 +11,10 @@
  *     spawn: threads worker-1, worker-2: worker -> leaf x WORKER_CALLS
  *   argv[1] == "exit": main -> finish -> exit(3) inside a call
  *   argv[1] == "kill": main -> finish -> raise(SIGTERM) inside a call
+ *   argv[1] == "storm": only main -> storm: leaf in a loop while a 20 us
+ *                       timer's handler (on_tick -> leaf) lands anywhere,
+ *                       inside the hooks too, until it ran STORM_TICKS
+ *                       times; prints "leaf=N ticks=M", the calls made
  */
 #include "sample_lib.h"
 
@@ -23,6 +27,7 @@
 #include <sys/time.h>
 
 #define LEAF_CALLS 1000
+#define STORM_TICKS 3000
 #define WORKER_CALLS 100
 #define NOINL __attribute__((noinline, noclone))
 
@@ -108,6 +113,34 @@ NOINL static void spawn(void)
     pthread_join(t[1], NULL);
 }
 
+static volatile sig_atomic_t ticks;
+
+NOINL static void on_tick(int sig)
+{
+    (void)sig;
+    leaf();
+    ticks++;
+}
+
+NOINL static void storm(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_tick;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval it = {{0, 20}, {0, 20}};
+    setitimer(ITIMER_REAL, &it, NULL);
+    unsigned long n = 0;
+    while (ticks < STORM_TICKS) {
+        leaf();
+        n++;
+    }
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+    printf("leaf=%lu ticks=%d\n", n, (int)ticks);
+}
+
 NOINL static void finish(const char *how)
 {
     if (strcmp(how, "exit") == 0)
@@ -118,6 +151,10 @@ NOINL static void finish(const char *how)
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "storm") == 0) {
+        storm();
+        return 0;
+    }
     recurse(5);
     loop();
     sink += lib_work(2);

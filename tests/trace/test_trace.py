@@ -166,6 +166,76 @@ class TraceTest(unittest.TestCase):
         self.assertIn(" after_jump (", rep)
         del p
 
+    def storm_trees(self, env=None):
+        """Records the sample's signal storm; returns its counts and tree."""
+        p = subprocess.run([PACER, "trace", "record", "-o", self.dir, "--", SAMPLE, "storm"],
+                           capture_output=True, text=True, timeout=120, env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        made = dict(kv.split("=") for kv in p.stdout.split())
+        trees, _, _ = self.threads()
+        self.assertEqual(len(trees), 1)
+        tree = next(iter(trees.values()))
+        rep = pacer("trace", "report", self.dir).stdout
+        return int(made["leaf"]), int(made["ticks"]), tree, rep
+
+    def test_signal_storm(self):
+        # A handler that interrupts the hooks themselves (thousands of
+        # times, at every point of them) still nests exactly: each on_tick
+        # with its one leaf, inside storm or inside a leaf; nothing lost.
+        leaves, ticks, tree, rep = self.storm_trees()
+        allowed = {("main",), ("main", "storm"), ("main", "storm", "leaf"),
+                   ("main", "storm", "on_tick"), ("main", "storm", "on_tick", "leaf"),
+                   ("main", "storm", "leaf", "on_tick"), ("main", "storm", "leaf", "on_tick", "leaf")}
+        self.assertLessEqual(set(tree), allowed, tree)
+        self.assertEqual(tree[("main", "storm", "leaf")], leaves)
+        on_tick = tree.get(("main", "storm", "on_tick"), 0) + tree.get(("main", "storm", "leaf", "on_tick"), 0)
+        self.assertEqual(on_tick, ticks)
+        self.assertEqual(tree.get(("main", "storm", "on_tick", "leaf"), 0) +
+                         tree.get(("main", "storm", "leaf", "on_tick", "leaf"), 0), ticks)
+        self.assertNotIn("dropped", rep)
+
+    def test_without_rseq(self):
+        # glibc told not to register rseq: the portable path records every
+        # hook. The sample's tree is exact; in the storm, a handler that
+        # lands inside a hook is dropped whole and counted, never half.
+        env = dict(os.environ, GLIBC_TUNABLES="glibc.pthread.rseq=0")
+        p = subprocess.run([PACER, "trace", "record", "-o", self.dir, "--", SAMPLE],
+                           capture_output=True, text=True, timeout=120, env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.check_tree()
+        leaves, ticks, tree, rep = self.storm_trees(env)
+        self.assertEqual(tree[("main", "storm", "leaf")], leaves)
+        on_tick = tree.get(("main", "storm", "on_tick"), 0) + tree.get(("main", "storm", "leaf", "on_tick"), 0)
+        nested = tree.get(("main", "storm", "on_tick", "leaf"), 0) + tree.get(("main", "storm", "leaf", "on_tick", "leaf"), 0)
+        self.assertEqual(nested, on_tick)
+        dropped = 0
+        if "dropped" in rep:
+            dropped = int(rep.split(" events were dropped")[0].rsplit(" ", 1)[1])
+        self.assertEqual(dropped % 4, 0, rep)  # on_tick and its leaf, enter and exit
+        self.assertEqual(on_tick + dropped // 4, ticks, rep)
+
+    def test_version_1_file(self):
+        # A recording in the earlier format (zstd, exits with addresses)
+        # still reads: the sample's counts, unchanged.
+        os.makedirs(self.dir)
+        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "corpus", "trace", "sample.ptrace")
+        with open(src, "rb") as f, open(os.path.join(self.dir, "1.ptrace"), "wb") as g:
+            g.write(f.read())
+        rep = pacer("trace", "report", self.dir).stdout
+        self.assertIn("3 threads, 1221 calls shown, 2441 events", rep)
+        self.assertRegex(rep, r"\n\s+[\d.]+\s+[\d.]+\s+1201  0x[0-9a-f]+\n")
+
+    def test_compressed(self):
+        # PACER_TRACE_ZSTD_LEVEL: the same exact tree from a zstd body.
+        env = dict(os.environ, PACER_TRACE_ZSTD_LEVEL="3")
+        p = subprocess.run([PACER, "trace", "record", "-o", self.dir, "--", SAMPLE],
+                           capture_output=True, text=True, timeout=120, env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.check_tree()
+        path = [os.path.join(self.dir, n) for n in os.listdir(self.dir) if n.endswith(".ptrace")][0]
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(64)[28:32], b"\x01\0\0\0")  # flags: zstd
+
     def test_damaged_input(self):
         os.makedirs(self.dir)
         with open(os.path.join(self.dir, "1.ptrace"), "wb") as f:
