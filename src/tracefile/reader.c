@@ -457,7 +457,7 @@ int pt_reader_next(pt_reader *r, pt_event *ev)
             if (!r->have_clock)
                 return fail(r, -EBADMSG, "record at decoded offset %llu: events before the clock record",
                             (unsigned long long)r->rec_off);
-            uint64_t tid, base, fnb, bytes, gap, skip;
+            uint64_t tid = 0, base = 0, fnb = 0, bytes = 0, gap = 0, skip = 0;
             if ((rc = get_varint(r, &pay, pend, &tid, "thread id")) < 0 ||
                 (rc = get_varint(r, &pay, pend, &base, "base time")) < 0 ||
                 (rc = get_varint(r, &pay, pend, &fnb, "address base")) < 0 ||
