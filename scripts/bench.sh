@@ -23,7 +23,7 @@ benchmarks=(
   "web|dashboard: page load time in chromium over a store of 1,000,000 page loads|bench/web/run.py $dir"
   "server-hostile|pacerd: /healthz under 1000 slow connections, latency under open-loop overload|bench/server/hostile.py $dir"
   "server-analysis|pacerd: the application layer's cost and how fast it keeps up|bench/server/analysis.sh $dir"
-  "trace|trace: ns per traced call, pacer vs floor vs uftrace|bench/trace/run.sh $dir"
+  "trace|trace: CPU per traced call (the writer included), pacer vs floor vs uftrace, on a micro benchmark and on SQLite's shell|bench/trace/run.py $dir"
   "agent-ttff|agent: time to first paint seen by the X server, demo and gtk4-widget-factory, plain vs pacer run vs pacer run with the agent idle|bench/agent/ttff.py $dir"
   "agent-loop|agent: ns per main-loop iteration, with vs without the jank monitor|bench/agent/loop.py $dir"
   "agent-leaks|agent: native leak tracking vs the plain program vs heaptrack, same program|bench/leaks/heap.py $dir"

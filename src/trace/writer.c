@@ -4,8 +4,9 @@
  *    the writer never reads an event: it formats the record header in the
  *    chunk's first PT_CHUNK_HEAD bytes and writes the chunk as it is.
  *  - Uncompressed (the default): chunks are gathered until 1 MiB is pending
- *    or 100 ms passed and written with one writev. The first such write
- *    ends on a 4096-byte boundary; then the file is switched to O_DIRECT
+ *    or 100 ms passed and written with one writev. The first write (the
+ *    clock record, after calibration) ends on a 4096-byte boundary; then
+ *    the file is switched to O_DIRECT
  *    where the file system allows it, and every write is a multiple of 4096
  *    bytes from 4096-aligned memory (a chunk's record is padded inside
  *    itself; small records are gathered in `misc` and padded with zero
@@ -410,6 +411,11 @@ PT_NOINSTR static void *writer_main(void *arg)
     while (pt_mono_ns() - cal_ns0 < 200000u) {
     }
     emit_clock();
+    /* The file's first block now (header, clock, padding), so that every
+     * chunk goes out with O_DIRECT; a run that ended during calibration
+     * keeps its small unpadded file instead. */
+    if (!zmode && !__atomic_load_n(&stop_requested, __ATOMIC_ACQUIRE))
+        flush_out(false);
 
     uint64_t last_flush = pt_mono_ns();
     last_write_ns = last_flush;
@@ -425,8 +431,10 @@ PT_NOINSTR static void *writer_main(void *arg)
         wait_wake(WAKE_MS);
     }
     drain(false);
+    if (!zmode && pend_bytes >= BATCH_BYTES / 4)
+        flush_out(false); /* the bulk with O_DIRECT, */
     if (!zmode)
-        flush_out(true); /* every chunk before END */
+        flush_out(true); /* the rest unpadded; every chunk before END */
     for (unsigned i = 0; i < MAX_TIDS; i++)
         if (seen_tids[i])
             emit_thread_name(seen_tids[i]);

