@@ -23,8 +23,10 @@ packages=(
   heaptrack
   # benchmarks that count instructions (callgrind: bench/upload)
   valgrind
-  # function tracing: symbols, compression, the peer benchmarked against
-  libelf-dev libdw-dev libzstd-dev uftrace
+  # function tracing: symbols, compression, the peer benchmarked against;
+  # tcl generates SQLite's amalgamation for the trace benchmark's real
+  # program (bench/trace/build-sqlite.sh)
+  libelf-dev libdw-dev libzstd-dev uftrace tcl xz-utils
   # pacerd's ClickHouse store: its tests and benchmark start their own
   # servers (plain processes, loopback, free ports); haproxy fronts the
   # two-instance cluster of the cluster test and scripts/cluster-demo.sh
