@@ -9,7 +9,9 @@ uftrace, on the same binaries in one run.
               TSC read and a 16-byte store into a thread-local ring, nothing
               else (the least a hook can do)
      pacer    the same binary, tracing on (PACER_TRACE_DIR)
-     uftrace  the same binary under `uftrace record` (Debian's uftrace)
+     uftrace  the same binary under `uftrace record --no-libcall` (Debian's
+              uftrace; without its PLT hooks on libc, it records what pacer
+              records: the functions built with the flag)
    Rounds interleave the modes; figures are medians. Per call:
      loop     wall time of the loop, timed inside the program
      loop CPU the main thread's CPU time in the loop
@@ -24,8 +26,8 @@ uftrace, on the same binaries in one run.
    calls, counted without pacer), `pacer trace record` and `uftrace record`.
    Calls recorded by pacer and by uftrace against the counting hook's count,
    CPU per call, trace bytes per call, then the time to read each trace:
-   `pacer trace report` / `export --format chrome` beside `uftrace report` /
-   `uftrace dump --chrome` (output to /dev/null).
+   `pacer trace report` / `export --format chrome` (and perfetto) beside
+   `uftrace report` / `uftrace dump --chrome` (output to /dev/null).
 
 usage: bench/trace/run.py [BUILD_DIR]            (default: build-bench)
 env:   TRACE_BENCH_CALLS (5000000), TRACE_BENCH_RUNS (7),
@@ -94,7 +96,7 @@ def micro(build, work, have_uftrace):
         "pacer": ([inst], dict(base_env, PACER_TRACE_DIR=tdir)),
     }
     if have_uftrace:
-        modes["uftrace"] = (["uftrace", "record", "-d", udir, inst], base_env)
+        modes["uftrace"] = (["uftrace", "record", "--no-libcall", "-d", udir, inst], base_env)
     res = {m: [] for m in modes}
     for _ in range(runs):
         for m, (cmd, env) in modes.items():
@@ -165,7 +167,7 @@ def real(build, work, have_uftrace):
         "pacer": ([pacer, "trace", "record", "-o", tdir, "--", inst, ":memory:"], env),
     }
     if have_uftrace:
-        modes["uftrace"] = (["uftrace", "record", "-d", udir, inst, ":memory:"], env)
+        modes["uftrace"] = (["uftrace", "record", "--no-libcall", "-d", udir, inst, ":memory:"], env)
     res = {m: [] for m in modes}
     outputs = {}
     for r in range(runs):
@@ -181,6 +183,7 @@ def real(build, work, have_uftrace):
     # The last round's traces are kept for reading.
     pacer_rep, t_rep, c_rep = Proc.run([pacer, "trace", "report", tdir])
     _, t_exp, c_exp = Proc.run([pacer, "trace", "export", tdir, "--format", "chrome", "-o", "-"], stdout=subprocess.DEVNULL)
+    _, t_pf, c_pf = Proc.run([pacer, "trace", "export", tdir, "--format", "perfetto", "-o", "-"], stdout=subprocess.DEVNULL)
     with open(count_out) as f:
         counted = dict(kv.split("=") for kv in f.read().split())
     counted = int(counted["enters"])
@@ -228,6 +231,7 @@ def real(build, work, have_uftrace):
     print("  reading the trace (wall s / CPU s):")
     print("    pacer trace report                 %6.2f / %6.2f" % (t_rep / 1e9, c_rep / 1e9))
     print("    pacer trace export --format chrome %6.2f / %6.2f" % (t_exp / 1e9, c_exp / 1e9))
+    print("    pacer trace export --format perfetto %4.2f / %6.2f" % (t_pf / 1e9, c_pf / 1e9))
     if have_uftrace:
         print("    uftrace report                     %6.2f / %6.2f" % (tu_rep / 1e9, cu_rep / 1e9))
         print("    uftrace dump --chrome              %6.2f / %6.2f" % (tu_exp / 1e9, cu_exp / 1e9))
