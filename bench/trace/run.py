@@ -30,7 +30,7 @@ uftrace, on the same binaries in one run.
    `uftrace report` / `uftrace dump --chrome` (output to /dev/null).
 
 usage: bench/trace/run.py [BUILD_DIR]            (default: build-bench)
-env:   TRACE_BENCH_CALLS (5000000), TRACE_BENCH_RUNS (7),
+env:   TRACE_BENCH_CALLS (10000000), TRACE_BENCH_RUNS (9),
        TRACE_BENCH_REAL_RUNS (5), TRACE_BENCH_REAL=0 skips the real program
 """
 import os
@@ -78,8 +78,8 @@ def size_of(path, pattern):
 
 
 def micro(build, work, have_uftrace):
-    calls = int(os.environ.get("TRACE_BENCH_CALLS", "5000000"))
-    runs = int(os.environ.get("TRACE_BENCH_RUNS", "7"))
+    calls = int(os.environ.get("TRACE_BENCH_CALLS", "10000000"))
+    runs = int(os.environ.get("TRACE_BENCH_RUNS", "9"))
     lib = os.path.join(build, "src", "trace")
     plain, inst = os.path.join(work, "calls-plain"), os.path.join(work, "calls")
     cc("-O2", "-o", plain, os.path.join(HERE, "calls.c"))

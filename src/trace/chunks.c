@@ -4,7 +4,7 @@
  *    with MAP_NORESERVE, in transparent huge pages where the kernel gives
  *    them: memory is used only once first touched (2 MiB at a time), and
  *    then stays resident for reuse. Descriptors live in a static array.
- *    The writer thread pre-faults the first few MiB at start, so the program
+ *    The writer thread pre-faults the first 2 MiB at start, so the program
  *    does not take a page fault every 4 KiB of events; acquire prefers the
  *    lowest free chunk, so a writer that keeps up keeps the program in that
  *    warm part of the pool.

@@ -138,8 +138,8 @@ PT_NOINSTR static void flush_thread(struct pt_thread *th)
     if (pos >= ev && pos <= c->mem + PT_CHUNK_BYTES)
         used = (uint32_t)(pos - ev);
     th->chunk = NULL;
-    pt_chunk_publish(c, used, th->lost);
-    th->lost = 0;
+    /* One instruction: a signal handler's hooks add to lost meanwhile. */
+    pt_chunk_publish(c, used, __atomic_exchange_n(&th->lost, 0, __ATOMIC_RELAXED));
 }
 
 /* Names the chunk after its thread (prctl: once at the thread's start and
@@ -206,7 +206,7 @@ PT_NOINSTR static bool switch_chunk(struct pt_thread *th, uint64_t fn)
         flush_thread(th); /* reads pt_tls.pos, the end of the full chunk */
     struct pt_chunk *c = pt_chunk_acquire(th->tid);
     if (!c) {
-        th->gap++;
+        __atomic_add_fetch(&th->gap, 1, __ATOMIC_RELAXED);
         signal_fence();
         th->in_slow = 0;
         return false;
@@ -217,8 +217,7 @@ PT_NOINSTR static bool switch_chunk(struct pt_thread *th, uint64_t fn)
     }
     c->base_tick = pt_tls.last;
     c->fn_base = fn;
-    c->gap = th->gap;
-    th->gap = 0;
+    c->gap = __atomic_exchange_n(&th->gap, 0, __ATOMIC_RELAXED);
     th->chunk = c;
     uint8_t *end = c->mem + PT_CHUNK_BYTES - PT_EVENT_ROOM;
     pt_tls.fn_base = fn;
@@ -236,7 +235,7 @@ PT_NOINSTR static bool switch_chunk(struct pt_thread *th, uint64_t fn)
 PT_NOINSTR static void append_plain(struct pt_thread *th, unsigned kind, uint64_t fn, uint64_t sp16)
 {
     if (pt_tls.busy) {
-        th->lost++;
+        __atomic_add_fetch(&th->lost, 1, __ATOMIC_RELAXED);
         return;
     }
     pt_tls.busy = 1;
@@ -281,7 +280,7 @@ PT_NOINSTR static void record(unsigned kind, uint64_t fn, uint64_t sp16)
         pt_tls.th = th;
     }
     if (th->in_slow) {
-        th->lost++;
+        __atomic_add_fetch(&th->lost, 1, __ATOMIC_RELAXED);
         return;
     }
 #ifdef PT_HAVE_RSEQ_HOOKS

@@ -403,7 +403,7 @@ PT_NOINSTR static void *writer_main(void *arg)
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
 
-    pt_chunks_prefault(4u << 20);
+    pt_chunks_prefault(2u << 20);
 
     /* Calibration window: 20 ms, or until asked to stop (at least 200 us). */
     while (!__atomic_load_n(&stop_requested, __ATOMIC_ACQUIRE) && pt_mono_ns() - cal_ns0 < 20000000u)
