@@ -83,7 +83,12 @@ bool pt_hooks_setup(void)
      * kernel's x86 convention, which the hooks' abort labels carry. */
     if (__rseq_size >= 20) {
         char *tp = __builtin_thread_pointer();
-        pt_rseq_delta = (long)(__rseq_offset + 8) - (long)((char *)&pt_tls - tp);
+        char *mine = (char *)&pt_tls;
+        /* Materialised as an address: an executable linked with the static
+         * library has its initial-exec access relaxed by the linker, which
+         * knows only the mov/add forms of it. */
+        __asm__("" : "+r"(mine));
+        pt_rseq_delta = (long)(__rseq_offset + 8) - (long)(mine - tp);
         use_rseq = true;
         use_fast = pt_use_tsc;
     }
@@ -92,6 +97,19 @@ bool pt_hooks_setup(void)
 }
 
 PT_NOINSTR static void thread_gone(void *arg);
+
+/* Whether the kernel took glibc's rseq registration for the calling thread
+ * (glibc marks a refused one with a negative cpu_id). */
+PT_NOINSTR static bool rseq_registered(void)
+{
+#ifdef PT_HAVE_RSEQ_HOOKS
+    char *tp = __builtin_thread_pointer();
+    const volatile int32_t *cpu_id = (const volatile int32_t *)(tp + __rseq_offset + 4);
+    return *cpu_id >= 0;
+#else
+    return false;
+#endif
+}
 
 PT_NOINSTR static void make_key(void)
 {
@@ -115,6 +133,7 @@ PT_NOINSTR static struct pt_thread *register_thread(void)
             th->gap = 0;
             th->chunk = NULL;
             th->named = false;
+            th->portable = !use_rseq || !rseq_registered();
             __atomic_store_n(&th->tls, &pt_tls, __ATOMIC_RELEASE);
             if (thread_key != (pthread_key_t)-1)
                 pthread_setspecific(thread_key, th);
@@ -224,7 +243,7 @@ PT_NOINSTR static bool switch_chunk(struct pt_thread *th, uint64_t fn)
     pt_tls.pos = c->mem + PT_CHUNK_HEAD;
     signal_fence();
     pt_tls.end = end;
-    if (use_fast)
+    if (use_fast && !th->portable)
         pt_tls.limit = end;
     signal_fence();
     th->in_slow = 0;
@@ -284,7 +303,7 @@ PT_NOINSTR static void record(unsigned kind, uint64_t fn, uint64_t sp16)
         return;
     }
 #ifdef PT_HAVE_RSEQ_HOOKS
-    if (use_rseq) {
+    if (!th->portable) {
         for (;;) {
             if (pt_tls.pos >= pt_tls.end && !switch_chunk(th, fn))
                 return;

@@ -81,6 +81,7 @@ struct pt_thread {
     uint32_t lost;
     uint32_t gap;
     bool named;               /* a chunk carried the thread's name already */
+    bool portable;            /* rseq is not registered for this thread: the portable path */
     struct pt_chunk *chunk;   /* the chunk being filled, or NULL */
     struct pt_tls *tls;       /* the owner's TLS block, valid while it lives */
 };

@@ -15,6 +15,7 @@ import perfetto_decode  # noqa: E402
 PACER = os.environ["PACER"]
 SAMPLE = os.environ["TRACE_SAMPLE"]
 SAMPLE_PRELOAD = os.environ["TRACE_SAMPLE_PRELOAD"]
+SAMPLE_STATIC = os.environ.get("TRACE_SAMPLE_STATIC")
 
 MAIN_TREE = {
     ("main",): 1,
@@ -126,6 +127,15 @@ class TraceTest(unittest.TestCase):
         trees, _, _ = self.threads()
         main = trees[next(n for n in trees if n.startswith("trace-sample"))]
         self.assertEqual(main, MAIN_TREE)
+
+    def test_static_runtime(self):
+        # Linked with libpacer-trace.a: the same exact tree.
+        self.assertTrue(SAMPLE_STATIC, "TRACE_SAMPLE_STATIC not set")
+        self.record(SAMPLE_STATIC)
+        trees, _, _ = self.threads()
+        main = trees[next(n for n in trees if n.startswith("trace-sample"))]
+        self.assertEqual(main, MAIN_TREE)
+        self.assertEqual(trees["worker-1"], WORKER_TREE)
 
     def test_exit_inside_a_call(self):
         self.record(SAMPLE, "exit", expect_rc=3)
