@@ -103,10 +103,10 @@ void pt_chunks_prefault(size_t bytes)
             __atomic_fetch_or(&chunks[i].mem[b], 0, __ATOMIC_RELAXED);
 }
 
-struct pt_chunk *pt_chunk_acquire(uint32_t tid)
+struct pt_chunk *pt_chunk_acquire(uint32_t tid, bool wait)
 {
     struct pt_chunk *c = try_acquire();
-    for (int i = 0; !c && i < 20000; i++) {
+    for (int i = 0; !c && wait && i < 20000; i++) {
         pt_writer_kick();
         struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);

@@ -20,7 +20,10 @@
  *  4. Switching chunks is not restartable: pt_thread.in_slow marks it, and
  *     limit and end are 0 meanwhile, so a signal handler's hooks come here
  *     and drop their events (whole calls: the handler runs inside the
- *     switch), counted as lost.
+ *     switch), counted as lost. To keep that window short, the next chunk
+ *     is taken ahead, after the switch (pt_thread.spare), and the full one
+ *     is published after it (pt_thread.pending): the window itself is a
+ *     few stores to memory the thread owns.
  *  5. The portable path (no rseq, another CPU, or CLOCK_MONOTONIC ticks
  *     without rseq): every hook comes here and appends with plain stores
  *     under pt_tls.busy; a signal handler's hooks that find busy set drop
@@ -132,6 +135,8 @@ PT_NOINSTR static struct pt_thread *register_thread(void)
             th->lost = 0;
             th->gap = 0;
             th->chunk = NULL;
+            th->spare = NULL;
+            th->pending = NULL;
             th->named = false;
             th->portable = !use_rseq || !rseq_registered();
             __atomic_store_n(&th->tls, &pt_tls, __ATOMIC_RELEASE);
@@ -143,13 +148,14 @@ PT_NOINSTR static struct pt_thread *register_thread(void)
     return NULL;
 }
 
-/* Publishes th's chunk with whatever the owner committed so far. Any
- * thread: pos is read once, and every byte below it is written (2.). */
-PT_NOINSTR static void flush_thread(struct pt_thread *th)
+/* Takes th's chunk off it, with whatever the owner committed so far (its
+ * used and lost fields set). Any thread: pos is read once, and every byte
+ * below it is written (2.). */
+PT_NOINSTR static struct pt_chunk *detach(struct pt_thread *th)
 {
     struct pt_chunk *c = th->chunk;
     if (!c)
-        return;
+        return NULL;
     struct pt_tls *t = __atomic_load_n(&th->tls, __ATOMIC_ACQUIRE);
     uint8_t *pos = t ? __atomic_load_n(&t->pos, __ATOMIC_ACQUIRE) : NULL;
     uint8_t *ev = c->mem + PT_CHUNK_HEAD;
@@ -157,8 +163,29 @@ PT_NOINSTR static void flush_thread(struct pt_thread *th)
     if (pos >= ev && pos <= c->mem + PT_CHUNK_BYTES)
         used = (uint32_t)(pos - ev);
     th->chunk = NULL;
+    c->used = used;
     /* One instruction: a signal handler's hooks add to lost meanwhile. */
-    pt_chunk_publish(c, used, __atomic_exchange_n(&th->lost, 0, __ATOMIC_RELAXED));
+    c->lost = __atomic_exchange_n(&th->lost, 0, __ATOMIC_RELAXED);
+    return c;
+}
+
+/* Publishes the chunk a switch detached and left for after its window.
+ * A signal handler's own switch publishes it first, so a thread's chunks
+ * reach the writer in order. */
+PT_NOINSTR static void publish_pending(struct pt_thread *th)
+{
+    struct pt_chunk *c = __atomic_exchange_n(&th->pending, NULL, __ATOMIC_ACQ_REL);
+    if (c)
+        pt_chunk_publish(c, c->used, c->lost);
+}
+
+/* Publishes th's chunks: the pending one, then the current one. */
+PT_NOINSTR static void flush_thread(struct pt_thread *th)
+{
+    publish_pending(th);
+    struct pt_chunk *c = detach(th);
+    if (c)
+        pt_chunk_publish(c, c->used, c->lost);
 }
 
 /* Names the chunk after its thread (prctl: once at the thread's start and
@@ -188,6 +215,9 @@ PT_NOINSTR static void thread_gone(void *arg)
     name_chunk(th->chunk);
     if (__atomic_load_n(&pt_mode, __ATOMIC_RELAXED))
         flush_thread(th);
+    struct pt_chunk *spare = __atomic_exchange_n(&th->spare, NULL, __ATOMIC_ACQ_REL);
+    if (spare)
+        pt_chunk_release(spare);
     pt_tls.pos = NULL;
     pt_tls.th = NULL;
     pt_tls.dead = true;
@@ -221,10 +251,14 @@ PT_NOINSTR static bool switch_chunk(struct pt_thread *th, uint64_t fn)
     th->in_slow = 1;
     close_tls(&pt_tls);
     signal_fence();
-    if (th->chunk)
-        flush_thread(th); /* reads pt_tls.pos, the end of the full chunk */
-    struct pt_chunk *c = pt_chunk_acquire(th->tid);
+    publish_pending(th); /* none, unless a switch was interrupted right after its window */
+    struct pt_chunk *old = detach(th); /* reads pt_tls.pos, the end of the full chunk */
+    struct pt_chunk *c = __atomic_exchange_n(&th->spare, NULL, __ATOMIC_ACQ_REL);
+    if (!c)
+        c = pt_chunk_acquire(th->tid, true);
     if (!c) {
+        if (old)
+            pt_chunk_publish(old, old->used, old->lost);
         __atomic_add_fetch(&th->gap, 1, __ATOMIC_RELAXED);
         signal_fence();
         th->in_slow = 0;
@@ -241,12 +275,23 @@ PT_NOINSTR static bool switch_chunk(struct pt_thread *th, uint64_t fn)
     uint8_t *end = c->mem + PT_CHUNK_BYTES - PT_EVENT_ROOM;
     pt_tls.fn_base = fn;
     pt_tls.pos = c->mem + PT_CHUNK_HEAD;
+    if (old)
+        __atomic_store_n(&th->pending, old, __ATOMIC_RELEASE);
     signal_fence();
     pt_tls.end = end;
     if (use_fast && !th->portable)
         pt_tls.limit = end;
     signal_fence();
     th->in_slow = 0;
+    publish_pending(th);
+    /* The next chunk, outside the window; none when the pool is short (the
+     * next switch then waits for one). A signal handler may switch and
+     * take or put a spare meanwhile: exchanges only. */
+    if (!__atomic_load_n(&th->spare, __ATOMIC_RELAXED)) {
+        struct pt_chunk *next = pt_chunk_acquire(th->tid, false);
+        if (next && (next = __atomic_exchange_n(&th->spare, next, __ATOMIC_ACQ_REL)))
+            pt_chunk_release(next);
+    }
     return true;
 }
 

@@ -83,6 +83,8 @@ struct pt_thread {
     bool named;               /* a chunk carried the thread's name already */
     bool portable;            /* rseq is not registered for this thread: the portable path */
     struct pt_chunk *chunk;   /* the chunk being filled, or NULL */
+    struct pt_chunk *spare;   /* the next one, taken ahead (atomic exchange only), or NULL */
+    struct pt_chunk *pending; /* a full one to publish after the switch (exchange only), or NULL */
     struct pt_tls *tls;       /* the owner's TLS block, valid while it lives */
 };
 
@@ -123,9 +125,10 @@ bool pt_clock_choose_tsc(void);
 int pt_chunks_init(size_t max_bytes);
 /* Faults in the first `bytes` of the pool (writer thread, at start). */
 void pt_chunks_prefault(size_t bytes);
-/* Takes a FREE chunk for `tid`; waits for the writer while the pool is
- * exhausted, up to ~2 s, then returns NULL. Any thread, signal-safe. */
-struct pt_chunk *pt_chunk_acquire(uint32_t tid);
+/* Takes a FREE chunk for `tid`; with `wait`, waits for the writer while the
+ * pool is exhausted, up to ~2 s; NULL when there is none. Any thread,
+ * signal-safe. */
+struct pt_chunk *pt_chunk_acquire(uint32_t tid, bool wait);
 /* Hands a chunk holding `used` event bytes to the writer. Lock-free,
  * signal-safe. */
 void pt_chunk_publish(struct pt_chunk *c, uint32_t used, uint32_t lost);
@@ -134,7 +137,7 @@ unsigned pt_chunks_published(void);
 /* Writer only: takes every published chunk, oldest first (per thread order
  * is preserved), linked through ->next. */
 struct pt_chunk *pt_chunks_take(void);
-/* Writer only: returns a consumed chunk to the pool. */
+/* Returns a consumed (or unused) chunk to the pool. */
 void pt_chunk_release(struct pt_chunk *c);
 
 /* ---- hooks (hooks.c, hooks_x86_64.S) ---- */
