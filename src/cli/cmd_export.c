@@ -122,7 +122,7 @@ static int run(int argc, char **argv)
 
 const cli_command cmd_export = {
     .name = "export",
-    .summary = "a run's records as a Perfetto or Chrome trace (start-up, pages, requests, janks)",
+    .summary = "Export a run's records as a Perfetto or Chrome trace (start-up, pages, requests, janks)",
     .usage = usage,
     .run = run,
 };

@@ -1,5 +1,6 @@
 /* The pacer command line: one file per subcommand, dispatched from the table
- * in main.c, which also produces `pacer --help`.
+ * in table.c, which also produces `pacer --help` and the manual pages
+ * (man.c).
  *
  * Each command receives argv with argv[0] = the command name. Exit codes:
  * 0 success, 1 the work ran but found problems (e.g. skipped input lines),
@@ -26,6 +27,16 @@ extern const cli_command cmd_report;
 extern const cli_command cmd_trace;
 extern const cli_command cmd_run;
 extern const cli_command cmd_schema;
+
+/* The command table (table.c), in the order `pacer --help` lists it. */
+extern const cli_command *const cli_commands[];
+extern const size_t cli_n_commands;
+
+/* One line saying what pacer is: `pacer --help` and the manual's NAME. */
+extern const char cli_summary[];
+
+/* Prints `pacer --help`: the commands of the table, one line each. */
+void cli_main_usage(FILE *out);
 
 /* Prints cmd->usage to `out`. */
 void cli_usage(const cli_command *cmd, FILE *out);
