@@ -1,7 +1,7 @@
 # pacer — entry points. `make test` is what CI runs.
 BUILD ?= build
 
-.PHONY: all deps build test demo demo-replay demo-server bench install clean
+.PHONY: all deps build test demo demo-replay demo-server bench install deb clean
 
 all: build
 
@@ -35,5 +35,10 @@ bench: deps
 install: build
 	meson install -C $(BUILD)
 
+# The Debian packages (debian/README.source) into dist/: built from a copy
+# of the tree, their unit tests run, lintian clean.
+deb: deps
+	@scripts/build-deb.sh
+
 clean:
-	rm -rf $(BUILD) build-asan build-fuzz build-bench
+	rm -rf $(BUILD) build-asan build-fuzz build-bench build-deb dist

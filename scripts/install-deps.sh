@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   # build
   gcc make pkg-config meson ninja-build
-  libexpat1-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev
+  libexpat1-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev zlib1g-dev
   # tests: unit tests, sanitizers, fuzzers, CLI tests; pacerd's TLS and
   # fault tests (a certificate, a tmpfs, an ext4 image on a loop device)
   libcmocka-dev clang libclang-rt-14-dev python3
@@ -33,6 +33,11 @@ packages=(
   clickhouse-server haproxy
   # the dashboard's tests: a real browser (driven by playwright-core, npm)
   chromium
+  # the manual pages and their test (man renders them)
+  man-db groff-base
+  # the Debian packages (make deb, tests/packaging): debhelper, dpkg's
+  # tools, lintian; systemd-analyze checks the unit
+  debhelper dpkg-dev fakeroot lintian systemd
 )
 # node + npm run the OpenTelemetry client test of pacerd. Debian's nodejs is
 # installed only when no node is present (a node from elsewhere is kept).
