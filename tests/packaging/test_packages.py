@@ -62,10 +62,11 @@ UNIT = "/lib/systemd/system/pacerd.service"
 debs = {}      # package → .deb path
 changes = None
 root = None
+root_base = None
 
 
 def setUpModule():
-    global changes, root
+    global changes, root, root_base
     skip_unless(rootfs.missing() is None, rootfs.missing() or "")
     out = os.environ.get("PACER_DEBS")
     if not out:
@@ -83,7 +84,8 @@ def setUpModule():
         debs[p] = found[0]
     changes = glob.glob(os.path.join(out, "pacer_*.changes"))[0]
     os.makedirs(WORK, exist_ok=True)
-    root = rootfs.Root(tempfile.mkdtemp(prefix="root-", dir=WORK))
+    root_base = tempfile.mkdtemp(prefix="root-", dir=WORK)
+    root = rootfs.Root(root_base)
     r = root.run(["dpkg", "-i", *[debs[p] for p in PACKAGES]], check=False, timeout=300)
     if r.returncode != 0:
         root.close()
@@ -93,6 +95,8 @@ def setUpModule():
 def tearDownModule():
     if root:
         root.close()
+        # empty mount points here: the mounts were the namespace's
+        shutil.rmtree(root_base, ignore_errors=True)
 
 
 def deb_field(package, field):
