@@ -37,7 +37,7 @@ packages=(
   man-db groff-base
   # the Debian packages (make deb, tests/packaging): debhelper, dpkg's
   # tools, lintian; systemd-analyze checks the unit
-  debhelper dpkg-dev fakeroot lintian systemd
+  debhelper dpkg-dev fakeroot lintian systemd adduser
 )
 # node + npm run the OpenTelemetry client test of pacerd. Debian's nodejs is
 # installed only when no node is present (a node from elsewhere is kept).
