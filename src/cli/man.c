@@ -310,7 +310,8 @@ static void put_page(FILE *out, const char *name, const char *summary, const cha
     } else {
         fputs(".BR pacer (1)\n", out);
     }
-    fputs(".PP\nThe records, events, agent, trace and server documentation: ", out);
+    fputs(".PP\nrecords.md (the records), events.md (the events), agent.md (what pacer run measures) and "
+          "trace.md (pacer trace), in ", out);
     put_text(out, docdir, strlen(docdir), false);
     fputs(".\n", out);
 }
