@@ -14,7 +14,8 @@ with --exit-code.
 
 --log-requests prints to stderr, on the app's own clock (CLOCK_MONOTONIC
 microseconds): "pyqt-shop: request PATH START END" (START just before
-get(), END when the reply emits finished) and "pyqt-shop: ready T". A failed
+get(), END when the reply emits finished), "pyqt-shop: home T" (the main
+window's constructor entered) and "pyqt-shop: ready T". A failed
 request prints "pyqt-shop: request failed: ERROR" (Qt's errorString()).
 """
 import argparse
@@ -78,6 +79,8 @@ class PyShopHomeWindow(QMainWindow):
 
     def __init__(self, nam):
         super().__init__()
+        if opts.log_requests:
+            print("pyqt-shop: home %d" % now_us(), file=sys.stderr, flush=True)
         self.steps_left = 3  # config, merchant, lazy page shown
         self.setWindowTitle("pacer shop (PyQt6)")
         self.resize(480, 400)

@@ -4,8 +4,10 @@
 // (options: shop.js). A Window holding a StackView: its first page
 // (QmlShopHome) loads /api/config then /api/list with XMLHttpRequest; --lazy-ms
 // after the window was built, a second page (QmlShopMerchant) is pushed and
-// loads /api/test1. Once both pages have loaded, the app is ready
-// ("qml-shop: ready T", T in CLOCK_REALTIME ms, with --log-requests); with
+// loads /api/test1. Once both pages have loaded, the app is ready. With
+// --log-requests it prints "qml-shop: window T" when the window is built,
+// "qml-shop: ready T" and each request's stamps (shop.js), T in
+// CLOCK_REALTIME ms (Date.now(): QML has no monotonic clock). With
 // --auto-exit it ends --linger-ms later: quit (Qt.exit(--exit-code)) or
 // close (the window is closed; qml then ends with 0).
 import QtQuick
@@ -41,9 +43,15 @@ Window {
         }
     }
 
+    Component.onCompleted: {
+        if (opts.logRequests)
+            console.info("qml-shop: window " + Date.now());
+        lazy.start();
+    }
+
     Timer {
+        id: lazy
         interval: window.opts.lazyMs
-        running: true
         onTriggered: {
             var page = stack.push(Qt.resolvedUrl("QmlShopMerchant.qml"), {opts: window.opts});
             page.loaded.connect(window.stepDone);
