@@ -344,13 +344,27 @@ static void on_activate(GApplication *app)
     }
 }
 
+/* The app's own SIGTERM handler does only what is async-signal-safe: it
+ * says so and raises a flag; the main loop then ends the process through
+ * exit(3) and its atexit handlers (an exit() inside the handler could
+ * deadlock on a lock the interrupted code held, malloc's or stdio's). */
+static volatile sig_atomic_t term_seen;
+
 static void on_term(int signo)
 {
     static const char msg[] = "handled SIGTERM\n";
     (void)signo;
     if (write(1, msg, sizeof(msg) - 1) < 0)
         _exit(4);
-    exit(3);
+    term_seen = 1;
+}
+
+static gboolean check_term(gpointer data)
+{
+    (void)data;
+    if (term_seen)
+        exit(3);
+    return G_SOURCE_CONTINUE;
 }
 
 static const char *disposition(int signo)
@@ -416,6 +430,7 @@ int main(int argc, char **argv)
         memset(&sa, 0, sizeof(sa));
         sa.sa_handler = on_term;
         sigaction(SIGTERM, &sa, NULL);
+        g_timeout_add(10, check_term, NULL);
     }
     if (opt.print_dispositions) {
         printf("SIGTERM=%s SIGINT=%s SIGHUP=%s SIGABRT=%s SIGTRAP=%s\n", disposition(SIGTERM), disposition(SIGINT),
