@@ -200,3 +200,45 @@ bool pb_read_varint(const uint8_t **p, const uint8_t *end, uint64_t *ret)
     }
     return false;
 }
+
+int pb_read_field(const uint8_t **p, const uint8_t *end, pb_field *ret)
+{
+    const uint8_t *q = *p;
+    if (q >= end)
+        return 0;
+    uint64_t key;
+    if (!pb_read_varint(&q, end, &key) || key >> 3 == 0 || key >> 3 > 0x1fffffff)
+        return -1;
+    memset(ret, 0, sizeof(*ret));
+    ret->number = (unsigned)(key >> 3);
+    ret->wire = (unsigned)(key & 7);
+    switch (ret->wire) {
+    case PB_VARINT:
+        if (!pb_read_varint(&q, end, &ret->v))
+            return -1;
+        break;
+    case PB_I64:
+    case 5: /* I32 */ {
+        size_t w = ret->wire == PB_I64 ? 8 : 4;
+        if ((size_t)(end - q) < w)
+            return -1;
+        for (size_t i = 0; i < w; i++)
+            ret->v |= (uint64_t)q[i] << (8 * i);
+        q += w;
+        break;
+    }
+    case PB_LEN: {
+        uint64_t n;
+        if (!pb_read_varint(&q, end, &n) || n > (uint64_t)(end - q))
+            return -1;
+        ret->p = q;
+        ret->n = (size_t)n;
+        q += n;
+        break;
+    }
+    default: /* groups (3, 4) and unknown types */
+        return -1;
+    }
+    *p = q;
+    return 1;
+}

@@ -1,7 +1,8 @@
-/* Protobuf wire format, written: a growable byte buffer and the encodings
- * pacer's OTLP messages need (otlp.c, otlp_proto.c). Canonical output:
- * varints are minimal, a nested message's length is written once its
- * content is known (pb_open / pb_close).
+/* Protobuf wire format: written, a growable byte buffer and the encodings
+ * pacer's OTLP messages need (otlp.c, otlp_proto.c); read, a field at a
+ * time (grpc.c). Canonical output: varints are minimal, a nested
+ * message's length is written once its content is known (pb_open /
+ * pb_close).
  *
  * Allocation failure is sticky: once a write fails, `failed` is set and
  * later writes do nothing. A buffer is used by one thread at a time.
@@ -56,5 +57,20 @@ void pb_close(pbuf *b, size_t mark);
 /* Reading: a varint at *p (before end). Returns false when it runs past
  * end or past 10 bytes. */
 bool pb_read_varint(const uint8_t **p, const uint8_t *end, uint64_t *ret);
+
+/* One field as read: its number and wire type, and its value — `v` for a
+ * varint or a fixed width (I64, I32), `p` and `n` for a length-delimited
+ * one (pointing into the input). */
+typedef struct pb_field {
+    unsigned number, wire;
+    uint64_t v;
+    const uint8_t *p;
+    size_t n;
+} pb_field;
+
+/* Reads the field at *p (before end) and moves *p past it. Returns 1, 0 at
+ * the end, -1 for bytes that are not a field: a bad key or varint, a
+ * field number 0, a length past the end, a group or an unknown wire type. */
+int pb_read_field(const uint8_t **p, const uint8_t *end, pb_field *ret);
 
 #endif

@@ -1,4 +1,5 @@
-/* zlib, loaded when the uploader first compresses a batch (otlp_gzip).
+/* zlib, loaded when the uploader first compresses a batch (otlp_gzip) or
+ * reads a compressed gRPC answer (grpc.c).
  * Linked, it was a dependency of every program the agent is preloaded into
  * (see expat_dl.h for what that costs), for uploads only. */
 #ifndef PACER_CORE_ZLIB_DL_H
@@ -10,7 +11,10 @@
     X(deflateInit2_)      \
     X(deflateBound)       \
     X(deflate)            \
-    X(deflateEnd)
+    X(deflateEnd)         \
+    X(inflateInit2_)      \
+    X(inflate)            \
+    X(inflateEnd)
 
 typedef struct zlib_api {
 #define ZLIB_SLOT(name) __typeof__(name) *name;
