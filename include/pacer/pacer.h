@@ -67,10 +67,14 @@ typedef struct pacer_options {
     bool explicit_times;
     /* Upload (docs/otlp-mapping.md). With server_url set ("http://host:port"),
      * records also go to an on-disk spool and a background thread sends them
-     * to the server as OTLP/HTTP (protobuf or JSON, gzip: below), with retries; the page config is
-     * fetched from GET /v1/config/{app_name}, polled, applied live and cached
-     * beside the spool for offline starts (the cached server config takes
-     * precedence over config_path). */
+     * to the server as OTLP/HTTP (protobuf or JSON, gzip: below) or OTLP/gRPC,
+     * with retries; the page config is fetched from the config service
+     * (config_server_url: GET /v1/config/{app_name}), polled, applied live
+     * and cached beside the spool for offline starts (the cached server
+     * config takes precedence over config_path). With otlp_protocol "grpc"
+     * the URL is the gRPC endpoint, http://host:port (HTTP/2 without TLS)
+     * or https://host:port (TLS, ALPN h2), without a path: OTLP's gRPC port
+     * is 4317. */
     const char *server_url;
     /* The app's ingest key (Authorization: Bearer). NULL: the key `pacer
      * run` hands over, if any: the file descriptor named by
@@ -82,12 +86,20 @@ typedef struct pacer_options {
      * against, e.g. for a self-signed one. NULL: $PACER_SERVER_CA, else the
      * system's. The certificate and its host name are always verified. */
     const char *server_ca_file;
-    /* How the uploader encodes: "protobuf" (OTLP's default, what any
-     * OpenTelemetry Collector takes) or "json"; NULL: $PACER_OTLP_PROTOCOL,
-     * else "protobuf". Another value fails pacer_new with -EINVAL. */
+    /* How the uploader sends: "protobuf" (OTLP/HTTP's default, what any
+     * OpenTelemetry Collector takes), "json" (OTLP/HTTP JSON), or "grpc"
+     * (OTLP/gRPC: a unary Export call per batch, protobuf, over HTTP/2);
+     * NULL: $PACER_OTLP_PROTOCOL, else "protobuf". Another value, or "grpc"
+     * with a server URL that has a path, fails pacer_new with -EINVAL. */
     const char *otlp_protocol;
     /* "gzip" or "none"; NULL: $PACER_OTLP_COMPRESSION, else "gzip". */
     const char *otlp_compression;
+    /* Where the page config comes from: an http(s):// pacerd serving GET
+     * /v1/config/{app_name} (the same key and CA as the server). NULL:
+     * $PACER_CONFIG_SERVER_URL, else server_url over OTLP/HTTP; over gRPC,
+     * none (a gRPC endpoint serves no config), and then no cached server
+     * config is used either: config_path is the config. */
+    const char *config_server_url;
 } pacer_options;
 
 /* Creates an instance. On success *ret is set and 0 returned. A config file
@@ -175,11 +187,15 @@ typedef struct pacer_stats {
     uint64_t upload_retries;  /* upload: failed attempts that will be retried */
     uint64_t configs_applied; /* upload: configs received from the server */
     int upload_last_error;    /* upload: HTTP status of the last refused or failed
-                                 attempt (0: a transport failure or none) */
+                                 attempt (0: a transport failure or none; over
+                                 gRPC, upload_grpc_status says more) */
     uint64_t records_rejected; /* upload: items the server rejected in an accepted
                                   batch (OTLP partialSuccess) */
     char upload_message[160];  /* upload: the server's last partialSuccess errorMessage */
     uint64_t spool_errors;    /* records that could not be spooled */
+    int upload_grpc_status;   /* upload over gRPC: the status code (1-16) of the last
+                                 refused or failed call, 0: none */
+    char upload_error[160];   /* upload over gRPC: its grpc-message, or what failed */
 } pacer_stats;
 
 PACER_API void pacer_get_stats(pacer_t *p, pacer_stats *ret);

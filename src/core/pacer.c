@@ -11,7 +11,7 @@
  * Upload: with a server, the writer thread also encodes each record as OTLP,
  * appends it to the spool (its own SQLite connection; otlp.c, spool.c) and
  * kicks the uploader thread, which has another connection and does all
- * network I/O. At the end the writer is drained first, then the uploader
+ * network I/O (OTLP/HTTP, or OTLP/gRPC: uploader.c, grpc.c). At the end the writer is drained first, then the uploader
  * gets a short time to deliver.
  */
 #include "clock.h"
@@ -154,10 +154,59 @@ static char *key_from_fd(void)
     return key;
 }
 
+/* Whether `url` is http(s)://authority with no path (a "/" aside): what a
+ * gRPC endpoint is. */
+static bool endpoint_without_path(const char *url)
+{
+    const char *a = strncmp(url, "http://", 7) == 0 ? url + 7 : strncmp(url, "https://", 8) == 0 ? url + 8 : NULL;
+    if (!a || !*a)
+        return false;
+    const char *rest = a + strcspn(a, "/?#");
+    return rest > a && (!*rest || strcmp(rest, "/") == 0);
+}
+
+static const char *option_or_env(const char *opt, const char *env)
+{
+    const char *v = opt ? opt : getenv(env);
+    return v && *v ? v : NULL;
+}
+
 /* Starts the spool and the uploader. Returns 0 or a negative errno with
  * *ret_error set. Called before the writer starts. */
 static int start_upload(pacer_t *p, const pacer_options *opts, pacer_config **cfg, char **ret_error)
 {
+    const char *protocol = option_or_env(opts->otlp_protocol, "PACER_OTLP_PROTOCOL");
+    const char *compression = option_or_env(opts->otlp_compression, "PACER_OTLP_COMPRESSION");
+    bool bad_protocol = protocol && strcmp(protocol, "protobuf") != 0 && strcmp(protocol, "json") != 0 &&
+                        strcmp(protocol, "grpc") != 0;
+    bool bad_compression = compression && strcmp(compression, "gzip") != 0 && strcmp(compression, "none") != 0;
+    bool grpc = protocol && strcmp(protocol, "grpc") == 0;
+    if (bad_protocol || bad_compression) {
+        if (ret_error && asprintf(ret_error, bad_protocol ? "OTLP protocol '%s': expected protobuf, json or grpc"
+                                                          : "OTLP compression '%s': expected gzip or none",
+                                  bad_protocol ? protocol : compression) < 0)
+            *ret_error = NULL;
+        return -EINVAL;
+    }
+    if (grpc && !endpoint_without_path(opts->server_url)) {
+        if (ret_error && asprintf(ret_error,
+                                  "server URL '%s': over OTLP/gRPC it is the endpoint, http://HOST:PORT or "
+                                  "https://HOST:PORT without a path (the calls go to "
+                                  "/opentelemetry.proto.collector.*.v1.*Service/Export)",
+                                  opts->server_url) < 0)
+            *ret_error = NULL;
+        return -EINVAL;
+    }
+    /* the config service: pacerd's GET /v1/config/{app}, which a gRPC
+     * endpoint does not serve */
+    const char *config_url = option_or_env(opts->config_server_url, "PACER_CONFIG_SERVER_URL");
+    if (!config_url && !grpc)
+        config_url = opts->server_url;
+    if (config_url && strncmp(config_url, "http://", 7) != 0 && strncmp(config_url, "https://", 8) != 0) {
+        if (ret_error && asprintf(ret_error, "config server URL '%s': expected http:// or https://", config_url) < 0)
+            *ret_error = NULL;
+        return -EINVAL;
+    }
     char *spool_path = opts->spool_path ? strdup(opts->spool_path) : spool_default_path();
     if (!spool_path) {
         if (ret_error)
@@ -165,7 +214,7 @@ static int start_upload(pacer_t *p, const pacer_options *opts, pacer_config **cf
         return -ENOENT;
     }
     const char *app = opts->app_name ? opts->app_name : "unknown";
-    char *cache = config_cache_path(spool_path, app);
+    char *cache = config_url ? config_cache_path(spool_path, app) : NULL;
     /* offline start: the server's last config wins over the local file */
     if (cache && access(cache, R_OK) == 0) {
         pacer_config *cached = pacer_config_load(cache, NULL);
@@ -173,23 +222,6 @@ static int start_upload(pacer_t *p, const pacer_options *opts, pacer_config **cf
             pacer_config_unref(*cfg);
             *cfg = cached;
         }
-    }
-    const char *protocol = opts->otlp_protocol ? opts->otlp_protocol : getenv("PACER_OTLP_PROTOCOL");
-    const char *compression = opts->otlp_compression ? opts->otlp_compression : getenv("PACER_OTLP_COMPRESSION");
-    if (protocol && !*protocol)
-        protocol = NULL;
-    if (compression && !*compression)
-        compression = NULL;
-    bool bad_protocol = protocol && strcmp(protocol, "protobuf") != 0 && strcmp(protocol, "json") != 0;
-    bool bad_compression = compression && strcmp(compression, "gzip") != 0 && strcmp(compression, "none") != 0;
-    if (bad_protocol || bad_compression) {
-        if (ret_error && asprintf(ret_error, bad_protocol ? "OTLP protocol '%s': expected protobuf or json"
-                                                          : "OTLP compression '%s': expected gzip or none",
-                                  bad_protocol ? protocol : compression) < 0)
-            *ret_error = NULL;
-        free(cache);
-        free(spool_path);
-        return -EINVAL;
     }
     int64_t cap = (int64_t)pacer_config_spool_max_kb(*cfg) * 1024;
     int r = spool_open(spool_path, cap, &p->spool, ret_error);
@@ -201,6 +233,7 @@ static int start_upload(pacer_t *p, const pacer_options *opts, pacer_config **cf
             .key = opts->server_key ? opts->server_key : handed,
             .ca_file = ca && *ca ? ca : NULL,
             .app = app,
+            .config_url = config_url,
             .spool_path = spool_path,
             .config_cache = cache,
             .on_config = on_server_config,
@@ -208,6 +241,7 @@ static int start_upload(pacer_t *p, const pacer_options *opts, pacer_config **cf
             .config_poll_ms = pacer_config_config_poll_ms(*cfg),
             .json = protocol && strcmp(protocol, "json") == 0,
             .no_gzip = compression && strcmp(compression, "none") == 0,
+            .grpc = grpc,
         };
         r = uploader_new(&uo, &p->uploader, ret_error);
         if (r < 0) {
@@ -540,6 +574,8 @@ PACER_API void pacer_get_stats(pacer_t *p, pacer_stats *ret)
         ret->upload_last_error = us.last_error;
         ret->records_rejected = us.rejected;
         snprintf(ret->upload_message, sizeof(ret->upload_message), "%s", us.message);
+        ret->upload_grpc_status = us.grpc_status;
+        snprintf(ret->upload_error, sizeof(ret->upload_error), "%s", us.error);
     } else {
         ret->batches_sent = p->final_upload.batches_sent;
         ret->batches_refused = p->final_upload.batches_refused;
@@ -548,6 +584,8 @@ PACER_API void pacer_get_stats(pacer_t *p, pacer_stats *ret)
         ret->upload_last_error = p->final_upload.last_error;
         ret->records_rejected = p->final_upload.rejected;
         snprintf(ret->upload_message, sizeof(ret->upload_message), "%s", p->final_upload.message);
+        ret->upload_grpc_status = p->final_upload.grpc_status;
+        snprintf(ret->upload_error, sizeof(ret->upload_error), "%s", p->final_upload.error);
     }
     ret->spool_errors = p->spool_errors;
 }
