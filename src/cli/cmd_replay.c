@@ -28,21 +28,46 @@ static const char usage[] =
     "      --app NAME         app name written in records (default \"replay\")\n"
     "      --app-version V    version written in records (default \"unknown\")\n"
     "      --session ID       session id written in records (default: random)\n"
-    "      --server URL       also upload the records to a pacer server (OTLP/HTTP,\n"
-    "                         docs/otlp-mapping.md), e.g. http://127.0.0.1:4318\n"
+    "      --server URL       also upload the records to a pacer server (OTLP,\n"
+    "                         docs/otlp-mapping.md), e.g. http://127.0.0.1:4318; over\n"
+    "                         gRPC the endpoint without a path, http://HOST:4317\n"
     "      --key-file FILE    the app's ingest key for --server, on the file's first\n"
     "                         line (default: $PACER_KEY); never on the command line\n"
     "      --ca FILE          CA certificates (PEM) to verify an https:// server with\n"
     "                         (a self-signed one); default: the system's\n"
     "      --spool FILE       the upload spool (default ~/.local/state/pacer/spool.db)\n"
-    "      --otlp-protocol P  protobuf (default, or $PACER_OTLP_PROTOCOL) or json\n"
+    "      --otlp-protocol P  protobuf (OTLP/HTTP, the default, or $PACER_OTLP_PROTOCOL),\n"
+    "                         json (OTLP/HTTP JSON) or grpc (OTLP/gRPC)\n"
     "      --otlp-compression C  gzip (default, or $PACER_OTLP_COMPRESSION) or none\n"
+    "      --config-server URL  where the page config is polled (GET /v1/config/APP;\n"
+    "                         default $PACER_CONFIG_SERVER_URL, else --server over\n"
+    "                         OTLP/HTTP, none over gRPC)\n"
     "  -h, --help             show this help\n"
     "\n"
     "Lines that cannot be read are reported on standard error as FILE:LINE:\n"
     "reason and skipped; the rest is still replayed.\n"
     "Exit status: 0 all lines replayed, 1 some lines skipped, 2 usage, config or\n"
     "file error.\n";
+
+/* The last failure as the server (or the way to it) gave it: "HTTP 400",
+ * "gRPC UNAUTHENTICATED: unknown key", "connection failed". */
+static void upload_failure(const pacer_stats *st, char *buf, size_t size)
+{
+    static const char *const grpc_names[] = {
+        "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+        "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",
+        "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED",
+    };
+    int g = st->upload_grpc_status;
+    if (g > 0 && g <= 16)
+        snprintf(buf, size, "gRPC %s%s%s", grpc_names[g], st->upload_error[0] ? ": " : "", st->upload_error);
+    else if (g > 16)
+        snprintf(buf, size, "gRPC status %d%s%s", g, st->upload_error[0] ? ": " : "", st->upload_error);
+    else if (st->upload_last_error)
+        snprintf(buf, size, "HTTP %d", st->upload_last_error);
+    else
+        snprintf(buf, size, "connection failed");
+}
 
 static int run(int argc, char **argv)
 {
@@ -59,6 +84,7 @@ static int run(int argc, char **argv)
         {"spool", required_argument, NULL, 'p'},
         {"otlp-protocol", required_argument, NULL, 'P'},
         {"otlp-compression", required_argument, NULL, 'Z'},
+        {"config-server", required_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
@@ -80,6 +106,7 @@ static int run(int argc, char **argv)
         case 'p': opts.spool_path = optarg; break;
         case 'P': opts.otlp_protocol = optarg; break;
         case 'Z': opts.otlp_compression = optarg; break;
+        case 'C': opts.config_server_url = optarg; break;
         case 'h': fputs(usage, stdout); return 0;
         default: fputs(usage, stderr); return 2;
         }
@@ -179,11 +206,12 @@ static int run(int argc, char **argv)
         if (st.records_rejected)
             fprintf(stderr, "; the server rejected %llu record(s): %s", (unsigned long long)st.records_rejected,
                     st.upload_message[0] ? st.upload_message : "no reason given");
+        char why[256];
+        upload_failure(&st, why, sizeof(why));
         if (st.batches_refused)
-            fprintf(stderr, "; %llu batch(es) refused (HTTP %d) and dropped",
-                    (unsigned long long)st.batches_refused, st.upload_last_error);
+            fprintf(stderr, "; %llu batch(es) refused (%s) and dropped", (unsigned long long)st.batches_refused, why);
         if (st.upload_retries && !st.batches_sent)
-            fprintf(stderr, "; the rest waits in the spool for the next run");
+            fprintf(stderr, "; the rest waits in the spool for the next run (%s)", why);
         fputc('\n', stderr);
     }
     if (st.write_errors) {

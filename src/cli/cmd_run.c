@@ -18,7 +18,8 @@
 static const char usage[] =
     "usage: pacer run [--config FILE] [--out FILE.jsonl] [--app NAME] [--app-version V]\n"
     "                 [--raw-events FILE] [--server URL [--key-file FILE] [--ca FILE]\n"
-    "                 [--spool FILE] [--otlp-protocol protobuf|json] [--otlp-compression gzip|none]]\n"
+    "                 [--spool FILE] [--otlp-protocol protobuf|json|grpc]\n"
+    "                 [--otlp-compression gzip|none] [--config-server URL]]\n"
     "                 [--leaks=refs|native|refs,native|off]\n"
     "                 -- PROGRAM [ARGS...]\n"
     "\n"
@@ -36,8 +37,10 @@ static const char usage[] =
     "  --app-version V     \"version\" field of the records\n"
     "  --raw-events FILE   also write the raw event stream, for `pacer replay`\n"
     "  --server URL        also send the records to a pacer server (pacerd, or any\n"
-    "                      OTLP/HTTP receiver: an OpenTelemetry Collector), e.g.\n"
-    "                      http://127.0.0.1:4318; the page config then comes from pacerd\n"
+    "                      OTLP receiver: an OpenTelemetry Collector), e.g.\n"
+    "                      http://127.0.0.1:4318; the page config then comes from pacerd.\n"
+    "                      With --otlp-protocol grpc, the gRPC endpoint, without a\n"
+    "                      path: http://HOST:4317 (HTTP/2 without TLS) or https://\n"
     "  --key-file FILE     the app's ingest key for --server, on the file's first\n"
     "                      line (default: $PACER_KEY). Never on a command line nor in\n"
     "                      the program's environment: it goes through a descriptor\n"
@@ -46,8 +49,13 @@ static const char usage[] =
     "                      (a self-signed one); default: the system's\n"
     "  --spool FILE        where records wait until delivered\n"
     "                      (default: ~/.local/state/pacer/spool.db)\n"
-    "  --otlp-protocol P   protobuf (default) or json\n"
+    "  --otlp-protocol P   protobuf (OTLP/HTTP, the default), json (OTLP/HTTP JSON)\n"
+    "                      or grpc (OTLP/gRPC: what a Collector's default otlp\n"
+    "                      receiver takes on port 4317)\n"
     "  --otlp-compression C  gzip (default) or none\n"
+    "  --config-server URL where the page config is polled (GET /v1/config/APP):\n"
+    "                      a pacerd's http(s):// URL. Default: --server over\n"
+    "                      OTLP/HTTP; over gRPC none, and the --config file rules\n"
     "  --leaks=MODES       objects of destroyed windows that stay alive are\n"
     "                      reported without this; MODES (comma-separated) adds:\n"
     "                        refs    the stacks of the references that keep them\n"
@@ -61,7 +69,7 @@ static int run(int argc, char **argv)
 {
     const char *config = NULL, *out = "pacer.jsonl", *app = NULL, *version = NULL, *raw = NULL;
     const char *server = NULL, *key_file = NULL, *ca = NULL, *spool = NULL, *leaks = NULL;
-    const char *protocol = NULL, *compression = NULL;
+    const char *protocol = NULL, *compression = NULL, *config_server = NULL;
     int i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
@@ -99,6 +107,8 @@ static int run(int argc, char **argv)
             slot = &protocol;
         } else if (strcmp(a, "--otlp-compression") == 0) {
             slot = &compression;
+        } else if (strcmp(a, "--config-server") == 0) {
+            slot = &config_server;
         } else if (a[0] != '-') {
             break; /* PROGRAM without "--" */
         } else {
@@ -123,7 +133,8 @@ static int run(int argc, char **argv)
         return 2;
     launch_options lo = {.config = config, .out = out, .raw = raw, .app = app, .version = version,
                          .server = server, .key = key, .ca = ca, .spool = spool, .protocol = protocol,
-                         .compression = compression, .leaks = leaks, .summary = true};
+                         .compression = compression, .config_server = config_server, .leaks = leaks,
+                         .summary = true};
     char *agent = NULL;
     int r = launch_check("pacer run", &lo, &agent) < 0 || launch_set_env("pacer run", &lo, agent) < 0 ? -1 : 0;
     cli_key_free(key);

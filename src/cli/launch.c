@@ -106,6 +106,16 @@ static bool leaks_valid(const char *v, bool *ret_native, bool *ret_refs)
     return true;
 }
 
+/* Whether `url` is http(s)://authority without a path (a "/" aside). */
+static bool url_without_path(const char *url)
+{
+    const char *a = strncmp(url, "http://", 7) == 0 ? url + 7 : strncmp(url, "https://", 8) == 0 ? url + 8 : NULL;
+    if (!a || !*a)
+        return false;
+    const char *rest = a + strcspn(a, "/?#");
+    return rest > a && (!*rest || strcmp(rest, "/") == 0);
+}
+
 /* Whether the file at `path` can be appended to, creating it if need be; a
  * file created for the check is removed again. On failure says why. */
 static bool appendable(const char *cmd, const char *option, const char *path)
@@ -149,8 +159,21 @@ int launch_check(const char *cmd, const launch_options *o, char **ret_agent)
         fprintf(stderr, "%s: --server wants an http:// or https:// URL, not '%s'\n", cmd, o->server);
         return -1;
     }
-    if (o->protocol && strcmp(o->protocol, "protobuf") != 0 && strcmp(o->protocol, "json") != 0) {
-        fprintf(stderr, "%s: --otlp-protocol %s: expected protobuf or json\n", cmd, o->protocol);
+    if (o->protocol && strcmp(o->protocol, "protobuf") != 0 && strcmp(o->protocol, "json") != 0 &&
+        strcmp(o->protocol, "grpc") != 0) {
+        fprintf(stderr, "%s: --otlp-protocol %s: expected protobuf, json or grpc\n", cmd, o->protocol);
+        return -1;
+    }
+    if (o->server && o->protocol && strcmp(o->protocol, "grpc") == 0 && !url_without_path(o->server)) {
+        fprintf(stderr,
+                "%s: --server %s: over gRPC the server is the endpoint, http://HOST:PORT or https://HOST:PORT,\n"
+                "without a path (OTLP/gRPC's port is 4317)\n",
+                cmd, o->server);
+        return -1;
+    }
+    if (o->config_server && strncmp(o->config_server, "http://", 7) != 0 &&
+        strncmp(o->config_server, "https://", 8) != 0) {
+        fprintf(stderr, "%s: --config-server wants an http:// or https:// URL, not '%s'\n", cmd, o->config_server);
         return -1;
     }
     if (o->compression && strcmp(o->compression, "gzip") != 0 && strcmp(o->compression, "none") != 0) {
@@ -250,6 +273,7 @@ int launch_set_env(const char *cmd, const launch_options *o, const char *agent)
     set_or_unset("PACER_SERVER_URL", o->server);
     set_or_unset("PACER_OTLP_PROTOCOL", o->protocol);
     set_or_unset("PACER_OTLP_COMPRESSION", o->compression);
+    set_or_unset("PACER_CONFIG_SERVER_URL", o->server ? o->config_server : NULL);
     /* the key: never in the program's environment */
     unsetenv("PACER_SERVER_KEY");
     unsetenv("PACER_SERVER_KEY_FD");

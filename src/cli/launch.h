@@ -16,7 +16,8 @@
  *   PACER_SERVER_URL   server
  *   PACER_SERVER_CA    ca, the CA certificates for an https:// server
  *   PACER_SERVER_KEY_FD  the descriptor of the key (below)
- *   PACER_OTLP_PROTOCOL, PACER_OTLP_COMPRESSION  the upload's encoding
+ *   PACER_OTLP_PROTOCOL, PACER_OTLP_COMPRESSION  the upload's protocol and encoding
+ *   PACER_CONFIG_SERVER_URL  config_server: where the page config is polled
  *   PACER_LEAKS        the leak modes (only with leaks); with native also
  *                      G_SLICE=always-malloc, so GLib's slices are blocks of
  *                      their own that the mark can see
@@ -55,14 +56,16 @@ typedef struct launch_options {
     const char *key;         /* its ingest key (the text), or NULL */
     const char *ca;          /* CA certificates for an https:// server, or NULL */
     const char *spool;       /* spool file, or NULL (the core's default) */
-    const char *protocol;    /* "protobuf" or "json", or NULL (the core's default) */
+    const char *protocol;    /* "protobuf", "json" or "grpc", or NULL (the core's default) */
     const char *compression; /* "gzip" or "none", or NULL */
+    const char *config_server; /* the config service's URL, or NULL (the core's default) */
     const char *leaks;       /* leak modes (refs,native,off), or NULL */
     bool summary;            /* the agent prints its one-line summary at exit */
 } launch_options;
 
 /* Checks what can be checked before anything runs: the config parses, the
- * server URL is http(s), the encodings and leak modes are known, the
+ * server URL is http(s) (over gRPC without a path), the config server's
+ * too, the protocols, encodings and leak modes are known, the
  * records files can be appended to, the CA file is readable. Returns the
  * agent's absolute path (malloc'd) in *ret_agent. 0, or -1 (printed). */
 int launch_check(const char *cmd, const launch_options *o, char **ret_agent);

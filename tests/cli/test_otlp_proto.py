@@ -212,9 +212,9 @@ class UploaderSends(unittest.TestCase):
             self.assertEqual(headers["Content-Type"], "application/json")
             self.assertNotIn("Content-Encoding", headers)
             self.assertIn("resourceSpans", json.loads(body))
-            p = self.replay(peer, "--otlp-protocol", "grpc")
+            p = self.replay(peer, "--otlp-protocol", "http/protobuf")
             self.assertEqual(p.returncode, 2)
-            self.assertIn("OTLP protocol 'grpc': expected protobuf or json", p.stderr)
+            self.assertIn("OTLP protocol 'http/protobuf': expected protobuf, json or grpc", p.stderr)
         finally:
             peer.close()
 
