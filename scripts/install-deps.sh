@@ -63,10 +63,13 @@ done
 
 # npm packages, each folder pinned by its package-lock.json (npm registry),
 # installed again when the lock is newer than what node_modules holds:
-#   tests/server/otel  the OpenTelemetry JS SDK and exporters (otlp-http and
-#                      otlp-proto, for traces, logs and metrics), protobufjs,
-#                      the opentelemetry-proto .proto files pacer's tests use
-#                      and googleapis' (google-proto-files: google.rpc.Status)
+#   tests/server/otel  the OpenTelemetry JS SDK and exporters (otlp-http,
+#                      otlp-proto and otlp-grpc, for traces, logs and
+#                      metrics), protobufjs, the opentelemetry-proto .proto
+#                      files pacer's tests use and googleapis'
+#                      (google-proto-files: google.rpc.Status, RetryInfo),
+#                      @grpc/grpc-js (the gRPC receiver of the uploader's
+#                      tests)
 #   web                the dashboard: uPlot, d3-flame-graph, esbuild (the
 #                      build bundles them) and playwright-core (its tests)
 npm_deps() {
