@@ -205,6 +205,32 @@ class Grpc(unittest.TestCase):
         calls = self.rx.calls()
         return [c for c in calls[first:] if c["batch"] == calls[first]["batch"]]
 
+    def test_receiver_takes_the_sdk_grpc_exporter(self):
+        """The receiver against an independent client: the OpenTelemetry JS
+        SDK's own gRPC exporter (@opentelemetry/exporter-trace-otlp-grpc)
+        delivers a span, with the headers pacer sends too."""
+        script = """
+const grpc = require('@grpc/grpc-js');
+const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-grpc');
+const { BasicTracerProvider, SimpleSpanProcessor } = require('@opentelemetry/sdk-trace-base');
+const md = new grpc.Metadata();
+md.set('authorization', 'Bearer k-js');
+md.set('x-pacer-batch-id', 'js-1');
+const exporter = new OTLPTraceExporter({ url: process.argv[1], metadata: md, compression: 'gzip' });
+const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+provider.getTracer('t').startSpan('from the js sdk').end();
+provider.shutdown().then(() => process.stdout.write('done'), (e) => { console.error(e); process.exit(1); });
+"""
+        p = subprocess.run(["node", "-e", script, self.rx.url], cwd=grpc_receiver.OTEL, capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        [c] = self.rx.calls()
+        self.assertEqual((c["path"], c["code"], c["stored"], c["flag"]), (PATHS["traces"], OK, True, 1))
+        self.assertEqual([s["name"] for s in items(c)], ["from the js sdk"])
+        self.assertEqual(c["headers"]["content-type"], "application/grpc")
+        self.assertEqual(c["headers"]["grpc-encoding"], "gzip")
+        self.assertEqual(c["metadata"]["authorization"], "Bearer k-js")
+
     def test_unavailable_with_retryinfo_waits_its_delay(self):
         self.rx.answer({"code": UNAVAILABLE, "message": "overloaded", "retryDelayMs": 1500})
         records, err = self.replay(events=EVENTS)
