@@ -59,6 +59,7 @@
 struct spool {
     sqlite3 *db;
     int64_t max_bytes;
+    int64_t batch_bytes; /* a new batch's bodies at most (one record aside); 0: no cap */
     char uuid[33];
 };
 
@@ -275,20 +276,27 @@ static int load_pending(spool *s, int sig, spool_batch *b)
 static int choose_batch(spool *s, int sig, size_t max_records, spool_batch *b)
 {
     sqlite3_stmt *st;
-    if (SQ.prepare_v2(s->db,
-                           "SELECT min(id), max(id), count(*) FROM "
-                           "(SELECT id FROM record WHERE signal = ? ORDER BY id LIMIT ?)",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (SQ.prepare_v2(s->db, "SELECT id, bytes FROM record WHERE signal = ? ORDER BY id LIMIT ?", -1, &st,
+                      NULL) != SQLITE_OK)
         return -EIO;
     SQ.bind_int(st, 1, sig);
     SQ.bind_int64(st, 2, (int64_t)max_records);
-    int r = 0;
-    if (SQ.step(st) == SQLITE_ROW && SQ.column_int64(st, 2) > 0) {
-        b->first_id = SQ.column_int64(st, 0);
-        b->last_id = SQ.column_int64(st, 1);
+    int r = 0, step;
+    int64_t bytes = 0;
+    /* the oldest records, up to max_records and batch_bytes (at least one) */
+    while ((step = SQ.step(st)) == SQLITE_ROW) {
+        int64_t id = SQ.column_int64(st, 0), n = SQ.column_int64(st, 1);
+        if (r == 1 && s->batch_bytes > 0 && bytes + n > s->batch_bytes)
+            break;
+        if (r == 0)
+            b->first_id = id;
+        b->last_id = id;
+        bytes += n;
         r = 1;
     }
     SQ.finalize(st);
+    if (step != SQLITE_ROW && step != SQLITE_DONE)
+        return -EIO;
     if (r != 1)
         return r;
     batch_id(s, sig, b->first_id, b->last_id, b->id);
@@ -386,6 +394,11 @@ static int next_in_queue(spool *s, pacer_signal sig, spool_form form, size_t max
             return r;
     }
     return 0;
+}
+
+void spool_set_batch_bytes(spool *s, int64_t max_bytes)
+{
+    s->batch_bytes = max_bytes > 0 ? max_bytes : 0;
 }
 
 int spool_next_batch(spool *s, pacer_signal sig, size_t max_records, spool_batch *ret)

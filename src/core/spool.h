@@ -43,11 +43,16 @@ typedef struct spool_batch {
 } spool_batch;
 
 /* Fills *ret with the pending batch of `signal` (the same one again until it
- * is acked or dropped) or a new one of at most `max_records`: JSON lines
- * first, while an earlier version's are left, then OTLP records. Returns 1
- * when a batch was filled, 0 when the spool holds nothing of that signal,
- * or a negative errno. */
+ * is acked or dropped) or a new one of at most `max_records` (and of at
+ * most spool_set_batch_bytes' bytes of bodies, unless one record alone is
+ * more): JSON lines first, while an earlier version's are left, then OTLP
+ * records. Returns 1 when a batch was filled, 0 when the spool holds
+ * nothing of that signal, or a negative errno. */
 int spool_next_batch(spool *s, pacer_signal signal, size_t max_records, spool_batch *ret);
+
+/* Caps the bodies of the batches this handle chooses from now on (a
+ * pending batch is sent as it was chosen); 0: no cap, the default. */
+void spool_set_batch_bytes(spool *s, int64_t max_bytes);
 void spool_batch_clear(spool_batch *b);
 
 /* The batch was delivered (ack) or refused for good (drop): its records are

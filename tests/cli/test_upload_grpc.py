@@ -22,6 +22,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -40,6 +41,7 @@ PROBE = os.environ["UPLOAD_PROBE"]
 OTLP_PROBE = os.environ["OTLP_PROBE"]
 SHOP = os.path.join(ROOT, "tests", "data", "shop.xml")
 EVENTS = os.path.join(ROOT, "examples", "events", "shop-events.jsonl")
+EMPTY = os.path.join(ROOT, "tests", "data", "empty.jsonl")
 PATHS = {"traces": "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
          "logs": "/opentelemetry.proto.collector.logs.v1.LogsService/Export",
          "metrics": "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"}
@@ -55,6 +57,14 @@ EXTRA = [
         "frozen": 0, "dropped_frames": 5, "delay_ms": 40.5, "max_frame_ms": 33.25, "refresh_ms": 16.667,
         "levels": {"best": 100, "normal": 15}}},
 ]
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
 
 
 def base_env(**extra):
@@ -360,6 +370,34 @@ provider.shutdown().then(() => process.stdout.write('done'), (e) => { console.er
         self.assertGreaterEqual(len(again), 2, "the unanswered batch was sent again under its id")
         self.assertTrue(all(c["duplicate"] for c in again[1:]))
         self.assertEqual(len({c["raw"] for c in again}), 1)
+
+    def test_batches_stay_under_the_4_mib_a_grpc_server_takes(self):
+        """20 records of 300 kB (6 MB): in batches whose messages stay under
+        the 4 MiB grpc-js takes by default (the OTLP specification's limit),
+        every one arrives; in one batch the server would refuse it."""
+        import base64
+        import random
+        rng = random.Random(7)
+        events = os.path.join(self.dir, "big.jsonl")
+        with open(events, "w") as f:
+            for i in range(20):
+                text = base64.b64encode(rng.randbytes(225000)).decode()  # 300 000 characters
+                f.write(json.dumps({"t": TS + i * 1000, "ev": "record",
+                                    "record": {"type": "blob", "i": i, "text": text}}) + "\n")
+        # the server down for the run: the spool holds them all when the
+        # next run (with nothing of its own) sends them
+        down = "http://127.0.0.1:%d" % free_port()
+        records, err = self.replay("--otlp-compression", "none", events=events, server=down)
+        self.assertIn("uploaded 0 batch(es)", err)
+        self.replay("--otlp-compression", "none", events=EMPTY)
+        calls = self.rx.calls()
+        self.assertGreaterEqual(len(calls), 2)
+        for c in calls:
+            self.assertEqual(c["code"], OK)
+            self.assertLess(len(base64.b64decode(c["raw"])), 4 << 20)
+        spans = self.delivered()["traces"]
+        self.assertEqual(sorted(int(attrs_of(s)["pacer.i"]["intValue"]) for s in spans), list(range(20)))
+        self.assertTrue(all(len(attrs_of(s)["pacer.text"]["stringValue"]) == 300000 for s in spans))
 
     def test_not_a_grpc_server_keeps_the_records(self):
         # an HTTP/1.1 server: the HTTP/2 preface gets no gRPC answer

@@ -74,6 +74,54 @@ static void test_signal_of(void **state)
     assert_int_equal(signal_of("garbage"), PACER_SIGNAL_TRACES);
 }
 
+/* A record of exactly n bytes of body, in the OTLP form. */
+static void add_bytes(spool *s, size_t n, char fill)
+{
+    char body[512];
+    memset(body, fill, n);
+    assert_int_equal(spool_add(s, PACER_SIGNAL_TRACES, SPOOL_OTLP, body, n), 0);
+}
+
+static void test_batch_bytes_cap(void **state)
+{
+    (void)state;
+    spool *s = open_spool(0);
+    spool_batch b;
+    /* chosen before the cap: a pending batch is sent as it was chosen */
+    for (int i = 0; i < 3; i++)
+        add_bytes(s, 40, (char)('a' + i));
+    assert_int_equal(spool_next_batch(s, PACER_SIGNAL_TRACES, 50, &b), 1);
+    assert_int_equal(b.n, 3);
+    spool_batch_clear(&b);
+    spool_set_batch_bytes(s, 100);
+    assert_int_equal(spool_next_batch(s, PACER_SIGNAL_TRACES, 50, &b), 1);
+    assert_int_equal(b.n, 3);
+    assert_int_equal(spool_ack(s, &b), 0);
+    spool_batch_clear(&b);
+    /* 40-byte bodies under a 100-byte cap: two a batch; one of 300 alone;
+     * the record count still bounds */
+    for (int i = 0; i < 5; i++)
+        add_bytes(s, 40, (char)('f' + i));
+    add_bytes(s, 300, 'z');
+    add_bytes(s, 10, 'y');
+    size_t want[] = {2, 2, 1, 1, 1};
+    size_t lens[] = {40, 40, 40, 300, 10};
+    for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
+        assert_int_equal(spool_next_batch(s, PACER_SIGNAL_TRACES, 50, &b), 1);
+        assert_int_equal(b.n, want[k]);
+        assert_int_equal(b.lens[0], lens[k]);
+        assert_int_equal(spool_ack(s, &b), 0);
+        spool_batch_clear(&b);
+    }
+    assert_int_equal(spool_next_batch(s, PACER_SIGNAL_TRACES, 50, &b), 0);
+    for (int i = 0; i < 4; i++)
+        add_bytes(s, 10, 'q');
+    assert_int_equal(spool_next_batch(s, PACER_SIGNAL_TRACES, 3, &b), 1);
+    assert_int_equal(b.n, 3);
+    spool_batch_clear(&b);
+    spool_close(s);
+}
+
 static void test_batches_stable_until_ack(void **state)
 {
     (void)state;
@@ -351,6 +399,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_signal_of),
         cmocka_unit_test_setup_teardown(test_batches_stable_until_ack, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_batch_bytes_cap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cap_drops_oldest, setup, teardown),
         cmocka_unit_test_setup_teardown(test_otlp_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_batch_ids_of_the_forms_differ, setup, teardown),
