@@ -127,6 +127,10 @@ class DemoOverGrpc(unittest.TestCase):
         self.assertTrue(restarted.is_set(), "the receiver was never called, so never killed")
         records = read_jsonl(out)
         self.assertTrue([r for r in records if r["type"] == "page"], records)
+        # the app's four requests, none of the uploader's gRPC calls
+        nets = [r for r in records if r["type"] == "net"]
+        self.assertEqual(len(nets), 4, nets)
+        self.assertTrue(all(n["url"].startswith(api.base) for n in nets), nets)
         # what the run could not deliver before it exited waits in the spool:
         # the next run (nothing of its own) sends it
         for _ in range(5):
