@@ -6,14 +6,18 @@ file: per component, its folder, the public headers it owns, the components
 whose public headers it may include and the outside libraries whose headers
 it may include. For every .c and .h file in a component's folder:
 
-  - #include "x.h" must name a file of that same folder;
+  - #include "x.h" must name a file of that same folder, or, in a part of
+    a component (a row whose folder lies inside another row's folder: the
+    agent's gobject/, gtk4/, …), a file of the folder of a component or
+    part it may include (the agent's neutral headers, gobject/'s);
   - #include <pacer/...> must be a header the component owns, or one owned by
     a component it may include;
   - #include of a known outside library's header needs that library in the
     component's list (C library and POSIX headers are always allowed);
 
 and the component's meson.build may not reach into another folder of src/
-(include_directories('../…')).
+(include_directories('../…')). Every folder of src/, and every folder
+inside a component's folder that holds sources, must be a row.
 
 Usage: check-architecture.py SOURCE_ROOT [STAMP]. Prints each violation as
 FILE:LINE: reason and exits 1 when there is any; with STAMP, touches it on
@@ -35,7 +39,10 @@ LIBRARIES = {
     "zstd": ["zstd.h"],
     "zlib": ["zlib.h"],
     "elfutils": ["elfutils/", "libelf.h", "gelf.h", "dwarf.h"],
-    "gtk": ["gtk/", "gdk/", "glib.h", "glib/", "glib-object.h", "gio/", "gobject/"],
+    "glib": ["glib.h", "glib/", "glib-object.h", "gio/", "gobject/"],
+    "gtk": ["gtk/", "gdk/"],
+    "display": ["wayland-client.h", "wayland-client-core.h", "wayland-client-protocol.h", "wayland-egl.h",
+                "xcb/", "X11/", "GL/", "EGL/", "vulkan/"],
     "soup": ["libsoup/"],
     "microhttpd": ["microhttpd.h"],
     "gnutls": ["gnutls/"],
@@ -118,7 +125,9 @@ def check(root):
                     continue
                 kind, header = m.groups()
                 if kind == '"':
-                    if "/" in header or not os.path.exists(os.path.join(folder, header)):
+                    places = [folder] + [os.path.join(root, rules[o]["folder"]) for o in r["may"]
+                                         if is_part_of(rules[o]["folder"], r["folder"], rules)]
+                    if "/" in header or not any(os.path.exists(os.path.join(p, header)) for p in places):
                         problems.append('%s:%d: "%s" is not a header of %s (%s); use a public header <pacer/…>'
                                         % (rel, n, header, name, r["folder"]))
                     continue
@@ -135,12 +144,34 @@ def check(root):
                 if lib and lib not in r["libs"]:
                     problems.append("%s:%d: %s may not use %s (<%s>; its outside libraries: %s)"
                                     % (rel, n, name, lib, header, ", ".join(r["libs"]) or "none"))
-    # every folder of src/ is a component of the table
+    # every folder of src/ is a component of the table, and every folder
+    # with sources inside a component's folder is a part of it
     listed = {r["folder"] for r in rules.values()}
     for entry in sorted(os.listdir(os.path.join(root, "src"))):
         if os.path.isdir(os.path.join(root, "src", entry)) and "src/" + entry not in listed:
             problems.append("src/%s: a folder that is no component of docs/architecture.md" % entry)
+    for r in rules.values():
+        base = os.path.join(root, r["folder"])
+        if not os.path.isdir(base):
+            continue
+        for entry in sorted(os.listdir(base)):
+            sub = os.path.join(base, entry)
+            has_sources = os.path.isdir(sub) and any(f.endswith((".c", ".h", ".cc", ".cpp")) for f in os.listdir(sub))
+            if has_sources and r["folder"] + "/" + entry not in listed:
+                problems.append("%s/%s: a folder of sources that is no part of docs/architecture.md"
+                                % (r["folder"], entry))
     return problems
+
+
+def is_part_of(folder, part, rules):
+    """Whether `folder` and `part` belong to one component: one lies inside
+    the other, or both inside a third row's folder."""
+    def inside(a, b):
+        return a == b or a.startswith(b + "/")
+    if inside(part, folder) or inside(folder, part):
+        return True
+    return any(inside(folder, r["folder"]) and inside(part, r["folder"]) for r in rules.values()
+               if r["folder"] not in (folder, part))
 
 
 def main():

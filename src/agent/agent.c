@@ -10,11 +10,12 @@
  *              missing, or an ancestor already claimed the run
  *              (PACER_AGENT_PID names another process: see below), or the
  *              pacer instance could not be created (said once on stderr).
- *              A program that has not loaded GTK 4 at start is DORMANT and
- *              waiting (agent_waiting): late.c activates it when GTK 4 is
- *              loaded later (dlopen: PyGObject, GJS), else it ends dormant.
+ *              A program that has not loaded a toolkit the agent knows at
+ *              start is DORMANT and waiting (agent_waiting): dlopen.c
+ *              activates it when one is loaded later (PyGObject, GJS),
+ *              else it ends dormant.
  *   ACTIVE   — entered at the end of the constructor (agent_ctor), or
- *              when GTK 4 arrives (agent_activate_late).
+ *              when the toolkit arrives (agent_on_libraries_loaded).
  *   STOPPED  — entered at exit (agent_finish: from atexit, or from the exit
  *              thread when a signal or _exit ends the program, exit.c) or
  *              in the child of a fork (on_fork_child: the child has no
@@ -23,10 +24,15 @@
  *
  * Features: the table below is the whole life cycle. At setup (agent_setup:
  * main() entered, or the first window built before main()) each feature's
- * install runs once, in table order, on the GTK thread. At exit each stop
+ * install runs once, in table order, on the main thread. At exit each stop
  * runs, then each flush, in reverse order, then pacer_shutdown() writes the
- * rest. Hooks that need no set-up (curl.c's, types.c's, pages.c's) are
- * always in place and check agent_active().
+ * rest. Hooks that need no set-up (curl.c's, the adapters' construction
+ * and GTK call hooks) are always in place and check agent_active().
+ *
+ * Adapters (adapter.h): the toolkit adapter in force is the first whose
+ * library is loaded, noticed in the constructor or after a dlopen; it is
+ * attached at once and installed with the features at setup (or, noticed
+ * later, at once on the main thread, else at the next agent_setup call).
  *
  * Config: the core owns it (the local file, then what the server sends).
  * agent_config() hands out the one in force, so the page hooks measure what
@@ -48,6 +54,7 @@
  * (exit.c).
  */
 #include "agent.h"
+#include "adapter.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -65,27 +72,93 @@ __thread int agent_in_hook __attribute__((tls_model("initial-exec")));
 _Atomic uint64_t agent_net_epoch;
 
 static _Atomic int agent_state = DORMANT;
-static _Atomic bool waiting; /* dormant until GTK 4 is loaded */
+static _Atomic bool waiting; /* dormant until a toolkit it knows is loaded */
 static pid_t owner_pid;
-static pthread_t gtk_thread;
+static pthread_t main_thread;
 static bool quiet;
 static _Atomic bool exiting; /* at exit: pending records are still taken */
 static const char *unmeasured; /* why this process is not measured, for the run summary */
 
+/* ---- adapters (adapter.h) ---- */
+
+static const agent_adapter *const adapters[] = {&agent_adapter_gtk4};
+#define N_ADAPTERS (sizeof(adapters) / sizeof(adapters[0]))
+
+static _Atomic(const agent_adapter *) in_force;
+static _Atomic bool adapter_tried[N_ADAPTERS];
+static bool adapter_installed; /* main thread */
+static bool setup_done;        /* main thread */
+
+const agent_adapter *agent_adapter_in_force(void)
+{
+    return atomic_load_explicit(&in_force, memory_order_acquire);
+}
+
+const char *agent_visible_page(void)
+{
+    const agent_adapter *a = agent_adapter_in_force();
+    return a && a->visible_page ? a->visible_page() : NULL;
+}
+
+/* Attaches the first adapter whose library is loaded now, unless one is
+ * in force already. Returns it (the one in force) or NULL. Any thread. */
+static const agent_adapter *notice_adapter(void)
+{
+    const agent_adapter *a = agent_adapter_in_force();
+    if (a)
+        return a;
+    for (size_t i = 0; i < N_ADAPTERS; i++) {
+        if (!agent_lib_loaded(adapters[i]->soname) || atomic_exchange(&adapter_tried[i], true))
+            continue;
+        const char *missing = NULL;
+        if (adapters[i]->attach(&missing) < 0) {
+            agent_note_once(adapters[i]->name, "%s lacks %s; this program is not measured", adapters[i]->title,
+                            missing ? missing : "a function the agent needs");
+            continue;
+        }
+        const agent_adapter *none = NULL;
+        if (atomic_compare_exchange_strong(&in_force, &none, adapters[i]))
+            return adapters[i];
+        return none;
+    }
+    return NULL;
+}
+
+static void adapter_install(void)
+{
+    const agent_adapter *a = agent_adapter_in_force();
+    if (!a || adapter_installed)
+        return;
+    adapter_installed = true;
+    a->install();
+}
+
+static void adapter_stop(void)
+{
+    const agent_adapter *a = agent_adapter_in_force();
+    if (a && a->stop)
+        a->stop();
+}
+
+static void adapter_flush(void)
+{
+    const agent_adapter *a = agent_adapter_in_force();
+    if (a && a->flush)
+        a->flush();
+}
+
 typedef struct agent_feature {
     const char *name;
-    void (*install)(void); /* at setup, GTK thread */
+    void (*install)(void); /* at setup, main thread */
     void (*stop)(void);    /* at exit: stop producing */
     void (*flush)(void);   /* at exit, after every stop: write what is pending */
 } agent_feature;
 
 static const agent_feature features[] = {
     {"exit", exit_install, NULL, NULL},
-    {"start", start_install, NULL, NULL},
-    {"soup", soup_install, NULL, soup_flush},
+    {"adapter", adapter_install, adapter_stop, adapter_flush},
     {"mainloop", mainloop_install, NULL, NULL},
     {"watchdog", watchdog_start, watchdog_stop, NULL},
-    {"frames", NULL, NULL, frames_flush_all},
     {"leaks", leaks_install, heap_exit_check, NULL},
 };
 #define N_FEATURES (sizeof(features) / sizeof(features[0]))
@@ -100,21 +173,24 @@ bool agent_is_owner(void)
     return owner_pid && getpid() == owner_pid;
 }
 
-bool agent_on_gtk_thread(void)
+bool agent_on_main_thread(void)
 {
-    return pthread_equal(pthread_self(), gtk_thread);
+    return pthread_equal(pthread_self(), main_thread);
 }
 
 void agent_setup(void)
 {
-    static bool done;
-    if (done || !agent_active() || !agent_on_gtk_thread())
+    if (!agent_active() || !agent_on_main_thread())
         return;
-    done = true;
     agent_in_hook++;
-    for (size_t i = 0; i < N_FEATURES; i++)
-        if (features[i].install)
-            features[i].install();
+    if (!setup_done) {
+        setup_done = true;
+        for (size_t i = 0; i < N_FEATURES; i++)
+            if (features[i].install)
+                features[i].install();
+    } else {
+        adapter_install(); /* an adapter attached after setup, off the main thread */
+    }
     agent_in_hook--;
 }
 
@@ -312,7 +388,7 @@ AGENT_EXPORT void _Exit(int status)
     _exit(status);
 }
 
-void agent_finish(bool gtk_still)
+void agent_finish(bool main_still)
 {
     if (getpid() != owner_pid)
         return;
@@ -323,9 +399,10 @@ void agent_finish(bool gtk_still)
     for (size_t i = N_FEATURES; i-- > 0;)
         if (features[i].stop)
             features[i].stop();
-    /* what is pending belongs to GTK objects: written only while the GTK
-     * thread holds still (it is the one exiting, or it is in the handler) */
-    for (size_t i = N_FEATURES; gtk_still && i-- > 0;)
+    /* what is pending belongs to the toolkit's objects: written only while
+     * the main thread holds still (it is the one exiting, or it is in the
+     * handler) */
+    for (size_t i = N_FEATURES; main_still && i-- > 0;)
         if (features[i].flush)
             features[i].flush();
     pacer_shutdown();
@@ -336,7 +413,7 @@ void agent_finish(bool gtk_still)
 
 static void agent_atexit(void)
 {
-    agent_finish(agent_on_gtk_thread());
+    agent_finish(agent_on_main_thread());
 }
 
 /* The application's name: PACER_APP; else, for a script run by an
@@ -373,8 +450,8 @@ static const char *default_app_name(void)
     return prog;
 }
 
-/* Creates the pacer instance and goes ACTIVE. On the GTK thread, after the
- * toolkit's functions were found. */
+/* Creates the pacer instance and goes ACTIVE: in the constructor, or in
+ * the dlopen() call that loaded the toolkit, after its adapter attached. */
 static bool agent_activate(int64_t main_ns)
 {
     owner_pid = getpid();
@@ -419,13 +496,12 @@ static bool agent_activate(int64_t main_ns)
     pacer_event ev = {.type = PACER_EV_LAUNCH, .t_ns = pacer_launch_time_ns()};
     if (ev.t_ns > 0)
         agent_submit(&ev);
-    if (main_ns) { /* main() ran before GTK was there */
+    if (main_ns) { /* main() ran before the toolkit was there */
         ev = (pacer_event){.type = PACER_EV_MAIN, .t_ns = main_ns};
         agent_submit(&ev);
     }
     ev = (pacer_event){.type = PACER_EV_AGENT_INIT};
     agent_submit(&ev);
-    types_check();
     return true;
 }
 
@@ -434,18 +510,27 @@ bool agent_waiting(void)
     return atomic_load_explicit(&waiting, memory_order_relaxed);
 }
 
-bool agent_activate_late(int64_t main_ns)
+static _Atomic int64_t main_entered_ns; /* main() entered while waiting */
+
+void dlopen_on_main(void)
 {
+    atomic_store(&main_entered_ns, pacer_now_ns());
+}
+
+void agent_on_libraries_loaded(void)
+{
+    if (!agent_waiting())
+        return;
+    if (!notice_adapter())
+        return;
     bool expected = true;
     if (!atomic_compare_exchange_strong(&waiting, &expected, false))
-        return false;
-    const char *missing = NULL;
-    if (!agent_api_load(&missing)) {
-        agent_note_once("api", "GTK 4 lacks %s; this program is not measured", missing);
-        unmeasured = "its GTK 4 lacks a function the agent needs";
-        return false;
-    }
-    return agent_activate(main_ns);
+        return;
+    /* Inside the call that loaded the toolkit, before the app can use it:
+     * its types are registered later, on first use, so the adapter's
+     * construction hooks are in place in time. */
+    if (agent_activate(atomic_load(&main_entered_ns)) && agent_on_main_thread())
+        agent_setup(); /* otherwise at the toolkit's first window */
 }
 
 __attribute__((constructor)) static void agent_ctor(void)
@@ -467,16 +552,15 @@ __attribute__((constructor)) static void agent_ctor(void)
     const char *claimed = env_nonempty("PACER_AGENT_PID");
     if (claimed && strtol(claimed, NULL, 10) != (long)getpid())
         return;
-    gtk_thread = pthread_self();
-    if (!agent_lib_loaded(AGENT_LIBGTK)) {
-        /* not (yet) a GTK 4 program: late.c watches dlopen */
+    main_thread = pthread_self();
+    if (!notice_adapter()) {
+        /* not (yet) a program of a toolkit it knows: dlopen.c watches */
+        for (size_t i = 0; i < N_ADAPTERS; i++)
+            if (atomic_load(&adapter_tried[i])) {
+                unmeasured = "its toolkit lacks a function the agent needs (said above)";
+                return;
+            }
         atomic_store(&waiting, true);
-        return;
-    }
-    const char *missing = NULL;
-    if (!agent_api_load(&missing)) {
-        agent_note_once("api", "GTK 4 lacks %s; this program is not measured", missing);
-        unmeasured = "its GTK 4 lacks a function the agent needs";
         return;
     }
     agent_activate(0);

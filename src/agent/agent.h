@@ -1,47 +1,53 @@
 /* Internal interface of libpacer-agent.so, the LD_PRELOAD module that
- * measures an unmodified GTK4 application (docs/agent.md).
+ * measures an unmodified program (docs/agent.md): its toolkit-neutral part.
  *
- * Components, one file each:
- *   agent.c      life cycle: activation in the constructor, the features
- *                table (install at setup, stop and flush at exit), fork,
- *                the config in force, "say it once" notes;
- *   api.c        the one way to other code's functions (api.h);
- *   start.c      start-up marks: main() entry (__libc_start_main), where
- *                setup runs, and "application created";
- *   types.c      construction hooks: GtkWidget's instance_init reports every
- *                window and every configured page before its own init code
- *                runs;
- *   pages.c      page life cycle: view created, draws, select and scroll
- *                (stack / notebook), destroy; the visible page;
- *   frameclock.c one subscription per frame clock, shared by everything that
- *                follows a window's frames (pages.c, frames.c);
- *   frames.c     `frames` records: frame-clock cycles of each window, graded;
- *   soup.c       libsoup-3.0 requests (emission hooks);
- *   curl.c       libcurl requests (easy and multi interface);
- *   net.c        the request events and the `net` record both share;
+ * The agent is one component in folders (docs/architecture.md):
+ *
+ *   src/agent/          the toolkit-neutral part: life cycle, the main loop
+ *                       at its wait, frames where they reach the display,
+ *                       stacks, requests (libcurl), the heap. It needs no
+ *                       toolkit and includes no adapter's header.
+ *   src/agent/gobject/  what the GObject toolkits share: construction seen
+ *                       from the type system, GApplication, libsoup, the
+ *                       frame clock, GObject leaks.
+ *   src/agent/gtk4/,    one folder per toolkit adapter, joined to the
+ *   src/agent/gtk3/     neutral part by adapter.h alone.
+ *
+ * Files of the neutral part, one job each:
+ *   agent.c      life cycle: activation, the features table (install at
+ *                setup, stop and flush at exit), the adapters in force,
+ *                fork, the config in force, "say it once" notes, the run
+ *                summary;
+ *   real.c       the one way to other code's functions and libraries;
+ *   dlopen.c     libraries loaded at run time: a toolkit or a display
+ *                library arriving after start (PyGObject, GJS, plugins);
+ *   start.c      main() entered (__libc_start_main), where setup runs;
  *   mainloop.c   busy time of every main-loop iteration (the hot path);
  *   watchdog.c   the thread that notices a stuck iteration and has its stack
  *                taken; `jank` records are written from there;
  *   stack.c      capture of the stuck main thread's stack, unwinding;
  *   jank.c       the `jank` record: symbols, fingerprint;
- *   late.c       GTK 4 loaded after start (dlopen: PyGObject, GJS): activate
- *                then;
+ *   frames.c     `frames` records: counting, grading and writing frames,
+ *                whoever timed them (an adapter's frame clock, the
+ *                display);
+ *   curl.c       libcurl requests (easy and multi interface);
+ *   net.c        the request events and the `net` record every HTTP hook
+ *                shares;
  *   exit.c       ended by a signal (SIGTERM, SIGINT, SIGHUP, SIGABRT,
  *                SIGTRAP) or by _exit (a display gone away): write what is
- *                pending, then end as the process would have.
+ *                pending, then end as the process would have;
+ *   heap*.c, stackstore.c, leakstack.c   native leaks and the stacks of
+ *                leak records (leaks.h).
  *
  * Records are built with the core's record API (pacer/record.h) and handed
  * over with pacer_submit_record(); the agent writes no JSON.
  *
- * Threads: GTK work (pages.c, types.c, frames.c, frameclock.c) happens on
- * the GTK thread only; request hooks run on whatever thread the app uses.
+ * Threads: the "main thread" is the thread that loaded the agent and
+ * enters main(); toolkits run there. Request hooks run on whatever thread
+ * the app uses.
  */
 #ifndef PACER_AGENT_H
 #define PACER_AGENT_H
-
-#define CURL_DISABLE_TYPECHECK 1
-
-#include "api.h"
 
 #include <pacer/pacer.h>
 
@@ -59,29 +65,32 @@
  * made inside the real call are still seen). */
 extern __thread int agent_in_hook __attribute__((tls_model("initial-exec")));
 
-/* True once the agent activated in this process (GTK4 program, not a child
- * of an instrumented process, pacer instance created), until exit starts or
- * a fork child is detected. Cheap: one atomic load. */
+/* True once the agent activated in this process (a program it measures,
+ * not a child of an instrumented process, pacer instance created), until
+ * exit starts or a fork child is detected. Cheap: one atomic load. */
 bool agent_active(void);
 
-/* Runs every feature's install step, once, on the GTK thread: at main(), or
- * earlier when the app builds a window before main() (a constructor). */
+/* Runs every feature's install step, once, on the main thread: at main(),
+ * or earlier when the app builds a window before main() (a constructor),
+ * or when the agent activates after main() on that thread. */
 void agent_setup(void);
 
-/* GTK 4 was not loaded at start: the agent waits for it (late.c). */
+/* Dormant until a library it can measure is loaded (dlopen.c). */
 bool agent_waiting(void);
-/* GTK 4 is loaded now: finds the toolkit and goes ACTIVE, once; main_ns is
- * when main() was entered (0: unknown). Any thread. False when the agent
- * was not waiting or cannot measure this program. */
-bool agent_activate_late(int64_t main_ns);
-/* start.c's main() trampoline: main() entered while waiting. */
-void late_on_main(void);
 
-/* The exit sequence, once: every feature's stop, then (when gtk_still: the
- * GTK thread is the caller, or is held in a signal handler) every flush, in
- * reverse table order; then the core writes and uploads what is left. Any
- * thread. */
-void agent_finish(bool gtk_still);
+/* dlopen.c: a dlopen call loaded something; any thread. Activates the
+ * agent when it was waiting and the program has become one it measures,
+ * and attaches a toolkit adapter whose library arrived. */
+void agent_on_libraries_loaded(void);
+
+/* start.c's main() trampoline: main() entered while waiting. */
+void dlopen_on_main(void);
+
+/* The exit sequence, once: every feature's stop, then (when main_still:
+ * the main thread is the caller, or is held in a signal handler) every
+ * flush, in reverse table order; then the core writes and uploads what is
+ * left. Any thread. */
+void agent_finish(bool main_still);
 
 /* The config in force (the core's: a config from the server replaces the
  * local one), as a new reference the caller releases with
@@ -104,14 +113,45 @@ void agent_note_once(const char *key, const char *fmt, ...) __attribute__((forma
  * `pacer run` started): false in a fork's or vfork's child. Async-signal-safe. */
 bool agent_is_owner(void);
 
-/* Whether pthread_self() is the thread GTK runs on (the thread that loaded
- * the agent, which enters main()). */
-bool agent_on_gtk_thread(void);
+/* Whether pthread_self() is the main thread (the thread that loaded the
+ * agent, which enters main()). */
+bool agent_on_main_thread(void);
+
+/* The page visible now, as the toolkit adapter in force knows it (an
+ * interned class name), or NULL: for `jank` and `net` records. Any
+ * thread, lock-free. */
+const char *agent_visible_page(void);
 
 /* Bumped at every request end, after its api_end event: a page draws again
  * after any request ended (its final draw); otherwise only its first draw
  * is reported. */
 extern _Atomic uint64_t agent_net_epoch;
+
+/* ---- real.c ---- */
+
+/* The definition of `name` after the agent's (RTLD_NEXT), or in the library
+ * `soname` when it is loaded but not in the global scope (soname may be
+ * NULL). NULL when neither has it. Never RTLD_DEFAULT: it would find the
+ * agent's own hooks first. Any thread. */
+void *agent_real(const char *soname, const char *name);
+
+/* Whether a library of that file name (a soname: "libgtk-4.so.1") is
+ * loaded, by the name of the file it was loaded from. Walks the loaded
+ * objects (dl_iterate_phdr): unlike dlopen(RTLD_NOLOAD), which for a name it
+ * does not find loaded searches every library directory on disk, it opens
+ * no file and leaves nothing for the app's dlerror(). Any thread. */
+bool agent_lib_loaded(const char *soname);
+
+/* A hook's real function, resolved on first use into `*slot` (a function
+ * pointer). */
+#define AGENT_REAL(slot, soname, name)                         \
+    do {                                                       \
+        if (!(slot))                                           \
+            *(void **)&(slot) = agent_real((soname), (name));  \
+    } while (0)
+
+#define AGENT_LIBGLIB "libglib-2.0.so.0"
+#define AGENT_LIBGOBJECT "libgobject-2.0.so.0"
 
 /* ---- features (agent.c drives them: install at setup; stop, flush at exit) ---- */
 void exit_install(void); /* exit.c: the exit signals and _exit write what is pending */
@@ -121,62 +161,40 @@ void exit_install(void); /* exit.c: the exit signals and _exit write what is pen
  * exit is already being handled or the exit thread is missing.
  * Async-signal-safe: any thread, also from a signal handler. */
 void exit_on_exit_call(void);
-void start_install(void);    /* start.c: GApplication created */
-/* start.c: a GApplication instance was constructed (types.c's trampoline) */
-void start_on_application(GTypeInstance *app);
-void soup_install(void);     /* soup.c: when libsoup-3.0 is loaded */
-void soup_flush(void);       /* soup.c: failed requests still waiting for their error text */
-void mainloop_install(void); /* mainloop.c: the default context's poll function */
+void mainloop_install(void); /* mainloop.c: the default GLib context's poll function */
 void watchdog_start(void);   /* watchdog.c */
+void leaks_install(void);    /* leakmode.c: the stack store, when --leaks=native needs it */
 /* Stops it: an iteration still stuck is reported as ongoing. Waits at most
  * about a second. */
 void watchdog_stop(void);
-/* frames.c: the frames since their last record, of every window. */
-void frames_flush_all(void);
-
-/* ---- types.c ---- */
-/* Checks, at activation, that GtkWidget is not registered yet (else
- * construction cannot be seen) and says so once when it is. */
-void types_check(void);
-
-/* ---- pages.c ---- */
-/* A new widget instance starts its construction (GtkWidget's instance_init,
- * before the subclasses' inits): pages.c decides whether it is a page. */
-void pages_on_construct(GTypeInstance *instance, GType type);
-/* Hooks from app calls (gtk_window_set_child, gtk_stack_add_named/_titled). */
-void pages_on_window_child(GtkWindow *window);
-void pages_on_stack_add(GtkStack *stack, GtkWidget *child, const char *name);
-/* The class of the page visible now (the visible stack page of the window
- * that painted last, or that window), or NULL. Any thread: an atomic read
- * of a string that lives as long as the process. */
-const char *pages_visible(void);
-
-/* ---- frameclock.c ---- */
-typedef struct clock_listener clock_listener;
-struct clock_listener {
-    /* any may be NULL; `now` is CLOCK_MONOTONIC ns, read once per signal */
-    void (*before_paint)(clock_listener *l, int64_t now);
-    void (*update)(clock_listener *l);
-    void (*paint)(clock_listener *l);
-    void (*after_paint)(clock_listener *l, GdkFrameClock *clock, int64_t now);
-    /* frameclock.c's */
-    GdkFrameClock *clock; /* a reference while listening */
-    clock_listener *next;
-};
-/* Starts listening to the frame clock of `widget` (mapped), unless already
- * listening. Returns false when the widget has no frame clock. GTK thread. */
-bool frameclock_listen(clock_listener *l, GtkWidget *widget);
-/* Stops listening; does nothing when not listening. GTK thread. */
-void frameclock_unlisten(clock_listener *l);
 
 /* ---- frames.c ---- */
+
+/* The frames of one window or surface, counted between its records. */
 typedef struct frame_stats frame_stats;
-/* Counts the frames of a window while it is mapped; its records carry
- * `class_name` and `instance` (the window's page id). NULL on ENOMEM. */
-frame_stats *frames_new(const char *class_name, uint64_t instance);
-/* The window was mapped (start counting) or unmapped (its final record). */
-void frames_on_map(frame_stats *f, GtkWidget *window);
-void frames_on_unmap(frame_stats *f);
+
+/* Where a series of frames was timed, for the record's `source`. */
+#define FRAMES_SOURCE_FRAME_CLOCK "frame_clock"
+
+/* A new series; its records carry `window` and `instance` (the window's
+ * page id, or the surface's number) and `source`. `window` and `source`
+ * must live as long as the process (interned, or literals). NULL on ENOMEM.
+ * Thread: the caller keeps a series to one thread at a time. */
+frame_stats *frames_new(const char *window, uint64_t instance, const char *source);
+/* Counting starts (again) now: a window mapped. */
+void frames_begin(frame_stats *f);
+/* One frame, from `start` to `end` (CLOCK_MONOTONIC ns; the caller has made
+ * sure frames never overlap and that start is not before the series'
+ * begin), graded against `refresh_ns` (0: the default 60 Hz);
+ * `refresh_from` says where the interval came from ("frame_clock",
+ * "output"; ignored when refresh_ns is 0: "default"). Writes a record when
+ * frames-interval-ms has passed since the last one. */
+void frames_add(frame_stats *f, int64_t start, int64_t end, int64_t refresh_ns, const char *refresh_from);
+/* When the record's span began: frames start no earlier. */
+int64_t frames_since(const frame_stats *f);
+/* Writes what was counted since the last record (`final`: the window
+ * unmapped or the run ends). Nothing when no frame was counted. */
+void frames_emit(frame_stats *f, bool final);
 /* Writes what is pending and frees. Accepts NULL. */
 void frames_free(frame_stats *f);
 
@@ -249,16 +267,11 @@ int stack_capture(stack_trace *ret, int timeout_ms, const char **ret_method);
 void jank_emit(const loop_span *span, int64_t hang_ns, const stack_trace *st, const char *stack_status,
                const char *stack_method, const char *page, bool ongoing);
 
-/* ---- leaks.c, heap.c (leaks.h has the rest) ---- */
-/* GtkWidget's instance_init ran for `instance` (types.c): its creation
- * stack, when --leaks=refs or native wants it. GTK thread. */
-void leaks_on_construct(GTypeInstance *instance);
-/* A page was destroyed (pages.c): watch it and what it owns until the
- * leak check. GTK thread, while its widget tree is still whole. */
-void leaks_on_page_gone(GObject *obj, const char *class_name, uint64_t instance, bool window);
-/* At setup: what --leaks=refs and native need (the stack store). */
-void leaks_install(void);
+/* ---- heap.c / heap_stub.c (leaks.h has the rest) ---- */
 /* At exit (--leaks=native): the mark phase and the native `leak` records. */
 void heap_exit_check(void);
+/* Whether this is libpacer-agent-heap.so, the agent that can track
+ * allocations (--leaks=native). */
+bool heap_native_build(void);
 
 #endif

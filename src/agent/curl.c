@@ -31,6 +31,9 @@
  * Handles live in a small list under a mutex: touched once per setopt(URL)
  * and twice per request, never per byte.
  */
+/* the hooks define curl_easy_setopt and friends: no type-checking macros */
+#define CURL_DISABLE_TYPECHECK 1
+
 #include "agent.h"
 
 #include <curl/curl.h>

@@ -10,7 +10,7 @@
  *     exit_on_exit_call): GDK ends the process so when its display goes
  *     away — the X server's connection broke (its Xlib I/O error handler)
  *     or the Wayland compositor's did (an error flushing or dispatching) —
- *     GTK 4.8 calls _exit(1) from the GTK thread in both cases.
+ *     GTK 4.8 calls _exit(1) from its main thread in both cases.
  *
  * A feature (agent.c installs it at setup). For each watched signal whose
  * disposition is the default at setup, the agent installs its own handler
@@ -77,7 +77,7 @@ static pthread_t flusher;
 static _Atomic bool flusher_ready;
 #define EXIT_CALL (-1)    /* `requested` by _exit or _Exit */
 static _Atomic int requested; /* the signal being handled, EXIT_CALL, 0: none */
-static _Atomic bool on_gtk_thread; /* the caller runs on it: its state holds still */
+static _Atomic bool on_main_thread; /* the caller runs on it: its state holds still */
 
 static long slot_of(int signo)
 {
@@ -108,7 +108,7 @@ static bool resolve(void)
  * FLUSH_WAIT_S. Async-signal-safe. */
 static void flush_and_wait(void)
 {
-    atomic_store(&on_gtk_thread, agent_on_gtk_thread());
+    atomic_store(&on_main_thread, agent_on_main_thread());
     sem_post(&flush_sem);
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
@@ -208,7 +208,7 @@ static void *flusher_main(void *arg)
     while (sem_wait(&flush_sem) != 0)
         ;
     install_fault_net();
-    agent_finish(atomic_load(&on_gtk_thread));
+    agent_finish(atomic_load(&on_main_thread));
     restore_faults();
     sem_post(&done_sem);
     return NULL;
@@ -225,7 +225,7 @@ static void install_ours(size_t i)
         atomic_store(&slots[i].owned, true);
 }
 
-/* A feature: at setup, on the GTK thread. */
+/* A feature: at setup, on the main thread. */
 void exit_install(void)
 {
     if (!resolve() || sem_init(&flush_sem, 0, 0) != 0 || sem_init(&done_sem, 0, 0) != 0) {

@@ -905,6 +905,11 @@ static long env_long(const char *name, long dflt, long min)
     return n;
 }
 
+bool heap_native_build(void)
+{
+    return true;
+}
+
 void heap_exit_check(void)
 {
     static _Atomic bool done;

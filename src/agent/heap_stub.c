@@ -16,3 +16,8 @@ void leaks_disown_region(const void *start, size_t len)
 {
     (void)start, (void)len;
 }
+
+bool heap_native_build(void)
+{
+    return false;
+}

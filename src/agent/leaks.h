@@ -1,13 +1,10 @@
 /* Leak detection inside the agent (docs/agent.md, "Leaks"): what its files
- * share.
+ * share. Object leaks and --leaks=refs are GObject's (gobject/leaks.c,
+ * gobject/refs.c); these are the toolkit-neutral parts:
  *
- *   leaks.c       GObject leaks: a destroyed page's objects watched until
- *                 finalized; after the grace period, an idle pass and a
- *                 second check, the survivors make a `leak` record;
- *   refs.c        --leaks=refs: the stacks of g_object_ref / unref /
- *                 ref_sink on watched objects, and which references were
- *                 never dropped;
- *   leakstack.c   stacks → the records' frames, signatures, known leaks;
+ *   leakmode.c    the modes (PACER_LEAKS);
+ *   leakstack.c   stacks → the records' frames, signatures, known native
+ *                 leaks;
  *   stackstore.c  cheap capture of the calling thread's stack, interned;
  *   heap.c        --leaks=native (libpacer-agent-heap.so only): the
  *                 allocation hooks, the table of live blocks, sampling;
@@ -23,10 +20,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- the modes (PACER_LEAKS: "refs", "native", or both, comma-separated) ---- */
-/* PACER_LEAKS names refs and this agent exports the reference hooks
- * (libpacer-agent-refs.so or -heap.so; otherwise said once, and off). */
-bool leaks_refs_mode(void);
+/* ---- leakmode.c: the modes (PACER_LEAKS: "refs", "native", or both,
+ * comma-separated; "off") ---- */
+enum { LEAKS_OBJECTS = 1, LEAKS_REFS = 2, LEAKS_NATIVE = 4 };
+/* The LEAKS_* bits PACER_LEAKS asks for (objects unless "off"). */
+int leaks_modes(void);
 /* Allocation tracking is on: this is libpacer-agent-heap.so and
  * PACER_LEAKS names native. */
 bool leaks_native_mode(void);
@@ -72,26 +70,10 @@ bool leakstack_in_app(uint32_t id);
 /* Whether a function of stack `id` is `fn` (known native leaks). */
 bool leakstack_has_function(uint32_t id, const char *fn);
 
-/* Known leaks: the shipped list, then the config's <known-leak>. The id of
- * the entry that matches an object of `type` after page `page` (object
- * leaks), or a native leak stack containing the entry's function; NULL when
- * none does. The returned id lives as long as the config `cfg`, or the
- * process for shipped entries. */
-const char *leaks_known_object(pacer_config *cfg, const char *page, const char *type);
+/* Known native leaks: the config's <known-leak function="…">. The id of
+ * the entry whose function a native leak stack contains; NULL when none
+ * does. The returned id lives as long as the config `cfg`. */
 const char *leaks_known_native(pacer_config *cfg, uint32_t stack);
-
-/* ---- refs.c ---- */
-/* Starts recording the references of obj (GTK thread: at construction or
- * when its page is destroyed). `created` is its creation stack, or 0. */
-void refs_watch(GObject *obj, uint32_t created);
-/* Adds the kept references of obj to LEAK_OBJECT element `o`
- * (refs, refs_unseen), given its reference count now. GTK thread. */
-void refs_describe(GObject *obj, pacer_record *o, int ref_count);
-/* Forgets obj's log. */
-void refs_forget(GObject *obj);
-/* Whether the app's g_object_ref/unref calls reach refs.c's hooks: this
- * agent exports them (refs.syms). Any thread. */
-bool refs_hooks_exported(void);
 
 /* ---- heap.c / heap_stub.c ---- */
 /* Our own mappings, which the mark never scans as roots. */

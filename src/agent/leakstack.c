@@ -1,5 +1,5 @@
 /* Stacks of leak records: frames named for the record, the holder of a
- * reference, native signatures, and the known leaks of libraries.
+ * reference, native signatures, and known native leaks.
  *
  * Symbols come from libpacer-symbols (.symtab/.dynsym names, DWARF
  * file:line), through a symbolizer of this file's own behind a mutex: the
@@ -297,61 +297,10 @@ bool leakstack_has_function(uint32_t id, const char *fn)
     return found;
 }
 
-/* ---- known leaks ---- */
-
-typedef struct known_leak {
-    const char *id, *type, *function, *page;
-} known_leak;
-
-/* Leaks of GTK 4 itself that no application can avoid, each seen with the
- * programs of gtk-4-examples (docs/agent.md). type "*": any object of a
- * page of that class (or a subclass) that stays alive. */
-static const known_leak shipped[] = {
-    /* GTK 4.8: a destroyed GtkAssistant's pages keep their widgets (the
-     * references gtk_assistant_append_page takes are never dropped) */
-    {"gtk-assistant-pages", "*", NULL, "GtkAssistant"},
-    /* the inspector's own window keeps parts of itself for the next one */
-    {"gtk-inspector", "*", NULL, "GtkInspectorWindow"},
-    {NULL, NULL, NULL, NULL},
-};
-
-/* A type name of an entry against one of a leak: equal, "*", or an
- * ancestor of it. */
-static bool type_matches(const char *want, const char *have)
-{
-    if (!want || strcmp(want, "*") == 0)
-        return true;
-    if (!have)
-        return false;
-    if (strcmp(want, have) == 0)
-        return true;
-    GType w = g_type_from_name(want), h = g_type_from_name(have);
-    return w && h && g_type_is_a(h, w);
-}
-
-static bool matches(const char *want, const char *have)
-{
-    return type_matches(want, have);
-}
-
-const char *leaks_known_object(pacer_config *cfg, const char *page, const char *type)
-{
-    for (size_t i = 0; shipped[i].id; i++)
-        if (shipped[i].type && type_matches(shipped[i].type, type) && matches(shipped[i].page, page))
-            return shipped[i].id;
-    for (size_t i = 0; i < pacer_config_known_leak_count(cfg); i++) {
-        const char *t = pacer_config_known_leak_type(cfg, i);
-        if (t && type_matches(t, type) && matches(pacer_config_known_leak_page(cfg, i), page))
-            return pacer_config_known_leak_id(cfg, i);
-    }
-    return NULL;
-}
+/* ---- known native leaks ---- */
 
 const char *leaks_known_native(pacer_config *cfg, uint32_t stack)
 {
-    for (size_t i = 0; shipped[i].id; i++)
-        if (shipped[i].function && leakstack_has_function(stack, shipped[i].function))
-            return shipped[i].id;
     for (size_t i = 0; i < pacer_config_known_leak_count(cfg); i++) {
         const char *f = pacer_config_known_leak_function(cfg, i);
         if (f && leakstack_has_function(stack, f))

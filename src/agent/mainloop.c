@@ -37,6 +37,8 @@
 
 #include <pacer/base/clock.h>
 
+#include <glib.h>
+
 #define WAITED_NS 500000 /* a poll this long waited: the loop was idle */
 #define RING 64 /* spans ≥ jank_ms; the watchdog drains it several times a second */
 
@@ -51,6 +53,11 @@ static bool installed;
 
 typedef void (*set_poll_fn)(GMainContext *, GPollFunc);
 static set_poll_fn real_set_poll_func;
+static struct {
+    GMainContext *(*context_default)(void);
+    GPollFunc (*get_poll_func)(GMainContext *);
+    GPollFunc poll;
+} G;
 
 static void keep(int64_t start, int64_t end)
 {
@@ -114,22 +121,27 @@ uint64_t mainloop_lost(void)
 static bool resolve_real(void)
 {
     AGENT_REAL(real_set_poll_func, AGENT_LIBGLIB, "g_main_context_set_poll_func");
-    return real_set_poll_func != NULL;
+    AGENT_REAL(G.context_default, AGENT_LIBGLIB, "g_main_context_default");
+    AGENT_REAL(G.get_poll_func, AGENT_LIBGLIB, "g_main_context_get_poll_func");
+    AGENT_REAL(G.poll, AGENT_LIBGLIB, "g_poll");
+    return real_set_poll_func && G.context_default && G.get_poll_func && G.poll;
 }
 
-/* A feature (agent.c installs it at setup, on the GTK thread). */
+/* A feature (agent.c installs it at setup, on the main thread). */
 void mainloop_install(void)
 {
     if (installed)
         return;
     installed = true;
+    if (!agent_lib_loaded(AGENT_LIBGLIB))
+        return;
     if (!resolve_real()) {
         agent_note_once("mainloop", "GLib's main context cannot be reached; main-loop jank is not measured");
         return;
     }
-    GMainContext *ctx = g_main_context_default();
-    GPollFunc cur = g_main_context_get_poll_func(ctx);
-    atomic_store(&inner, cur ? cur : g_poll);
+    GMainContext *ctx = G.context_default();
+    GPollFunc cur = G.get_poll_func(ctx);
+    atomic_store(&inner, cur ? cur : G.poll);
     on_main = true;
     real_set_poll_func(ctx, monitored_poll);
 }
@@ -140,8 +152,8 @@ AGENT_EXPORT void g_main_context_set_poll_func(GMainContext *context, GPollFunc 
 {
     if (!resolve_real())
         return;
-    if (installed && atomic_load(&inner) && (context == NULL || context == g_main_context_default())) {
-        atomic_store(&inner, func ? func : g_poll);
+    if (installed && atomic_load(&inner) && (context == NULL || context == G.context_default())) {
+        atomic_store(&inner, func ? func : G.poll);
         return;
     }
     real_set_poll_func(context, func);

@@ -96,7 +96,7 @@ void net_emit(const net_info *n)
     set_int_or_null(r, PACER_NET_BYTES_RECEIVED, n->bytes_received);
     pacer_record_set_str(r, PACER_NET_CONTENT_TYPE, n->content_type);
     pacer_record_set_str(r, PACER_NET_ERROR, n->error);
-    pacer_record_set_str(r, PACER_NET_PAGE, pages_visible());
+    pacer_record_set_str(r, PACER_NET_PAGE, agent_visible_page());
 
     bool is_error = n->status >= 400 || n->status <= 0 || n->error;
     bool large = n->content_type && strncmp(n->content_type, "image/", 6) == 0 &&

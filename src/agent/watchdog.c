@@ -3,7 +3,7 @@
  * still stuck, and writes one `jank` record per long iteration when it
  * ends.
  *
- * Each round (the thread never touches GTK):
+ * Each round (the thread never touches the toolkit):
  *   1. every second: thresholds from the config in force
  *      (pacer_get_config: a config swapped in by the uploader applies live);
  *      the jank threshold is passed on to the main thread's hook;
@@ -75,7 +75,7 @@ static void report(const loop_span *s, bool ongoing)
 {
     bool mine = captured_start && s->start == captured_start;
     jank_emit(s, hang_ns, mine && captured.n ? &captured : NULL, mine ? captured_status : "missed",
-              mine ? captured_method : NULL, mine ? captured_page : pages_visible(), ongoing);
+              mine ? captured_method : NULL, mine ? captured_page : agent_visible_page(), ongoing);
     if (mine)
         captured_start = 0;
 }
@@ -83,7 +83,7 @@ static void report(const loop_span *s, bool ongoing)
 static void capture(int64_t start)
 {
     captured_start = start;
-    captured_page = pages_visible();
+    captured_page = agent_visible_page();
     captured.n = 0;
     int r = stack_capture(&captured, CAPTURE_TIMEOUT_MS, &captured_method);
     captured_status = r == 0 ? "captured" : r == -EAGAIN ? "no_answer" : "unavailable";

@@ -29,7 +29,7 @@
  * Only libsoup-3.0 is supported; a program using libsoup-2.4 is told once.
  * libsoup functions are looked up (agent_real) when libsoup-3.0 is loaded.
  */
-#include "agent.h"
+#include "gobj.h"
 
 #include <libsoup/soup.h>
 
@@ -77,6 +77,7 @@ static struct {
     guint64 (*m_response_start)(SoupMessageMetrics *), (*m_response_end)(SoupMessageMetrics *);
     guint64 (*m_req_header_bytes)(SoupMessageMetrics *), (*m_req_body_bytes)(SoupMessageMetrics *);
     guint64 (*m_resp_header_bytes)(SoupMessageMetrics *), (*m_resp_body_bytes)(SoupMessageMetrics *);
+    char *(*uri_to_string_partial)(GUri *, GUriHideFlags); /* GLib's, 2.66 on */
 } S;
 
 static GQuark req_quark;
@@ -110,8 +111,8 @@ static void pending_write(pending *p, const char *error)
     net_emit(&p->n);
 }
 
-/* A feature's flush (agent.c): at exit, what still waits is written. */
-void soup_flush(void)
+/* At exit (the adapter's flush): what still waits is written. */
+void soup3_flush(void)
 {
     pthread_mutex_lock(&waiting_mu);
     for (pending *p = waiting; p; p = p->next)
@@ -237,7 +238,7 @@ static gboolean on_request_queued(GSignalInvocationHint *hint, guint n, const GV
     if (!r || r->ended) {
         /* A new request, or the app sending the same message again. */
         r = calloc(1, sizeof(*r));
-        char *url = r ? g_uri_to_string_partial(S.get_uri(msg), G_URI_HIDE_PASSWORD | G_URI_HIDE_AUTH_PARAMS) : NULL;
+        char *url = r ? S.uri_to_string_partial(S.get_uri(msg), G_URI_HIDE_PASSWORD | G_URI_HIDE_AUTH_PARAMS) : NULL;
         if (r && url) {
             r->url = strdup(url);
             r->t_start = pacer_now_ns();
@@ -288,7 +289,7 @@ static gboolean on_request_unqueued(GSignalInvocationHint *hint, guint n, const 
             missing = name;                               \
     } while (0)
 
-void soup_install(void)
+void soup3_install(void)
 {
     if (!agent_lib_loaded(LIBSOUP)) {
         if (agent_lib_loaded("libsoup-2.4.so.1"))
@@ -317,6 +318,9 @@ void soup_install(void)
     RESOLVE(m_req_body_bytes, "soup_message_metrics_get_request_body_bytes_sent");
     RESOLVE(m_resp_header_bytes, "soup_message_metrics_get_response_header_bytes_received");
     RESOLVE(m_resp_body_bytes, "soup_message_metrics_get_response_body_bytes_received");
+    *(void **)&S.uri_to_string_partial = agent_real(AGENT_LIBGLIB, "g_uri_to_string_partial");
+    if (!S.uri_to_string_partial)
+        missing = "g_uri_to_string_partial";
     if (missing) {
         agent_note_once("soup", "libsoup-3.0 lacks %s; requests are not measured", missing);
         return;

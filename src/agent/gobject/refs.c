@@ -30,6 +30,7 @@
  * are taken outside it. A log is dropped when its object is finalized
  * (qdata destroy notify).
  */
+#include "gobj.h"
 #include "leaks.h"
 
 #include <dlfcn.h>
@@ -242,6 +243,22 @@ AGENT_EXPORT void g_object_unref(gpointer obj)
     if (__builtin_expect(atomic_load_explicit(&recording, memory_order_relaxed), 0) && obj)
         record(obj, OP_UNREF);
     real_unref(obj);
+}
+
+bool leaks_refs_mode(void)
+{
+    static _Atomic int refs = -1;
+    int r = atomic_load_explicit(&refs, memory_order_relaxed);
+    if (r < 0) {
+        r = (leaks_modes() & LEAKS_REFS) != 0;
+        if (r && !refs_hooks_exported()) {
+            agent_note_once("leaks-refs", "--leaks=refs needs libpacer-agent-refs.so preloaded (pacer run "
+                                          "--leaks=refs does it); references are not recorded");
+            r = 0;
+        }
+        atomic_store_explicit(&refs, r, memory_order_relaxed);
+    }
+    return r;
 }
 
 bool refs_hooks_exported(void)

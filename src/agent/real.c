@@ -1,13 +1,16 @@
-/* The agent's one way to other code's functions (api.h). This file sees
- * the toolkit's real declarations: it fills the table the rest call. */
-#define AGENT_API_TABLE_ONLY 1
-#include "api.h"
+/* The agent's one way to other code's functions and libraries (agent.h,
+ * "real.c").
+ *
+ * The agent links no toolkit and no display library (docs/agent.md): every
+ * function of theirs it calls, and the real function behind each of its
+ * hooks, is looked up by name with agent_real(). Toolkit adapters keep
+ * their own tables of functions, filled the same way when they attach.
+ */
+#include "agent.h"
 
 #include <dlfcn.h>
 #include <link.h>
 #include <string.h>
-
-agent_toolkit agent_fn;
 
 static int is_named(struct dl_phdr_info *info, size_t size, void *soname)
 {
@@ -34,22 +37,4 @@ void *agent_real(const char *soname, const char *name)
         }
     }
     return f;
-}
-
-bool agent_api_load(const char **ret_missing)
-{
-    agent_toolkit t;
-    const char *missing = NULL;
-#define RESOLVE(lib, name)                                \
-    if (!missing && !(*(void **)&t.name = agent_real(lib, #name))) \
-        missing = #name;
-    AGENT_TOOLKIT_FUNCTIONS(RESOLVE)
-#undef RESOLVE
-    if (missing) {
-        if (ret_missing)
-            *ret_missing = missing;
-        return false;
-    }
-    agent_fn = t;
-    return true;
 }

@@ -17,7 +17,7 @@
  *                  page the visible child of a mapped stack or notebook)
  *   draw           after-paint of the widget's frame clock, in a frame that
  *                  painted, while the widget is mapped (listening on map,
- *                  not on unmap; frameclock.c)
+ *                  not on unmap; gobject/frameclock.c)
  *   select+scroll  —                               becomes the visible child of its
  *                                                  stack (notify::visible-child; also
  *                                                  AdwViewStack) or the current page
@@ -31,7 +31,7 @@
  * first draw after the page's APIs ended). An idle app with a spinner thus
  * sends no event per frame.
  *
- * The visible page (pages_visible, for `jank` records): the visible stack
+ * The visible page (gtk4_pages_visible, for `jank` records): the visible stack
  * or notebook page of the window that painted last, else that window. Kept
  * as an atomic pointer to an interned class name, so the watchdog thread
  * can read it while the GTK thread is stuck.
@@ -40,14 +40,14 @@
  * used by every event and record of the instance; never its address, which
  * would tell the address-space layout to whoever reads the records.
  *
- * Windows also get their frames counted (frames.c), on the same frame clock
- * subscription.
+ * Windows also get their frames counted (window_frames.c), on the same
+ * frame clock subscription.
  *
  * State: one `page` per instance, attached as qdata and freed with the
  * object (page_free also drops every handler on other objects). All of it
- * runs on the GTK thread.
+ * runs on the GTK thread (the main thread).
  */
-#include "agent.h"
+#include "gtk4.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +68,7 @@ typedef struct page {
     bool in_toplevels;
     uint64_t drawn_epoch;
     uint64_t paint_epoch;
-    frame_stats *frames;    /* windows */
+    window_frames *frames;  /* windows */
     GObject *container; /* weak pointer: stack or notebook */
     gulong container_id;
     struct page *next_window;
@@ -80,7 +80,7 @@ static page *windows; /* window pages, for the toplevel list check */
 static bool toplevels_watched;
 static _Atomic(const char *) visible_now;
 
-const char *pages_visible(void)
+const char *gtk4_pages_visible(void)
 {
     return atomic_load_explicit(&visible_now, memory_order_relaxed);
 }
@@ -110,7 +110,7 @@ static void on_paint(clock_listener *l)
     pg->paint_epoch = atomic_load(&agent_net_epoch);
 }
 
-static void on_after_paint(clock_listener *l, GdkFrameClock *clock, int64_t now)
+static void on_after_paint(clock_listener *l, GObject *clock, int64_t now)
 {
     page *pg = (page *)l;
     if (!pg->painted || pg->destroyed)
@@ -141,15 +141,15 @@ static void on_map(GtkWidget *w, gpointer data)
         submit_page(PACER_EV_PAGE_SHOW, pg, NULL);
         agent_in_hook--;
     }
-    frameclock_listen(&pg->listener, w);
-    frames_on_map(pg->frames, w);
+    frameclock_listen(&pg->listener, (GObject *)gtk_widget_get_frame_clock(w));
+    gtk4_frames_on_map(pg->frames, w);
 }
 
 static void on_unmap(GtkWidget *w, gpointer data)
 {
     page *pg = data;
     frameclock_unlisten(&pg->listener);
-    frames_on_unmap(pg->frames);
+    gtk4_frames_on_unmap(pg->frames);
 }
 
 /* ---- destroy ---- */
@@ -163,7 +163,7 @@ static void page_gone(page *pg)
     agent_in_hook++;
     submit_page(PACER_EV_PAGE_DESTROY, pg, NULL);
     agent_in_hook--;
-    leaks_on_page_gone(pg->obj, pg->class_name, pg->id, pg->window);
+    gobj_leaks_on_page_gone(pg->obj, pg->class_name, pg->id, pg->window);
 }
 
 static void on_destroy(GtkWidget *w, gpointer data)
@@ -310,7 +310,7 @@ static void page_free(gpointer data)
 {
     page *pg = data;
     frameclock_unlisten(&pg->listener);
-    frames_free(pg->frames);
+    gtk4_frames_free(pg->frames);
     container_disconnect(pg);
     for (page **it = &windows; *it; it = &(*it)->next_window) {
         if (*it == pg) {
@@ -344,7 +344,7 @@ static void page_track(GObject *obj, const char *class_name, bool window)
     g_signal_connect_data(obj, "unmap", G_CALLBACK(on_unmap), pg, NULL, 0);
     g_signal_connect_data(obj, "destroy", G_CALLBACK(on_destroy), pg, NULL, 0);
     if (window) {
-        pg->frames = frames_new(pg->class_name, pg->id);
+        pg->frames = gtk4_frames_new(pg->class_name, pg->id);
         g_signal_connect_data(obj, "notify::child", G_CALLBACK(on_child_notify), pg, NULL, 0);
         pg->next_window = windows;
         windows = pg;
@@ -450,7 +450,7 @@ static void on_visible_child_name(GObject *stack, GParamSpec *pspec, gpointer da
     agent_in_hook--;
 }
 
-void pages_on_construct(GTypeInstance *instance, GType type)
+void gtk4_pages_on_construct(GTypeInstance *instance, GType type)
 {
     const type_info *t = type_info_of(type);
     if (t->stack)
@@ -463,14 +463,14 @@ void pages_on_construct(GTypeInstance *instance, GType type)
     page_track((GObject *)instance, g_type_name(type), window);
 }
 
-void pages_on_window_child(GtkWindow *window)
+static void pages_on_window_child(GtkWindow *window)
 {
     page *pg = page_of(window);
     if (pg && gtk_window_get_child(window))
         view_created(pg);
 }
 
-void pages_on_stack_add(GtkStack *stack, GtkWidget *child, const char *name)
+void gtk4_pages_on_stack_add(GObject *stack, GObject *child, const char *name)
 {
     if (!name || !child || page_of(child))
         return;
@@ -478,49 +478,23 @@ void pages_on_stack_add(GtkStack *stack, GtkWidget *child, const char *name)
     bool configured = cfg && pacer_config_find_page(cfg, name) >= 0;
     pacer_config_unref(cfg);
     if (configured) /* configured by its stack page name: created when it is added */
-        page_track((GObject *)child, name, false);
+        page_track(child, name, false);
 }
 
-/* ---- GTK calls made by the application (GTK's own calls are bound
- * inside libgtk and never come here; the signals above cover them). ---- */
+/* ---- GTK 4 calls made by the application (GTK's own calls are bound
+ * inside libgtk and never come here; the signals above cover them; the
+ * names GTK 3 shares are gobject/calls.c's). ---- */
 
 typedef void (*set_child_fn)(GtkWindow *, GtkWidget *);
-typedef GtkStackPage *(*add_named_fn)(GtkStack *, GtkWidget *, const char *);
-typedef GtkStackPage *(*add_titled_fn)(GtkStack *, GtkWidget *, const char *, const char *);
 static set_child_fn real_gtk_window_set_child;
-static add_named_fn real_gtk_stack_add_named;
-static add_titled_fn real_gtk_stack_add_titled;
 
 AGENT_EXPORT void gtk_window_set_child(GtkWindow *window, GtkWidget *child)
 {
-    AGENT_REAL(real_gtk_window_set_child, AGENT_LIBGTK, "gtk_window_set_child");
+    AGENT_REAL(real_gtk_window_set_child, GTK4_LIB, "gtk_window_set_child");
     real_gtk_window_set_child(window, child);
-    if (!agent_in_hook && agent_active() && agent_on_gtk_thread()) {
+    if (!agent_in_hook && agent_active() && agent_on_main_thread()) {
         agent_in_hook++;
         pages_on_window_child(window);
         agent_in_hook--;
     }
-}
-
-AGENT_EXPORT GtkStackPage *gtk_stack_add_named(GtkStack *stack, GtkWidget *child, const char *name)
-{
-    AGENT_REAL(real_gtk_stack_add_named, AGENT_LIBGTK, "gtk_stack_add_named");
-    if (!agent_in_hook && agent_active() && agent_on_gtk_thread()) {
-        agent_in_hook++;
-        pages_on_stack_add(stack, child, name);
-        agent_in_hook--;
-    }
-    return real_gtk_stack_add_named(stack, child, name);
-}
-
-AGENT_EXPORT GtkStackPage *gtk_stack_add_titled(GtkStack *stack, GtkWidget *child, const char *name,
-                                                const char *title)
-{
-    AGENT_REAL(real_gtk_stack_add_titled, AGENT_LIBGTK, "gtk_stack_add_titled");
-    if (!agent_in_hook && agent_active() && agent_on_gtk_thread()) {
-        agent_in_hook++;
-        pages_on_stack_add(stack, child, name);
-        agent_in_hook--;
-    }
-    return real_gtk_stack_add_titled(stack, child, name, title);
 }

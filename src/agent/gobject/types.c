@@ -1,4 +1,5 @@
-/* Seeing a page's construction begin (DESIGN §2, onCreate).
+/* Seeing a widget's construction begin (DESIGN §2, onCreate), for the
+ * GTK adapter in force (GTK 3 and GTK 4 alike).
  *
  * A request a page starts inside its own init must already find the page in
  * the model, so the agent needs to see each new instance *before* the init
@@ -8,28 +9,31 @@
  * PLT by every library that registers a type (GTK 4 itself is linked
  * -Bsymbolic, but that only binds GTK's calls to GTK's own functions). When
  * GtkWidget registers, its instance_init is replaced by a trampoline that
- * reports the new instance (pages_on_construct, with the instance's own
- * type) and then runs GtkWidget's init. GObject runs instance inits from the
+ * reports the new instance (to the adapter's construct function, with the
+ * instance's own type) and then runs GtkWidget's init. GObject runs instance inits from the
  * root type down, so the trampoline runs before GtkWidget's own init and
  * before every subclass's: the reported moment precedes all of the app's
  * construction code, for windows and for pages alike.
  *
- * Which instances are pages is decided per instance by pages.c from the
- * config in force then, so a page type that arrives in a config from the
- * server is measured from its next instance on, whenever its type was
+ * Which instances are pages is decided per instance by the adapter from
+ * the config in force then, so a page type that arrives in a config from
+ * the server is measured from its next instance on, whenever its type was
  * registered.
  *
  * Cost: one check per widget created (a type test, and a lookup of the type
- * among the configured pages cached per config; pages.c).
+ * among the configured pages cached per config, in the adapter).
  *
  * GApplication's instance_init gets a trampoline the same way: every
- * application instance is handed to start.c (start_on_application), which
+ * application instance is handed to app.c (gobj_app_on_application), which
  * watches its registration for a handoff to a running instance.
  *
- * Limit: when GtkWidget was registered before the agent's constructor ran,
- * no construction can be seen (types_check says so).
+ * The wraps are made only once a GTK adapter attached
+ * (gobj_types_watch_widgets): in any other program these hooks forward.
+ *
+ * Limit: when GtkWidget was registered before the adapter attached, no
+ * construction can be seen (gobj_types_check says so).
  */
-#include "agent.h"
+#include "gobj.h"
 
 #include <string.h>
 
@@ -40,6 +44,7 @@ typedef GType (*register_static_fn)(GType, const gchar *, const GTypeInfo *, GTy
 static register_simple_fn real_register_simple;
 static register_static_fn real_register_static;
 
+static _Atomic(gobj_construct_fn) on_widget; /* the adapter's */
 static GInstanceInitFunc widget_init;  /* GtkWidget's own instance_init */
 static _Atomic bool widget_registered; /* through this hook */
 static GInstanceInitFunc application_init;
@@ -47,10 +52,10 @@ static _Atomic bool application_registered;
 
 static void widget_init_trampoline(GTypeInstance *instance, gpointer klass)
 {
-    if (!agent_in_hook && agent_active() && agent_on_gtk_thread()) {
+    if (!agent_in_hook && agent_active() && agent_on_main_thread()) {
         agent_in_hook++;
-        pages_on_construct(instance, G_TYPE_FROM_CLASS(klass));
-        leaks_on_construct(instance);
+        atomic_load(&on_widget)(instance, G_TYPE_FROM_CLASS(klass));
+        gobj_leaks_on_construct(instance);
         agent_in_hook--;
     }
     if (widget_init)
@@ -63,7 +68,7 @@ static void application_init_trampoline(GTypeInstance *instance, gpointer klass)
         application_init(instance, klass);
     if (!agent_in_hook && agent_active()) {
         agent_in_hook++;
-        start_on_application(instance);
+        gobj_app_on_application(instance);
         agent_in_hook--;
     }
 }
@@ -75,7 +80,7 @@ static void application_init_trampoline(GTypeInstance *instance, gpointer klass)
  * wrapped too.) */
 static GInstanceInitFunc maybe_wrap(const char *name, GInstanceInitFunc init)
 {
-    if (!agent_active() || !name)
+    if (!atomic_load(&on_widget) || !name)
         return init;
     if (strcmp(name, "GtkWidget") == 0 && !agent_in_hook && !atomic_exchange(&widget_registered, true)) {
         widget_init = init;
@@ -119,7 +124,12 @@ AGENT_EXPORT GType g_type_register_static(GType parent_type, const gchar *type_n
     return t;
 }
 
-void types_check(void)
+void gobj_types_watch_widgets(gobj_construct_fn fn)
+{
+    atomic_store(&on_widget, fn);
+}
+
+void gobj_types_check(void)
 {
     if (!atomic_load(&widget_registered) && g_type_from_name("GtkWidget"))
         agent_note_once("gtkwidget", "GtkWidget was registered before the agent loaded; pages are not measured");

@@ -1,17 +1,17 @@
 /* GObject leaks (DESIGN §3.5; seed 001's LeakCanary on GObject): objects
- * of a destroyed page that are still alive after the grace period.
+ * of a destroyed page that are still alive after the grace period, for
+ * either GTK adapter.
  *
- * 1. Destroy. When a page is destroyed (pages.c: a window leaves the
- *    toplevel list, before GTK disposes it; a stack page's "destroy"),
- *    leaks_on_page_gone() walks what the page owns while its tree is still
- *    whole: the page, every widget below it (internal children, popovers
- *    and the titlebar included), each widget's event controllers and
- *    layout manager, and the objects its widgets hold through "model",
- *    "factory" and "paintable" (list models and selection models, item
- *    factories, textures) when nothing outside the page holds them: an
- *    object is taken only when its reference count is no higher than the
- *    number of the page's objects that hold it, so a model the app shares
- *    or caches on purpose is never watched.
+ * 1. Destroy. When a page is destroyed (the adapter's pages.c),
+ *    gobj_leaks_on_page_gone() has the adapter walk what the page owns
+ *    while its tree is still whole (gobj_leak_walk.collect: the page, every
+ *    widget below it, what each widget holds of its own — GTK 4's event
+ *    controllers and layout managers), then adds the objects its objects
+ *    hold through "model", "factory" and "paintable" (list models and
+ *    selection models, item factories, textures) when nothing outside the
+ *    page holds them: an object is taken only when its reference count is
+ *    no higher than the number of the page's objects that hold it, so a
+ *    model the app shares or caches on purpose is never watched.
  * 2. Watch. Each object gets a GWeakRef: GLib clears it when the last
  *    reference goes (g_object_unref, before dispose), not when an object
  *    is disposed while still referenced, so a window gtk_window_destroy()
@@ -41,14 +41,16 @@
  * A page whose process exits before its check is not reported: there is
  * no grace period left to tell a leak from an object on its way out.
  *
- * Threads: all of it on the GTK thread; GWeakRef is thread-safe, so the
+ * Threads: all of it on the main thread; GWeakRef is thread-safe, so the
  * objects may die on any thread.
  */
+#include "gobj.h"
 #include "leaks.h"
 
 #include <pacer/base/clock.h>
 #include <pacer/base/hash.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,60 +78,11 @@ typedef struct watch {
 } watch;
 
 static GQuark watch_quark, created_quark;
-static int modes = -1;
-enum { MODE_OBJECTS = 1, MODE_REFS = 2, MODE_NATIVE = 4 };
+static const gobj_leak_walk *walker;
 
-#ifdef PACER_AGENT_HEAP
-#define NATIVE_BUILD true
-#else
-#define NATIVE_BUILD false
-#endif
-
-static int parse_modes(void)
+void gobj_leaks_set_walk(const gobj_leak_walk *walk)
 {
-    const char *v = getenv("PACER_LEAKS");
-    int m = MODE_OBJECTS;
-    if (!v)
-        return m;
-    for (const char *p = v; *p;) {
-        size_t k = strcspn(p, ",");
-        if (k == 3 && strncmp(p, "off", 3) == 0)
-            m = 0;
-        else if (k == 4 && strncmp(p, "refs", 4) == 0)
-            m |= MODE_REFS;
-        else if (k == 6 && strncmp(p, "native", 6) == 0)
-            m |= MODE_NATIVE;
-        p += k + (p[k] == ',');
-    }
-    return m;
-}
-
-static int mode(void)
-{
-    if (modes < 0)
-        modes = parse_modes();
-    return modes;
-}
-
-bool leaks_refs_mode(void)
-{
-    static _Atomic int refs = -1;
-    int r = atomic_load_explicit(&refs, memory_order_relaxed);
-    if (r < 0) {
-        r = (mode() & MODE_REFS) != 0;
-        if (r && !refs_hooks_exported()) {
-            agent_note_once("leaks-refs", "--leaks=refs needs libpacer-agent-refs.so preloaded (pacer run "
-                                          "--leaks=refs does it); references are not recorded");
-            r = 0;
-        }
-        atomic_store_explicit(&refs, r, memory_order_relaxed);
-    }
-    return r;
-}
-
-bool leaks_native_mode(void)
-{
-    return NATIVE_BUILD && (mode() & MODE_NATIVE);
+    walker = walk;
 }
 
 static void watch_free(watch *w)
@@ -139,7 +92,7 @@ static void watch_free(watch *w)
     free(w);
 }
 
-/* ---- the walk (GTK thread, while the tree is whole) ---- */
+/* ---- the walk (main thread, while the tree is whole) ---- */
 
 typedef struct objset {
     GObject **v;
@@ -189,11 +142,6 @@ static void add_unique(objset *s, GObject *o)
         objset_add(s, o);
 }
 
-static bool is_a(GObject *o, GType t)
-{
-    return t && g_type_is_a(G_OBJECT_TYPE(o), t);
-}
-
 /* The objects o holds through the owned properties, as candidates. */
 static void add_property_objects(objset *cand, GObject *o)
 {
@@ -216,32 +164,18 @@ static void add_property_objects(objset *cand, GObject *o)
     }
 }
 
+static void add_from_walk(void *set, GObject *o)
+{
+    add_unique(set, o);
+}
+
 static void collect(GObject *page, objset *out)
 {
-    GType widget_t = gtk_widget_get_type();
     objset cand = {0};
     add_unique(out, page);
-    /* widgets, depth first, with their controllers and layout managers */
-    for (size_t i = 0; i < out->n; i++) {
-        GObject *o = out->v[i];
-        if (!is_a(o, widget_t))
-            continue;
-        GtkWidget *w = GTK_WIDGET(o);
-        for (GtkWidget *c = gtk_widget_get_first_child(w); c; c = gtk_widget_get_next_sibling(c))
-            add_unique(out, (GObject *)c);
-        GListModel *ctl = gtk_widget_observe_controllers(w);
-        if (ctl) {
-            guint n = g_list_model_get_n_items(ctl);
-            for (guint k = 0; k < n; k++) {
-                GObject *c = g_list_model_get_item(ctl, k);
-                add_unique(out, c);
-                if (c)
-                    g_object_unref(c);
-            }
-            g_object_unref(ctl);
-        }
-        add_unique(out, (GObject *)gtk_widget_get_layout_manager(w));
-    }
+    /* the tree, breadth first: out grows as it is walked */
+    for (size_t i = 0; i < out->n; i++)
+        walker->owned(out->v[i], out, add_from_walk);
     /* what the page's objects hold, a few levels deep (a view's selection
      * model, its list model, that model's model) */
     size_t from = 0;
@@ -268,9 +202,9 @@ static void collect(GObject *page, objset *out)
 
 static gboolean on_grace(gpointer data);
 
-void leaks_on_page_gone(GObject *obj, const char *class_name, uint64_t instance, bool window)
+void gobj_leaks_on_page_gone(GObject *obj, const char *class_name, uint64_t instance, bool window)
 {
-    if (!(mode() & MODE_OBJECTS) || !obj)
+    if (!(leaks_modes() & LEAKS_OBJECTS) || !obj || !walker)
         return;
     if (!watch_quark)
         watch_quark = g_quark_from_static_string("pacer-agent-leak");
@@ -316,13 +250,13 @@ void leaks_on_page_gone(GObject *obj, const char *class_name, uint64_t instance,
     agent_in_hook--;
 }
 
-void leaks_install(void)
+void gobj_leaks_install(void)
 {
-    if ((leaks_refs_mode() || leaks_native_mode()) && !stackstore_init())
+    if (leaks_refs_mode() && !stackstore_init())
         agent_note_once("leak-stacks", "no memory for stacks; leak records come without them");
 }
 
-void leaks_on_construct(GTypeInstance *instance)
+void gobj_leaks_on_construct(GTypeInstance *instance)
 {
     if (!leaks_refs_mode() && !leaks_native_mode())
         return;
@@ -337,33 +271,10 @@ void leaks_on_construct(GTypeInstance *instance)
 
 /* ---- the checks ---- */
 
-static bool root_is_live(GtkWidget *w)
-{
-    GtkRoot *root = w ? gtk_widget_get_root(w) : NULL;
-    if (!root)
-        return false;
-    GListModel *top = gtk_window_get_toplevels();
-    guint n = g_list_model_get_n_items(top);
-    bool live = false;
-    for (guint i = 0; i < n && !live; i++) {
-        gpointer item = g_list_model_get_item(top, i);
-        live = item == (gpointer)root;
-        if (item)
-            g_object_unref(item);
-    }
-    return live;
-}
-
 /* An object in use again: in a window that is still open. */
 static bool in_use(GObject *o)
 {
-    if (is_a(o, gtk_widget_get_type()))
-        return root_is_live(GTK_WIDGET(o));
-    if (is_a(o, gtk_event_controller_get_type()))
-        return root_is_live(gtk_event_controller_get_widget(GTK_EVENT_CONTROLLER(o)));
-    if (is_a(o, gtk_layout_manager_get_type()))
-        return root_is_live(gtk_layout_manager_get_widget(GTK_LAYOUT_MANAGER(o)));
-    return false;
+    return walker->in_use(o);
 }
 
 /* The page's objects alive now, as references (NULL: gone); the caller
@@ -399,13 +310,7 @@ static size_t count_retained(watch *w)
  * manager of one): retained through it, not a leak of its own. */
 static bool held_by_survivor(watch *w, GObject *const *live, GObject *o)
 {
-    GObject *holder = NULL;
-    if (is_a(o, gtk_widget_get_type()))
-        holder = (GObject *)gtk_widget_get_parent(GTK_WIDGET(o));
-    else if (is_a(o, gtk_event_controller_get_type()))
-        holder = (GObject *)gtk_event_controller_get_widget(GTK_EVENT_CONTROLLER(o));
-    else if (is_a(o, gtk_layout_manager_get_type()))
-        holder = (GObject *)gtk_layout_manager_get_widget(GTK_LAYOUT_MANAGER(o));
+    GObject *holder = walker->holder(o);
     if (!holder)
         return false;
     for (size_t i = 0; i < w->n; i++)
@@ -496,7 +401,7 @@ static void report(watch *w)
     for (size_t i = 0; i < w->n; i++) {
         if (!live[i] || in_use(live[i]))
             continue;
-        const char *k = leaks_known_object(cfg, w->page, w->e[i].type);
+        const char *k = gobj_known_object(walker->known, cfg, w->page, w->e[i].type);
         if (k)
             all_lib++;
         else

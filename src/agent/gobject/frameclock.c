@@ -1,8 +1,9 @@
-/* One subscription per frame clock (agent.h, "frameclock.c").
+/* One subscription per frame clock (gobj.h, "frameclock.c").
  *
- * A window's GdkFrameClock drives its paints, and several parts of the
- * agent follow it: the window's own page (its draws), the stack pages
- * inside it (theirs), and the window's frame statistics. Each of them is a
+ * A window's GdkFrameClock drives its paints (GTK 3 and GTK 4 give it the
+ * same signals), and several parts of an adapter follow it: the window's
+ * own page (its draws), the stack pages inside it (theirs), and the
+ * window's frame statistics. Each of them is a
  * clock_listener; the first listener of a clock connects the four signals
  * the agent uses (before-paint, update, paint, after-paint) once, and the
  * last one to leave disconnects them. The hub lives as qdata on the clock.
@@ -10,16 +11,16 @@
  * order they started listening.
  *
  * A listener holds a reference to its clock while listening, so the clock
- * (and its hub) outlives every listener. GTK thread only.
+ * (and its hub) outlives every listener. Main thread only.
  */
-#include "agent.h"
+#include "gobj.h"
 
 #include <pacer/base/clock.h>
 
 #include <stdlib.h>
 
 typedef struct hub {
-    GdkFrameClock *clock; /* not a reference: the hub is the clock's qdata */
+    GObject *clock; /* not a reference: the hub is the clock's qdata */
     clock_listener *first;
     gulong ids[4];
 } hub;
@@ -29,7 +30,7 @@ static GQuark hub_quark;
 /* Listeners are not expected to stop listening from inside a callback;
  * `next` is read before each call so that one that does is still safe. */
 
-static void on_before_paint(GdkFrameClock *clock, gpointer data)
+static void on_before_paint(GObject *clock, gpointer data)
 {
     int64_t now = mono_ns();
     for (clock_listener *l = ((hub *)data)->first, *next; l; l = next) {
@@ -39,7 +40,7 @@ static void on_before_paint(GdkFrameClock *clock, gpointer data)
     }
 }
 
-static void on_update(GdkFrameClock *clock, gpointer data)
+static void on_update(GObject *clock, gpointer data)
 {
     for (clock_listener *l = ((hub *)data)->first, *next; l; l = next) {
         next = l->next;
@@ -48,7 +49,7 @@ static void on_update(GdkFrameClock *clock, gpointer data)
     }
 }
 
-static void on_paint(GdkFrameClock *clock, gpointer data)
+static void on_paint(GObject *clock, gpointer data)
 {
     for (clock_listener *l = ((hub *)data)->first, *next; l; l = next) {
         next = l->next;
@@ -57,7 +58,7 @@ static void on_paint(GdkFrameClock *clock, gpointer data)
     }
 }
 
-static void on_after_paint(GdkFrameClock *clock, gpointer data)
+static void on_after_paint(GObject *clock, gpointer data)
 {
     int64_t now = mono_ns();
     for (clock_listener *l = ((hub *)data)->first, *next; l; l = next) {
@@ -85,16 +86,15 @@ static void disconnect(hub *h)
     }
 }
 
-bool frameclock_listen(clock_listener *l, GtkWidget *widget)
+bool frameclock_listen(clock_listener *l, GObject *clock)
 {
     if (l->clock)
         return true;
-    GdkFrameClock *clock = gtk_widget_get_frame_clock(widget);
     if (!clock)
         return false;
     if (!hub_quark)
         hub_quark = g_quark_from_static_string("pacer-agent-frameclock");
-    hub *h = g_object_get_qdata((GObject *)clock, hub_quark);
+    hub *h = g_object_get_qdata(clock, hub_quark);
     if (!h) {
         h = calloc(1, sizeof(*h));
         if (!h) {
@@ -102,7 +102,7 @@ bool frameclock_listen(clock_listener *l, GtkWidget *widget)
             return false;
         }
         h->clock = clock;
-        g_object_set_qdata_full((GObject *)clock, hub_quark, h, free);
+        g_object_set_qdata_full(clock, hub_quark, h, free);
     }
     if (!h->first)
         connect(h);
@@ -119,8 +119,8 @@ void frameclock_unlisten(clock_listener *l)
 {
     if (!l->clock)
         return;
-    GdkFrameClock *clock = l->clock;
-    hub *h = g_object_get_qdata((GObject *)clock, hub_quark);
+    GObject *clock = l->clock;
+    hub *h = g_object_get_qdata(clock, hub_quark);
     if (h) {
         for (clock_listener **it = &h->first; *it; it = &(*it)->next)
             if (*it == l) {

@@ -1,0 +1,237 @@
+/* What the GObject toolkit adapters (gtk4/, gtk3/) share: the functions of
+ * GLib, GObject and GIO, and the parts built on them alone.
+ *
+ *   gobj_api.c    the table of GLib/GObject/GIO functions below;
+ *   types.c       construction seen from the type system: GtkWidget's and
+ *                 GApplication's instance_init run a trampoline first;
+ *   app.c         "application created" (GApplication activate) and the
+ *                 handoff to a running instance;
+ *   frameclock.c  one subscription per GdkFrameClock (GTK 3 and 4 share its
+ *                 signals), shared by everything that follows a window's
+ *                 frames;
+ *   leaks.c       GObject leaks: a destroyed page's objects watched until
+ *                 the grace period ends (what a page owns: the adapter's
+ *                 walk);
+ *   known.c       leaks of toolkits and libraries no app can avoid;
+ *   refs.c        --leaks=refs: who holds a leaked object;
+ *   calls.c       GTK calls GTK 3 and GTK 4 share by name, made by the
+ *                 application (gtk_stack_add_named …), handed to the GTK
+ *                 adapter in force;
+ *   soup3.c       libsoup-3.0 requests (built with libsoup-3.0's headers);
+ *   soup2.c       libsoup-2.4 requests (built with libsoup-2.4's headers).
+ *
+ * The agent links none of these libraries: every function below is found
+ * by name (agent_real) when a GTK adapter attaches, into `gobj_fn`; each
+ * name is then defined to its slot, so code calls g_type_name() as it would
+ * with GLib linked. Nothing may call one of them before gobj_api_load()
+ * returned true.
+ */
+#ifndef PACER_AGENT_GOBJ_H
+#define PACER_AGENT_GOBJ_H
+
+#define G_DISABLE_CAST_CHECKS 1
+
+#include "agent.h"
+
+#include <gio/gio.h>
+#include <glib-object.h>
+
+/* The GLib, GObject and GIO functions the agent calls: X(library, name). */
+#define GOBJ_FUNCTIONS(X)                          \
+    X(AGENT_LIBGLIB, g_free)                       \
+    X(AGENT_LIBGLIB, g_quark_from_static_string)   \
+    X(AGENT_LIBGLIB, g_quark_from_string)          \
+    X(AGENT_LIBGLIB, g_quark_to_string)            \
+    X(AGENT_LIBGLIB, g_timeout_add_full)           \
+    X(AGENT_LIBGLIB, g_idle_add_full)              \
+    X(AGENT_LIBGLIB, g_error_free)                 \
+    X(AGENT_LIBGOBJECT, g_type_name)               \
+    X(AGENT_LIBGOBJECT, g_type_is_a)               \
+    X(AGENT_LIBGOBJECT, g_type_from_name)          \
+    X(AGENT_LIBGOBJECT, g_type_class_ref)          \
+    X(AGENT_LIBGOBJECT, g_signal_lookup)           \
+    X(AGENT_LIBGOBJECT, g_signal_add_emission_hook) \
+    X(AGENT_LIBGOBJECT, g_signal_connect_data)     \
+    X(AGENT_LIBGOBJECT, g_signal_handler_disconnect) \
+    X(AGENT_LIBGOBJECT, g_object_set_qdata_full)   \
+    X(AGENT_LIBGOBJECT, g_object_set_qdata)        \
+    X(AGENT_LIBGOBJECT, g_object_get_qdata)        \
+    X(AGENT_LIBGOBJECT, g_object_ref)              \
+    X(AGENT_LIBGOBJECT, g_object_unref)            \
+    X(AGENT_LIBGOBJECT, g_object_get)              \
+    X(AGENT_LIBGOBJECT, g_object_class_find_property) \
+    X(AGENT_LIBGOBJECT, g_object_add_weak_pointer) \
+    X(AGENT_LIBGOBJECT, g_object_remove_weak_pointer) \
+    X(AGENT_LIBGOBJECT, g_object_is_floating)      \
+    X(AGENT_LIBGOBJECT, g_weak_ref_init)           \
+    X(AGENT_LIBGOBJECT, g_weak_ref_get)            \
+    X(AGENT_LIBGOBJECT, g_weak_ref_clear)          \
+    X(AGENT_LIBGOBJECT, g_value_get_object)        \
+    X(AGENT_LIBGIO, g_application_get_type)        \
+    X(AGENT_LIBGIO, g_application_get_is_remote)
+
+#define AGENT_LIBGIO "libgio-2.0.so.0"
+
+typedef struct gobj_table {
+#define GOBJ_SLOT(lib, name) __typeof__(name) *name;
+    GOBJ_FUNCTIONS(GOBJ_SLOT)
+#undef GOBJ_SLOT
+} gobj_table;
+
+extern gobj_table gobj_fn;
+
+/* Fills gobj_fn. Returns true when every function was found; otherwise
+ * the table is left as it was and *ret_missing names the first missing
+ * function. Any thread (an adapter's attach). */
+bool gobj_api_load(const char **ret_missing);
+
+#ifndef GOBJ_API_TABLE_ONLY
+/* GLib's own macros of these two (a fast path, a typed result) call the
+ * function by name: they give way to the table. */
+#undef g_type_is_a
+#undef g_object_ref
+#define g_free (*gobj_fn.g_free)
+#define g_quark_from_static_string (*gobj_fn.g_quark_from_static_string)
+#define g_quark_from_string (*gobj_fn.g_quark_from_string)
+#define g_quark_to_string (*gobj_fn.g_quark_to_string)
+#define g_timeout_add_full (*gobj_fn.g_timeout_add_full)
+#define g_idle_add_full (*gobj_fn.g_idle_add_full)
+#define g_error_free (*gobj_fn.g_error_free)
+#define g_type_name (*gobj_fn.g_type_name)
+#define g_type_is_a (*gobj_fn.g_type_is_a)
+#define g_type_from_name (*gobj_fn.g_type_from_name)
+#define g_type_class_ref (*gobj_fn.g_type_class_ref)
+#define g_signal_lookup (*gobj_fn.g_signal_lookup)
+#define g_signal_add_emission_hook (*gobj_fn.g_signal_add_emission_hook)
+#define g_signal_connect_data (*gobj_fn.g_signal_connect_data)
+#define g_signal_handler_disconnect (*gobj_fn.g_signal_handler_disconnect)
+#define g_object_set_qdata_full (*gobj_fn.g_object_set_qdata_full)
+#define g_object_set_qdata (*gobj_fn.g_object_set_qdata)
+#define g_object_get_qdata (*gobj_fn.g_object_get_qdata)
+#define g_object_ref (*gobj_fn.g_object_ref)
+#define g_object_unref (*gobj_fn.g_object_unref)
+#define g_object_get (*gobj_fn.g_object_get)
+#define g_object_class_find_property (*gobj_fn.g_object_class_find_property)
+#define g_object_add_weak_pointer (*gobj_fn.g_object_add_weak_pointer)
+#define g_object_remove_weak_pointer (*gobj_fn.g_object_remove_weak_pointer)
+#define g_object_is_floating (*gobj_fn.g_object_is_floating)
+#define g_weak_ref_init (*gobj_fn.g_weak_ref_init)
+#define g_weak_ref_get (*gobj_fn.g_weak_ref_get)
+#define g_weak_ref_clear (*gobj_fn.g_weak_ref_clear)
+#define g_value_get_object (*gobj_fn.g_value_get_object)
+#define g_application_get_type (*gobj_fn.g_application_get_type)
+#define g_application_get_is_remote (*gobj_fn.g_application_get_is_remote)
+#endif
+
+/* ---- types.c ---- */
+
+/* Called for every new widget instance, before any instance_init of it
+ * runs (the adapter decides whether it is a page), with its own type. */
+typedef void (*gobj_construct_fn)(GTypeInstance *instance, GType type);
+/* The GTK adapter in force watches widgets: `fn` runs at each GtkWidget
+ * construction on the main thread while the agent is active. Call from
+ * attach, before GTK registers GtkWidget. */
+void gobj_types_watch_widgets(gobj_construct_fn fn);
+/* Says once when GtkWidget was registered before the hooks were in place
+ * (no construction can be seen then). */
+void gobj_types_check(void);
+
+/* ---- app.c ---- */
+/* A GApplication instance was constructed (types.c's trampoline). */
+void gobj_app_on_application(GTypeInstance *app);
+/* The application-created mark: emission hooks on GApplication's
+ * activate / open / command-line. Main thread, at install. */
+void gobj_app_install(void);
+
+/* ---- frameclock.c ---- */
+typedef struct clock_listener clock_listener;
+struct clock_listener {
+    /* any may be NULL; `now` is CLOCK_MONOTONIC ns, read once per signal */
+    void (*before_paint)(clock_listener *l, int64_t now);
+    void (*update)(clock_listener *l);
+    void (*paint)(clock_listener *l);
+    void (*after_paint)(clock_listener *l, GObject *clock, int64_t now);
+    /* frameclock.c's */
+    GObject *clock; /* a reference while listening */
+    clock_listener *next;
+};
+/* Starts listening to `clock` (a GdkFrameClock; NULL: nothing happens and
+ * false is returned), unless already listening. Main thread. */
+bool frameclock_listen(clock_listener *l, GObject *clock);
+/* Stops listening; does nothing when not listening. Main thread. */
+void frameclock_unlisten(clock_listener *l);
+
+/* ---- calls.c ---- */
+/* What the GTK adapter in force does with the app's calls. */
+typedef struct gobj_gtk_calls {
+    void (*stack_add)(GObject *stack, GObject *child, const char *name);
+} gobj_gtk_calls;
+/* Set by the adapter's attach. */
+void gobj_calls_set(const gobj_gtk_calls *calls);
+
+/* ---- leaks.c ---- */
+/* What a page owns and whether an object is back in use: the toolkit's
+ * widget tree, walked by the adapter. */
+typedef struct gobj_leak_walk {
+    /* Adds what `obj` owns directly through add(set, o): a widget's
+     * children and what it holds of its own (GTK 4: its event controllers
+     * and layout manager); nothing for other objects. leaks.c calls it for
+     * the page and for every object added since, so the whole tree below
+     * the page is walked. */
+    void (*owned)(GObject *obj, void *set, void (*add)(void *set, GObject *obj));
+    /* An object in use again: in a window that is still open. */
+    bool (*in_use)(GObject *obj);
+    /* The object of the page's tree that holds `obj` (its parent widget…),
+     * or NULL. */
+    GObject *(*holder)(GObject *obj);
+    /* Leaks of the toolkit itself no app can avoid (known.c's entries),
+     * ended by an entry whose id is NULL; may be NULL. */
+    const struct gobj_known_leak *known;
+} gobj_leak_walk;
+/* Set by the adapter's attach. */
+void gobj_leaks_set_walk(const gobj_leak_walk *walk);
+/* A widget's construction (types.c): its creation stack, when
+ * --leaks=refs or native wants it. Main thread. */
+void gobj_leaks_on_construct(GTypeInstance *instance);
+/* A page was destroyed: watch it and what it owns until the leak check.
+ * Main thread, while its widget tree is still whole. */
+void gobj_leaks_on_page_gone(GObject *obj, const char *class_name, uint64_t instance, bool window);
+/* At install: what --leaks=refs needs (the stack store). */
+void gobj_leaks_install(void);
+
+/* ---- known.c ---- */
+typedef struct gobj_known_leak {
+    const char *id, *type, *page;
+} gobj_known_leak;
+/* The id of the known leak an object of `type` left by a page of class
+ * `page` matches: the toolkit's list, then the config's <known-leak>; NULL
+ * when none does. The id lives as long as `cfg`, or the process. */
+const char *gobj_known_object(const gobj_known_leak *toolkit, pacer_config *cfg, const char *page,
+                              const char *type);
+
+/* ---- refs.c ---- */
+/* PACER_LEAKS names refs and this agent exports the reference hooks
+ * (libpacer-agent-refs.so or -heap.so; otherwise said once, and off). */
+bool leaks_refs_mode(void);
+/* Starts recording the references of obj (main thread: at construction or
+ * when its page is destroyed). `created` is its creation stack, or 0. */
+void refs_watch(GObject *obj, uint32_t created);
+/* Adds the kept references of obj to LEAK_OBJECT element `o`
+ * (refs, refs_unseen), given its reference count now. Main thread. */
+void refs_describe(GObject *obj, pacer_record *o, int ref_count);
+/* Forgets obj's log. */
+void refs_forget(GObject *obj);
+/* Whether the app's g_object_ref/unref calls reach refs.c's hooks: this
+ * agent exports them (refs.syms). Any thread. */
+bool refs_hooks_exported(void);
+
+/* ---- soup3.c, soup2.c ---- */
+/* Each hooks its libsoup when that one is loaded (there is at most one in
+ * a process). At install, main thread. */
+void soup3_install(void);
+void soup2_install(void);
+/* At exit: failed requests still waiting for their error text. */
+void soup3_flush(void);
+void soup2_flush(void);
+
+#endif

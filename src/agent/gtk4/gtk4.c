@@ -1,0 +1,54 @@
+/* The GTK 4 adapter (adapter.h, gtk4.h).
+ *
+ *   attach   GLib's and GTK 4's functions are found; GtkWidget's
+ *            construction is watched (gobject/types.c) and handed to
+ *            pages.c; the GTK calls shared with GTK 3 (gobject/calls.c)
+ *            and GObject leaks (gobject/leaks.c) get this adapter's side.
+ *   install  the application-created mark, libsoup (whichever is
+ *            loaded), --leaks=refs' stack store.
+ *   flush    the frames of every window since its last record, failed
+ *            libsoup requests still waiting for their error text.
+ */
+#include "gtk4.h"
+#include "adapter.h"
+
+#include <errno.h>
+
+static const gobj_gtk_calls calls = {
+    .stack_add = gtk4_pages_on_stack_add,
+};
+
+static int gtk4_attach(const char **ret_missing)
+{
+    if (!gobj_api_load(ret_missing) || !gtk4_api_load(ret_missing))
+        return -ENOENT;
+    gobj_types_watch_widgets(gtk4_pages_on_construct);
+    gobj_calls_set(&calls);
+    gobj_leaks_set_walk(&gtk4_leak_walk);
+    gobj_types_check();
+    return 0;
+}
+
+static void gtk4_install(void)
+{
+    gobj_app_install();
+    soup3_install();
+    gobj_leaks_install();
+}
+
+static void gtk4_flush(void)
+{
+    gtk4_frames_flush_all();
+    soup3_flush();
+}
+
+const agent_adapter agent_adapter_gtk4 = {
+    .name = "gtk4",
+    .title = "GTK 4",
+    .soname = GTK4_LIB,
+    .measures = ADAPTER_PAGES | ADAPTER_FRAMES | ADAPTER_REQUESTS,
+    .attach = gtk4_attach,
+    .install = gtk4_install,
+    .flush = gtk4_flush,
+    .visible_page = gtk4_pages_visible,
+};
