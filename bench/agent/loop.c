@@ -1,5 +1,5 @@
 /* Cost of the agent's main-loop monitor per GMainContext iteration
- * (src/agent/mainloop.c): iterations of a context with one always-ready
+ * (src/agent/loop_glib.c): iterations of a context with one always-ready
  * idle source, g_main_context_iteration(ctx, FALSE) in a loop, measured
  * side by side in alternating rounds:
  *

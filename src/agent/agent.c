@@ -157,7 +157,8 @@ typedef struct agent_feature {
 static const agent_feature features[] = {
     {"exit", exit_install, NULL, NULL},
     {"adapter", adapter_install, adapter_stop, adapter_flush},
-    {"mainloop", mainloop_install, NULL, NULL},
+    {"loop-wait", loop_wait_install, NULL, NULL},
+    {"loop-glib", loop_glib_install, NULL, NULL},
     {"watchdog", watchdog_start, watchdog_stop, NULL},
     {"leaks", leaks_install, heap_exit_check, NULL},
 };
@@ -519,6 +520,10 @@ void dlopen_on_main(void)
 
 void agent_on_libraries_loaded(void)
 {
+    if (agent_active()) {
+        loop_wait_refresh();
+        return;
+    }
     if (!agent_waiting())
         return;
     if (!notice_adapter())

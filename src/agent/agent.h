@@ -22,7 +22,10 @@
  *   dlopen.c     libraries loaded at run time: a toolkit or a display
  *                library arriving after start (PyGObject, GJS, plugins);
  *   start.c      main() entered (__libc_start_main), where setup runs;
- *   mainloop.c   busy time of every main-loop iteration (the hot path);
+ *   loop.c       busy time of every main-loop iteration (the hot path),
+ *                from two sources: loop_wait.c (the main thread's blocking
+ *                waits: any event loop) and loop_glib.c (GLib's default
+ *                context, once its loop runs);
  *   watchdog.c   the thread that notices a stuck iteration and has its stack
  *                taken; `jank` records are written from there;
  *   stack.c      capture of the stuck main thread's stack, unwinding;
@@ -161,7 +164,8 @@ void exit_install(void); /* exit.c: the exit signals and _exit write what is pen
  * exit is already being handled or the exit thread is missing.
  * Async-signal-safe: any thread, also from a signal handler. */
 void exit_on_exit_call(void);
-void mainloop_install(void); /* mainloop.c: the default GLib context's poll function */
+void loop_wait_install(void); /* loop_wait.c: the main thread's waits */
+void loop_glib_install(void); /* loop_glib.c: the default GLib context's poll function */
 void watchdog_start(void);   /* watchdog.c */
 void leaks_install(void);    /* leakmode.c: the stack store, when --leaks=native needs it */
 /* Stops it: an iteration still stuck is reported as ongoing. Waits at most
@@ -222,19 +226,37 @@ void net_emit(const net_info *n);
 void net_request_start(const char *url, const void *req, int64_t t_ns);
 void net_request_end(const char *url, const void *req, int status, int64_t t_ns);
 
-/* ---- mainloop.c ---- */
+/* ---- loop.c, loop_wait.c, loop_glib.c: the main loop ---- */
 /* One iteration of the main thread that was busy for at least the jank
- * threshold: from poll returning (start) to the next poll (end). */
+ * threshold: from a wait returning (start) to the next wait (end). */
 typedef struct loop_span {
     int64_t start, end; /* CLOCK_MONOTONIC ns */
 } loop_span;
+/* The sources (main thread): the loop enters a wait at `t` (the iteration
+ * ends), and leaves the wait it entered at `entered` at `t` (the next
+ * begins). */
+void loop_wait_enter(int64_t t);
+void loop_wait_leave(int64_t entered, int64_t t);
+/* GLib's loop has run on the main thread: it is the one source from now
+ * on (loop_glib.c). Any thread reads it. */
+bool loop_glib_mode(void);
+void loop_set_glib_mode(void);
+/* How many iterations began so far. Any thread. */
+uint64_t loop_iterations(void);
+/* A frame is being presented on this thread (display.c): waits inside it
+ * are the driver's, not the loop's. */
+void loop_present_begin(void);
+void loop_present_end(void);
+/* Libraries were loaded: which of them wait for replies (loop_wait.c).
+ * Any thread. */
+void loop_wait_refresh(void);
 /* Watchdog thread only: takes the oldest long iteration not yet taken.
  * Returns false when there is none. */
 bool mainloop_take_long(loop_span *ret);
 /* Any thread: when the iteration running now began, or 0 while the main
- * thread waits in poll (or before the loop first ran). */
+ * thread waits (or before the loop first ran). */
 int64_t mainloop_busy_since(void);
-/* Main thread: when the main loop last returned from a poll that waited
+/* Main thread: when the main loop last returned from a wait that waited
  * (the loop was idle until then); 0 before any. */
 int64_t mainloop_wait_end(void);
 /* Any thread: iterations at least this long are kept for mainloop_take_long. */

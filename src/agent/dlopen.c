@@ -13,7 +13,8 @@
  * the app's dlopen succeeded and its dlerror() must say nothing.
  *
  * Cost: one atomic load per dlopen, and a walk of the loaded objects per
- * successful one while there is something to notice.
+ * successful one while there is something to notice (an agent waiting, or
+ * active: loop_wait.c's libraries).
  */
 #include "agent.h"
 
@@ -30,7 +31,7 @@ AGENT_EXPORT void *dlopen(const char *file, int mode)
             return NULL;
     }
     void *h = real_dlopen(file, mode);
-    if (!h || !agent_waiting() || agent_in_hook)
+    if (!h || agent_in_hook || (!agent_waiting() && !agent_active()))
         return h;
     agent_in_hook++;
     agent_on_libraries_loaded();
