@@ -12,9 +12,16 @@ packages=(
   # fault tests (a certificate, a tmpfs, an ext4 image on a loop device)
   libcmocka-dev clang libclang-rt-14-dev python3
   openssl e2fsprogs mount util-linux
-  # agent, demo app and its tests
+  # agent, demo app and its tests; the headers of the display libraries the
+  # agent hooks (it links none of them)
   libglib2.0-dev libgtk-4-dev libsoup-3.0-dev libmicrohttpd-dev
+  libwayland-dev libx11-dev libxext-dev libxcb1-dev libxcb-shm0-dev libxcb-present-dev
+  libegl-dev libglx-dev libvulkan-dev libxdamage-dev
   xvfb xauth dbus-daemon gtk-4-examples xdotool
+  # programs without a toolkit adapter: an SDL2 test program, a Wayland
+  # client on libwayland alone (xdg-shell from wayland-protocols), and a Qt 5
+  # program nobody here wrote, on X11 and on Wayland
+  libsdl2-dev wayland-protocols libwayland-bin qterminal qtwayland5
   # a Wayland compositor the agent tests start headless (and kill)
   weston
   # an app that loads GTK at run time (PyGObject)

@@ -120,7 +120,7 @@ def first_paint_once(argv, env):
         if "cannot open display" in err:
             return None
         raise RuntimeError("%s ended without painting (exit %d): %s" % (argv[0], app.returncode, err.strip()))
-    if len(line) != 2 or line[0] != "paint":
+    if len(line) < 2 or line[0] != "paint":
         raise RuntimeError("no first paint from %s" % argv[0])
     return (int(line[1]) - t0) / 1e6, usage
 

@@ -32,10 +32,12 @@ typedef enum pacer_event_type {
     PACER_EV_PAGE_SHOW,         /* page: it could be seen for the first time (mapped) */
     PACER_EV_HANDOFF,           /* the launch handed its work to an instance already running */
     PACER_EV_RECORD,            /* record: a record measured outside the page and start-up models */
+    PACER_EV_TOOLKIT,           /* class: the toolkit adapter that measures the pages (gtk4, gtk3) */
+    PACER_EV_FIRST_FRAME,       /* source: a top-level surface's first frame presented, no toolkit adapter */
 } pacer_event_type;
 
 #define PACER_EV_FIRST PACER_EV_LAUNCH
-#define PACER_EV_LAST PACER_EV_RECORD
+#define PACER_EV_LAST PACER_EV_FIRST_FRAME
 
 typedef enum pacer_page_kind {
     PACER_PAGE_WINDOW = 0, /* a toplevel window (Activity) */
@@ -47,7 +49,7 @@ typedef struct pacer_event {
     int64_t t_ns;            /* CLOCK_MONOTONIC ns; 0 = now (pacer_submit) */
     pacer_event_type type;
     uint64_t page;           /* page instance id (page_* events) */
-    const char *class_name;  /* page_create */
+    const char *class_name;  /* page_create; toolkit: the adapter's name */
     pacer_page_kind kind;    /* page_create */
     const char *url;         /* api_* */
     uint64_t req;            /* api_*: request id, 0 = unknown */
@@ -57,6 +59,9 @@ typedef struct pacer_event {
      * bytes, not NUL-terminated by the parser */
     const char *record;
     size_t record_len;
+    /* first_frame: how the frame reached the display (wayland, x11_present,
+     * x11_image, glx, egl, vulkan) */
+    const char *source;
 } pacer_event;
 
 /* The wire name of a type ("page_create"), or NULL for an unknown value. */

@@ -97,6 +97,11 @@ extern "C" {
     X(OUTLIER, "outlier", BOOL, 0, NULL, NULL, NULL, "outlier", NONE, "slower than 30 s: left out of percentiles")   \
     X(MAIN_PAGE, "main_page", STRING, 0, NULL, NULL, NULL, "main_page", NONE, "cold: class of the main page")        \
     X(PAGE, "page", STRING, 0, NULL, NULL, NULL, "page", NONE, "warm: class of the window that opened")              \
+    X(TOOLKIT, "toolkit", STRING, 0, NULL, NULL, NULL, NULL, NONE,                                                   \
+      "cold: the toolkit adapter that measured the pages (gtk4, gtk3)")                                             \
+    X(FRAME_SOURCE, "frame_source", STRING, 0, NULL, "page|wayland|x11_present|x11_image|glx|egl|vulkan", NULL,     \
+      NULL, NONE, "cold: what gave first_frame: a page's draw, or how a top-level surface's frame reached the "      \
+      "display")                                                                                                     \
     X(PHASES, "phases", OBJECT, 0, NULL, NULL, NULL, NULL, STARTUP_PHASES, "the phase timestamps that were seen")
 
 #define PACER_STARTUP_PHASES_FIELDS(X)                                                                               \
@@ -104,7 +109,8 @@ extern "C" {
     X(AGENT_INIT, "agent_init", INT, 0, "ns", NULL, NULL, NULL, NONE, "cold: instrumentation initialised")           \
     X(MAIN, "main", INT, 0, "ns", NULL, NULL, NULL, NONE, "cold: main() entered")                                    \
     X(APP_CREATED, "app_created", INT, 0, "ns", NULL, NULL, NULL, NONE, "cold: the application created")             \
-    X(FIRST_FRAME, "first_frame", INT, 0, "ns", NULL, NULL, NULL, NONE, "the first draw of any page")                \
+    X(FIRST_FRAME, "first_frame", INT, 0, "ns", NULL, NULL, NULL, NONE,                                              \
+      "the first draw of any page, or without pages the first frame presented")                                     \
     X(MAIN_FRAME, "main_frame", INT, 0, "ns", NULL, NULL, NULL, NONE, "cold: the first draw of the main page")       \
     X(FULL_DISPLAY, "full_display", INT, 0, "ns", NULL, NULL, NULL, NONE, "cold: the main page's final draw")        \
     X(CREATE, "create", INT, 0, "ns", NULL, NULL, NULL, NONE, "warm: the window's creation")                         \
@@ -171,7 +177,7 @@ extern "C" {
 /* ---- frames (DESIGN §3.3; Sentry, Firebase, Matrix FrameTracer) ---- */
 #define PACER_FRAMES_FIELDS(X)                                                                                       \
     X(WINDOW, "window", STRING, PACER_FIELD_REQUIRED | PACER_FIELD_DIMENSION, NULL, NULL, NULL, NULL, NONE,          \
-      "the window's class (GType name)")                                                                             \
+      "the window's class (GType name), or a top-level surface's application id")                                   \
     X(INSTANCE, "instance", ID, PACER_FIELD_DIMENSION, NULL, NULL, NULL, NULL, NONE,                                 \
       "the window instance (as page records' instance)")                                                             \
     X(FINAL, "final", BOOL, PACER_FIELD_DIMENSION, NULL, NULL, NULL, NULL, NONE,                                     \
@@ -184,7 +190,11 @@ extern "C" {
     X(DELAY_MS, "delay_ms", MS, 0, "ms", NULL, NULL, NULL, NONE, "the sum of (duration - refresh) over slow frames")  \
     X(MAX_FRAME_MS, "max_frame_ms", MS, 0, "ms", NULL, NULL, NULL, NONE, "the longest frame")                        \
     X(REFRESH_MS, "refresh_ms", MS, PACER_FIELD_DIMENSION, "ms", NULL, NULL, NULL, NONE,                             \
-      "the refresh interval the frame clock reported")                                                               \
+      "the refresh interval frames are graded against")                                                              \
+    X(REFRESH_SOURCE, "refresh_source", STRING, PACER_FIELD_DIMENSION, NULL, "frame_clock|output|default", NULL,     \
+      NULL, NONE, "where refresh_ms came from: the frame clock, the output's mode, or none (60 Hz)")                \
+    X(SOURCE, "source", STRING, PACER_FIELD_DIMENSION, NULL, "frame_clock|wayland|x11_present|x11_image|glx|egl|vulkan", \
+      NULL, NULL, NONE, "where the frames were timed: the toolkit's frame clock, or the display path")              \
     X(SPAN_MS, "span_ms", MS, 0, "ms", NULL, NULL, NULL, NONE, "the time this record covers")                        \
     X(LEVELS, "levels", OBJECT, 0, NULL, NULL, NULL, NULL, FRAME_LEVELS, "frames per Matrix level")
 

@@ -10,12 +10,18 @@
  *              missing, or an ancestor already claimed the run
  *              (PACER_AGENT_PID names another process: see below), or the
  *              pacer instance could not be created (said once on stderr).
- *              A program that has not loaded a toolkit the agent knows at
- *              start is DORMANT and waiting (agent_waiting): dlopen.c
- *              activates it when one is loaded later (PyGObject, GJS),
- *              else it ends dormant.
+ *              A program that has loaded neither a display client library
+ *              (libwayland-client, libxcb, libX11, libEGL, libGL, libGLX,
+ *              libvulkan) nor a toolkit the agent knows at start is
+ *              DORMANT and waiting (agent_waiting): dlopen.c activates it
+ *              when one is loaded later (PyGObject, GJS, SDL's video),
+ *              else it ends dormant: a shell script or a command-line
+ *              tool is never measured, the program it starts may be.
  *   ACTIVE   — entered at the end of the constructor (agent_ctor), or
- *              when the toolkit arrives (agent_on_libraries_loaded).
+ *              when the toolkit or display arrives
+ *              (agent_on_libraries_loaded). With or without a toolkit
+ *              adapter: the neutral part measures start-up, frames at the
+ *              display, the main loop and libcurl in any program.
  *   STOPPED  — entered at exit (agent_finish: from atexit, or from the exit
  *              thread when a signal or _exit ends the program, exit.c) or
  *              in the child of a fork (on_fork_child: the child has no
@@ -72,7 +78,7 @@ __thread int agent_in_hook __attribute__((tls_model("initial-exec")));
 _Atomic uint64_t agent_net_epoch;
 
 static _Atomic int agent_state = DORMANT;
-static _Atomic bool waiting; /* dormant until a toolkit it knows is loaded */
+static _Atomic bool waiting; /* dormant until a toolkit or a display library is loaded */
 static pid_t owner_pid;
 static pthread_t main_thread;
 static bool quiet;
@@ -88,6 +94,21 @@ static _Atomic(const agent_adapter *) in_force;
 static _Atomic bool adapter_tried[N_ADAPTERS];
 static bool adapter_installed; /* main thread */
 static bool setup_done;        /* main thread */
+
+/* Client libraries of a display: a program that loads one of them shows
+ * windows, and is measured with or without a toolkit adapter. */
+static const char *const display_libs[] = {
+    "libwayland-client.so.0", "libxcb.so.1", "libX11.so.6", "libEGL.so.1", "libGL.so.1", "libGLX.so.0",
+    "libvulkan.so.1",
+};
+
+static bool display_loaded(void)
+{
+    for (size_t i = 0; i < sizeof(display_libs) / sizeof(display_libs[0]); i++)
+        if (agent_lib_loaded(display_libs[i]))
+            return true;
+    return false;
+}
 
 const agent_adapter *agent_adapter_in_force(void)
 {
@@ -112,7 +133,7 @@ static const agent_adapter *notice_adapter(void)
             continue;
         const char *missing = NULL;
         if (adapters[i]->attach(&missing) < 0) {
-            agent_note_once(adapters[i]->name, "%s lacks %s; this program is not measured", adapters[i]->title,
+            agent_note_once(adapters[i]->name, "%s lacks %s; its pages are not measured", adapters[i]->title,
                             missing ? missing : "a function the agent needs");
             continue;
         }
@@ -122,6 +143,15 @@ static const agent_adapter *notice_adapter(void)
         return none;
     }
     return NULL;
+}
+
+/* Says which adapter measures the pages (the startup record's toolkit). */
+static void submit_toolkit(const agent_adapter *a)
+{
+    if (!a)
+        return;
+    pacer_event ev = {.type = PACER_EV_TOOLKIT, .class_name = a->name};
+    agent_submit(&ev);
 }
 
 static void adapter_install(void)
@@ -160,6 +190,7 @@ static const agent_feature features[] = {
     {"loop-wait", loop_wait_install, NULL, NULL},
     {"loop-glib", loop_glib_install, NULL, NULL},
     {"watchdog", watchdog_start, watchdog_stop, NULL},
+    {"display", NULL, NULL, display_flush},
     {"leaks", leaks_install, heap_exit_check, NULL},
 };
 #define N_FEATURES (sizeof(features) / sizeof(features[0]))
@@ -345,7 +376,9 @@ static void summary_unmeasured(void)
 {
     if (agent_active() || atomic_load(&agent_state) == STOPPED || getpid() != owner_pid)
         return;
-    const char *why = atomic_load(&waiting) ? "it did not load GTK 4 (the agent measures GTK 4 programs)" : unmeasured;
+    const char *why = atomic_load(&waiting) ? "it loaded no display library (the agent measures programs that "
+                                              "show windows: Wayland, X11, EGL, GLX or Vulkan clients)"
+                                            : unmeasured;
     if (!why)
         return;
     /* a process started from this one was measured: it said so */
@@ -503,6 +536,7 @@ static bool agent_activate(int64_t main_ns)
     }
     ev = (pacer_event){.type = PACER_EV_AGENT_INIT};
     agent_submit(&ev);
+    submit_toolkit(agent_adapter_in_force());
     return true;
 }
 
@@ -522,11 +556,18 @@ void agent_on_libraries_loaded(void)
 {
     if (agent_active()) {
         loop_wait_refresh();
+        if (!agent_adapter_in_force()) {
+            /* a toolkit after the display (a plugin): its pages from now */
+            const agent_adapter *a = notice_adapter();
+            submit_toolkit(a);
+            if (a && setup_done)
+                agent_setup();
+        }
         return;
     }
     if (!agent_waiting())
         return;
-    if (!notice_adapter())
+    if (!notice_adapter() && !display_loaded())
         return;
     bool expected = true;
     if (!atomic_compare_exchange_strong(&waiting, &expected, false))
@@ -558,13 +599,8 @@ __attribute__((constructor)) static void agent_ctor(void)
     if (claimed && strtol(claimed, NULL, 10) != (long)getpid())
         return;
     main_thread = pthread_self();
-    if (!notice_adapter()) {
-        /* not (yet) a program of a toolkit it knows: dlopen.c watches */
-        for (size_t i = 0; i < N_ADAPTERS; i++)
-            if (atomic_load(&adapter_tried[i])) {
-                unmeasured = "its toolkit lacks a function the agent needs (said above)";
-                return;
-            }
+    if (!notice_adapter() && !display_loaded()) {
+        /* no window yet: dlopen.c watches for a toolkit or a display */
         atomic_store(&waiting, true);
         return;
     }

@@ -168,6 +168,7 @@ void loop_wait_install(void); /* loop_wait.c: the main thread's waits */
 void loop_glib_install(void); /* loop_glib.c: the default GLib context's poll function */
 void watchdog_start(void);   /* watchdog.c */
 void leaks_install(void);    /* leakmode.c: the stack store, when --leaks=native needs it */
+void display_flush(void);    /* display.c: at exit, every surface's frames since its last record */
 /* Stops it: an iteration still stuck is reported as ongoing. Waits at most
  * about a second. */
 void watchdog_stop(void);
@@ -185,8 +186,9 @@ typedef struct frame_stats frame_stats;
  * must live as long as the process (interned, or literals). NULL on ENOMEM.
  * Thread: the caller keeps a series to one thread at a time. */
 frame_stats *frames_new(const char *window, uint64_t instance, const char *source);
-/* Counting starts (again) now: a window mapped. */
+/* Counting starts (again) now: a window mapped; or at `t`. */
 void frames_begin(frame_stats *f);
+void frames_begin_at(frame_stats *f, int64_t t);
 /* One frame, from `start` to `end` (CLOCK_MONOTONIC ns; the caller has made
  * sure frames never overlap and that start is not before the series'
  * begin), graded against `refresh_ns` (0: the default 60 Hz);
@@ -243,6 +245,11 @@ bool loop_glib_mode(void);
 void loop_set_glib_mode(void);
 /* How many iterations began so far. Any thread. */
 uint64_t loop_iterations(void);
+/* A frame was presented on the main thread of a loop that is not GLib's
+ * (display.c): the iteration ends and the next begins at t, as at a wait
+ * that did not wait (a loop that renders continuously never waits). Main
+ * thread. */
+void loop_present_boundary(int64_t t);
 /* A frame is being presented on this thread (display.c): waits inside it
  * are the driver's, not the loop's. */
 void loop_present_begin(void);

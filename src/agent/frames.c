@@ -92,6 +92,8 @@ void frames_emit(frame_stats *f, bool final)
         pacer_record_set_ms(r, PACER_FRAMES_DELAY_MS, f->delay_ns);
         pacer_record_set_ms(r, PACER_FRAMES_MAX_FRAME_MS, f->max_ns);
         pacer_record_set_ms(r, PACER_FRAMES_REFRESH_MS, f->refresh_ns);
+        pacer_record_set_str(r, PACER_FRAMES_REFRESH_SOURCE, f->refresh_from ? f->refresh_from : "default");
+        pacer_record_set_str(r, PACER_FRAMES_SOURCE, f->source);
         pacer_record_set_ms(r, PACER_FRAMES_SPAN_MS, mono_ns() - f->since);
         for (int i = 0; i < N_LEVELS; i++)
             pacer_record_set_int(lv, level_field[i], (int64_t)f->levels[i]);
@@ -125,6 +127,12 @@ void frames_begin(frame_stats *f)
 {
     if (f)
         f->since = mono_ns();
+}
+
+void frames_begin_at(frame_stats *f, int64_t t)
+{
+    if (f)
+        f->since = t;
 }
 
 int64_t frames_since(const frame_stats *f)

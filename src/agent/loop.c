@@ -76,6 +76,14 @@ void loop_wait_leave(int64_t entered, int64_t t)
     atomic_store_explicit(&busy_since, t, memory_order_release);
 }
 
+void loop_present_boundary(int64_t t)
+{
+    int64_t start = atomic_load_explicit(&busy_since, memory_order_relaxed);
+    if (start && t - start >= atomic_load_explicit(&jank_ns, memory_order_relaxed))
+        keep(start, t);
+    atomic_store_explicit(&busy_since, t, memory_order_release);
+}
+
 bool loop_glib_mode(void)
 {
     return atomic_load_explicit(&glib_mode, memory_order_relaxed);

@@ -28,6 +28,7 @@
  * not served meanwhile.
  */
 #include "agent.h"
+#include "display.h"
 
 #include <pacer/base/clock.h>
 
@@ -53,6 +54,7 @@ static gint monitored_poll(GPollFD *fds, guint nfds, gint timeout)
     int64_t t = mono_ns();
     if (__builtin_expect(!loop_glib_mode(), 0))
         loop_set_glib_mode();
+    display_handover(0, t);
     loop_wait_enter(t);
     gint r = f(fds, nfds, timeout);
     loop_wait_leave(t, mono_ns());

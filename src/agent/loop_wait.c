@@ -24,6 +24,10 @@
  *      round trip, a blocking D-Bus call, curl_easy_perform; GLib's polls
  *      are GLib's source's to count): not a wait; anything else is.
  *
+ * Each of the loop's waits is also where frames queued in the display
+ * libraries reach the display (display_handover): toolkits flush before
+ * they sleep.
+ *
  * The calls' results and errno are the real functions', untouched.
  *
  * Cost: on other threads one thread-local load; on the main thread two
@@ -34,6 +38,7 @@
  * thread reads without waiting.
  */
 #include "agent.h"
+#include "display.h"
 
 #include <pacer/base/clock.h>
 
@@ -175,6 +180,7 @@ static inline bool watched(void)
 #define WAIT(call)                                            \
     do {                                                      \
         int64_t t_ = mono_ns();                               \
+        display_handover(0, t_);                              \
         loop_wait_enter(t_);                                  \
         __typeof__(call) r_ = call;                           \
         int e_ = errno;                                       \
@@ -321,6 +327,7 @@ AGENT_EXPORT xcb_generic_event_t *xcb_wait_for_event(xcb_connection_t *c)
     AGENT_REAL(real_wait_for_event, "libxcb.so.1", "xcb_wait_for_event");
     if (!real_wait_for_event)
         return NULL;
+    display_handover(SK_X11, 0); /* it flushes, then waits */
     event_wait++;
     xcb_generic_event_t *e = real_wait_for_event(c);
     event_wait--;
@@ -334,6 +341,7 @@ AGENT_EXPORT int wl_display_dispatch(struct wl_display *d)
         errno = ENOSYS;
         return -1;
     }
+    display_handover(SK_WAYLAND, 0); /* it flushes, then waits */
     event_wait++;
     int r = real_dispatch(d);
     int e = errno;
@@ -349,6 +357,7 @@ AGENT_EXPORT int wl_display_dispatch_queue(struct wl_display *d, struct wl_event
         errno = ENOSYS;
         return -1;
     }
+    display_handover(SK_WAYLAND, 0);
     event_wait++;
     int r = real_dispatch_queue(d, q);
     int e = errno;
@@ -364,6 +373,7 @@ AGENT_EXPORT int wl_display_roundtrip(struct wl_display *d)
         errno = ENOSYS;
         return -1;
     }
+    display_handover(SK_WAYLAND, 0);
     round_trip++;
     int r = real_roundtrip(d);
     int e = errno;
@@ -379,6 +389,7 @@ AGENT_EXPORT int wl_display_roundtrip_queue(struct wl_display *d, struct wl_even
         errno = ENOSYS;
         return -1;
     }
+    display_handover(SK_WAYLAND, 0);
     round_trip++;
     int r = real_roundtrip_queue(d, q);
     int e = errno;

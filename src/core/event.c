@@ -57,15 +57,17 @@ static const char *const event_names[PACER_EV_LAST + 1] = {
     [PACER_EV_PAGE_SHOW] = "page_show",
     [PACER_EV_HANDOFF] = "handoff",
     [PACER_EV_RECORD] = "record",
+    [PACER_EV_TOOLKIT] = "toolkit",
+    [PACER_EV_FIRST_FRAME] = "first_frame",
 };
 
 /* Vocabulary members, in the order the writer emits them. */
-enum field { F_T, F_EV, F_PAGE, F_CLASS, F_KIND, F_URL, F_REQ, F_STATUS, F_RECORD, F_COUNT };
+enum field { F_T, F_EV, F_PAGE, F_CLASS, F_KIND, F_URL, F_REQ, F_STATUS, F_RECORD, F_SOURCE, F_COUNT };
 
 static const char *const field_names[F_COUNT] = {
     [F_T] = "t",         [F_EV] = "ev",   [F_PAGE] = "page", [F_CLASS] = "class",
     [F_KIND] = "kind",   [F_URL] = "url", [F_REQ] = "req",   [F_STATUS] = "status",
-    [F_RECORD] = "record",
+    [F_RECORD] = "record", [F_SOURCE] = "source",
 };
 
 #define FB(f) (1u << (f))
@@ -81,6 +83,8 @@ static const unsigned event_fields[PACER_EV_LAST + 1] = {
     [PACER_EV_API_END] = FB(F_URL) | FB(F_REQ) | FB(F_STATUS),
     [PACER_EV_PAGE_SHOW] = FB(F_PAGE),
     [PACER_EV_RECORD] = FB(F_RECORD),
+    [PACER_EV_TOOLKIT] = FB(F_CLASS),
+    [PACER_EV_FIRST_FRAME] = FB(F_SOURCE),
 };
 
 static const char *const kind_names[] = {
@@ -346,6 +350,9 @@ static int build_event(const reader *r, const jvalue fields[F_COUNT], pacer_even
         case F_URL:
             rc = field_string(r, F_URL, &fields[f], &ev->url);
             break;
+        case F_SOURCE:
+            rc = field_string(r, F_SOURCE, &fields[f], &ev->source);
+            break;
         case F_RECORD:
             rc = 0;
             if (fields[f].type != JT_OBJECT || !fields[f].s) {
@@ -428,6 +435,8 @@ PACER_API int pacer_event_format(const pacer_event *ev, char *buf, size_t buf_le
         return -EINVAL;
     if ((need & FB(F_URL)) && (!ev->url || !ev->url[0]))
         return -EINVAL;
+    if ((need & FB(F_SOURCE)) && (!ev->source || !ev->source[0]))
+        return -EINVAL;
     if ((need & FB(F_RECORD)) && (!ev->record || !ev->record_len || ev->record[0] != '{' ||
                                   memchr(ev->record, '\n', ev->record_len)))
         return -EINVAL;
@@ -447,6 +456,8 @@ PACER_API int pacer_event_format(const pacer_event *ev, char *buf, size_t buf_le
         jbuf_kv_u64(&s, "req", ev->req);
     if (need & FB(F_STATUS))
         jbuf_kv_i64(&s, "status", ev->status);
+    if (need & FB(F_SOURCE))
+        jbuf_kv_str(&s, "source", ev->source);
     if (need & FB(F_RECORD)) {
         jbuf_key(&s, "record");
         jbuf_raw(&s, ev->record, ev->record_len);

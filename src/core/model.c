@@ -225,6 +225,10 @@ static void emit_cold(model *m)
     bad |= pacer_record_set_bool(r, PACER_STARTUP_OUTLIER, startup_is_outlier(s)) < 0;
     if (s->main_class)
         bad |= pacer_record_set_str(r, PACER_STARTUP_MAIN_PAGE, s->main_class) < 0;
+    if (s->toolkit)
+        bad |= pacer_record_set_str(r, PACER_STARTUP_TOOLKIT, s->toolkit) < 0;
+    if (s->frame_source && s->phase[PHASE_FIRST_FRAME] != PAGE_UNSET)
+        bad |= pacer_record_set_str(r, PACER_STARTUP_FRAME_SOURCE, s->frame_source) < 0;
     pacer_record *ph = pacer_record_add(r, PACER_STARTUP_PHASES);
     bad |= !ph;
     for (int i = 0; i < N_PHASES && ph; i++)
@@ -402,7 +406,12 @@ int model_submit(model *m, const pacer_event *in)
     }
     switch (ev->type) {
     case PACER_EV_PAGE_CREATE:
+    case PACER_EV_TOOLKIT:
         if (!ev->class_name || !*ev->class_name)
+            return -EINVAL;
+        break;
+    case PACER_EV_FIRST_FRAME:
+        if (!ev->source || !*ev->source)
             return -EINVAL;
         break;
     case PACER_EV_API_START:
@@ -444,6 +453,13 @@ int model_submit(model *m, const pacer_event *in)
         break;
     case PACER_EV_HANDOFF:
         startup_on_handoff(&m->st, ev->t_ns);
+        break;
+    case PACER_EV_TOOLKIT:
+        startup_on_toolkit(&m->st, ev->class_name);
+        break;
+    case PACER_EV_FIRST_FRAME:
+        if (startup_on_display_frame(&m->st, ev->source, ev->t_ns))
+            emit_cold(m);
         break;
     case PACER_EV_RECORD: /* submit_record_event */
         break;

@@ -6,10 +6,13 @@
  *    start time: earlier than any code of the app (seed 000).
  *  - app_created: GApplication activate; without one, the creation of the
  *    first window (startup_on_page_create).
- *  - first_frame: the first draw of any page (Matrix firstScreenCost).
+ *  - first_frame: the first draw of any page (Matrix firstScreenCost); in a
+ *    run without a toolkit adapter (no pages), the first frame a top-level
+ *    surface presented to the display (startup_on_display_frame).
  *  - main_frame: the first draw of the main page: the config's tag="1" page,
  *    else the first window that is not a splash window (Matrix coldCost,
- *    where the splash's time counts inside the cold start).
+ *    where the splash's time counts inside the cold start); without pages,
+ *    the first frame presented.
  *  - full_display: the main page's final draw, or its initial draw when it
  *    had nothing to load (time to full display).
  *
@@ -20,6 +23,8 @@
  * carries full_display; or at the end of data. A warm start begins when a
  * window opens in a process whose windows had all closed after the cold
  * start, and ends at that window's first draw (Matrix warmCost).
+ *
+ * Without pages the cold start record is due at the first frame presented.
  *
  * A handoff: a GApplication launched while an instance of it runs passes
  * its activation to that instance and exits without a window. That launch
@@ -47,7 +52,28 @@ void startup_init(startup *s)
 void startup_clear(startup *s)
 {
     free(s->main_class);
+    free(s->toolkit);
+    free(s->frame_source_own);
     startup_init(s);
+}
+
+void startup_on_toolkit(startup *s, const char *name)
+{
+    if (!s->toolkit && name)
+        s->toolkit = strdup(name);
+}
+
+bool startup_on_display_frame(startup *s, const char *source, int64_t t)
+{
+    if (s->any_window || set(s->phase[PHASE_FIRST_FRAME]) || s->cold_reported)
+        return false; /* the toolkit's pages give the frames of the start */
+    s->phase[PHASE_FIRST_FRAME] = t;
+    s->phase[PHASE_MAIN_FRAME] = t;
+    free(s->frame_source_own);
+    s->frame_source_own = source ? strdup(source) : NULL;
+    s->frame_source = s->frame_source_own;
+    s->cold_reported = true;
+    return true;
 }
 
 void startup_on_mark(startup *s, startup_phase phase, int64_t t)
@@ -94,8 +120,10 @@ void startup_on_page_destroy(startup *s, const page *p)
 
 bool startup_on_first_draw(startup *s, const page *p, int64_t t, startup_report *ret)
 {
-    if (!set(s->phase[PHASE_FIRST_FRAME]))
+    if (!set(s->phase[PHASE_FIRST_FRAME])) {
         s->phase[PHASE_FIRST_FRAME] = t;
+        s->frame_source = "page";
+    }
     if (s->main_chosen && p->id == s->main_page && !set(s->phase[PHASE_MAIN_FRAME]))
         s->phase[PHASE_MAIN_FRAME] = t;
     if (s->warm_pending && p->id == s->warm_page) {

@@ -38,6 +38,9 @@ typedef struct startup {
     bool warm_pending;
     uint64_t warm_page;
     int64_t warm_create;
+    char *toolkit;            /* the toolkit adapter that measures pages, or NULL */
+    const char *frame_source; /* what gave first_frame: "page" or a display path (static or owned) */
+    char *frame_source_own;
 } startup;
 
 /* A record the start-up model wants written. */
@@ -65,6 +68,16 @@ void startup_on_page_destroy(startup *s, const page *p);
 /* The page's first draw: first frame, main frame, warm start end. Returns
  * true and fills *ret when a warm start record is due. */
 bool startup_on_first_draw(startup *s, const page *p, int64_t t, startup_report *ret);
+
+/* The toolkit adapter that measures the pages (gtk4, gtk3). The first
+ * wins. */
+void startup_on_toolkit(startup *s, const char *name);
+
+/* A top-level surface's first frame presented, in a run without a toolkit
+ * adapter (source: wayland, x11_image …). When no window page exists, it
+ * is the first frame and the main frame; returns true when the cold start
+ * record is due now (there is no main page to wait for). */
+bool startup_on_display_frame(startup *s, const char *source, int64_t t);
 
 /* The main page was reported: its final draw (complete pages) is the full
  * display. Returns true when the cold start record is now due. */

@@ -38,14 +38,20 @@ def skip_unless(ok, why):
 
 
 class Xvfb:
-    """A private X server; .display is ":N"."""
+    """A private X server; .display is ":N". With priority=True it runs at
+    a higher priority where it may (an observer of first frames: a server
+    that processes requests late shows frames late)."""
+
+    def __init__(self, priority=False):
+        self.priority = priority
 
     def __enter__(self):
         skip_unless(shutil.which("Xvfb"), "Xvfb is not installed")
         r, w = os.pipe()
         self.proc = subprocess.Popen(
             ["Xvfb", "-displayfd", str(w), "-screen", "0", "1024x768x24", "-nolisten", "tcp"],
-            pass_fds=(w,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            pass_fds=(w,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            preexec_fn=_higher_priority if self.priority else None)
         os.close(w)
         buf = b""
         deadline = time.monotonic() + 30
@@ -81,12 +87,17 @@ def require_in_test(ok, why):
 
 class Weston:
     """A private Wayland compositor: Debian's weston, headless (no output
-    device, no GPU), its desktop shell (GTK 4.8's windows end in a protocol
-    error under the kiosk shell), in a private XDG_RUNTIME_DIR. .env is what
-    a GTK client needs to use it (no DISPLAY: GDK must not fall back to
-    X11)."""
+    device, no GPU, no seat), its desktop shell (GTK 4.8's windows end in a
+    protocol error under the kiosk shell), in a private XDG_RUNTIME_DIR.
+    .env is what a client needs to use it (no DISPLAY: GDK, Qt and SDL must
+    not fall back to X11). With debug=True its debug extension is on, for
+    WestonTimeline."""
 
     SOCKET = "wayland-pacer-test"
+
+    def __init__(self, debug=False, priority=False):
+        self.debug = debug
+        self.priority = priority
 
     def __enter__(self):
         require_in_test(shutil.which("weston"), "weston is not installed")
@@ -94,9 +105,10 @@ class Weston:
         self.proc = subprocess.Popen(
             ["weston", "--backend=headless-backend.so", "--no-config",
              "--idle-time=0", "--width=1024", "--height=768", "--socket=" + self.SOCKET,
-             "--log=" + os.path.join(self.runtime, "weston.log")],
+             "--log=" + os.path.join(self.runtime, "weston.log")] + (["--debug"] if self.debug else []),
             env=dict(os.environ, XDG_RUNTIME_DIR=self.runtime), stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            preexec_fn=_higher_priority if self.priority else None)
         socket = os.path.join(self.runtime, self.SOCKET)
         deadline = time.monotonic() + 30
         while not os.path.exists(socket) and self.proc.poll() is None and time.monotonic() < deadline:
@@ -105,7 +117,8 @@ class Weston:
             log = self.log()
             self.__exit__(None, None, None)
             raise RuntimeError("weston did not start (its log: %s)" % log)
-        self.env = {"XDG_RUNTIME_DIR": self.runtime, "WAYLAND_DISPLAY": self.SOCKET, "GDK_BACKEND": "wayland"}
+        self.env = {"XDG_RUNTIME_DIR": self.runtime, "WAYLAND_DISPLAY": self.SOCKET, "GDK_BACKEND": "wayland",
+                    "QT_QPA_PLATFORM": "wayland", "SDL_VIDEODRIVER": "wayland"}
         return self
 
     def log(self):
@@ -124,6 +137,134 @@ class Weston:
                 self.proc.kill()
                 self.proc.wait()
         shutil.rmtree(self.runtime, ignore_errors=True)
+
+
+class WestonTimeline:
+    """weston's own view of a client's frames: `weston-debug timeline`
+    subscribed to a Weston(debug=True) for the duration of the block; the
+    times are weston's CLOCK_MONOTONIC."""
+
+    def __init__(self, weston):
+        self.weston = weston
+
+    def __enter__(self):
+        require_in_test(shutil.which("weston-debug"), "weston-debug is not installed")
+        self.path = os.path.join(self.weston.runtime, "timeline-%d.jsonl" % time.monotonic_ns())
+        self.out = open(self.path, "w")
+        env = dict(os.environ, XDG_RUNTIME_DIR=self.weston.runtime, WAYLAND_DISPLAY=self.weston.SOCKET)
+        self.proc = subprocess.Popen(["weston-debug", "timeline"], env=env, stdout=self.out,
+                                     stderr=subprocess.DEVNULL)
+        time.sleep(0.5)  # it binds the stream after its first round trip
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        self.proc.wait(10)
+        self.out.close()
+
+    def first_toplevel_commit(self):
+        """CLOCK_MONOTONIC ns of the first commit with damage on a surface
+        weston describes as a top-level window, or None."""
+        toplevels, first = set(), None
+        with open(self.path) as f:
+            for line in f:
+                try:
+                    e = json.loads(line)
+                except ValueError:
+                    continue
+                if e.get("type") == "weston_surface" and "top-level" in (e.get("desc") or ""):
+                    toplevels.add(e["id"])
+                elif e.get("N") == "core_commit_damage" and e.get("ws") in toplevels and first is None:
+                    first = e["T"][0] * 1000000000 + e["T"][1]
+        return first
+
+
+XFIRSTPAINT = os.environ.get("XFIRSTPAINT")
+
+
+class XFirstPaint:
+    """The X server's view of a new top-level's first frame: bench/agent's
+    xfirstpaint --after-map watching DAMAGE on the display for the duration
+    of the block. .paint is the CLOCK_MONOTONIC ns of the first damage after
+    the window's map, .skipped those it took for the map's."""
+
+    def __init__(self, display):
+        self.display = display
+
+    def __enter__(self):
+        require_in_test(XFIRSTPAINT and os.path.exists(XFIRSTPAINT), "xfirstpaint is not built")
+        env = dict(os.environ, DISPLAY=self.display)
+        self.proc = subprocess.Popen([XFIRSTPAINT, "--after-map", "60000"], env=env, stdout=subprocess.PIPE,
+                                     text=True, preexec_fn=_higher_priority)
+        if self.proc.stdout.readline().strip() != "ready":
+            raise RuntimeError("xfirstpaint did not start")
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)
+
+    def result(self, timeout=30):
+        """Waits for the paint; returns (paint_ns, [skipped_ns…])."""
+        out, _ = self.proc.communicate(timeout=timeout)
+        paint, skipped = None, []
+        for line in out.splitlines():
+            f = line.split()
+            if f and f[0] == "paint":
+                paint = int(f[1])
+            elif f and f[0] == "skip":
+                skipped.append(int(f[1]))
+        return paint, skipped
+
+
+def _higher_priority():
+    """An observer that reads its events late is a worse witness: ask for a
+    higher priority (root may; elsewhere it stays as it is)."""
+    try:
+        os.nice(-10)
+    except OSError:
+        pass
+
+
+FIRST_FRAME_WITHIN_MS = 2.0
+
+
+def first_frame_delta_ms(agent_ns, paint_ns, skipped_ns=()):
+    """The agent's first frame against the outside observer's: the agent's
+    minus the observer's, in ms. The X watcher takes damage generated before
+    it noted the map for the map's own; when the app drew that quickly
+    (before the watcher's marker reached the server) its first frame is
+    among those, and the nearest of them counts — but never one later than
+    the first frame the observer saw after the map."""
+    if paint_ns is None:
+        return None
+    candidates = [c for c in [paint_ns] + list(skipped_ns) if c <= paint_ns]
+    best = min(candidates, key=lambda c: abs(agent_ns - c))
+    return (agent_ns - best) / 1e6
+
+
+def assert_first_frame_seen(test, attempt, attempts=3):
+    """attempt() runs the program once under an observer and returns
+    (agent first frame ns, observer ns, skipped ns…). The agent's first
+    frame is within FIRST_FRAME_WITHIN_MS of the observer's. An agent frame
+    later than that is wrong at once (it took a later frame); one earlier
+    may be the observer's delay — the X server, the compositor or the
+    watcher scheduled late on a busy machine — and the program is run again,
+    up to `attempts` times. Returns the last attempt's other results."""
+    deltas = []
+    for _ in range(attempts):
+        agent_ns, paint_ns, skipped_ns, rest = attempt()
+        d = first_frame_delta_ms(agent_ns, paint_ns, skipped_ns)
+        test.assertIsNotNone(d, "the observer saw no frame")
+        deltas.append(d)
+        test.assertLessEqual(d, FIRST_FRAME_WITHIN_MS,
+                             "the agent's first frame is %.3f ms after the observer's" % d)
+        if abs(d) <= FIRST_FRAME_WITHIN_MS:
+            print("%s: first frame - observer's = %s ms" % (test.id(), ", ".join("%.3f" % x for x in deltas)),
+                  file=sys.stderr)
+            return rest
+    test.fail("the agent's first frame against the observer's, ms: %s" % ["%.3f" % d for d in deltas])
 
 
 class ApiServer:

@@ -2,7 +2,8 @@
 and field of the schema (`pacer schema --format json`) is documented with
 its type and nothing else is; every field a page or startup record carries
 is documented, and every documented field is emitted by some scenario (the
-bundled demo events plus a warm start)."""
+bundled demo events plus a warm start, a handoff and a run without a
+toolkit adapter)."""
 import json
 import os
 import re
@@ -38,6 +39,7 @@ def schema():
 def emitted():
     warm = [
         {"t": 0, "ev": "launch"},
+        {"t": 0, "ev": "toolkit", "class": "gtk3"},
         {"t": 1, "ev": "page_create", "page": 1, "class": "W", "kind": "window"},
         {"t": 2, "ev": "page_draw", "page": 1},
         {"t": 3, "ev": "page_destroy", "page": 1},
@@ -49,11 +51,16 @@ def emitted():
         {"t": 1, "ev": "main"},
         {"t": 2, "ev": "handoff"},
     ]
+    toolkit_free = [
+        {"t": 0, "ev": "launch"},
+        {"t": 1, "ev": "main"},
+        {"t": 2, "ev": "first_frame", "source": "wayland"},
+    ]
     recs = []
     runs = [["--config", os.path.join(ROOT, "tests", "data", "shop.xml"),
              os.path.join(ROOT, "examples", "events", "shop-events.jsonl")]]
     files = []
-    for events in (warm, handoff):
+    for events in (warm, handoff, toolkit_free):
         with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
             f.write("".join(json.dumps(e) + "\n" for e in events))
         files.append(f.name)

@@ -72,7 +72,7 @@ static void test_event_names(void **state)
     static const char *const names[] = {
         "launch",    "agent_init",  "main",        "app_created", "page_create", "page_view_created",
         "page_draw", "page_select", "page_scroll", "page_destroy", "api_start",  "api_end",
-        "page_show", "handoff",     "record",
+        "page_show", "handoff",     "record",      "toolkit",     "first_frame",
     };
     for (int t = PACER_EV_FIRST; t <= PACER_EV_LAST; t++)
         assert_string_equal(pacer_event_name((pacer_event_type)t), names[t - PACER_EV_FIRST]);
@@ -432,6 +432,9 @@ static void test_parse_field_errors(void **state)
         {"{\"t\":1,\"ev\":\"api_start\",\"url\":\"u\"}", "missing field \"req\" for event \"api_start\""},
         {"{\"t\":1,\"ev\":\"api_end\",\"url\":\"u\",\"req\":1}",
          "missing field \"status\" for event \"api_end\""},
+        {"{\"t\":1,\"ev\":\"toolkit\"}", "missing field \"class\" for event \"toolkit\""},
+        {"{\"t\":1,\"ev\":\"first_frame\"}", "missing field \"source\" for event \"first_frame\""},
+        {"{\"t\":1,\"ev\":\"first_frame\",\"source\":\"\"}", "field \"source\" must be a non-empty string"},
         {"{\"t\":-1,\"ev\":\"main\"}", "field \"t\" must be a non-negative integer"},
         {"{\"t\":1.0,\"ev\":\"main\"}", "field \"t\" must be a non-negative integer"},
         {"{\"t\":1e3,\"ev\":\"main\"}", "field \"t\" must be a non-negative integer"},
@@ -730,6 +733,10 @@ static void test_round_trip(void **state)
                 ev.class_name = s;
                 ev.kind = (i % 2) ? PACER_PAGE_PAGE : PACER_PAGE_WINDOW;
             }
+            if (t == PACER_EV_TOOLKIT)
+                ev.class_name = s;
+            if (t == PACER_EV_FIRST_FRAME)
+                ev.source = s;
             if (t == PACER_EV_API_START || t == PACER_EV_API_END) {
                 ev.url = s;
                 ev.req = ids[3 - i];
@@ -758,6 +765,7 @@ static void test_round_trip(void **state)
                 assert_true(same_str(p.ev.class_name, ev.class_name));
                 assert_int_equal(p.ev.kind, ev.kind);
                 assert_true(same_str(p.ev.url, ev.url));
+                assert_true(same_str(p.ev.source, ev.source));
                 assert_true(p.ev.req == ev.req);
                 assert_int_equal(p.ev.status, ev.status);
                 assert_int_equal(p.ev.record_len, ev.record_len);

@@ -328,10 +328,64 @@ static void test_handoff(void **state)
     rec_capture_clear(&c);
 }
 
+/* A run without a toolkit adapter: no pages; the first frame a top-level
+ * surface presented is the first and the main frame, and the cold record
+ * is due at once, saying which display path gave it. */
+static void test_cold_from_display_frame(void **state)
+{
+    (void)state;
+    rec_capture c;
+    pacer_t *p = test_pacer_new(&c, NULL);
+    marks(p, 0, 2, 5, -1);
+    pacer_event ev = {.t_ns = 250000000, .type = PACER_EV_FIRST_FRAME, .source = "x11_image"};
+    assert_int_equal(pacer_submit(p, &ev), 0);
+    pacer_flush(p);
+    json_t *r = cold(&c); /* written at the frame, not at the end */
+    assert_ms(r, "cold_ms", 250);
+    assert_ms(r, "first_screen_ms", 250);
+    assert_string_equal(rec_str(r, "frame_source"), "x11_image");
+    assert_null(json_object_get(r, "toolkit"));
+    assert_null(json_object_get(r, "main_page"));
+    assert_null(json_object_get(r, "app_cost_ms"));
+    /* a second surface's first frame changes nothing */
+    ev.t_ns = 300000000;
+    assert_int_equal(pacer_submit(p, &ev), 0);
+    pacer_free(p);
+    assert_int_equal(rec_count(&c, "startup"), 1);
+    rec_capture_clear(&c);
+}
+
+/* With a toolkit adapter the pages' draws give the frames: a display's
+ * first frame is ignored once a window exists; the record names the
+ * toolkit and says the first frame was a page's. */
+static void test_toolkit_pages_win_over_display(void **state)
+{
+    (void)state;
+    rec_capture c;
+    pacer_t *p = test_pacer_new(&c, NULL);
+    marks(p, 0, 2, 5, 50);
+    pacer_event tk = {.t_ns = 6000000, .type = PACER_EV_TOOLKIT, .class_name = "gtk3"};
+    assert_int_equal(pacer_submit(p, &tk), 0);
+    ev_create(p, 60, 1, "MainWindow", W);
+    pacer_event ev = {.t_ns = 90000000, .type = PACER_EV_FIRST_FRAME, .source = "wayland"};
+    assert_int_equal(pacer_submit(p, &ev), 0);
+    ev_at(p, 100, PACER_EV_PAGE_DRAW, 1);
+    pacer_free(p);
+    json_t *r = cold(&c);
+    assert_ms(r, "cold_ms", 100);
+    assert_ms(r, "first_screen_ms", 100);
+    assert_string_equal(rec_str(r, "frame_source"), "page");
+    assert_string_equal(rec_str(r, "toolkit"), "gtk3");
+    assert_string_equal(rec_str(r, "main_page"), "MainWindow");
+    rec_capture_clear(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cold_without_splash),
+        cmocka_unit_test(test_cold_from_display_frame),
+        cmocka_unit_test(test_toolkit_pages_win_over_display),
         cmocka_unit_test(test_cold_with_splash),
         cmocka_unit_test(test_splash_without_main_tag),
         cmocka_unit_test(test_zero_config_first_window_is_main),

@@ -1,0 +1,398 @@
+/* Frames where they reach the display, for any program (display.h).
+ *
+ * The display hooks (display_wayland.c, display_x11.c, display_gl.c,
+ * display_vulkan.c) tell this file which surfaces are top-levels and when
+ * a frame is handed to the display on one. From that:
+ *
+ *   the first frame presented   the process's first frame on a top-level
+ *        surface, when no toolkit adapter is in force: the start-up's
+ *        first and main frame (a `first_frame` event with its source);
+ *   frames records              per top-level surface (frames.c grades
+ *        and writes them), unless the adapter in force times its windows'
+ *        frames itself (ADAPTER_FRAMES);
+ *   main-loop iterations        in a program whose loop is not GLib's, a
+ *        frame presented on the main thread ends an iteration, as a wait
+ *        does (loop.c): a loop that renders continuously and never waits
+ *        still has iterations.
+ *
+ * When a frame reaches the display: a request is queued in the client
+ * library (libwayland, libxcb, Xlib) and sent when the connection is
+ * flushed. A wl_surface commit, a Present, an image upload or copy is
+ * therefore pending until the next hand-over (display_handover): an
+ * explicit flush (wl_display_flush, xcb_flush, XFlush, XSync), a call
+ * that flushes before it waits (wl_display_dispatch[_queue],
+ * wl_display_roundtrip[_queue], xcb_wait_for_event), or the main loop's
+ * next wait (every toolkit flushes before it sleeps). A GL or Vulkan swap
+ * hands its frame over before it returns: it counts as it returns.
+ *
+ * What one frame is, whatever path it takes:
+ *   - an outer present (glXSwapBuffers, eglSwapBuffers*, vkQueuePresentKHR)
+ *     is one frame, whatever the driver does inside it (a wl_surface
+ *     commit, a Present, an image upload: display_outer_*); a window whose
+ *     swapchain is Vulkan's counts only Vulkan's presents
+ *     (display_outer_owned: a driver presenting from a thread of its own);
+ *   - otherwise what a surface got between two hand-overs is one frame: a
+ *     commit with a buffer, a Present, the image uploads and copies of
+ *     each damaged rectangle a toolkit flushes together.
+ * Only top-level surfaces count: a Wayland surface with an xdg_toplevel,
+ * an X11 window created on a root window (override-redirect menus and
+ * tooltips included), a GL or Vulkan surface whose window is not known.
+ *
+ * A frame's duration: from when its work began to when it was handed over.
+ * Its work began when the main loop woke up for it (the iteration's start,
+ * mainloop_busy_since) for a frame the main thread made, and never before
+ * the surface's previous frame was handed over (a loop that renders
+ * continuously: the interval), nor before the record's span began: frames
+ * never overlap, so Σ delay ≤ span as for frame-clock frames. A surface
+ * that animates (its last two frames a refresh or two apart) is due its
+ * next frame one refresh after its last; when the main loop did not wait
+ * since then, the frame counts from when it was due (count()). The
+ * refresh interval is 60 Hz (refresh_source "default").
+ *
+ * Threads: hooks run on any thread; one mutex guards the surfaces (a
+ * one-entry cache finds the surface of the last frame without a search).
+ * Records are submitted under it (the pacer instance's lock nests inside).
+ * A hand-over with nothing pending costs one atomic load.
+ */
+#include "display.h"
+#include "adapter.h"
+
+#include <pacer/base/clock.h>
+
+#include <pthread.h>
+#include <string.h>
+
+#define MAX_SURFACES 256
+#define MAX_NAMES 32
+#define NAME_MAX_LEN 64
+
+static const char *const source_names[] = {
+    [DS_WAYLAND] = "wayland", [DS_X11_PRESENT] = "x11_present", [DS_X11_IMAGE] = "x11_image",
+    [DS_GLX] = "glx",         [DS_EGL] = "egl",                 [DS_VULKAN] = "vulkan",
+};
+
+typedef struct surface {
+    surface_kind kind; /* 0: a free slot */
+    uint64_t handle;
+    uint64_t number;      /* the records' instance, in order of appearance */
+    bool toplevel;
+    bool outer_owned;
+    const char *name;     /* interned */
+    frame_stats *stats;
+    int64_t created;      /* when it became a top-level */
+    int64_t prev_end;     /* when its previous frame was handed over */
+    int64_t prev_gap;     /* the time between its previous two frames */
+    /* a frame waiting for the hand-over */
+    bool pending;
+    bool pending_main;    /* made on the main thread */
+    display_source pending_source;
+    int64_t pending_busy; /* the main loop's iteration start then */
+} surface;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static surface surfaces[MAX_SURFACES];
+static size_t last_hit;
+static uint64_t last_number;
+static _Atomic unsigned n_pending;
+static _Atomic bool first_done;
+static char names[MAX_NAMES][NAME_MAX_LEN];
+static size_t n_names;
+
+typedef struct outer_state {
+    int depth;
+    display_source source;
+    bool inner;
+    surface_kind kind;
+    uint64_t handle;
+} outer_state;
+static __thread outer_state outer __attribute__((tls_model("initial-exec")));
+
+bool display_on(void)
+{
+    return agent_active();
+}
+
+/* Lock held. */
+static surface *find(surface_kind kind, uint64_t handle)
+{
+    surface *s = &surfaces[last_hit];
+    if (s->kind == kind && s->handle == handle)
+        return s;
+    for (size_t i = 0; i < MAX_SURFACES; i++) {
+        if (surfaces[i].kind == kind && surfaces[i].handle == handle) {
+            last_hit = i;
+            return &surfaces[i];
+        }
+    }
+    return NULL;
+}
+
+/* Whether the frames of surfaces are the display's to count. */
+static bool counts_frames(void)
+{
+    const agent_adapter *a = agent_adapter_in_force();
+    return !a || !(a->measures & ADAPTER_FRAMES);
+}
+
+/* Lock held: a new surface, or NULL when MAX_SURFACES live already. */
+static surface *add(surface_kind kind, uint64_t handle, int64_t t)
+{
+    for (size_t i = 0; i < MAX_SURFACES; i++) {
+        surface *s = &surfaces[i];
+        if (s->kind)
+            continue;
+        memset(s, 0, sizeof(*s));
+        s->kind = kind;
+        s->handle = handle;
+        s->number = ++last_number;
+        s->name = "toplevel";
+        s->created = t;
+        last_hit = i;
+        return s;
+    }
+    agent_note_once("surfaces", "more than %d top-level surfaces at once; the frames of others are not counted",
+                    MAX_SURFACES);
+    return NULL;
+}
+
+void display_toplevel(surface_kind kind, uint64_t handle)
+{
+    int64_t t = mono_ns();
+    pthread_mutex_lock(&mu);
+    surface *s = find(kind, handle);
+    if (!s)
+        s = add(kind, handle, t);
+    if (s && !s->toplevel) {
+        s->toplevel = true;
+        s->created = t;
+    }
+    pthread_mutex_unlock(&mu);
+}
+
+void display_outer_owned(surface_kind kind, uint64_t handle)
+{
+    pthread_mutex_lock(&mu);
+    surface *s = find(kind, handle);
+    if (s)
+        s->outer_owned = true;
+    pthread_mutex_unlock(&mu);
+}
+
+/* Lock held: forgets a pending frame (counted or not). */
+static void clear_pending(surface *s)
+{
+    if (s->pending) {
+        s->pending = false;
+        atomic_fetch_sub(&n_pending, 1);
+    }
+}
+
+/* Defined below: counting a frame, and what follows it. */
+static bool count(surface *s, display_source source, int64_t t, int64_t busy);
+static void counted(bool first, display_source source, int64_t t, bool main_thread);
+
+void display_gone(surface_kind kind, uint64_t handle)
+{
+    bool first = false;
+    display_source source = DS_WAYLAND;
+    int64_t t = mono_ns();
+    pthread_mutex_lock(&mu);
+    surface *s = find(kind, handle);
+    if (s) {
+        if (s->pending) {
+            /* queued before the destroy, it reaches the display with it */
+            clear_pending(s);
+            source = s->pending_source;
+            first = count(s, source, t, s->pending_busy);
+        }
+        agent_in_hook++;
+        frames_free(s->stats);
+        agent_in_hook--;
+        memset(s, 0, sizeof(*s));
+    }
+    pthread_mutex_unlock(&mu);
+    if (first)
+        counted(first, source, t, false);
+}
+
+/* Lock held: the interned copy of name[0..len), or NULL when full. */
+static const char *intern(const char *name, size_t len)
+{
+    if (len >= NAME_MAX_LEN)
+        len = NAME_MAX_LEN - 1;
+    for (size_t i = 0; i < n_names; i++)
+        if (strncmp(names[i], name, len) == 0 && names[i][len] == '\0')
+            return names[i];
+    if (n_names == MAX_NAMES)
+        return NULL;
+    memcpy(names[n_names], name, len);
+    names[n_names][len] = '\0';
+    return names[n_names++];
+}
+
+void display_name(surface_kind kind, uint64_t handle, const char *name, size_t len)
+{
+    if (!name || !len)
+        return;
+    pthread_mutex_lock(&mu);
+    surface *s = find(kind, handle);
+    const char *interned = s && !s->stats ? intern(name, len) : NULL; /* a series keeps its first name */
+    if (interned)
+        s->name = interned;
+    pthread_mutex_unlock(&mu);
+}
+
+#define DEFAULT_REFRESH_NS 16666667
+
+/* A frame on a surface reached the display at t: counted. `busy` is the
+ * main loop's iteration start when the main thread made it (0: another
+ * thread did). Lock held; returns whether it was the process's first. */
+static bool count(surface *s, display_source source, int64_t t, int64_t busy)
+{
+    if (!s->stats && counts_frames()) {
+        s->stats = frames_new(s->name, s->number, source_names[source]);
+        frames_begin_at(s->stats, s->created ? s->created : t);
+    }
+    if (s->stats) {
+        int64_t start = s->prev_end > busy ? s->prev_end : busy;
+        /* A surface that animates (its last two frames came a refresh or
+         * two apart) is due another frame one refresh after its last: if
+         * the loop did not wait since then, the frame was late because the
+         * loop was busy, and counts from when it was due (frame-clock
+         * frames do the same, window_frames.c). */
+        if (busy && s->prev_end && s->prev_gap && s->prev_gap <= 2 * DEFAULT_REFRESH_NS) {
+            int64_t due = s->prev_end + DEFAULT_REFRESH_NS;
+            if (due < start && mainloop_wait_end() <= due)
+                start = due;
+        }
+        if (!start || start < frames_since(s->stats))
+            start = frames_since(s->stats);
+        agent_in_hook++;
+        frames_add(s->stats, start, t, 0, NULL);
+        agent_in_hook--;
+    }
+    s->prev_gap = s->prev_end ? t - s->prev_end : 0;
+    s->prev_end = t;
+    return !atomic_exchange(&first_done, true);
+}
+
+/* After counting: the start-up's first frame, the loop's iteration. */
+static void counted(bool first, display_source source, int64_t t, bool main_thread)
+{
+    if (first) {
+        pacer_event ev = {.type = PACER_EV_FIRST_FRAME, .t_ns = t, .source = source_names[source]};
+        agent_in_hook++;
+        agent_submit(&ev);
+        agent_in_hook--;
+    }
+    if (main_thread && !loop_glib_mode())
+        loop_present_boundary(t);
+}
+
+void display_frame(surface_kind kind, uint64_t handle, display_source source, int64_t t)
+{
+    if (outer.depth) {
+        /* inside a swap: only which top-level it went to */
+        if (!outer.inner) {
+            pthread_mutex_lock(&mu);
+            surface *s = find(kind, handle);
+            bool top = s && s->toplevel;
+            pthread_mutex_unlock(&mu);
+            if (top) {
+                outer.inner = true;
+                outer.kind = kind;
+                outer.handle = handle;
+            }
+        }
+        return;
+    }
+    if (agent_adapter_in_force())
+        return; /* the toolkit's pages and frame clock say what a frame is */
+    bool main_thread = agent_on_main_thread();
+    pthread_mutex_lock(&mu);
+    surface *s = find(kind, handle);
+    if (s && s->toplevel && !s->outer_owned && !s->pending) {
+        s->pending = true;
+        s->pending_main = main_thread;
+        s->pending_source = source;
+        s->pending_busy = main_thread ? mainloop_busy_since() : 0;
+        atomic_fetch_add(&n_pending, 1);
+    }
+    pthread_mutex_unlock(&mu);
+    (void)t;
+}
+
+void display_handover(surface_kind family, int64_t t)
+{
+    if (!atomic_load_explicit(&n_pending, memory_order_relaxed))
+        return;
+    if (!t)
+        t = mono_ns();
+    bool first = false, main_made = false;
+    display_source first_source = DS_WAYLAND;
+    pthread_mutex_lock(&mu);
+    for (size_t i = 0; i < MAX_SURFACES; i++) {
+        surface *s = &surfaces[i];
+        if (!s->kind || !s->pending || (family && s->kind != family))
+            continue;
+        clear_pending(s);
+        if (count(s, s->pending_source, t, s->pending_busy)) {
+            first = true;
+            first_source = s->pending_source;
+        }
+        main_made |= s->pending_main;
+    }
+    pthread_mutex_unlock(&mu);
+    counted(first, first_source, t, main_made && agent_on_main_thread());
+}
+
+void display_outer_begin(display_source source)
+{
+    if (outer.depth++ == 0) {
+        outer.source = source;
+        outer.inner = false;
+        loop_present_begin();
+    }
+}
+
+void display_outer_end(surface_kind kind, uint64_t handle, int64_t t)
+{
+    if (outer.depth <= 0 || --outer.depth > 0)
+        return;
+    loop_present_end();
+    bool main_thread = agent_on_main_thread();
+    if (agent_adapter_in_force()) {
+        if (main_thread && !loop_glib_mode())
+            loop_present_boundary(t);
+        return;
+    }
+    if (outer.inner)
+        kind = outer.kind, handle = outer.handle;
+    int64_t busy = main_thread ? mainloop_busy_since() : 0;
+    pthread_mutex_lock(&mu);
+    surface *s = find(kind, handle);
+    if (!s && (s = add(kind, handle, t)))
+        s->toplevel = true; /* a GL or Vulkan surface whose window is not known */
+    bool first = false;
+    if (s && s->toplevel) {
+        clear_pending(s); /* what the driver queued inside is this frame */
+        first = count(s, outer.source, t, busy);
+    }
+    pthread_mutex_unlock(&mu);
+    if (s)
+        counted(first, outer.source, t, main_thread);
+}
+
+/* A feature's flush (agent.c): at exit, frames still waiting for their
+ * hand-over, and every surface's frames since its last record. */
+void display_flush(void)
+{
+    display_handover(0, 0);
+    pthread_mutex_lock(&mu);
+    agent_in_hook++;
+    for (size_t i = 0; i < MAX_SURFACES; i++)
+        if (surfaces[i].kind && surfaces[i].stats)
+            frames_emit(surfaces[i].stats, true);
+    agent_in_hook--;
+    pthread_mutex_unlock(&mu);
+}
