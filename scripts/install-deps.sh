@@ -24,6 +24,9 @@ packages=(
   libsdl2-dev wayland-protocols libwayland-bin qterminal qtwayland5
   # a Wayland compositor the agent tests start headless (and kill)
   weston
+  # the GTK 3 adapter: its demo (GTK 3, libsoup-2.4), Debian's GTK 3
+  # examples, and PyGObject loading GTK 3 at run time
+  libgtk-3-dev libsoup2.4-dev gtk-3-examples gir1.2-gtk-3.0
   # an app that loads GTK at run time (PyGObject)
   python3-gi gir1.2-gtk-4.0
   # the Qt demo apps (examples/qt) and their tests (tests/qt): Qt 6 and Qt 5

@@ -62,7 +62,7 @@ typedef struct agent_adapter {
 } agent_adapter;
 
 /* The adapters built into the agent, in the order agent.c notices them. */
-extern const agent_adapter agent_adapter_gtk4;
+extern const agent_adapter agent_adapter_gtk4, agent_adapter_gtk3;
 
 /* The adapter in force, or NULL (none noticed yet, or none for this
  * program). Any thread. */

@@ -87,7 +87,7 @@ static const char *unmeasured; /* why this process is not measured, for the run 
 
 /* ---- adapters (adapter.h) ---- */
 
-static const agent_adapter *const adapters[] = {&agent_adapter_gtk4};
+static const agent_adapter *const adapters[] = {&agent_adapter_gtk4, &agent_adapter_gtk3};
 #define N_ADAPTERS (sizeof(adapters) / sizeof(adapters[0]))
 
 static _Atomic(const agent_adapter *) in_force;
@@ -351,6 +351,19 @@ static void say(const char *msg)
     }
 }
 
+/* What this process was measured for: the adapter in force and what it
+ * adds, or the neutral part alone. */
+static void what_measured(char *buf, size_t size)
+{
+    const agent_adapter *a = agent_adapter_in_force();
+    if (!a) {
+        snprintf(buf, size, "no toolkit adapter: start-up, frames, main loop, libcurl requests");
+        return;
+    }
+    snprintf(buf, size, "%s: %s%s%s", a->title, a->measures & ADAPTER_PAGES ? "pages, " : "",
+             "frames, ", a->measures & ADAPTER_REQUESTS ? "requests" : "libcurl requests");
+}
+
 static void summary_measured(void)
 {
     if (!launched_by_run())
@@ -359,9 +372,11 @@ static void summary_measured(void)
     pacer_get_stats(pacer_default(), &st);
     const char *out = env_nonempty("PACER_OUT");
     const char *server = env_nonempty("PACER_SERVER_URL");
+    char what[160];
+    what_measured(what, sizeof(what));
     char msg[1024];
-    int n = snprintf(msg, sizeof(msg), "pacer: %s (pid %ld): %llu record%s", program_invocation_short_name,
-                     (long)getpid(), (unsigned long long)st.records, st.records == 1 ? "" : "s");
+    int n = snprintf(msg, sizeof(msg), "pacer: %s (pid %ld), %s; %llu record%s", program_invocation_short_name,
+                     (long)getpid(), what, (unsigned long long)st.records, st.records == 1 ? "" : "s");
     if (out && n > 0 && (size_t)n < sizeof(msg))
         n += snprintf(msg + n, sizeof(msg) - (size_t)n, " written to %s", out);
     if (server && n > 0 && (size_t)n < sizeof(msg))

@@ -173,6 +173,20 @@ void display_flush(void);    /* display.c: at exit, every surface's frames since
  * about a second. */
 void watchdog_stop(void);
 
+/* ---- display.c: when frames reach the display ---- */
+
+/* When the main thread last handed what it queued to the display (a flush
+ * of its connection, or the main loop's wait); 0 before any. Main thread. */
+int64_t display_last_handover(void);
+/* Whether the main thread queued a frame for the display (a commit, an
+ * image upload or copy) on a top-level surface that it has not handed over
+ * yet. Main thread. */
+bool display_main_frame_queued(void);
+/* Calls fn(t) once, at the main thread's next hand-over (t: its time).
+ * One caller at a time (a second call before it ran replaces fn). Main
+ * thread. */
+void display_on_next_handover(void (*fn)(int64_t t));
+
 /* ---- frames.c ---- */
 
 /* The frames of one window or surface, counted between its records. */

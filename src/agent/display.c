@@ -49,6 +49,11 @@
  * since then, the frame counts from when it was due (count()). The
  * refresh interval is 60 Hz (refresh_source "default").
  *
+ * A toolkit adapter whose toolkit hands its frames over after the frame
+ * clock's after-paint (GTK 3 flushes at its next event-loop wait) asks to
+ * hear of the main thread's next hand-over (display_on_next_handover), so
+ * that its page draws are when the frame reached the display.
+ *
  * Threads: hooks run on any thread; one mutex guards the surfaces (a
  * one-entry cache finds the surface of the last frame without a search).
  * Records are submitted under it (the pacer instance's lock nests inside).
@@ -94,6 +99,9 @@ static surface surfaces[MAX_SURFACES];
 static size_t last_hit;
 static uint64_t last_number;
 static _Atomic unsigned n_pending;
+static int64_t last_main_handover;      /* main thread only */
+static bool main_queued;                /* main thread only: a frame queued, not yet handed over */
+static void (*next_handover)(int64_t);  /* main thread only */
 static _Atomic bool first_done;
 static char names[MAX_NAMES][NAME_MAX_LEN];
 static size_t n_names;
@@ -306,11 +314,15 @@ void display_frame(surface_kind kind, uint64_t handle, display_source source, in
         }
         return;
     }
-    if (agent_adapter_in_force())
-        return; /* the toolkit's pages and frame clock say what a frame is */
     bool main_thread = agent_on_main_thread();
     pthread_mutex_lock(&mu);
     surface *s = find(kind, handle);
+    if (main_thread && s && s->toplevel)
+        main_queued = true;
+    if (agent_adapter_in_force()) {
+        pthread_mutex_unlock(&mu);
+        return; /* the toolkit's pages and frame clock say what a frame is */
+    }
     if (s && s->toplevel && !s->outer_owned && !s->pending) {
         s->pending = true;
         s->pending_main = main_thread;
@@ -322,8 +334,33 @@ void display_frame(surface_kind kind, uint64_t handle, display_source source, in
     (void)t;
 }
 
+int64_t display_last_handover(void)
+{
+    return last_main_handover;
+}
+
+void display_on_next_handover(void (*fn)(int64_t t))
+{
+    next_handover = fn;
+}
+
+bool display_main_frame_queued(void)
+{
+    return main_queued;
+}
+
 void display_handover(surface_kind family, int64_t t)
 {
+    if (agent_on_main_thread()) {
+        if (!t)
+            t = mono_ns();
+        last_main_handover = t;
+        main_queued = false;
+        void (*fn)(int64_t) = next_handover;
+        next_handover = NULL;
+        if (fn)
+            fn(t);
+    }
     if (!atomic_load_explicit(&n_pending, memory_order_relaxed))
         return;
     if (!t)

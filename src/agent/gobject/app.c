@@ -33,7 +33,10 @@ static gboolean on_app_signal(GSignalInvocationHint *hint, guint n, const GValue
 
 static void on_registered(GObject *app, GParamSpec *pspec, gpointer data)
 {
-    if (!agent_active() || !g_application_get_is_remote((GApplication *)app))
+    /* also notified when it unregisters, at its end: is_remote asks a
+     * registered application only */
+    if (!agent_active() || !g_application_get_is_registered((GApplication *)app) ||
+        !g_application_get_is_remote((GApplication *)app))
         return;
     pacer_event ev = {.type = PACER_EV_HANDOFF};
     agent_submit(&ev);

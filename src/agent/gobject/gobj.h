@@ -67,8 +67,10 @@
     X(AGENT_LIBGOBJECT, g_weak_ref_get)            \
     X(AGENT_LIBGOBJECT, g_weak_ref_clear)          \
     X(AGENT_LIBGOBJECT, g_value_get_object)        \
+    X(AGENT_LIBGOBJECT, g_value_get_enum)          \
     X(AGENT_LIBGIO, g_application_get_type)        \
-    X(AGENT_LIBGIO, g_application_get_is_remote)
+    X(AGENT_LIBGIO, g_application_get_is_remote)  \
+    X(AGENT_LIBGIO, g_application_get_is_registered)
 
 #define AGENT_LIBGIO "libgio-2.0.so.0"
 
@@ -119,8 +121,10 @@ bool gobj_api_load(const char **ret_missing);
 #define g_weak_ref_get (*gobj_fn.g_weak_ref_get)
 #define g_weak_ref_clear (*gobj_fn.g_weak_ref_clear)
 #define g_value_get_object (*gobj_fn.g_value_get_object)
+#define g_value_get_enum (*gobj_fn.g_value_get_enum)
 #define g_application_get_type (*gobj_fn.g_application_get_type)
 #define g_application_get_is_remote (*gobj_fn.g_application_get_is_remote)
+#define g_application_get_is_registered (*gobj_fn.g_application_get_is_registered)
 #endif
 
 /* ---- types.c ---- */
@@ -187,6 +191,10 @@ typedef struct gobj_leak_walk {
     /* Leaks of the toolkit itself no app can avoid (known.c's entries),
      * ended by an entry whose id is NULL; may be NULL. */
     const struct gobj_known_leak *known;
+    /* The toolkit disposes destroyed widgets that may still be held (GTK
+     * 3's gtk_widget_destroy): GLib clears weak references then, so
+     * finalization is watched instead. */
+    bool disposed_alive;
 } gobj_leak_walk;
 /* Set by the adapter's attach. */
 void gobj_leaks_set_walk(const gobj_leak_walk *walk);

@@ -13,13 +13,18 @@
  *    no higher than the number of the page's objects that hold it, so a
  *    model the app shares or caches on purpose is never watched.
  * 2. Watch. Each object gets a GWeakRef: GLib clears it when the last
- *    reference goes (g_object_unref, before dispose), not when an object
- *    is disposed while still referenced, so a window gtk_window_destroy()
- *    disposed while the app holds it counts as alive; and it does not rely
- *    on finalize chaining up (a subclass that forgets to is still seen
- *    gone). g_weak_ref_get() hands a checker a reference while it looks,
- *    so an object is never touched after it was freed, whatever thread
- *    drops its last reference.
+ *    reference goes (g_object_unref, before dispose), not when GTK 4
+ *    disposes a window (gtk_window_destroy) while the app holds it, which
+ *    so counts as alive; and it does not rely on finalize chaining up (a
+ *    subclass that forgets to is still seen gone). g_weak_ref_get() hands a
+ *    checker a reference while it looks, so an object is never touched
+ *    after it was freed, whatever thread drops its last reference. GTK 3
+ *    destroys a window's widgets with g_object_run_dispose(), and GLib
+ *    clears weak references as it disposes: for an adapter that says so
+ *    (gobj_leak_walk.disposed_alive) each object also carries a token in
+ *    its qdata, which only finalization drops — a disposed widget the app
+ *    still holds is alive until the token says it was finalized (GTK
+ *    objects live on the GTK thread, where the checks run).
  * 3. Check. After leak_grace_ms (<thresholds leak-grace-ms>, default 5000;
  *    PACER_LEAK_GRACE_MS overrides it) a low-priority idle callback (the
  *    main loop has nothing else to do) counts the survivors. None: done.
@@ -61,10 +66,32 @@
 
 static const char *const owned_props[] = {"model", "factory", "paintable"};
 
+/* Finalization seen through qdata (disposed_alive): one reference for the
+ * watch, one for the object's qdata, whose destroy notify runs when the
+ * object is finalized (or its qdata replaced). */
+typedef struct alive_token {
+    _Atomic int refs;
+    _Atomic bool finalized;
+} alive_token;
+
+static void token_unref(alive_token *t)
+{
+    if (t && atomic_fetch_sub(&t->refs, 1) == 1)
+        free(t);
+}
+
+static void token_finalized(gpointer data)
+{
+    alive_token *t = data;
+    atomic_store(&t->finalized, true);
+    token_unref(t);
+}
+
 typedef struct watch_entry {
     GWeakRef ref;
-    GObject *obj;     /* its address, compared but never followed */
+    GObject *obj;     /* its address, compared, followed only while its token says it lives */
     const char *type; /* g_type_name: lives as long as the process */
+    alive_token *token; /* disposed_alive only */
 } watch_entry;
 
 typedef struct watch {
@@ -77,7 +104,7 @@ typedef struct watch {
     watch_entry e[];
 } watch;
 
-static GQuark watch_quark, created_quark;
+static GQuark watch_quark, created_quark, alive_quark;
 static const gobj_leak_walk *walker;
 
 void gobj_leaks_set_walk(const gobj_leak_walk *walk)
@@ -87,8 +114,10 @@ void gobj_leaks_set_walk(const gobj_leak_walk *walk)
 
 static void watch_free(watch *w)
 {
-    for (size_t i = 0; i < w->n; i++)
+    for (size_t i = 0; i < w->n; i++) {
         g_weak_ref_clear(&w->e[i].ref);
+        token_unref(w->e[i].token);
+    }
     free(w);
 }
 
@@ -235,6 +264,12 @@ void gobj_leaks_on_page_gone(GObject *obj, const char *class_name, uint64_t inst
         e->type = g_type_name(G_OBJECT_TYPE(e->obj));
         g_weak_ref_init(&e->ref, e->obj);
         g_object_set_qdata(e->obj, watch_quark, GINT_TO_POINTER(1));
+        if (walker->disposed_alive && (e->token = calloc(1, sizeof(*e->token)))) {
+            if (!alive_quark)
+                alive_quark = g_quark_from_static_string("pacer-agent-leak-alive");
+            atomic_init(&e->token->refs, 2);
+            g_object_set_qdata_full(e->obj, alive_quark, e->token, token_finalized);
+        }
         if (leaks_refs_mode())
             refs_watch(e->obj, 0);
     }
@@ -282,8 +317,12 @@ static bool in_use(GObject *o)
 static GObject **hold_alive(watch *w)
 {
     GObject **live = calloc(w->n ? w->n : 1, sizeof(*live));
-    for (size_t i = 0; live && i < w->n; i++)
+    for (size_t i = 0; live && i < w->n; i++) {
         live[i] = g_weak_ref_get(&w->e[i].ref);
+        alive_token *t = w->e[i].token;
+        if (!live[i] && t && !atomic_load(&t->finalized))
+            live[i] = g_object_ref(w->e[i].obj); /* disposed, not finalized: GTK thread */
+    }
     return live;
 }
 

@@ -26,8 +26,8 @@
  * api_end is not held back: it is the moment the request finished. Phases
  * a failed request never reached are null, not 0.
  *
- * Only libsoup-3.0 is supported; a program using libsoup-2.4 is told once.
- * libsoup functions are looked up (agent_real) when libsoup-3.0 is loaded.
+ * libsoup-2.4 is soup2.c's. libsoup functions are looked up (agent_real)
+ * when libsoup-3.0 is loaded; this file is built with its headers.
  */
 #include "gobj.h"
 
@@ -291,11 +291,8 @@ static gboolean on_request_unqueued(GSignalInvocationHint *hint, guint n, const 
 
 void soup3_install(void)
 {
-    if (!agent_lib_loaded(LIBSOUP)) {
-        if (agent_lib_loaded("libsoup-2.4.so.1"))
-            agent_note_once("soup2", "libsoup-2.4 is not supported; its requests are not measured");
-        return;
-    }
+    if (!agent_lib_loaded(LIBSOUP))
+        return; /* libsoup-2.4 is soup2.c's */
     const char *missing = NULL;
     RESOLVE(session_get_type, "soup_session_get_type");
     RESOLVE(message_get_type, "soup_message_get_type");

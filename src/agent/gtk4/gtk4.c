@@ -32,6 +32,7 @@ static int gtk4_attach(const char **ret_missing)
 static void gtk4_install(void)
 {
     gobj_app_install();
+    soup2_install();
     soup3_install();
     gobj_leaks_install();
 }
@@ -39,6 +40,7 @@ static void gtk4_install(void)
 static void gtk4_flush(void)
 {
     gtk4_frames_flush_all();
+    soup2_flush();
     soup3_flush();
 }
 
