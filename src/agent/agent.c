@@ -72,15 +72,15 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-enum { DORMANT = 0, ACTIVE = 1, STOPPED = 2 };
+enum { DORMANT = 0, ACTIVE = 1, STOPPED = 2 }; /* agent.h reads ACTIVE as 1 */
 
 __thread int agent_in_hook __attribute__((tls_model("initial-exec")));
+__thread bool agent_main_thread_tls __attribute__((tls_model("initial-exec")));
 _Atomic uint64_t agent_net_epoch;
 
-static _Atomic int agent_state = DORMANT;
+_Atomic int agent_state = DORMANT;
 static _Atomic bool waiting; /* dormant until a toolkit or a display library is loaded */
 static pid_t owner_pid;
-static pthread_t main_thread;
 static bool quiet;
 static _Atomic bool exiting; /* at exit: pending records are still taken */
 static const char *unmeasured; /* why this process is not measured, for the run summary */
@@ -195,19 +195,9 @@ static const agent_feature features[] = {
 };
 #define N_FEATURES (sizeof(features) / sizeof(features[0]))
 
-bool agent_active(void)
-{
-    return atomic_load_explicit(&agent_state, memory_order_acquire) == ACTIVE;
-}
-
 bool agent_is_owner(void)
 {
     return owner_pid && getpid() == owner_pid;
-}
-
-bool agent_on_main_thread(void)
-{
-    return pthread_equal(pthread_self(), main_thread);
 }
 
 void agent_setup(void)
@@ -613,7 +603,7 @@ __attribute__((constructor)) static void agent_ctor(void)
     const char *claimed = env_nonempty("PACER_AGENT_PID");
     if (claimed && strtol(claimed, NULL, 10) != (long)getpid())
         return;
-    main_thread = pthread_self();
+    agent_main_thread_tls = true; /* the constructor runs on the thread that enters main() */
     if (!notice_adapter() && !display_loaded()) {
         /* no window yet: dlopen.c watches for a toolkit or a display */
         atomic_store(&waiting, true);

@@ -71,7 +71,11 @@ extern __thread int agent_in_hook __attribute__((tls_model("initial-exec")));
 /* True once the agent activated in this process (a program it measures,
  * not a child of an instrumented process, pacer instance created), until
  * exit starts or a fork child is detected. Cheap: one atomic load. */
-bool agent_active(void);
+extern _Atomic int agent_state; /* agent.c's: DORMANT 0, ACTIVE 1, STOPPED 2 */
+static inline bool agent_active(void)
+{
+    return atomic_load_explicit(&agent_state, memory_order_acquire) == 1;
+}
 
 /* Runs every feature's install step, once, on the main thread: at main(),
  * or earlier when the app builds a window before main() (a constructor),
@@ -116,9 +120,13 @@ void agent_note_once(const char *key, const char *fmt, ...) __attribute__((forma
  * `pacer run` started): false in a fork's or vfork's child. Async-signal-safe. */
 bool agent_is_owner(void);
 
-/* Whether pthread_self() is the main thread (the thread that loaded the
- * agent, which enters main()). */
-bool agent_on_main_thread(void);
+/* Whether the calling thread is the main thread (the thread that loaded
+ * the agent, which enters main()): a thread-local flag, one load. */
+extern __thread bool agent_main_thread_tls __attribute__((tls_model("initial-exec")));
+static inline bool agent_on_main_thread(void)
+{
+    return agent_main_thread_tls;
+}
 
 /* The page visible now, as the toolkit adapter in force knows it (an
  * interned class name), or NULL: for `jank` and `net` records. Any
@@ -175,9 +183,6 @@ void watchdog_stop(void);
 
 /* ---- display.c: when frames reach the display ---- */
 
-/* When the main thread last handed what it queued to the display (a flush
- * of its connection, or the main loop's wait); 0 before any. Main thread. */
-int64_t display_last_handover(void);
 /* Whether the main thread queued a frame for the display (a commit, an
  * image upload or copy) on a top-level surface that it has not handed over
  * yet. Main thread. */
@@ -264,10 +269,18 @@ uint64_t loop_iterations(void);
  * that did not wait (a loop that renders continuously never waits). Main
  * thread. */
 void loop_present_boundary(int64_t t);
-/* A frame is being presented on this thread (display.c): waits inside it
- * are the driver's, not the loop's. */
-void loop_present_begin(void);
-void loop_present_end(void);
+/* A frame is being presented on this thread, or a display connection
+ * flushed (display*.c): waits inside are the library's or the driver's,
+ * not the loop's. A thread-local count (loop_wait.c's). */
+extern __thread int loop_in_present __attribute__((tls_model("initial-exec")));
+static inline void loop_present_begin(void)
+{
+    loop_in_present++;
+}
+static inline void loop_present_end(void)
+{
+    loop_in_present--;
+}
 /* Libraries were loaded: which of them wait for replies (loop_wait.c).
  * Any thread. */
 void loop_wait_refresh(void);

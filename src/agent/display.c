@@ -64,7 +64,7 @@
 
 #include <pacer/base/clock.h>
 
-#include <pthread.h>
+#include <sched.h>
 #include <string.h>
 
 #define MAX_SURFACES 256
@@ -94,12 +94,30 @@ typedef struct surface {
     int64_t pending_busy; /* the main loop's iteration start then */
 } surface;
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+/* A spin lock: the critical sections are a few loads and stores (a
+ * record is written under it once per frames interval). */
+static atomic_flag mu = ATOMIC_FLAG_INIT;
+
+static void lock(void)
+{
+    for (int spins = 0; atomic_flag_test_and_set_explicit(&mu, memory_order_acquire); spins++)
+        if (spins > 64)
+            sched_yield();
+}
+
+static void unlock(void)
+{
+    atomic_flag_clear_explicit(&mu, memory_order_release);
+}
+
 static surface surfaces[MAX_SURFACES];
 static size_t last_hit;
 static uint64_t last_number;
+/* Surfaces with a frame waiting for the hand-over, by index (lock held to
+ * change; n_pending read without it to skip the lock). */
+#define MAX_PENDING 32
+static unsigned short pending[MAX_PENDING];
 static _Atomic unsigned n_pending;
-static int64_t last_main_handover;      /* main thread only */
 static bool main_queued;                /* main thread only: a frame queued, not yet handed over */
 static void (*next_handover)(int64_t);  /* main thread only */
 static _Atomic bool first_done;
@@ -166,7 +184,7 @@ static surface *add(surface_kind kind, uint64_t handle, int64_t t)
 void display_toplevel(surface_kind kind, uint64_t handle)
 {
     int64_t t = mono_ns();
-    pthread_mutex_lock(&mu);
+    lock();
     surface *s = find(kind, handle);
     if (!s)
         s = add(kind, handle, t);
@@ -174,25 +192,43 @@ void display_toplevel(surface_kind kind, uint64_t handle)
         s->toplevel = true;
         s->created = t;
     }
-    pthread_mutex_unlock(&mu);
+    unlock();
 }
 
 void display_outer_owned(surface_kind kind, uint64_t handle)
 {
-    pthread_mutex_lock(&mu);
+    lock();
     surface *s = find(kind, handle);
     if (s)
         s->outer_owned = true;
-    pthread_mutex_unlock(&mu);
+    unlock();
 }
 
 /* Lock held: forgets a pending frame (counted or not). */
 static void clear_pending(surface *s)
 {
-    if (s->pending) {
-        s->pending = false;
-        atomic_fetch_sub(&n_pending, 1);
-    }
+    if (!s->pending)
+        return;
+    s->pending = false;
+    unsigned n = atomic_load_explicit(&n_pending, memory_order_relaxed);
+    unsigned short idx = (unsigned short)(s - surfaces);
+    for (unsigned i = 0; i < n; i++)
+        if (pending[i] == idx) {
+            pending[i] = pending[n - 1];
+            atomic_store_explicit(&n_pending, n - 1, memory_order_relaxed);
+            break;
+        }
+}
+
+/* Lock held: a frame waits on s for the hand-over. */
+static void set_pending(surface *s)
+{
+    unsigned n = atomic_load_explicit(&n_pending, memory_order_relaxed);
+    if (s->pending || n == MAX_PENDING)
+        return;
+    s->pending = true;
+    pending[n] = (unsigned short)(s - surfaces);
+    atomic_store_explicit(&n_pending, n + 1, memory_order_release);
 }
 
 /* Defined below: counting a frame, and what follows it. */
@@ -204,7 +240,7 @@ void display_gone(surface_kind kind, uint64_t handle)
     bool first = false;
     display_source source = DS_WAYLAND;
     int64_t t = mono_ns();
-    pthread_mutex_lock(&mu);
+    lock();
     surface *s = find(kind, handle);
     if (s) {
         if (s->pending) {
@@ -218,7 +254,7 @@ void display_gone(surface_kind kind, uint64_t handle)
         agent_in_hook--;
         memset(s, 0, sizeof(*s));
     }
-    pthread_mutex_unlock(&mu);
+    unlock();
     if (first)
         counted(first, source, t, false);
 }
@@ -242,12 +278,12 @@ void display_name(surface_kind kind, uint64_t handle, const char *name, size_t l
 {
     if (!name || !len)
         return;
-    pthread_mutex_lock(&mu);
+    lock();
     surface *s = find(kind, handle);
     const char *interned = s && !s->stats ? intern(name, len) : NULL; /* a series keeps its first name */
     if (interned)
         s->name = interned;
-    pthread_mutex_unlock(&mu);
+    unlock();
 }
 
 #define DEFAULT_REFRESH_NS 16666667
@@ -281,7 +317,7 @@ static bool count(surface *s, display_source source, int64_t t, int64_t busy)
     }
     s->prev_gap = s->prev_end ? t - s->prev_end : 0;
     s->prev_end = t;
-    return !atomic_exchange(&first_done, true);
+    return !atomic_load_explicit(&first_done, memory_order_relaxed) && !atomic_exchange(&first_done, true);
 }
 
 /* After counting: the start-up's first frame, the loop's iteration. */
@@ -297,15 +333,15 @@ static void counted(bool first, display_source source, int64_t t, bool main_thre
         loop_present_boundary(t);
 }
 
-void display_frame(surface_kind kind, uint64_t handle, display_source source, int64_t t)
+void display_frame(surface_kind kind, uint64_t handle, display_source source)
 {
     if (outer.depth) {
         /* inside a swap: only which top-level it went to */
         if (!outer.inner) {
-            pthread_mutex_lock(&mu);
+            lock();
             surface *s = find(kind, handle);
             bool top = s && s->toplevel;
-            pthread_mutex_unlock(&mu);
+            unlock();
             if (top) {
                 outer.inner = true;
                 outer.kind = kind;
@@ -315,28 +351,28 @@ void display_frame(surface_kind kind, uint64_t handle, display_source source, in
         return;
     }
     bool main_thread = agent_on_main_thread();
-    pthread_mutex_lock(&mu);
+    lock();
     surface *s = find(kind, handle);
     if (main_thread && s && s->toplevel)
         main_queued = true;
     if (agent_adapter_in_force()) {
-        pthread_mutex_unlock(&mu);
+        unlock();
         return; /* the toolkit's pages and frame clock say what a frame is */
     }
     if (s && s->toplevel && !s->outer_owned && !s->pending) {
-        s->pending = true;
         s->pending_main = main_thread;
         s->pending_source = source;
         s->pending_busy = main_thread ? mainloop_busy_since() : 0;
-        atomic_fetch_add(&n_pending, 1);
+        set_pending(s);
     }
-    pthread_mutex_unlock(&mu);
-    (void)t;
+    unlock();
 }
 
-int64_t display_last_handover(void)
+int64_t display_handover_time(void)
 {
-    return last_main_handover;
+    if (atomic_load_explicit(&n_pending, memory_order_relaxed) || (agent_on_main_thread() && next_handover))
+        return mono_ns();
+    return 0;
 }
 
 void display_on_next_handover(void (*fn)(int64_t t))
@@ -349,38 +385,51 @@ bool display_main_frame_queued(void)
     return main_queued;
 }
 
-void display_handover(surface_kind family, int64_t t)
+/* display_handover's work when frames wait (kept out of its fast path). */
+__attribute__((noinline)) static void handover_pending(surface_kind family, int64_t t, bool main_thread)
 {
-    if (agent_on_main_thread()) {
-        if (!t)
-            t = mono_ns();
-        last_main_handover = t;
-        main_queued = false;
-        void (*fn)(int64_t) = next_handover;
-        next_handover = NULL;
-        if (fn)
-            fn(t);
-    }
-    if (!atomic_load_explicit(&n_pending, memory_order_relaxed))
-        return;
     if (!t)
         t = mono_ns();
     bool first = false, main_made = false;
     display_source first_source = DS_WAYLAND;
-    pthread_mutex_lock(&mu);
-    for (size_t i = 0; i < MAX_SURFACES; i++) {
-        surface *s = &surfaces[i];
-        if (!s->kind || !s->pending || (family && s->kind != family))
+    lock();
+    for (unsigned i = 0; i < atomic_load_explicit(&n_pending, memory_order_relaxed);) {
+        surface *s = &surfaces[pending[i]];
+        if (family && s->kind != family) {
+            i++;
             continue;
-        clear_pending(s);
+        }
+        clear_pending(s); /* the last pending takes slot i */
         if (count(s, s->pending_source, t, s->pending_busy)) {
             first = true;
             first_source = s->pending_source;
         }
         main_made |= s->pending_main;
     }
-    pthread_mutex_unlock(&mu);
-    counted(first, first_source, t, main_made && agent_on_main_thread());
+    unlock();
+    counted(first, first_source, t, main_made && main_thread);
+}
+
+__attribute__((noinline)) static void handover_main(int64_t t)
+{
+    void (*fn)(int64_t) = next_handover;
+    next_handover = NULL;
+    fn(t ? t : mono_ns());
+}
+
+void display_handover(surface_kind family, int64_t t)
+{
+    bool main_thread = agent_on_main_thread();
+    if (main_thread) {
+        main_queued = false;
+        if (next_handover) {
+            if (!t)
+                t = mono_ns();
+            handover_main(t);
+        }
+    }
+    if (atomic_load_explicit(&n_pending, memory_order_acquire))
+        handover_pending(family, t, main_thread);
 }
 
 void display_outer_begin(display_source source)
@@ -406,7 +455,7 @@ void display_outer_end(surface_kind kind, uint64_t handle, int64_t t)
     if (outer.inner)
         kind = outer.kind, handle = outer.handle;
     int64_t busy = main_thread ? mainloop_busy_since() : 0;
-    pthread_mutex_lock(&mu);
+    lock();
     surface *s = find(kind, handle);
     if (!s && (s = add(kind, handle, t)))
         s->toplevel = true; /* a GL or Vulkan surface whose window is not known */
@@ -415,7 +464,7 @@ void display_outer_end(surface_kind kind, uint64_t handle, int64_t t)
         clear_pending(s); /* what the driver queued inside is this frame */
         first = count(s, outer.source, t, busy);
     }
-    pthread_mutex_unlock(&mu);
+    unlock();
     if (s)
         counted(first, outer.source, t, main_thread);
 }
@@ -425,11 +474,11 @@ void display_outer_end(surface_kind kind, uint64_t handle, int64_t t)
 void display_flush(void)
 {
     display_handover(0, 0);
-    pthread_mutex_lock(&mu);
+    lock();
     agent_in_hook++;
     for (size_t i = 0; i < MAX_SURFACES; i++)
         if (surfaces[i].kind && surfaces[i].stats)
             frames_emit(surfaces[i].stats, true);
     agent_in_hook--;
-    pthread_mutex_unlock(&mu);
+    unlock();
 }

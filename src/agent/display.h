@@ -57,16 +57,19 @@ void display_name(surface_kind kind, uint64_t handle, const char *name, size_t l
 void display_outer_owned(surface_kind kind, uint64_t handle);
 
 /* A frame queued for the display on `handle` (a commit with a buffer, a
- * Present, an image upload or copy) at `t`: it reaches the display at the
- * next hand-over. Inside an outer present (display_outer_*) it only tells
- * the outer which surface it went to. Any thread. */
-void display_frame(surface_kind kind, uint64_t handle, display_source source, int64_t t);
+ * Present, an image upload or copy): it reaches the display at the next
+ * hand-over. Inside an outer present (display_outer_*) it only tells the
+ * outer which surface it went to. Any thread. */
+void display_frame(surface_kind kind, uint64_t handle, display_source source);
 
 /* The client library sends what it queued (a flush, or a call that
  * flushes before it waits; the main loop's wait): the frames pending on
  * surfaces of `family` (0: all) reached the display at `t` (0: now). Any
- * thread; one atomic load when nothing is pending. */
+ * thread; a few loads when nothing waits for it. */
 void display_handover(surface_kind family, int64_t t);
+/* The time to give display_handover for a flush about to start: now when
+ * something waits for a hand-over, else 0 (no clock read). Any thread. */
+int64_t display_handover_time(void);
 
 /* An outer present (a GLX, EGL or Vulkan swap) on this thread: the frames
  * the driver hands the display inside it are its one frame, counted at

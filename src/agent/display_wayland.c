@@ -203,7 +203,6 @@ static request classify(struct wl_proxy *proxy, uint32_t opcode, const long *arg
 /* After the real call; `created` is the proxy it made, if any. */
 static void apply(const request *r, const void *created)
 {
-    int64_t t = mono_ns();
     const void *surface = NULL;
     bool frame = false, toplevel = false, gone = false;
     const char *app_id = NULL;
@@ -267,7 +266,7 @@ static void apply(const request *r, const void *created)
     if (app_id)
         display_name(SK_WAYLAND, (uint64_t)(uintptr_t)surface, app_id, strlen(app_id));
     if (frame)
-        display_frame(SK_WAYLAND, (uint64_t)(uintptr_t)surface, DS_WAYLAND, t);
+        display_frame(SK_WAYLAND, (uint64_t)(uintptr_t)surface, DS_WAYLAND);
     if (gone && surface)
         display_gone(SK_WAYLAND, (uint64_t)(uintptr_t)surface);
 }
@@ -435,7 +434,7 @@ AGENT_EXPORT struct wl_proxy *wl_proxy_marshal_array_constructor_versioned(struc
 AGENT_EXPORT int wl_display_flush(struct wl_display *display)
 {
     AGENT_REAL(W.flush, LIBWAYLAND, "wl_display_flush");
-    int64_t t = mono_ns(); /* the requests leave as it starts */
+    int64_t t = display_handover_time(); /* the requests leave as it starts */
     int r = W.flush(display);
     int e = errno;
     if (display_on())

@@ -171,7 +171,7 @@ DESTROY_WINDOW(xcb_destroy_window_checked, destroy_window_checked)
         AGENT_REAL(X.slot, LIBXCB, #name);                                                                          \
         xcb_void_cookie_t r = X.slot(c, format, d, gc, width, height, x, y, left_pad, depth, len, data);            \
         if (display_on())                                                                                           \
-            display_frame(SK_X11, d, DS_X11_IMAGE, mono_ns());                                                      \
+            display_frame(SK_X11, d, DS_X11_IMAGE);                                                      \
         return r;                                                                                                   \
     }
 
@@ -188,7 +188,7 @@ PUT_IMAGE(xcb_put_image_checked, put_image_checked)
         xcb_void_cookie_t r = X.slot(c, d, gc, tw, th, sx, sy, sw, sh, dx, dy, depth, format, send_event, seg,    \
                                      offset);                                                                     \
         if (display_on())                                                                                         \
-            display_frame(SK_X11, d, DS_X11_IMAGE, mono_ns());                                                    \
+            display_frame(SK_X11, d, DS_X11_IMAGE);                                                    \
         return r;                                                                                                 \
     }
 
@@ -207,7 +207,7 @@ SHM_PUT_IMAGE(xcb_shm_put_image_checked, shm_put_image_checked)
         xcb_void_cookie_t r = X.slot(c, w, pixmap, serial, valid, update, x_off, y_off, crtc, wait_fence,          \
                                      idle_fence, options, target_msc, divisor, remainder, notifies_len, notifies); \
         if (display_on())                                                                                          \
-            display_frame(SK_X11, w, DS_X11_PRESENT, mono_ns());                                                   \
+            display_frame(SK_X11, w, DS_X11_PRESENT);                                                   \
         return r;                                                                                                  \
     }
 
@@ -223,7 +223,7 @@ PRESENT_PIXMAP(xcb_present_pixmap_checked, present_pixmap_checked)
         AGENT_REAL(X.slot, LIBXCB, #name);                                                                       \
         xcb_void_cookie_t r = X.slot(c, src, dst, gc, sx, sy, dx, dy, width, height);                            \
         if (display_on())                                                                                        \
-            display_frame(SK_X11, dst, DS_X11_IMAGE, mono_ns());                                                 \
+            display_frame(SK_X11, dst, DS_X11_IMAGE);                                                 \
         return r;                                                                                                \
     }
 
@@ -247,8 +247,10 @@ CHANGE_PROPERTY(xcb_change_property_checked, change_property_checked)
 AGENT_EXPORT int xcb_flush(xcb_connection_t *c)
 {
     AGENT_REAL(X.flush, LIBXCB, "xcb_flush");
-    int64_t t = mono_ns(); /* the requests leave as it starts */
+    int64_t t = display_handover_time(); /* the requests leave as it starts */
+    loop_present_begin(); /* libxcb's poll inside is not the loop's wait */
     int r = X.flush(c);
+    loop_present_end();
     if (display_on())
         display_handover(SK_X11, t);
     return r;
@@ -317,7 +319,7 @@ AGENT_EXPORT int XPutImage(Display *d, Drawable drawable, GC gc, XImage *image, 
     AGENT_REAL(L.put_image, LIBX11, "XPutImage");
     int r = L.put_image(d, drawable, gc, image, src_x, src_y, dst_x, dst_y, width, height);
     if (display_on())
-        display_frame(SK_X11, drawable, DS_X11_IMAGE, mono_ns());
+        display_frame(SK_X11, drawable, DS_X11_IMAGE);
     return r;
 }
 
@@ -327,7 +329,7 @@ AGENT_EXPORT Bool XShmPutImage(Display *d, Drawable drawable, GC gc, XImage *ima
     AGENT_REAL(L.shm_put_image, LIBXEXT, "XShmPutImage");
     Bool r = L.shm_put_image(d, drawable, gc, image, src_x, src_y, dst_x, dst_y, width, height, send_event);
     if (display_on())
-        display_frame(SK_X11, drawable, DS_X11_IMAGE, mono_ns());
+        display_frame(SK_X11, drawable, DS_X11_IMAGE);
     return r;
 }
 
@@ -337,15 +339,17 @@ AGENT_EXPORT int XCopyArea(Display *d, Drawable src, Drawable dst, GC gc, int sr
     AGENT_REAL(L.copy_area, LIBX11, "XCopyArea");
     int r = L.copy_area(d, src, dst, gc, src_x, src_y, width, height, dst_x, dst_y);
     if (display_on())
-        display_frame(SK_X11, dst, DS_X11_IMAGE, mono_ns());
+        display_frame(SK_X11, dst, DS_X11_IMAGE);
     return r;
 }
 
 AGENT_EXPORT int XFlush(Display *d)
 {
     AGENT_REAL(L.flush, LIBX11, "XFlush");
-    int64_t t = mono_ns(); /* the requests leave as it starts */
+    int64_t t = display_handover_time(); /* the requests leave as it starts */
+    loop_present_begin();
     int r = L.flush(d);
+    loop_present_end();
     if (display_on())
         display_handover(SK_X11, t);
     return r;

@@ -50,6 +50,8 @@ struct frame_stats {
     /* since the last record */
     uint64_t frames, slow, frozen, dropped, levels[N_LEVELS];
     int64_t delay_ns, max_ns, since;
+    int64_t interval;     /* the record interval, as last read */
+    unsigned until_check; /* frames before the interval is read again */
 };
 
 /* The record interval: the config's, unless the environment overrides it;
@@ -148,7 +150,7 @@ void frames_add(frame_stats *f, int64_t start, int64_t end, int64_t refresh_ns, 
     f->refresh_ns = refresh;
     f->refresh_from = refresh_ns > 0 ? refresh_from : "default";
     int64_t d = end > start ? end - start : 0;
-    int64_t dropped = d / refresh;
+    int64_t dropped = d < refresh ? 0 : d / refresh;
     int level = N_LEVELS - 1;
     while (level > 0 && dropped < level_min[level])
         level--;
@@ -163,7 +165,13 @@ void frames_add(frame_stats *f, int64_t start, int64_t end, int64_t refresh_ns, 
         f->frozen++;
     if (d > f->max_ns)
         f->max_ns = d;
-    if (end - f->since >= interval_ns())
+    /* the interval (a config lookup) is read again every 64 frames and
+     * before a record is due by the last one */
+    if (!f->until_check-- || end - f->since >= f->interval) {
+        f->interval = interval_ns();
+        f->until_check = 64;
+    }
+    if (end - f->since >= f->interval)
         frames_emit(f, false);
 }
 

@@ -14,7 +14,9 @@
  * other work:
  *
  *   1. inside a frame being presented (display.c: a GL driver waiting for
- *      the compositor's frame callback, a Vulkan present): not a wait;
+ *      the compositor's frame callback, a Vulkan present) or a flush of
+ *      an X connection (libxcb polls before it writes): not a wait, and
+ *      the cheapest verdict (one more thread-local load);
  *   2. inside wl_display_roundtrip[_queue]: not a wait (a round trip);
  *   3. inside xcb_wait_for_event, wl_display_dispatch[_queue]: the loop
  *      waiting for the display's next event — a wait, although the call
@@ -71,7 +73,7 @@ static struct {
 
 static _Atomic bool installed;
 static __thread bool on_main __attribute__((tls_model("initial-exec")));
-static __thread int in_present __attribute__((tls_model("initial-exec")));
+__thread int loop_in_present __attribute__((tls_model("initial-exec")));
 static __thread int round_trip __attribute__((tls_model("initial-exec")));
 static __thread int event_wait __attribute__((tls_model("initial-exec")));
 
@@ -151,30 +153,39 @@ void loop_wait_install(void)
     loop_wait_refresh();
 }
 
-void loop_present_begin(void)
-{
-    in_present++;
-}
-
-void loop_present_end(void)
-{
-    in_present--;
-}
-
 /* Whether a call by `caller` is a wait of the main thread's loop (the
- * rules at the top). Main thread. */
+ * rules at the top). Main thread. Waits come from a few call sites (the
+ * loop's, a display library's): the verdicts of the last ones are kept,
+ * until the libraries change. */
+#define VERDICTS 8
 static bool loop_wait(const void *caller)
 {
-    if (in_present || round_trip)
+    static struct {
+        uintptr_t caller;
+        unsigned seq;
+        bool verdict;
+    } known[VERDICTS];
+    if (round_trip)
         return false;
     if (event_wait)
         return true;
-    return !in_reply_waiter((uintptr_t)caller);
+    unsigned seq = atomic_load_explicit(&ranges.seq, memory_order_acquire);
+    uintptr_t pc = (uintptr_t)caller;
+    size_t k = (pc ^ (pc >> 7)) & (VERDICTS - 1);
+    if (known[k].caller == pc && known[k].seq == seq)
+        return known[k].verdict;
+    bool verdict = !in_reply_waiter(pc);
+    if (!(seq & 1)) {
+        known[k].caller = pc;
+        known[k].seq = seq;
+        known[k].verdict = verdict;
+    }
+    return verdict;
 }
 
 static inline bool watched(void)
 {
-    return on_main && !agent_in_hook && !loop_glib_mode() && agent_active();
+    return on_main && !loop_in_present && !agent_in_hook && !loop_glib_mode() && agent_active();
 }
 
 #define WAIT(call)                                            \
