@@ -16,6 +16,7 @@ packages=(
   # agent hooks (it links none of them)
   libglib2.0-dev libgtk-4-dev libsoup-3.0-dev libmicrohttpd-dev
   libwayland-dev libx11-dev libxext-dev libxcb1-dev libxcb-shm0-dev libxcb-present-dev
+  libxcb-randr0-dev libxrandr-dev
   libegl-dev libglx-dev libvulkan-dev libxdamage-dev
   xvfb xauth dbus-daemon gtk-4-examples xdotool
   # programs without a toolkit adapter: an SDL2 test program, a Wayland

@@ -47,7 +47,9 @@
  * that animates (its last two frames a refresh or two apart) is due its
  * next frame one refresh after its last; when the main loop did not wait
  * since then, the frame counts from when it was due (count()). The
- * refresh interval is 60 Hz (refresh_source "default").
+ * refresh interval is the outputs' (refresh_source "output"), as the
+ * program learned it from the display (display_output_refresh), when all
+ * outputs of the surface's family agree; else 60 Hz ("default").
  *
  * A toolkit adapter whose toolkit hands its frames over after the frame
  * clock's after-paint (GTK 3 flushes at its next event-loop wait) asks to
@@ -121,6 +123,16 @@ static _Atomic unsigned n_pending;
 static bool main_queued;                /* main thread only: a frame queued, not yet handed over */
 static void (*next_handover)(int64_t);  /* main thread only */
 static _Atomic bool first_done;
+
+/* The outputs' refresh intervals (display_output_refresh), and per family
+ * the one they share (0: none known, or they differ). */
+#define MAX_OUTPUTS 16
+static struct {
+    surface_kind family;
+    uint64_t output;
+    int64_t refresh_ns;
+} outputs[MAX_OUTPUTS];
+static _Atomic int64_t family_refresh[SK_VULKAN + 1];
 static char names[MAX_NAMES][NAME_MAX_LEN];
 static size_t n_names;
 
@@ -288,6 +300,40 @@ void display_name(surface_kind kind, uint64_t handle, const char *name, size_t l
 
 #define DEFAULT_REFRESH_NS 16666667
 
+void display_output_refresh(surface_kind family, uint64_t output, int64_t refresh_ns)
+{
+    if (family < SK_WAYLAND || family > SK_VULKAN)
+        return;
+    lock();
+    size_t free_slot = MAX_OUTPUTS, i;
+    for (i = 0; i < MAX_OUTPUTS; i++) {
+        if (outputs[i].family == family && outputs[i].output == output)
+            break;
+        if (!outputs[i].family && free_slot == MAX_OUTPUTS)
+            free_slot = i;
+    }
+    if (i == MAX_OUTPUTS)
+        i = free_slot;
+    if (i < MAX_OUTPUTS) {
+        if (refresh_ns > 0)
+            outputs[i].family = family, outputs[i].output = output, outputs[i].refresh_ns = refresh_ns;
+        else
+            memset(&outputs[i], 0, sizeof(outputs[i]));
+    }
+    int64_t shared = 0;
+    for (i = 0; i < MAX_OUTPUTS; i++) {
+        if (outputs[i].family != family)
+            continue;
+        if (shared && outputs[i].refresh_ns != shared) {
+            shared = 0;
+            break;
+        }
+        shared = outputs[i].refresh_ns;
+    }
+    atomic_store_explicit(&family_refresh[family], shared, memory_order_relaxed);
+    unlock();
+}
+
 /* A frame on a surface reached the display at t: counted. `busy` is the
  * main loop's iteration start when the main thread made it (0: another
  * thread did). Lock held; returns whether it was the process's first. */
@@ -298,21 +344,29 @@ static bool count(surface *s, display_source source, int64_t t, int64_t busy)
         frames_begin_at(s->stats, s->created ? s->created : t);
     }
     if (s->stats) {
+        /* an EGL or Vulkan surface whose window is not known: the
+         * outputs' refresh when a single one is known */
+        surface_kind family = s->kind == SK_EGL || s->kind == SK_VULKAN ? 0 : s->kind;
+        int64_t output = family ? atomic_load_explicit(&family_refresh[family], memory_order_relaxed) : 0;
+        if (!family)
+            for (int k = SK_WAYLAND; k <= SK_X11 && !output; k++)
+                output = atomic_load_explicit(&family_refresh[k], memory_order_relaxed);
+        int64_t refresh = output ? output : DEFAULT_REFRESH_NS;
         int64_t start = s->prev_end > busy ? s->prev_end : busy;
         /* A surface that animates (its last two frames came a refresh or
          * two apart) is due another frame one refresh after its last: if
          * the loop did not wait since then, the frame was late because the
          * loop was busy, and counts from when it was due (frame-clock
          * frames do the same, window_frames.c). */
-        if (busy && s->prev_end && s->prev_gap && s->prev_gap <= 2 * DEFAULT_REFRESH_NS) {
-            int64_t due = s->prev_end + DEFAULT_REFRESH_NS;
+        if (busy && s->prev_end && s->prev_gap && s->prev_gap <= 2 * refresh) {
+            int64_t due = s->prev_end + refresh;
             if (due < start && mainloop_wait_end() <= due)
                 start = due;
         }
         if (!start || start < frames_since(s->stats))
             start = frames_since(s->stats);
         agent_in_hook++;
-        frames_add(s->stats, start, t, 0, NULL);
+        frames_add(s->stats, start, t, output, "output");
         agent_in_hook--;
     }
     s->prev_gap = s->prev_end ? t - s->prev_end : 0;

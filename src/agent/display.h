@@ -51,6 +51,12 @@ void display_gone(surface_kind kind, uint64_t handle);
 /* The application's name for a top-level (xdg_toplevel's app id, the
  * class of X11's WM_CLASS): its frames records' `window`. */
 void display_name(surface_kind kind, uint64_t handle, const char *name, size_t len);
+/* The refresh interval of an output, in ns, as the program itself learned
+ * it (Wayland: a wl_output's current mode; X11: the mode of a CRTC in use,
+ * from the RandR replies the program read); 0 forgets the output. Frames
+ * on surfaces of that family are graded against it when every output of
+ * the family known has the same one, else against 60 Hz. Any thread. */
+void display_output_refresh(surface_kind family, uint64_t output, int64_t refresh_ns);
 /* Frames presented on this surface go through an outer API (Vulkan) whose
  * present is counted: the protocol's own (a Present from a driver's
  * thread) are not counted again. */

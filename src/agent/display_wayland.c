@@ -32,6 +32,14 @@
  *
  * A destructor request frees its proxy inside the real call: what the hook
  * needs of it is read before.
+ *
+ * Outputs' refresh: the compositor tells each wl_output's modes to the
+ * listener the client adds (wl_proxy_add_listener, hooked). For a wl_output
+ * the agent passes a copy of the client's listener whose `mode` entry
+ * notes the current mode's refresh (display_output_refresh), then calls the
+ * client's; wl_proxy_get_listener (hooked) still answers the client's own
+ * listener, which toolkits compare to tell their proxies (Qt's generated
+ * fromObject). wl_output.release forgets the output.
  */
 #include "display.h"
 
@@ -153,6 +161,7 @@ enum {
     R_SURFACE_GONE,
     R_SHELL_GONE,
     R_SET_TOPLEVEL, /* wl_shell_surface */
+    R_OUTPUT_GONE,  /* wl_output.release */
 };
 
 typedef struct request {
@@ -193,6 +202,8 @@ static request classify(struct wl_proxy *proxy, uint32_t opcode, const long *arg
         r.kind = opcode == 1 ? R_GET_TOPLEVEL : opcode == 0 ? R_SHELL_GONE : R_NONE;
     } else if (is(cls, "wl_shell_surface")) {
         r.kind = opcode == 3 ? R_SET_TOPLEVEL : R_NONE;
+    } else if (is(cls, "wl_output")) {
+        r.kind = opcode == 0 ? R_OUTPUT_GONE : R_NONE;
     } else if (is(cls, "xdg_toplevel") || is(cls, "zxdg_toplevel_v6")) {
         r.kind = opcode == 3 ? R_SET_APP_ID : opcode == 0 ? R_TOPLEVEL_GONE : R_NONE;
         r.arg = (const void *)args[0];
@@ -253,6 +264,9 @@ static void apply(const request *r, const void *created)
         }
         break;
     }
+    case R_OUTPUT_GONE:
+        display_output_refresh(SK_WAYLAND, (uint64_t)(uintptr_t)r->proxy, 0);
+        break;
     case R_SURFACE_GONE:
         surface = unwrap(r->proxy);
         map_del(r->proxy);
@@ -464,4 +478,99 @@ AGENT_EXPORT void wl_proxy_wrapper_destroy(void *wrapper)
         pthread_mutex_unlock(&mu);
     }
     W.wrapper_destroy(wrapper);
+}
+
+/* ---- the outputs' refresh ---- */
+
+#define MAX_OUTPUTS 16
+#define OUTPUT_EVENTS 6 /* geometry, mode (v1); done, scale (v2); name, description (v4) */
+#define MODE_CURRENT 0x1 /* WL_OUTPUT_MODE_CURRENT */
+
+typedef void (*listener_fn)(void);
+typedef void (*mode_fn)(void *, struct wl_proxy *, uint32_t, int32_t, int32_t, int32_t);
+typedef int (*add_listener_fn)(struct wl_proxy *, listener_fn *, void *);
+typedef const void *(*get_listener_fn)(struct wl_proxy *);
+typedef uint32_t (*get_version_fn)(struct wl_proxy *);
+
+/* One slot per wl_output: the client's listener and the copy passed on. */
+static struct {
+    struct wl_proxy *proxy;
+    listener_fn *client;
+    listener_fn copy[OUTPUT_EVENTS];
+} outs[MAX_OUTPUTS];
+
+static add_listener_fn real_add_listener;
+static get_listener_fn real_get_listener;
+static get_version_fn real_get_version;
+
+static void output_mode(void *data, struct wl_proxy *output, uint32_t flags, int32_t width, int32_t height,
+                        int32_t refresh_mhz)
+{
+    mode_fn client = NULL;
+    pthread_mutex_lock(&mu);
+    for (size_t i = 0; i < MAX_OUTPUTS; i++)
+        if (outs[i].proxy == output && outs[i].client) {
+            client = (mode_fn)outs[i].client[1];
+            break;
+        }
+    pthread_mutex_unlock(&mu);
+    if ((flags & MODE_CURRENT) && refresh_mhz > 0 && display_on())
+        display_output_refresh(SK_WAYLAND, (uint64_t)(uintptr_t)output, (int64_t)(1000000000000.0 / refresh_mhz));
+    if (client)
+        client(data, output, flags, width, height, refresh_mhz);
+}
+
+AGENT_EXPORT int wl_proxy_add_listener(struct wl_proxy *proxy, listener_fn *implementation, void *data)
+{
+    AGENT_REAL(real_add_listener, LIBWAYLAND, "wl_proxy_add_listener");
+    if (!real_add_listener)
+        return -1;
+    if (!implementation || !proxy || !display_on() || agent_in_hook)
+        return real_add_listener(proxy, implementation, data);
+    if (!get_class)
+        *(void **)&get_class = agent_real(LIBWAYLAND, "wl_proxy_get_class");
+    AGENT_REAL(real_get_version, LIBWAYLAND, "wl_proxy_get_version");
+    const char *cls = get_class ? get_class(proxy) : NULL;
+    if (!cls || !is(cls, "wl_output") || !real_get_version)
+        return real_add_listener(proxy, implementation, data);
+    /* the events the client's listener has: as many as its version sends */
+    uint32_t version = real_get_version(proxy);
+    size_t n = version >= 4 ? 6 : version >= 2 ? 4 : 2;
+    listener_fn *pass = implementation;
+    pthread_mutex_lock(&mu);
+    size_t slot = MAX_OUTPUTS;
+    for (size_t i = 0; i < MAX_OUTPUTS; i++) {
+        if (outs[i].proxy == proxy) {
+            slot = i; /* a proxy freed without release, its address reused */
+            break;
+        }
+        if (!outs[i].proxy && slot == MAX_OUTPUTS)
+            slot = i;
+    }
+    if (slot < MAX_OUTPUTS) {
+        memset(outs[slot].copy, 0, sizeof(outs[slot].copy));
+        memcpy(outs[slot].copy, implementation, n * sizeof(*implementation));
+        outs[slot].copy[1] = (listener_fn)output_mode;
+        outs[slot].proxy = proxy;
+        outs[slot].client = implementation;
+        pass = outs[slot].copy;
+    }
+    pthread_mutex_unlock(&mu);
+    return real_add_listener(proxy, pass, data);
+}
+
+AGENT_EXPORT const void *wl_proxy_get_listener(struct wl_proxy *proxy)
+{
+    AGENT_REAL(real_get_listener, LIBWAYLAND, "wl_proxy_get_listener");
+    if (!real_get_listener)
+        return NULL;
+    const void *l = real_get_listener(proxy);
+    pthread_mutex_lock(&mu);
+    for (size_t i = 0; i < MAX_OUTPUTS; i++)
+        if (outs[i].proxy == proxy && l == (const void *)outs[i].copy) {
+            l = outs[i].client;
+            break;
+        }
+    pthread_mutex_unlock(&mu);
+    return l;
 }

@@ -22,6 +22,15 @@
  *                XChangeProperty (XSetClassHint goes through it): its
  *                class names the window's frames records.
  *
+ *   refresh      the outputs' refresh, from the RandR replies the
+ *                program reads itself (GDK, Qt's xcb plugin and SDL read
+ *                them at start): the modes of the screen's resources
+ *                (xcb_randr_get_screen_resources[_current]_reply; Xlib's
+ *                XRRGetCrtcInfo is given them), then the mode of each
+ *                CRTC in use (xcb_randr_get_crtc_info_reply,
+ *                XRRGetCrtcInfo): dot clock / (htotal × vtotal). A mode
+ *                without timings (Xvfb's: a dot clock of 0) tells none.
+ *
  * Every hook calls the real function first and returns its result
  * unchanged; the agent sends the X server nothing.
  */
@@ -31,10 +40,13 @@
 
 #include <X11/Xlib.h>
 #include <X11/extensions/XShm.h>
+#include <X11/extensions/Xrandr.h>
 #include <xcb/present.h>
+#include <xcb/randr.h>
 #include <xcb/shm.h>
 #include <xcb/xcb.h>
 
+#include <pthread.h>
 #include <string.h>
 
 #define LIBXCB "libxcb.so.1"
@@ -42,6 +54,8 @@
 #define LIBXCB_PRESENT "libxcb-present.so.0"
 #define LIBX11 "libX11.so.6"
 #define LIBXEXT "libXext.so.6"
+#define LIBXCB_RANDR "libxcb-randr.so.0"
+#define LIBXRANDR "libXrandr.so.2"
 #define WM_CLASS_ATOM 67
 
 /* ---- which windows are top-levels ---- */
@@ -372,5 +386,143 @@ AGENT_EXPORT int XChangeProperty(Display *d, Window w, Atom property, Atom type,
     int r = L.change_property(d, w, property, type, format, mode, data, n);
     if (property == WM_CLASS_ATOM && format == 8 && data && n > 0 && mode == PropModeReplace && display_on())
         wm_class(w, (const char *)data, (size_t)n);
+    return r;
+}
+
+/* ---- the outputs' refresh (RandR) ---- */
+
+#define MAX_MODES 128
+
+static pthread_mutex_t modes_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    uint32_t id;
+    int64_t refresh_ns;
+} modes[MAX_MODES];
+static size_t n_modes;
+
+/* A mode's frame period in ns, or 0 when it has no timings. */
+static int64_t mode_period(uint32_t dot_clock, uint32_t htotal, uint32_t vtotal, uint32_t flags)
+{
+    double lines = (double)vtotal;
+    if (flags & XCB_RANDR_MODE_FLAG_DOUBLE_SCAN)
+        lines *= 2;
+    if (flags & XCB_RANDR_MODE_FLAG_INTERLACE)
+        lines /= 2;
+    if (!dot_clock || !htotal || !vtotal)
+        return 0;
+    return (int64_t)((double)htotal * lines * 1e9 / (double)dot_clock);
+}
+
+static void mode_seen(uint32_t id, int64_t refresh_ns)
+{
+    pthread_mutex_lock(&modes_mu);
+    size_t i = 0;
+    while (i < n_modes && modes[i].id != id)
+        i++;
+    if (i == n_modes && n_modes < MAX_MODES)
+        n_modes++;
+    if (i < n_modes)
+        modes[i].id = id, modes[i].refresh_ns = refresh_ns;
+    pthread_mutex_unlock(&modes_mu);
+}
+
+/* A CRTC shows `mode` (0: none): its output's refresh. */
+static void crtc_mode(uint64_t crtc, uint32_t mode)
+{
+    int64_t refresh = 0;
+    pthread_mutex_lock(&modes_mu);
+    for (size_t i = 0; i < n_modes && mode; i++)
+        if (modes[i].id == mode)
+            refresh = modes[i].refresh_ns;
+    pthread_mutex_unlock(&modes_mu);
+    display_output_refresh(SK_X11, crtc, refresh);
+}
+
+typedef xcb_randr_get_screen_resources_current_reply_t *(*res_current_reply_fn)(
+    xcb_connection_t *, xcb_randr_get_screen_resources_current_cookie_t, xcb_generic_error_t **);
+typedef xcb_randr_get_screen_resources_reply_t *(*res_reply_fn)(xcb_connection_t *,
+                                                                 xcb_randr_get_screen_resources_cookie_t,
+                                                                 xcb_generic_error_t **);
+typedef xcb_randr_get_crtc_info_reply_t *(*crtc_reply_fn)(xcb_connection_t *, xcb_randr_get_crtc_info_cookie_t,
+                                                          xcb_generic_error_t **);
+typedef xcb_randr_mode_info_t *(*modes_fn)(const void *);
+typedef int (*modes_length_fn)(const void *);
+typedef XRRCrtcInfo *(*x_crtc_fn)(Display *, XRRScreenResources *, RRCrtc);
+
+static struct {
+    res_current_reply_fn res_current_reply;
+    res_reply_fn res_reply;
+    crtc_reply_fn crtc_reply;
+    modes_fn current_modes, modes;
+    modes_length_fn current_modes_length, modes_length;
+    x_crtc_fn x_crtc;
+} RR;
+
+static void xcb_modes(const xcb_randr_mode_info_t *m, int n)
+{
+    for (int i = 0; m && i < n; i++)
+        mode_seen(m[i].id, mode_period(m[i].dot_clock, m[i].htotal, m[i].vtotal, m[i].mode_flags));
+}
+
+AGENT_EXPORT xcb_randr_get_screen_resources_current_reply_t *xcb_randr_get_screen_resources_current_reply(
+    xcb_connection_t *c, xcb_randr_get_screen_resources_current_cookie_t cookie, xcb_generic_error_t **e)
+{
+    AGENT_REAL(RR.res_current_reply, LIBXCB_RANDR, "xcb_randr_get_screen_resources_current_reply");
+    if (!RR.res_current_reply)
+        return NULL;
+    xcb_randr_get_screen_resources_current_reply_t *r = RR.res_current_reply(c, cookie, e);
+    AGENT_REAL(RR.current_modes, LIBXCB_RANDR, "xcb_randr_get_screen_resources_current_modes");
+    AGENT_REAL(RR.current_modes_length, LIBXCB_RANDR, "xcb_randr_get_screen_resources_current_modes_length");
+    if (r && display_on() && RR.current_modes && RR.current_modes_length)
+        xcb_modes(RR.current_modes(r), RR.current_modes_length(r));
+    return r;
+}
+
+AGENT_EXPORT xcb_randr_get_screen_resources_reply_t *xcb_randr_get_screen_resources_reply(
+    xcb_connection_t *c, xcb_randr_get_screen_resources_cookie_t cookie, xcb_generic_error_t **e)
+{
+    AGENT_REAL(RR.res_reply, LIBXCB_RANDR, "xcb_randr_get_screen_resources_reply");
+    if (!RR.res_reply)
+        return NULL;
+    xcb_randr_get_screen_resources_reply_t *r = RR.res_reply(c, cookie, e);
+    AGENT_REAL(RR.modes, LIBXCB_RANDR, "xcb_randr_get_screen_resources_modes");
+    AGENT_REAL(RR.modes_length, LIBXCB_RANDR, "xcb_randr_get_screen_resources_modes_length");
+    if (r && display_on() && RR.modes && RR.modes_length)
+        xcb_modes(RR.modes(r), RR.modes_length(r));
+    return r;
+}
+
+/* The reply does not name its CRTC: its place on the screen, with the
+ * connection, stands for it. */
+AGENT_EXPORT xcb_randr_get_crtc_info_reply_t *xcb_randr_get_crtc_info_reply(xcb_connection_t *c,
+                                                                            xcb_randr_get_crtc_info_cookie_t cookie,
+                                                                            xcb_generic_error_t **e)
+{
+    AGENT_REAL(RR.crtc_reply, LIBXCB_RANDR, "xcb_randr_get_crtc_info_reply");
+    if (!RR.crtc_reply)
+        return NULL;
+    xcb_randr_get_crtc_info_reply_t *r = RR.crtc_reply(c, cookie, e);
+    if (r && display_on())
+        crtc_mode(((uint64_t)(uintptr_t)c << 16) ^ r->x ^ ((uint64_t)r->y << 32), r->mode);
+    return r;
+}
+
+static void xlib_modes(const XRRScreenResources *r)
+{
+    for (int i = 0; r && i < r->nmode; i++)
+        mode_seen((uint32_t)r->modes[i].id, mode_period((uint32_t)r->modes[i].dotClock, r->modes[i].hTotal,
+                                                        r->modes[i].vTotal, (uint32_t)r->modes[i].modeFlags));
+}
+
+AGENT_EXPORT XRRCrtcInfo *XRRGetCrtcInfo(Display *d, XRRScreenResources *res, RRCrtc crtc)
+{
+    AGENT_REAL(RR.x_crtc, LIBXRANDR, "XRRGetCrtcInfo");
+    if (!RR.x_crtc)
+        return NULL;
+    XRRCrtcInfo *r = RR.x_crtc(d, res, crtc);
+    if (r && display_on()) {
+        xlib_modes(res);
+        crtc_mode(((uint64_t)(uintptr_t)d << 16) ^ crtc, (uint32_t)r->mode);
+    }
     return r;
 }

@@ -14,7 +14,10 @@
  * read_events way), then draws into a free shm buffer and commits it. It runs N ms from its first frame
  * (default 3000); S ms after it (default 1000) one iteration spends M ms
  * (default 900; 0: none) busy in wl_app_stall() before it draws. Prints
- * "stalled ms=D" and "frames=F", its own figures.
+ * "stalled ms=D" and "frames=F", its own figures, and, for the first
+ * output it was told of, "output refresh_mhz=R listener=own|other": the
+ * current mode's refresh, and whether wl_proxy_get_listener answers the
+ * listener the app added (toolkits tell their proxies so).
  */
 #include "xdg-shell-client-protocol.h"
 
@@ -38,6 +41,30 @@
 static struct wl_compositor *compositor;
 static struct wl_shm *shm;
 static struct xdg_wm_base *wm_base;
+static struct wl_output *output;
+static int32_t output_refresh_mhz;
+
+static void on_geometry(void *data, struct wl_output *o, int32_t x, int32_t y, int32_t pw, int32_t ph,
+                        int32_t subpixel, const char *make, const char *model, int32_t transform)
+{
+}
+
+static void on_mode(void *data, struct wl_output *o, uint32_t flags, int32_t width, int32_t height, int32_t refresh)
+{
+    if (flags & WL_OUTPUT_MODE_CURRENT)
+        output_refresh_mhz = refresh;
+}
+
+static void on_done(void *data, struct wl_output *o)
+{
+}
+
+static void on_scale(void *data, struct wl_output *o, int32_t factor)
+{
+}
+
+static const struct wl_output_listener output_listener = {
+    .geometry = on_geometry, .mode = on_mode, .done = on_done, .scale = on_scale};
 static int configured;
 static int frame_due = 1; /* the last commit's frame callback came */
 
@@ -72,6 +99,10 @@ static void on_global(void *data, struct wl_registry *reg, uint32_t name, const 
         shm = wl_registry_bind(reg, name, &wl_shm_interface, 1);
     else if (strcmp(iface, xdg_wm_base_interface.name) == 0)
         wm_base = wl_registry_bind(reg, name, &xdg_wm_base_interface, 1);
+    else if (strcmp(iface, wl_output_interface.name) == 0 && !output && version >= 2) {
+        output = wl_registry_bind(reg, name, &wl_output_interface, 2);
+        wl_output_add_listener(output, &output_listener, NULL);
+    }
 }
 
 static void on_global_remove(void *data, struct wl_registry *reg, uint32_t name)
@@ -233,6 +264,9 @@ int main(int argc, char **argv)
             break;
     }
     printf("stalled ms=%.1f\nframes=%u\n", stalled, frames);
+    if (output)
+        printf("output refresh_mhz=%d listener=%s\n", output_refresh_mhz,
+               wl_proxy_get_listener((struct wl_proxy *)output) == (const void *)&output_listener ? "own" : "other");
     xdg_toplevel_destroy(top);
     xdg_surface_destroy(xs);
     wl_surface_destroy(surface);
