@@ -281,6 +281,11 @@ static inline void loop_present_end(void)
 {
     loop_in_present--;
 }
+/* libc's poll, past the agent's hook (loop_wait.c): GLib's default poll
+ * function (g_poll) is this call, made by the GLib source's wrapper
+ * without passing the hook. Any thread. */
+struct pollfd;
+int loop_poll_real(struct pollfd *fds, unsigned long n, int timeout);
 /* Libraries were loaded: which of them wait for replies (loop_wait.c).
  * Any thread. */
 void loop_wait_refresh(void);

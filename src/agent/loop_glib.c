@@ -56,7 +56,9 @@ static gint monitored_poll(GPollFD *fds, guint nfds, gint timeout)
         loop_set_glib_mode();
     display_handover(0, t);
     loop_wait_enter(t);
-    gint r = f(fds, nfds, timeout);
+    /* GLib's own poll function is poll(2) on a GPollFD array (the same
+     * layout as struct pollfd): called past the agent's poll hook */
+    gint r = f == G.poll ? loop_poll_real((struct pollfd *)fds, nfds, timeout) : f(fds, nfds, timeout);
     loop_wait_leave(t, mono_ns());
     return r;
 }

@@ -246,6 +246,12 @@ __attribute__((constructor)) static void resolve_waits(void)
     AGENT_REAL(R.pselect, NULL, "pselect");
 }
 
+int loop_poll_real(struct pollfd *fds, nfds_t n, int timeout)
+{
+    REAL(R.poll, "poll");
+    return R.poll(fds, n, timeout);
+}
+
 AGENT_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
     REAL(R.poll, "poll");

@@ -20,6 +20,7 @@ stack. On Xvfb and on a headless weston:
   be the observer scheduled late on a busy machine, and the run is made
   again, three runs at most (agentlib.assert_first_frame_seen).
 """
+import json
 import os
 import re
 import shutil
@@ -137,6 +138,27 @@ class OnXvfb(Checks):
             return s["phases"]["first_frame"], paint, skipped, (p, records)
         p, records = assert_first_frame_seen(self, attempt)
         self.check_stall(records, p.stdout, "sdl_app_stall", "sdl-app", "x11_image")
+        self.check_report_export(records)
+
+    def check_report_export(self, records):
+        """pacer report and pacer export take a run without pages as they are."""
+        work = tempfile.mkdtemp(prefix="pacer-toolkit-free-report-")
+        path = os.path.join(work, "records.jsonl")
+        with open(path, "w") as f:
+            for r in records:
+                f.write(json.dumps(r) + "\n")
+        rep = subprocess.run([PACER, "report", path], capture_output=True, text=True, timeout=30)
+        self.assertEqual(rep.returncode, 0, rep.stderr)
+        self.assertRegex(rep.stdout, r"cold_ms\s+1\s")
+        self.assertIn("sdl_app_stall", rep.stdout)
+        self.assertRegex(rep.stdout, r"\n  sdl-app\s+\d+")
+        trace = os.path.join(work, "run.json")
+        exp = subprocess.run([PACER, "export", "--format", "chrome", "-o", trace, path], capture_output=True,
+                             text=True, timeout=30)
+        self.assertEqual(exp.returncode, 0, exp.stderr)
+        with open(trace) as f:
+            names = {e.get("name") for e in json.load(f)["traceEvents"]}
+        self.assertTrue({"cold start", "main → first frame", "jank"} <= names, names)
 
     def test_qterminal(self):
         qterminal = shutil.which("qterminal")
