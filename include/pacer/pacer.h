@@ -200,6 +200,11 @@ typedef struct pacer_stats {
 
 PACER_API void pacer_get_stats(pacer_t *p, pacer_stats *ret);
 
+/* The last failed or refused upload attempt of `st` as the server (or the
+ * way to it) gave it, NUL-terminated in `buf` (cut to `size`): "HTTP 400",
+ * "gRPC UNAUTHENTICATED: unknown key", "connection failed". */
+PACER_API void pacer_upload_failure(const pacer_stats *st, char *buf, size_t size);
+
 /* True on pacer's own threads (the record writer, the uploader): what they
  * do — file writes, HTTP requests through libcurl — is pacer's, and
  * instrumentation must not record it as the application's. */

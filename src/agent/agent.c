@@ -301,13 +301,14 @@ static void report_upload(void)
         agent_note_once("upload-rejected", "the server rejected %llu record(s): %s",
                         (unsigned long long)st.records_rejected,
                         st.upload_message[0] ? st.upload_message : "no reason given");
+    char why[200];
+    pacer_upload_failure(&st, why, sizeof why);
     if (st.batches_refused)
-        agent_note_once("upload", "the server refused %llu batch(es) of records (HTTP %d); check the key "
+        agent_note_once("upload", "the server refused %llu batch(es) of records (%s); check the key "
                         "(--key-file or $PACER_KEY) and the app name (--app) against the server's keys file",
-                        (unsigned long long)st.batches_refused, st.upload_last_error);
+                        (unsigned long long)st.batches_refused, why);
     else if (st.upload_retries && !st.batches_sent)
-        agent_note_once("upload", "records could not be sent (%s %d); they wait in the spool for the next run",
-                        st.upload_last_error ? "HTTP" : "connection failed", st.upload_last_error);
+        agent_note_once("upload", "records could not be sent (%s); they wait in the spool for the next run", why);
 }
 
 /* ---- the run summary: one line on stderr for a `pacer run` ----

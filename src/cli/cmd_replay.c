@@ -49,26 +49,6 @@ static const char usage[] =
     "Exit status: 0 all lines replayed, 1 some lines skipped, 2 usage, config or\n"
     "file error.\n";
 
-/* The last failure as the server (or the way to it) gave it: "HTTP 400",
- * "gRPC UNAUTHENTICATED: unknown key", "connection failed". */
-static void upload_failure(const pacer_stats *st, char *buf, size_t size)
-{
-    static const char *const grpc_names[] = {
-        "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
-        "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",
-        "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED",
-    };
-    int g = st->upload_grpc_status;
-    if (g > 0 && g <= 16)
-        snprintf(buf, size, "gRPC %s%s%s", grpc_names[g], st->upload_error[0] ? ": " : "", st->upload_error);
-    else if (g > 16)
-        snprintf(buf, size, "gRPC status %d%s%s", g, st->upload_error[0] ? ": " : "", st->upload_error);
-    else if (st->upload_last_error)
-        snprintf(buf, size, "HTTP %d", st->upload_last_error);
-    else
-        snprintf(buf, size, "connection failed");
-}
-
 static int run(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -207,7 +187,7 @@ static int run(int argc, char **argv)
             fprintf(stderr, "; the server rejected %llu record(s): %s", (unsigned long long)st.records_rejected,
                     st.upload_message[0] ? st.upload_message : "no reason given");
         char why[256];
-        upload_failure(&st, why, sizeof(why));
+        pacer_upload_failure(&st, why, sizeof(why));
         if (st.batches_refused)
             fprintf(stderr, "; %llu batch(es) refused (%s) and dropped", (unsigned long long)st.batches_refused, why);
         if (st.upload_retries && !st.batches_sent)

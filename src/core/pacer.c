@@ -15,6 +15,7 @@
  * gets a short time to deliver.
  */
 #include "clock.h"
+#include "grpc.h"
 #include "model.h"
 #include "otlp.h"
 #include "record_int.h"
@@ -588,6 +589,22 @@ PACER_API void pacer_get_stats(pacer_t *p, pacer_stats *ret)
         snprintf(ret->upload_error, sizeof(ret->upload_error), "%s", p->final_upload.error);
     }
     ret->spool_errors = p->spool_errors;
+}
+
+/* The last failure as the server (or the way to it) gave it: "HTTP 400",
+ * "gRPC UNAUTHENTICATED: unknown key", "connection failed". */
+PACER_API void pacer_upload_failure(const pacer_stats *st, char *buf, size_t size)
+{
+    int g = st->upload_grpc_status;
+    const char *name = grpc_status_name(g);
+    if (g > 0 && name)
+        snprintf(buf, size, "gRPC %s%s%s", name, st->upload_error[0] ? ": " : "", st->upload_error);
+    else if (g > 0)
+        snprintf(buf, size, "gRPC status %d%s%s", g, st->upload_error[0] ? ": " : "", st->upload_error);
+    else if (st->upload_last_error)
+        snprintf(buf, size, "HTTP %d", st->upload_last_error);
+    else
+        snprintf(buf, size, "connection failed");
 }
 
 /* ---- the process-wide default instance ---- */

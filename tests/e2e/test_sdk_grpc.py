@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "server"))
 sys.path.insert(0, os.path.join(HERE, "..", "agent"))
 sys.path.insert(0, os.path.join(HERE, "..", "cli"))
 import grpc_receiver  # noqa: E402
-from grpc_receiver import OK, GrpcReceiver, items  # noqa: E402
+from grpc_receiver import OK, UNAUTHENTICATED, GrpcReceiver, items  # noqa: E402
 from pacerd_harness import KEYS, Pacerd  # noqa: E402
 
 PACER = os.environ["PACER"]
@@ -167,6 +167,23 @@ class DemoOverGrpc(unittest.TestCase):
         self.assertEqual(number(attrs(span)["pacer.total_ms"]), home["total_ms"])
         self.assertEqual(int(span["endTimeUnixNano"]) - home["ts"], round(home["total_ms"] * 1e6))
 
+
+    def test_demo_app_says_why_the_server_refused(self):
+        """A refusal is told in the run's words: the gRPC status and its
+        message, not an HTTP status the call never had."""
+        from agentlib import SHOP_APP, SHOP_CONFIG, APP_ENV, ApiServer, Xvfb
+        self.rx.answer({"code": UNAUTHENTICATED, "message": "unknown key"})
+        with Xvfb() as x, ApiServer({"/api/config": 20, "/api/list": 20, "/api/test1": 20}) as api:
+            env = env_without_upload_settings(DISPLAY=x.display, PACER_KEY="not-a-key", **APP_ENV)
+            env.pop("WAYLAND_DISPLAY", None)
+            p = subprocess.run([PACER, "run", "--config", SHOP_CONFIG, "--app", "shop", "--server", self.rx.url,
+                                "--otlp-protocol", "grpc", "--spool", os.path.join(self.tmp.name, "spool.db"),
+                                "--", SHOP_APP, "--api", api.base, "--auto-exit"],
+                               env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(self.rx.calls(), "nothing was sent")
+        self.assertIn("(gRPC UNAUTHENTICATED: unknown key); check the key", p.stderr)
+        self.assertNotIn("HTTP", p.stderr)
 
 class ReplayMatchesHttp(unittest.TestCase):
     @classmethod
