@@ -14,7 +14,7 @@
  * --days days before the current hour; values log-normal as the load
  * generator's (pagespans.h), with 3 decimals. Prints "rows=N seconds=S".
  */
-#include "store_ch.h"
+#include "store/clickhouse/store_ch.h"
 
 #include <pacer/base/clock.h>
 #include <pacer/base/hash.h>

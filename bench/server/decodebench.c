@@ -7,9 +7,9 @@
  *
  * Prints ns per span of each (the median of 5 rounds of N decodes) and the
  * ratios to JSON. */
-#include "gunzip.h"
-#include "otlp.h" /* pacerd's: src/server/otlp.h */
-#include "pacerd.h"
+#include "ingest/gunzip.h"
+#include "ingest/otlp.h" /* pacerd's: src/server/otlp.h */
+#include "app/pacerd.h"
 
 #include <pacer/schema.h>
 

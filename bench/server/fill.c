@@ -19,7 +19,7 @@
  *
  * Prints: "spans=N seconds=S spans_per_s=R db_bytes=B" (N: the spans
  * stored; a batch of which some were refused says so on stderr). */
-#include "pacerd.h"
+#include "app/pacerd.h"
 
 #include <pacer/base/clock.h>
 

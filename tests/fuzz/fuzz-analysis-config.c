@@ -7,8 +7,8 @@
  * is within its documented range; version lists hold no empty name and no
  * repeat. The same bytes read as an issue's details either fail cleanly or
  * write JSON that reads back to the same details. */
-#include "analysis_config.h"
-#include "issue_details.h"
+#include "analysis/analysis_config.h"
+#include "analysis/issue_details.h"
 
 #include <errno.h>
 #include <math.h>

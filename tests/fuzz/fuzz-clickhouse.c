@@ -4,7 +4,7 @@
  * query reads). Any input is parsed or refused without a read out of
  * bounds (ASan); a URL parsed never shows its password; a row read has its
  * strings NUL-terminated at their length. */
-#include "store_ch.h"
+#include "store/clickhouse/store_ch.h"
 
 #include <assert.h>
 #include <stdint.h>

@@ -8,7 +8,7 @@
  * back by base's reader), a jank record read must hold a duration ≥ 0 and
  * at most DASH_MAX_FRAMES frames, and a cookie value must fit and hold no
  * separator. */
-#include "dash_parse.h"
+#include "api/dash_parse.h"
 
 #include <math.h>
 #include <stddef.h>

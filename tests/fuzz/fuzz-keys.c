@@ -1,7 +1,7 @@
 /* libFuzzer target for pacerd's keys file parser (src/server/auth.c): any
  * text is accepted or refused with "FILE:LINE: reason", and a refusal never
  * repeats the line's key (a key must not reach a log). */
-#include "auth.h"
+#include "app/auth.h"
 
 #include <errno.h>
 #include <stddef.h>

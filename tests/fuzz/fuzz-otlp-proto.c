@@ -5,8 +5,8 @@
  * the decoder promises (valid ids, ordered times, names within the limit,
  * owners in range, valid UTF-8 text) and everything it holds writes as
  * valid JSON (what ingest stores). ASan and UBSan catch the rest. */
-#include "gunzip.h"
-#include "otlp.h"
+#include "ingest/gunzip.h"
+#include "ingest/otlp.h"
 
 #include <pacer/base/json.h>
 #include <pacer/base/utf8.h>

@@ -4,7 +4,7 @@
  * promises (valid ids, ordered times, names within the limit, checked
  * attributes readable through the accessors), and rejected items come with
  * a message. ASan and UBSan (the fuzz build's flags) catch the rest. */
-#include "otlp.h"
+#include "ingest/otlp.h"
 
 #include <pacer/base/json.h>
 

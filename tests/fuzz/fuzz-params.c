@@ -3,7 +3,7 @@
  * refused with a message that names what it is about, or every name and
  * value is valid UTF-8 without control characters, names are unique (but
  * for attr, which a query may repeat) and not empty, and the numbers read back are within the range asked. */
-#include "params.h"
+#include "http/params.h"
 
 #include <pacer/base/utf8.h>
 

@@ -8,8 +8,8 @@
  *      value, and is merged as a sketch
  *   2  a trace_index chunk: 16 bytes of t_lo and key, then the chunk; every
  *      entry handed over names a table the store has */
-#include "sketch.h"
-#include "store_codec.h"
+#include "store/sketch.h"
+#include "store/store_codec.h"
 
 #include <stdbool.h>
 #include <stdint.h>

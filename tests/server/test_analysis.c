@@ -2,11 +2,11 @@
  * rules, the regression test between versions (no false alarm in 20 tries
  * of identical distributions; a 150 ms slower page found), an issue's
  * gathered evidence as JSON. */
-#include "analysis_config.h"
-#include "clean.h"
-#include "issue_details.h"
-#include "issue_json.h"
-#include "regress.h"
+#include "analysis/analysis_config.h"
+#include "ingest/clean.h"
+#include "analysis/issue_details.h"
+#include "analysis/issue_json.h"
+#include "analysis/regress.h"
 
 #include <pacer/base/utf8.h>
 #include <pacer/stats.h>

@@ -10,7 +10,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "store_ch.h"
+#include "store/clickhouse/store_ch.h"
 
 #include <errno.h>
 #include <math.h>

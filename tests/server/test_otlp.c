@@ -1,6 +1,6 @@
 /* OTLP/HTTP JSON decoder (src/server/otlp.c): the encodings SDKs use, the
  * split between whole-request errors and rejected items, and the limits. */
-#include "otlp.h"
+#include "ingest/otlp.h"
 
 #include <pacer/base/json.h>
 

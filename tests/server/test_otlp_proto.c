@@ -3,8 +3,8 @@
  * exporters sent (tests/fuzz/corpus/otlp-proto, captured by
  * tests/server/otel/export-all.js), hand-made messages for each failure
  * level, and gzip at and past the limit. */
-#include "gunzip.h"
-#include "otlp.h"
+#include "ingest/gunzip.h"
+#include "ingest/otlp.h"
 
 #include <dirent.h>
 #include <errno.h>

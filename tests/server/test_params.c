@@ -1,7 +1,7 @@
 /* Strict request targets (src/server/params.c) and the keys file's
  * parser (src/server/auth.c). */
-#include "auth.h"
-#include "params.h"
+#include "app/auth.h"
+#include "http/params.h"
 
 #include <errno.h>
 #include <setjmp.h>

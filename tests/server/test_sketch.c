@@ -1,7 +1,7 @@
 /* DDSketch (src/server/sketch.c) against exact quantiles of the same data:
  * every quantile within 1 % relative error, merge equal to one sketch of
  * all values, encode/decode round trip, corrupt encodings rejected. */
-#include "sketch.h"
+#include "store/sketch.h"
 
 #include <errno.h>
 #include <math.h>

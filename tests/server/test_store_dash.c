@@ -6,8 +6,8 @@
  * blocks are read by store_blocks_read, whose plan test_store_query
  * checks). A statement that sorts is bounded by its scan limit (a LIMIT
  * in the statement). */
-#include "store.h"
-#include "store_dash.h"
+#include "store/store.h"
+#include "store/store_dash.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -5,7 +5,7 @@
  * that cut the fine day at 10-minute, hour and 6-hour boundaries and in
  * between — counts and min/max exactly, p50/p90/p99 within the sketches'
  * 1 % of the exact values computed here. */
-#include "pacerd.h"
+#include "app/pacerd.h"
 
 #include <jansson.h>
 #include <math.h>

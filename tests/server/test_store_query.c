@@ -4,7 +4,7 @@
  * fails; so does a plan that sorts the rows up to the mark, which would
  * read all of an app's rows before the first answer (the rows after the
  * mark, a rowid range of at most one rollup batch, may be sorted). */
-#include "store.h"
+#include "store/store.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

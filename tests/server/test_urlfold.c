@@ -1,5 +1,5 @@
 /* URL folding for request statistics (src/server/urlfold.c). */
-#include "urlfold.h"
+#include "ingest/urlfold.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,7 +1,7 @@
 /* The dashboard's files (src/server/web.c): the first directory that holds
  * them is loaded; when none does, every place looked in is named, with
  * why each failed. */
-#include "web.h"
+#include "app/web.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

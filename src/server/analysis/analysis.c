@@ -1,0 +1,1242 @@
+/* The application layer's thread (analysis.h).
+ *
+ * A cycle keeps what it read in memory only until its write: deltas per
+ * (candidate, version) — figures to add, new affected sessions, evidence —
+ * and per (app, version) — records, times, sessions. Both are bounded by
+ * the rows of one cycle (cycle-records per source).
+ */
+#include "analysis.h"
+#include "store/analysis_source.h"
+#include "detect.h"
+#include "issue_details.h"
+#include "lifecycle.h"
+#include "regress.h"
+#include "store/clickhouse/store_ch_source.h"
+#include "store_issues.h"
+
+#include <pacer/base/clock.h>
+#include <pacer/base/hash.h>
+#include <pacer/base/thread.h>
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BUCKETS 4096
+#define MAX_CANDIDATES 10000 /* per app: beyond, new candidates are not followed */
+#define MAX_OPEN 2000        /* open issues of an app judged again per cycle */
+#define SAMPLES 10000        /* raw values per version and type for a regression test */
+#define SAMPLES_SCAN 1000000
+#define RETEST_NS (60LL * 1000000000LL) /* a pair compared is tested again a minute later at the earliest */
+#define MAX_SESSIONS_PER_DELTA 100000
+#define PRUNE_CYCLES 1000 /* retention (iss_prune) every this many cycles */
+
+static const struct {
+    enum store_table table;
+    enum source_filter filter;
+    const char *mark;
+} sources[] = {
+    /* requests before page loads: a load is matched with the requests read before it */
+    {TABLE_REQUESTS, SOURCE_ALL, "requests"},
+    {TABLE_PAGE_LOADS, SOURCE_ALL, "page_loads"},
+    {TABLE_STARTUPS, SOURCE_ALL, "startups"},
+    {TABLE_LOGS, SOURCE_PACER_LOGS, "logs"},
+    {TABLE_METRIC_POINTS, SOURCE_FRAMES, "metric_points"},
+};
+#define N_SOURCES (sizeof sources / sizeof sources[0])
+
+/* ---- a set of 64-bit hashes (what a cycle has seen) ---- */
+
+typedef struct hset {
+    uint64_t *slots;
+    size_t mask, n;
+} hset;
+
+/* Adds x: true when it was new. */
+static bool hset_add(hset *s, uint64_t x)
+{
+    if (!x)
+        x = 1;
+    if (!s->slots || s->n + 1 > (s->mask + 1) / 2) {
+        size_t cap = s->slots ? 2 * (s->mask + 1) : 4096;
+        uint64_t *g = calloc(cap, sizeof *g);
+        if (!g)
+            return false;
+        for (size_t i = 0; s->slots && i <= s->mask; i++)
+            if (s->slots[i]) {
+                size_t k = hash_u64(s->slots[i]) & (cap - 1);
+                while (g[k])
+                    k = (k + 1) & (cap - 1);
+                g[k] = s->slots[i];
+            }
+        free(s->slots);
+        s->slots = g;
+        s->mask = cap - 1;
+    }
+    size_t k = hash_u64(x) & s->mask;
+    while (s->slots[k]) {
+        if (s->slots[k] == x)
+            return false;
+        k = (k + 1) & s->mask;
+    }
+    s->slots[k] = x;
+    s->n++;
+    return true;
+}
+
+static uint64_t hash_strs(const char *a, const char *b, const char *c)
+{
+    uint64_t h = fnv1a64(FNV1A64_INIT, a, strlen(a) + 1);
+    h = fnv1a64(h, b, strlen(b) + 1);
+    return fnv1a64(h, c ? c : "", c ? strlen(c) : 0);
+}
+
+/* ---- deltas ---- */
+
+/* a + b in whole nanoseconds: time lost is summed over occurrences and
+ * cycles, and a cycle may read what another read in two (ClickHouse's read
+ * lag); integer sums come out the same in any order, doubles do not */
+static double add_ms(double a, double b)
+{
+    if (!isfinite(a) || !isfinite(b) || fabs(a) > 1e12 || fabs(b) > 1e12)
+        return a + b;
+    return (double)(llround(a * 1e6) + llround(b * 1e6)) / 1e6;
+}
+
+typedef struct delta {
+    struct delta *next;
+    uint64_t h;
+    char id[ISSUE_ID_LEN + 1];
+    char *app, *kind, *key, *version, *fingerprint;
+    int64_t count, total, first_ns, last_ns;
+    double lost_ms;
+    sketch values;
+    char **sessions;
+    size_t n_sessions, cap_sessions;
+    iss_details det;
+    /* a regression test's outcome: replaces the version's figures */
+    bool replace, qualifies;
+    int64_t check_a, check_b, affected;
+} delta;
+
+typedef struct vdelta {
+    struct vdelta *next, *in_order; /* its bucket; the cycle's versions in the order they came */
+    uint64_t h;
+    char *app, *version;
+    int64_t records, first_ns, last_ns;
+    size_t came;  /* its place in the order the cycle's versions came */
+    bool pages; /* page loads or start-ups: regressions to test */
+    char **sessions;
+    size_t n_sessions, cap_sessions;
+} vdelta;
+
+typedef struct cycle {
+    const ana_config *cfg;
+    delta *deltas[BUCKETS];
+    vdelta *versions[BUCKETS];
+    vdelta *first_version, **last_version; /* in the order they came */
+    size_t n_versions;
+    hset seen;
+    int64_t marks[N_SOURCES];
+    uint64_t rows;
+    int64_t behind;
+    bool oom;
+} cycle;
+
+static bool push_str(char ***list, size_t *n, size_t *cap, const char *s)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? 2 * *cap : 8;
+        char **g = realloc(*list, c * sizeof *g);
+        if (!g)
+            return false;
+        *list = g;
+        *cap = c;
+    }
+    if (!((*list)[*n] = strdup(s)))
+        return false;
+    (*n)++;
+    return true;
+}
+
+static delta *delta_get(cycle *cy, const char *id, const char *app, const char *kind, const char *key,
+                        const char *version)
+{
+    uint64_t h = hash_strs(id, version, NULL);
+    delta **slot = &cy->deltas[h % BUCKETS];
+    for (delta *d = *slot; d; d = d->next)
+        if (d->h == h && strcmp(d->id, id) == 0 && strcmp(d->version, version) == 0)
+            return d;
+    delta *d = calloc(1, sizeof *d);
+    if (!d)
+        return NULL;
+    d->h = h;
+    snprintf(d->id, sizeof d->id, "%s", id);
+    d->app = strdup(app);
+    d->kind = strdup(kind);
+    d->key = strdup(key);
+    d->version = strdup(version);
+    sketch_init(&d->values);
+    if (!d->app || !d->kind || !d->key || !d->version) {
+        free(d->app);
+        free(d->kind);
+        free(d->key);
+        free(d->version);
+        free(d);
+        return NULL;
+    }
+    d->next = *slot;
+    *slot = d;
+    return d;
+}
+
+static void delta_free(delta *d)
+{
+    free(d->app);
+    free(d->kind);
+    free(d->key);
+    free(d->version);
+    free(d->fingerprint);
+    for (size_t i = 0; i < d->n_sessions; i++)
+        free(d->sessions[i]);
+    free(d->sessions);
+    sketch_reset(&d->values);
+    details_free(&d->det);
+    free(d);
+}
+
+static vdelta *vdelta_get(cycle *cy, const char *app, const char *version)
+{
+    uint64_t h = hash_strs(app, version, NULL);
+    vdelta **slot = &cy->versions[h % BUCKETS];
+    for (vdelta *v = *slot; v; v = v->next)
+        if (v->h == h && strcmp(v->app, app) == 0 && strcmp(v->version, version) == 0)
+            return v;
+    vdelta *v = calloc(1, sizeof *v);
+    if (!v)
+        return NULL;
+    v->h = h;
+    v->app = strdup(app);
+    v->version = strdup(version);
+    if (!v->app || !v->version) {
+        free(v->app);
+        free(v->version);
+        free(v);
+        return NULL;
+    }
+    v->next = *slot;
+    *slot = v;
+    if (!cy->last_version)
+        cy->last_version = &cy->first_version;
+    *cy->last_version = v;
+    cy->last_version = &v->in_order;
+    v->came = cy->n_versions++;
+    return v;
+}
+
+static void cycle_free(cycle *cy)
+{
+    for (size_t b = 0; b < BUCKETS; b++) {
+        for (delta *d = cy->deltas[b], *n; d; d = n) {
+            n = d->next;
+            delta_free(d);
+        }
+        for (vdelta *v = cy->versions[b], *n; v; v = n) {
+            n = v->next;
+            free(v->app);
+            free(v->version);
+            for (size_t i = 0; i < v->n_sessions; i++)
+                free(v->sessions[i]);
+            free(v->sessions);
+            free(v);
+        }
+    }
+    free(cy->seen.slots);
+    memset(cy, 0, sizeof *cy);
+}
+
+static void on_occ(void *ctx, const occ *o)
+{
+    cycle *cy = *(cycle **)ctx; /* the analysis's cycle in progress */
+    if (!o->app || !o->version || !o->kind || !o->key)
+        return;
+    char id[ISSUE_ID_LEN + 1];
+    iss_id(o->app, o->kind, o->key, id);
+    delta *d = delta_get(cy, id, o->app, o->kind, o->key, o->version);
+    if (!d) {
+        cy->oom = true;
+        return;
+    }
+    d->count += o->count;
+    d->total += o->total;
+    d->lost_ms = add_ms(d->lost_ms, o->lost_ms);
+    if (!isnan(o->value) && o->value >= 0)
+        (void)sketch_add(&d->values, o->value);
+    if (o->count > 0) {
+        if (!d->first_ns || o->ts < d->first_ns)
+            d->first_ns = o->ts;
+        if (o->ts > d->last_ns)
+            d->last_ns = o->ts;
+    }
+    if (o->affected && o->session && d->n_sessions < MAX_SESSIONS_PER_DELTA &&
+        hset_add(&cy->seen, hash_strs(id, o->version, o->session)))
+        if (!push_str(&d->sessions, &d->n_sessions, &d->cap_sessions, o->session))
+            cy->oom = true;
+    if (o->fingerprint && !d->fingerprint)
+        d->fingerprint = strdup(o->fingerprint);
+    if (o->page && o->count > 0)
+        details_count(d->det.pages, &d->det.n_pages, o->page, o->count);
+    if (o->status)
+        details_count(d->det.statuses, &d->det.n_statuses, o->status, o->count);
+    for (int k = 0; k < 5; k++)
+        d->det.levels[k] += o->levels[k];
+    d->det.bytes += o->bytes;
+    if (o->example)
+        details_example(&d->det, o->example, o->example_value);
+}
+
+/* ---- the thread ---- */
+
+struct analysis {
+    store *st;
+    store *records; /* ClickHouse's, whose rows it reads; NULL: st's own (SQLite) */
+    const ana_config *cfg;
+    const enum target_kind *targets;
+    size_t n_targets;
+    void (*kick)(void *ctx);
+    void *kick_ctx;
+    detector *det;
+    cycle *cur; /* the cycle reading rows (the detectors' occurrences go to it) */
+    bool primed; /* the kept requests were filled from before the marks */
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    bool stopping;
+    analysis_stats stats;
+};
+
+typedef struct reading {
+    analysis *a;
+    cycle *cy;
+    enum store_table table;
+    bool pages;
+} reading;
+
+static bool on_row(void *ctx, const source_row *row)
+{
+    reading *rd = ctx;
+    cycle *cy = rd->cy;
+    cy->rows++;
+    enum store_table t = row->table;
+    int ca = source_col(t, SRC_COMMON, PACER_COMMON_APP), cv = source_col(t, SRC_COMMON, PACER_COMMON_VERSION);
+    int cs = source_col(t, SRC_COMMON, PACER_COMMON_SESSION), ct = source_col(t, SRC_COMMON, PACER_COMMON_TS);
+    const char *app = ca >= 0 && row->cols[ca].type == SV_TEXT ? row->cols[ca].p : NULL;
+    if (!app)
+        return true;
+    const char *version = cv >= 0 && row->cols[cv].type == SV_TEXT ? row->cols[cv].p : "unknown";
+    const char *session = cs >= 0 && row->cols[cs].type == SV_TEXT ? row->cols[cs].p : NULL;
+    int64_t ts = ct >= 0 && row->cols[ct].type == SV_INT ? row->cols[ct].i : 0;
+    vdelta *v = vdelta_get(cy, app, version);
+    if (!v) {
+        cy->oom = true;
+        return false;
+    }
+    v->records++;
+    if (!v->first_ns || ts < v->first_ns)
+        v->first_ns = ts;
+    if (ts > v->last_ns)
+        v->last_ns = ts;
+    v->pages |= t == TABLE_PAGE_LOADS || t == TABLE_STARTUPS;
+    if (session && *session && hset_add(&cy->seen, hash_strs("\001version", app, version) ^ hash_strs(session, "", "")))
+        if (!push_str(&v->sessions, &v->n_sessions, &v->cap_sessions, session))
+            cy->oom = true;
+    detect_row(rd->a->det, row);
+    return !cy->oom;
+}
+
+static bool on_old_request(void *ctx, const source_row *row)
+{
+    detect_remember(ctx, row);
+    return true;
+}
+
+/* The record tables' reads: SQLite's own (in the transaction of db) or
+ * ClickHouse's (store_ch_source.h), whose marks are write marks, not
+ * rowids. */
+static int rows_of(analysis *a, sqlite3 *db, enum store_table t, enum source_filter f, int64_t after, int64_t upto,
+                   const bool want[STORE_MAX_COLS], bool (*cb)(void *ctx, const source_row *row), void *ctx)
+{
+    return a->records ? ch_source_rows(a->records, t, f, after, upto, want, cb, ctx)
+                      : source_rows(db, t, f, after, upto, want, cb, ctx);
+}
+
+/* The mark n rows after from (not after to), or before it (n < 0). */
+static int step_of(analysis *a, sqlite3 *db, enum store_table t, enum source_filter f, int64_t from, int64_t to,
+                   long n, int64_t *ret)
+{
+    (void)db;
+    if (a->records)
+        return ch_source_step(a->records, t, f, from, to, n, ret);
+    *ret = n > 0 ? (to - from > n ? from + n : to) : (from > -n ? from + n : 0);
+    return 0;
+}
+
+static int read_rows(void *ctx, sqlite3 *db)
+{
+    reading *rd = ctx;
+    analysis *a = rd->a;
+    cycle *cy = rd->cy;
+    /* on ClickHouse one last mark for every table: a page load's requests
+     * (written with it) are read before it or in the same cycle */
+    int64_t ch_last = 0;
+    if (a->records && ch_source_last(a->records, &ch_last) < 0)
+        return -EIO;
+    for (size_t s = 0; s < N_SOURCES; s++) {
+        int64_t mark, last = ch_last;
+        if (iss_mark_get(db, sources[s].mark, &mark) < 0 ||
+            (!a->records && source_last_rowid(db, sources[s].table, &last) < 0))
+            return -EIO;
+        if (mark > last && !a->records)
+            mark = last; /* a file restored from a backup */
+        bool want[STORE_MAX_COLS];
+        detect_columns(sources[s].table, want);
+        if (sources[s].table == TABLE_REQUESTS && !a->primed) {
+            /* the requests of page loads still to come, after a restart */
+            int64_t from;
+            if (step_of(a, db, TABLE_REQUESTS, SOURCE_ALL, mark, mark, -DETECT_REQUESTS, &from) < 0 ||
+                rows_of(a, db, TABLE_REQUESTS, SOURCE_ALL, from, mark, want, on_old_request, a->det) < 0)
+                return -EIO;
+            a->primed = true;
+        }
+        int64_t upto = mark;
+        if (last > mark && step_of(a, db, sources[s].table, sources[s].filter, mark, last,
+                                   (long)a->cfg->cycle_records, &upto) < 0)
+            return -EIO;
+        rd->table = sources[s].table;
+        if (rows_of(a, db, sources[s].table, sources[s].filter, mark, upto, want, on_row, rd) < 0)
+            return -EIO;
+        if (cy->oom)
+            return -ENOMEM;
+        cy->marks[s] = upto;
+        int64_t behind = last - upto;
+        if (a->records && ch_source_behind(a->records, sources[s].table, sources[s].filter, upto, &behind) < 0)
+            return -EIO;
+        cy->behind += behind;
+    }
+    detect_flush(a->det);
+    return cy->oom ? -ENOMEM : 0;
+}
+
+/* ---- the write ---- */
+
+typedef struct writing {
+    analysis *a;
+    cycle *cy;
+    bool regression; /* the second write: regression outcomes, no marks */
+    uint64_t transitions;
+    int64_t issues[4]; /* by status, once written */
+    bool counted;
+} writing;
+
+/* A candidate's row, made when new (within the app's limit). false: not followed. */
+static int ensure_candidate(sqlite3 *db, const delta *d, iss_issue *i)
+{
+    int r = iss_issue_load(db, d->id, i);
+    if (r < 0 || i->exists)
+        return r;
+    int64_t n = iss_candidates(db, d->app);
+    if (n < 0)
+        return (int)n;
+    if (n >= MAX_CANDIDATES)
+        return 1;
+    i->app = strdup(d->app);
+    i->kind = strdup(d->kind);
+    i->key = strdup(d->key);
+    if (!i->app || !i->kind || !i->key)
+        return -ENOMEM;
+    i->exists = true;
+    return 0;
+}
+
+static int apply_delta(sqlite3 *db, const delta *d)
+{
+    iss_issue i = {0};
+    int r = ensure_candidate(db, d, &i);
+    if (r != 0) {
+        iss_issue_reset(&i);
+        return r < 0 ? r : 0;
+    }
+    iss_vstat v;
+    iss_vstat_init(&v);
+    bool found;
+    r = iss_vstat_load(db, d->id, d->version, &v, &found);
+    if (r == 0 && d->replace) {
+        bool was = v.qualifies;
+        sketch_reset(&v.values);
+        v.count = d->count;
+        v.total = d->total;
+        v.lost_ms = add_ms(0, d->lost_ms);
+        v.sessions = d->affected;
+        v.first_ns = d->first_ns;
+        v.last_ns = d->last_ns;
+        v.qualifies = was || d->qualifies; /* a regression once found stays found */
+        v.check_a = d->check_a;
+        v.check_b = d->check_b;
+    } else if (r == 0) {
+        v.count += d->count;
+        v.total += d->total;
+        v.lost_ms = add_ms(v.lost_ms, d->lost_ms);
+        if (d->count > 0) {
+            if (!v.first_ns || (d->first_ns && d->first_ns < v.first_ns))
+                v.first_ns = d->first_ns;
+            if (d->last_ns > v.last_ns)
+                v.last_ns = d->last_ns;
+        }
+        r = sketch_merge(&v.values, &d->values);
+        for (size_t k = 0; r == 0 && k < d->n_sessions; k++) {
+            int added = iss_session_add(db, d->id, d->version, d->sessions[k]);
+            if (added < 0)
+                r = added;
+            else
+                v.sessions += added;
+        }
+    }
+    if (r == 0)
+        r = iss_vstat_save(db, d->id, &v);
+    iss_vstat_reset(&v);
+    if (r == 0) {
+        iss_details det = {0};
+        (void)details_parse(i.details, &det);
+        if (d->replace) { /* the latest test's figures */
+            free(det.example);
+            det.example = NULL;
+        }
+        details_merge(&det, &d->det);
+        jbuf b;
+        jbuf_init(&b);
+        details_json(&det, &b);
+        details_free(&det);
+        if (b.failed) {
+            r = -ENOMEM;
+        } else {
+            free(i.details);
+            i.details = jbuf_steal(&b, NULL);
+        }
+        jbuf_free(&b);
+        if (d->fingerprint && !i.fingerprint)
+            i.fingerprint = strdup(d->fingerprint);
+        if (r == 0)
+            r = iss_issue_save(db, &i);
+    }
+    iss_issue_reset(&i);
+    return r;
+}
+
+/* Judges the touched candidates and the open issues of the touched apps. */
+static int judge_all(writing *w, sqlite3 *db)
+{
+    cycle *cy = w->cy;
+    lc_context lc = {.db = db, .cfg = w->a->cfg, .targets = w->a->targets, .n_targets = w->a->n_targets,
+                     .now_ns = wall_ns()};
+    hset judged = {0};
+    int r = 0;
+    for (size_t b = 0; b < BUCKETS && r == 0; b++)
+        for (delta *d = cy->deltas[b]; d && r == 0; d = d->next) {
+            if (!hset_add(&judged, hash_strs(d->id, "", "")))
+                continue;
+            if ((r = lc_set_app(&lc, d->app)) == 0 && (r = lc_judge(&lc, d->id, NULL)) == -ENOENT)
+                r = 0; /* not followed (the app's limit) */
+        }
+    char (*open_ids)[ISSUE_ID_LEN + 1] = malloc(MAX_OPEN * sizeof *open_ids);
+    if (!open_ids)
+        r = -ENOMEM;
+    for (size_t b = 0; b < BUCKETS && r == 0; b++)
+        for (vdelta *v = cy->versions[b]; v && r == 0; v = v->next) {
+            if (!hset_add(&judged, hash_strs("\001app", v->app, "")))
+                continue;
+            size_t n;
+            if ((r = iss_open_ids(db, v->app, open_ids, MAX_OPEN, &n)) < 0 || (r = lc_set_app(&lc, v->app)) < 0)
+                break;
+            for (size_t k = 0; k < n && r == 0; k++)
+                if (hset_add(&judged, hash_strs(open_ids[k], "", "")))
+                    r = lc_judge(&lc, open_ids[k], NULL);
+        }
+    w->transitions += lc.transitions;
+    lc_free(&lc);
+    free(open_ids);
+    free(judged.slots);
+    return r == -ENOENT ? 0 : r;
+}
+
+/* A version new to the app takes the next place in first-seen order: the
+ * versions of one cycle by their earliest record, then as they came. */
+static int cmp_first_seen(const void *a, const void *b)
+{
+    const vdelta *x = *(vdelta *const *)a, *y = *(vdelta *const *)b;
+    if (x->first_ns != y->first_ns)
+        return x->first_ns < y->first_ns ? -1 : 1;
+    return x->came < y->came ? -1 : x->came > y->came;
+}
+
+static int write_cycle(void *ctx, sqlite3 *db)
+{
+    writing *w = ctx;
+    cycle *cy = w->cy;
+    int r = 0;
+    vdelta **order = calloc(cy->n_versions ? cy->n_versions : 1, sizeof *order);
+    if (!order)
+        return -ENOMEM;
+    size_t n = 0;
+    for (vdelta *v = cy->first_version; v; v = v->in_order)
+        order[n++] = v;
+    qsort(order, n, sizeof *order, cmp_first_seen);
+    for (size_t k = 0; k < n && r == 0; k++) {
+        vdelta *v = order[k];
+        {
+            r = iss_version_touch(db, v->app, v->version, v->first_ns, NULL, v->records);
+            if (r == 0 && v->last_ns != v->first_ns)
+                r = iss_version_touch(db, v->app, v->version, v->last_ns, NULL, 0);
+            for (size_t m = 0; m < v->n_sessions && r == 0; m++)
+                r = iss_version_touch(db, v->app, v->version, v->first_ns, v->sessions[m], 0);
+        }
+    }
+    free(order);
+    for (size_t b = 0; b < BUCKETS && r == 0; b++)
+        for (delta *d = cy->deltas[b]; d && r == 0; d = d->next)
+            r = apply_delta(db, d);
+    for (size_t s = 0; s < N_SOURCES && r == 0 && !w->regression; s++) {
+        r = iss_mark_set(db, sources[s].mark, cy->marks[s]);
+        /* the positions read, but the newest that the duplicate filter reads at start */
+        if (r == 0)
+            r = source_forget(db, sources[s].table, cy->marks[s] - (int64_t)w->a->cfg->dedupe_records);
+    }
+    if (r == 0)
+        r = judge_all(w, db);
+    if (r == 0 && !w->regression && w->a->stats.cycles % PRUNE_CYCLES == 0)
+        r = iss_prune(db, wall_ns());
+    int64_t counts[5];
+    if (r == 0 && iss_status_counts(db, counts) == 0) {
+        memcpy(w->issues, counts, sizeof w->issues);
+        w->counted = true;
+    }
+    return r;
+}
+
+/* ---- regressions ---- */
+
+typedef struct sample_set {
+    /* per (name, metric): values; per name: sessions */
+    struct series {
+        char name[257];
+        const char *metric;
+        double *v;
+        size_t n, cap;
+        int64_t first_ns, last_ns;
+    } *s;
+    size_t n, cap;
+    struct named_sessions {
+        char name[257];
+        hset seen;
+        int64_t n;
+    } *sessions;
+    size_t n_sessions, cap_sessions;
+    bool oom;
+} sample_set;
+
+static const long page_metrics[] = {PACER_PAGE_INITIAL_DRAW_MS, PACER_PAGE_API_LOAD_MS, PACER_PAGE_FINAL_DRAW_MS,
+                                    PACER_PAGE_TOTAL_MS};
+static const long startup_metrics[] = {PACER_STARTUP_COLD_MS, PACER_STARTUP_FIRST_SCREEN_MS,
+                                       PACER_STARTUP_APP_COST_MS, PACER_STARTUP_FULL_DISPLAY_MS,
+                                       PACER_STARTUP_WARM_MS};
+
+static void sample_add(sample_set *set, const char *name, const char *metric, double v, int64_t ts)
+{
+    struct series *x = NULL;
+    for (size_t i = 0; i < set->n && !x; i++)
+        if (set->s[i].metric == metric && strcmp(set->s[i].name, name) == 0)
+            x = &set->s[i];
+    if (!x) {
+        if (set->n == set->cap) {
+            size_t cap = set->cap ? 2 * set->cap : 16;
+            struct series *g = realloc(set->s, cap * sizeof *g);
+            if (!g) {
+                set->oom = true;
+                return;
+            }
+            set->s = g;
+            set->cap = cap;
+        }
+        x = &set->s[set->n++];
+        memset(x, 0, sizeof *x);
+        snprintf(x->name, sizeof x->name, "%s", name);
+        x->metric = metric;
+    }
+    if (x->n == x->cap) {
+        size_t cap = x->cap ? 2 * x->cap : 64;
+        double *g = realloc(x->v, cap * sizeof *g);
+        if (!g) {
+            set->oom = true;
+            return;
+        }
+        x->v = g;
+        x->cap = cap;
+    }
+    x->v[x->n++] = v;
+    if (!x->first_ns || ts < x->first_ns)
+        x->first_ns = ts;
+    if (ts > x->last_ns)
+        x->last_ns = ts;
+}
+
+static void sample_session(sample_set *set, const char *name, const char *session)
+{
+    if (!session)
+        return;
+    struct named_sessions *x = NULL;
+    for (size_t i = 0; i < set->n_sessions && !x; i++)
+        if (strcmp(set->sessions[i].name, name) == 0)
+            x = &set->sessions[i];
+    if (!x) {
+        if (set->n_sessions == set->cap_sessions) {
+            size_t cap = set->cap_sessions ? 2 * set->cap_sessions : 16;
+            struct named_sessions *g = realloc(set->sessions, cap * sizeof *g);
+            if (!g) {
+                set->oom = true;
+                return;
+            }
+            set->sessions = g;
+            set->cap_sessions = cap;
+        }
+        x = &set->sessions[set->n_sessions++];
+        memset(x, 0, sizeof *x);
+        snprintf(x->name, sizeof x->name, "%s", name);
+    }
+    if (hset_add(&x->seen, hash_strs(session, "", "")))
+        x->n++;
+}
+
+static void sample_free(sample_set *set)
+{
+    for (size_t i = 0; i < set->n; i++)
+        free(set->s[i].v);
+    free(set->s);
+    for (size_t i = 0; i < set->n_sessions; i++)
+        free(set->sessions[i].seen.slots);
+    free(set->sessions);
+    memset(set, 0, sizeof *set);
+}
+
+static const char *metric_name(enum store_table t, long f)
+{
+    return pacer_record_type_get(t == TABLE_PAGE_LOADS ? PACER_RECORD_PAGE : PACER_RECORD_STARTUP)
+        ->shape->fields[f].name;
+}
+
+typedef struct sample_ctx {
+    sample_set *set;
+    enum store_table table;
+} sample_ctx;
+
+static void on_sample(void *ctx, const store_row *row)
+{
+    sample_ctx *sc = ctx;
+    enum store_table t = sc->table;
+    int ct = source_col(t, SRC_COMMON, PACER_COMMON_TS), cs = source_col(t, SRC_COMMON, PACER_COMMON_SESSION);
+    int64_t ts = ct >= 0 && row->cols[ct].type == SV_INT ? row->cols[ct].i : 0;
+    const char *session = cs >= 0 && row->cols[cs].type == SV_TEXT ? row->cols[cs].p : NULL;
+    const long *metrics;
+    size_t nm;
+    int cn;
+    if (t == TABLE_PAGE_LOADS) {
+        int st = source_col(t, SRC_FIELD, PACER_PAGE_STATUS);
+        if (st < 0 || row->cols[st].type != SV_TEXT || strcmp(row->cols[st].p, "complete") != 0)
+            return;
+        cn = source_col(t, SRC_FIELD, PACER_PAGE_CLASS);
+        metrics = page_metrics;
+        nm = sizeof page_metrics / sizeof *page_metrics;
+    } else {
+        int out = source_col(t, SRC_FIELD, PACER_STARTUP_OUTLIER);
+        if (out >= 0 && row->cols[out].type == SV_INT && row->cols[out].i)
+            return;
+        cn = source_col(t, SRC_FIELD, PACER_STARTUP_KIND);
+        metrics = startup_metrics;
+        nm = sizeof startup_metrics / sizeof *startup_metrics;
+    }
+    if (cn < 0 || row->cols[cn].type != SV_TEXT)
+        return;
+    const char *name = row->cols[cn].p;
+    if (t == TABLE_STARTUPS && strcmp(name, "cold") != 0 && strcmp(name, "warm") != 0)
+        return;
+    bool any = false;
+    for (size_t k = 0; k < nm; k++) {
+        int c = source_col(t, SRC_FIELD, metrics[k]);
+        if (c < 0 || row->cols[c].type != SV_REAL)
+            continue;
+        sample_add(sc->set, name, metric_name(t, metrics[k]), row->cols[c].d, ts);
+        any = true;
+    }
+    if (any)
+        sample_session(sc->set, name, session);
+}
+
+static int fetch(store *st, const char *app, const char *version, sample_set *pages, sample_set *starts)
+{
+    bool truncated;
+    sample_ctx p = {pages, TABLE_PAGE_LOADS}, s = {starts, TABLE_STARTUPS};
+    int r = store_version_rows(st, TABLE_PAGE_LOADS, app, version, SAMPLES, SAMPLES_SCAN, on_sample, &p, &truncated);
+    if (r == 0)
+        r = store_version_rows(st, TABLE_STARTUPS, app, version, SAMPLES, SAMPLES_SCAN, on_sample, &s, &truncated);
+    return r < 0 ? r : pages->oom || starts->oom ? -ENOMEM : 0;
+}
+
+static const struct series *series_of(const sample_set *set, const char *name, const char *metric)
+{
+    for (size_t i = 0; i < set->n; i++)
+        if (set->s[i].metric == metric && strcmp(set->s[i].name, name) == 0)
+            return &set->s[i];
+    return NULL;
+}
+
+static int64_t sessions_of(const sample_set *set, const char *name)
+{
+    for (size_t i = 0; i < set->n_sessions; i++)
+        if (strcmp(set->sessions[i].name, name) == 0)
+            return set->sessions[i].n;
+    return 0;
+}
+
+/* The outcome of one name (a page class, a start-up kind) as a delta. */
+static int regression_delta(cycle *cy, const char *app, const char *base, const char *cur, const char *kind,
+                            const char *name, regress_case *cases, size_t n, const sample_set *cur_set,
+                            const ana_thresholds *t, int64_t n_base_records, int64_t n_cur_records)
+{
+    bool flagged = false, compared = false;
+    double shift = 0;
+    int64_t n_cur = 0, n_base = 0, first = 0, last = 0;
+    const regress_case *worst = NULL;
+    for (size_t k = 0; k < n; k++) {
+        regress_case *c = &cases[k];
+        if (strcmp(c->name, name) != 0 || !c->compared)
+            continue;
+        compared = true;
+        if ((int64_t)c->n_cur > n_cur)
+            n_cur = (int64_t)c->n_cur;
+        if ((int64_t)c->n_base > n_base)
+            n_base = (int64_t)c->n_base;
+        if (c->flagged) {
+            flagged = true;
+            if (!worst || c->p50_cur - c->p50_base > shift) {
+                shift = c->p50_cur - c->p50_base;
+                worst = c;
+            }
+        }
+        const struct series *s = series_of(cur_set, name, c->metric);
+        if (s) {
+            if (!first || s->first_ns < first)
+                first = s->first_ns;
+            if (s->last_ns > last)
+                last = s->last_ns;
+        }
+    }
+    if (!compared)
+        return 0;
+    if (!worst) /* the largest shift, for the figures shown */
+        for (size_t k = 0; k < n; k++)
+            if (cases[k].compared && strcmp(cases[k].name, name) == 0 &&
+                (!worst || cases[k].p50_cur - cases[k].p50_base > worst->p50_cur - worst->p50_base))
+                worst = &cases[k];
+    char id[ISSUE_ID_LEN + 1];
+    iss_id(app, kind, name, id);
+    delta *d = delta_get(cy, id, app, kind, name, cur);
+    if (!d)
+        return -ENOMEM;
+    d->replace = true;
+    d->qualifies = flagged;
+    d->count = n_cur;
+    d->total = n_base;
+    d->affected = sessions_of(cur_set, name);
+    d->lost_ms = flagged && shift > 0 ? shift * (double)n_cur : 0;
+    d->first_ns = first;
+    d->last_ns = last;
+    d->check_a = n_base_records;
+    d->check_b = n_cur_records;
+    jbuf b;
+    jbuf_init(&b);
+    jbuf_open(&b, '{');
+    jbuf_kv_str(&b, kind[0] == 'p' ? "page" : "kind", name);
+    jbuf_kv_str(&b, "baseline", base);
+    jbuf_kv_str(&b, "version", cur);
+    jbuf_kv_bool(&b, "flagged", flagged);
+    jbuf_kv_str(&b, "metric", worst->metric);
+    jbuf_kv_double(&b, "p50_baseline", worst->p50_base);
+    jbuf_kv_double(&b, "p50", worst->p50_cur);
+    jbuf_kv_str(&b, "test", "one-sided Mann-Whitney U on the stored raw values, Holm-adjusted over the pair's cases");
+    jbuf_kv_double(&b, "alpha", t->regression_alpha);
+    jbuf_kv_double(&b, "min_percent", t->regression_min_percent);
+    jbuf_kv_double(&b, "min_ms", t->regression_min_ms);
+    jbuf_key(&b, "metrics");
+    jbuf_open(&b, '[');
+    for (size_t k = 0; k < n; k++) {
+        regress_case *c = &cases[k];
+        if (strcmp(c->name, name) != 0 || !c->compared)
+            continue;
+        jbuf_open(&b, '{');
+        jbuf_kv_str(&b, "metric", c->metric);
+        jbuf_kv_i64(&b, "n_baseline", (int64_t)c->n_base);
+        jbuf_kv_i64(&b, "n", (int64_t)c->n_cur);
+        jbuf_kv_double(&b, "p50_baseline", c->p50_base);
+        jbuf_kv_double(&b, "p50", c->p50_cur);
+        jbuf_kv_double(&b, "p90_baseline", c->p90_base);
+        jbuf_kv_double(&b, "p90", c->p90_cur);
+        jbuf_kv_double(&b, "shift_p50_ms", c->p50_cur - c->p50_base);
+        jbuf_kv_double(&b, "shift_p90_ms", c->p90_cur - c->p90_base);
+        jbuf_kv_double(&b, "p", c->p);
+        jbuf_kv_double(&b, "p_adjusted", c->p_adjusted);
+        jbuf_kv_bool(&b, "flagged", c->flagged);
+        jbuf_close(&b, '}');
+    }
+    jbuf_close(&b, ']');
+    jbuf_close(&b, '}');
+    if (!b.failed)
+        details_example(&d->det, b.data, 1);
+    if (flagged)
+        details_count(d->det.pages, &d->det.n_pages, name, 1);
+    jbuf_free(&b);
+    return 0;
+}
+
+typedef struct pair {
+    char app[257], base[257], cur[257];
+    int64_t n_base, n_cur; /* records of each version now */
+} pair;
+
+typedef struct pair_list {
+    pair *p;
+    size_t n, cap;
+} pair_list;
+
+typedef struct pair_find {
+    cycle *cy;
+    const ana_config *cfg;
+    pair_list *out;
+} pair_find;
+
+static void add_pair(pair_list *l, const char *app, const char *base, const char *cur, int64_t n_base,
+                     int64_t n_cur)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->p[i].app, app) == 0 && strcmp(l->p[i].base, base) == 0 && strcmp(l->p[i].cur, cur) == 0)
+            return;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 8;
+        pair *g = realloc(l->p, cap * sizeof *g);
+        if (!g)
+            return;
+        l->p = g;
+        l->cap = cap;
+    }
+    pair *p = &l->p[l->n++];
+    snprintf(p->app, sizeof p->app, "%s", app);
+    snprintf(p->base, sizeof p->base, "%s", base);
+    snprintf(p->cur, sizeof p->cur, "%s", cur);
+    p->n_base = n_base;
+    p->n_cur = n_cur;
+}
+
+/* The pairs to test: each version with new page loads or start-ups, with
+ * the version before it and the one after it (in the app's order), when
+ * nothing could be compared yet, or either version doubled its records
+ * since the pair's last test and RETEST_NS passed: a test on every cycle
+ * would look again and again at the same data as it grows (each look a
+ * chance of a false alarm), and a test reads up to SAMPLES raw values of
+ * each version. */
+static int find_pairs(void *ctx, sqlite3 *db)
+{
+    pair_find *pf = ctx;
+    pair_list all = {0};
+    int r = 0;
+    for (size_t b = 0; b < BUCKETS && r == 0; b++)
+        for (vdelta *v = pf->cy->versions[b]; v && r == 0; v = v->next) {
+            if (!v->pages)
+                continue;
+            iss_version *vs;
+            size_t n;
+            if ((r = iss_versions(db, v->app, &vs, &n)) < 0)
+                break;
+            const ana_thresholds *t = ana_config_app(pf->cfg, v->app);
+            const iss_version *me = NULL, *prev = NULL, *next = NULL;
+            for (size_t k = 0; k < n; k++)
+                if (strcmp(vs[k].version, v->version) == 0)
+                    me = &vs[k];
+            int64_t rank = me ? ana_version_rank(t, me->version, me->seq) : 0;
+            for (size_t k = 0; me && k < n; k++) {
+                int64_t rk = ana_version_rank(t, vs[k].version, vs[k].seq);
+                if (rk < rank && (!prev || rk > ana_version_rank(t, prev->version, prev->seq)))
+                    prev = &vs[k];
+                if (rk > rank && (!next || rk < ana_version_rank(t, next->version, next->seq)))
+                    next = &vs[k];
+            }
+            if (prev)
+                add_pair(&all, v->app, prev->version, me->version, prev->records, me->records);
+            if (next)
+                add_pair(&all, v->app, me->version, next->version, me->records, next->records);
+            free(vs);
+        }
+    int64_t now = wall_ns();
+    for (size_t i = 0; i < all.n && r == 0; i++) {
+        pair *p = &all.p[i];
+        int64_t a, b, tested;
+        if ((r = iss_pair_get(db, p->app, p->base, p->cur, &a, &b, &tested)) < 0)
+            break;
+        bool untested = !a && !b, grown = p->n_base >= 2 * a || p->n_cur >= 2 * b;
+        if (untested || (grown && now - tested >= RETEST_NS))
+            add_pair(pf->out, p->app, p->base, p->cur, p->n_base, p->n_cur);
+    }
+    free(all.p);
+    return r;
+}
+
+typedef struct pairs_done {
+    const pair_list *l;
+} pairs_done;
+
+static int save_pairs(void *ctx, sqlite3 *db)
+{
+    pairs_done *pd = ctx;
+    for (size_t i = 0; i < pd->l->n; i++) {
+        const pair *p = &pd->l->p[i];
+        if (iss_pair_set(db, p->app, p->base, p->cur, p->n_base, p->n_cur, wall_ns()) < 0)
+            return -EIO;
+    }
+    return 0;
+}
+
+/* The cases of one kind (pages, start-ups) of a pair: each (name, metric)
+ * both versions have, into cases from *n. */
+static void add_cases(const sample_set *base, const sample_set *cur, regress_case *cases, size_t *n)
+{
+    for (size_t k = 0; k < base->n; k++) {
+        const struct series *b = &base->s[k], *c = series_of(cur, b->name, b->metric);
+        if (c)
+            cases[(*n)++] = (regress_case){.name = b->name, .metric = b->metric, .base = b->v, .cur = c->v,
+                                           .n_base = b->n, .n_cur = c->n};
+    }
+}
+
+/* One delta per name (a page class, a start-up kind) that has cases. */
+static int kind_deltas(cycle *cy, const pair *p, const char *kind, regress_case *cases, size_t n,
+                       const sample_set *cur, const ana_thresholds *t)
+{
+    int r = 0;
+    for (size_t k = 0; k < n && r == 0; k++) {
+        bool first = true;
+        for (size_t m = 0; m < k && first; m++)
+            first = strcmp(cases[m].name, cases[k].name) != 0;
+        if (first)
+            r = regression_delta(cy, p->app, p->base, p->cur, kind, cases[k].name, cases, n, cur, t, p->n_base,
+                                 p->n_cur);
+    }
+    return r;
+}
+
+/* Tests a pair. When no case had enough values on both sides, the pair's
+ * record counts are set to 0: it is tested again as soon as either grows. */
+static int test_pair(analysis *a, cycle *cy, pair *p)
+{
+    const ana_thresholds *t = ana_config_app(a->cfg, p->app);
+    sample_set bp = {0}, bs = {0}, cp = {0}, cs = {0};
+    store *rs = a->records ? a->records : a->st;
+    int r = fetch(rs, p->app, p->base, &bp, &bs);
+    if (r == 0)
+        r = fetch(rs, p->app, p->cur, &cp, &cs);
+    regress_case *cases = NULL;
+    size_t n_pages = 0, n_starts = 0;
+    if (r == 0 && bp.n + bs.n && !(cases = calloc(bp.n + bs.n, sizeof *cases)))
+        r = -ENOMEM;
+    if (r == 0 && cases) {
+        /* pages first, then start-ups: one family, one Holm adjustment */
+        add_cases(&bp, &cp, cases, &n_pages);
+        n_starts = n_pages;
+        add_cases(&bs, &cs, cases, &n_starts);
+        n_starts -= n_pages;
+        regress_limits lim = {(size_t)t->regression_min_samples, t->regression_min_percent, t->regression_min_ms,
+                              t->regression_alpha};
+        r = regress_run(cases, n_pages + n_starts, &lim);
+        bool compared = false;
+        for (size_t k = 0; k < n_pages + n_starts; k++)
+            compared |= cases[k].compared;
+        if (!compared)
+            p->n_base = p->n_cur = 0; /* nothing to compare yet: look again at the next growth */
+        if (r == 0)
+            r = kind_deltas(cy, p, "page_regression", cases, n_pages, &cp, t);
+        if (r == 0)
+            r = kind_deltas(cy, p, "startup_regression", cases + n_pages, n_starts, &cs, t);
+    }
+    free(cases);
+    sample_free(&bp);
+    sample_free(&bs);
+    sample_free(&cp);
+    sample_free(&cs);
+    return r;
+}
+
+/* ---- a cycle ---- */
+
+static void run_cycle(analysis *a)
+{
+    int64_t t0 = mono_ns();
+    cycle cy = {.cfg = a->cfg};
+    reading rd = {.a = a, .cy = &cy};
+    a->cur = &cy;
+    int r = store_read(a->st, read_rows, &rd);
+    a->cur = NULL;
+    writing w = {.a = a, .cy = &cy};
+    if (r == 0)
+        r = store_write(a->st, write_cycle, &w);
+    uint64_t rows = cy.rows;
+    int64_t behind = cy.behind;
+    pair_list pairs = {0};
+    if (r == 0) {
+        pair_find pf = {&cy, a->cfg, &pairs};
+        cycle cy2 = {.cfg = a->cfg};
+        if (store_read(a->st, find_pairs, &pf) == 0 && pairs.n) {
+            int rr = 0;
+            for (size_t i = 0; i < pairs.n && rr == 0; i++)
+                rr = test_pair(a, &cy2, &pairs.p[i]);
+            writing w2 = {.a = a, .cy = &cy2, .regression = true};
+            if (rr == 0)
+                rr = store_write(a->st, write_cycle, &w2);
+            pairs_done pd = {&pairs};
+            if (rr == 0)
+                rr = store_write(a->st, save_pairs, &pd);
+            w.transitions += w2.transitions;
+            if (w2.counted) {
+                memcpy(w.issues, w2.issues, sizeof w.issues);
+                w.counted = true;
+            }
+            if (rr < 0)
+                r = rr;
+        }
+        cycle_free(&cy2);
+    }
+    free(pairs.p);
+    cycle_free(&cy);
+    pthread_mutex_lock(&a->lock);
+    a->stats.cycles++;
+    a->stats.failures += r < 0;
+    a->stats.failures_in_a_row = r < 0 ? a->stats.failures_in_a_row + 1 : 0;
+    a->stats.rows += rows;
+    a->stats.behind = behind;
+    a->stats.last_cycle_s = (double)(mono_ns() - t0) / 1e9;
+    a->stats.transitions += w.transitions;
+    if (w.counted)
+        memcpy(a->stats.issues, w.issues, sizeof a->stats.issues);
+    pthread_mutex_unlock(&a->lock);
+    if (w.transitions && a->kick)
+        a->kick(a->kick_ctx);
+}
+
+static void *analysis_main(void *arg)
+{
+    analysis *a = arg;
+    /* background work: when ingest and the analysis want the same CPU,
+     * ingest gets it (the analysis catches up when there is room) */
+    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+    pthread_mutex_lock(&a->lock);
+    while (!a->stopping) {
+        pthread_mutex_unlock(&a->lock);
+        run_cycle(a);
+        pthread_mutex_lock(&a->lock);
+        if (a->stats.behind > 0 && !a->stats.failures_in_a_row)
+            continue; /* rows wait: the next cycle at once */
+        int64_t until = mono_ns() + (int64_t)a->cfg->interval_ms * 1000000LL;
+        while (!a->stopping && cond_wait_until(&a->wake, &a->lock, until) != ETIMEDOUT)
+            ;
+    }
+    pthread_mutex_unlock(&a->lock);
+    return NULL;
+}
+
+analysis *analysis_start(store *st, store *records, const ana_config *cfg, const enum target_kind *targets,
+                         size_t n_targets, void (*kick)(void *ctx), void *kick_ctx)
+{
+    analysis *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    a->st = st;
+    a->records = records;
+    a->cfg = cfg;
+    a->targets = targets;
+    a->n_targets = n_targets;
+    a->kick = kick;
+    a->kick_ctx = kick_ctx;
+    a->det = detect_new(cfg, on_occ, &a->cur);
+    pthread_mutex_init(&a->lock, NULL);
+    cond_init_monotonic(&a->wake);
+    if (!a->det || thread_start(&a->thread, "pacerd-analyze", analysis_main, a) < 0) {
+        detect_free(a->det);
+        free(a);
+        return NULL;
+    }
+    return a;
+}
+
+void analysis_stop(analysis *a)
+{
+    if (!a)
+        return;
+    pthread_mutex_lock(&a->lock);
+    a->stopping = true;
+    pthread_cond_signal(&a->wake);
+    pthread_mutex_unlock(&a->lock);
+    pthread_join(a->thread, NULL);
+    detect_free(a->det);
+    pthread_mutex_destroy(&a->lock);
+    pthread_cond_destroy(&a->wake);
+    free(a);
+}
+
+void analysis_get_stats(analysis *a, analysis_stats *ret)
+{
+    pthread_mutex_lock(&a->lock);
+    *ret = a->stats;
+    pthread_mutex_unlock(&a->lock);
+}
+
+typedef struct manual {
+    analysis *a;
+    const char *id, *status;
+    uint64_t transitions;
+} manual;
+
+static int set_status(void *ctx, sqlite3 *db)
+{
+    manual *m = ctx;
+    iss_issue i = {0};
+    int r = iss_issue_load(db, m->id, &i);
+    if (r == 0 && (!i.exists || !i.status[0]))
+        r = -ENOENT;
+    lc_context lc = {.db = db, .cfg = m->a->cfg, .targets = m->a->targets, .n_targets = m->a->n_targets,
+                     .now_ns = wall_ns()};
+    if (r == 0 && (r = lc_set_app(&lc, i.app)) == 0)
+        r = lc_judge(&lc, m->id, m->status);
+    m->transitions = lc.transitions;
+    lc_free(&lc);
+    iss_issue_reset(&i);
+    return r;
+}
+
+int analysis_set_status(analysis *a, const char *id, const char *status)
+{
+    manual m = {a, id, status, 0};
+    int r = store_write(a->st, set_status, &m);
+    if (r == 0 && m.transitions && a->kick)
+        a->kick(a->kick_ctx);
+    return r;
+}

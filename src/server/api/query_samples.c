@@ -1,0 +1,116 @@
+/* Query API: GET /api/v1/samples?app=APP&version=V[&limit=N] (pacerd.h).
+ *
+ * The stored page and start-up records of one version, for a regression
+ * gate that compares a build with it (`pacer bench --baseline
+ * server:VERSION`): each row comes back as a record of docs/records.md
+ * with the fields that have a store column (the common ts, app, version,
+ * session; a page's class, instance, kind, status, main and metrics; a
+ * start-up's kind, metrics, outlier, main page), newest first, at most
+ * `limit` of each type (default 10 000, at most 100 000), looked for among
+ * the newest SCAN_MAX records of the app. "truncated": true says that
+ * there may be more.
+ */
+#include "app/pacerd.h"
+
+#include <pacer/base/json.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_LIMIT 10000
+#define MAX_LIMIT 100000
+#define SCAN_MAX 1000000
+
+typedef struct samples_out {
+    jbuf *b;
+    const pacer_record_type *type;
+} samples_out;
+
+static void write_row(void *ctx, const store_row *row)
+{
+    samples_out *o = ctx;
+    const store_table_desc *t = store_table(row->table);
+    jbuf *b = o->b;
+    jbuf_open(b, '{');
+    jbuf_kv_str(b, "type", o->type->name);
+    for (size_t i = 0; i < row->n; i++) {
+        const store_column *c = &t->cols[i];
+        const store_value *v = &row->cols[i];
+        if ((c->source != SRC_COMMON && c->source != SRC_FIELD) || !c->field || v->type == SV_NULL)
+            continue;
+        const pacer_field *f = c->field;
+        switch (f->type) {
+        case PACER_TYPE_STRING:
+            if (v->type == SV_TEXT) {
+                jbuf_key(b, f->name);
+                jbuf_strn(b, v->p, v->n);
+            }
+            break;
+        case PACER_TYPE_INT:
+        case PACER_TYPE_ID:
+            if (v->type == SV_INT)
+                jbuf_kv_i64(b, f->name, v->i);
+            break;
+        case PACER_TYPE_BOOL:
+            if (v->type == SV_INT)
+                jbuf_kv_bool(b, f->name, v->i != 0);
+            break;
+        case PACER_TYPE_MS:
+            if (v->type == SV_REAL || v->type == SV_INT)
+                jbuf_kv_double(b, f->name, v->type == SV_REAL ? v->d : (double)v->i);
+            break;
+        default:
+            break;
+        }
+    }
+    jbuf_close(b, '}');
+}
+
+void samples_handle(pacerd *d, const http_request *rq, http_response *rs)
+{
+    static const char *const known[] = {"app", "version", "limit", NULL};
+    const char *app = NULL, *version = NULL;
+    int64_t limit = DEFAULT_LIMIT;
+    char err[256];
+    int has_app = 0, has_version = 0;
+    if (params_only(rq->query, known, err, sizeof err) < 0 ||
+        (has_app = params_str(rq->query, "app", 256, &app, err, sizeof err)) < 0 ||
+        (has_version = params_str(rq->query, "version", 256, &version, err, sizeof err)) < 0 ||
+        params_int(rq->query, "limit", 1, MAX_LIMIT, &limit, err, sizeof err) < 0) {
+        http_error(rs, 400, "%s", err);
+        return;
+    }
+    if (!has_app || !has_version) {
+        http_error(rs, 400, "app, version: required (/api/v1/samples?app=APP&version=V[&limit=N])");
+        return;
+    }
+    jbuf b;
+    jbuf_init(&b);
+    jbuf_open(&b, '{');
+    jbuf_kv_str(&b, "app", app);
+    jbuf_kv_str(&b, "version", version);
+    jbuf_kv_u64(&b, "limit", (uint64_t)limit);
+    jbuf_key(&b, "records");
+    jbuf_open(&b, '[');
+    static const enum store_table tables[] = {TABLE_STARTUPS, TABLE_PAGE_LOADS};
+    bool truncated = false;
+    for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
+        samples_out o = {&b, store_table(tables[i])->type};
+        bool t = false;
+        if (store_version_rows(d->store, tables[i], app, version, (size_t)limit, SCAN_MAX, write_row, &o, &t) < 0) {
+            jbuf_free(&b);
+            http_error(rs, 503, "the store could not be read");
+            return;
+        }
+        truncated |= t;
+    }
+    jbuf_close(&b, ']');
+    jbuf_kv_bool(&b, "truncated", truncated);
+    jbuf_close(&b, '}');
+    if (b.failed) {
+        jbuf_free(&b);
+        http_error(rs, 503, "out of memory");
+        return;
+    }
+    http_json(rs, 200, &b);
+}

@@ -1,0 +1,1221 @@
+/* ClickHouse storage (store.h, store_ch.h): several pacerd instances, no
+ * single writer, each batch counted once.
+ *
+ * Tables (database from the URL; with ?cluster=NAME each is a *_local
+ * table on every node and a Distributed table over them):
+ *   page_loads, startups, requests, spans, logs, metric_points
+ *                  the raw rows (columns: store_ch_layout.c), partitioned
+ *                  by the day they were received (rday; with ts_s in the
+ *                  key as a constant, so that each part keeps its min and
+ *                  max ts_s), sorted by (app, hour, session, ts_s, ts_ns,
+ *                  identity):
+ *                  ReplacingMergeTree
+ *   origins        each resource and scope's JSON by its hash, per rday
+ *   trace_index    per span row: (first 3 bytes of the trace id, as th,
+ *                  its first two, and tl, the third; table, app, hour): a
+ *                  trace is found by seeking it
+ *   attempts       (app, batch, attempt): begun attempts, one row per batch
+ *   pending        what each committed attempt adds to the rollups: per
+ *                  (kind, app, version, name, 10 minutes) the records, the failed
+ *                  ones and a DDSketch per metric (store_ch.h, ch_srow);
+ *                  and per batch of it a manifest row (kind -1) saying
+ *                  whether the batch was fresh in the attempt
+ *   commits        the manifests, kept for good (copied by consolidation)
+ *   rollups        consolidated pending rows: level 1 per commit hour,
+ *                  level 2 per commit day (by 10 minutes, hour and day of data)
+ *   slots          (level, slot): what consolidation has finished
+ *   configs        config versions per app
+ *
+ * An attempt is one group commit of one pacerd instance (a writer thread
+ * takes every job queued, as SQLite's writer does): a random 64-bit id,
+ * and these steps, each visible on its server before the next begins:
+ *   1. begin: a row in `attempts` for each batch id of the group, and
+ *      (at the same time: they do not depend on it) the raw rows, their
+ *      origins and trace index rows;
+ *   2. check: a batch id with another attempt's row is a retry; a retry
+ *      some attempt already committed is a duplicate: answered so, and
+ *      counted no more (its raw rows came again: readers keep one);
+ *   3. commit: ONE insert into `pending` (one part, on one shard: atomic):
+ *      manifests, then the rollup rows of the fresh batches summed, and
+ *      those of each retry on their own (their batch named);
+ *   4. the answer. (Consolidation copies the manifests into `commits`,
+ *      where they stay when pending's partitions go.)
+ * An attempt that passes its deadline (settle/2 after its begin) before 3
+ * does not commit: its batches are answered 503 and sent again.
+ *
+ * Exactly once. Raw rows may be written twice (a retry after a crash or a
+ * timeout): readers keep one row per identity. Rollups count a batch in
+ * exactly one attempt, its winner:
+ *   - at most one attempt has a batch fresh: the later of two checks sees
+ *     the other's begin row (the begins of a batch are on one shard);
+ *   - the winner is the fresh attempt if it committed, else the retry
+ *     attempt that committed first (commit time, then id);
+ *   - fresh rollup rows of a committed attempt always count; a retry's
+ *     rows count when their attempt is the winner.
+ * Until the fresh attempt commits (or passes its deadline) a committed
+ * retry counts; when it commits, it counts instead: the same batch, the
+ * same numbers (a batch id names one payload). A query never counts a
+ * batch twice, and counts it once when some attempt of it committed.
+ *
+ * Consolidation (the keeper thread of every instance, store_ch_keeper.c):
+ * commit hour u is summed into level-1 rollup rows once settle has passed
+ * since it ended (settle > the deadline, so no fresh attempt whose retry
+ * committed in u can still commit), winners only; commit day d into level
+ * 2 once its hours are. The same slot done twice by two instances writes
+ * the same rows twice: readers keep one per slot. A query reads level 2 up
+ * to its watermark, level 1 after it, and pending after level 1's
+ * (store_ch_read.c).
+ *
+ * Retention drops whole rday partitions; nothing is ever rewritten.
+ */
+#include "store_ch.h"
+#include "ingest/clean.h"
+
+#include <pacer/base/clock.h>
+#include <pacer/base/hash.h>
+#include <pacer/base/random.h>
+#include <pacer/base/thread.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define HOUR_NS INT64_C(3600000000000)
+#define QUERY_TIMEOUT_MS 60000L
+#define GATHER_GAP_NS INT64_C(2000000) /* gather(): a request that came this recently may have company */
+
+typedef struct ch_job {
+    struct ch_job *next;
+    const char *app, *batch_id, *endpoint;
+    store_record *recs;
+    size_t n, rejected;
+    int result;
+    bool duplicate, done;
+    bool retry; /* its batch id was begun by another attempt */
+} ch_job;
+
+const char *ch_table_name(const ch_store *st, const char *name, char *buf, size_t size, bool local)
+{
+    snprintf(buf, size, "%s%s", name, local && st->cluster ? "_local" : "");
+    return buf;
+}
+
+void ch_sql_str(jbuf *b, const char *s)
+{
+    ch_quote(b, s ? s : "", s ? strlen(s) : 0);
+}
+
+void ch_error_of(const ch_reply *r, store_error *ret)
+{
+    memset(ret, 0, sizeof *ret);
+    /* ClickHouse's codes: 243 NOT_ENOUGH_SPACE, 164 READONLY */
+    ret->code = r->code == 243 ? SQLITE_FULL : r->code == 164 ? SQLITE_READONLY : SQLITE_ERROR;
+    snprintf(ret->msg, sizeof ret->msg, "%.*s", (int)sizeof ret->msg - 1, r->error);
+}
+
+static const char *settings(const ch_store *st)
+{
+    return st->cluster ? "insert_distributed_sync=1" : NULL;
+}
+
+int ch_write(ch_store *st, const char *sql, const void *data, size_t len, ch_reply *ret)
+{
+    return ch_query(st->ch, sql, data, len, settings(st), ret);
+}
+
+int ch_read(ch_store *st, const char *sql, ch_reply *ret, const char *what)
+{
+    int r = ch_query(st->ch, sql, NULL, 0, NULL, ret);
+    store_error err;
+    if (r < 0)
+        ch_error_of(ret, &err);
+    health_read(&st->health, r < 0 ? &err : NULL, what);
+    return r;
+}
+
+void ch_say(ch_store *st, const char *fmt, ...)
+{
+    if (!st->log)
+        return;
+    char msg[640];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    st->log(st->log_ctx, msg);
+}
+
+/* ---- schema ---- */
+
+typedef struct ddl {
+    const char *name;
+    const char *columns;
+    const char *engine; /* "MergeTree PARTITION BY … ORDER BY …" */
+    const char *shard_key;
+} ddl;
+
+#define SKETCH_DDL                                                                                              \
+    "kind Int8, app String, version String, name String, grain UInt8, t Int32, cnt UInt64, failed UInt64, sk String"
+
+static const ddl fixed_tables[] = {
+    {"origins", "which UInt8, id UInt64, json String, rday UInt32",
+     "ReplacingMergeTree PARTITION BY rday ORDER BY (which, id)", "id"},
+    /* th and tl, not one UInt32: sorted, th changes slowly and compresses
+     * to a third of a byte, tl is a byte; together they took 3 */
+    {"trace_index", "th UInt16, tl UInt8, tbl UInt8, app String, hour Int32, rday UInt32",
+     "ReplacingMergeTree PARTITION BY rday ORDER BY (th, tl, tbl, app, hour)", "th"},
+    {"attempts", "app String, batch String, att UInt64, rday UInt32, at DateTime DEFAULT now()",
+     "MergeTree PARTITION BY rday ORDER BY (app, batch)", "cityHash64(app, batch)"},
+    {"pending", "att UInt64, at DateTime DEFAULT now(), rday UInt32, batch String, fresh UInt8, " SKETCH_DDL,
+     "MergeTree PARTITION BY rday ORDER BY (app, kind, t, att)", "att"},
+    {"commits", "app String, batch String, att UInt64, fresh UInt8, at UInt32, rday UInt32",
+     "MergeTree PARTITION BY rday ORDER BY (app, batch)", "cityHash64(app, batch)"},
+    {"rollups", "lvl UInt8, slot UInt32, rday UInt32, " SKETCH_DDL,
+     /* small granules: a query reads a few hundred rows of a tier and
+      * grain (a month of days) among a day's thousands of ten minutes */
+     "ReplacingMergeTree PARTITION BY rday ORDER BY (app, kind, lvl, grain, t, name, version, slot)"
+     " SETTINGS index_granularity = 256",
+     "cityHash64(app, name)"},
+    {"slots", "lvl UInt8, slot UInt32, at DateTime DEFAULT now()", "MergeTree ORDER BY (lvl, slot)", "slot"},
+    {"configs", "app String, version Int64, etag String, xml String, created Int64",
+     "MergeTree ORDER BY (app, version)", "cityHash64(app)"},
+    /* the health's probe: one row per instance once merged (an insert proves that a batch could commit) */
+    {"probes", "who String, at DateTime DEFAULT now()", "ReplacingMergeTree ORDER BY who", "cityHash64(who)"},
+    /* the records cleaning kept out (or counted: outliers), for the cleaning counts; one per identity */
+    {"cleaned", "app String, reason String, rid UInt64, ts Int64, rday UInt32",
+     "ReplacingMergeTree PARTITION BY rday ORDER BY (app, reason, rid)", "cityHash64(app)"},
+};
+
+static int exec_on(ch_client *c, const char *sql, char *err, size_t err_size)
+{
+    ch_reply r;
+    int rc = ch_query(c, sql, NULL, 0, NULL, &r);
+    if (rc < 0)
+        snprintf(err, err_size, "%s", r.error);
+    ch_reply_free(&r);
+    return rc;
+}
+
+/* The length of cols' first definition: up to its first comma outside
+ * parentheses (an ALIAS's expression has some inside). */
+static size_t def_len(const char *cols)
+{
+    int depth = 0;
+    size_t n = 0;
+    for (; cols[n] && (cols[n] != ',' || depth > 0); n++)
+        depth += cols[n] == '(' ? 1 : cols[n] == ')' ? -1 : 0;
+    return n;
+}
+
+/* The names of table `local`'s columns (TabSeparated, one a line) that
+ * match `where` (SQL, may be ""), in *ret (ch_reply_free it); 0 or
+ * negative errno with the reason in err. */
+static int columns_of(ch_client *c, const char *local, const char *where, ch_reply *ret, char *err, size_t err_size)
+{
+    jbuf q;
+    jbuf_init(&q);
+    jbuf_puts(&q, "SELECT name FROM system.columns WHERE database = ");
+    ch_sql_str(&q, ch_client_url(c)->database);
+    jbuf_puts(&q, " AND table = ");
+    ch_sql_str(&q, local);
+    jbuf_puts(&q, where);
+    jbuf_puts(&q, " FORMAT TabSeparated");
+    int rc = q.failed ? -ENOMEM : ch_query(c, q.data, NULL, 0, NULL, ret);
+    jbuf_free(&q);
+    if (rc < 0)
+        snprintf(err, err_size, "%s", q.failed ? "out of memory" : ret->error);
+    return rc;
+}
+
+/* Adds to table `name` the columns of cols ("a T, b U, …") it lacks: a
+ * field added to the schema since the table was made. */
+static int add_missing(ch_client *c, const char *name, const char *cols, char *err, size_t err_size)
+{
+    ch_reply r;
+    int rc = columns_of(c, name, "", &r, err, err_size);
+    if (rc < 0)
+        return rc;
+    const char *p = cols;
+    while (*p && rc == 0) {
+        size_t n = def_len(p);
+        char def[512];
+        snprintf(def, sizeof def, "%.*s", (int)n, p);
+        char *d = def;
+        while (*d == ' ')
+            d++;
+        size_t nl = strcspn(d, " ");
+        bool have = false;
+        for (const char *line = r.body; line && *line;) {
+            size_t ll = strcspn(line, "\n");
+            if (ll == nl && strncmp(line, d, nl) == 0)
+                have = true;
+            line += ll + (line[ll] == '\n');
+        }
+        if (!have) {
+            char sql[1024];
+            snprintf(sql, sizeof sql, "ALTER TABLE %s ADD COLUMN %s", name, d);
+            rc = exec_on(c, sql, err, err_size);
+        }
+        p += n + (p[n] == ',');
+    }
+    ch_reply_free(&r);
+    return rc;
+}
+
+static int create_table(ch_store *st, ch_client *c, const char *name, const char *cols, const char *engine,
+                        const char *shard_key, char *err, size_t err_size)
+{
+    char local[96], sql[8192];
+    ch_table_name(st, name, local, sizeof local, true);
+    snprintf(sql, sizeof sql, "CREATE TABLE IF NOT EXISTS %s (%s) ENGINE = %s", local, cols, engine);
+    int r = exec_on(c, sql, err, err_size);
+    if (r == 0)
+        r = add_missing(c, local, cols, err, err_size);
+    if (r == 0 && st->cluster) {
+        snprintf(sql, sizeof sql, "CREATE TABLE IF NOT EXISTS %s AS %s ENGINE = Distributed(%s, %s, %s, %s)", name,
+                 local, ch_client_url(c)->cluster, ch_client_url(c)->database, local, shard_key);
+        r = exec_on(c, sql, err, err_size);
+        if (r == 0)
+            r = add_missing(c, name, cols, err, err_size);
+    }
+    return r;
+}
+
+/* Whether table `local` was made before ts was kept as ts_s and ts_ns (a
+ * span's id as span_xor, the trace index's 24 bits as th and tl): it has
+ * the column `old` of its own. Such a table cannot be altered into the new
+ * one (its sort key names that column): -EEXIST, said in err. */
+static int refuse_old_layout(ch_client *c, const char *local, const char *old, char *err, size_t err_size)
+{
+    char where[128];
+    snprintf(where, sizeof where, " AND name = '%s' AND default_kind = ''", old);
+    ch_reply r;
+    int rc = columns_of(c, local, where, &r, err, err_size);
+    if (rc < 0)
+        return rc;
+    if (r.body && *r.body) {
+        snprintf(err, err_size,
+                 "table %s was made by an older pacerd (its %s kept whole): give this one another database", local,
+                 old);
+        rc = -EEXIST;
+    }
+    ch_reply_free(&r);
+    return rc;
+}
+
+static int create_schema(ch_store *st, ch_client *c, char *err, size_t err_size)
+{
+    char sql[256];
+    ch_reply r;
+    snprintf(sql, sizeof sql, "CREATE DATABASE IF NOT EXISTS %s", ch_client_url(c)->database);
+    if (ch_query_nodb(c, sql, &r) < 0) {
+        snprintf(err, err_size, "%s", r.error);
+        return -EIO;
+    }
+    ch_reply_free(&r);
+    char local[96];
+    ch_table_name(st, "trace_index", local, sizeof local, true);
+    if (refuse_old_layout(c, local, "t", err, err_size) < 0)
+        return -EIO;
+    for (enum store_table tb = 0; tb < TABLE_COUNT; tb++) {
+        ch_table_name(st, ch_table_of(tb)->name, local, sizeof local, true);
+        if (refuse_old_layout(c, local, "ts", err, err_size) < 0)
+            return -EIO;
+    }
+    for (size_t i = 0; i < sizeof fixed_tables / sizeof fixed_tables[0]; i++) {
+        const ddl *d = &fixed_tables[i];
+        if (create_table(st, c, d->name, d->columns, d->engine, d->shard_key, err, err_size) < 0)
+            return -EIO;
+    }
+    for (enum store_table tb = 0; tb < TABLE_COUNT; tb++) {
+        const ch_table *t = ch_table_of(tb);
+        char cols[8192], engine[512];
+        size_t o = 0;
+        for (size_t i = 0; i < t->n_cols && o < sizeof cols; i++)
+            o += (size_t)snprintf(cols + o, sizeof cols - o, "%s%s %s", i ? ", " : "", t->cols[i].name,
+                                  t->cols[i].type);
+        /* the row's write mark (store_ch_source.h); 0 in rows older than it */
+        if (o < sizeof cols)
+            o += (size_t)snprintf(cols + o, sizeof cols - o, ", ins Int64 DEFAULT 0%s", t->aliases);
+        /* one partition per receive day; ts_s in the key too, though a
+         * constant of it, so that each part keeps its rows' min and max
+         * ts_s (ClickHouse keeps them for the partition key's columns): a
+         * query of a time range skips the parts outside it */
+        snprintf(engine, sizeof engine,
+                 "ReplacingMergeTree PARTITION BY (rday, intDiv(ts_s, 4611686018427387904)) ORDER BY (%s)",
+                 t->order_by);
+        if (o >= sizeof cols || create_table(st, c, t->name, cols, engine, t->shard_key, err, err_size) < 0)
+            return -EIO;
+    }
+    return 0;
+}
+
+/* ---- rollup rows ---- */
+
+/* Groups of one attempt: rollup rows being summed in memory. */
+typedef struct agg {
+    struct agg *next;
+    uint64_t hash;
+    ch_srow row;
+    const char *batch;  /* "" for the fresh batches' sum */
+} agg;
+
+#define AGG_BUCKETS 4096
+
+typedef struct aggs {
+    agg *slots[AGG_BUCKETS];
+    size_t n;
+    bool oom;
+} aggs;
+
+static agg *agg_get(aggs *a, int8_t kind, const char *app, const char *version, const char *name, int32_t t,
+                    const char *batch)
+{
+    uint64_t h = fnv1a64(FNV1A64_INIT, &kind, 1);
+    h = fnv1a64(h, app, strlen(app) + 1);
+    h = fnv1a64(h, version, strlen(version) + 1);
+    h = fnv1a64(h, name, strlen(name) + 1);
+    h = fnv1a64(h, &t, sizeof t);
+    h = fnv1a64(h, batch, strlen(batch) + 1);
+    agg **slot = &a->slots[h % AGG_BUCKETS];
+    for (agg *g = *slot; g; g = g->next)
+        if (g->hash == h && g->row.kind == kind && g->row.t == t && strcmp(g->row.name, name) == 0 &&
+            strcmp(g->row.app, app) == 0 && strcmp(g->row.version, version) == 0 && strcmp(g->batch, batch) == 0)
+            return g;
+    agg *g = calloc(1, sizeof *g);
+    if (!g) {
+        a->oom = true;
+        return NULL;
+    }
+    g->hash = h;
+    g->row = (ch_srow){.kind = kind, .app = app, .version = version, .name = name, .grain = CH_GRAIN_SLOT, .t = t};
+    g->batch = batch;
+    for (size_t i = 0; i < STORE_MAX_METRICS; i++)
+        sketch_init(&g->row.m[i]);
+    g->next = *slot;
+    *slot = g;
+    a->n++;
+    return g;
+}
+
+static void aggs_free(aggs *a)
+{
+    for (size_t b = 0; b < AGG_BUCKETS; b++)
+        for (agg *g = a->slots[b], *next; g; g = next) {
+            next = g->next;
+            ch_srow_reset(&g->row);
+            free(g);
+        }
+    memset(a, 0, sizeof *a);
+}
+
+static void agg_add(aggs *a, const store_record *rec, const char *batch)
+{
+    const char *version = rec->version ? rec->version : "";
+    int64_t slot = rec->ts_ns / CH_SLOT_NS;
+    if (slot > INT32_MAX)
+        slot = INT32_MAX;
+    agg *g = agg_get(a, (int8_t)rec->kind, rec->app, version, rec->name, (int32_t)slot, batch);
+    if (!g)
+        return;
+    g->row.cnt++;
+    g->row.failed += rec->failed;
+    if (rec->excluded)
+        return;
+    for (size_t i = 0, n = store_kind(rec->kind)->n_metrics; i < n; i++)
+        if (!isnan(rec->metrics[i]) && sketch_add(&g->row.m[i], rec->metrics[i]) == -ENOMEM)
+            a->oom = true; /* negative values are left out, as SQLite's rollups do */
+}
+
+/* pending's columns as the writer fills them (at: the server's now()). */
+#define PENDING_COLUMNS "att, rday, batch, fresh, " CH_SKETCH_COLUMNS
+
+static void pending_head(rb_buf *b, uint64_t att, uint32_t rday, const char *batch, bool fresh)
+{
+    rb_u64(b, att);
+    rb_u32(b, rday);
+    rb_str(b, batch, strlen(batch));
+    rb_u8(b, fresh);
+}
+
+static void aggs_write(const aggs *a, uint64_t att, uint32_t rday, rb_buf *b)
+{
+    for (size_t k = 0; k < AGG_BUCKETS; k++)
+        for (const agg *g = a->slots[k]; g; g = g->next) {
+            pending_head(b, att, rday, g->batch, !g->batch[0]);
+            ch_write_srow(b, &g->row);
+        }
+}
+
+/* ---- the writer ---- */
+
+static uint64_t rid_of(const ch_job *j, uint64_t att, size_t job_index, size_t rec_index)
+{
+    uint64_t h = FNV1A64_INIT;
+    if (j->batch_id) {
+        h = fnv1a64(h, j->app, strlen(j->app) + 1);
+        h = fnv1a64(h, j->batch_id, strlen(j->batch_id) + 1);
+        h = fnv1a64(h, j->endpoint ? j->endpoint : "", j->endpoint ? strlen(j->endpoint) + 1 : 1);
+    } else {
+        h = fnv1a64(h, &att, sizeof att);
+        h = fnv1a64(h, &job_index, sizeof job_index);
+    }
+    return hash_u64(fnv1a64(h, &rec_index, sizeof rec_index));
+}
+
+static uint64_t origin_key(const store_origin *o)
+{
+    return o ? (o->hash ? o->hash : 1) : 0;
+}
+
+/* Whether the origin (which: 0 resource, 1 scope) was written on rday by
+ * this instance; marks it. */
+static bool origin_seen(ch_store *st, int which, uint64_t id, uint32_t rday)
+{
+    pthread_mutex_lock(&st->olock);
+    if (st->origin_day != rday) {
+        memset(st->origin_seen, 0, sizeof st->origin_seen);
+        st->origin_day = rday;
+    }
+    uint64_t key = hash_u64(id * 2 + (uint64_t)which) | 1;
+    uint64_t *slot = &st->origin_seen[key % 4096];
+    bool seen = *slot == key;
+    *slot = key;
+    pthread_mutex_unlock(&st->olock);
+    return seen;
+}
+
+static void origin_forget(ch_store *st)
+{
+    pthread_mutex_lock(&st->olock);
+    memset(st->origin_seen, 0, sizeof st->origin_seen);
+    pthread_mutex_unlock(&st->olock);
+}
+
+/* "(app = 'a' AND batch IN ('x', 'y')) OR …" of the jobs with batch ids
+ * (that match `want`, or all). */
+static bool batch_filter(jbuf *q, ch_job *list, bool only_retries)
+{
+    bool any = false;
+    jbuf_puts(q, "(");
+    for (ch_job *j = list; j; j = j->next) {
+        if (!j->batch_id || (only_retries && !j->retry))
+            continue;
+        jbuf_puts(q, any ? " OR " : "");
+        jbuf_puts(q, "(app = ");
+        ch_sql_str(q, j->app);
+        jbuf_puts(q, " AND batch = ");
+        ch_sql_str(q, j->batch_id);
+        jbuf_puts(q, ")");
+        any = true;
+    }
+    jbuf_puts(q, ")");
+    return any;
+}
+
+static ch_job *job_of(ch_job *list, const char *app, size_t al, const char *batch, size_t bl)
+{
+    for (ch_job *j = list; j; j = j->next)
+        if (j->batch_id && strlen(j->app) == al && memcmp(j->app, app, al) == 0 && strlen(j->batch_id) == bl &&
+            memcmp(j->batch_id, batch, bl) == 0)
+            return j;
+    return NULL;
+}
+
+/* Step 2: which batches are retries (another attempt began them) and,
+ * of those, which duplicates (another attempt committed them). */
+static int check(ch_store *st, ch_job *list, uint64_t att, ch_reply *rep)
+{
+    bool ids = false;
+    for (ch_job *j = list; j; j = j->next)
+        ids |= j->batch_id != NULL;
+    if (!ids)
+        return 0;
+    int r;
+    jbuf q;
+    jbuf_init(&q);
+    jbuf_printf(&q, "SELECT app, batch FROM attempts WHERE att != %" PRIu64 " AND ", att);
+    batch_filter(&q, list, false);
+    jbuf_puts(&q, " GROUP BY app, batch FORMAT RowBinary");
+    r = q.failed ? -ENOMEM : ch_query(st->ch, q.data, NULL, 0, NULL, rep);
+    jbuf_free(&q);
+    if (r < 0)
+        return r;
+    rb_reader rd;
+    rb_reader_init(&rd, rep->body, rep->len);
+    bool retries = false;
+    while (rb_more(&rd)) {
+        size_t al, bl;
+        const char *a = rb_get_str(&rd, &al), *bt = rb_get_str(&rd, &bl);
+        ch_job *j = rd.bad ? NULL : job_of(list, a, al, bt, bl);
+        if (j)
+            retries = j->retry = true;
+    }
+    ch_reply_free(rep);
+    if (rd.bad) {
+        snprintf(rep->error, sizeof rep->error, "%s: a bad answer to the batch check", ch_client_url(st->ch)->shown);
+        return -EIO;
+    }
+    if (!retries)
+        return 0;
+    /* a retry some attempt committed: a duplicate */
+    jbuf_init(&q);
+    jbuf_puts(&q, "SELECT app, batch FROM commits WHERE ");
+    batch_filter(&q, list, true);
+    jbuf_puts(&q, " UNION ALL SELECT app, batch FROM pending WHERE kind = -1 AND ");
+    batch_filter(&q, list, true);
+    jbuf_puts(&q, " FORMAT RowBinary");
+    r = q.failed ? -ENOMEM : ch_query(st->ch, q.data, NULL, 0, NULL, rep);
+    jbuf_free(&q);
+    if (r < 0)
+        return r;
+    rb_reader_init(&rd, rep->body, rep->len);
+    while (rb_more(&rd)) {
+        size_t al, bl;
+        const char *a = rb_get_str(&rd, &al), *bt = rb_get_str(&rd, &bl);
+        ch_job *j = rd.bad ? NULL : job_of(list, a, al, bt, bl);
+        if (j)
+            j->duplicate = true;
+    }
+    ch_reply_free(rep);
+    return 0;
+}
+
+/* Steps 1 and 3 at once: the begin rows, and the raw rows, origins and
+ * trace index of every job but a batch twice in the group. (Those of a
+ * batch the check then finds committed are written again: readers keep
+ * one row per identity.) */
+static int write_rows(ch_store *st, ch_job *list, uint64_t att, uint32_t rday, int64_t ins, ch_reply *rep)
+{
+    rb_buf rows[TABLE_COUNT], origins, tix, begins, cleaned;
+    for (int t = 0; t < TABLE_COUNT; t++)
+        rb_init(&rows[t]);
+    rb_init(&cleaned);
+    rb_init(&origins);
+    rb_init(&tix);
+    rb_init(&begins);
+    for (ch_job *j = list; j; j = j->next)
+        if (j->batch_id && !j->duplicate) {
+            rb_str(&begins, j->app, strlen(j->app));
+            rb_str(&begins, j->batch_id, strlen(j->batch_id));
+            rb_u64(&begins, att);
+            rb_u32(&begins, rday);
+        }
+    size_t ji = 0;
+    for (ch_job *j = list; j; j = j->next, ji++) {
+        if (j->duplicate)
+            continue;
+        for (size_t i = 0; i < j->n; i++) {
+            const store_record *rec = &j->recs[i];
+            const ch_table *t = ch_table_of(rec->table);
+            int reason = rec->clean ? rec->clean : rec->table == TABLE_STARTUPS && rec->excluded ? CLEAN_OUTLIER : 0;
+            if (reason) {
+                rb_str(&cleaned, j->app, strlen(j->app));
+                const char *name = clean_reason_name((enum clean_reason)reason);
+                rb_str(&cleaned, name, strlen(name));
+                rb_u64(&cleaned, rid_of(j, att, ji, i));
+                rb_i64(&cleaned, rec->ts_ns);
+                rb_u32(&cleaned, rday);
+            }
+            if (rec->skipped)
+                continue;
+            ch_encode_row(t, rec, rid_of(j, att, ji, i), rday, &rows[rec->table]);
+            rb_i64(&rows[rec->table], ins++);
+            const store_origin *os[2] = {rec->resource, rec->scope};
+            for (int w = 0; w < 2; w++) {
+                uint64_t id = origin_key(os[w]);
+                if (!id || origin_seen(st, w, id, rday))
+                    continue;
+                rb_u8(&origins, (uint8_t)w);
+                rb_u64(&origins, id);
+                rb_str(&origins, os[w]->json, strlen(os[w]->json));
+                rb_u32(&origins, rday);
+            }
+            if (t->trace_col >= 0 && store_table(rec->table)->kind != KIND_NONE) {
+                const store_value *tv = &rec->cols[t->trace_col];
+                const uint8_t *tid = tv->type == SV_BLOB && tv->n == 16 ? tv->p : NULL;
+                if (tid) {
+                    rb_u16(&tix, (uint16_t)(tid[0] << 8 | tid[1])); /* 24 bits: store_ch_read.c */
+                    rb_u8(&tix, tid[2]);
+                    rb_u8(&tix, (uint8_t)rec->table);
+                    rb_str(&tix, rec->app, strlen(rec->app));
+                    int64_t ts = rec->cols[t->ts_col].type == SV_INT ? rec->cols[t->ts_col].i : 0;
+                    rb_u32(&tix, (uint32_t)(int32_t)(ts / HOUR_NS));
+                    rb_u32(&tix, rday);
+                }
+            }
+        }
+    }
+    int r = 0;
+    bool oom = origins.failed || tix.failed || begins.failed || cleaned.failed;
+    for (int t = 0; t < TABLE_COUNT; t++)
+        oom |= rows[t].failed;
+    if (oom)
+        r = -ENOMEM;
+    /* every insert at once: none depends on another (the commit waits for all) */
+    ch_request rq[TABLE_COUNT + 4];
+    char sqls[TABLE_COUNT][4096];
+    size_t n = 0;
+    if (begins.len)
+        rq[n++] = (ch_request){"INSERT INTO attempts (app, batch, att, rday) FORMAT RowBinary", begins.p, begins.len};
+    if (origins.len)
+        rq[n++] = (ch_request){"INSERT INTO origins (which, id, json, rday) FORMAT RowBinary", origins.p, origins.len};
+    for (enum store_table t = 0; t < TABLE_COUNT; t++)
+        if (rows[t].len) {
+            snprintf(sqls[t], sizeof sqls[t], "INSERT INTO %s (%s, ins) FORMAT RowBinary", ch_table_of(t)->name,
+                     ch_table_of(t)->columns);
+            rq[n++] = (ch_request){sqls[t], rows[t].p, rows[t].len};
+        }
+    if (tix.len)
+        rq[n++] = (ch_request){"INSERT INTO trace_index (th, tl, tbl, app, hour, rday) FORMAT RowBinary", tix.p, tix.len};
+    if (cleaned.len)
+        rq[n++] = (ch_request){"INSERT INTO cleaned (app, reason, rid, ts, rday) FORMAT RowBinary", cleaned.p,
+                               cleaned.len};
+    ch_reply reps[TABLE_COUNT + 4];
+    if (r == 0 && n) {
+        r = ch_query_many(st->ch, n, rq, settings(st), reps);
+        for (size_t i = 0; i < n; i++) {
+            if (r < 0 && reps[i].error[0] && !rep->error[0])
+                *rep = reps[i]; /* the first failure's reason */
+            ch_reply_free(&reps[i]);
+        }
+        if (r < 0 && origins.len)
+            origin_forget(st);
+    }
+    for (int t = 0; t < TABLE_COUNT; t++)
+        rb_free(&rows[t]);
+    rb_free(&origins);
+    rb_free(&tix);
+    rb_free(&begins);
+    rb_free(&cleaned);
+    if (r == -ENOMEM)
+        snprintf(rep->error, sizeof rep->error, "out of memory");
+    return r;
+}
+
+/* Step 4: the commit, one insert. */
+static int commit(ch_store *st, ch_job *list, uint64_t att, uint32_t rday, ch_reply *rep)
+{
+    aggs *a = calloc(1, sizeof *a);
+    rb_buf b;
+    rb_init(&b);
+    if (!a) {
+        snprintf(rep->error, sizeof rep->error, "out of memory");
+        return -ENOMEM;
+    }
+    for (ch_job *j = list; j; j = j->next) {
+        if (j->duplicate)
+            continue;
+        if (j->batch_id) {
+            pending_head(&b, att, rday, j->batch_id, !j->retry);
+            ch_srow m = {.kind = -1, .app = j->app, .version = "", .name = "", .cnt = j->n};
+            ch_write_srow(&b, &m);
+        }
+        const char *scope = j->retry ? j->batch_id : "";
+        for (size_t i = 0; i < j->n; i++)
+            if (!j->recs[i].skipped && j->recs[i].kind != KIND_NONE && j->recs[i].name && j->recs[i].app)
+                agg_add(a, &j->recs[i], scope);
+    }
+    aggs_write(a, att, rday, &b);
+    int r = a->oom || b.failed ? -ENOMEM : 0;
+    if (r == 0 && b.len)
+        r = ch_write(st, "INSERT INTO pending (" PENDING_COLUMNS ") FORMAT RowBinary", b.p, b.len, rep);
+    if (r == 0 && b.len)
+        ch_reply_free(rep);
+    aggs_free(a);
+    free(a);
+    rb_free(&b);
+    if (r == -ENOMEM)
+        snprintf(rep->error, sizeof rep->error, "out of memory");
+    return r;
+}
+
+static int run_group(ch_store *st, ch_job *list, ch_reply *rep)
+{
+    int64_t t0 = mono_ns();
+    uint64_t att = random_u64() | 1;
+    /* the group's rows take consecutive write marks from the wall clock,
+     * after those of this instance's previous groups */
+    size_t n_recs = 0;
+    for (ch_job *j = list; j; j = j->next)
+        n_recs += j->n;
+    int64_t now = wall_ns(), ins = __atomic_load_n(&st->ins_next, __ATOMIC_RELAXED), base;
+    do
+        base = ins > now ? ins : now;
+    while (!__atomic_compare_exchange_n(&st->ins_next, &ins, base + (int64_t)n_recs, false, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED));
+    uint32_t rday = (uint32_t)(base / STORE_DAY_NS);
+    memset(rep, 0, sizeof *rep);
+    /* a batch sent twice into the same group is stored by its first job */
+    for (ch_job *j = list; j; j = j->next)
+        for (ch_job *k = list; j->batch_id && k != j; k = k->next)
+            if (k->batch_id && strcmp(k->batch_id, j->batch_id) == 0 && strcmp(k->app, j->app) == 0)
+                j->duplicate = true;
+    int r = write_rows(st, list, att, rday, base, rep);
+    if (r == 0)
+        r = check(st, list, att, rep);
+    /* past the deadline, a commit could come after the consolidation of
+     * a retry's hour: this attempt gives up (its batches come again) */
+    if (r == 0 && mono_ns() - t0 > st->settle_s * INT64_C(1000000000) / 2) {
+        snprintf(rep->error, sizeof rep->error, "%s: the attempt took longer than %" PRId64 " s: not committed",
+                 ch_client_url(st->ch)->shown, st->settle_s / 2);
+        r = -ETIMEDOUT;
+    }
+    if (r == 0)
+        r = commit(st, list, att, rday, rep);
+    return r;
+}
+
+/* Every part ClickHouse writes is two files per column of each table a
+ * group inserts into, merged again later: a group of many requests costs
+ * it hardly more than a group of one. So a writer lets the queue fill
+ * before it takes it: while requests are on their way (being read and
+ * decoded, store_coming) or one came within the last 2 ms, until the first
+ * has waited --clickhouse-gather, enough records wait, or every thread
+ * that could bring one is waiting here already (called with st->lock
+ * held). */
+static void gather(ch_store *st)
+{
+    if (st->gather_ns <= 0)
+        return;
+    int64_t start = mono_ns(), last = start;
+    uint64_t seen = st->arrived;
+    while (st->head && !st->stopping && st->waiting_items < st->gather_items &&
+           (!st->submitters || st->jobs_in < st->submitters)) {
+        int64_t now = mono_ns();
+        if (st->arrived != seen) {
+            seen = st->arrived;
+            last = now;
+        }
+        int64_t until = st->coming > 0 ? start + st->gather_ns : last + GATHER_GAP_NS;
+        if (until > start + st->gather_ns)
+            until = start + st->gather_ns;
+        if (now >= until)
+            break;
+        cond_wait_until(&st->wake, &st->lock, until);
+    }
+}
+
+static void ch_coming(store *s, int delta)
+{
+    ch_store *st = (ch_store *)s;
+    pthread_mutex_lock(&st->lock);
+    st->coming += delta;
+    if (delta < 0) {
+        st->arrived++; /* it submits next: the quiet gap starts again */
+        pthread_cond_broadcast(&st->wake);
+    }
+    pthread_mutex_unlock(&st->lock);
+}
+
+static void *writer_main(void *arg)
+{
+    ch_store *st = arg;
+    pthread_mutex_lock(&st->lock);
+    for (;;) {
+        while (!st->head && !st->stopping)
+            pthread_cond_wait(&st->wake, &st->lock);
+        if (!st->head)
+            break;
+        gather(st);
+        if (!st->head)
+            continue; /* another writer took them */
+        ch_job *list = st->head;
+        st->head = st->tail = NULL;
+        st->waiting_items = 0;
+        pthread_mutex_unlock(&st->lock);
+
+        int64_t t0 = mono_ns();
+        ch_reply rep;
+        int r = run_group(st, list, &rep);
+        store_error err;
+        if (r < 0)
+            ch_error_of(&rep, &err);
+        uint64_t rows[TABLE_COUNT] = {0}, duplicates = 0;
+        for (ch_job *j = list; j && r == 0; j = j->next) {
+            duplicates += j->duplicate;
+            for (size_t i = 0; !j->duplicate && i < j->n; i++)
+                rows[j->recs[i].table] += !j->recs[i].skipped;
+        }
+        uint64_t stored = 0;
+        for (size_t t = 0; t < TABLE_COUNT; t++)
+            stored += rows[t];
+        health_write(&st->health, r < 0 ? &err : NULL, stored ? HEALTH_BATCH : HEALTH_OTHER, mono_ns() - t0, rows,
+                     duplicates, 0);
+
+        pthread_mutex_lock(&st->lock);
+        for (ch_job *j = list; j; j = j->next) {
+            j->result = r < 0 ? -EIO : 0;
+            if (r < 0)
+                j->duplicate = false;
+            st->queued_items -= j->n;
+            st->jobs_in--;
+            j->done = true;
+        }
+        pthread_cond_broadcast(&st->done);
+    }
+    pthread_mutex_unlock(&st->lock);
+    return NULL;
+}
+
+static int ch_submit(store *s, const char *app, const char *batch_id, const char *endpoint, store_record *recs,
+                     size_t n, size_t rejected, bool *ret_duplicate)
+{
+    ch_store *st = (ch_store *)s;
+    /* a cleaned record is never stored (it is counted in `cleaned`) */
+    for (size_t i = 0; i < n; i++)
+        recs[i].skipped = recs[i].clean != 0;
+    ch_job j = {.app = app, .batch_id = batch_id, .endpoint = endpoint, .recs = recs, .n = n, .rejected = rejected};
+    pthread_mutex_lock(&st->lock);
+    if (st->stopping) {
+        pthread_mutex_unlock(&st->lock);
+        return -ESHUTDOWN;
+    }
+    if (n && st->queued_items && st->queued_items + n > st->max_queued) {
+        pthread_mutex_unlock(&st->lock);
+        return -EAGAIN;
+    }
+    st->queued_items += n;
+    st->waiting_items += n;
+    st->jobs_in++;
+    st->arrived++;
+    int64_t t0 = mono_ns();
+    if (st->tail)
+        st->tail->next = &j;
+    else
+        st->head = &j;
+    st->tail = &j;
+    pthread_cond_broadcast(&st->wake); /* a gathering writer counts arrivals */
+    while (!j.done)
+        pthread_cond_wait(&st->done, &st->lock);
+    pthread_mutex_unlock(&st->lock);
+    health_submit(&st->health, mono_ns() - t0);
+    *ret_duplicate = j.duplicate;
+    return j.result;
+}
+
+/* ---- health, figures ---- */
+
+static void ch_health_get(store *s, unsigned wait_ms, store_health *ret)
+{
+    ch_store *st = (ch_store *)s;
+    int64_t last_ok;
+    health_snapshot(&st->health, ret, &last_ok);
+    if (!wait_ms || (ret->fault == STORE_OK && mono_ns() - last_ok < 1000000000LL))
+        return;
+    /* nothing written for a second, or failing: does an insert commit? (A
+     * read would not do: a ClickHouse short of room, or whose user became
+     * read-only, still answers one.) */
+    ch_client *probe = ch_client_new(ch_client_url(st->ch), wait_ms < 200 ? 200 : (long)wait_ms);
+    jbuf q;
+    jbuf_init(&q);
+    jbuf_puts(&q, "INSERT INTO probes (who) VALUES (");
+    ch_sql_str(&q, st->who);
+    jbuf_puts(&q, ")");
+    ch_reply rep = {.error = "out of memory"};
+    int64_t t0 = mono_ns();
+    int r = probe && !q.failed ? ch_query(probe, q.data, NULL, 0, settings(st), &rep) : -ENOMEM;
+    jbuf_free(&q);
+    if (r == 0)
+        ch_reply_free(&rep);
+    ch_client_free(probe);
+    store_error err;
+    if (r < 0)
+        ch_error_of(&rep, &err);
+    health_write(&st->health, r < 0 ? &err : NULL, HEALTH_PROBE, mono_ns() - t0, NULL, 0, 0);
+    health_snapshot(&st->health, ret, &last_ok);
+}
+
+static void ch_get_stats(store *s, store_stats *ret)
+{
+    ch_store *st = (ch_store *)s;
+    health_stats(&st->health, ret);
+    pthread_mutex_lock(&st->lock);
+    ret->queued_items = st->queued_items;
+    pthread_mutex_unlock(&st->lock);
+    ret->db_bytes = __atomic_load_n(&st->db_bytes, __ATOMIC_RELAXED);
+    ret->wal_bytes = ret->disk_free_bytes = -1;
+}
+
+/* ---- configs ---- */
+
+static int ch_config_put(store *s, const char *app, const char *xml, size_t len, int64_t *ret_version)
+{
+    ch_store *st = (ch_store *)s;
+    jbuf q;
+    jbuf_init(&q);
+    jbuf_puts(&q, "SELECT max(version) FROM configs WHERE app = ");
+    ch_sql_str(&q, app);
+    jbuf_puts(&q, " FORMAT TabSeparated");
+    ch_reply rep;
+    int r = q.failed ? -ENOMEM : ch_query(st->ch, q.data, NULL, 0, NULL, &rep);
+    jbuf_free(&q);
+    int64_t v = 1;
+    if (r == 0) {
+        v = strtoll(rep.body, NULL, 10) + 1;
+        ch_reply_free(&rep);
+        uint64_t h = fnv1a64(FNV1A64_INIT, xml, len);
+        char etag[64];
+        snprintf(etag, sizeof etag, "\"%" PRId64 "-%016" PRIx64 "\"", v, h);
+        rb_buf b;
+        rb_init(&b);
+        rb_str(&b, app, strlen(app));
+        rb_i64(&b, v);
+        rb_str(&b, etag, strlen(etag));
+        rb_str(&b, xml, len);
+        rb_i64(&b, wall_ns());
+        r = b.failed ? -ENOMEM
+                     : ch_write(st, "INSERT INTO configs (app, version, etag, xml, created) FORMAT RowBinary", b.p,
+                                b.len, &rep);
+        rb_free(&b);
+        if (r == 0)
+            ch_reply_free(&rep);
+    }
+    store_error err;
+    if (r < 0)
+        ch_error_of(&rep, &err);
+    health_write(&st->health, r < 0 ? &err : NULL, HEALTH_OTHER, 0, NULL, 0, 0);
+    if (r < 0)
+        return -EIO;
+    *ret_version = v;
+    return 0;
+}
+
+static int ch_config_get(store *s, const char *app, char **ret_xml, size_t *ret_len, char **ret_etag,
+                         int64_t *ret_version)
+{
+    ch_store *st = (ch_store *)s;
+    jbuf q;
+    jbuf_init(&q);
+    jbuf_puts(&q, "SELECT version, etag, xml FROM configs WHERE app = ");
+    ch_sql_str(&q, app);
+    jbuf_puts(&q, " ORDER BY version DESC, created DESC LIMIT 1 FORMAT RowBinary");
+    ch_reply rep;
+    int r = q.failed ? -ENOMEM : ch_read(st, q.data, &rep, "a config read");
+    jbuf_free(&q);
+    if (r < 0)
+        return -EIO;
+    rb_reader rd;
+    rb_reader_init(&rd, rep.body, rep.len);
+    if (!rb_more(&rd)) {
+        ch_reply_free(&rep);
+        return -ENOENT;
+    }
+    int64_t v = rb_get_i64(&rd);
+    size_t el, xl;
+    const char *etag = rb_get_str(&rd, &el), *xml = rb_get_str(&rd, &xl);
+    if (rd.bad) {
+        ch_reply_free(&rep);
+        return -EIO;
+    }
+    *ret_xml = strndup(xml, xl);
+    *ret_etag = strndup(etag, el);
+    ch_reply_free(&rep);
+    if (!*ret_xml || !*ret_etag) {
+        free(*ret_xml);
+        free(*ret_etag);
+        return -ENOMEM;
+    }
+    *ret_len = xl;
+    *ret_version = v;
+    return 0;
+}
+
+/* ---- open / close ---- */
+
+static void ch_close(store *s)
+{
+    ch_store *st = (ch_store *)s;
+    pthread_mutex_lock(&st->lock);
+    st->stopping = true;
+    pthread_cond_broadcast(&st->wake);
+    pthread_cond_broadcast(&st->keeper_wake);
+    pthread_mutex_unlock(&st->lock);
+    for (size_t i = 0; i < st->n_writers; i++)
+        pthread_join(st->writers[i], NULL);
+    if (st->keeper_started)
+        pthread_join(st->keeper, NULL);
+    ch_client_free(st->ch);
+    for (size_t i = 0; i < st->n_nodes; i++)
+        ch_client_free(st->nodes[i]);
+    free(st->nodes);
+    free(st->seen);
+    health_destroy(&st->health);
+    free(st);
+}
+
+static int ch_explain(store *s, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan), void *ctx)
+{
+    return -ENOTSUP; /* ClickHouse 18.16 has no EXPLAIN */
+}
+
+static const store_backend store_backend_clickhouse = {
+    .name = "clickhouse",
+    .close = ch_close,
+    .submit = ch_submit,
+    .coming = ch_coming,
+    .health_get = ch_health_get,
+    .get_stats = ch_get_stats,
+    .config_put = ch_config_put,
+    .config_get = ch_config_get,
+    .scan = ch_op_scan,
+    .apps = ch_op_apps,
+    .trace = ch_op_trace,
+    .search_spans = ch_op_search_spans,
+    .search_logs = ch_op_search_logs,
+    .search_points = ch_op_search_points,
+    .explain = ch_explain,
+    .version_rows = ch_op_version_rows,
+    .rows = ch_op_rows,
+    .request_stats = ch_op_request_stats,
+    .logs_of_type = ch_op_logs_of_type,
+    .metric_sums = ch_op_metric_sums,
+    .dash_explain = ch_op_dash_explain,
+};
+
+/* The nodes of a cluster URL "…//h1:p1,h2:p2/…": one URL each. */
+static int split_nodes(const char *url, char ***ret, size_t *ret_n)
+{
+    const char *s = strstr(url, "://");
+    const char *host = s + 3;
+    const char *at = NULL;
+    const char *end = host + strcspn(host, "/?");
+    for (const char *p = host; p < end; p++)
+        if (*p == '@')
+            at = p;
+    const char *h = at ? at + 1 : host;
+    size_t n = 1;
+    for (const char *p = h; p < end; p++)
+        n += *p == ',';
+    char **out = calloc(n, sizeof *out);
+    if (!out)
+        return -ENOMEM;
+    const char *p = h;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strcspn(p, ",/?");
+        if (p + len > end)
+            len = (size_t)(end - p);
+        if (asprintf(&out[i], "%.*s%.*s%s", (int)(h - url), url, (int)len, p, end) < 0)
+            out[i] = NULL;
+        p += len + 1;
+    }
+    *ret = out;
+    *ret_n = n;
+    return 0;
+}
+
+store *store_clickhouse_open(const char *url, const store_options *opt, char *err, size_t err_size)
+{
+    const char *layout = store_layout_error();
+    if (layout) {
+        snprintf(err, err_size, "the record schema does not fit the store: %s", layout);
+        return NULL;
+    }
+    char **nodes = NULL;
+    size_t n_nodes = 0;
+    if (strncmp(url, "http", 4) != 0 || !strstr(url, "://") || split_nodes(url, &nodes, &n_nodes) < 0) {
+        snprintf(err, err_size, "--clickhouse: expected http://[USER[:PASSWORD]@]HOST[:PORT]/[DATABASE][?cluster=NAME]");
+        return NULL;
+    }
+    ch_store *st = calloc(1, sizeof *st);
+    ch_url u = {0};
+    char why[512];
+    int r = st ? 0 : -ENOMEM;
+    if (r == 0 && ch_url_parse(nodes[0], &u, why, sizeof why) < 0) {
+        snprintf(err, err_size, "--clickhouse: %s", why);
+        r = -EINVAL;
+    }
+    if (r == 0 && n_nodes > 1 && !u.cluster) {
+        snprintf(err, err_size, "--clickhouse: several hosts need ?cluster=NAME (the cluster of the Distributed tables)");
+        r = -EINVAL;
+    }
+    if (r == 0) {
+        st->backend = &store_backend_clickhouse;
+        st->cluster = u.cluster != NULL;
+        st->log = opt->log;
+        st->log_ctx = opt->log_ctx;
+        st->max_queued = opt->max_queued_items ? opt->max_queued_items : 200000;
+        st->gather_ns = (int64_t)opt->clickhouse_gather_ms * 1000000;
+        st->gather_items = st->max_queued / 4;
+        st->submitters = opt->submitters;
+        st->unit_s = opt->clickhouse_unit_s ? (int64_t)opt->clickhouse_unit_s : 3600;
+        st->day_s = opt->clickhouse_day_s ? (int64_t)opt->clickhouse_day_s : 86400;
+        st->settle_s = opt->clickhouse_settle_s ? (int64_t)opt->clickhouse_settle_s : 360;
+        if (86400 % st->unit_s || st->day_s % st->unit_s || 86400 % st->day_s) {
+            snprintf(err, err_size, "the consolidation unit must divide its day, and the day 86400 s");
+            r = -EINVAL;
+        }
+    }
+    if (r == 0 && !(st->ch = ch_client_new(&u, QUERY_TIMEOUT_MS))) {
+        snprintf(err, err_size, "out of memory");
+        r = -ENOMEM;
+    }
+    /* the schema on every node named */
+    if (r == 0 && !(st->nodes = calloc(n_nodes, sizeof *st->nodes))) {
+        snprintf(err, err_size, "out of memory");
+        r = -ENOMEM;
+    }
+    for (size_t i = 0; r == 0 && i < n_nodes; i++) {
+        ch_url nu;
+        ch_client *c = NULL;
+        if (ch_url_parse(nodes[i], &nu, why, sizeof why) < 0) {
+            snprintf(err, err_size, "--clickhouse: %s", why);
+            r = -EINVAL;
+            break;
+        }
+        c = ch_client_new(&nu, QUERY_TIMEOUT_MS);
+        if (c)
+            st->nodes[st->n_nodes++] = c;
+        if (!c || create_schema(st, c, why, sizeof why) < 0) {
+            snprintf(err, err_size, "%s: cannot create the schema: %s", nu.shown, c ? why : "out of memory");
+            r = -EIO;
+        }
+        ch_url_clear(&nu);
+    }
+    ch_url_clear(&u);
+    for (size_t i = 0; i < n_nodes; i++)
+        free(nodes[i]);
+    free(nodes);
+    if (r < 0) {
+        if (st) {
+            ch_client_free(st->ch);
+            for (size_t i = 0; i < st->n_nodes; i++)
+                ch_client_free(st->nodes[i]);
+            free(st->nodes);
+        }
+        free(st);
+        return NULL;
+    }
+    st->db_bytes = -1;
+    st->retention_days = opt->clickhouse_retention_days;
+    health_init(&st->health, NULL, opt->log, opt->log_ctx);
+    char host[64] = "";
+    gethostname(host, sizeof host - 1);
+    snprintf(st->who, sizeof st->who, "%s:%ld", host, (long)getpid());
+    pthread_mutex_init(&st->lock, NULL);
+    pthread_mutex_init(&st->olock, NULL);
+    cond_init_monotonic(&st->wake);
+    pthread_cond_init(&st->done, NULL);
+    cond_init_monotonic(&st->keeper_wake);
+    size_t nw = opt->clickhouse_writers ? opt->clickhouse_writers : 2;
+    if (nw > sizeof st->writers / sizeof st->writers[0])
+        nw = sizeof st->writers / sizeof st->writers[0];
+    for (size_t i = 0; i < nw; i++) {
+        if (thread_start(&st->writers[i], "pacerd-chwrite", writer_main, st) < 0)
+            break;
+        st->n_writers++;
+    }
+    if (st->n_writers && thread_start(&st->keeper, "pacerd-keeper", ch_keeper_main, st) == 0)
+        st->keeper_started = true;
+    if (!st->n_writers || !st->keeper_started) {
+        snprintf(err, err_size, "cannot start the store's threads");
+        ch_close((store *)st);
+        return NULL;
+    }
+    return (store *)st;
+}

@@ -1,0 +1,296 @@
+/* Reading the record tables for the application layer (analysis_source.h).
+ *
+ * The rows after a mark, in the order they came, whatever the store did
+ * with them since (store_int.h):
+ *   page loads, start-ups, requests: rowids are the commit order. The rows
+ *     up to the table's sealed mark live in blocks (each names the lowest
+ *     and highest rowid it holds: blocks_rows finds those of a range), the
+ *     rest in the table. A range is read in steps of CHUNK rowids: the
+ *     blocks that hold one, the wanted columns of its rows copied, sorted
+ *     by rowid; then the table's rows after the sealed mark. Seals go on
+ *     whatever the analysis has read, so a lagging or restarted analysis
+ *     (marks in ana_marks, a SIGKILL anywhere) reads the same rows from
+ *     wherever they are now, in one snapshot.
+ *   logs, metric points: kept in the rowid range of their day; their
+ *     order is the position the writer gave each row (runs in arrivals,
+ *     written in the row's own transaction), so "after the mark" means
+ *     positions here. A run is read as one rowid range of one day.
+ * A read costs the rows it returns (plus, for sealed rows, the rest of the
+ * blocks that hold them), whatever the size of the store.
+ */
+#include "store/analysis_source.h"
+#include "store/sqlite/store_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Rowids of sealed rows read per step: about one seal's blocks at once. */
+#define CHUNK 32768
+
+int source_col(enum store_table t, enum store_source src, long index)
+{
+    const store_table_desc *d = store_table(t);
+    for (size_t c = 0; c < d->n_cols; c++)
+        if (d->cols[c].source == src &&
+            ((src != SRC_COMMON && src != SRC_FIELD) || d->cols[c].index == index))
+            return (int)c;
+    return -1;
+}
+
+static const char *filter_sql(enum source_filter f)
+{
+    switch (f) {
+    case SOURCE_PACER_LOGS: return " AND type IN ('jank', 'leak')";
+    case SOURCE_FRAMES: return " AND name >= 'pacer.frames.' AND name < 'pacer.frames/'";
+    case SOURCE_PACER_POINTS: return " AND name >= 'pacer.' AND name < 'pacer/'";
+    default: return "";
+    }
+}
+
+static int64_t int_query(sqlite3 *db, const char *sql, enum store_table t, int *err)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) {
+        *err = -EIO;
+        return 0;
+    }
+    sqlite3_bind_int64(s, 1, t);
+    int r = sqlite3_step(s);
+    int64_t v = r == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+    if (r != SQLITE_ROW && r != SQLITE_DONE)
+        *err = -EIO;
+    sqlite3_finalize(s);
+    return v;
+}
+
+/* The table's rows up to it are in blocks (0: none). */
+static int64_t sealed_mark(sqlite3 *db, enum store_table t, int *err)
+{
+    return int_query(db, "SELECT sealed FROM table_marks WHERE tbl = ?1", t, err);
+}
+
+/* ---- rows of the table: a rowid range ---- */
+
+typedef struct reader {
+    enum store_table t;
+    const bool *want;
+    bool (*cb)(void *ctx, const source_row *row);
+    void *ctx;
+    bool stopped;
+} reader;
+
+/* The rows of t with rowid in (lo, hi] that match filter, in rowid order,
+ * each given as position rowid - off. */
+static int table_rows(sqlite3 *db, reader *rd, enum source_filter filter, int64_t lo, int64_t hi, int64_t off)
+{
+    const store_table_desc *d = store_table(rd->t);
+    char cols[4096] = "rowid";
+    size_t o = 5;
+    int idx[STORE_MAX_COLS];
+    size_t n = 0;
+    for (size_t c = 0; c < d->n_cols && o < sizeof cols; c++)
+        if (rd->want[c]) {
+            o += (size_t)snprintf(cols + o, sizeof cols - o, ", %s", d->cols[c].name);
+            idx[n++] = (int)c;
+        }
+    if (o >= sizeof cols)
+        return -EINVAL;
+    char *sql = sqlite3_mprintf("SELECT %s FROM %s WHERE rowid > ?1 AND rowid <= ?2%s ORDER BY rowid", cols, d->name,
+                                filter_sql(filter));
+    if (!sql)
+        return -ENOMEM;
+    sqlite3_stmt *s;
+    int r = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
+    sqlite3_free(sql);
+    if (r != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int64(s, 1, lo);
+    sqlite3_bind_int64(s, 2, hi);
+    source_row row = {.table = rd->t};
+    while ((r = sqlite3_step(s)) == SQLITE_ROW) {
+        row.rowid = sqlite3_column_int64(s, 0) - off;
+        for (size_t k = 0; k < n; k++)
+            row.cols[idx[k]] = store_column_value(s, (int)k + 1);
+        if (!rd->cb(rd->ctx, &row)) {
+            rd->stopped = true;
+            r = SQLITE_DONE;
+            break;
+        }
+    }
+    sqlite3_finalize(s);
+    return r == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* ---- sealed rows: the blocks of a rowid range ---- */
+
+typedef struct held {
+    int64_t rowid;
+    store_value *vals; /* the table's columns, those not wanted SV_NULL; texts after them */
+} held;
+
+typedef struct chunk {
+    reader *rd;
+    int64_t lo, hi;
+    held *rows;
+    size_t n, cap;
+} chunk;
+
+static int on_block(void *ctx, size_t n, const store_value *const *rows, const int64_t *rowids, const char *app)
+{
+    (void)app;
+    chunk *c = ctx;
+    size_t n_cols = store_table(c->rd->t)->n_cols;
+    for (size_t i = 0; i < n; i++) {
+        if (rowids[i] <= c->lo || rowids[i] > c->hi)
+            continue;
+        size_t bytes = n_cols * sizeof(store_value);
+        for (size_t k = 0; k < n_cols; k++)
+            if (c->rd->want[k] && (rows[k][i].type == SV_TEXT || rows[k][i].type == SV_BLOB))
+                bytes += rows[k][i].n + 1;
+        store_value *v = malloc(bytes);
+        if (!v)
+            return -ENOMEM;
+        char *p = (char *)(v + n_cols);
+        for (size_t k = 0; k < n_cols; k++) {
+            v[k] = c->rd->want[k] ? rows[k][i] : (store_value){.type = SV_NULL};
+            if (v[k].type == SV_TEXT || v[k].type == SV_BLOB) {
+                if (v[k].n)
+                    memcpy(p, v[k].p, v[k].n);
+                p[v[k].n] = 0;
+                v[k].p = p;
+                p += v[k].n + 1;
+            }
+        }
+        if (c->n == c->cap) {
+            size_t cap = c->cap ? 2 * c->cap : 1024;
+            held *h = realloc(c->rows, cap * sizeof *h);
+            if (!h) {
+                free(v);
+                return -ENOMEM;
+            }
+            c->rows = h;
+            c->cap = cap;
+        }
+        c->rows[c->n++] = (held){rowids[i], v};
+    }
+    return 0;
+}
+
+static int cmp_held(const void *x, const void *y)
+{
+    const held *a = x, *b = y;
+    return a->rowid < b->rowid ? -1 : a->rowid > b->rowid;
+}
+
+/* The sealed rows of t with rowid in (after, upto], in rowid order. */
+static int sealed_rows(sqlite3 *db, reader *rd, int64_t after, int64_t upto)
+{
+    chunk c = {.rd = rd};
+    int r = 0;
+    size_t n_cols = store_table(rd->t)->n_cols;
+    for (int64_t lo = after; lo < upto && r == 0 && !rd->stopped; lo += CHUNK) {
+        c.lo = lo;
+        c.hi = upto - lo > CHUNK ? lo + CHUNK : upto;
+        c.n = 0;
+        r = store_blocks_rowids(db, rd->t, c.lo, c.hi, rd->want, on_block, &c);
+        if (r == 0)
+            qsort(c.rows, c.n, sizeof *c.rows, cmp_held);
+        source_row row = {.table = rd->t};
+        for (size_t i = 0; i < c.n; i++) {
+            if (r == 0 && !rd->stopped) {
+                row.rowid = c.rows[i].rowid;
+                memcpy(row.cols, c.rows[i].vals, n_cols * sizeof *row.cols);
+                if (!rd->cb(rd->ctx, &row))
+                    rd->stopped = true;
+            }
+            free(c.rows[i].vals);
+        }
+    }
+    free(c.rows);
+    return r;
+}
+
+/* ---- the reads ---- */
+
+int source_rows(sqlite3 *db, enum store_table t, enum source_filter filter, int64_t after, int64_t upto,
+                const bool want[STORE_MAX_COLS], bool (*cb)(void *ctx, const source_row *row), void *ctx)
+{
+    reader rd = {t, want, cb, ctx, false};
+    int err = 0;
+    if (store_is_record(t)) {
+        if (filter != SOURCE_ALL)
+            return -EINVAL;
+        int64_t sealed = sealed_mark(db, t, &err);
+        if (err)
+            return err;
+        int r = 0;
+        if (after < sealed)
+            r = sealed_rows(db, &rd, after, upto < sealed ? upto : sealed);
+        if (r == 0 && !rd.stopped && upto > sealed)
+            r = table_rows(db, &rd, filter, after > sealed ? after : sealed, upto, 0);
+        return r;
+    }
+    if (!store_has_positions(t))
+        return -EINVAL;
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, STORE_ARRIVALS_SQL, -1, &s, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int64(s, 1, t);
+    sqlite3_bind_int64(s, 2, after);
+    int r = 0, sr;
+    while (r == 0 && !rd.stopped && (sr = sqlite3_step(s)) == SQLITE_ROW) {
+        int64_t pos = sqlite3_column_int64(s, 0), n = sqlite3_column_int64(s, 1), off = sqlite3_column_int64(s, 2);
+        if (pos - n >= upto)
+            break;
+        int64_t lo = pos - n > after ? pos - n : after, hi = pos < upto ? pos : upto;
+        r = table_rows(db, &rd, filter, lo + off, hi + off, off);
+    }
+    if (r == 0 && !rd.stopped && sr != SQLITE_ROW && sr != SQLITE_DONE)
+        r = -EIO;
+    sqlite3_finalize(s);
+    return r;
+}
+
+int source_last_rowid(sqlite3 *db, enum store_table t, int64_t *ret)
+{
+    int err = 0;
+    *ret = 0;
+    if (store_has_positions(t)) {
+        *ret = int_query(db, "SELECT COALESCE(MAX(pos), 0) FROM arrivals WHERE tbl = ?1", t, &err);
+        return err;
+    }
+    if (!store_is_record(t))
+        return -EINVAL;
+    int64_t sealed = sealed_mark(db, t, &err);
+    if (err)
+        return err;
+    char *sql = sqlite3_mprintf("SELECT MAX(rowid) FROM %s", store_table(t)->name);
+    if (!sql)
+        return -ENOMEM;
+    sqlite3_stmt *s;
+    int r = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
+    sqlite3_free(sql);
+    if (r != SQLITE_OK)
+        return -EIO;
+    r = sqlite3_step(s);
+    int64_t last = r == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+    sqlite3_finalize(s);
+    *ret = last > sealed ? last : sealed;
+    return r == SQLITE_ROW ? 0 : -EIO;
+}
+
+int source_forget(sqlite3 *db, enum store_table t, int64_t upto)
+{
+    if (!store_has_positions(t) || upto <= 0)
+        return 0;
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, "DELETE FROM arrivals WHERE tbl = ?1 AND pos <= ?2", -1, &s, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int64(s, 1, t);
+    sqlite3_bind_int64(s, 2, upto);
+    int r = sqlite3_step(s) == SQLITE_DONE ? 0 : -EIO;
+    sqlite3_finalize(s);
+    return r;
+}
