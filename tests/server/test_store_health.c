@@ -27,7 +27,7 @@ static void keep(void *ctx, const char *msg)
     l->n++;
 }
 
-static const store_error full = {.code = SQLITE_FULL, .msg = "database or disk is full"};
+static const store_error full = {.kind = STORE_ERR_FULL, .msg = "database or disk is full"};
 
 static enum store_fault fault_of(health_state *h, char *reason, size_t size)
 {
@@ -76,7 +76,7 @@ static void test_only_a_batch_or_the_probe_ends_a_failure(void **state)
     assert_non_null(strstr(l.text[1], ": the probe committed"));
 
     /* another cause is another state: a line each */
-    const store_error ro = {.code = SQLITE_READONLY, .msg = "attempt to write a readonly database"};
+    const store_error ro = {.kind = STORE_ERR_READ_ONLY, .msg = "attempt to write a readonly database"};
     health_write(&h, &full, HEALTH_OTHER, 1000, NULL, 0, 0);
     health_write(&h, &ro, HEALTH_BATCH, 1000, NULL, 0, 0);
     assert_int_equal(fault_of(&h, NULL, 0), STORE_READ_ONLY);

@@ -17,13 +17,15 @@
  * no batch of ordinary size could commit, and a load balancer would keep
  * sending to this instance.
  *
- * A failure's cause comes from SQLite's result code and, for an I/O error,
- * from the errno of the system call that failed when SQLite kept it, else
- * from a probe of the database's file system (fs_probe: a file created,
- * written and removed beside the database; ext4's emergency read-only
- * state, for one, is not in the mount flags): a full disk (SQLITE_FULL,
- * ENOSPC, EDQUOT), a read-only file or file system (SQLITE_READONLY,
- * EROFS), corruption (SQLITE_CORRUPT, SQLITE_NOTADB), anything else. What is
+ * A failure's cause comes from the kind the backend gave it (SQLite's
+ * result code: store/sqlite/store_sqlite.c, store_error_capture;
+ * ClickHouse's error code) and, for an I/O error on the files, from the
+ * errno of the system call that failed when SQLite kept it, else from a
+ * probe of the database's file system (fs_probe: a file created, written
+ * and removed beside the database; ext4's emergency read-only state, for
+ * one, is not in the mount flags): a full disk (SQLITE_FULL, ENOSPC,
+ * EDQUOT), a read-only file or file system (SQLITE_READONLY, EROFS),
+ * corruption (SQLITE_CORRUPT, SQLITE_NOTADB), anything else. What is
  * logged, each time once:
  *   writes: the change to failing (and again when the cause changes), and
  *           the change back to ok;
@@ -56,13 +58,6 @@ void health_init(health_state *h, const char *path, void (*log)(void *ctx, const
 void health_destroy(health_state *h)
 {
     pthread_mutex_destroy(&h->lock);
-}
-
-void store_error_capture(sqlite3 *db, store_error *ret)
-{
-    ret->code = db ? sqlite3_extended_errcode(db) : SQLITE_OK;
-    ret->sys = db ? sqlite3_system_errno(db) : 0;
-    snprintf(ret->msg, sizeof ret->msg, "%s", db && ret->code != SQLITE_OK ? sqlite3_errmsg(db) : "");
 }
 
 /* For an I/O error whose errno SQLite did not keep: what writing a block
@@ -119,13 +114,11 @@ static int fs_room(const health_state *h, int64_t need, int64_t *ret_free)
 static enum store_fault classify(const health_state *h, const store_error *e, int *ret_errno)
 {
     *ret_errno = e->sys;
-    switch (e->code & 0xff) {
-    case SQLITE_FULL: return STORE_DISK_FULL;
-    case SQLITE_READONLY: return STORE_READ_ONLY;
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB: return STORE_CORRUPT;
-    case SQLITE_IOERR:
-    case SQLITE_CANTOPEN:
+    switch (e->kind) {
+    case STORE_ERR_FULL: return STORE_DISK_FULL;
+    case STORE_ERR_READ_ONLY: return STORE_READ_ONLY;
+    case STORE_ERR_CORRUPT: return STORE_CORRUPT;
+    case STORE_ERR_FILE:
         if (e->sys == ENOSPC || e->sys == EDQUOT)
             return STORE_DISK_FULL;
         if (e->sys == EROFS)
@@ -151,7 +144,7 @@ static const char *fault_text(enum store_fault f)
 /* "the database is read-only: disk I/O error (Read-only file system)" */
 static void describe(const store_error *e, enum store_fault f, int sys, char *out, size_t size)
 {
-    if (e->code == SQLITE_OK)
+    if (e->kind == STORE_ERR_MEMORY)
         snprintf(out, size, "%s: out of memory", fault_text(f));
     else if (sys)
         snprintf(out, size, "%s: %s (%s)", fault_text(f), e->msg, strerror(sys));

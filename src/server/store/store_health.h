@@ -7,14 +7,23 @@
 #include "store.h"
 
 #include <pthread.h>
-#include <sqlite3.h>
 
-/* A failure as SQLite reported it, taken from the connection right after
- * the call that failed (before a ROLLBACK changes it). */
+/* What a failure was, as the backend that saw it classes it. */
+enum store_error_kind {
+    STORE_ERR_MEMORY,    /* out of memory in pacerd */
+    STORE_ERR_FULL,      /* the database's disk (or its server's) is full */
+    STORE_ERR_READ_ONLY, /* the file, its file system or the user is read-only */
+    STORE_ERR_CORRUPT,   /* the database is damaged */
+    STORE_ERR_FILE,      /* an I/O error on the database's files: sys, else a probe beside them, says more */
+    STORE_ERR_OTHER,
+};
+
+/* A failure as the backend reported it (SQLite: taken from the connection
+ * right after the call that failed, before a ROLLBACK changes it). */
 typedef struct store_error {
-    int code;       /* extended result code; SQLITE_OK when not SQLite's (out of memory in pacerd) */
+    enum store_error_kind kind;
     int sys;        /* errno of the failed system call, or 0 */
-    char msg[160];  /* sqlite3_errmsg */
+    char msg[160];  /* the backend's message */
 } store_error;
 
 /* What a write transaction held: whether its commit shows that ingest
@@ -56,9 +65,6 @@ typedef struct health_state {
 
 void health_init(health_state *h, const char *path, void (*log)(void *ctx, const char *msg), void *log_ctx);
 void health_destroy(health_state *h);
-
-/* The failure that db saw last. */
-void store_error_capture(sqlite3 *db, store_error *ret);
 
 /* A write transaction ended: err NULL when it committed. what: what it
  * held; rows: rows it committed per table (NULL: none); bytes: what it

@@ -114,7 +114,7 @@ void ch_error_of(const ch_reply *r, store_error *ret)
 {
     memset(ret, 0, sizeof *ret);
     /* ClickHouse's codes: 243 NOT_ENOUGH_SPACE, 164 READONLY */
-    ret->code = r->code == 243 ? SQLITE_FULL : r->code == 164 ? SQLITE_READONLY : SQLITE_ERROR;
+    ret->kind = r->code == 243 ? STORE_ERR_FULL : r->code == 164 ? STORE_ERR_READ_ONLY : STORE_ERR_OTHER;
     snprintf(ret->msg, sizeof ret->msg, "%.*s", (int)sizeof ret->msg - 1, r->error);
 }
 

@@ -222,6 +222,8 @@ int store_register_functions(sqlite3 *db);
  * the few that share a key apart. */
 int64_t store_trace_key(const uint8_t *trace_id, size_t n);
 
+/* The failure that db saw last, classed (store_health.h). */
+void store_error_capture(sqlite3 *db, store_error *ret);
 /* What a read that returned r found: a block that does not decode
  * (-EBADMSG) is corruption as much as a page SQLite cannot read. */
 void store_read_error(sqlite3 *db, int r, store_error *ret);

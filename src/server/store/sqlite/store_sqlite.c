@@ -206,10 +206,27 @@ static void bind_text(sqlite3_stmt *s, int i, const char *t)
         sqlite3_bind_null(s, i);
 }
 
+void store_error_capture(sqlite3 *db, store_error *ret)
+{
+    int code = db ? sqlite3_extended_errcode(db) : SQLITE_OK;
+    ret->sys = db ? sqlite3_system_errno(db) : 0;
+    switch (code & 0xff) {
+    case SQLITE_OK: ret->kind = STORE_ERR_MEMORY; break; /* not SQLite's: pacerd's own allocation failed */
+    case SQLITE_FULL: ret->kind = STORE_ERR_FULL; break;
+    case SQLITE_READONLY: ret->kind = STORE_ERR_READ_ONLY; break;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: ret->kind = STORE_ERR_CORRUPT; break;
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN: ret->kind = STORE_ERR_FILE; break;
+    default: ret->kind = STORE_ERR_OTHER; break;
+    }
+    snprintf(ret->msg, sizeof ret->msg, "%s", code != SQLITE_OK ? sqlite3_errmsg(db) : "");
+}
+
 void store_read_error(sqlite3 *db, int r, store_error *ret)
 {
     if (r == -EBADMSG) {
-        *ret = (store_error){.code = SQLITE_CORRUPT};
+        *ret = (store_error){.kind = STORE_ERR_CORRUPT};
         snprintf(ret->msg, sizeof ret->msg, "database disk image is malformed (a block of rows does not decode)");
         return;
     }
