@@ -6,12 +6,10 @@
  * the rows of one cycle (cycle-records per source).
  */
 #include "analysis.h"
-#include "store/analysis_source.h"
 #include "detect.h"
 #include "issue_details.h"
 #include "lifecycle.h"
 #include "regress.h"
-#include "store/clickhouse/store_ch_source.h"
 #include "store_issues.h"
 
 #include <pacer/base/clock.h>
@@ -39,15 +37,15 @@
 
 static const struct {
     enum store_table table;
-    enum source_filter filter;
+    enum store_filter filter;
     const char *mark;
 } sources[] = {
     /* requests before page loads: a load is matched with the requests read before it */
-    {TABLE_REQUESTS, SOURCE_ALL, "requests"},
-    {TABLE_PAGE_LOADS, SOURCE_ALL, "page_loads"},
-    {TABLE_STARTUPS, SOURCE_ALL, "startups"},
-    {TABLE_LOGS, SOURCE_PACER_LOGS, "logs"},
-    {TABLE_METRIC_POINTS, SOURCE_FRAMES, "metric_points"},
+    {TABLE_REQUESTS, STORE_ROWS_ALL, "requests"},
+    {TABLE_PAGE_LOADS, STORE_ROWS_ALL, "page_loads"},
+    {TABLE_STARTUPS, STORE_ROWS_ALL, "startups"},
+    {TABLE_LOGS, STORE_ROWS_PACER_LOGS, "logs"},
+    {TABLE_METRIC_POINTS, STORE_ROWS_FRAMES, "metric_points"},
 };
 #define N_SOURCES (sizeof sources / sizeof sources[0])
 
@@ -305,7 +303,7 @@ static void on_occ(void *ctx, const occ *o)
 
 struct analysis {
     store *st;
-    store *records; /* ClickHouse's, whose rows it reads; NULL: st's own (SQLite) */
+    store *records; /* the store whose rows it reads */
     const ana_config *cfg;
     const enum target_kind *targets;
     size_t n_targets;
@@ -328,14 +326,14 @@ typedef struct reading {
     bool pages;
 } reading;
 
-static bool on_row(void *ctx, const source_row *row)
+static bool on_row(void *ctx, const store_mark_row *row)
 {
     reading *rd = ctx;
     cycle *cy = rd->cy;
     cy->rows++;
     enum store_table t = row->table;
-    int ca = source_col(t, SRC_COMMON, PACER_COMMON_APP), cv = source_col(t, SRC_COMMON, PACER_COMMON_VERSION);
-    int cs = source_col(t, SRC_COMMON, PACER_COMMON_SESSION), ct = source_col(t, SRC_COMMON, PACER_COMMON_TS);
+    int ca = store_layout_col(t, SRC_COMMON, PACER_COMMON_APP), cv = store_layout_col(t, SRC_COMMON, PACER_COMMON_VERSION);
+    int cs = store_layout_col(t, SRC_COMMON, PACER_COMMON_SESSION), ct = store_layout_col(t, SRC_COMMON, PACER_COMMON_TS);
     const char *app = ca >= 0 && row->cols[ca].type == SV_TEXT ? row->cols[ca].p : NULL;
     if (!app)
         return true;
@@ -360,72 +358,57 @@ static bool on_row(void *ctx, const source_row *row)
     return !cy->oom;
 }
 
-static bool on_old_request(void *ctx, const source_row *row)
+static bool on_old_request(void *ctx, const store_mark_row *row)
 {
     detect_remember(ctx, row);
     return true;
 }
 
-/* The record tables' reads: SQLite's own (in the transaction of db) or
- * ClickHouse's (store_ch_source.h), whose marks are write marks, not
- * rowids. */
-static int rows_of(analysis *a, sqlite3 *db, enum store_table t, enum source_filter f, int64_t after, int64_t upto,
-                   const bool want[STORE_MAX_COLS], bool (*cb)(void *ctx, const source_row *row), void *ctx)
+/* The marks of the sources, from the issue tables. */
+static int read_marks(void *ctx, sqlite3 *db)
 {
-    return a->records ? ch_source_rows(a->records, t, f, after, upto, want, cb, ctx)
-                      : source_rows(db, t, f, after, upto, want, cb, ctx);
-}
-
-/* The mark n rows after from (not after to), or before it (n < 0). */
-static int step_of(analysis *a, sqlite3 *db, enum store_table t, enum source_filter f, int64_t from, int64_t to,
-                   long n, int64_t *ret)
-{
-    (void)db;
-    if (a->records)
-        return ch_source_step(a->records, t, f, from, to, n, ret);
-    *ret = n > 0 ? (to - from > n ? from + n : to) : (from > -n ? from + n : 0);
+    int64_t *marks = ctx;
+    for (size_t s = 0; s < N_SOURCES; s++)
+        if (iss_mark_get(db, sources[s].mark, &marks[s]) < 0)
+            return -EIO;
     return 0;
 }
 
-static int read_rows(void *ctx, sqlite3 *db)
+/* The rows of each source after its mark, at most cycle-records each. */
+static int read_rows(reading *rd, const int64_t *marks)
 {
-    reading *rd = ctx;
     analysis *a = rd->a;
     cycle *cy = rd->cy;
-    /* on ClickHouse one last mark for every table: a page load's requests
-     * (written with it) are read before it or in the same cycle */
-    int64_t ch_last = 0;
-    if (a->records && ch_source_last(a->records, &ch_last) < 0)
+    int64_t last[TABLE_COUNT];
+    if (store_marks_last(a->records, last) < 0)
         return -EIO;
     for (size_t s = 0; s < N_SOURCES; s++) {
-        int64_t mark, last = ch_last;
-        if (iss_mark_get(db, sources[s].mark, &mark) < 0 ||
-            (!a->records && source_last_rowid(db, sources[s].table, &last) < 0))
-            return -EIO;
-        if (mark > last && !a->records)
-            mark = last; /* a file restored from a backup */
+        enum store_table t = sources[s].table;
+        enum store_filter f = sources[s].filter;
+        int64_t mark = marks[s];
+        if (mark > last[t])
+            mark = last[t]; /* a file restored from a backup */
         bool want[STORE_MAX_COLS];
-        detect_columns(sources[s].table, want);
-        if (sources[s].table == TABLE_REQUESTS && !a->primed) {
+        detect_columns(t, want);
+        if (t == TABLE_REQUESTS && !a->primed) {
             /* the requests of page loads still to come, after a restart */
             int64_t from;
-            if (step_of(a, db, TABLE_REQUESTS, SOURCE_ALL, mark, mark, -DETECT_REQUESTS, &from) < 0 ||
-                rows_of(a, db, TABLE_REQUESTS, SOURCE_ALL, from, mark, want, on_old_request, a->det) < 0)
+            if (store_marks_step(a->records, t, STORE_ROWS_ALL, mark, mark, -DETECT_REQUESTS, &from) < 0 ||
+                store_rows_after(a->records, t, STORE_ROWS_ALL, from, mark, want, on_old_request, a->det) < 0)
                 return -EIO;
             a->primed = true;
         }
         int64_t upto = mark;
-        if (last > mark && step_of(a, db, sources[s].table, sources[s].filter, mark, last,
-                                   (long)a->cfg->cycle_records, &upto) < 0)
+        if (last[t] > mark && store_marks_step(a->records, t, f, mark, last[t], (long)a->cfg->cycle_records, &upto) < 0)
             return -EIO;
-        rd->table = sources[s].table;
-        if (rows_of(a, db, sources[s].table, sources[s].filter, mark, upto, want, on_row, rd) < 0)
+        rd->table = t;
+        if (store_rows_after(a->records, t, f, mark, upto, want, on_row, rd) < 0)
             return -EIO;
         if (cy->oom)
             return -ENOMEM;
         cy->marks[s] = upto;
-        int64_t behind = last - upto;
-        if (a->records && ch_source_behind(a->records, sources[s].table, sources[s].filter, upto, &behind) < 0)
+        int64_t behind;
+        if (store_marks_behind(a->records, t, f, upto, last[t], &behind) < 0)
             return -EIO;
         cy->behind += behind;
     }
@@ -610,12 +593,8 @@ static int write_cycle(void *ctx, sqlite3 *db)
     for (size_t b = 0; b < BUCKETS && r == 0; b++)
         for (delta *d = cy->deltas[b]; d && r == 0; d = d->next)
             r = apply_delta(db, d);
-    for (size_t s = 0; s < N_SOURCES && r == 0 && !w->regression; s++) {
+    for (size_t s = 0; s < N_SOURCES && r == 0 && !w->regression; s++)
         r = iss_mark_set(db, sources[s].mark, cy->marks[s]);
-        /* the positions read, but the newest that the duplicate filter reads at start */
-        if (r == 0)
-            r = source_forget(db, sources[s].table, cy->marks[s] - (int64_t)w->a->cfg->dedupe_records);
-    }
     if (r == 0)
         r = judge_all(w, db);
     if (r == 0 && !w->regression && w->a->stats.cycles % PRUNE_CYCLES == 0)
@@ -747,24 +726,24 @@ static void on_sample(void *ctx, const store_row *row)
 {
     sample_ctx *sc = ctx;
     enum store_table t = sc->table;
-    int ct = source_col(t, SRC_COMMON, PACER_COMMON_TS), cs = source_col(t, SRC_COMMON, PACER_COMMON_SESSION);
+    int ct = store_layout_col(t, SRC_COMMON, PACER_COMMON_TS), cs = store_layout_col(t, SRC_COMMON, PACER_COMMON_SESSION);
     int64_t ts = ct >= 0 && row->cols[ct].type == SV_INT ? row->cols[ct].i : 0;
     const char *session = cs >= 0 && row->cols[cs].type == SV_TEXT ? row->cols[cs].p : NULL;
     const long *metrics;
     size_t nm;
     int cn;
     if (t == TABLE_PAGE_LOADS) {
-        int st = source_col(t, SRC_FIELD, PACER_PAGE_STATUS);
+        int st = store_layout_col(t, SRC_FIELD, PACER_PAGE_STATUS);
         if (st < 0 || row->cols[st].type != SV_TEXT || strcmp(row->cols[st].p, "complete") != 0)
             return;
-        cn = source_col(t, SRC_FIELD, PACER_PAGE_CLASS);
+        cn = store_layout_col(t, SRC_FIELD, PACER_PAGE_CLASS);
         metrics = page_metrics;
         nm = sizeof page_metrics / sizeof *page_metrics;
     } else {
-        int out = source_col(t, SRC_FIELD, PACER_STARTUP_OUTLIER);
+        int out = store_layout_col(t, SRC_FIELD, PACER_STARTUP_OUTLIER);
         if (out >= 0 && row->cols[out].type == SV_INT && row->cols[out].i)
             return;
-        cn = source_col(t, SRC_FIELD, PACER_STARTUP_KIND);
+        cn = store_layout_col(t, SRC_FIELD, PACER_STARTUP_KIND);
         metrics = startup_metrics;
         nm = sizeof startup_metrics / sizeof *startup_metrics;
     }
@@ -775,7 +754,7 @@ static void on_sample(void *ctx, const store_row *row)
         return;
     bool any = false;
     for (size_t k = 0; k < nm; k++) {
-        int c = source_col(t, SRC_FIELD, metrics[k]);
+        int c = store_layout_col(t, SRC_FIELD, metrics[k]);
         if (c < 0 || row->cols[c].type != SV_REAL)
             continue;
         sample_add(sc->set, name, metric_name(t, metrics[k]), row->cols[c].d, ts);
@@ -1051,10 +1030,9 @@ static int test_pair(analysis *a, cycle *cy, pair *p)
 {
     const ana_thresholds *t = ana_config_app(a->cfg, p->app);
     sample_set bp = {0}, bs = {0}, cp = {0}, cs = {0};
-    store *rs = a->records ? a->records : a->st;
-    int r = fetch(rs, p->app, p->base, &bp, &bs);
+    int r = fetch(a->records, p->app, p->base, &bp, &bs);
     if (r == 0)
-        r = fetch(rs, p->app, p->cur, &cp, &cs);
+        r = fetch(a->records, p->app, p->cur, &cp, &cs);
     regress_case *cases = NULL;
     size_t n_pages = 0, n_starts = 0;
     if (r == 0 && bp.n + bs.n && !(cases = calloc(bp.n + bs.n, sizeof *cases)))
@@ -1094,11 +1072,19 @@ static void run_cycle(analysis *a)
     cycle cy = {.cfg = a->cfg};
     reading rd = {.a = a, .cy = &cy};
     a->cur = &cy;
-    int r = store_read(a->st, read_rows, &rd);
+    int64_t marks[N_SOURCES];
+    int r = store_read(a->st, read_marks, marks);
+    if (r == 0)
+        r = read_rows(&rd, marks);
     a->cur = NULL;
     writing w = {.a = a, .cy = &cy};
     if (r == 0)
         r = store_write(a->st, write_cycle, &w);
+    /* the rows read are the marks' now: what the store keeps to find them
+     * again goes, but for the newest, which the duplicate filter reads at
+     * start (its marks written first: a failure leaves more, never less) */
+    for (size_t s = 0; s < N_SOURCES && r == 0; s++)
+        store_marks_forget(a->records, sources[s].table, cy.marks[s] - (int64_t)a->cfg->dedupe_records);
     uint64_t rows = cy.rows;
     int64_t behind = cy.behind;
     pair_list pairs = {0};

@@ -4,7 +4,7 @@
  * and filed to webhooks and an issue tracker (docs/server.md, "Issues").
  *
  * A cycle, every interval-ms (at once after a cycle that left rows unread):
- *   read   the rows committed after the marks (analysis_source.c), at most
+ *   read   the rows committed after the marks (store_rows_after), at most
  *          cycle-records per table: each row feeds the detectors
  *          (detect.c), which name the candidate it concerns (kind + key:
  *          a stack fingerprint, a URL pattern, a page class …) and what it
@@ -54,8 +54,7 @@ typedef struct analysis_stats {
 } analysis_stats;
 
 /* Starts the thread. st: the store of the application layer's tables
- * (SQLite); records: the ClickHouse store whose rows it reads, or NULL
- * for st's own. targets: the kinds of the n configured targets (a
+ * (SQLite); records: the store whose rows it reads (st itself on SQLite). targets: the kinds of the n configured targets (a
  * delivery is queued for each). cfg lives as long as the analysis. NULL
  * when out of memory. */
 analysis *analysis_start(store *st, store *records, const ana_config *cfg, const enum target_kind *targets,

@@ -62,13 +62,13 @@ typedef struct cols {
 
 static cols common_cols(enum store_table t)
 {
-    return (cols){source_col(t, SRC_COMMON, PACER_COMMON_TS), source_col(t, SRC_COMMON, PACER_COMMON_APP),
-                  source_col(t, SRC_COMMON, PACER_COMMON_VERSION), source_col(t, SRC_COMMON, PACER_COMMON_SESSION)};
+    return (cols){store_layout_col(t, SRC_COMMON, PACER_COMMON_TS), store_layout_col(t, SRC_COMMON, PACER_COMMON_APP),
+                  store_layout_col(t, SRC_COMMON, PACER_COMMON_VERSION), store_layout_col(t, SRC_COMMON, PACER_COMMON_SESSION)};
 }
 
 static int field(enum store_table t, long f)
 {
-    return source_col(t, SRC_FIELD, f);
+    return store_layout_col(t, SRC_FIELD, f);
 }
 
 void detect_columns(enum store_table t, bool want[STORE_MAX_COLS])
@@ -106,18 +106,18 @@ void detect_columns(enum store_table t, bool want[STORE_MAX_COLS])
         list[n++] = field(t, PACER_NET_CONTENT_TYPE);
         list[n++] = field(t, PACER_NET_ERROR);
         list[n++] = field(t, PACER_NET_PAGE);
-        list[n++] = source_col(t, SRC_PATTERN, -1);
-        list[n++] = source_col(t, SRC_FAILED, -1);
+        list[n++] = store_layout_col(t, SRC_PATTERN, -1);
+        list[n++] = store_layout_col(t, SRC_FAILED, -1);
         break;
     case TABLE_LOGS:
-        list[n++] = source_col(t, SRC_LOG_TYPE, -1);
-        list[n++] = source_col(t, SRC_BODY, -1);
+        list[n++] = store_layout_col(t, SRC_LOG_TYPE, -1);
+        list[n++] = store_layout_col(t, SRC_BODY, -1);
         break;
     case TABLE_METRIC_POINTS:
-        list[n++] = source_col(t, SRC_METRIC_NAME, -1);
-        list[n++] = source_col(t, SRC_VALUE, -1);
-        list[n++] = source_col(t, SRC_INT_VALUE, -1);
-        list[n++] = source_col(t, SRC_ATTRIBUTES, -1);
+        list[n++] = store_layout_col(t, SRC_METRIC_NAME, -1);
+        list[n++] = store_layout_col(t, SRC_VALUE, -1);
+        list[n++] = store_layout_col(t, SRC_INT_VALUE, -1);
+        list[n++] = store_layout_col(t, SRC_ATTRIBUTES, -1);
         break;
     default: break;
     }
@@ -127,12 +127,12 @@ void detect_columns(enum store_table t, bool want[STORE_MAX_COLS])
 }
 
 /* A text column as a C string (SQLite's texts are NUL-terminated), or NULL. */
-static const char *text(const source_row *r, int c)
+static const char *text(const store_mark_row *r, int c)
 {
     return c >= 0 && r->cols[c].type == SV_TEXT ? r->cols[c].p : NULL;
 }
 
-static double num(const source_row *r, int c)
+static double num(const store_mark_row *r, int c)
 {
     if (c < 0)
         return NAN;
@@ -140,7 +140,7 @@ static double num(const source_row *r, int c)
     return v->type == SV_REAL ? v->d : v->type == SV_INT ? (double)v->i : NAN;
 }
 
-static int64_t integer(const source_row *r, int c, int64_t def)
+static int64_t integer(const store_mark_row *r, int c, int64_t def)
 {
     return c >= 0 && r->cols[c].type == SV_INT ? r->cols[c].i : def;
 }
@@ -218,7 +218,7 @@ static void emit_with(detector *d, occ *o, jbuf *b)
     jbuf_free(b);
 }
 
-static occ base_occ(const source_row *r, cols c, const char *kind, const char *key)
+static occ base_occ(const store_mark_row *r, cols c, const char *kind, const char *key)
 {
     const char *version = text(r, c.version);
     return (occ){.app = text(r, c.app), .version = version ? version : "unknown", .session = text(r, c.session),
@@ -232,7 +232,7 @@ static bool has(double x)
 
 /* ---- page loads and start-ups ---- */
 
-static void slow(detector *d, const source_row *r, cols c, const char *kind, const char *key, double v, double thr,
+static void slow(detector *d, const store_mark_row *r, cols c, const char *kind, const char *key, double v, double thr,
                  const char *page, const char *metric)
 {
     if (!has(v))
@@ -282,7 +282,7 @@ static void add_load(detector *d, const char *app, const char *version, const ch
     d->n_loads++;
 }
 
-static void page_row(detector *d, const source_row *r)
+static void page_row(detector *d, const store_mark_row *r)
 {
     enum store_table t = TABLE_PAGE_LOADS;
     cols c = common_cols(t);
@@ -305,7 +305,7 @@ static void page_row(detector *d, const source_row *r)
     }
 }
 
-static void startup_row(detector *d, const source_row *r)
+static void startup_row(detector *d, const store_mark_row *r)
 {
     enum store_table t = TABLE_STARTUPS;
     cols c = common_cols(t);
@@ -347,18 +347,18 @@ static void keep_request(detector *d, const char *app, const char *session, cons
                         end, ms, session_hash(app, session), -1};
 }
 
-static void request_row(detector *d, const source_row *r, bool remember_only)
+static void request_row(detector *d, const store_mark_row *r, bool remember_only)
 {
     enum store_table t = TABLE_REQUESTS;
     cols c = common_cols(t);
     const char *app = text(r, c.app), *method = text(r, field(t, PACER_NET_METHOD));
-    const char *pattern = text(r, source_col(t, SRC_PATTERN, -1));
+    const char *pattern = text(r, store_layout_col(t, SRC_PATTERN, -1));
     double ms = num(r, field(t, PACER_NET_TOTAL_MS));
     if (!app || !method || !pattern)
         return;
-    if (r->rowid > d->kept_rowid) {
+    if (r->mark > d->kept_rowid) {
         keep_request(d, app, text(r, c.session), method, pattern, integer(r, c.ts, 0), ms);
-        d->kept_rowid = r->rowid;
+        d->kept_rowid = r->mark;
     }
     if (remember_only)
         return;
@@ -369,7 +369,7 @@ static void request_row(detector *d, const source_row *r, bool remember_only)
     const char *url = text(r, field(t, PACER_NET_URL)), *ctype = text(r, field(t, PACER_NET_CONTENT_TYPE));
     int64_t status = integer(r, field(t, PACER_NET_STATUS), 0);
     double bytes = num(r, field(t, PACER_NET_BYTES_RECEIVED));
-    bool failed = integer(r, source_col(t, SRC_FAILED, -1), 0) != 0;
+    bool failed = integer(r, store_layout_col(t, SRC_FAILED, -1), 0) != 0;
 
     /* the request's own figures, for the examples */
 #define REQUEST_EXAMPLE(b, o)                                                                                        \
@@ -475,7 +475,7 @@ static void stack_json(jbuf *b, const pacer_record *r, unsigned field_index, con
     jbuf_close(b, ']');
 }
 
-static void jank_row(detector *d, const source_row *r, const pacer_record *rec)
+static void jank_row(detector *d, const store_mark_row *r, const pacer_record *rec)
 {
     cols c = common_cols(TABLE_LOGS);
     const char *kind = pacer_record_str(rec, PACER_JANK_KIND);
@@ -517,7 +517,7 @@ static void jank_row(detector *d, const source_row *r, const pacer_record *rec)
     emit_with(d, &o, &b);
 }
 
-static void leak_row(detector *d, const source_row *r, const pacer_record *rec)
+static void leak_row(detector *d, const store_mark_row *r, const pacer_record *rec)
 {
     cols c = common_cols(TABLE_LOGS);
     const char *sig = pacer_record_str(rec, PACER_LEAK_SIGNATURE), *origin = pacer_record_str(rec, PACER_LEAK_ORIGIN);
@@ -566,9 +566,9 @@ static void leak_row(detector *d, const source_row *r, const pacer_record *rec)
     emit_with(d, &o, &b);
 }
 
-static void log_row(detector *d, const source_row *r)
+static void log_row(detector *d, const store_mark_row *r)
 {
-    const char *body = text(r, source_col(TABLE_LOGS, SRC_BODY, -1));
+    const char *body = text(r, store_layout_col(TABLE_LOGS, SRC_BODY, -1));
     if (!body || !text(r, common_cols(TABLE_LOGS).app))
         return;
     pacer_record *rec;
@@ -673,12 +673,12 @@ out:
     frames_free(f);
 }
 
-static void point_row(detector *d, const source_row *r)
+static void point_row(detector *d, const store_mark_row *r)
 {
     enum store_table t = TABLE_METRIC_POINTS;
     cols c = common_cols(t);
-    const char *name = text(r, source_col(t, SRC_METRIC_NAME, -1));
-    const char *attrs = text(r, source_col(t, SRC_ATTRIBUTES, -1));
+    const char *name = text(r, store_layout_col(t, SRC_METRIC_NAME, -1));
+    const char *attrs = text(r, store_layout_col(t, SRC_ATTRIBUTES, -1));
     const char *app = text(r, c.app), *session = text(r, c.session), *version = text(r, c.version);
     if (!name || !app)
         return;
@@ -702,9 +702,9 @@ static void point_row(detector *d, const source_row *r)
             return;
         }
     }
-    double v = num(r, source_col(t, SRC_INT_VALUE, -1));
+    double v = num(r, store_layout_col(t, SRC_INT_VALUE, -1));
     if (!has(v))
-        v = num(r, source_col(t, SRC_VALUE, -1));
+        v = num(r, store_layout_col(t, SRC_VALUE, -1));
     if (!has(v))
         return;
     static const char *const levels[5] = {"best", "normal", "middle", "high", "frozen"};
@@ -723,7 +723,7 @@ static void point_row(detector *d, const source_row *r)
                 f->levels[k] = v;
 }
 
-void detect_row(detector *d, const source_row *r)
+void detect_row(detector *d, const store_mark_row *r)
 {
     switch (r->table) {
     case TABLE_PAGE_LOADS: page_row(d, r); break;
@@ -735,7 +735,7 @@ void detect_row(detector *d, const source_row *r)
     }
 }
 
-void detect_remember(detector *d, const source_row *r)
+void detect_remember(detector *d, const store_mark_row *r)
 {
     if (r->table == TABLE_REQUESTS)
         request_row(d, r, true);

@@ -32,7 +32,7 @@
 #define PACER_SERVER_DETECT_H
 
 #include "analysis_config.h"
-#include "store/analysis_source.h"
+#include "store/store.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -67,11 +67,11 @@ void detect_free(detector *d);
 void detect_columns(enum store_table t, bool want[STORE_MAX_COLS]);
 
 /* One row (of the tables detect_columns names). */
-void detect_row(detector *d, const source_row *row);
+void detect_row(detector *d, const store_mark_row *row);
 
 /* A request row seen before the marks (at start): kept for the page loads
  * to come, no occurrence. */
-void detect_remember(detector *d, const source_row *row);
+void detect_remember(detector *d, const store_mark_row *row);
 
 /* The end of a cycle's rows: the page loads of the cycle against the
  * requests kept, the last frames record. */

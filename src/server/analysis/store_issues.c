@@ -11,7 +11,6 @@
  * first request).
  */
 #include "store_issues.h"
-#include "store/analysis_source.h"
 
 #include <pacer/base/clock.h>
 #include <pacer/base/hash.h>
@@ -208,22 +207,22 @@ typedef struct id_cols {
 
 static id_cols id_cols_find(enum store_table t)
 {
-    id_cols c = {source_col(t, SRC_COMMON, PACER_COMMON_APP), source_col(t, SRC_COMMON, PACER_COMMON_SESSION),
-                 source_col(t, SRC_COMMON, PACER_COMMON_TS), -1, -1};
+    id_cols c = {store_layout_col(t, SRC_COMMON, PACER_COMMON_APP), store_layout_col(t, SRC_COMMON, PACER_COMMON_SESSION),
+                 store_layout_col(t, SRC_COMMON, PACER_COMMON_TS), -1, -1};
     switch (t) {
     case TABLE_PAGE_LOADS:
     case TABLE_STARTUPS:
     case TABLE_REQUESTS:
-        c.a = source_col(t, SRC_TRACE_ID, -1);
-        c.b = source_col(t, SRC_SPAN_ID, -1);
+        c.a = store_layout_col(t, SRC_TRACE_ID, -1);
+        c.b = store_layout_col(t, SRC_SPAN_ID, -1);
         break;
     case TABLE_LOGS:
-        c.a = source_col(t, SRC_LOG_TYPE, -1);
-        c.b = source_col(t, SRC_BODY, -1);
+        c.a = store_layout_col(t, SRC_LOG_TYPE, -1);
+        c.b = store_layout_col(t, SRC_BODY, -1);
         break;
     case TABLE_METRIC_POINTS:
-        c.a = source_col(t, SRC_METRIC_NAME, -1);
-        c.b = source_col(t, SRC_ATTRIBUTES, -1);
+        c.a = store_layout_col(t, SRC_METRIC_NAME, -1);
+        c.b = store_layout_col(t, SRC_ATTRIBUTES, -1);
         break;
     default: break;
     }
@@ -448,7 +447,7 @@ typedef struct fill {
     issues_store *is;
 } fill;
 
-static bool fill_row(void *ctx, const source_row *row)
+static bool fill_row(void *ctx, const store_mark_row *row)
 {
     fill *f = ctx;
     uint64_t id = record_id(row->table, row->cols);
@@ -459,26 +458,27 @@ static bool fill_row(void *ctx, const source_row *row)
 
 /* The ids of the newest rows of each table that holds pacer records: a
  * fifth of the set each. */
-static int fill_ids(void *ctx, sqlite3 *db)
+static int fill_ids(store *st, fill *f)
 {
-    fill *f = ctx;
     static const enum store_table tables[] = {TABLE_PAGE_LOADS, TABLE_STARTUPS, TABLE_REQUESTS, TABLE_LOGS,
                                               TABLE_METRIC_POINTS};
-    static const enum source_filter filters[] = {SOURCE_ALL, SOURCE_ALL, SOURCE_ALL, SOURCE_PACER_LOGS,
-                                                 SOURCE_PACER_POINTS};
-    int64_t share = (int64_t)(f->is->ids.cap / 5);
+    static const enum store_filter filters[] = {STORE_ROWS_ALL, STORE_ROWS_ALL, STORE_ROWS_ALL,
+                                                STORE_ROWS_PACER_LOGS, STORE_ROWS_PACER_POINTS};
+    int64_t share = (int64_t)(f->is->ids.cap / 5), lasts[TABLE_COUNT];
+    int r = store_marks_last(st, lasts);
+    if (r < 0)
+        return r;
     for (size_t k = 0; k < sizeof tables / sizeof tables[0]; k++) {
-        int64_t last;
-        if (source_last_rowid(db, tables[k], &last) < 0)
-            return -EIO;
+        int64_t last = lasts[tables[k]];
         id_cols c = id_cols_of(tables[k]);
         bool want[STORE_MAX_COLS] = {false};
         int cols[] = {c.app, c.session, c.ts, c.a, c.b};
         for (size_t i = 0; i < 5; i++)
             if (cols[i] >= 0)
                 want[cols[i]] = true;
-        if (source_rows(db, tables[k], filters[k], last > share ? last - share : 0, last, want, fill_row, f) < 0)
-            return -EIO;
+        if ((r = store_rows_after(st, tables[k], filters[k], last > share ? last - share : 0, last, want, fill_row,
+                                  f)) < 0)
+            return r;
     }
     return 0;
 }
@@ -500,7 +500,7 @@ int issues_store_open(issues_store *is, store *st, char *err, size_t err_size)
     /* the newest ids help, they are not needed: rows that cannot be read (a
      * damaged page, which the store has told in the log and /healthz) leave
      * the filter with fewer */
-    if (is->ids.cap && (r = store_read(st, fill_ids, &f)) == -ENOMEM) {
+    if (is->ids.cap && (r = fill_ids(st, &f)) == -ENOMEM) {
         snprintf(err, err_size, "cannot read the newest records' ids: %s", strerror(-r));
         return r;
     }

@@ -655,7 +655,7 @@ int main(int argc, char **argv)
         return 1;
     }
     d.deliver = n_targets && d.issues ? deliver_start(d.state, targets, n_targets, &acfg) : NULL;
-    d.analysis = d.issues ? analysis_start(d.state, d.state != d.store ? d.store : NULL, &acfg, kinds, n_targets,
+    d.analysis = d.issues ? analysis_start(d.state, d.store, &acfg, kinds, n_targets,
                                            deliver_kick, d.deliver)
                           : NULL;
     if (d.issues && ((n_targets && !d.deliver) || !d.analysis)) {

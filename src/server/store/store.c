@@ -104,6 +104,34 @@ int store_version_rows(store *st, enum store_table table, const char *app, const
     return ops(st)->version_rows(st, table, app, version, limit, scan_max, cb, ctx, ret_truncated);
 }
 
+int store_marks_last(store *st, int64_t ret[TABLE_COUNT])
+{
+    return ops(st)->marks_last(st, ret);
+}
+
+int store_marks_step(store *st, enum store_table t, enum store_filter filter, int64_t from, int64_t to, long n,
+                     int64_t *ret)
+{
+    return ops(st)->marks_step(st, t, filter, from, to, n, ret);
+}
+
+int store_marks_behind(store *st, enum store_table t, enum store_filter filter, int64_t after, int64_t last,
+                       int64_t *ret)
+{
+    return ops(st)->marks_behind(st, t, filter, after, last, ret);
+}
+
+int store_rows_after(store *st, enum store_table t, enum store_filter filter, int64_t after, int64_t upto,
+                     const bool want[STORE_MAX_COLS], bool (*cb)(void *ctx, const store_mark_row *row), void *ctx)
+{
+    return ops(st)->rows_after(st, t, filter, after, upto, want, cb, ctx);
+}
+
+int store_marks_forget(store *st, enum store_table t, int64_t upto)
+{
+    return ops(st)->marks_forget(st, t, upto);
+}
+
 int store_rows(store *st, const store_rows_query *q, void (*cb)(void *ctx, const store_row *row), void *ctx,
                bool *ret_truncated)
 {

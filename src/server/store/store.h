@@ -161,6 +161,11 @@ const store_kind_desc *store_kind(enum store_kind k);
  * order of store_record.cols), and how many there are. */
 const char *store_table_columns(enum store_table t, size_t *ret_n);
 
+/* The layout index of the column of table t whose source is src (for a
+ * common field or a record field: index, the field's index; else -1),
+ * or -1 when the table has none. */
+int store_layout_col(enum store_table t, enum store_source src, long index);
+
 /* NULL when the schema fits the store's limits (STORE_MAX_*), else what
  * does not. store_open checks it. */
 const char *store_layout_error(void);
@@ -458,6 +463,58 @@ int store_read(store *st, int (*fn)(void *ctx, struct sqlite3 *db), void *ctx);
  * transaction failed, -ESHUTDOWN when the store is closing. Any thread
  * but the writer's. SQLite's store only: -ENOTSUP on another backend. */
 int store_write(store *st, int (*fn)(void *ctx, struct sqlite3 *db), void *ctx);
+
+/* ---- the rows that came after a mark (the application layer's reads) ----
+ *
+ * Each backend keeps the order in which the rows of a table came and
+ * names a place in it by a mark, a number that grows with that order:
+ * SQLite, a record table's rowid or a log record's or data point's
+ * position (store/sqlite/sqlite_marks.c); ClickHouse, the write mark
+ * `ins`, read only once older than a read lag (store/clickhouse/
+ * ch_marks.c). A reader (the analysis) keeps its own marks and reads
+ * what came after them in bounded steps, whatever the store did with the
+ * rows since (sealed them into blocks, merged parts): the same rows, in
+ * the same order, after a restart too. Any thread. */
+
+/* Which rows of a table: all, pacer's log records (jank, leak), pacer's
+ * frames data points (pacer.frames.*), pacer's data points (pacer.*). */
+enum store_filter { STORE_ROWS_ALL, STORE_ROWS_PACER_LOGS, STORE_ROWS_FRAMES, STORE_ROWS_PACER_POINTS };
+
+typedef struct store_mark_row {
+    enum store_table table;
+    int64_t mark; /* its place in the order rows came */
+    store_value cols[STORE_MAX_COLS]; /* the columns asked for, at their layout index; others SV_NULL */
+} store_mark_row;
+
+/* The newest mark of each table that may be read now (0: none), all at
+ * once: rows written together (a page load and its requests) are under
+ * the marks together. 0 or negative errno. */
+int store_marks_last(store *st, int64_t ret[TABLE_COUNT]);
+
+/* The mark n rows of t (filter) after `from` and not after `to` (n > 0:
+ * the n-th row's, or `to` when there are fewer), or about n rows before
+ * `from` (n < 0; 0 at the most). */
+int store_marks_step(store *st, enum store_table t, enum store_filter filter, int64_t from, int64_t to, long n,
+                     int64_t *ret);
+
+/* How many rows of t (filter) came after mark `after`: those up to
+ * `last` (store_marks_last) and, where the backend holds rows back (a
+ * read lag), those still held. */
+int store_marks_behind(store *st, enum store_table t, enum store_filter filter, int64_t after, int64_t last,
+                       int64_t *ret);
+
+/* The rows of t with a mark in (after, upto] that match filter, in that
+ * order, wherever they are kept; only the columns with want[c] are read
+ * (borrowed until cb returns). cb returns false to stop. t: a record
+ * table (filter STORE_ROWS_ALL), logs or metric points. 0 or -EIO,
+ * -ENOMEM, -EBADMSG (a damaged block), -EINVAL. */
+int store_rows_after(store *st, enum store_table t, enum store_filter filter, int64_t after, int64_t upto,
+                     const bool want[STORE_MAX_COLS], bool (*cb)(void *ctx, const store_mark_row *row), void *ctx);
+
+/* The readers are done with the rows of t up to mark upto: what the
+ * backend keeps only to find them again may go (SQLite: the positions of
+ * logs and metric points). 0 or negative errno. */
+int store_marks_forget(store *st, enum store_table t, int64_t upto);
 
 /* One raw row of a table: the columns of store_table_columns, borrowed
  * until the callback returns. */

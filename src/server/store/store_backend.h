@@ -34,6 +34,15 @@ typedef struct store_backend {
     int (*version_rows)(store *st, enum store_table table, const char *app, const char *version, size_t limit,
                         size_t scan_max, void (*cb)(void *ctx, const store_row *row), void *ctx,
                         bool *ret_truncated);
+    /* the rows after a mark (store.h) */
+    int (*marks_last)(store *st, int64_t ret[TABLE_COUNT]);
+    int (*marks_step)(store *st, enum store_table t, enum store_filter filter, int64_t from, int64_t to, long n,
+                      int64_t *ret);
+    int (*marks_behind)(store *st, enum store_table t, enum store_filter filter, int64_t after, int64_t last,
+                        int64_t *ret);
+    int (*rows_after)(store *st, enum store_table t, enum store_filter filter, int64_t after, int64_t upto,
+                      const bool want[STORE_MAX_COLS], bool (*cb)(void *ctx, const store_mark_row *row), void *ctx);
+    int (*marks_forget)(store *st, enum store_table t, int64_t upto);
     /* the dashboard's reads (store_dash.h) */
     int (*rows)(store *st, const store_rows_query *q, void (*cb)(void *ctx, const store_row *row), void *ctx,
                 bool *ret_truncated);

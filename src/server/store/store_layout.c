@@ -468,3 +468,13 @@ const char *store_layout_error(void)
     init();
     return L.error[0] ? L.error : NULL;
 }
+
+int store_layout_col(enum store_table t, enum store_source src, long index)
+{
+    const store_table_desc *d = store_table(t);
+    for (size_t c = 0; c < d->n_cols; c++)
+        if (d->cols[c].source == src &&
+            ((src != SRC_COMMON && src != SRC_FIELD) || d->cols[c].index == index))
+            return (int)c;
+    return -1;
+}

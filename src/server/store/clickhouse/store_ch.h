@@ -210,8 +210,9 @@ struct ch_store {
     uint64_t origin_seen[4096];
     uint32_t origin_day;
     int64_t last_ok_ns;
-    int64_t ins_next; /* the next raw row's write mark (store_ch_source.h) */
-    struct ch_seen *seen; /* the identities the analysis read lately (store_ch_source.c), or NULL */
+    int64_t ins_next; /* the next raw row's write mark (ch_marks.c) */
+    int64_t marks_last; /* the newest mark ch_marks_last gave */
+    struct ch_seen *seen; /* the identities the analysis read lately (ch_marks.c), or NULL */
 };
 
 /* A string value as an SQL literal. */
@@ -284,6 +285,16 @@ const char *ch_identity_sql(enum store_table tb);
  * which the primary key and the parts' min and max can use (18.16 sees
  * through neither the ALIAS ts nor intDiv(ts_s, …) to ts_s). */
 void ch_ts_where(jbuf *q, int64_t from, int64_t to);
+
+/* The rows after a mark (ch_marks.c; store.h). */
+int ch_marks_last(store *st, int64_t ret[TABLE_COUNT]);
+int ch_marks_step(store *st, enum store_table t, enum store_filter filter, int64_t from, int64_t to, long n,
+                  int64_t *ret);
+int ch_marks_behind(store *st, enum store_table t, enum store_filter filter, int64_t after, int64_t last,
+                    int64_t *ret);
+int ch_marks_rows(store *st, enum store_table t, enum store_filter filter, int64_t after, int64_t upto,
+                  const bool want[STORE_MAX_COLS], bool (*cb)(void *ctx, const store_mark_row *row), void *ctx);
+int ch_marks_forget(store *st, enum store_table t, int64_t upto);
 
 /* The dashboard's reads (store_ch_dash.c; store_dash.h). */
 int ch_op_rows(store *st, const store_rows_query *q, void (*cb)(void *ctx, const store_row *row), void *ctx,

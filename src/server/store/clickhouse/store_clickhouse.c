@@ -1076,6 +1076,11 @@ static const store_backend store_backend_clickhouse = {
     .logs_of_type = ch_op_logs_of_type,
     .metric_sums = ch_op_metric_sums,
     .dash_explain = ch_op_dash_explain,
+    .marks_last = ch_marks_last,
+    .marks_step = ch_marks_step,
+    .marks_behind = ch_marks_behind,
+    .rows_after = ch_marks_rows,
+    .marks_forget = ch_marks_forget,
 };
 
 /* The nodes of a cluster URL "…//h1:p1,h2:p2/…": one URL each. */

@@ -340,14 +340,25 @@ int store_blocks_rowids(sqlite3 *db, enum store_table t, int64_t after, int64_t 
  * pos] are the rows at rowid position + off, one run per day a commit
  * adds to (a run per row only when a commit's rows alternate days). What
  * reads "the rows that came after" (the application layer,
- * analysis_source.c) reads runs of positions; a run stays until the
- * reader forgets it (source_forget), and means nothing once its day is
+ * sqlite_marks.c) reads runs of positions; a run stays until the
+ * reader forgets it (store_marks_forget), and means nothing once its day is
  * dropped. */
 static inline bool store_has_positions(enum store_table t)
 {
     return t == TABLE_LOGS || t == TABLE_METRIC_POINTS;
 }
 #define STORE_ARRIVALS_SQL "SELECT pos, n, off FROM arrivals WHERE tbl = ?1 AND pos > ?2 ORDER BY pos"
+
+/* The rows after a mark (sqlite_marks.c; store.h): rowids of the record
+ * tables, positions of logs and metric points. */
+int sqlite_marks_last(store *st, int64_t ret[TABLE_COUNT]);
+int sqlite_marks_step(store *st, enum store_table t, enum store_filter filter, int64_t from, int64_t to, long n,
+                      int64_t *ret);
+int sqlite_marks_behind(store *st, enum store_table t, enum store_filter filter, int64_t after, int64_t last,
+                        int64_t *ret);
+int sqlite_marks_rows(store *st, enum store_table t, enum store_filter filter, int64_t after, int64_t upto,
+                      const bool want[STORE_MAX_COLS], bool (*cb)(void *ctx, const store_mark_row *row), void *ctx);
+int sqlite_marks_forget(store *st, enum store_table t, int64_t upto);
 
 /* ---- upgrade (store_upgrade.c) ---- */
 

@@ -2148,4 +2148,9 @@ const store_backend store_backend_sqlite = {
     .logs_of_type = store_sqlite_logs_of_type,
     .metric_sums = store_sqlite_metric_sums,
     .dash_explain = store_sqlite_dash_explain,
+    .marks_last = sqlite_marks_last,
+    .marks_step = sqlite_marks_step,
+    .marks_behind = sqlite_marks_behind,
+    .rows_after = sqlite_marks_rows,
+    .marks_forget = sqlite_marks_forget,
 };

@@ -1,4 +1,5 @@
-/* Reading the record tables for the application layer (analysis_source.h).
+/* The rows that came after a mark, on SQLite (store.h, "the rows that
+ * came after a mark"): the application layer's reads of the record tables.
  *
  * The rows after a mark, in the order they came, whatever the store did
  * with them since (store_int.h):
@@ -18,7 +19,6 @@
  * A read costs the rows it returns (plus, for sealed rows, the rest of the
  * blocks that hold them), whatever the size of the store.
  */
-#include "store/analysis_source.h"
 #include "store/sqlite/store_int.h"
 
 #include <errno.h>
@@ -29,22 +29,12 @@
 /* Rowids of sealed rows read per step: about one seal's blocks at once. */
 #define CHUNK 32768
 
-int source_col(enum store_table t, enum store_source src, long index)
-{
-    const store_table_desc *d = store_table(t);
-    for (size_t c = 0; c < d->n_cols; c++)
-        if (d->cols[c].source == src &&
-            ((src != SRC_COMMON && src != SRC_FIELD) || d->cols[c].index == index))
-            return (int)c;
-    return -1;
-}
-
-static const char *filter_sql(enum source_filter f)
+static const char *filter_sql(enum store_filter f)
 {
     switch (f) {
-    case SOURCE_PACER_LOGS: return " AND type IN ('jank', 'leak')";
-    case SOURCE_FRAMES: return " AND name >= 'pacer.frames.' AND name < 'pacer.frames/'";
-    case SOURCE_PACER_POINTS: return " AND name >= 'pacer.' AND name < 'pacer/'";
+    case STORE_ROWS_PACER_LOGS: return " AND type IN ('jank', 'leak')";
+    case STORE_ROWS_FRAMES: return " AND name >= 'pacer.frames.' AND name < 'pacer.frames/'";
+    case STORE_ROWS_PACER_POINTS: return " AND name >= 'pacer.' AND name < 'pacer/'";
     default: return "";
     }
 }
@@ -76,14 +66,14 @@ static int64_t sealed_mark(sqlite3 *db, enum store_table t, int *err)
 typedef struct reader {
     enum store_table t;
     const bool *want;
-    bool (*cb)(void *ctx, const source_row *row);
+    bool (*cb)(void *ctx, const store_mark_row *row);
     void *ctx;
     bool stopped;
 } reader;
 
 /* The rows of t with rowid in (lo, hi] that match filter, in rowid order,
  * each given as position rowid - off. */
-static int table_rows(sqlite3 *db, reader *rd, enum source_filter filter, int64_t lo, int64_t hi, int64_t off)
+static int table_rows(sqlite3 *db, reader *rd, enum store_filter filter, int64_t lo, int64_t hi, int64_t off)
 {
     const store_table_desc *d = store_table(rd->t);
     char cols[4096] = "rowid";
@@ -108,9 +98,9 @@ static int table_rows(sqlite3 *db, reader *rd, enum source_filter filter, int64_
         return -EIO;
     sqlite3_bind_int64(s, 1, lo);
     sqlite3_bind_int64(s, 2, hi);
-    source_row row = {.table = rd->t};
+    store_mark_row row = {.table = rd->t};
     while ((r = sqlite3_step(s)) == SQLITE_ROW) {
-        row.rowid = sqlite3_column_int64(s, 0) - off;
+        row.mark = sqlite3_column_int64(s, 0) - off;
         for (size_t k = 0; k < n; k++)
             row.cols[idx[k]] = store_column_value(s, (int)k + 1);
         if (!rd->cb(rd->ctx, &row)) {
@@ -197,10 +187,10 @@ static int sealed_rows(sqlite3 *db, reader *rd, int64_t after, int64_t upto)
         r = store_blocks_rowids(db, rd->t, c.lo, c.hi, rd->want, on_block, &c);
         if (r == 0)
             qsort(c.rows, c.n, sizeof *c.rows, cmp_held);
-        source_row row = {.table = rd->t};
+        store_mark_row row = {.table = rd->t};
         for (size_t i = 0; i < c.n; i++) {
             if (r == 0 && !rd->stopped) {
-                row.rowid = c.rows[i].rowid;
+                row.mark = c.rows[i].rowid;
                 memcpy(row.cols, c.rows[i].vals, n_cols * sizeof *row.cols);
                 if (!rd->cb(rd->ctx, &row))
                     rd->stopped = true;
@@ -214,38 +204,63 @@ static int sealed_rows(sqlite3 *db, reader *rd, int64_t after, int64_t upto)
 
 /* ---- the reads ---- */
 
-int source_rows(sqlite3 *db, enum store_table t, enum source_filter filter, int64_t after, int64_t upto,
-                const bool want[STORE_MAX_COLS], bool (*cb)(void *ctx, const source_row *row), void *ctx)
+/* fn's reads in one snapshot of a read connection, told to the health. */
+static int in_snapshot(store *st, int (*fn)(sqlite3 *db, void *ctx), void *ctx, const char *what)
 {
-    reader rd = {t, want, cb, ctx, false};
+    sqlite3 *db = store_reader_get(st);
+    sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+    int r = fn(db, ctx);
+    store_error err;
+    if (r < 0)
+        store_read_error(db, r, &err);
+    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    health_read(&st->health, r < 0 && r != -EINVAL ? &err : NULL, what);
+    store_reader_put(st, db);
+    return r;
+}
+
+typedef struct rows_q {
+    enum store_table t;
+    enum store_filter filter;
+    int64_t after, upto;
+    const bool *want;
+    bool (*cb)(void *ctx, const store_mark_row *row);
+    void *ctx;
+} rows_q;
+
+static int rows_in(sqlite3 *db, void *ctx)
+{
+    rows_q *q = ctx;
+    reader rd = {q->t, q->want, q->cb, q->ctx, false};
+    int64_t after = q->after, upto = q->upto;
     int err = 0;
-    if (store_is_record(t)) {
-        if (filter != SOURCE_ALL)
+    if (store_is_record(q->t)) {
+        if (q->filter != STORE_ROWS_ALL)
             return -EINVAL;
-        int64_t sealed = sealed_mark(db, t, &err);
+        int64_t sealed = sealed_mark(db, q->t, &err);
         if (err)
             return err;
         int r = 0;
         if (after < sealed)
             r = sealed_rows(db, &rd, after, upto < sealed ? upto : sealed);
         if (r == 0 && !rd.stopped && upto > sealed)
-            r = table_rows(db, &rd, filter, after > sealed ? after : sealed, upto, 0);
+            r = table_rows(db, &rd, q->filter, after > sealed ? after : sealed, upto, 0);
         return r;
     }
-    if (!store_has_positions(t))
+    if (!store_has_positions(q->t))
         return -EINVAL;
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(db, STORE_ARRIVALS_SQL, -1, &s, NULL) != SQLITE_OK)
         return -EIO;
-    sqlite3_bind_int64(s, 1, t);
+    sqlite3_bind_int64(s, 1, q->t);
     sqlite3_bind_int64(s, 2, after);
-    int r = 0, sr;
+    int r = 0, sr = SQLITE_DONE;
     while (r == 0 && !rd.stopped && (sr = sqlite3_step(s)) == SQLITE_ROW) {
         int64_t pos = sqlite3_column_int64(s, 0), n = sqlite3_column_int64(s, 1), off = sqlite3_column_int64(s, 2);
         if (pos - n >= upto)
             break;
         int64_t lo = pos - n > after ? pos - n : after, hi = pos < upto ? pos : upto;
-        r = table_rows(db, &rd, filter, lo + off, hi + off, off);
+        r = table_rows(db, &rd, q->filter, lo + off, hi + off, off);
     }
     if (r == 0 && !rd.stopped && sr != SQLITE_ROW && sr != SQLITE_DONE)
         r = -EIO;
@@ -253,7 +268,15 @@ int source_rows(sqlite3 *db, enum store_table t, enum source_filter filter, int6
     return r;
 }
 
-int source_last_rowid(sqlite3 *db, enum store_table t, int64_t *ret)
+int sqlite_marks_rows(store *st, enum store_table t, enum store_filter filter, int64_t after, int64_t upto,
+                      const bool want[STORE_MAX_COLS], bool (*cb)(void *ctx, const store_mark_row *row), void *ctx)
+{
+    rows_q q = {t, filter, after, upto, want, cb, ctx};
+    return in_snapshot(st, rows_in, &q, "the analysis's rows");
+}
+
+/* The largest rowid (position) of t handed out so far (0 when none). */
+static int last_of(sqlite3 *db, enum store_table t, int64_t *ret)
 {
     int err = 0;
     *ret = 0;
@@ -262,7 +285,7 @@ int source_last_rowid(sqlite3 *db, enum store_table t, int64_t *ret)
         return err;
     }
     if (!store_is_record(t))
-        return -EINVAL;
+        return 0;
     int64_t sealed = sealed_mark(db, t, &err);
     if (err)
         return err;
@@ -281,16 +304,56 @@ int source_last_rowid(sqlite3 *db, enum store_table t, int64_t *ret)
     return r == SQLITE_ROW ? 0 : -EIO;
 }
 
-int source_forget(sqlite3 *db, enum store_table t, int64_t upto)
+static int lasts_in(sqlite3 *db, void *ctx)
 {
-    if (!store_has_positions(t) || upto <= 0)
-        return 0;
+    int64_t *ret = ctx;
+    for (enum store_table t = 0; t < TABLE_COUNT; t++) {
+        int r = last_of(db, t, &ret[t]);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+int sqlite_marks_last(store *st, int64_t ret[TABLE_COUNT])
+{
+    return in_snapshot(st, lasts_in, ret, "the analysis's marks");
+}
+
+/* Marks are dense (rowids, positions): n rows on is the mark n on. */
+int sqlite_marks_step(store *st, enum store_table t, enum store_filter filter, int64_t from, int64_t to, long n,
+                      int64_t *ret)
+{
+    (void)st, (void)t, (void)filter;
+    *ret = n > 0 ? (to - from > n ? from + n : to) : (from > -n ? from + n : 0);
+    return 0;
+}
+
+int sqlite_marks_behind(store *st, enum store_table t, enum store_filter filter, int64_t after, int64_t last,
+                        int64_t *ret)
+{
+    (void)st, (void)t, (void)filter;
+    *ret = last - after;
+    return 0;
+}
+
+static int forget_in(void *ctx, sqlite3 *db)
+{
+    const int64_t *a = ctx; /* table, upto */
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(db, "DELETE FROM arrivals WHERE tbl = ?1 AND pos <= ?2", -1, &s, NULL) != SQLITE_OK)
         return -EIO;
-    sqlite3_bind_int64(s, 1, t);
-    sqlite3_bind_int64(s, 2, upto);
+    sqlite3_bind_int64(s, 1, a[0]);
+    sqlite3_bind_int64(s, 2, a[1]);
     int r = sqlite3_step(s) == SQLITE_DONE ? 0 : -EIO;
     sqlite3_finalize(s);
     return r;
+}
+
+int sqlite_marks_forget(store *st, enum store_table t, int64_t upto)
+{
+    if (!store_has_positions(t) || upto <= 0)
+        return 0;
+    int64_t a[2] = {t, upto};
+    return store_sqlite_write(st, forget_in, a);
 }

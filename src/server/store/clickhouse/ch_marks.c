@@ -1,5 +1,16 @@
-/* Reading ClickHouse's record tables for the application layer
- * (store_ch_source.h).
+/* The rows that came after a mark, on ClickHouse (store.h, "the rows
+ * that came after a mark"): the application layer's reads of the record
+ * tables.
+ *
+ * ClickHouse has no rowid. Each raw row carries `ins`, the wall-clock
+ * nanoseconds at which its instance wrote it, made unique and increasing
+ * per instance (a group's rows take consecutive values); a mark is an ins.
+ * Rows are read only once older than the read lag (half of
+ * --clickhouse-settle: an attempt that is not answered by then is not
+ * committed, and its batches come again with a later ins), so that a row
+ * written late by another instance, or by a slow insert, is not passed by
+ * the mark. A row written twice (a retried batch) is read twice: the
+ * reads keep out the identities they handed on in the last cycles.
  *
  * A range of ins of one raw table, the rows decoded as the read APIs
  * decode them (store_ch_layout.c) and handed on with the columns asked
@@ -19,23 +30,18 @@
 
 #define HOUR_NS (INT64_C(3600) * 1000000000)
 
-static ch_store *ch_of(store *s)
-{
-    return strcmp(store_backend_name(s), "clickhouse") == 0 ? (ch_store *)s : NULL;
-}
-
-static const char *filter_sql(enum source_filter f)
+static const char *filter_sql(enum store_filter f)
 {
     switch (f) {
-    case SOURCE_PACER_LOGS: return " AND type IN ('jank', 'leak')";
-    case SOURCE_FRAMES: return " AND name >= 'pacer.frames.' AND name < 'pacer.frames/'";
-    case SOURCE_PACER_POINTS: return " AND name >= 'pacer.' AND name < 'pacer/'";
+    case STORE_ROWS_PACER_LOGS: return " AND type IN ('jank', 'leak')";
+    case STORE_ROWS_FRAMES: return " AND name >= 'pacer.frames.' AND name < 'pacer.frames/'";
+    case STORE_ROWS_PACER_POINTS: return " AND name >= 'pacer.' AND name < 'pacer/'";
     default: return "";
     }
 }
 
 /* "ins > a AND ins <= b" and the receive days that can hold them */
-static void range_where(jbuf *q, int64_t after, int64_t upto, enum source_filter f)
+static void range_where(jbuf *q, int64_t after, int64_t upto, enum store_filter f)
 {
     int64_t lo = (int64_t)(after / STORE_DAY_NS) - 1;
     jbuf_printf(q, "ins > %" PRId64 " AND ins <= %" PRId64 " AND rday >= %" PRId64 " AND rday <= %" PRId64 "%s",
@@ -112,12 +118,10 @@ static uint64_t identity_key(const ch_table *ct, enum store_table t, const ch_ro
     return h | 1;
 }
 
-int ch_source_rows(store *s, enum store_table t, enum source_filter filter, int64_t after, int64_t upto,
-                   const bool want[STORE_MAX_COLS], bool (*cb)(void *ctx, const source_row *row), void *ctx)
+int ch_marks_rows(store *s, enum store_table t, enum store_filter filter, int64_t after, int64_t upto,
+                  const bool want[STORE_MAX_COLS], bool (*cb)(void *ctx, const store_mark_row *row), void *ctx)
 {
-    ch_store *st = ch_of(s);
-    if (!st)
-        return -ENOTSUP;
+    ch_store *st = (ch_store *)s;
     if (upto <= after)
         return 0;
     const ch_table *ct = ch_table_of(t);
@@ -139,7 +143,7 @@ int ch_source_rows(store *s, enum store_table t, enum source_filter filter, int6
     rb_reader rd;
     rb_reader_init(&rd, rep.body, rep.len);
     const store_table_desc *d = store_table(t);
-    source_row out = {.table = t};
+    store_mark_row out = {.table = t};
     while (r == 0 && rb_more(&rd)) {
         int64_t ins = rb_get_i64(&rd);
         ch_row row;
@@ -153,7 +157,7 @@ int ch_source_rows(store *s, enum store_table t, enum source_filter filter, int6
         }
         for (size_t c = 0; c < d->n_cols; c++)
             out.cols[c] = want[c] ? row.row.cols[c] : (store_value){.type = SV_NULL};
-        out.rowid = ins;
+        out.mark = ins;
         bool more = cb(ctx, &out);
         ch_row_clear(&row);
         if (!more)
@@ -163,21 +167,28 @@ int ch_source_rows(store *s, enum store_table t, enum source_filter filter, int6
     return r;
 }
 
-int ch_source_last(store *s, int64_t *ret)
+/* One last mark for every table: a page load's requests (written with
+ * it) are read before it or in the same cycle. It never goes back, should
+ * the clock: a reader's mark is never beyond it. */
+int ch_marks_last(store *s, int64_t ret[TABLE_COUNT])
 {
-    ch_store *st = ch_of(s);
-    if (!st)
-        return -ENOTSUP;
-    *ret = wall_ns() - st->settle_s * INT64_C(1000000000) / 2;
+    ch_store *st = (ch_store *)s;
+    int64_t now = wall_ns() - st->settle_s * INT64_C(1000000000) / 2;
+    int64_t last = __atomic_load_n(&st->marks_last, __ATOMIC_RELAXED);
+    while (now > last && !__atomic_compare_exchange_n(&st->marks_last, &last, now, false, __ATOMIC_RELAXED,
+                                                      __ATOMIC_RELAXED))
+        ;
+    if (now > last)
+        last = now;
+    for (enum store_table t = 0; t < TABLE_COUNT; t++)
+        ret[t] = last;
     return 0;
 }
 
-int ch_source_step(store *s, enum store_table t, enum source_filter filter, int64_t from, int64_t to, long n,
-                   int64_t *ret)
+int ch_marks_step(store *s, enum store_table t, enum store_filter filter, int64_t from, int64_t to, long n,
+                  int64_t *ret)
 {
-    ch_store *st = ch_of(s);
-    if (!st)
-        return -ENOTSUP;
+    ch_store *st = (ch_store *)s;
     int64_t a = n > 0 ? from : from - HOUR_NS, b = n > 0 ? to : from;
     *ret = n > 0 ? to : a;
     if (!n || b <= a)
@@ -204,11 +215,13 @@ int ch_source_step(store *s, enum store_table t, enum source_filter filter, int6
     return 0;
 }
 
-int ch_source_behind(store *s, enum store_table t, enum source_filter filter, int64_t after, int64_t *ret)
+/* Every row after `after`, those of the read lag too (last does not
+ * bound them). */
+int ch_marks_behind(store *s, enum store_table t, enum store_filter filter, int64_t after, int64_t last,
+                    int64_t *ret)
 {
-    ch_store *st = ch_of(s);
-    if (!st)
-        return -ENOTSUP;
+    ch_store *st = (ch_store *)s;
+    (void)last;
     jbuf q;
     jbuf_init(&q);
     jbuf_printf(&q, "SELECT count() FROM %s WHERE ", ch_table_of(t)->name);
@@ -223,6 +236,13 @@ int ch_source_behind(store *s, enum store_table t, enum source_filter filter, in
     rb_reader_init(&rd, rep.body, rep.len);
     *ret = (int64_t)rb_get_u64(&rd);
     ch_reply_free(&rep);
+    return 0;
+}
+
+/* ClickHouse keeps nothing for the readers alone. */
+int ch_marks_forget(store *s, enum store_table t, int64_t upto)
+{
+    (void)s, (void)t, (void)upto;
     return 0;
 }
 
@@ -244,9 +264,7 @@ static int clean_query(ch_store *st, const char *app, ch_reply *rep)
 
 int ch_source_clean_json(store *s, const char *app, jbuf *out)
 {
-    ch_store *st = ch_of(s);
-    if (!st)
-        return -ENOTSUP;
+    ch_store *st = (ch_store *)s;
     ch_reply rep;
     int r = clean_query(st, app, &rep);
     if (r < 0)
@@ -276,9 +294,7 @@ int ch_source_clean_json(store *s, const char *app, jbuf *out)
 
 int ch_source_clean_totals(store *s, uint64_t ret[CLEAN_COUNT])
 {
-    ch_store *st = ch_of(s);
-    if (!st)
-        return -ENOTSUP;
+    ch_store *st = (ch_store *)s;
     memset(ret, 0, CLEAN_COUNT * sizeof *ret);
     ch_reply rep;
     int r = clean_query(st, NULL, &rep);
