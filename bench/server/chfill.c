@@ -105,7 +105,7 @@ int main(int argc, char **argv)
     /* the tables, as pacerd makes them */
     char err[512];
     store_options so = {0};
-    store *st = store_open_clickhouse(url, &so, err, sizeof err);
+    store *st = store_clickhouse_open(url, &so, err, sizeof err);
     if (!st) {
         fprintf(stderr, "chfill: %s\n", err);
         return 1;

@@ -8,8 +8,8 @@
  * Prints ns per span of each (the median of 5 rounds of N decodes) and the
  * ratios to JSON. */
 #include "ingest/gunzip.h"
-#include "ingest/otlp.h" /* pacerd's: src/server/otlp.h */
-#include "app/pacerd.h"
+#include "ingest/otlp.h" /* pacerd's: src/server/ingest/otlp.h */
+#include "ingest/ingest.h"
 
 #include <pacer/schema.h>
 

@@ -19,7 +19,9 @@
  *
  * Prints: "spans=N seconds=S spans_per_s=R db_bytes=B" (N: the spans
  * stored; a batch of which some were refused says so on stderr). */
-#include "app/pacerd.h"
+#include "api/api.h"
+#include "ingest/ingest.h"
+#include "store/sqlite/store_sqlite.h"
 
 #include <pacer/base/clock.h>
 
@@ -44,7 +46,12 @@ typedef struct config {
 static config cfg = {.days = 30, .batch = 1000, .threads = 3, .pages = 20, .versions = 2};
 static atomic_llong next_batch, done_spans;
 static atomic_bool failed;
-static pacerd d;
+/* what pacerd gives its ingest and query handlers */
+static struct {
+    store *store;
+    ingest_ctx ingest;
+    api_ctx api;
+} d;
 static int64_t start_ns, span_ns; /* the clock: batch b covers [start + b * span, start + (b + 1) * span) */
 
 /* ---- a protobuf writer ---- */
@@ -253,7 +260,7 @@ static void *worker(void *arg)
         uint64_t stored = 0;
         for (;;) {
             http_response rs = {0};
-            ingest_handle(&d, "bench", &rq, &rs, NULL);
+            ingest_handle(&d.ingest, "bench", &rq, &rs, NULL);
             unsigned status = rs.status;
             stored = rs.items;
             if (status == 200 && rs.items < (uint64_t)cfg.batch)
@@ -305,13 +312,13 @@ int main(int argc, char **argv)
     ingest_malloc_setup(); /* as pacerd does */
     char err[512];
     store_options so = {.max_queued_items = 200000, .readers = 1, .rollup_lag_ms = 500};
-    d.store = store_open(cfg.db, &so, err, sizeof err);
+    d.store = d.ingest.store = d.api.store = store_sqlite_open(cfg.db, &so, err, sizeof err);
     if (!d.store) {
         fprintf(stderr, "pacerd-fill: %s\n", err);
         return 1;
     }
-    d.max_body = 64 << 20;
-    d.clean = (clean_limits){86400000, 3600LL * 1000000000LL}; /* pacerd's defaults (docs/server.md, Cleaning) */
+    d.ingest.max_body = 64 << 20;
+    d.ingest.clean = (clean_limits){86400000, 3600LL * 1000000000LL}; /* pacerd's defaults (docs/server.md, Cleaning) */
     int64_t now = wall_ns();
     int64_t n_batches = (cfg.spans + cfg.batch - 1) / cfg.batch;
     start_ns = now - (int64_t)cfg.days * STORE_DAY_NS;

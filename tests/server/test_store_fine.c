@@ -5,7 +5,9 @@
  * that cut the fine day at 10-minute, hour and 6-hour boundaries and in
  * between — counts and min/max exactly, p50/p90/p99 within the sketches'
  * 1 % of the exact values computed here. */
-#include "app/pacerd.h"
+#include "api/api.h"
+#include "ingest/ingest.h"
+#include "store/sqlite/store_sqlite.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -33,7 +35,12 @@ typedef struct load {
 
 static load loads[8000];
 static size_t n_loads;
-static pacerd d;
+/* what pacerd gives its ingest and query handlers */
+static struct {
+    store *store;
+    ingest_ctx ingest;
+    api_ctx api;
+} d;
 
 static void send(const int64_t *ts, size_t n, unsigned *seed)
 {
@@ -59,7 +66,7 @@ static void send(const int64_t *ts, size_t n, unsigned *seed)
     http_request rq = {.method = "POST", .version = "HTTP/1.1", .path = "/v1/traces", .body = body, .body_len = o,
                        .headers = headers, .n_headers = 1};
     http_response rs = {0};
-    ingest_handle(&d, "shop", &rq, &rs, NULL);
+    ingest_handle(&d.ingest, "shop", &rq, &rs, NULL);
     assert_int_equal(rs.status, 200);
     assert_memory_equal(rs.body, "{}", 2);
     free(rs.body);
@@ -82,7 +89,7 @@ static void check(int64_t lo, int64_t hi)
     assert_int_equal(params_parse(q, strlen(q), &p, err, sizeof err), 0);
     http_request rq = {.method = "GET", .version = "HTTP/1.1", .path = "/api/v1/pages", .query = &p};
     http_response rs = {0};
-    query_handle(&d, &rq, &rs);
+    query_handle(&d.api, &rq, &rs);
     assert_int_equal(rs.status, 200);
     json_error_t je;
     json_t *answer = json_loadb(rs.body, rs.len, 0, &je);
@@ -129,10 +136,10 @@ static void test_ten_minute_rollups_of_a_busy_day(void **state)
     char path[256], err[256];
     snprintf(path, sizeof path, "%s/p.db", dir);
     store_options o = {.readers = 1, .rollup_lag_ms = 0, .seal_rows = 50, .fine_day_rows = 200};
-    d.store = store_open(path, &o, err, sizeof err);
+    d.store = d.ingest.store = d.api.store = store_sqlite_open(path, &o, err, sizeof err);
     assert_non_null(d.store);
-    d.max_body = 16 << 20;
-    d.clean = (clean_limits){86400000, 3600LL * 1000000000LL}; /* pacerd's defaults */
+    d.ingest.max_body = 16 << 20;
+    d.ingest.clean = (clean_limits){86400000, 3600LL * 1000000000LL}; /* pacerd's defaults */
     unsigned seed = 9;
     int64_t ts[1000];
     /* day 0: 400 loads, then day 1 (fine: the day before had 400 >= 200) */
@@ -191,7 +198,7 @@ static void test_ten_minute_rollups_of_a_busy_day(void **state)
         check(d1 + cuts[k][0] * MIN, d1 + cuts[k][1] * MIN);
     /* the same after a restart (the groups rebuilt from the file) */
     store_close(d.store);
-    d.store = store_open(path, &o, err, sizeof err);
+    d.store = d.ingest.store = d.api.store = store_sqlite_open(path, &o, err, sizeof err);
     assert_non_null(d.store);
     for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++)
         check(d1 + cuts[k][0] * MIN, d1 + cuts[k][1] * MIN);
@@ -214,10 +221,10 @@ static void test_a_day_busy_after_it_was_made_gets_ten_minute_rollups(void **sta
     char path[256], err[256];
     snprintf(path, sizeof path, "%s/p.db", dir);
     store_options o = {.readers = 1, .rollup_lag_ms = 0, .seal_rows = 50, .fine_day_rows = 200};
-    d.store = store_open(path, &o, err, sizeof err);
+    d.store = d.ingest.store = d.api.store = store_sqlite_open(path, &o, err, sizeof err);
     assert_non_null(d.store);
-    d.max_body = 16 << 20;
-    d.clean = (clean_limits){86400000, 3600LL * 1000000000LL}; /* pacerd's defaults */
+    d.ingest.max_body = 16 << 20;
+    d.ingest.clean = (clean_limits){86400000, 3600LL * 1000000000LL}; /* pacerd's defaults */
     n_loads = 0;
     unsigned seed = 5;
     int64_t ts[100];
@@ -254,7 +261,7 @@ static void test_a_day_busy_after_it_was_made_gets_ten_minute_rollups(void **sta
     for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++)
         check(d1 + cuts[k][0] * MIN, d1 + cuts[k][1] * MIN);
     store_close(d.store);
-    d.store = store_open(path, &o, err, sizeof err);
+    d.store = d.ingest.store = d.api.store = store_sqlite_open(path, &o, err, sizeof err);
     assert_non_null(d.store);
     for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++)
         check(d1 + cuts[k][0] * MIN, d1 + cuts[k][1] * MIN);

@@ -10,7 +10,7 @@
 #include "issue_details.h"
 #include "lifecycle.h"
 #include "regress.h"
-#include "store_issues.h"
+#include "issues_db.h"
 
 #include <pacer/base/clock.h>
 #include <pacer/base/hash.h>
@@ -33,7 +33,7 @@
 #define SAMPLES_SCAN 1000000
 #define RETEST_NS (60LL * 1000000000LL) /* a pair compared is tested again a minute later at the earliest */
 #define MAX_SESSIONS_PER_DELTA 100000
-#define PRUNE_CYCLES 1000 /* retention (iss_prune) every this many cycles */
+#define PRUNE_CYCLES 1000 /* retention (issues_db_prune) every this many cycles */
 
 static const struct {
     enum store_table table;
@@ -265,7 +265,7 @@ static void on_occ(void *ctx, const occ *o)
     if (!o->app || !o->version || !o->kind || !o->key)
         return;
     char id[ISSUE_ID_LEN + 1];
-    iss_id(o->app, o->kind, o->key, id);
+    issues_db_id(o->app, o->kind, o->key, id);
     delta *d = delta_get(cy, id, o->app, o->kind, o->key, o->version);
     if (!d) {
         cy->oom = true;
@@ -302,7 +302,7 @@ static void on_occ(void *ctx, const occ *o)
 /* ---- the thread ---- */
 
 struct analysis {
-    store *st;
+    issues_db *db; /* its tables */
     store *records; /* the store whose rows it reads */
     const ana_config *cfg;
     const enum target_kind *targets;
@@ -369,7 +369,7 @@ static int read_marks(void *ctx, sqlite3 *db)
 {
     int64_t *marks = ctx;
     for (size_t s = 0; s < N_SOURCES; s++)
-        if (iss_mark_get(db, sources[s].mark, &marks[s]) < 0)
+        if (issues_db_mark_get(db, sources[s].mark, &marks[s]) < 0)
             return -EIO;
     return 0;
 }
@@ -430,10 +430,10 @@ typedef struct writing {
 /* A candidate's row, made when new (within the app's limit). false: not followed. */
 static int ensure_candidate(sqlite3 *db, const delta *d, iss_issue *i)
 {
-    int r = iss_issue_load(db, d->id, i);
+    int r = issues_db_issue_load(db, d->id, i);
     if (r < 0 || i->exists)
         return r;
-    int64_t n = iss_candidates(db, d->app);
+    int64_t n = issues_db_candidates(db, d->app);
     if (n < 0)
         return (int)n;
     if (n >= MAX_CANDIDATES)
@@ -452,13 +452,13 @@ static int apply_delta(sqlite3 *db, const delta *d)
     iss_issue i = {0};
     int r = ensure_candidate(db, d, &i);
     if (r != 0) {
-        iss_issue_reset(&i);
+        issues_db_issue_reset(&i);
         return r < 0 ? r : 0;
     }
     iss_vstat v;
-    iss_vstat_init(&v);
+    issues_db_vstat_init(&v);
     bool found;
-    r = iss_vstat_load(db, d->id, d->version, &v, &found);
+    r = issues_db_vstat_load(db, d->id, d->version, &v, &found);
     if (r == 0 && d->replace) {
         bool was = v.qualifies;
         sketch_reset(&v.values);
@@ -483,7 +483,7 @@ static int apply_delta(sqlite3 *db, const delta *d)
         }
         r = sketch_merge(&v.values, &d->values);
         for (size_t k = 0; r == 0 && k < d->n_sessions; k++) {
-            int added = iss_session_add(db, d->id, d->version, d->sessions[k]);
+            int added = issues_db_session_add(db, d->id, d->version, d->sessions[k]);
             if (added < 0)
                 r = added;
             else
@@ -491,8 +491,8 @@ static int apply_delta(sqlite3 *db, const delta *d)
         }
     }
     if (r == 0)
-        r = iss_vstat_save(db, d->id, &v);
-    iss_vstat_reset(&v);
+        r = issues_db_vstat_save(db, d->id, &v);
+    issues_db_vstat_reset(&v);
     if (r == 0) {
         iss_details det = {0};
         (void)details_parse(i.details, &det);
@@ -515,9 +515,9 @@ static int apply_delta(sqlite3 *db, const delta *d)
         if (d->fingerprint && !i.fingerprint)
             i.fingerprint = strdup(d->fingerprint);
         if (r == 0)
-            r = iss_issue_save(db, &i);
+            r = issues_db_issue_save(db, &i);
     }
-    iss_issue_reset(&i);
+    issues_db_issue_reset(&i);
     return r;
 }
 
@@ -544,7 +544,7 @@ static int judge_all(writing *w, sqlite3 *db)
             if (!hset_add(&judged, hash_strs("\001app", v->app, "")))
                 continue;
             size_t n;
-            if ((r = iss_open_ids(db, v->app, open_ids, MAX_OPEN, &n)) < 0 || (r = lc_set_app(&lc, v->app)) < 0)
+            if ((r = issues_db_open_ids(db, v->app, open_ids, MAX_OPEN, &n)) < 0 || (r = lc_set_app(&lc, v->app)) < 0)
                 break;
             for (size_t k = 0; k < n && r == 0; k++)
                 if (hset_add(&judged, hash_strs(open_ids[k], "", "")))
@@ -582,11 +582,11 @@ static int write_cycle(void *ctx, sqlite3 *db)
     for (size_t k = 0; k < n && r == 0; k++) {
         vdelta *v = order[k];
         {
-            r = iss_version_touch(db, v->app, v->version, v->first_ns, NULL, v->records);
+            r = issues_db_version_touch(db, v->app, v->version, v->first_ns, NULL, v->records);
             if (r == 0 && v->last_ns != v->first_ns)
-                r = iss_version_touch(db, v->app, v->version, v->last_ns, NULL, 0);
+                r = issues_db_version_touch(db, v->app, v->version, v->last_ns, NULL, 0);
             for (size_t m = 0; m < v->n_sessions && r == 0; m++)
-                r = iss_version_touch(db, v->app, v->version, v->first_ns, v->sessions[m], 0);
+                r = issues_db_version_touch(db, v->app, v->version, v->first_ns, v->sessions[m], 0);
         }
     }
     free(order);
@@ -594,13 +594,13 @@ static int write_cycle(void *ctx, sqlite3 *db)
         for (delta *d = cy->deltas[b]; d && r == 0; d = d->next)
             r = apply_delta(db, d);
     for (size_t s = 0; s < N_SOURCES && r == 0 && !w->regression; s++)
-        r = iss_mark_set(db, sources[s].mark, cy->marks[s]);
+        r = issues_db_mark_set(db, sources[s].mark, cy->marks[s]);
     if (r == 0)
         r = judge_all(w, db);
     if (r == 0 && !w->regression && w->a->stats.cycles % PRUNE_CYCLES == 0)
-        r = iss_prune(db, wall_ns());
+        r = issues_db_prune(db, wall_ns());
     int64_t counts[5];
-    if (r == 0 && iss_status_counts(db, counts) == 0) {
+    if (r == 0 && issues_db_status_counts(db, counts) == 0) {
         memcpy(w->issues, counts, sizeof w->issues);
         w->counted = true;
     }
@@ -831,7 +831,7 @@ static int regression_delta(cycle *cy, const char *app, const char *base, const 
                 (!worst || cases[k].p50_cur - cases[k].p50_base > worst->p50_cur - worst->p50_base))
                 worst = &cases[k];
     char id[ISSUE_ID_LEN + 1];
-    iss_id(app, kind, name, id);
+    issues_db_id(app, kind, name, id);
     delta *d = delta_get(cy, id, app, kind, name, cur);
     if (!d)
         return -ENOMEM;
@@ -946,7 +946,7 @@ static int find_pairs(void *ctx, sqlite3 *db)
                 continue;
             iss_version *vs;
             size_t n;
-            if ((r = iss_versions(db, v->app, &vs, &n)) < 0)
+            if ((r = issues_db_versions(db, v->app, &vs, &n)) < 0)
                 break;
             const ana_thresholds *t = ana_config_app(pf->cfg, v->app);
             const iss_version *me = NULL, *prev = NULL, *next = NULL;
@@ -971,7 +971,7 @@ static int find_pairs(void *ctx, sqlite3 *db)
     for (size_t i = 0; i < all.n && r == 0; i++) {
         pair *p = &all.p[i];
         int64_t a, b, tested;
-        if ((r = iss_pair_get(db, p->app, p->base, p->cur, &a, &b, &tested)) < 0)
+        if ((r = issues_db_pair_get(db, p->app, p->base, p->cur, &a, &b, &tested)) < 0)
             break;
         bool untested = !a && !b, grown = p->n_base >= 2 * a || p->n_cur >= 2 * b;
         if (untested || (grown && now - tested >= RETEST_NS))
@@ -990,7 +990,7 @@ static int save_pairs(void *ctx, sqlite3 *db)
     pairs_done *pd = ctx;
     for (size_t i = 0; i < pd->l->n; i++) {
         const pair *p = &pd->l->p[i];
-        if (iss_pair_set(db, p->app, p->base, p->cur, p->n_base, p->n_cur, wall_ns()) < 0)
+        if (issues_db_pair_set(db, p->app, p->base, p->cur, p->n_base, p->n_cur, wall_ns()) < 0)
             return -EIO;
     }
     return 0;
@@ -1073,13 +1073,13 @@ static void run_cycle(analysis *a)
     reading rd = {.a = a, .cy = &cy};
     a->cur = &cy;
     int64_t marks[N_SOURCES];
-    int r = store_read(a->st, read_marks, marks);
+    int r = issues_db_read(a->db, read_marks, marks);
     if (r == 0)
         r = read_rows(&rd, marks);
     a->cur = NULL;
     writing w = {.a = a, .cy = &cy};
     if (r == 0)
-        r = store_write(a->st, write_cycle, &w);
+        r = issues_db_write(a->db, write_cycle, &w);
     /* the rows read are the marks' now: what the store keeps to find them
      * again goes, but for the newest, which the duplicate filter reads at
      * start (its marks written first: a failure leaves more, never less) */
@@ -1091,16 +1091,16 @@ static void run_cycle(analysis *a)
     if (r == 0) {
         pair_find pf = {&cy, a->cfg, &pairs};
         cycle cy2 = {.cfg = a->cfg};
-        if (store_read(a->st, find_pairs, &pf) == 0 && pairs.n) {
+        if (issues_db_read(a->db, find_pairs, &pf) == 0 && pairs.n) {
             int rr = 0;
             for (size_t i = 0; i < pairs.n && rr == 0; i++)
                 rr = test_pair(a, &cy2, &pairs.p[i]);
             writing w2 = {.a = a, .cy = &cy2, .regression = true};
             if (rr == 0)
-                rr = store_write(a->st, write_cycle, &w2);
+                rr = issues_db_write(a->db, write_cycle, &w2);
             pairs_done pd = {&pairs};
             if (rr == 0)
-                rr = store_write(a->st, save_pairs, &pd);
+                rr = issues_db_write(a->db, save_pairs, &pd);
             w.transitions += w2.transitions;
             if (w2.counted) {
                 memcpy(w.issues, w2.issues, sizeof w.issues);
@@ -1149,13 +1149,13 @@ static void *analysis_main(void *arg)
     return NULL;
 }
 
-analysis *analysis_start(store *st, store *records, const ana_config *cfg, const enum target_kind *targets,
+analysis *analysis_start(issues_db *db, store *records, const ana_config *cfg, const enum target_kind *targets,
                          size_t n_targets, void (*kick)(void *ctx), void *kick_ctx)
 {
     analysis *a = calloc(1, sizeof *a);
     if (!a)
         return NULL;
-    a->st = st;
+    a->db = db;
     a->records = records;
     a->cfg = cfg;
     a->targets = targets;
@@ -1205,7 +1205,7 @@ static int set_status(void *ctx, sqlite3 *db)
 {
     manual *m = ctx;
     iss_issue i = {0};
-    int r = iss_issue_load(db, m->id, &i);
+    int r = issues_db_issue_load(db, m->id, &i);
     if (r == 0 && (!i.exists || !i.status[0]))
         r = -ENOENT;
     lc_context lc = {.db = db, .cfg = m->a->cfg, .targets = m->a->targets, .n_targets = m->a->n_targets,
@@ -1214,14 +1214,14 @@ static int set_status(void *ctx, sqlite3 *db)
         r = lc_judge(&lc, m->id, m->status);
     m->transitions = lc.transitions;
     lc_free(&lc);
-    iss_issue_reset(&i);
+    issues_db_issue_reset(&i);
     return r;
 }
 
 int analysis_set_status(analysis *a, const char *id, const char *status)
 {
     manual m = {a, id, status, 0};
-    int r = store_write(a->st, set_status, &m);
+    int r = issues_db_write(a->db, set_status, &m);
     if (r == 0 && m.transitions && a->kick)
         a->kick(a->kick_ctx);
     return r;

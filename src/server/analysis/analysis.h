@@ -11,7 +11,7 @@
  *          adds to the candidate's figures of its version; page loads are
  *          matched with the requests of their session that ran inside them
  *          (n_plus_one, serial_requests)
- *   write  in one store_write: the figures added up (issue_versions,
+ *   write  in one issues_db_write: the figures added up (issue_versions,
  *          issue_sessions, the evidence), the marks moved, and every
  *          touched candidate and open issue of the touched apps judged
  *          again (lifecycle.c): whether it is an issue in each version, its
@@ -22,15 +22,16 @@
  *          start-ups (and, once compared, twice the records of its last
  *          test, a minute after it at the earliest),
  *          the raw values of both (store_version_rows) are tested
- *          (regress.c); a second store_write records the outcome and judges
+ *          (regress.c); a second issues_db_write records the outcome and judges
  *          the regression candidates
- * Everything the analysis knows is in the store: a restart (or a SIGKILL)
- * goes on from the marks.
+ * Everything the analysis knows is in its tables (issues_db.h): a restart
+ * (or a SIGKILL) goes on from the marks.
  */
 #ifndef PACER_SERVER_ANALYSIS_H
 #define PACER_SERVER_ANALYSIS_H
 
 #include "analysis_config.h"
+#include "issues_db.h"
 #include "store/store.h"
 
 #include <pacer/base/json.h>
@@ -53,11 +54,11 @@ typedef struct analysis_stats {
     int64_t issues[4];      /* new, ongoing, resolved, regressed, after the last cycle */
 } analysis_stats;
 
-/* Starts the thread. st: the store of the application layer's tables
- * (SQLite); records: the store whose rows it reads (st itself on SQLite). targets: the kinds of the n configured targets (a
+/* Starts the thread. db: the application layer's tables; records: the
+ * store whose rows it reads. targets: the kinds of the n configured targets (a
  * delivery is queued for each). cfg lives as long as the analysis. NULL
  * when out of memory. */
-analysis *analysis_start(store *st, store *records, const ana_config *cfg, const enum target_kind *targets,
+analysis *analysis_start(issues_db *db, store *records, const ana_config *cfg, const enum target_kind *targets,
                          size_t n_targets, void (*kick)(void *ctx), void *kick_ctx);
 /* Stops after the cycle in progress. Accepts NULL. */
 void analysis_stop(analysis *a);

@@ -1,7 +1,7 @@
 /* Deliveries to webhooks and an issue tracker (deliver.h). */
 #include "deliver.h"
 #include "issue_json.h"
-#include "store_issues.h"
+#include "issues_db.h"
 
 #include <pacer/base/clock.h>
 #include <pacer/base/json.h>
@@ -30,7 +30,7 @@
 #endif
 
 struct deliver {
-    store *st;
+    issues_db *db;
     const deliver_target *targets;
     size_t n_targets;
     const ana_config *cfg;
@@ -151,7 +151,7 @@ typedef struct tracker_read {
 static int read_tracker(void *ctx, sqlite3 *db)
 {
     tracker_read *t = ctx;
-    return iss_tracker_get(db, t->id, &t->json);
+    return issues_db_tracker_get(db, t->id, &t->json);
 }
 
 static void send_github(deliver *d, const deliver_target *t, const iss_delivery *dv, outcome *o)
@@ -166,7 +166,7 @@ static void send_github(deliver *d, const deliver_target *t, const iss_delivery 
     } else {
         tracker_read tr = {dv->issue, NULL};
         double number = 0;
-        if (store_read(d->st, read_tracker, &tr) < 0) {
+        if (issues_db_read(d->db, read_tracker, &tr) < 0) {
             o->what = OUT_RETRY;
             snprintf(o->error, sizeof o->error, "the store could not be read");
             return;
@@ -227,10 +227,10 @@ typedef struct update {
 static int write_update(void *ctx, sqlite3 *db)
 {
     update *u = ctx;
-    int r = iss_delivery_update(db, u->dv->seq, u->state, u->attempts, u->next_ns,
+    int r = issues_db_delivery_update(db, u->dv->seq, u->state, u->attempts, u->next_ns,
                                 u->o->error[0] ? u->o->error : NULL);
     if (r == 0 && u->o->tracker)
-        r = iss_tracker_set(db, u->dv->issue, u->o->tracker);
+        r = issues_db_tracker_set(db, u->dv->issue, u->o->tracker);
     return r;
 }
 
@@ -268,7 +268,7 @@ static void deliver_one(deliver *d, const iss_delivery *dv)
     } else if (o.what == OUT_GIVE_UP) {
         u.state = "failed";
     }
-    int r = store_write(d->st, write_update, &u);
+    int r = issues_db_write(d->db, write_update, &u);
     pthread_mutex_lock(&d->lock);
     if (r == 0 && o.what == OUT_DONE)
         d->stats.delivered++;
@@ -293,9 +293,9 @@ typedef struct due {
 static int read_due(void *ctx, sqlite3 *db)
 {
     due *x = ctx;
-    int r = iss_deliveries_due(db, x->now, BATCH, &x->list, &x->n);
+    int r = issues_db_deliveries_due(db, x->now, BATCH, &x->list, &x->n);
     if (r == 0)
-        r = iss_deliveries_next(db, &x->next);
+        r = issues_db_deliveries_next(db, &x->next);
     return r;
 }
 
@@ -307,7 +307,7 @@ static void *deliver_main(void *arg)
         d->kicked = false;
         pthread_mutex_unlock(&d->lock);
         due x = {.now = wall_ns()};
-        int r = store_read(d->st, read_due, &x);
+        int r = issues_db_read(d->db, read_due, &x);
         for (size_t i = 0; r == 0 && i < x.n; i++) {
             pthread_mutex_lock(&d->lock);
             bool stop = d->stopping;
@@ -343,14 +343,14 @@ static void *deliver_main(void *arg)
     return NULL;
 }
 
-deliver *deliver_start(store *st, const deliver_target *targets, size_t n, const ana_config *cfg)
+deliver *deliver_start(issues_db *db, const deliver_target *targets, size_t n, const ana_config *cfg)
 {
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         return NULL;
     deliver *d = calloc(1, sizeof *d);
     if (!d)
         return NULL;
-    d->st = st;
+    d->db = db;
     d->targets = targets;
     d->n_targets = n;
     d->cfg = cfg;

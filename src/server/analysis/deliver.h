@@ -1,6 +1,6 @@
 /* Filing issues where the team works (docs/server.md, "Webhooks", "Issue
  * tracker"): a thread that sends the deliveries the analysis queued
- * (issue_deliveries, store_issues.h) to their targets, over libcurl:
+ * (issue_deliveries, issues_db.h) to their targets, over libcurl:
  *
  *   webhook   POST URL, the payload as it was queued (JSON), with
  *             Idempotency-Key and X-Pacer-Event; any 2xx is delivered
@@ -28,7 +28,7 @@
 
 #include "analysis.h"
 #include "analysis_config.h"
-#include "store/store.h"
+#include "issues_db.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -47,7 +47,7 @@ typedef struct deliver_stats {
 
 /* Starts the thread (targets and cfg live as long as it). NULL when out of
  * memory or libcurl cannot start. */
-deliver *deliver_start(store *st, const deliver_target *targets, size_t n, const ana_config *cfg);
+deliver *deliver_start(issues_db *db, const deliver_target *targets, size_t n, const ana_config *cfg);
 /* Wakes it: deliveries were queued (an analysis kick: ctx is the deliver). */
 void deliver_kick(void *ctx);
 /* Stops after the delivery in progress (its outcome is stored). Accepts NULL. */

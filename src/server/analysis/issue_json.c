@@ -5,6 +5,7 @@
 #include <pacer/base/utf8.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,14 +127,14 @@ static void vrows_free(vrows *r)
 static int load_rows(sqlite3 *db, const ana_config *cfg, const iss_issue *i, vrows *out)
 {
     memset(out, 0, sizeof *out);
-    int r = iss_vstat_each(db, i->id, collect, out);
+    int r = issues_db_vstat_each(db, i->id, collect, out);
     if (r < 0 || out->oom) {
         vrows_free(out);
         return r < 0 ? r : -ENOMEM;
     }
     iss_version *vs;
     size_t nv;
-    if ((r = iss_versions(db, i->app, &vs, &nv)) < 0) {
+    if ((r = issues_db_versions(db, i->app, &vs, &nv)) < 0) {
         vrows_free(out);
         return r;
     }
@@ -285,13 +286,71 @@ int issue_write_json(sqlite3 *db, const ana_config *cfg, const iss_issue *i, jbu
 int issue_write_json_id(sqlite3 *db, const ana_config *cfg, const char *id, jbuf *b)
 {
     iss_issue i = {0};
-    int r = iss_issue_load(db, id, &i);
+    int r = issues_db_issue_load(db, id, &i);
     if (r == 0 && (!i.exists || !i.status[0]))
         r = -ENOENT;
     if (r == 0)
         r = issue_write_json(db, cfg, &i, b);
-    iss_issue_reset(&i);
+    issues_db_issue_reset(&i);
     return r;
+}
+
+/* ---- the issues API's answers ---- */
+
+typedef struct listing {
+    const ana_config *cfg;
+    const iss_query *q;
+    jbuf *out;
+} listing;
+
+static int list_rows(void *ctx, sqlite3 *db)
+{
+    listing *l = ctx;
+    char ids[ISSUE_LIST_MAX][ISSUE_ID_LEN + 1];
+    int64_t last[ISSUE_LIST_MAX];
+    size_t n;
+    bool more;
+    if (l->q->limit > ISSUE_LIST_MAX)
+        return -EINVAL;
+    int r = issues_db_list(db, l->q, ids, last, &n, &more);
+    if (r < 0)
+        return r;
+    jbuf_key(l->out, "issues");
+    jbuf_open(l->out, '[');
+    for (size_t i = 0; i < n && r == 0; i++)
+        if ((r = issue_write_json_id(db, l->cfg, ids[i], l->out)) == -ENOENT)
+            r = 0;
+    jbuf_close(l->out, ']');
+    if (r == 0 && more && n) {
+        char cursor[64];
+        snprintf(cursor, sizeof cursor, "%" PRId64 ".%s", last[n - 1], ids[n - 1]);
+        jbuf_kv_str(l->out, "next", cursor);
+    }
+    return r;
+}
+
+int issue_json_list(issues_db *db, const ana_config *cfg, const iss_query *q, jbuf *b)
+{
+    listing l = {cfg, q, b};
+    return issues_db_read(db, list_rows, &l);
+}
+
+typedef struct one {
+    const ana_config *cfg;
+    const char *id;
+    jbuf *out;
+} one;
+
+static int one_row(void *ctx, sqlite3 *db)
+{
+    one *o = ctx;
+    return issue_write_json_id(db, o->cfg, o->id, o->out);
+}
+
+int issue_json_one(issues_db *db, const ana_config *cfg, const char *id, jbuf *b)
+{
+    one o = {cfg, id, b};
+    return issues_db_read(db, one_row, &o);
 }
 
 /* ---- Markdown ---- */

@@ -7,11 +7,10 @@
 #define PACER_SERVER_ISSUE_JSON_H
 
 #include "analysis_config.h"
-#include "store_issues.h"
+#include "issues_db.h"
 
 #include <pacer/base/json.h>
 
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -36,5 +35,14 @@ bool ijson_num(const char *json, const char *key, double *ret);
 
 /* The unit of an issue kind's values ("ms", "bytes", "requests"). */
 const char *issue_value_unit(const char *kind);
+
+/* The issues API's answers, each in one snapshot of the tables. */
+#define ISSUE_LIST_MAX 100 /* iss_query.limit at most */
+/* GET /api/v1/issues: "issues":[…] and, when more follow, "next":CURSOR
+ * ("LASTSEEN_NS.ID"), as members of the open object b. 0, -EINVAL (a
+ * limit over ISSUE_LIST_MAX), -EIO. */
+int issue_json_list(issues_db *db, const ana_config *cfg, const iss_query *q, jbuf *b);
+/* GET /api/v1/issues/{id}: the issue as an object into b. 0, -ENOENT, -EIO. */
+int issue_json_one(issues_db *db, const ana_config *cfg, const char *id, jbuf *b);
 
 #endif

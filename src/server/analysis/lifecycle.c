@@ -21,7 +21,7 @@ int lc_set_app(lc_context *c, const char *app)
     c->n_versions = 0;
     snprintf(c->app, sizeof c->app, "%s", app);
     c->t = ana_config_app(c->cfg, app);
-    int r = iss_versions(c->db, app, &c->versions, &c->n_versions);
+    int r = issues_db_versions(c->db, app, &c->versions, &c->n_versions);
     c->newest_ns = 0;
     for (size_t i = 0; i < c->n_versions; i++)
         if (c->versions[i].last_ns > c->newest_ns)
@@ -234,22 +234,22 @@ static void grade(const lc_context *c, const iss_vstat *last, char severity[16],
     enum iss_severity sev;
     if (per >= t->critical_ms) {
         sev = ISS_CRITICAL;
-        snprintf(rule, sizeof rule, "%s: %.1f ms lost per session >= critical-ms-per-session %g", iss_severities[sev],
+        snprintf(rule, sizeof rule, "%s: %.1f ms lost per session >= critical-ms-per-session %g", issues_db_severities[sev],
                  per, t->critical_ms);
     } else if (per >= t->major_ms) {
         sev = ISS_MAJOR;
-        snprintf(rule, sizeof rule, "%s: %.1f ms lost per session >= major-ms-per-session %g", iss_severities[sev],
+        snprintf(rule, sizeof rule, "%s: %.1f ms lost per session >= major-ms-per-session %g", issues_db_severities[sev],
                  per, t->major_ms);
     } else if (share >= t->major_share) {
         sev = ISS_MAJOR;
-        snprintf(rule, sizeof rule, "%s: %.1f %% of sessions affected >= major-share %g %%", iss_severities[sev],
+        snprintf(rule, sizeof rule, "%s: %.1f %% of sessions affected >= major-share %g %%", issues_db_severities[sev],
                  100 * share, 100 * t->major_share);
     } else {
         sev = ISS_MINOR;
         snprintf(rule, sizeof rule, "%s: %.1f ms lost per session < %g and %.1f %% of sessions affected < %g %%",
-                 iss_severities[sev], per, t->major_ms, 100 * share, 100 * t->major_share);
+                 issues_db_severities[sev], per, t->major_ms, 100 * share, 100 * t->major_share);
     }
-    snprintf(severity, 16, "%s", iss_severities[sev]);
+    snprintf(severity, 16, "%s", issues_db_severities[sev]);
     jbuf_open(g, '{');
     jbuf_kv_str(g, "version", last->version);
     jbuf_kv_i64(g, "sessions", sessions);
@@ -315,7 +315,7 @@ static int queue(lc_context *c, const iss_issue *i, const char *event, const cha
         if (r == 0 && (b.failed || !b.data))
             r = -ENOMEM;
         if (r == 0)
-            r = iss_delivery_add(c->db, (int)t, i->id, event, key, b.data);
+            r = issues_db_delivery_add(c->db, (int)t, i->id, event, key, b.data);
         jbuf_free(&b);
         if (r < 0)
             return r;
@@ -327,19 +327,19 @@ static int queue(lc_context *c, const iss_issue *i, const char *event, const cha
 int lc_judge(lc_context *c, const char *id, const char *manual)
 {
     iss_issue i = {0};
-    int r = iss_issue_load(c->db, id, &i);
+    int r = issues_db_issue_load(c->db, id, &i);
     if (r < 0)
         return r;
     if (!i.exists) {
-        iss_issue_reset(&i);
+        issues_db_issue_reset(&i);
         return -ENOENT;
     }
     if (manual && !i.status[0]) {
-        iss_issue_reset(&i);
+        issues_db_issue_reset(&i);
         return -ENOENT; /* a candidate, not an issue */
     }
     rows rs = {0};
-    r = iss_vstat_each(c->db, id, take_row, &rs);
+    r = issues_db_vstat_each(c->db, id, take_row, &rs);
     if (r == 0 && rs.failed)
         r = -ENOMEM;
     int64_t count = 0, sessions = 0, first_ns = 0, last_ns = 0;
@@ -349,7 +349,7 @@ int lc_judge(lc_context *c, const char *id, const char *manual)
         iss_vstat *v = &rs.v[k];
         if (!is_regression(i.kind) && !v->qualifies && qualifies(c->t, i.kind, i.key, v)) {
             v->qualifies = true;
-            r = iss_vstat_save(c->db, id, v);
+            r = issues_db_vstat_save(c->db, id, v);
         }
         count += v->count;
         sessions += v->sessions;
@@ -371,7 +371,7 @@ int lc_judge(lc_context *c, const char *id, const char *manual)
     }
     if (r < 0 || !last) {
         rows_free(&rs);
-        iss_issue_reset(&i);
+        issues_db_issue_reset(&i);
         return r;
     }
     char old_status[16], old_severity[16];
@@ -430,10 +430,10 @@ int lc_judge(lc_context *c, const char *id, const char *manual)
     if (event)
         i.seq++;
     i.updated_ns = c->now_ns;
-    r = iss_issue_save(c->db, &i);
+    r = issues_db_issue_save(c->db, &i);
     if (r == 0 && event)
         r = queue(c, &i, event, old_status, old_severity);
     rows_free(&rs);
-    iss_issue_reset(&i);
+    issues_db_issue_reset(&i);
     return r;
 }

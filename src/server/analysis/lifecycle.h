@@ -1,7 +1,7 @@
 /* Judging a candidate (docs/server.md, "Life cycle", "Severity"): whether
  * it is an issue in each of its versions, its status across versions, its
  * grade and title, and the deliveries its transitions queue. Runs inside
- * the analysis's store_write (db is the writer's connection).
+ * the analysis's issues_db_write (db is its connection).
  *
  * An issue in a version (sticky: a version once an issue stays one):
  *   jank, hang, leak, large_image, large_payload, n_plus_one,
@@ -42,9 +42,9 @@
 
 #include "analysis.h"
 #include "analysis_config.h"
-#include "store_issues.h"
+#include "issues_db.h"
 
-#include <sqlite3.h>
+typedef struct sqlite3 sqlite3;
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

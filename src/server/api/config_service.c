@@ -1,4 +1,4 @@
-/* Config service: GET / PUT /v1/config/{app} (pacerd.h).
+/* Config service: GET / PUT /v1/config/{app} (api.h).
  *
  * PUT validates the body with the core's parser (pacer_config_parse) before
  * anything is stored: a bad config answers 400 with "LINE:COLUMN: reason"
@@ -7,7 +7,7 @@
  * ("VERSION-CONTENTHASH"); If-None-Match with that ETag (or *) answers 304
  * without a body, which is how the SDK polls cheaply.
  */
-#include "app/pacerd.h"
+#include "api.h"
 
 #include <pacer/config.h>
 
@@ -36,7 +36,7 @@ static bool etag_matches(const char *list, const char *etag)
     return false;
 }
 
-void config_get(pacerd *d, const char *app, const http_request *rq, http_response *rs)
+void config_get(const api_ctx *d, const char *app, const http_request *rq, http_response *rs)
 {
     char *xml = NULL, *etag = NULL;
     size_t len = 0;
@@ -64,7 +64,7 @@ void config_get(pacerd *d, const char *app, const http_request *rq, http_respons
     free(etag);
 }
 
-void config_put(pacerd *d, const char *app, const http_request *rq, http_response *rs)
+void config_put(const api_ctx *d, const char *app, const http_request *rq, http_response *rs)
 {
     if (rq->body_len > d->max_config_bytes) {
         http_error(rs, 413, "a config is limited to %zu bytes", d->max_config_bytes);

@@ -1,4 +1,4 @@
-/* The issues API (pacerd.h; docs/server.md, "Issues API"), admin token:
+/* The issues API (api.h; docs/server.md, "Issues API"), admin token:
  *
  *   GET   /api/v1/issues?app=A[&status=S][&kind=K][&severity=V][&version=X][&limit=N][&cursor=C]
  *         the app's issues, the most recently seen first; status, kind and
@@ -11,10 +11,8 @@
  * one, a value given twice, a number out of range, an unknown status, kind
  * or severity answer 400 naming the parameter.
  */
+#include "api.h"
 #include "analysis/issue_json.h"
-#include "app/pacerd.h"
-#include "store/clickhouse/store_ch_source.h"
-#include "analysis/store_issues.h"
 
 #include <pacer/base/json.h>
 
@@ -25,7 +23,7 @@
 #include <string.h>
 
 #define DEFAULT_LIMIT 50
-#define MAX_LIMIT 100
+#define MAX_LIMIT ISSUE_LIST_MAX
 #define MAX_PATCH 4096
 
 
@@ -88,52 +86,22 @@ static bool parse_cursor(const char *c, iss_query *q)
     return true;
 }
 
-typedef struct listing {
-    const ana_config *cfg;
-    iss_query q;
-    jbuf *out;
-} listing;
-
-static int list_rows(void *ctx, sqlite3 *db)
-{
-    listing *l = ctx;
-    char ids[MAX_LIMIT][ISSUE_ID_LEN + 1];
-    int64_t last[MAX_LIMIT];
-    size_t n;
-    bool more;
-    int r = iss_list(db, &l->q, ids, last, &n, &more);
-    if (r < 0)
-        return r;
-    jbuf_key(l->out, "issues");
-    jbuf_open(l->out, '[');
-    for (size_t i = 0; i < n && r == 0; i++)
-        if ((r = issue_write_json_id(db, l->cfg, ids[i], l->out)) == -ENOENT)
-            r = 0;
-    jbuf_close(l->out, ']');
-    if (r == 0 && more && n) {
-        char cursor[64];
-        snprintf(cursor, sizeof cursor, "%" PRId64 ".%s", last[n - 1], ids[n - 1]);
-        jbuf_kv_str(l->out, "next", cursor);
-    }
-    return r;
-}
-
-static void list_issues(pacerd *d, const http_request *rq, http_response *rs)
+static void list_issues(const api_ctx *d, const http_request *rq, http_response *rs)
 {
     static const char *const names[] = {"app", "status", "kind", "severity", "version", "limit", "cursor", NULL};
     char err[512];
-    listing l = {.cfg = d->acfg};
+    iss_query q = {0};
     int64_t limit = DEFAULT_LIMIT;
     const char *cursor = NULL;
     int has_app;
     if (params_only(rq->query, names, err, sizeof err) < 0 ||
-        (has_app = params_str(rq->query, "app", 256, &l.q.app, err, sizeof err)) < 0 ||
-        params_str(rq->query, "version", 256, &l.q.version, err, sizeof err) < 0 ||
+        (has_app = params_str(rq->query, "app", 256, &q.app, err, sizeof err)) < 0 ||
+        params_str(rq->query, "version", 256, &q.version, err, sizeof err) < 0 ||
         params_int(rq->query, "limit", 1, MAX_LIMIT, &limit, err, sizeof err) < 0 ||
         params_str(rq->query, "cursor", 64, &cursor, err, sizeof err) < 0 ||
-        value_list(rq->query, "status", iss_statuses, l.q.statuses, 7, err, sizeof err) < 0 ||
-        value_list(rq->query, "kind", iss_kinds, l.q.kinds, 15, err, sizeof err) < 0 ||
-        value_list(rq->query, "severity", iss_severities, l.q.severities, ISS_N_SEVERITIES, err, sizeof err) < 0) {
+        value_list(rq->query, "status", issues_db_statuses, q.statuses, 7, err, sizeof err) < 0 ||
+        value_list(rq->query, "kind", issues_db_kinds, q.kinds, 15, err, sizeof err) < 0 ||
+        value_list(rq->query, "severity", issues_db_severities, q.severities, ISS_N_SEVERITIES, err, sizeof err) < 0) {
         http_error(rs, 400, "%s", err);
         return;
     }
@@ -141,17 +109,16 @@ static void list_issues(pacerd *d, const http_request *rq, http_response *rs)
         http_error(rs, 400, "app: required (GET /api/v1/issues?app=APP)");
         return;
     }
-    if (cursor && !parse_cursor(cursor, &l.q)) {
+    if (cursor && !parse_cursor(cursor, &q)) {
         http_error(rs, 400, "cursor: not a cursor this endpoint gave (\"next\")");
         return;
     }
-    l.q.limit = (size_t)limit;
+    q.limit = (size_t)limit;
     jbuf b;
     jbuf_init(&b);
     jbuf_open(&b, '{');
-    jbuf_kv_str(&b, "app", l.q.app);
-    l.out = &b;
-    int r = store_read(d->state, list_rows, &l);
+    jbuf_kv_str(&b, "app", q.app);
+    int r = issue_json_list(d->issues, d->acfg, &q, &b);
     jbuf_close(&b, '}');
     if (r < 0) {
         jbuf_free(&b);
@@ -161,24 +128,11 @@ static void list_issues(pacerd *d, const http_request *rq, http_response *rs)
     http_json(rs, 200, &b);
 }
 
-typedef struct one {
-    const ana_config *cfg;
-    const char *id;
-    jbuf *out;
-} one;
-
-static int one_row(void *ctx, sqlite3 *db)
-{
-    one *o = ctx;
-    return issue_write_json_id(db, o->cfg, o->id, o->out);
-}
-
-static void answer_issue(pacerd *d, const char *id, http_response *rs)
+static void answer_issue(const api_ctx *d, const char *id, http_response *rs)
 {
     jbuf b;
     jbuf_init(&b);
-    one o = {d->acfg, id, &b};
-    int r = store_read(d->state, one_row, &o);
+    int r = issue_json_one(d->issues, d->acfg, id, &b);
     if (r == -ENOENT) {
         jbuf_free(&b);
         http_error(rs, 404, "no issue %s", id);
@@ -244,7 +198,17 @@ static bool id_ok(const char *s)
     return true;
 }
 
-static void clean_answer(pacerd *d, const http_request *rq, http_response *rs)
+static void reason_json(void *ctx, const char *reason, uint64_t count, int64_t last_ns)
+{
+    jbuf *b = ctx;
+    jbuf_open(b, '{');
+    jbuf_kv_str(b, "reason", reason);
+    jbuf_kv_i64(b, "count", (int64_t)count);
+    jbuf_kv_i64(b, "last_seen", last_ns / 1000000000LL);
+    jbuf_close(b, '}');
+}
+
+static void clean_answer(const api_ctx *d, const http_request *rq, http_response *rs)
 {
     static const char *const names[] = {"app", NULL};
     char err[256];
@@ -263,8 +227,12 @@ static void clean_answer(pacerd *d, const http_request *rq, http_response *rs)
     jbuf_init(&b);
     jbuf_open(&b, '{');
     jbuf_kv_str(&b, "app", app);
-    /* on ClickHouse, every instance's counts (store_ch_source.h) */
-    int r = d->state != d->store ? ch_source_clean_json(d->store, app, &b) : issues_clean_json(d->state, app, &b);
+    /* the store's tallies: ingest's cleaning counts (every instance's, on
+     * a shared store) */
+    jbuf_key(&b, "reasons");
+    jbuf_open(&b, '[');
+    int r = store_tallies(d->store, app, reason_json, &b);
+    jbuf_close(&b, ']');
     jbuf_close(&b, '}');
     if (r < 0) {
         jbuf_free(&b);
@@ -274,7 +242,7 @@ static void clean_answer(pacerd *d, const http_request *rq, http_response *rs)
     http_json(rs, 200, &b);
 }
 
-bool issues_api_handle(pacerd *d, const http_request *rq, http_response *rs)
+bool issues_api_handle(const api_ctx *d, const http_request *rq, http_response *rs)
 {
     bool patch = strcmp(rq->method, "PATCH") == 0;
     if (!d->issues && (strcmp(rq->path, "/api/v1/cleaning") == 0 || strcmp(rq->path, "/api/v1/issues") == 0 ||

@@ -1,4 +1,4 @@
-/* Query API: GET /api/v1/{apps,pages,startup,requests,spans} (pacerd.h), and
+/* Query API: GET /api/v1/{apps,pages,startup,requests,spans} (api.h), and
  * /api/v1/schema (schema_api.c).
  *
  * Percentiles come from the DDSketch rollups (store_scan merges whole days
@@ -9,7 +9,7 @@
  * versions merged), from / to (optional, unix seconds, [from, to), at most
  * the largest second whose nanoseconds fit 64 bits).
  */
-#include "app/pacerd.h"
+#include "api.h"
 
 #include <pacer/base/hash.h>
 #include <pacer/base/json.h>
@@ -192,7 +192,7 @@ static void on_app(void *ctx, const char *app, const char *version)
     jbuf_str(&o->b, version);
 }
 
-int query_groups(pacerd *d, enum store_kind kind, const char *app, const char *version, int64_t from, int64_t to,
+int query_groups(const api_ctx *d, enum store_kind kind, const char *app, const char *version, int64_t from, int64_t to,
                  const char *only, jbuf *out)
 {
     static const char *const name_fields[KIND_COUNT] = {
@@ -243,7 +243,7 @@ int query_groups(pacerd *d, enum store_kind kind, const char *app, const char *v
     return b->failed ? -ENOMEM : 0;
 }
 
-void query_handle(pacerd *d, const http_request *rq, http_response *rs)
+void query_handle(const api_ctx *d, const http_request *rq, http_response *rs)
 {
     static const struct {
         const char *path, *list, *name_field;

@@ -1,4 +1,4 @@
-/* The dashboard's reads (pacerd.h, dash_handle; docs/server.md, "The
+/* The dashboard's reads (api.h, dash_handle; docs/server.md, "The
  * dashboard's reads"). Each takes the common parameters app (required),
  * version, from, to (unix seconds, [from, to); all time without them),
  * decoded strictly (params.h), plus its own:
@@ -24,7 +24,7 @@
  * first: "truncated": true says older ones were not looked at).
  */
 #include "dash_parse.h"
-#include "app/pacerd.h"
+#include "api.h"
 #include "store/store_dash.h"
 
 #include <pacer/base/hash.h>
@@ -129,7 +129,7 @@ static int kind_param(const http_request *rq, http_response *rs, enum store_kind
 
 /* ---- /api/v1/series ---- */
 
-static void series(pacerd *d, const http_request *rq, http_response *rs)
+static void series(const api_ctx *d, const http_request *rq, http_response *rs)
 {
     static const char *const own[] = {"kind", "step", "name", NULL};
     common c;
@@ -218,7 +218,7 @@ static void hist_raw(void *ctx, const char *name, bool failed, bool excluded, co
         o->oom = true;
 }
 
-static void histogram(pacerd *d, const http_request *rq, http_response *rs)
+static void histogram(const api_ctx *d, const http_request *rq, http_response *rs)
 {
     static const char *const own[] = {"kind", "name", "metric", NULL};
     common c;
@@ -376,7 +376,7 @@ static void write_record(void *ctx, const store_row *row)
     jbuf_close(b, '}');
 }
 
-static void records(pacerd *d, const http_request *rq, http_response *rs)
+static void records(const api_ctx *d, const http_request *rq, http_response *rs)
 {
     static const char *const own[] = {"type", "name", "sort", "limit", NULL};
     static const struct {
@@ -459,7 +459,7 @@ static void write_stat(void *ctx, const store_request_stat *s)
     jbuf_close(b, '}');
 }
 
-static void request_stats(pacerd *d, const http_request *rq, http_response *rs)
+static void request_stats(const api_ctx *d, const http_request *rq, http_response *rs)
 {
     static const char *const own[] = {NULL};
     common c;
@@ -746,7 +746,7 @@ static void flame_free(fnode *n)
     }
 }
 
-static void jank(pacerd *d, const http_request *rq, http_response *rs)
+static void jank(const api_ctx *d, const http_request *rq, http_response *rs)
 {
     static const char *const own[] = {NULL};
     common c;
@@ -877,7 +877,7 @@ static int cmp_window(const void *x, const void *y)
     return strcmp(((const window_sums *)x)->window, ((const window_sums *)y)->window);
 }
 
-static void frames(pacerd *d, const http_request *rq, http_response *rs)
+static void frames(const api_ctx *d, const http_request *rq, http_response *rs)
 {
     static const char *const own[] = {NULL};
     common c;
@@ -925,11 +925,11 @@ static void frames(pacerd *d, const http_request *rq, http_response *rs)
     answer(rs, &b, r);
 }
 
-bool dash_handle(pacerd *d, const http_request *rq, http_response *rs)
+bool dash_handle(const api_ctx *d, const http_request *rq, http_response *rs)
 {
     static const struct {
         const char *path;
-        void (*fn)(pacerd *d, const http_request *rq, http_response *rs);
+        void (*fn)(const api_ctx *d, const http_request *rq, http_response *rs);
     } routes[] = {
         {"/api/v1/series", series},       {"/api/v1/histogram", histogram},
         {"/api/v1/records", records},     {"/api/v1/request_stats", request_stats},

@@ -1,4 +1,4 @@
-/* Query API: GET /api/v1/samples?app=APP&version=V[&limit=N] (pacerd.h).
+/* Query API: GET /api/v1/samples?app=APP&version=V[&limit=N] (api.h).
  *
  * The stored page and start-up records of one version, for a regression
  * gate that compares a build with it (`pacer bench --baseline
@@ -10,7 +10,7 @@
  * the newest SCAN_MAX records of the app. "truncated": true says that
  * there may be more.
  */
-#include "app/pacerd.h"
+#include "api.h"
 
 #include <pacer/base/json.h>
 
@@ -66,7 +66,7 @@ static void write_row(void *ctx, const store_row *row)
     jbuf_close(b, '}');
 }
 
-void samples_handle(pacerd *d, const http_request *rq, http_response *rs)
+void samples_handle(const api_ctx *d, const http_request *rq, http_response *rs)
 {
     static const char *const known[] = {"app", "version", "limit", NULL};
     const char *app = NULL, *version = NULL;

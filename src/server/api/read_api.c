@@ -1,4 +1,4 @@
-/* The read APIs (pacerd.h; docs/server.md, "Reading data back"):
+/* The read APIs (api.h; docs/server.md, "Reading data back"):
  *
  *   GET /api/v1/traces/{traceId}   every span of a trace, with its events
  *   GET /api/v1/spans/search       plain spans by app, version, name,
@@ -13,7 +13,7 @@
  * (store.h, "reading rows back"); a "next" cursor continues it.
  */
 #include "ingest/otlp.h"
-#include "app/pacerd.h"
+#include "api.h"
 
 #include <pacer/base/utf8.h>
 
@@ -207,7 +207,7 @@ static bool finish_params(rparams *p, http_response *rs)
     return false;
 }
 
-static void trace_query(pacerd *d, const char *id, http_response *rs)
+static void trace_query(const api_ctx *d, const char *id, http_response *rs)
 {
     uint8_t tid[16];
     if (strlen(id) != 32 || strspn(id, "0123456789abcdefABCDEF") != 32 || !otlp_parse_id(id, tid, 16)) {
@@ -245,7 +245,7 @@ static void answer(http_response *rs, jbuf *b, int r)
     http_json(rs, 200, b);
 }
 
-static void spans_query(pacerd *d, const http_request *rq, http_response *rs)
+static void spans_query(const api_ctx *d, const http_request *rq, http_response *rs)
 {
     static const char *const allowed[] = {"app", "version", "name", "attr", "min_ms", "max_ms", "from", "to",
                                           "from_ns", "to_ns", "limit", "cursor", NULL};
@@ -281,7 +281,7 @@ static int severity_of(const char *s)
     return int_in(s, 0, 24, &v) ? (int)v : -1;
 }
 
-static void logs_query(pacerd *d, const http_request *rq, http_response *rs)
+static void logs_query(const api_ctx *d, const http_request *rq, http_response *rs)
 {
     static const char *const allowed[] = {"app", "severity", "text", "from", "to", "from_ns", "to_ns", "limit",
                                           "cursor", NULL};
@@ -302,7 +302,7 @@ static void logs_query(pacerd *d, const http_request *rq, http_response *rs)
     rparams_free(&p);
 }
 
-static void metrics_query(pacerd *d, const http_request *rq, http_response *rs)
+static void metrics_query(const api_ctx *d, const http_request *rq, http_response *rs)
 {
     static const char *const allowed[] = {"app", "name", "attr", "from", "to", "from_ns", "to_ns", "limit",
                                           "cursor", NULL};
@@ -333,7 +333,7 @@ static bool any_param(void *ctx, const char *key, size_t kl, const char *value, 
     return false;
 }
 
-bool read_api_handle(pacerd *d, const http_request *rq, http_response *rs)
+bool read_api_handle(const api_ctx *d, const http_request *rq, http_response *rs)
 {
     const char *path = rq->path;
     if (strncmp(path, "/api/v1/traces/", 15) == 0) {

@@ -1,10 +1,10 @@
-/* GET /api/v1/schema (pacerd.h; docs/server.md, "The dashboard's reads"):
+/* GET /api/v1/schema (api.h; docs/server.md, "The dashboard's reads"):
  * the words pacerd's other answers use, from the tables that make them,
  * so that a reader (the dashboard) keeps no list of its own to drift:
  *
  *   issues   severities from the most severe, statuses and kinds, as
  *            grading gives them and the issues API filters by them
- *            (store_issues.h);
+ *            (issues_db.h);
  *   groups   per group kind of the percentile queries (page, startup,
  *            request, span: what /api/v1/series and histogram call
  *            "kind"), the metrics their answers hold under "metrics", in
@@ -14,8 +14,8 @@
  *
  * It takes no parameter.
  */
-#include "app/pacerd.h"
-#include "analysis/store_issues.h"
+#include "api.h"
+#include "analysis/issues_db.h"
 
 #include <pacer/base/json.h>
 
@@ -30,7 +30,7 @@ static void list(jbuf *b, const char *key, const char *const *words)
     jbuf_close(b, ']');
 }
 
-bool schema_api_handle(pacerd *d, const http_request *rq, http_response *rs)
+bool schema_api_handle(const api_ctx *d, const http_request *rq, http_response *rs)
 {
     (void)d;
     if (strcmp(rq->path, "/api/v1/schema") != 0)
@@ -46,9 +46,9 @@ bool schema_api_handle(pacerd *d, const http_request *rq, http_response *rs)
     jbuf_open(&b, '{');
     jbuf_key(&b, "issues");
     jbuf_open(&b, '{');
-    list(&b, "severities", iss_severities);
-    list(&b, "statuses", iss_statuses);
-    list(&b, "kinds", iss_kinds);
+    list(&b, "severities", issues_db_severities);
+    list(&b, "statuses", issues_db_statuses);
+    list(&b, "kinds", issues_db_kinds);
     jbuf_close(&b, '}');
     jbuf_key(&b, "groups");
     jbuf_open(&b, '{');

@@ -4,7 +4,7 @@
  *   pacerd --listen ADDR:PORT --clickhouse URL|--clickhouse-file FILE --admin-token-file FILE …
  *
  * Start: credentials → the application layer's settings → store (schema,
- * writer thread, the application layer's hooks and tables) → deliveries →
+ * writer thread) and the application layer's tables → deliveries →
  * analysis → HTTP → prints "pacerd: listening on http://ADDR:PORT" (https
  * with --tls-cert) on stdout. Signals, taken by the main thread only (sigwait):
  *   SIGHUP           reads the admin token and keys files again; a file
@@ -21,6 +21,8 @@
  * user of the machine can read in /proc.
  */
 #include "pacerd.h"
+#include "store/clickhouse/store_clickhouse.h"
+#include "store/sqlite/store_sqlite.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -509,6 +511,189 @@ static void log_line(void *ctx, const char *msg)
     fprintf(stderr, "pacerd: %s\n", msg);
 }
 
+/* The application layer's tables in the SQLite store's file, through its
+ * connections (issues_db.h). */
+static int state_read(void *ctx, int (*fn)(void *fn_ctx, sqlite3 *db), void *fn_ctx)
+{
+    return store_sqlite_read(ctx, fn, fn_ctx);
+}
+
+static int state_write(void *ctx, int (*fn)(void *fn_ctx, sqlite3 *db), void *fn_ctx)
+{
+    return store_sqlite_write(ctx, fn, fn_ctx);
+}
+
+/* What main holds besides the pacerd, for the clean-up. */
+typedef struct held {
+    char *cert, *key, *github_token, *url;
+    ana_config acfg;
+    bool acfg_loaded;
+} held;
+
+/* Stops and frees everything started, in the reverse order; accepts a
+ * pacerd started only in part. */
+static void shutdown_all(pacerd *d, held *h)
+{
+    http_stop(d->http);
+    analysis_stop(d->analysis);
+    deliver_stop(d->deliver);
+    issues_db_close(d->issues);
+    store_close(d->store);
+    dedupe_free(d->ingest.dedupe);
+    if (h->acfg_loaded)
+        ana_config_free(&h->acfg);
+    wipe_free(h->github_token);
+    wipe_free(h->url);
+    free(h->cert);
+    wipe_free(h->key);
+    auth_free(d->auth);
+    sessions_free(d->sessions);
+    web_free(d->web);
+    metrics_destroy(&d->metrics);
+}
+
+/* Opens the store and the application layer's tables: 0, or -1 with the
+ * reason on stderr. */
+static int open_store(const options *o, pacerd *d, held *h)
+{
+    char err[512];
+    store_options so = o->store;
+    so.log = log_line;
+    bool clickhouse = o->clickhouse || o->clickhouse_file;
+    if (!clickhouse) {
+        d->store = store_sqlite_open(o->db, &so, err, sizeof err);
+        if (!d->store) {
+            fprintf(stderr, "pacerd: %s\n", err);
+            return -1;
+        }
+        /* the application layer's tables beside the records, written in
+         * the writer's transactions */
+        issues_db_host host = {state_read, state_write, d->store};
+        if (!(d->issues = issues_db_open_in(&host, err, sizeof err))) {
+            fprintf(stderr, "pacerd: %s\n", err);
+            return -1;
+        }
+        /* one instance sees every record: copies sent without a batch id
+         * are recognised (the newest help, they are not needed: rows that
+         * cannot be read, which the store has told in the log and
+         * /healthz, leave the filter with fewer) */
+        int r;
+        if (!(d->ingest.dedupe = dedupe_new((size_t)h->acfg.dedupe_records)) ||
+            ((r = dedupe_fill(d->ingest.dedupe, d->store)) == -ENOMEM)) {
+            fprintf(stderr, "pacerd: cannot read the newest records' ids: out of memory\n");
+            return -1;
+        }
+        return 0;
+    }
+    if (o->clickhouse_file && !(h->url = read_url(o->clickhouse_file)))
+        return -1;
+    so.submitters = o->http.workers; /* the threads that may submit at once */
+    d->store = store_clickhouse_open(h->url ? h->url : o->clickhouse, &so, err, sizeof err);
+    if (!d->store) {
+        fprintf(stderr, "pacerd: %s\n", err);
+        return -1;
+    }
+    if (!o->state) {
+        fprintf(stderr, "pacerd: ClickHouse store: the application layer runs on the instance given --state: "
+                        "records are cleaned on ingest (--analysis-config); /api/v1/issues and "
+                        "/api/v1/cleaning answer 501 here\n");
+        return 0;
+    }
+    /* the application layer's tables in a SQLite file of their own */
+    if (!(d->issues = issues_db_open(o->state, err, sizeof err))) {
+        fprintf(stderr, "pacerd: --state: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+/* Starts everything, in order: 0, or -1 with the reason on stderr. */
+static int start(const options *o, pacerd *d, held *h)
+{
+    char err[512];
+    if (o->tls_cert && (!(h->cert = read_pem(o->tls_cert, "--tls-cert")) || !(h->key = read_pem(o->tls_key, "--tls-key"))))
+        return -1;
+    d->auth = auth_load(o->admin_file, o->keys_file, err, sizeof err);
+    if (!d->auth) {
+        fprintf(stderr, "pacerd: %s\n", err);
+        return -1;
+    }
+    /* the dashboard: without its files pacerd serves everything else */
+    const char *web_dirs[2];
+    size_t n_web_dirs = 0;
+    if (o->web_root) {
+        web_dirs[n_web_dirs++] = o->web_root;
+    } else {
+        if (from_build_tree())
+            web_dirs[n_web_dirs++] = PACER_BUILD_WEB_DIR;
+        web_dirs[n_web_dirs++] = PACER_WEB_DIR;
+    }
+    const char *web_dir = NULL;
+    char web_err[2048];
+    d->web = web_load_first(web_dirs, n_web_dirs, &web_dir, d->web_looked, sizeof d->web_looked, web_err,
+                            sizeof web_err);
+    if (!d->web)
+        fprintf(stderr, "pacerd: no dashboard: %s (--web-root DIR; / answers 404)\n", web_err);
+    if (!(d->sessions = sessions_new())) {
+        fprintf(stderr, "pacerd: out of memory\n");
+        return -1;
+    }
+    /* the application layer: its settings, its targets */
+    if (o->analysis_config) {
+        if (ana_config_load(o->analysis_config, &h->acfg, err, sizeof err) < 0) {
+            fprintf(stderr, "pacerd: --analysis-config %s\n", err);
+            return -1;
+        }
+    } else {
+        ana_config_defaults(&h->acfg);
+    }
+    h->acfg_loaded = true;
+    d->ingest.clean = (clean_limits){h->acfg.max_duration_ms, (int64_t)h->acfg.max_clock_skew_s * 1000000000LL};
+    deliver_target targets[MAX_TARGETS];
+    enum target_kind kinds[MAX_TARGETS];
+    size_t n_targets = 0;
+    for (size_t i = 0; i < o->n_webhooks; i++) {
+        targets[n_targets] = (deliver_target){TARGET_KIND_WEBHOOK, (char *)o->webhooks[i], NULL};
+        kinds[n_targets++] = TARGET_KIND_WEBHOOK;
+    }
+    if (o->github_url) {
+        if (!(h->github_token = read_token(o->github_token_file, "--github-token-file")))
+            return -1;
+        targets[n_targets] = (deliver_target){TARGET_KIND_GITHUB, (char *)o->github_url, h->github_token};
+        kinds[n_targets++] = TARGET_KIND_GITHUB;
+    }
+    if (open_store(o, d, h) < 0)
+        return -1;
+    d->ingest.store = d->api.store = d->store;
+    d->api.issues = d->issues;
+    d->api.acfg = &h->acfg;
+    if (d->issues) {
+        d->deliver = n_targets ? deliver_start(d->issues, targets, n_targets, &h->acfg) : NULL;
+        d->analysis = analysis_start(d->issues, d->store, &h->acfg, kinds, n_targets, deliver_kick, d->deliver);
+        if ((n_targets && !d->deliver) || !d->analysis) {
+            fprintf(stderr, "pacerd: cannot start the analysis or the deliveries (out of memory, or libcurl)\n");
+            return -1;
+        }
+    }
+    d->api.analysis = d->analysis;
+    http_options ho = o->http;
+    ho.max_discard_bytes = o->max_body;
+    ho.tls_cert_pem = h->cert;
+    ho.tls_key_pem = h->key;
+    http_app app = {.preflight = router_preflight, .handle = router_handle, .encode = router_encode,
+                    .done = router_done, .release = router_release, .ctx = d};
+    d->http = http_start(o->addr, o->port, &ho, &app, err, sizeof err);
+    free(h->cert); /* libmicrohttpd keeps its own copies */
+    wipe_free(h->key);
+    h->cert = h->key = NULL;
+    if (!d->http) {
+        fprintf(stderr, "pacerd: %s\n", err);
+        return -1;
+    }
+    d->tls = http_tls(d->http);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     options o = {0};
@@ -527,169 +712,21 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     fit_fd_limit(&o.http);
 
-    char err[512];
-    pacerd d = {.max_config_bytes = 1 << 20, .max_body = o.max_body, .retention_days = o.store.retention_days};
+    pacerd d = {.ingest = {.max_body = o.max_body, .retention_days = o.store.retention_days},
+                .api = {.max_config_bytes = 1 << 20}};
+    held h = {0};
     metrics_init(&d.metrics);
-    char *cert = NULL, *key = NULL;
-    if (o.tls_cert && (!(cert = read_pem(o.tls_cert, "--tls-cert")) || !(key = read_pem(o.tls_key, "--tls-key")))) {
-        free(cert);
+    if (start(&o, &d, &h) < 0) {
+        shutdown_all(&d, &h);
         return 1;
     }
-    d.auth = auth_load(o.admin_file, o.keys_file, err, sizeof err);
-    if (!d.auth) {
-        fprintf(stderr, "pacerd: %s\n", err);
-        free(cert);
-        wipe_free(key);
-        return 1;
-    }
-    /* the dashboard: without its files pacerd serves everything else */
-    const char *web_dirs[2];
-    size_t n_web_dirs = 0;
-    if (o.web_root) {
-        web_dirs[n_web_dirs++] = o.web_root;
-    } else {
-        if (from_build_tree())
-            web_dirs[n_web_dirs++] = PACER_BUILD_WEB_DIR;
-        web_dirs[n_web_dirs++] = PACER_WEB_DIR;
-    }
-    const char *web_dir = NULL;
-    char web_err[2048];
-    d.web = web_load_first(web_dirs, n_web_dirs, &web_dir, d.web_looked, sizeof d.web_looked, web_err,
-                           sizeof web_err);
-    if (!d.web)
-        fprintf(stderr, "pacerd: no dashboard: %s (--web-root DIR; / answers 404)\n", web_err);
-    d.sessions = sessions_new();
-    if (!d.sessions) {
-        fprintf(stderr, "pacerd: out of memory\n");
-        return 1;
-    }
-    /* the application layer: its settings, its hooks on the store, its targets */
-    ana_config acfg;
-    if (o.analysis_config) {
-        if (ana_config_load(o.analysis_config, &acfg, err, sizeof err) < 0) {
-            fprintf(stderr, "pacerd: --analysis-config %s\n", err);
-            auth_free(d.auth);
-            free(cert);
-            wipe_free(key);
-            return 1;
-        }
-    } else {
-        ana_config_defaults(&acfg);
-    }
-    d.acfg = &acfg;
-    d.clean = (clean_limits){acfg.max_duration_ms, (int64_t)acfg.max_clock_skew_s * 1000000000LL};
-    deliver_target targets[MAX_TARGETS];
-    enum target_kind kinds[MAX_TARGETS];
-    size_t n_targets = 0;
-    for (size_t i = 0; i < o.n_webhooks; i++) {
-        targets[n_targets] = (deliver_target){TARGET_KIND_WEBHOOK, (char *)o.webhooks[i], NULL};
-        kinds[n_targets++] = TARGET_KIND_WEBHOOK;
-    }
-    char *github_token = NULL;
-    if (o.github_url) {
-        if (!(github_token = read_token(o.github_token_file, "--github-token-file"))) {
-            ana_config_free(&acfg);
-            auth_free(d.auth);
-            free(cert);
-            wipe_free(key);
-            return 1;
-        }
-        targets[n_targets] = (deliver_target){TARGET_KIND_GITHUB, (char *)o.github_url, github_token};
-        kinds[n_targets++] = TARGET_KIND_GITHUB;
-    }
-    d.issues = issues_store_new(&acfg);
-    if (!d.issues) {
-        fprintf(stderr, "pacerd: out of memory\n");
-        return 1;
-    }
-    bool clickhouse = o.clickhouse || o.clickhouse_file;
-    if (clickhouse && !o.state) { /* the application layer runs on the instance given --state */
-        issues_store_free(d.issues);
-        d.issues = NULL;
-    } else if (!clickhouse) {
-        o.store.hooks = issues_store_hooks(d.issues);
-    }
-    o.store.log = log_line;
-    char *url = o.clickhouse_file ? read_url(o.clickhouse_file) : NULL;
-    if (o.clickhouse_file && !url) {
-        issues_store_free(d.issues);
-        ana_config_free(&acfg);
-        wipe_free(github_token);
-        auth_free(d.auth);
-        free(cert);
-        wipe_free(key);
-        return 1;
-    }
-    if (clickhouse) {
-        o.store.submitters = o.http.workers; /* the threads that may submit at once */
-        d.store = store_open_clickhouse(url ? url : o.clickhouse, &o.store, err, sizeof err);
-        if (d.store && !o.state)
-            fprintf(stderr, "pacerd: ClickHouse store: the application layer runs on the instance given --state: "
-                            "records are cleaned on ingest (--analysis-config); /api/v1/issues and "
-                            "/api/v1/cleaning answer 501 here\n");
-        if (d.store && o.state) {
-            /* the application layer's tables in a SQLite file of its own (no records in it) */
-            store_options so = {.log = log_line};
-            d.state = store_open(o.state, &so, err, sizeof err);
-            if (!d.state) {
-                store_close(d.store);
-                d.store = NULL;
-            }
-        }
-    } else {
-        d.store = store_open(o.db, &o.store, err, sizeof err);
-        d.state = d.store;
-    }
-    wipe_free(url);
-    if (!d.store || (d.issues && issues_store_open(d.issues, d.state, err, sizeof err) < 0)) {
-        fprintf(stderr, "pacerd: %s%s\n", d.store && o.state ? "--state: " : "", err);
-        if (d.state != d.store)
-            store_close(d.state);
-        store_close(d.store);
-        issues_store_free(d.issues);
-        ana_config_free(&acfg);
-        wipe_free(github_token);
-        auth_free(d.auth);
-        free(cert);
-        wipe_free(key);
-        return 1;
-    }
-    d.deliver = n_targets && d.issues ? deliver_start(d.state, targets, n_targets, &acfg) : NULL;
-    d.analysis = d.issues ? analysis_start(d.state, d.store, &acfg, kinds, n_targets,
-                                           deliver_kick, d.deliver)
-                          : NULL;
-    if (d.issues && ((n_targets && !d.deliver) || !d.analysis)) {
-        fprintf(stderr, "pacerd: cannot start the analysis or the deliveries (out of memory, or libcurl)\n");
-        return 1;
-    }
-    o.http.max_discard_bytes = o.max_body;
-    o.http.tls_cert_pem = cert;
-    o.http.tls_key_pem = key;
-    http_app app = {.preflight = pacerd_preflight, .handle = pacerd_handle, .encode = pacerd_encode,
-                    .done = pacerd_done, .release = pacerd_release, .ctx = &d};
-    d.http = http_start(o.addr, o.port, &o.http, &app, err, sizeof err);
-    free(cert); /* libmicrohttpd keeps its own copies */
-    wipe_free(key);
-    if (!d.http) {
-        fprintf(stderr, "pacerd: %s\n", err);
-        analysis_stop(d.analysis);
-        deliver_stop(d.deliver);
-        if (d.state != d.store)
-            store_close(d.state);
-        store_close(d.store);
-        issues_store_free(d.issues);
-        ana_config_free(&acfg);
-        wipe_free(github_token);
-        auth_free(d.auth);
-        return 1;
-    }
-    d.tls = http_tls(d.http);
     bool v6 = strchr(o.addr, ':') != NULL;
-    printf("pacerd: listening on %s://%s%s%s:%u\n", http_tls(d.http) ? "https" : "http", v6 ? "[" : "", o.addr,
+    printf("pacerd: listening on %s://%s%s%s:%u\n", d.tls ? "https" : "http", v6 ? "[" : "", o.addr,
            v6 ? "]" : "", http_port(d.http));
     fflush(stdout);
 
     int sig = 0;
+    char err[512];
     for (;;) {
         sigwait(&sigs, &sig);
         if (sig != SIGHUP)
@@ -708,18 +745,6 @@ int main(int argc, char **argv)
     size_t left = http_drain(d.http, o.drain_timeout_s * 1000);
     if (left)
         fprintf(stderr, "pacerd: %zu requests still in flight after %u s; closing them\n", left, o.drain_timeout_s);
-    http_stop(d.http);
-    analysis_stop(d.analysis);
-    deliver_stop(d.deliver);
-    if (d.state != d.store)
-        store_close(d.state);
-    store_close(d.store);
-    issues_store_free(d.issues);
-    ana_config_free(&acfg);
-    wipe_free(github_token);
-    auth_free(d.auth);
-    sessions_free(d.sessions);
-    web_free(d.web);
-    metrics_destroy(&d.metrics);
+    shutdown_all(&d, &h);
     return 0;
 }

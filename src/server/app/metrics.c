@@ -128,9 +128,54 @@ static double resident_bytes(void)
     return (double)rss * (double)sysconf(_SC_PAGESIZE);
 }
 
-void metrics_render(server_metrics *m, jbuf *b, const http_stats *hs, const store_stats *ss, const store_health *h,
-                    size_t n_keys)
+/* The application layer's series. */
+static void render_analysis(jbuf *b, const metrics_sources *src)
 {
+    if (src->cleaned) {
+        jbuf_puts(b, "# HELP pacerd_clean_records_total Pacer records kept out of the statistics (or counted), by "
+                     "reason (docs/server.md, Cleaning).\n# TYPE pacerd_clean_records_total counter\n");
+        for (int k = 1; k < CLEAN_COUNT; k++)
+            jbuf_printf(b, "pacerd_clean_records_total{reason=\"%s\"} %llu\n", clean_reason_name((enum clean_reason)k),
+                        (unsigned long long)src->cleaned[k]);
+    }
+    const analysis_stats *as = src->analysis;
+    if (as) {
+        jbuf_printf(b,
+                    "# HELP pacerd_analysis_cycles_total Analysis cycles run, and those that failed.\n"
+                    "# TYPE pacerd_analysis_cycles_total counter\n"
+                    "pacerd_analysis_cycles_total %llu\npacerd_analysis_failures_total %llu\n"
+                    "# HELP pacerd_analysis_rows_total Stored rows the analysis read.\n"
+                    "# TYPE pacerd_analysis_rows_total counter\npacerd_analysis_rows_total %llu\n"
+                    "# HELP pacerd_analysis_behind_rows Rows stored and not yet read by the analysis, after its last cycle.\n"
+                    "# TYPE pacerd_analysis_behind_rows gauge\npacerd_analysis_behind_rows %lld\n"
+                    "# HELP pacerd_analysis_cycle_seconds The last cycle's time.\n"
+                    "# TYPE pacerd_analysis_cycle_seconds gauge\npacerd_analysis_cycle_seconds %.6f\n"
+                    "# HELP pacerd_issue_transitions_total Deliveries queued for transitions of issues.\n"
+                    "# TYPE pacerd_issue_transitions_total counter\npacerd_issue_transitions_total %llu\n",
+                    (unsigned long long)as->cycles, (unsigned long long)as->failures, (unsigned long long)as->rows,
+                    (long long)as->behind, as->last_cycle_s, (unsigned long long)as->transitions);
+        static const char *const st[4] = {"new", "ongoing", "resolved", "regressed"};
+        jbuf_puts(b, "# HELP pacerd_issues Issues by status, all apps, after the last cycle.\n# TYPE pacerd_issues gauge\n");
+        for (int k = 0; k < 4; k++)
+            jbuf_printf(b, "pacerd_issues{status=\"%s\"} %lld\n", st[k], (long long)as->issues[k]);
+    }
+    const deliver_stats *ds = src->deliveries;
+    if (ds)
+        jbuf_printf(b,
+                    "# HELP pacerd_deliveries_total Deliveries to webhooks and the issue tracker: delivered, "
+                    "attempts that failed (tried again), given up.\n# TYPE pacerd_deliveries_total counter\n"
+                    "pacerd_deliveries_total{result=\"delivered\"} %llu\n"
+                    "pacerd_deliveries_total{result=\"retried\"} %llu\n"
+                    "pacerd_deliveries_total{result=\"given_up\"} %llu\n",
+                    (unsigned long long)ds->delivered, (unsigned long long)ds->attempts_failed,
+                    (unsigned long long)ds->given_up);
+}
+
+void metrics_render(server_metrics *m, jbuf *b, const metrics_sources *src)
+{
+    const http_stats *hs = src->http;
+    const store_stats *ss = src->store;
+    const store_health *h = src->health;
     server_metrics c;
     pthread_mutex_lock(&m->lock);
     c = *m;
@@ -212,11 +257,12 @@ void metrics_render(server_metrics *m, jbuf *b, const http_stats *hs, const stor
     gauge(b, "pacerd_store_disk_free_bytes", "Free space on the database's file system (for unprivileged users).",
           (double)ss->disk_free_bytes);
 
-    gauge(b, "pacerd_auth_keys", "Ingest keys loaded.", (double)n_keys);
+    gauge(b, "pacerd_auth_keys", "Ingest keys loaded.", (double)src->n_keys);
     help(b, "pacerd_auth_reloads_total", "counter", "Reloads of the admin token and keys files (SIGHUP).");
     jbuf_printf(b, "pacerd_auth_reloads_total{result=\"ok\"} %llu\n", (unsigned long long)c.reloads);
     jbuf_printf(b, "pacerd_auth_reloads_total{result=\"failed\"} %llu\n", (unsigned long long)c.reload_failures);
     gauge(b, "pacerd_process_resident_bytes", "Resident memory of pacerd.", resident_bytes());
     gauge(b, "pacerd_process_uptime_seconds", "Seconds since pacerd started.",
           (double)(mono_ns() - c.started_ns) / 1e9);
+    render_analysis(b, src);
 }

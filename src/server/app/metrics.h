@@ -5,13 +5,17 @@
  * credential reloads. Read from their owners at each scrape: the HTTP
  * layer's (connections, rejects, queue, queue wait, bodies in flight), the
  * store's (health, transactions and their latency, failures by cause, file
- * sizes, free disk) and the process's resident memory. docs/server.md
- * lists every series.
+ * sizes, free disk, the cleaning counts), the application layer's
+ * (analysis cycles, issues, deliveries) and the process's resident memory.
+ * docs/server.md lists every series.
  */
 #ifndef PACER_SERVER_METRICS_H
 #define PACER_SERVER_METRICS_H
 
+#include "analysis/analysis.h"
+#include "analysis/deliver.h"
 #include "http/http.h"
+#include "ingest/clean.h"
 #include "store/store.h"
 
 #include <pacer/base/json.h>
@@ -70,8 +74,18 @@ void metrics_reject(server_metrics *m, enum metrics_reject why);
 void metrics_stored(server_metrics *m, enum route r, uint64_t n);
 void metrics_reload(server_metrics *m, bool ok);
 
+/* What a scrape reads from the figures' owners. */
+typedef struct metrics_sources {
+    const http_stats *http;
+    const store_stats *store;
+    const store_health *health;
+    size_t n_keys;
+    const uint64_t *cleaned;         /* per enum clean_reason; NULL: the application layer runs elsewhere */
+    const analysis_stats *analysis;  /* or NULL */
+    const deliver_stats *deliveries; /* or NULL */
+} metrics_sources;
+
 /* The text of /metrics into b. */
-void metrics_render(server_metrics *m, jbuf *b, const http_stats *hs, const store_stats *ss, const store_health *h,
-                    size_t n_keys);
+void metrics_render(server_metrics *m, jbuf *b, const metrics_sources *src);
 
 #endif

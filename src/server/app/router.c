@@ -1,4 +1,5 @@
-/* Routes, credentials and limits (pacerd.h).
+/* Routes, credentials and limits (pacerd.h): which handler answers a
+ * request, once the credential grants it.
  *
  *   route                          methods              credential              runs on
  *   /healthz                       GET HEAD             none                    the I/O thread
@@ -17,14 +18,13 @@
  * carry the session's CSRF token too (else 403).
  * OPTIONS on any of them (and OPTIONS *) answers 204 with Allow, without a
  * credential; another method 405 with Allow. Everything is decided on the
- * headers (pacerd_preflight), so a refused request's body is never read:
+ * headers (router_preflight), so a refused request's body is never read:
  * 401 when no usable credential was sent, 403 when it does not grant the
  * endpoint, 429 with Retry-After when the key's rate or daily quota is
  * used up. Credentials are never echoed back nor logged. Routes other than
  * /api/v1 take no query parameters.
  */
 #include "pacerd.h"
-#include "store/clickhouse/store_ch_source.h"
 
 #include <pacer/base/clock.h>
 
@@ -108,7 +108,7 @@ static http_plan refuse_credential(pacerd *d, http_response *rs, bool forbidden,
     return HTTP_ANSWERED;
 }
 
-http_plan pacerd_preflight(void *ctx, http_request *rq, http_response *rs, size_t *ret_max_body)
+http_plan router_preflight(void *ctx, http_request *rq, http_response *rs, size_t *ret_max_body)
 {
     pacerd *d = ctx;
     route_state *st = calloc(1, sizeof *st);
@@ -175,7 +175,7 @@ http_plan pacerd_preflight(void *ctx, http_request *rq, http_response *rs, size_
             http_error(rs, 429, "%s: retry after %u s", why, retry);
             return HTTP_ANSWERED;
         }
-        *ret_max_body = d->max_body;
+        *ret_max_body = d->ingest.max_body;
         st->coming = true;
         store_coming(d->store, 1);
         break;
@@ -190,7 +190,7 @@ http_plan pacerd_preflight(void *ctx, http_request *rq, http_response *rs, size_
         if (!get && who != AUTH_ADMIN)
             return refuse_credential(d, rs, true, "%s", "changing a config takes the admin token");
         if (!get)
-            *ret_max_body = d->max_config_bytes;
+            *ret_max_body = d->api.max_config_bytes;
         break;
     case ROUTE_QUERY:
         if (who != AUTH_ADMIN)
@@ -240,6 +240,16 @@ static void healthz(pacerd *d, http_response *rs)
     http_json(rs, 503, &b);
 }
 
+/* A tally of the store (its cleaning counts) into its reason's slot. */
+static void add_cleaned(void *ctx, const char *reason, uint64_t count, int64_t last_ns)
+{
+    (void)last_ns;
+    uint64_t *cleaned = ctx;
+    for (int k = 1; k < CLEAN_COUNT; k++)
+        if (strcmp(reason, clean_reason_name((enum clean_reason)k)) == 0)
+            cleaned[k] = count;
+}
+
 static void metrics_page(pacerd *d, http_response *rs)
 {
     http_stats hs;
@@ -248,10 +258,25 @@ static void metrics_page(pacerd *d, http_response *rs)
     http_get_stats(d->http, &hs);
     store_get_stats(d->store, &ss);
     store_health_get(d->store, 0, &h);
+    metrics_sources src = {&hs, &ss, &h, auth_n_keys(d->auth), NULL, NULL, NULL};
+    uint64_t cleaned[CLEAN_COUNT] = {0};
+    analysis_stats as;
+    deliver_stats ds;
+    if (d->issues) {
+        store_tallies(d->store, NULL, add_cleaned, cleaned);
+        src.cleaned = cleaned;
+    }
+    if (d->analysis) {
+        analysis_get_stats(d->analysis, &as);
+        src.analysis = &as;
+    }
+    if (d->deliver) {
+        deliver_get_stats(d->deliver, &ds);
+        src.deliveries = &ds;
+    }
     jbuf b;
     jbuf_init(&b);
-    metrics_render(&d->metrics, &b, &hs, &ss, &h, auth_n_keys(d->auth));
-    issues_metrics_render(d, &b);
+    metrics_render(&d->metrics, &b, &src);
     size_t len;
     char *text = jbuf_steal(&b, &len);
     if (!text) {
@@ -264,7 +289,7 @@ static void metrics_page(pacerd *d, http_response *rs)
     rs->content_type = "text/plain; version=0.0.4; charset=utf-8";
 }
 
-void pacerd_handle(void *ctx, const http_request *rq, http_response *rs)
+void router_handle(void *ctx, const http_request *rq, http_response *rs)
 {
     pacerd *d = ctx;
     route_state *st = rq->state;
@@ -274,7 +299,7 @@ void pacerd_handle(void *ctx, const http_request *rq, http_response *rs)
     case ROUTE_TRACES:
     case ROUTE_LOGS:
     case ROUTE_METRICS_INGEST:
-        ingest_handle(d, st->id.app, rq, rs, &st->coming);
+        ingest_handle(&d->ingest, st->id.app, rq, rs, &st->coming);
         if (rs->status == 429)
             metrics_reject(&d->metrics, MREJ_STORE_QUEUE);
         else if (rs->status == 503)
@@ -282,17 +307,18 @@ void pacerd_handle(void *ctx, const http_request *rq, http_response *rs)
         return;
     case ROUTE_CONFIG:
         if (strcmp(rq->method, "PUT") == 0)
-            config_put(d, st->app, rq, rs);
+            config_put(&d->api, st->app, rq, rs);
         else
-            config_get(d, st->app, rq, rs);
+            config_get(&d->api, st->app, rq, rs);
         if (rs->status == 503)
             metrics_reject(&d->metrics, MREJ_STORE_FAILED);
         return;
     case ROUTE_QUERY:
         if (strcmp(rq->path, "/api/v1/samples") == 0)
-            samples_handle(d, rq, rs);
-        else if (!issues_api_handle(d, rq, rs) && !read_api_handle(d, rq, rs) && !dash_handle(d, rq, rs))
-            query_handle(d, rq, rs);
+            samples_handle(&d->api, rq, rs);
+        else if (!issues_api_handle(&d->api, rq, rs) && !read_api_handle(&d->api, rq, rs) &&
+                 !dash_handle(&d->api, rq, rs))
+            query_handle(&d->api, rq, rs);
         if (rs->status == 503)
             metrics_reject(&d->metrics, MREJ_STORE_FAILED);
         return;
@@ -302,57 +328,7 @@ void pacerd_handle(void *ctx, const http_request *rq, http_response *rs)
     }
 }
 
-void issues_metrics_render(pacerd *d, jbuf *b)
-{
-    if (d->issues) {
-        uint64_t totals[CLEAN_COUNT];
-        if (d->state != d->store)
-            ch_source_clean_totals(d->store, totals);
-        else
-            issues_clean_totals(d->issues, totals);
-        jbuf_puts(b, "# HELP pacerd_clean_records_total Pacer records kept out of the statistics (or counted), by "
-                     "reason (docs/server.md, Cleaning).\n# TYPE pacerd_clean_records_total counter\n");
-        for (int k = 1; k < CLEAN_COUNT; k++)
-            jbuf_printf(b, "pacerd_clean_records_total{reason=\"%s\"} %llu\n", clean_reason_name((enum clean_reason)k),
-                        (unsigned long long)totals[k]);
-    }
-    if (d->analysis) {
-        analysis_stats as;
-        analysis_get_stats(d->analysis, &as);
-        jbuf_printf(b,
-                    "# HELP pacerd_analysis_cycles_total Analysis cycles run, and those that failed.\n"
-                    "# TYPE pacerd_analysis_cycles_total counter\n"
-                    "pacerd_analysis_cycles_total %llu\npacerd_analysis_failures_total %llu\n"
-                    "# HELP pacerd_analysis_rows_total Stored rows the analysis read.\n"
-                    "# TYPE pacerd_analysis_rows_total counter\npacerd_analysis_rows_total %llu\n"
-                    "# HELP pacerd_analysis_behind_rows Rows stored and not yet read by the analysis, after its last cycle.\n"
-                    "# TYPE pacerd_analysis_behind_rows gauge\npacerd_analysis_behind_rows %lld\n"
-                    "# HELP pacerd_analysis_cycle_seconds The last cycle's time.\n"
-                    "# TYPE pacerd_analysis_cycle_seconds gauge\npacerd_analysis_cycle_seconds %.6f\n"
-                    "# HELP pacerd_issue_transitions_total Deliveries queued for transitions of issues.\n"
-                    "# TYPE pacerd_issue_transitions_total counter\npacerd_issue_transitions_total %llu\n",
-                    (unsigned long long)as.cycles, (unsigned long long)as.failures, (unsigned long long)as.rows,
-                    (long long)as.behind, as.last_cycle_s, (unsigned long long)as.transitions);
-        static const char *const st[4] = {"new", "ongoing", "resolved", "regressed"};
-        jbuf_puts(b, "# HELP pacerd_issues Issues by status, all apps, after the last cycle.\n# TYPE pacerd_issues gauge\n");
-        for (int k = 0; k < 4; k++)
-            jbuf_printf(b, "pacerd_issues{status=\"%s\"} %lld\n", st[k], (long long)as.issues[k]);
-    }
-    if (d->deliver) {
-        deliver_stats ds;
-        deliver_get_stats(d->deliver, &ds);
-        jbuf_printf(b,
-                    "# HELP pacerd_deliveries_total Deliveries to webhooks and the issue tracker: delivered, "
-                    "attempts that failed (tried again), given up.\n# TYPE pacerd_deliveries_total counter\n"
-                    "pacerd_deliveries_total{result=\"delivered\"} %llu\n"
-                    "pacerd_deliveries_total{result=\"retried\"} %llu\n"
-                    "pacerd_deliveries_total{result=\"given_up\"} %llu\n",
-                    (unsigned long long)ds.delivered, (unsigned long long)ds.attempts_failed,
-                    (unsigned long long)ds.given_up);
-    }
-}
-
-void pacerd_encode(void *ctx, const http_request *rq, http_response *rs)
+void router_encode(void *ctx, const http_request *rq, http_response *rs)
 {
     (void)ctx;
     const char *p = rq->path;
@@ -360,7 +336,7 @@ void pacerd_encode(void *ctx, const http_request *rq, http_response *rs)
         ingest_encode_answer(rq, rs);
 }
 
-void pacerd_done(void *ctx, const http_request *rq, const http_response *rs)
+void router_done(void *ctx, const http_request *rq, const http_response *rs)
 {
     pacerd *d = ctx;
     const route_state *st = rq->state;
@@ -372,7 +348,7 @@ void pacerd_done(void *ctx, const http_request *rq, const http_response *rs)
     }
 }
 
-void pacerd_release(void *ctx, const http_request *rq)
+void router_release(void *ctx, const http_request *rq)
 {
     pacerd *d = ctx;
     route_state *st = rq->state;

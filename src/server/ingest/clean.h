@@ -14,16 +14,17 @@
  *                      whose phases are (first screen after the main
  *                      frame, the main frame after full display)
  * Those records are not stored: ingest counts them as rejected in
- * partialSuccess, naming the reason; the store counts them by reason.
+ * partialSuccess, naming the reason, and hands them to the store as
+ * tallies (store.h, store_tally), which it counts by reason.
  *
  *   duplicate          a record already stored (the same record id: a
  *                      span's trace and span id; a log record's or data
  *                      point's app, session, time, type or name and
  *                      content) sent again without X-Pacer-Batch-Id — a
  *                      batch resent by an SDK that sends no batch ids:
- *                      stored once, counted here (store_issues.c decides,
- *                      in the writer); a batch with an id is stored once
- *                      by its id
+ *                      stored once, counted here (dedupe.h decides,
+ *                      before the batch is submitted); a batch with an
+ *                      id is stored once by its id
  *   startup_outlier    a start-up the SDK flagged as an outlier (Matrix's
  *                      rule): stored and counted, its times left out of
  *                      the percentiles

@@ -1,19 +1,17 @@
-/* OTLP ingest: POST /v1/traces, /v1/logs, /v1/metrics (pacerd.h).
+/* Ingest (ingest.h): an OTLP export request's body, whichever front
+ * received it, into the store.
  *
- * request → checks (content type: protobuf or JSON; encoding: gzip or
- *           identity; batch id) → gunzip up to --max-body (gunzip.c)
- *         → decode (otlp_proto.c or otlp.c: the same batch)
- *         → one store_record per accepted item (the mapping below), with its
- *           resource and scope as OTLP JSON (the store keeps each once);
- *           a pacer record with an impossible value is marked cleaned
- *           (clean.h: counted as rejected, kept out of the store by its
- *           hooks, counted there by reason)
- *         → store_submit (blocks until committed)
- *         → 200 with an Export…ServiceResponse, its partialSuccess the
- *           rejected items or the skipped unknown fields, in the request's
- *           encoding and with its Content-Type; every error answer of the
- *           route, the HTTP layer's too, becomes a google.rpc.Status in the
- *           request's encoding (ingest_encode_answer)
+ * body → decode (otlp_proto.c or otlp.c: the same batch)
+ *      → one store_record per accepted item (the mapping below), with its
+ *        resource and scope as OTLP JSON (the store keeps each once)
+ *      → cleaning (clean.h): a pacer record with an impossible value is
+ *        kept out, counted as rejected and tallied by reason; a copy of a
+ *        record stored before, sent without a batch id, is kept out and
+ *        tallied (dedupe.h); a start-up outlier is stored and tallied
+ *      → store_submit: the records and the tallies, atomically (blocks
+ *        until committed)
+ * The HTTP front (ingest_http.c) checks and inflates the body first and
+ * answers in OTLP/HTTP's shape.
  *
  * Spans are told apart by the attribute pacer.type (docs/server.md, "OTLP
  * mapping"): a record type of the schema that has a table ("page" →
@@ -29,9 +27,9 @@
  * The resource's service.name must be the app of the key (a key never writes
  * into another app); a resource without one takes the key's app.
  */
-#include "app/pacerd.h"
+#include "ingest.h"
 #include "clean.h"
-#include "gunzip.h"
+#include "dedupe.h"
 #include "otlp.h"
 #include "urlfold.h"
 
@@ -66,7 +64,6 @@ void ingest_malloc_setup(void)
     mallopt(M_ARENA_MAX, 4);
 }
 
-#define MAX_BATCH_ID 128
 
 /* Text made while mapping (patterns, JSON): a bump allocator freed with the
  * request, so mapping a span allocates nothing of its own. */
@@ -131,6 +128,7 @@ typedef struct mapper {
     const clean_limits *clean;
     int64_t now_ns;
     size_t cleaned;     /* records cleaning keeps out (counted in rejected) */
+    uint8_t *why;       /* per record mapped: its enum clean_reason, CLEAN_OK to store it */
 } mapper;
 
 static void reject(mapper *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -473,6 +471,7 @@ typedef struct item {
     const otlp_attrs *attrs;
     const char *log_type;
     const char *extra; /* a record's attributes that no column took */
+    enum clean_reason clean; /* why cleaning keeps the record out, or CLEAN_OK */
     const char *clean_field; /* what cleaning found impossible */
 } item;
 
@@ -733,19 +732,19 @@ static const char *join_name(mapper *m, const store_record *r, const int *cols, 
  * reason; else each duration, the time, the order of the phases. */
 static void clean_row(mapper *m, const store_table_desc *t, item *it, store_record *r)
 {
-    for (size_t c = 0; c < t->n_cols && !r->clean; c++) {
+    for (size_t c = 0; c < t->n_cols && !it->clean; c++) {
         const store_column *col = &t->cols[c];
         if (col->source != SRC_FIELD || col->field->type != PACER_TYPE_MS || r->cols[c].type != SV_REAL)
             continue;
         enum clean_reason why = clean_duration(m->clean, r->cols[c].d);
         if (why) {
-            r->clean = (uint8_t)why;
+            it->clean = why;
             it->clean_field = col->attrs[0];
         }
     }
-    if (!r->clean && (r->clean = (uint8_t)clean_time(m->clean, it->ts, m->now_ns)))
+    if (!it->clean && (it->clean = clean_time(m->clean, it->ts, m->now_ns)))
         it->clean_field = "the time";
-    if (r->clean)
+    if (it->clean)
         return;
     double f[3];
     if (t->type->id == PACER_RECORD_PAGE) {
@@ -754,7 +753,7 @@ static void clean_row(mapper *m, const store_table_desc *t, item *it, store_reco
             int c = t->field_cols[order[k]];
             f[k] = c >= 0 && r->cols[c].type == SV_REAL ? r->cols[c].d : NAN;
         }
-        r->clean = (uint8_t)clean_page(f[0], f[1], f[2]);
+        it->clean = clean_page(f[0], f[1], f[2]);
     } else if (t->type->id == PACER_RECORD_STARTUP) {
         static const long order[3] = {PACER_STARTUP_FIRST_SCREEN_MS, PACER_STARTUP_COLD_MS,
                                       PACER_STARTUP_FULL_DISPLAY_MS};
@@ -762,9 +761,9 @@ static void clean_row(mapper *m, const store_table_desc *t, item *it, store_reco
             int c = t->field_cols[order[k]];
             f[k] = c >= 0 && r->cols[c].type == SV_REAL ? r->cols[c].d : NAN;
         }
-        r->clean = (uint8_t)clean_startup(f[0], f[1], f[2]);
+        it->clean = clean_startup(f[0], f[1], f[2]);
     }
-    if (r->clean)
+    if (it->clean)
         it->clean_field = "the phases";
 }
 
@@ -795,8 +794,8 @@ static bool map_record(mapper *m, const otlp_span *s, const store_table_desc *t,
             *bad = col->attrs[k];
             return false;
         }
-        if (why && !r->clean) {
-            r->clean = (uint8_t)why;
+        if (why && !it->clean) {
+            it->clean = why;
             it->clean_field = col->attrs[k];
         }
     }
@@ -890,11 +889,12 @@ static size_t map_spans(mapper *m, store_record *recs)
                    s->name, bad ? bad : "?");
             continue;
         }
-        if (r->clean) {
+        if (it.clean) {
             m->cleaned++;
             reject(m, "spans[%zu] (\"%.100s\"): not used: %s (%s; docs/server.md, Cleaning)", i, s->name,
-                   clean_reason_name((enum clean_reason)r->clean), it.clean_field ? it.clean_field : "?");
+                   clean_reason_name(it.clean), it.clean_field ? it.clean_field : "?");
         }
+        m->why[n] = (uint8_t)it.clean;
         fill_row(m, t, &it, r);
         r->app = app;
         r->version = res->service_version;
@@ -907,11 +907,11 @@ static size_t map_spans(mapper *m, store_record *recs)
 }
 
 /* Cleaning of pacer's log records (jank, leak): the time, a jank's duration. */
-static void clean_log(mapper *m, const otlp_log *l, const char *type, store_record *r, size_t index)
+static enum clean_reason clean_log(mapper *m, const otlp_log *l, const char *type, size_t index)
 {
     const pacer_record_type *rt = type ? pacer_record_type_find(type, strlen(type)) : NULL;
     if (!rt || rt->signal != PACER_SIGNAL_LOGS)
-        return;
+        return CLEAN_OK;
     const char *what = "the time";
     enum clean_reason why = clean_time(m->clean, l->time_ns, m->now_ns);
     const otlp_value *v = rt->id == PACER_RECORD_JANK ? otlp_attr(&l->attrs, "pacer.duration_ms") : NULL;
@@ -921,11 +921,11 @@ static void clean_log(mapper *m, const otlp_log *l, const char *type, store_reco
         what = "pacer.duration_ms";
     }
     if (!why)
-        return;
-    r->clean = (uint8_t)why;
+        return CLEAN_OK;
     m->cleaned++;
     reject(m, "logRecords[%zu] (%s): not used: %s (%s; docs/server.md, Cleaning)", index, type,
            clean_reason_name(why), what);
+    return why;
 }
 
 static size_t map_logs(mapper *m, store_record *recs)
@@ -947,6 +947,7 @@ static size_t map_logs(mapper *m, store_record *recs)
             reject(m, "logRecords[%zu]: attribute %s has the wrong type", i, bad);
             continue;
         }
+        m->why[n] = CLEAN_OK;
         store_record *r = &recs[n++];
         memset(r, 0, sizeof *r);
         r->table = TABLE_LOGS;
@@ -954,7 +955,7 @@ static size_t map_logs(mapper *m, store_record *recs)
         item it = {.app = app, .version = res->service_version, .session = session ? session : res->session,
                    .ts = l->time_ns, .log = l, .attrs = &l->attrs, .log_type = type};
         fill_row(m, t, &it, r);
-        clean_log(m, l, type, r, i);
+        m->why[n - 1] = (uint8_t)clean_log(m, l, type, i);
         r->resource = &m->resources[l->resource];
         r->scope = m->b->n_scopes ? &m->scopes[l->scope] : NULL;
         if (m->arena.oom)
@@ -979,6 +980,7 @@ static size_t map_points(mapper *m, store_record *recs)
             reject(m, "dataPoints[%zu]: attribute %s has the wrong type", i, bad);
             continue;
         }
+        m->why[n] = CLEAN_OK;
         store_record *r = &recs[n++];
         memset(r, 0, sizeof *r);
         r->table = TABLE_METRIC_POINTS;
@@ -988,7 +990,7 @@ static size_t map_points(mapper *m, store_record *recs)
         fill_row(m, t, &it, r);
         enum clean_reason why;
         if (p->name && strncmp(p->name, "pacer.", 6) == 0 && (why = clean_time(m->clean, p->time_ns, m->now_ns))) {
-            r->clean = (uint8_t)why;
+            m->why[n - 1] = (uint8_t)why;
             m->cleaned++;
             reject(m, "dataPoints[%zu] (%.100s): not used: %s (the time; docs/server.md, Cleaning)", i, p->name,
                    clean_reason_name(why));
@@ -1001,314 +1003,131 @@ static size_t map_points(mapper *m, store_record *recs)
     return n;
 }
 
-static bool batch_id_ok(const char *id)
+/* A record's time, for its tally: its ts column. */
+static int64_t record_ts(const store_record *r)
 {
-    size_t n = strlen(id);
-    if (n == 0 || n > MAX_BATCH_ID)
-        return false;
-    for (; *id; id++)
-        if (!((*id >= 'a' && *id <= 'z') || (*id >= 'A' && *id <= 'Z') || (*id >= '0' && *id <= '9') ||
-              *id == '-' || *id == '_' || *id == '.' || *id == ':'))
-            return false;
-    return true;
+    int c = store_layout_col(r->table, SRC_COMMON, PACER_COMMON_TS);
+    return c >= 0 && r->cols[c].type == SV_INT ? r->cols[c].i : r->ts_ns;
 }
 
-/* The media types OTLP/HTTP bodies come in, and the encoding of each;
- * an answer carries the request's own (OTLP/HTTP: "the same
- * Content-Type in the response as it received in the request"). */
-static const struct {
-    const char *type;
-    bool proto;
-} media[] = {
-    {"application/json", false},
-    {"application/x-protobuf", true},
-    {"application/protobuf", true}, /* the name registered since */
-};
-
-/* The request's media type (its Content-Type without parameters), or -1
- * when it is none of them. */
-static int media_of(const http_request *rq)
+int ingest_batch(const ingest_ctx *ig, const char *app, enum ingest_signal what, bool proto, const char *body,
+                 size_t body_len, const char *batch_id, const char *endpoint, bool *coming, ingest_outcome *ret,
+                 char *err, size_t err_size)
 {
-    const char *ct = http_header(rq, "Content-Type");
-    for (size_t i = 0; ct && i < sizeof media / sizeof media[0]; i++) {
-        size_t n = strlen(media[i].type);
-        if (strncasecmp(ct, media[i].type, n) == 0 && (!ct[n] || ct[n] == ';' || ct[n] == ' '))
-            return (int)i;
-    }
-    return -1;
-}
-
-/* The gRPC code of a status, for the google.rpc.Status of an error answer
- * (OTLP/HTTP does not use it; gRPC's own meanings, so that a client that
- * records it reads what happened: 413 is what a gRPC server says to a
- * message over its limit, and without RetryInfo it is not retryable). */
-static int grpc_code(unsigned status)
-{
-    switch (status) {
-    case 400: return 3;  /* INVALID_ARGUMENT */
-    case 401: return 16; /* UNAUTHENTICATED */
-    case 403: return 7;  /* PERMISSION_DENIED */
-    case 404: return 5;  /* NOT_FOUND */
-    case 405: return 12; /* UNIMPLEMENTED */
-    case 413: return 8;  /* RESOURCE_EXHAUSTED */
-    case 415: return 3;
-    case 429: return 8;
-    case 500: return 13; /* INTERNAL */
-    case 501: return 12;
-    case 503: return 14; /* UNAVAILABLE */
-    default: return 2;   /* UNKNOWN */
-    }
-}
-
-/* The message of an {"error": "…"} body (malloc'd), or NULL. */
-static char *error_message(const http_response *rs)
-{
-    if (!rs->body || !rs->len)
-        return NULL;
-    char *text = malloc(rs->len + 1), *msg = NULL;
-    if (!text)
-        return NULL;
-    memcpy(text, rs->body, rs->len);
-    jread r;
-    jread_init(&r, text, rs->len, NULL, 0);
-    const char *k;
-    size_t kl;
-    jvalue v;
-    if (jread_enter_object(&r))
-        while (!msg && jread_member(&r, &k, &kl) > 0 && jread_value(&r, &v))
-            if (kl == 5 && memcmp(k, "error", 5) == 0 && v.type == JT_STRING)
-                msg = strdup(v.s);
-    free(text);
-    return msg;
-}
-
-/* What a 400's message names as bad: the NAME of "NAME: why" when NAME is
- * one word (a header, a parameter, a path into the body), else "" — and
- * why in *ret_why. */
-static void bad_part(const char *msg, char *field, size_t field_size, const char **ret_why)
-{
-    const char *colon = strstr(msg, ": ");
-    size_t n = colon ? (size_t)(colon - msg) : 0;
-    field[0] = 0;
-    *ret_why = msg;
-    if (!n || n >= field_size || memchr(msg, ' ', n))
-        return;
-    memcpy(field, msg, n);
-    field[n] = 0;
-    *ret_why = colon + 2;
-}
-
-void ingest_encode_answer(const http_request *rq, http_response *rs)
-{
-    if (rs->status < 400)
-        return; /* ingest_handle wrote its Export…ServiceResponse; OPTIONS has no body */
-    int m = media_of(rq);
-    bool proto = m >= 0 && media[m].proto;
-    /* a request in neither encoding (415, or a GET) gets JSON */
-    const char *type = m >= 0 ? media[m].type : "application/json";
-    if ((rs->status == 429 || rs->status == 503) && rs->retry_after <= 0)
-        rs->retry_after = 1; /* OTLP clients wait what Retry-After says, else back off */
-    char *msg = error_message(rs);
-    const char *text = msg ? msg : "";
-    char field[128];
-    const char *why = text;
-    bool bad = rs->status == 400;
-    if (bad)
-        bad_part(text, field, sizeof field, &why);
-    char *body = NULL;
-    size_t len = 0;
-    if (proto) {
-        body = (char *)otlp_proto_status(grpc_code(rs->status), text, bad ? field : NULL, why, &len);
-    } else {
-        /* google.rpc.Status in proto3 JSON */
-        jbuf b;
-        jbuf_init(&b);
-        jbuf_open(&b, '{');
-        jbuf_kv_i64(&b, "code", grpc_code(rs->status));
-        jbuf_kv_str(&b, "message", text);
-        if (bad) {
-            jbuf_key(&b, "details");
-            jbuf_open(&b, '[');
-            jbuf_open(&b, '{');
-            jbuf_kv_str(&b, "@type", OTLP_BAD_REQUEST_TYPE);
-            jbuf_key(&b, "fieldViolations");
-            jbuf_open(&b, '[');
-            jbuf_open(&b, '{');
-            if (field[0])
-                jbuf_kv_str(&b, "field", field);
-            jbuf_kv_str(&b, "description", why);
-            jbuf_close(&b, '}');
-            jbuf_close(&b, ']');
-            jbuf_close(&b, '}');
-            jbuf_close(&b, ']');
-        }
-        jbuf_close(&b, '}');
-        body = jbuf_steal(&b, &len);
-    }
-    free(msg);
-    if (!body)
-        return; /* out of memory: the answer stays as it was */
-    free(rs->body);
-    rs->body = body;
-    rs->len = len;
-    rs->content_type = type;
-}
-
-static void out_of_memory(http_response *rs)
-{
-    rs->retry_after = 1;
-    http_error(rs, 503, "out of memory");
-}
-
-void ingest_handle(pacerd *d, const char *app, const http_request *rq, http_response *rs, bool *coming)
-{
-    enum { TRACES, LOGS, METRICS } what =
-        strcmp(rq->path, "/v1/traces") == 0 ? TRACES : strcmp(rq->path, "/v1/logs") == 0 ? LOGS : METRICS;
-    static const char *const rejected_field[] = {"rejectedSpans", "rejectedLogRecords", "rejectedDataPoints"};
-
-    int media_type = media_of(rq);
-    if (media_type < 0) {
-        http_error(rs, 415, "Content-Type: pacerd takes OTLP/HTTP, application/x-protobuf or application/json");
-        return;
-    }
-    bool proto = media[media_type].proto;
-    const char *ce = http_header(rq, "Content-Encoding");
-    bool gzip = ce && strcasecmp(ce, "gzip") == 0;
-    if (ce && !gzip && strcasecmp(ce, "identity") != 0) {
-        http_error(rs, 415, "Content-Encoding: %.40s is not supported: send gzip or identity", ce);
-        return;
-    }
-    const char *batch_id = http_header(rq, "X-Pacer-Batch-Id");
-    if (batch_id && !batch_id_ok(batch_id)) {
-        http_error(rs, 400, "X-Pacer-Batch-Id: expected 1-%d characters of A-Z a-z 0-9 - _ . :", MAX_BATCH_ID);
-        return;
-    }
-
-    const char *body = rq->body;
-    size_t body_len = rq->body_len;
-    char *inflated = NULL;
-    char err[512];
-    if (gzip) {
-        int g = gunzip(rq->body, rq->body_len, d->max_body, &inflated, &body_len, err, sizeof err);
-        if (g == -EFBIG) {
-            http_error(rs, 413, "%s", err);
-            return;
-        }
-        if (g == -ENOMEM) {
-            out_of_memory(rs);
-            return;
-        }
-        if (g < 0) {
-            http_error(rs, 400, "%s", err);
-            return;
-        }
-        body = inflated;
-    }
-
+    memset(ret, 0, sizeof *ret);
     otlp_batch b = {0};
     int r;
     if (proto)
-        r = what == TRACES   ? otlp_proto_decode_traces((const uint8_t *)body, body_len, &b, err, sizeof err)
-            : what == LOGS   ? otlp_proto_decode_logs((const uint8_t *)body, body_len, &b, err, sizeof err)
-                             : otlp_proto_decode_metrics((const uint8_t *)body, body_len, &b, err, sizeof err);
+        r = what == INGEST_TRACES ? otlp_proto_decode_traces((const uint8_t *)body, body_len, &b, err, err_size)
+            : what == INGEST_LOGS ? otlp_proto_decode_logs((const uint8_t *)body, body_len, &b, err, err_size)
+                                  : otlp_proto_decode_metrics((const uint8_t *)body, body_len, &b, err, err_size);
     else
-        r = what == TRACES   ? otlp_decode_traces(body, body_len, &b, err, sizeof err)
-            : what == LOGS   ? otlp_decode_logs(body, body_len, &b, err, sizeof err)
-                             : otlp_decode_metrics(body, body_len, &b, err, sizeof err);
-    mapper m = {.app = app, .b = &b, .horizon_ns = INT64_MIN, .retention_days = d->retention_days,
-                .clean = &d->clean, .now_ns = wall_ns()};
-    if (d->retention_days)
-        m.horizon_ns = (m.now_ns / STORE_DAY_NS - (int64_t)d->retention_days) * STORE_DAY_NS;
+        r = what == INGEST_TRACES ? otlp_decode_traces(body, body_len, &b, err, err_size)
+            : what == INGEST_LOGS ? otlp_decode_logs(body, body_len, &b, err, err_size)
+                                  : otlp_decode_metrics(body, body_len, &b, err, err_size);
+    mapper m = {.app = app, .b = &b, .horizon_ns = INT64_MIN, .retention_days = ig->retention_days,
+                .clean = &ig->clean, .now_ns = wall_ns()};
+    if (ig->retention_days)
+        m.horizon_ns = (m.now_ns / STORE_DAY_NS - (int64_t)ig->retention_days) * STORE_DAY_NS;
     jbuf_init(&m.tmp);
     store_record *recs = NULL;
+    store_tally *tallies = NULL;
+    bool *copy = NULL;
+    uint64_t *held = NULL;
+    size_t n_held = 0;
     if (r < 0) {
-        if (r == -ENOMEM)
-            out_of_memory(rs);
-        else
-            http_error(rs, 400, "%s", err);
+        if (r != -ENOMEM)
+            r = -EINVAL;
         goto out;
     }
-    size_t items = what == TRACES ? b.n_spans : what == LOGS ? b.n_logs : b.n_points;
+    r = -ENOMEM;
+    size_t items = what == INGEST_TRACES ? b.n_spans : what == INGEST_LOGS ? b.n_logs : b.n_points;
     recs = items ? malloc(items * sizeof *recs) : NULL;
-    size_t n = 0;
-    if ((items && !recs) || !make_origins(&m)) {
-        out_of_memory(rs);
+    m.why = items ? malloc(items) : NULL;
+    if ((items && (!recs || !m.why)) || !make_origins(&m))
         goto out;
+    size_t n = what == INGEST_TRACES ? map_spans(&m, recs) : what == INGEST_LOGS ? map_logs(&m, recs)
+                                                                                : map_points(&m, recs);
+    if (m.arena.oom)
+        goto out;
+    /* what is stored, and what is counted with it by reason (clean.h):
+     * the cleaned records (kept out), the copies of records stored before
+     * (kept out), start-up outliers (stored); one tally a record at most */
+    tallies = n ? malloc(n * sizeof *tallies) : NULL;
+    copy = n ? malloc(n * sizeof *copy) : NULL;
+    if (n && (!tallies || !copy))
+        goto out;
+    size_t kept = 0, n_tallies = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m.why[i]) {
+            tallies[n_tallies++] = (store_tally){clean_reason_name(m.why[i]), record_ts(&recs[i])};
+            continue;
+        }
+        if (kept != i)
+            recs[kept] = recs[i];
+        kept++;
     }
-    n = what == TRACES ? map_spans(&m, recs) : what == LOGS ? map_logs(&m, recs) : map_points(&m, recs);
-    if (m.arena.oom) {
-        out_of_memory(rs);
-        goto out;
+    /* a batch with an id is stored once by its id (store.h); records that
+     * come without one, by their own */
+    if (!batch_id && ig->dedupe)
+        dedupe_check(ig->dedupe, recs, kept, copy, &held, &n_held);
+    else if (kept)
+        memset(copy, 0, kept * sizeof *copy);
+    size_t stored = 0;
+    for (size_t i = 0; i < kept; i++) {
+        if (copy[i]) {
+            tallies[n_tallies++] = (store_tally){clean_reason_name(CLEAN_DUPLICATE), record_ts(&recs[i])};
+            continue;
+        }
+        if (stored != i)
+            recs[stored] = recs[i];
+        if (recs[stored].table == TABLE_STARTUPS && recs[stored].excluded)
+            tallies[n_tallies++] = (store_tally){clean_reason_name(CLEAN_OUTLIER), record_ts(&recs[stored])};
+        stored++;
     }
     size_t rejected = b.rejected + m.rejected;
-    bool duplicate = false;
-    for (size_t i = 0; !batch_id && i < n; i++)
-        recs[i].unbatched = true; /* copies of stored records are recognised by their ids */
     if (coming && *coming) {
-        store_coming(d->store, -1);
+        store_coming(ig->store, -1);
         *coming = false;
     }
-    r = store_submit(d->store, app, batch_id, rq->path, recs, n, rejected, &duplicate);
-    if (r == -EAGAIN) {
-        rs->retry_after = 1;
-        http_error(rs, 429, "pacerd is busy: retry after 1 s");
+    store_batch sb = {.app = app, .batch_id = batch_id, .endpoint = endpoint, .recs = recs, .n = stored,
+                      .tallies = tallies, .n_tallies = n_tallies, .items = n, .rejected = rejected};
+    r = store_submit(ig->store, &sb, &ret->duplicate);
+    if (ig->dedupe)
+        dedupe_settle(ig->dedupe, held, n_held, r == 0);
+    held = NULL;
+    if (r == -EAGAIN)
         goto out;
-    }
     if (r < 0) {
-        rs->retry_after = 5;
-        http_error(rs, 503, "the store could not commit the batch: retry later");
+        r = -EIO;
         goto out;
     }
     /* what was left out, and why; or, with nothing left out, what was
      * ignored (OTLP: rejected 0 and a message is a warning) */
-    char why[768] = "";
     if (rejected) {
         const char *first = b.reject_message ? b.reject_message : m.first_reason;
-        snprintf(why, sizeof why, "%s", first ? first : "");
+        snprintf(ret->message, sizeof ret->message, "%s", first ? first : "");
     }
+    size_t o = strlen(ret->message);
     if (b.ignored)
-        snprintf(why + strlen(why), sizeof why - strlen(why), "%s%zu unknown field%s skipped (nothing of %s is stored), "
-                 "the first: %s", why[0] ? "; " : "", b.ignored, b.ignored == 1 ? "" : "s",
-                 b.ignored == 1 ? "it" : "them", b.ignore_message ? b.ignore_message : "?");
-    if (duplicate) {
-        rejected = 0;
-        why[0] = 0;
-    }
-    rs->items = duplicate ? 0 : n - m.cleaned; /* charged to the key's quota (router.c) */
-    if (proto) {
-        size_t len;
-        uint8_t *resp = otlp_proto_response(rejected, why, &len);
-        if (!resp) {
-            out_of_memory(rs);
-            goto out;
-        }
-        free(rs->body);
-        rs->status = 200;
-        rs->body = (char *)resp; /* zero bytes on full success: still an Export…ServiceResponse */
-        rs->len = len;
-        rs->content_type = media[media_type].type;
-        goto out;
-    }
-    jbuf resp;
-    jbuf_init(&resp);
-    jbuf_open(&resp, '{');
-    if (rejected || why[0]) {
-        char count[24];
-        snprintf(count, sizeof count, "%zu", rejected); /* an OTLP int64: a string */
-        jbuf_key(&resp, "partialSuccess");
-        jbuf_open(&resp, '{');
-        jbuf_kv_str(&resp, rejected_field[what], count);
-        jbuf_kv_str(&resp, "errorMessage", why);
-        jbuf_close(&resp, '}');
-    }
-    jbuf_close(&resp, '}');
-    http_json(rs, 200, &resp);
+        snprintf(ret->message + o, sizeof ret->message - o,
+                 "%s%zu unknown field%s skipped (nothing of %s is stored), the first: %s", o ? "; " : "", b.ignored,
+                 b.ignored == 1 ? "" : "s", b.ignored == 1 ? "it" : "them",
+                 b.ignore_message ? b.ignore_message : "?");
+    ret->rejected = ret->duplicate ? 0 : rejected;
+    if (ret->duplicate)
+        ret->message[0] = 0;
+    ret->items = ret->duplicate ? 0 : n - m.cleaned;
 out:
+    free(held);
+    free(copy);
+    free(tallies);
     free(recs);
+    free(m.why);
     free(m.first_reason);
     free(m.resources);
     jbuf_free(&m.tmp);
     arena_free(&m.arena);
     otlp_batch_clear(&b);
-    free(inflated);
+    return r;
 }

@@ -1,26 +1,14 @@
 /* The store's calls (store.h), handed to the backend that opened the store
- * (store_backend.h): SQLite (store_sqlite.c) or ClickHouse
- * (store_clickhouse.c). */
+ * (store_backend.h), whichever it is. */
 #include "store.h"
 #include "store_backend.h"
 #include "store_dash.h"
 
-#include <errno.h>
 
 /* Every backend's struct starts with its ops table. */
 static const store_backend *ops(store *st)
 {
     return *(const store_backend *const *)(const void *)st;
-}
-
-store *store_open(const char *path, const store_options *opt, char *err, size_t err_size)
-{
-    return store_sqlite_open(path, opt, err, err_size);
-}
-
-store *store_open_clickhouse(const char *url, const store_options *opt, char *err, size_t err_size)
-{
-    return store_clickhouse_open(url, opt, err, err_size);
 }
 
 void store_close(store *st)
@@ -29,10 +17,15 @@ void store_close(store *st)
         ops(st)->close(st);
 }
 
-int store_submit(store *st, const char *app, const char *batch_id, const char *endpoint, store_record *recs,
-                 size_t n, size_t rejected, bool *ret_duplicate)
+int store_submit(store *st, const store_batch *b, bool *ret_duplicate)
 {
-    return ops(st)->submit(st, app, batch_id, endpoint, recs, n, rejected, ret_duplicate);
+    return ops(st)->submit(st, b, ret_duplicate);
+}
+
+int store_tallies(store *st, const char *app,
+                  void (*cb)(void *ctx, const char *reason, uint64_t count, int64_t last_ns), void *ctx)
+{
+    return ops(st)->tallies(st, app, cb, ctx);
 }
 
 void store_coming(store *st, int delta)
@@ -164,16 +157,6 @@ int store_dash_explain(store *st, void (*cb)(void *ctx, const char *name, const 
                        void *ctx)
 {
     return ops(st)->dash_explain(st, cb, ctx);
-}
-
-int store_read(store *st, int (*fn)(void *ctx, struct sqlite3 *db), void *ctx)
-{
-    return ops(st) == &store_backend_sqlite ? store_sqlite_read(st, fn, ctx) : -ENOTSUP;
-}
-
-int store_write(store *st, int (*fn)(void *ctx, struct sqlite3 *db), void *ctx)
-{
-    return ops(st) == &store_backend_sqlite ? store_sqlite_write(st, fn, ctx) : -ENOTSUP;
 }
 
 const char *store_backend_name(store *st)

@@ -167,7 +167,7 @@ const char *store_table_columns(enum store_table t, size_t *ret_n);
 int store_layout_col(enum store_table t, enum store_source src, long index);
 
 /* NULL when the schema fits the store's limits (STORE_MAX_*), else what
- * does not. store_open checks it. */
+ * does not. Each backend checks it when it opens a store. */
 const char *store_layout_error(void);
 
 /* A value bound to one column. */
@@ -201,30 +201,9 @@ typedef struct store_record {
     bool failed;
     bool excluded;       /* counted, but its metrics stay out of the sketches (outliers) */
     double metrics[STORE_MAX_METRICS]; /* NAN: absent */
-    /* the application layer's (clean.h, store_issues.c): */
-    uint8_t clean;       /* why cleaning keeps it out (enum clean_reason), or 0 */
-    bool unbatched;      /* sent without a batch id: a copy of a stored record is recognised by its id */
-    bool skipped;        /* set by the writer: the hooks kept it out (cleaned, or a duplicate) */
 } store_record;
 
 typedef struct store store;
-
-struct sqlite3;
-
-/* The application layer's hooks on the writer (store_issues.c). Called on
- * the writer thread, for each transaction that stores records. */
-typedef struct store_hooks {
-    /* Each record of a batch not stored before, before it is inserted:
-     * false keeps it out (rec->skipped is then set) — a cleaned record, or
-     * a copy of one stored before; the hook counts it. */
-    bool (*record)(void *ctx, const store_record *rec);
-    /* Before COMMIT, in the transaction: writes what the hook counted.
-     * 0, or negative errno (the transaction fails). */
-    int (*commit)(void *ctx, struct sqlite3 *db);
-    /* After the transaction committed (true) or was rolled back. */
-    void (*done)(void *ctx, bool committed);
-    void *ctx;
-} store_hooks;
 
 typedef struct store_options {
     bool sync_full;          /* synchronous=FULL instead of NORMAL */
@@ -257,28 +236,52 @@ typedef struct store_options {
      * (NULL: nowhere); called from any of the store's threads */
     void (*log)(void *ctx, const char *msg);
     void *log_ctx;
-    store_hooks hooks; /* all NULL: none */
 } store_options;
 
-/* Opens (creating when needed) the database and starts the writer thread.
- * Returns NULL with a message "PATH: reason" in err. */
-store *store_open(const char *path, const store_options *opt, char *err, size_t err_size);
-/* Opens the ClickHouse store at url, "http://[USER[:PASSWORD]@]HOST[:PORT]/[DATABASE][?cluster=NAME]"
- * (store_clickhouse.c), creating the database and its tables when missing.
- * NULL with a message in err (the password never in it). */
-store *store_open_clickhouse(const char *url, const store_options *opt, char *err, size_t err_size);
+/* A store is opened by its backend (store/sqlite/store_sqlite.h,
+ * store/clickhouse/store_clickhouse.h); everything else goes through
+ * this interface. */
 /* The backend that serves the store: "sqlite" or "clickhouse". */
 const char *store_backend_name(store *st);
 /* Finishes queued jobs, stops the writer, closes everything. Accepts NULL. */
 void store_close(store *st);
 
-/* Stores records atomically; blocks until committed. batch_id may be NULL
- * (no idempotency). Returns 0 (and *ret_duplicate tells whether the batch
- * had been stored before), -EAGAIN when the queue is full (answer 429),
- * -EIO when the transaction failed (nothing of it is stored), -ESHUTDOWN
- * when the store is closing. Any thread. */
-int store_submit(store *st, const char *app, const char *batch_id, const char *endpoint, store_record *recs,
-                 size_t n, size_t rejected, bool *ret_duplicate);
+/* A record counted by reason with its batch: kept out of the store by
+ * the layer above (it is not among the batch's records), or stored and
+ * counted (ingest's cleaning counts: docs/server.md, "Cleaning"). */
+typedef struct store_tally {
+    const char *reason; /* the counts are kept per (app, reason) */
+    int64_t ts_ns;      /* the record's time */
+} store_tally;
+
+/* One ingest batch. Strings are borrowed: they must live until the
+ * submit returns. */
+typedef struct store_batch {
+    const char *app;
+    const char *batch_id; /* or NULL: no idempotency */
+    const char *endpoint; /* the route it came by: /v1/traces, … */
+    store_record *recs;   /* the records to store */
+    size_t n;
+    const store_tally *tallies;
+    size_t n_tallies;
+    size_t items;    /* the records the batch carried, those kept out included (for the batches' log) */
+    size_t rejected; /* items refused before they became records */
+} store_batch;
+
+/* Stores a batch's records and tallies atomically; blocks until
+ * committed. Returns 0 (and *ret_duplicate tells whether the batch had
+ * been stored before: then nothing of it is stored or counted again),
+ * -EAGAIN when the queue is full (answer 429), -EIO when the transaction
+ * failed (nothing of it is stored), -ESHUTDOWN when the store is closing.
+ * Any thread. */
+int store_submit(store *st, const store_batch *b, bool *ret_duplicate);
+
+/* The tallies (store_tally) per reason, sorted by reason, to cb: the
+ * records counted and the latest time of one (ns; 0 when not kept), of
+ * app, or of every app since the store was made (NULL: answered from
+ * memory where the backend can, for /metrics). 0 or negative errno. */
+int store_tallies(store *st, const char *app,
+                  void (*cb)(void *ctx, const char *reason, uint64_t count, int64_t last_ns), void *ctx);
 /* A request on its way to store_submit (+1, when its handler starts) or
  * no longer (-1: just before it submits, or when it fails first). A
  * backend whose commits are dear waits for those before it commits
@@ -448,21 +451,6 @@ bool store_attrs_match(const char *json, size_t len, const store_attr_filter *fi
 
 /* Every (app, version) that has rollups, sorted. */
 int store_apps(store *st, void (*cb)(void *ctx, const char *app, const char *version), void *ctx);
-
-/* Lends fn a read connection, inside one read transaction (a snapshot),
- * and returns what fn returns. For readers of the store's own files
- * (store_samples.c); any thread. SQLite's store only: -ENOTSUP on another
- * backend. */
-int store_read(store *st, int (*fn)(void *ctx, struct sqlite3 *db), void *ctx);
-
-/* Runs fn on the writer's connection, inside the writer's transaction (in
- * a savepoint of its own: a failure of fn rolls back what fn did and
- * nothing else), and blocks until it committed. For writers of tables
- * other than the record tables (store_issues.c); fn must be short, the
- * ingest waits behind it. Returns what fn returned, -EIO when the
- * transaction failed, -ESHUTDOWN when the store is closing. Any thread
- * but the writer's. SQLite's store only: -ENOTSUP on another backend. */
-int store_write(store *st, int (*fn)(void *ctx, struct sqlite3 *db), void *ctx);
 
 /* ---- the rows that came after a mark (the application layer's reads) ----
  *

@@ -15,8 +15,9 @@
 typedef struct store_backend {
     const char *name; /* "sqlite", "clickhouse" */
     void (*close)(store *st);
-    int (*submit)(store *st, const char *app, const char *batch_id, const char *endpoint, store_record *recs,
-                  size_t n, size_t rejected, bool *ret_duplicate);
+    int (*submit)(store *st, const store_batch *b, bool *ret_duplicate);
+    int (*tallies)(store *st, const char *app,
+                   void (*cb)(void *ctx, const char *reason, uint64_t count, int64_t last_ns), void *ctx);
     void (*coming)(store *st, int delta); /* NULL: nothing to do */
     void (*health_get)(store *st, unsigned wait_ms, store_health *ret);
     void (*get_stats)(store *st, store_stats *ret);
@@ -59,42 +60,5 @@ typedef struct store_backend {
     int (*dash_explain)(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan),
                         void *ctx);
 } store_backend;
-
-/* SQLite (store_sqlite.c; its scan in store_scan.c, its read APIs in
- * store_query.c, store_samples.c and store_dash.c). store_read and store_write (store.h) are SQLite's
- * alone: on another backend they answer -ENOTSUP. */
-extern const store_backend store_backend_sqlite;
-store *store_sqlite_open(const char *path, const store_options *opt, char *err, size_t err_size);
-int store_sqlite_read(store *st, int (*fn)(void *ctx, struct sqlite3 *db), void *ctx);
-int store_sqlite_write(store *st, int (*fn)(void *ctx, struct sqlite3 *db), void *ctx);
-int store_sqlite_rows(store *st, const store_rows_query *q, void (*cb)(void *ctx, const store_row *row), void *ctx,
-                      bool *ret_truncated);
-int store_sqlite_request_stats(store *st, const char *app, const char *version, int64_t from_ns, int64_t to_ns,
-                               size_t scan_max, void (*cb)(void *ctx, const store_request_stat *s), void *ctx,
-                               bool *ret_truncated);
-int store_sqlite_logs_of_type(store *st, const char *app, const char *version, const char *type, int64_t from_ns,
-                              int64_t to_ns, size_t scan_max, void (*cb)(void *ctx, const store_log_row *row),
-                              void *ctx, bool *ret_truncated);
-int store_sqlite_metric_sums(store *st, const char *app, const char *version, const char *const *names,
-                             const char *attr, int64_t from_ns, int64_t to_ns, size_t scan_max,
-                             void (*cb)(void *ctx, const char *name, const char *group, double sum, uint64_t points),
-                             void *ctx, bool *ret_truncated);
-int store_sqlite_dash_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan),
-                              void *ctx);
-int store_sqlite_trace(store *st, const uint8_t trace_id[16], jbuf *out, size_t *ret_n);
-int store_sqlite_search_spans(store *st, const store_span_query *q, jbuf *out);
-int store_sqlite_search_logs(store *st, const store_log_query *q, jbuf *out);
-int store_sqlite_search_points(store *st, const store_point_query *q, jbuf *out);
-int store_sqlite_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan),
-                         void *ctx);
-int store_sqlite_version_rows(store *st, enum store_table table, const char *app, const char *version, size_t limit,
-                              size_t scan_max, void (*cb)(void *ctx, const store_row *row), void *ctx,
-                              bool *ret_truncated);
-int store_sqlite_scan(store *st, enum store_kind kind, const char *app, const char *version, int64_t from_ns,
-                      int64_t to_ns, const store_scan_cb *cb);
-int store_sqlite_apps(store *st, void (*cb)(void *ctx, const char *app, const char *version), void *ctx);
-
-/* ClickHouse (store_clickhouse.c). */
-store *store_clickhouse_open(const char *url, const store_options *opt, char *err, size_t err_size);
 
 #endif

@@ -18,7 +18,6 @@
  * is the day of the group's first ins).
  */
 #include "store_ch.h"
-#include "store_ch_source.h"
 
 #include <pacer/base/clock.h>
 #include <pacer/base/hash.h>
@@ -244,75 +243,4 @@ int ch_marks_forget(store *s, enum store_table t, int64_t upto)
 {
     (void)s, (void)t, (void)upto;
     return 0;
-}
-
-/* reason, records, last ts per reason of app (NULL: all apps) */
-static int clean_query(ch_store *st, const char *app, ch_reply *rep)
-{
-    jbuf q;
-    jbuf_init(&q);
-    jbuf_puts(&q, "SELECT reason, uniqExact(rid), max(ts) FROM cleaned");
-    if (app) {
-        jbuf_puts(&q, " WHERE app = ");
-        ch_sql_str(&q, app);
-    }
-    jbuf_puts(&q, " GROUP BY reason ORDER BY reason FORMAT RowBinary");
-    int r = q.failed ? -ENOMEM : ch_read(st, q.data, rep, "the cleaning counts");
-    jbuf_free(&q);
-    return r < 0 ? (r == -ENOMEM ? r : -EIO) : 0;
-}
-
-int ch_source_clean_json(store *s, const char *app, jbuf *out)
-{
-    ch_store *st = (ch_store *)s;
-    ch_reply rep;
-    int r = clean_query(st, app, &rep);
-    if (r < 0)
-        return r;
-    rb_reader rd;
-    rb_reader_init(&rd, rep.body, rep.len);
-    jbuf_key(out, "reasons");
-    jbuf_open(out, '[');
-    while (rb_more(&rd)) {
-        size_t n;
-        const char *reason = rb_get_str(&rd, &n);
-        uint64_t count = rb_get_u64(&rd);
-        int64_t last = rb_get_i64(&rd);
-        if (rd.bad)
-            break;
-        jbuf_open(out, '{');
-        jbuf_key(out, "reason");
-        jbuf_strn(out, reason, n);
-        jbuf_kv_i64(out, "count", (int64_t)count);
-        jbuf_kv_i64(out, "last_seen", last / 1000000000LL);
-        jbuf_close(out, '}');
-    }
-    jbuf_close(out, ']');
-    ch_reply_free(&rep);
-    return rd.bad ? -EIO : 0;
-}
-
-int ch_source_clean_totals(store *s, uint64_t ret[CLEAN_COUNT])
-{
-    ch_store *st = (ch_store *)s;
-    memset(ret, 0, CLEAN_COUNT * sizeof *ret);
-    ch_reply rep;
-    int r = clean_query(st, NULL, &rep);
-    if (r < 0)
-        return r;
-    rb_reader rd;
-    rb_reader_init(&rd, rep.body, rep.len);
-    while (rb_more(&rd)) {
-        size_t n;
-        const char *reason = rb_get_str(&rd, &n);
-        uint64_t count = rb_get_u64(&rd);
-        rb_get_i64(&rd);
-        for (int k = 1; k < CLEAN_COUNT && !rd.bad; k++) {
-            const char *name = clean_reason_name((enum clean_reason)k);
-            if (strlen(name) == n && memcmp(name, reason, n) == 0)
-                ret[k] = count;
-        }
-    }
-    ch_reply_free(&rep);
-    return rd.bad ? -EIO : 0;
 }

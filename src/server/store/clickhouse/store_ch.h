@@ -10,6 +10,8 @@
 #include "ch_client.h"
 #include "store/store.h"
 #include "store/store_backend.h"
+#include "store/store_dash.h"
+#include "store_clickhouse.h"
 #include "store/store_health.h"
 
 #include <pthread.h>
@@ -295,6 +297,7 @@ int ch_marks_behind(store *st, enum store_table t, enum store_filter filter, int
 int ch_marks_rows(store *st, enum store_table t, enum store_filter filter, int64_t after, int64_t upto,
                   const bool want[STORE_MAX_COLS], bool (*cb)(void *ctx, const store_mark_row *row), void *ctx);
 int ch_marks_forget(store *st, enum store_table t, int64_t upto);
+
 
 /* The dashboard's reads (store_ch_dash.c; store_dash.h). */
 int ch_op_rows(store *st, const store_rows_query *q, void (*cb)(void *ctx, const store_row *row), void *ctx,

@@ -69,7 +69,6 @@
  * Retention drops whole rday partitions; nothing is ever rewritten.
  */
 #include "store_ch.h"
-#include "ingest/clean.h"
 
 #include <pacer/base/clock.h>
 #include <pacer/base/hash.h>
@@ -93,7 +92,9 @@ typedef struct ch_job {
     struct ch_job *next;
     const char *app, *batch_id, *endpoint;
     store_record *recs;
-    size_t n, rejected;
+    size_t n, rejected, items;
+    const store_tally *tallies;
+    size_t n_tallies;
     int result;
     bool duplicate, done;
     bool retry; /* its batch id was begun by another attempt */
@@ -610,20 +611,19 @@ static int write_rows(ch_store *st, ch_job *list, uint64_t att, uint32_t rday, i
     for (ch_job *j = list; j; j = j->next, ji++) {
         if (j->duplicate)
             continue;
+        /* the tallies, one row each (counted once per identity: a batch
+         * written twice by two attempts counts once) */
+        for (size_t k = 0; k < j->n_tallies; k++) {
+            const store_tally *tl = &j->tallies[k];
+            rb_str(&cleaned, j->app, strlen(j->app));
+            rb_str(&cleaned, tl->reason, strlen(tl->reason));
+            rb_u64(&cleaned, rid_of(j, att, ji, k));
+            rb_i64(&cleaned, tl->ts_ns);
+            rb_u32(&cleaned, rday);
+        }
         for (size_t i = 0; i < j->n; i++) {
             const store_record *rec = &j->recs[i];
             const ch_table *t = ch_table_of(rec->table);
-            int reason = rec->clean ? rec->clean : rec->table == TABLE_STARTUPS && rec->excluded ? CLEAN_OUTLIER : 0;
-            if (reason) {
-                rb_str(&cleaned, j->app, strlen(j->app));
-                const char *name = clean_reason_name((enum clean_reason)reason);
-                rb_str(&cleaned, name, strlen(name));
-                rb_u64(&cleaned, rid_of(j, att, ji, i));
-                rb_i64(&cleaned, rec->ts_ns);
-                rb_u32(&cleaned, rday);
-            }
-            if (rec->skipped)
-                continue;
             ch_encode_row(t, rec, rid_of(j, att, ji, i), rday, &rows[rec->table]);
             rb_i64(&rows[rec->table], ins++);
             const store_origin *os[2] = {rec->resource, rec->scope};
@@ -713,12 +713,12 @@ static int commit(ch_store *st, ch_job *list, uint64_t att, uint32_t rday, ch_re
             continue;
         if (j->batch_id) {
             pending_head(&b, att, rday, j->batch_id, !j->retry);
-            ch_srow m = {.kind = -1, .app = j->app, .version = "", .name = "", .cnt = j->n};
+            ch_srow m = {.kind = -1, .app = j->app, .version = "", .name = "", .cnt = j->items};
             ch_write_srow(&b, &m);
         }
         const char *scope = j->retry ? j->batch_id : "";
         for (size_t i = 0; i < j->n; i++)
-            if (!j->recs[i].skipped && j->recs[i].kind != KIND_NONE && j->recs[i].name && j->recs[i].app)
+            if (j->recs[i].kind != KIND_NONE && j->recs[i].name && j->recs[i].app)
                 agg_add(a, &j->recs[i], scope);
     }
     aggs_write(a, att, rday, &b);
@@ -840,7 +840,7 @@ static void *writer_main(void *arg)
         for (ch_job *j = list; j && r == 0; j = j->next) {
             duplicates += j->duplicate;
             for (size_t i = 0; !j->duplicate && i < j->n; i++)
-                rows[j->recs[i].table] += !j->recs[i].skipped;
+                rows[j->recs[i].table]++;
         }
         uint64_t stored = 0;
         for (size_t t = 0; t < TABLE_COUNT; t++)
@@ -863,14 +863,12 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-static int ch_submit(store *s, const char *app, const char *batch_id, const char *endpoint, store_record *recs,
-                     size_t n, size_t rejected, bool *ret_duplicate)
+static int ch_submit(store *s, const store_batch *b, bool *ret_duplicate)
 {
     ch_store *st = (ch_store *)s;
-    /* a cleaned record is never stored (it is counted in `cleaned`) */
-    for (size_t i = 0; i < n; i++)
-        recs[i].skipped = recs[i].clean != 0;
-    ch_job j = {.app = app, .batch_id = batch_id, .endpoint = endpoint, .recs = recs, .n = n, .rejected = rejected};
+    size_t n = b->n;
+    ch_job j = {.app = b->app, .batch_id = b->batch_id, .endpoint = b->endpoint, .recs = b->recs, .n = n,
+                .rejected = b->rejected, .items = b->items, .tallies = b->tallies, .n_tallies = b->n_tallies};
     pthread_mutex_lock(&st->lock);
     if (st->stopping) {
         pthread_mutex_unlock(&st->lock);
@@ -1054,10 +1052,54 @@ static int ch_explain(store *s, void (*cb)(void *ctx, const char *name, const ch
     return -ENOTSUP; /* ClickHouse 18.16 has no EXPLAIN */
 }
 
+/* The tallies (`cleaned`): reason, records, last ts per reason of app
+ * (NULL: all apps). */
+static int tallies_query(ch_store *st, const char *app, ch_reply *rep)
+{
+    jbuf q;
+    jbuf_init(&q);
+    jbuf_puts(&q, "SELECT reason, uniqExact(rid), max(ts) FROM cleaned");
+    if (app) {
+        jbuf_puts(&q, " WHERE app = ");
+        ch_sql_str(&q, app);
+    }
+    jbuf_puts(&q, " GROUP BY reason ORDER BY reason FORMAT RowBinary");
+    int r = q.failed ? -ENOMEM : ch_read(st, q.data, rep, "the cleaning counts");
+    jbuf_free(&q);
+    return r < 0 ? (r == -ENOMEM ? r : -EIO) : 0;
+}
+
+static int ch_tallies(store *s, const char *app,
+                     void (*cb)(void *ctx, const char *reason, uint64_t count, int64_t last_ns), void *ctx)
+{
+    ch_store *st = (ch_store *)s;
+    ch_reply rep;
+    int r = tallies_query(st, app, &rep);
+    if (r < 0)
+        return r;
+    rb_reader rd;
+    rb_reader_init(&rd, rep.body, rep.len);
+    while (rb_more(&rd)) {
+        size_t n;
+        const char *reason = rb_get_str(&rd, &n);
+        uint64_t count = rb_get_u64(&rd);
+        int64_t last = rb_get_i64(&rd);
+        char name[64];
+        if (rd.bad || n >= sizeof name)
+            break;
+        memcpy(name, reason, n);
+        name[n] = 0;
+        cb(ctx, name, count, last);
+    }
+    ch_reply_free(&rep);
+    return rd.bad ? -EIO : 0;
+}
+
 static const store_backend store_backend_clickhouse = {
     .name = "clickhouse",
     .close = ch_close,
     .submit = ch_submit,
+    .tallies = ch_tallies,
     .coming = ch_coming,
     .health_get = ch_health_get,
     .get_stats = ch_get_stats,

@@ -272,7 +272,7 @@ int sqlite_marks_rows(store *st, enum store_table t, enum store_filter filter, i
                       const bool want[STORE_MAX_COLS], bool (*cb)(void *ctx, const store_mark_row *row), void *ctx)
 {
     rows_q q = {t, filter, after, upto, want, cb, ctx};
-    return in_snapshot(st, rows_in, &q, "the analysis's rows");
+    return in_snapshot(st, rows_in, &q, "a query");
 }
 
 /* The largest rowid (position) of t handed out so far (0 when none). */
@@ -317,7 +317,7 @@ static int lasts_in(sqlite3 *db, void *ctx)
 
 int sqlite_marks_last(store *st, int64_t ret[TABLE_COUNT])
 {
-    return in_snapshot(st, lasts_in, ret, "the analysis's marks");
+    return in_snapshot(st, lasts_in, ret, "a query");
 }
 
 /* Marks are dense (rowids, positions): n rows on is the mark n on. */

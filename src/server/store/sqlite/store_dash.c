@@ -451,7 +451,7 @@ int store_sqlite_rows(store *st, const store_rows_query *q, void (*cb)(void *ctx
                bool *ret_truncated)
 {
     rows_job j = {.q = q, .cb = cb, .ctx = ctx};
-    int r = store_read(st, read_rows, &j);
+    int r = store_sqlite_read(st, read_rows, &j);
     *ret_truncated = j.truncated;
     return r;
 }
@@ -610,7 +610,7 @@ int store_sqlite_request_stats(store *st, const char *app, const char *version, 
 {
     req_job j = {.app = app, .version = version, .from = from_ns, .to = to_ns, .scan_max = scan_max, .cb = cb,
                  .ctx = ctx};
-    int r = store_read(st, read_request_stats, &j);
+    int r = store_sqlite_read(st, read_request_stats, &j);
     *ret_truncated = j.truncated;
     return r;
 }
@@ -663,7 +663,7 @@ int store_sqlite_logs_of_type(store *st, const char *app, const char *version, c
                        bool *ret_truncated)
 {
     logs_job j = {app, version, type, from_ns, to_ns, scan_max, cb, ctx, false};
-    int r = store_read(st, read_logs, &j);
+    int r = store_sqlite_read(st, read_logs, &j);
     *ret_truncated = j.truncated;
     return r;
 }
@@ -730,7 +730,7 @@ int store_sqlite_metric_sums(store *st, const char *app, const char *version, co
                       void *ctx, bool *ret_truncated)
 {
     sums_job j = {app, version, attr, names, from_ns, to_ns, scan_max, cb, ctx, false};
-    int r = store_read(st, read_sums, &j);
+    int r = store_sqlite_read(st, read_sums, &j);
     *ret_truncated = j.truncated;
     return r;
 }
@@ -782,5 +782,5 @@ int store_sqlite_dash_explain(store *st, void (*cb)(void *ctx, const char *name,
                        void *ctx)
 {
     explain_job j = {cb, ctx};
-    return store_read(st, explain_all, &j);
+    return store_sqlite_read(st, explain_all, &j);
 }

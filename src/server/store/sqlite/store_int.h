@@ -34,6 +34,8 @@
 
 #include "store/store.h"
 #include "store/store_backend.h"
+#include "store/store_dash.h"
+#include "store_sqlite.h"
 #include "store/store_block.h"
 #include "store/store_codec.h"
 #include "store/store_health.h"
@@ -104,7 +106,9 @@ typedef struct job {
     enum job_type type;
     const char *app, *batch_id, *endpoint;
     store_record *recs;
-    size_t n, rejected;
+    size_t n, rejected, items;
+    const store_tally *tallies;
+    size_t n_tallies;
     const char *xml;
     size_t xml_len;
     int64_t version;
@@ -118,7 +122,7 @@ typedef struct job {
 enum stmt_id { ST_TM_SAVE, ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_BATCH, ST_PROBE, ST_CONFIG_PUT, ST_CONFIG_VERSION,
                ST_LOAD_COUNT, ST_LOAD_SKETCH, ST_SAVE_COUNT, ST_SAVE_SKETCH, ST_LOAD_SUB, ST_SAVE_SUB,
                ST_PART_LOAD, ST_PART_ADD, ST_DAY_ROWS, ST_PART_ROWS, ST_PART_ROLLED, ST_PART_SEALED, ST_PART_FREEZE, ST_PART_FREEZE_AT, ST_PART_HOURLY, ST_BLOCK_ADD,
-               ST_TRACE_ADD, ST_TRACE_RUN, ST_META_SET, ST_ARRIVAL_ADD, ST_COUNT };
+               ST_TRACE_ADD, ST_TRACE_RUN, ST_META_SET, ST_ARRIVAL_ADD, ST_TALLY_ADD, ST_COUNT };
 
 #define GROUP_BUCKETS 8192
 
@@ -146,7 +150,14 @@ struct store {
     job *head, *tail;
     size_t queued_items, max_queued;
     bool stopping;
-    store_hooks hooks; /* the application layer's (store.h) */
+    /* the tallies (store.h) of every app, by reason, as committed: /metrics
+     * reads them without a query */
+    pthread_mutex_t tlock;
+    struct tally_total {
+        char reason[48];
+        uint64_t count;
+    } totals[32];
+    size_t n_totals;
     /* positions (store_int.h, "positions"): the last handed out, as
      * committed after each transaction, and the transaction's open run */
     int64_t pos[TABLE_COUNT];
@@ -348,6 +359,37 @@ static inline bool store_has_positions(enum store_table t)
     return t == TABLE_LOGS || t == TABLE_METRIC_POINTS;
 }
 #define STORE_ARRIVALS_SQL "SELECT pos, n, off FROM arrivals WHERE tbl = ?1 AND pos > ?2 ORDER BY pos"
+
+/* The backend's operations (store_backend.h), where store_sqlite.c does
+ * not keep them: its scan in store_scan.c, its read APIs in
+ * store_query.c, store_samples.c and store_dash.c. */
+extern const store_backend store_backend_sqlite;
+int store_sqlite_rows(store *st, const store_rows_query *q, void (*cb)(void *ctx, const store_row *row), void *ctx,
+                      bool *ret_truncated);
+int store_sqlite_request_stats(store *st, const char *app, const char *version, int64_t from_ns, int64_t to_ns,
+                               size_t scan_max, void (*cb)(void *ctx, const store_request_stat *s), void *ctx,
+                               bool *ret_truncated);
+int store_sqlite_logs_of_type(store *st, const char *app, const char *version, const char *type, int64_t from_ns,
+                              int64_t to_ns, size_t scan_max, void (*cb)(void *ctx, const store_log_row *row),
+                              void *ctx, bool *ret_truncated);
+int store_sqlite_metric_sums(store *st, const char *app, const char *version, const char *const *names,
+                             const char *attr, int64_t from_ns, int64_t to_ns, size_t scan_max,
+                             void (*cb)(void *ctx, const char *name, const char *group, double sum, uint64_t points),
+                             void *ctx, bool *ret_truncated);
+int store_sqlite_dash_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan),
+                              void *ctx);
+int store_sqlite_trace(store *st, const uint8_t trace_id[16], jbuf *out, size_t *ret_n);
+int store_sqlite_search_spans(store *st, const store_span_query *q, jbuf *out);
+int store_sqlite_search_logs(store *st, const store_log_query *q, jbuf *out);
+int store_sqlite_search_points(store *st, const store_point_query *q, jbuf *out);
+int store_sqlite_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan),
+                         void *ctx);
+int store_sqlite_version_rows(store *st, enum store_table table, const char *app, const char *version, size_t limit,
+                              size_t scan_max, void (*cb)(void *ctx, const store_row *row), void *ctx,
+                              bool *ret_truncated);
+int store_sqlite_scan(store *st, enum store_kind kind, const char *app, const char *version, int64_t from_ns,
+                      int64_t to_ns, const store_scan_cb *cb);
+int store_sqlite_apps(store *st, void (*cb)(void *ctx, const char *app, const char *version), void *ctx);
 
 /* The rows after a mark (sqlite_marks.c; store.h): rowids of the record
  * tables, positions of logs and metric points. */

@@ -234,7 +234,7 @@ int store_sqlite_version_rows(store *st, enum store_table table, const char *app
 {
     version_rows v = {.table = table, .app = app, .version = version, .limit = limit, .scan_max = scan_max,
                       .cb = cb, .ctx = ctx};
-    int r = store_read(st, read_rows, &v);
+    int r = store_sqlite_read(st, read_rows, &v);
     *ret_truncated = v.truncated;
     return r;
 }

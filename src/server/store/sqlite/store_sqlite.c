@@ -3,12 +3,12 @@
  * Writer thread states, per group of jobs:
  *   take the queue → BEGIN → [advance the hot day] → run each job (records
  *   / probe / config / call; rows appended, groups in memory updated) →
- *   [rollup flush [→ seal]] → [hooks' commit] → COMMIT → [hooks' done] →
+ *   [rollup flush [→ seal]] → COMMIT → [the tallies' totals] →
  *   wake the submitters → [WAL check] → [a retention step, when one is
  *   due] (store_retention.c).
- * The application layer's hooks (store.h, store_hooks) see each record of
- * a new batch before its insert and may keep it out; a call job
- * (store_write) runs its function in a savepoint of its own.
+ * A batch's tallies (store.h) are added to clean_counts with its records;
+ * a call job (store_sqlite_write) runs its function in a savepoint of its
+ * own.
  * Rollup flush, when LAG_ROWS rows wait, the oldest has waited
  * rollup_lag_ms (also without traffic) or the writer stops: move the
  * rolled marks to the last rows (each record table's, each touched day of
@@ -89,6 +89,10 @@ static const char FIXED_SCHEMA[] =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS batches(app TEXT NOT NULL, id TEXT NOT NULL, endpoint TEXT, received_ns INTEGER,"
     "  items INTEGER, rejected INTEGER, PRIMARY KEY(app, id)) WITHOUT ROWID;"
+    /* the tallies of the batches (store.h), per (app, reason): ingest's
+     * cleaning counts */
+    "CREATE TABLE IF NOT EXISTS clean_counts(app TEXT NOT NULL, reason TEXT NOT NULL, count INTEGER NOT NULL,"
+    "  last_ns INTEGER, PRIMARY KEY(app, reason)) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS rollup_counts(kind TEXT NOT NULL, app TEXT NOT NULL, version TEXT NOT NULL,"
     "  name TEXT NOT NULL, day INTEGER NOT NULL, count INTEGER NOT NULL, failed INTEGER NOT NULL,"
     "  PRIMARY KEY(kind, app, version, name, day)) WITHOUT ROWID;"
@@ -947,7 +951,7 @@ static int advance_hot(store *st, const job *j, int64_t now_wall)
     int64_t newest = st->newest_ts;
     for (size_t i = 0; i < j->n; i++) {
         const store_record *rec = &j->recs[i];
-        if (rec->kind == KIND_NONE || rec->skipped)
+        if (rec->kind == KIND_NONE)
             continue;
         const store_value *tsv = &rec->cols[st->ts_col[rec->table]];
         int64_t ts = tsv->type == SV_INT ? tsv->i : rec->ts_ns;
@@ -1321,6 +1325,52 @@ static int groups_replay(store *st)
     return 0;
 }
 
+/* The job's tallies, one row of clean_counts per reason. */
+static int tallies_write(store *st, const job *j)
+{
+    sqlite3_stmt *s = st->st[ST_TALLY_ADD];
+    for (size_t i = 0; i < j->n_tallies; i++) {
+        const char *reason = j->tallies[i].reason;
+        bool first = true;
+        for (size_t k = 0; k < i && first; k++)
+            first = strcmp(j->tallies[k].reason, reason) != 0;
+        if (!first)
+            continue;
+        int64_t count = 0, last = 0;
+        for (size_t k = i; k < j->n_tallies; k++)
+            if (strcmp(j->tallies[k].reason, reason) == 0) {
+                count++;
+                if (j->tallies[k].ts_ns > last)
+                    last = j->tallies[k].ts_ns;
+            }
+        bind_text(s, 1, j->app);
+        bind_text(s, 2, reason);
+        sqlite3_bind_int64(s, 3, count);
+        sqlite3_bind_int64(s, 4, last);
+        int r = store_step_done(s);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+/* Adds committed tallies to the totals in memory. */
+static void totals_add(store *st, const char *reason, uint64_t count)
+{
+    pthread_mutex_lock(&st->tlock);
+    size_t k = 0;
+    while (k < st->n_totals && strcmp(st->totals[k].reason, reason) != 0)
+        k++;
+    if (k == st->n_totals && k < sizeof st->totals / sizeof st->totals[0]) {
+        snprintf(st->totals[k].reason, sizeof st->totals[k].reason, "%s", reason);
+        st->totals[k].count = 0;
+        st->n_totals++;
+    }
+    if (k < st->n_totals)
+        st->totals[k].count += count;
+    pthread_mutex_unlock(&st->tlock);
+}
+
 static int run_job(store *st, job *j)
 {
     int r;
@@ -1352,7 +1402,7 @@ static int run_job(store *st, job *j)
             bind_text(s, 2, j->batch_id);
             bind_text(s, 3, j->endpoint);
             sqlite3_bind_int64(s, 4, wall_ns());
-            sqlite3_bind_int64(s, 5, (int64_t)j->n);
+            sqlite3_bind_int64(s, 5, (int64_t)j->items);
             sqlite3_bind_int64(s, 6, (int64_t)j->rejected);
             if ((r = store_step_done(s)) < 0)
                 return r;
@@ -1361,18 +1411,12 @@ static int run_job(store *st, job *j)
                 return 0;
             }
         }
-        for (size_t i = 0; i < j->n; i++) {
-            store_record *rec = &j->recs[i];
-            /* a cleaned record is never stored; the hooks count it, and may keep out a copy */
-            bool keep = !st->hooks.record || st->hooks.record(st->hooks.ctx, rec);
-            rec->skipped = rec->clean || !keep;
-        }
+        if ((r = tallies_write(st, j)) < 0)
+            return r;
         int64_t now = wall_ns();
         if ((r = advance_hot(st, j, now)) < 0)
             return r;
         for (size_t i = 0; i < j->n; i++) {
-            if (j->recs[i].skipped)
-                continue;
             if ((r = insert_record(st, &j->recs[i], now)) < 0)
                 return r;
             /* a flush inside the transaction: should it fail, the ROLLBACK
@@ -1485,8 +1529,6 @@ static void *writer_main(void *arg)
             seal = flush && st->seal_rows + rolling >= st->seal_at;
             if (r == 0 && seal)
                 r = store_seal(st);
-            if (r == 0 && st->hooks.commit)
-                r = st->hooks.commit(st->hooks.ctx, st->w) < 0 ? -EIO : 0;
             if (r == 0)
                 r = store_step_done(st->st[ST_COMMIT]);
             store_error err;
@@ -1495,13 +1537,14 @@ static void *writer_main(void *arg)
             uint64_t rows[TABLE_COUNT] = {0}, duplicates = 0, stored = 0;
             for (job *j = list; j && r == 0; j = j->next) {
                 duplicates += j->duplicate;
-                for (size_t i = 0; j->type == JOB_RECORDS && !j->duplicate && i < j->n; i++) {
-                    rows[j->recs[i].table] += !j->recs[i].skipped;
-                    stored += !j->recs[i].skipped;
+                for (size_t i = 0; j->type == JOB_RECORDS && !j->duplicate && i < j->n; i++)
+                    rows[j->recs[i].table]++;
+                if (j->type == JOB_RECORDS && !j->duplicate) {
+                    stored += j->n;
+                    for (size_t i = 0; i < j->n_tallies; i++)
+                        totals_add(st, j->tallies[i].reason, 1);
                 }
             }
-            if (st->hooks.done)
-                st->hooks.done(st->hooks.ctx, r == 0);
             /* a restarted WAL holds this transaction's frames only */
             int frames1 = __atomic_load_n(&st->wal_frames, __ATOMIC_RELAXED);
             int64_t added = (int64_t)(frames1 >= frames0 ? frames1 - frames0 : frames1) * (st->page_bytes + 24);
@@ -1583,11 +1626,10 @@ static int submit(store *st, job *j)
     return j->result;
 }
 
-static int sqlite_submit(store *st, const char *app, const char *batch_id, const char *endpoint, store_record *recs,
-                 size_t n, size_t rejected, bool *ret_duplicate)
+static int sqlite_submit(store *st, const store_batch *b, bool *ret_duplicate)
 {
-    job j = {.type = JOB_RECORDS, .app = app, .batch_id = batch_id, .endpoint = endpoint, .recs = recs, .n = n,
-             .rejected = rejected};
+    job j = {.type = JOB_RECORDS, .app = b->app, .batch_id = b->batch_id, .endpoint = b->endpoint, .recs = b->recs,
+             .n = b->n, .rejected = b->rejected, .items = b->items, .tallies = b->tallies, .n_tallies = b->n_tallies};
     int r = submit(st, &j);
     *ret_duplicate = j.duplicate;
     return r;
@@ -1731,6 +1773,57 @@ out:
     return r;
 }
 
+static int sqlite_tallies(store *st, const char *app,
+                          void (*cb)(void *ctx, const char *reason, uint64_t count, int64_t last_ns), void *ctx)
+{
+    if (!app) {
+        pthread_mutex_lock(&st->tlock);
+        struct tally_total copy[sizeof st->totals / sizeof st->totals[0]];
+        size_t n = st->n_totals;
+        memcpy(copy, st->totals, n * sizeof *copy);
+        pthread_mutex_unlock(&st->tlock);
+        for (size_t i = 0; i < n; i++) /* sorted: the smallest left each time */
+            for (size_t k = i + 1; k < n; k++)
+                if (strcmp(copy[k].reason, copy[i].reason) < 0) {
+                    struct tally_total x = copy[i];
+                    copy[i] = copy[k];
+                    copy[k] = x;
+                }
+        for (size_t i = 0; i < n; i++)
+            cb(ctx, copy[i].reason, copy[i].count, 0);
+        return 0;
+    }
+    sqlite3 *db = store_reader_get(st);
+    sqlite3_stmt *s;
+    int r = -EIO;
+    if (sqlite3_prepare_v2(db, "SELECT reason, count, last_ns FROM clean_counts WHERE app = ?1 ORDER BY reason", -1,
+                           &s, NULL) == SQLITE_OK) {
+        bind_text(s, 1, app);
+        int sr;
+        while ((sr = sqlite3_step(s)) == SQLITE_ROW)
+            cb(ctx, (const char *)sqlite3_column_text(s, 0), (uint64_t)sqlite3_column_int64(s, 1),
+               sqlite3_column_int64(s, 2));
+        r = sr == SQLITE_DONE ? 0 : -EIO;
+    }
+    sqlite3_finalize(s);
+    read_done(st, db, r < 0, "a query");
+    return r;
+}
+
+/* The totals of the tallies, from the file (at open). */
+static int totals_load(store *st)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(st->w, "SELECT reason, SUM(count) FROM clean_counts GROUP BY reason", -1, &s, NULL) !=
+        SQLITE_OK)
+        return -EIO;
+    int r;
+    while ((r = sqlite3_step(s)) == SQLITE_ROW)
+        totals_add(st, (const char *)sqlite3_column_text(s, 0), (uint64_t)sqlite3_column_int64(s, 1));
+    sqlite3_finalize(s);
+    return r == SQLITE_DONE ? 0 : -EIO;
+}
+
 int store_sqlite_read(store *st, int (*fn)(void *ctx, sqlite3 *db), void *ctx)
 {
     sqlite3 *db = store_reader_get(st);
@@ -1754,6 +1847,9 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_BATCH] = "INSERT OR IGNORE INTO batches(app, id, endpoint, received_ns, items, rejected)"
                  " VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
     [ST_PROBE] = "INSERT OR REPLACE INTO meta(key, value) VALUES('probe', ?1)",
+    [ST_TALLY_ADD] = "INSERT INTO clean_counts(app, reason, count, last_ns) VALUES(?1, ?2, ?3, ?4)"
+                     " ON CONFLICT(app, reason) DO UPDATE SET count = count + excluded.count,"
+                     " last_ns = MAX(COALESCE(last_ns, 0), excluded.last_ns)",
     [ST_CONFIG_PUT] = "INSERT INTO configs(app, version, etag, xml, created_ns) VALUES(?1, ?2, ?3, ?4, ?5)",
     [ST_CONFIG_VERSION] = "SELECT COALESCE(MAX(version), 0) FROM configs WHERE app = ?1",
     [ST_LOAD_COUNT] = "SELECT count, failed FROM rollup_counts WHERE kind = ?1 AND app = ?2 AND version = ?3"
@@ -1966,7 +2062,7 @@ store *store_sqlite_open(const char *path, const store_options *opt, char *err, 
     st->retention_days = opt->retention_days;
     st->rollup_retention_days = opt->rollup_retention_days;
     st->retention_due = st->retention_days || st->rollup_retention_days;
-    st->hooks = opt->hooks;
+    pthread_mutex_init(&st->tlock, NULL);
     size_t nr = opt->readers ? opt->readers : 4;
     st->readers = calloc(nr, sizeof *st->readers);
     st->free_readers = calloc(nr, sizeof *st->free_readers);
@@ -2087,6 +2183,10 @@ store *store_sqlite_open(const char *path, const store_options *opt, char *err, 
         snprintf(err, err_size, "%s: cannot seal the rows in the rollups: %s", path, sqlite3_errmsg(st->w));
         goto fail;
     }
+    if (totals_load(st) < 0) {
+        snprintf(err, err_size, "%s: cannot read the cleaning counts: %s", path, sqlite3_errmsg(st->w));
+        goto fail;
+    }
     for (size_t i = 0; i < nr; i++) {
         if (sqlite3_open_v2(path, &st->readers[i], SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
             snprintf(err, err_size, "%s: cannot open for reading: %s", path, sqlite3_errmsg(st->readers[i]));
@@ -2131,6 +2231,7 @@ const store_backend store_backend_sqlite = {
     .name = "sqlite",
     .close = sqlite_close,
     .submit = sqlite_submit,
+    .tallies = sqlite_tallies,
     .health_get = sqlite_health_get,
     .get_stats = sqlite_get_stats,
     .config_put = sqlite_config_put,

@@ -1,9 +1,9 @@
-/* The application layer's own tables, in the store's SQLite file
- * (docs/server.md, "Issues"), and its hooks on the store's writer.
+/* The issue state: the application layer's own tables, in a SQLite file
+ * (docs/server.md, "Issues") — its own (issues_db_open: pacerd on
+ * ClickHouse, --state) or the SQLite store's, beside the records, reached
+ * through the store's writer (issues_db_open_in).
  *
- * Tables (all SQL on them is in store_issues.c):
- *   clean_counts     per (app, reason): records kept out of the statistics
- *                    (clean.h), the last time one was, what it was
+ * Tables (all SQL on them is in issues_db.c):
  *   ana_marks        per source table: the last row the analysis read
  *   ana_versions     per (app, version): its place in first-seen order,
  *                    first and last record time, sessions
@@ -25,61 +25,51 @@
  *                    at the last test and when it ran (the test runs again
  *                    when one has twice as many, a minute later at the
  *                    earliest)
- *
- * Hooks: the writer calls issues_store_hooks()'s functions for every
- * record of a new batch. A cleaned record (store_record.clean) and a copy
- * of one already stored are kept out and counted by reason; start-up
- * outliers are counted. A batch sent with an id is stored once by that id
- * (store.h); copies are looked for among the records that came without
- * one (an SDK that sends no batch id, resending a batch), against the
- * newest dedupe-records records that came so, whose ids the hook keeps in
- * memory (filled at start from the newest rows of each table). Counts
- * reach clean_counts in the same transaction as the batch, so a batch sent
- * again (its batch id known) or a failed transaction counts nothing.
- *
- * A record's id: a span's app, trace id and span id; a pacer log record's
- * (jank, leak) app, session, time, type and body; a pacer data point's
- * (pacer.*) app, session, time, name and attributes. Plain OpenTelemetry
- * data has none: it is never taken for a copy.
  */
-#ifndef PACER_SERVER_STORE_ISSUES_H
-#define PACER_SERVER_STORE_ISSUES_H
+#ifndef PACER_SERVER_ISSUES_DB_H
+#define PACER_SERVER_ISSUES_DB_H
 
 #include "analysis_config.h"
-#include "ingest/clean.h"
 #include "store/sketch.h"
 #include "store/store.h"
 
 #include <pacer/base/json.h>
 
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-typedef struct issues_store issues_store;
+typedef struct sqlite3 sqlite3;
 
-/* Made before the store opens (its hooks go into store_options). NULL
- * when out of memory. */
-issues_store *issues_store_new(const ana_config *cfg);
-store_hooks issues_store_hooks(issues_store *is);
+typedef struct issues_db issues_db;
 
-/* Once the store is open: creates the tables (when missing), loads the
- * counts, fills the record ids from the newest rows (as many as can be
- * read: a damaged page does not keep pacerd from starting). 0, or
- * negative errno with the reason in err. */
-int issues_store_open(issues_store *is, store *st, char *err, size_t err_size);
-void issues_store_free(issues_store *is);
+/* A file that holds the tables for another owner: fn runs on its
+ * connection, read in one snapshot, or written in a transaction of its
+ * own (a failure of fn undoes what fn did); each returns what fn returned,
+ * or negative errno when the file could not be read or the transaction
+ * not committed. Any thread. */
+typedef struct issues_db_host {
+    int (*read)(void *ctx, int (*fn)(void *fn_ctx, sqlite3 *db), void *fn_ctx);
+    int (*write)(void *ctx, int (*fn)(void *fn_ctx, sqlite3 *db), void *fn_ctx);
+    void *ctx;
+} issues_db_host;
 
-/* Records kept out or counted, by reason, all apps, since the file was
- * made (for /metrics). */
-void issues_clean_totals(issues_store *is, uint64_t ret[CLEAN_COUNT]);
+/* Opens (creating when needed) the tables in a file of their own, in WAL
+ * mode. NULL with "PATH: reason" in err. */
+issues_db *issues_db_open(const char *path, char *err, size_t err_size);
+/* The tables in the host's file (created when missing). NULL with the
+ * reason in err. */
+issues_db *issues_db_open_in(const issues_db_host *host, char *err, size_t err_size);
+/* Accepts NULL. */
+void issues_db_close(issues_db *db);
 
-/* GET /api/v1/cleaning: the members "reasons":[…] of app into out (an
- * open object). 0 or -EIO. */
-int issues_clean_json(store *st, const char *app, jbuf *out);
+/* fn's reads in one snapshot; fn's writes in one transaction (fn < 0:
+ * none of them). Each returns what fn returned, -EIO when the file could
+ * not be read or the transaction not committed. Any thread; writes one
+ * at a time. */
+int issues_db_read(issues_db *db, int (*fn)(void *ctx, sqlite3 *db), void *ctx);
+int issues_db_write(issues_db *db, int (*fn)(void *ctx, sqlite3 *db), void *ctx);
 
-/* ---- rows of the analysis (in store_write's function: db is the
- * writer's; or in store_read's) ---- */
+/* ---- rows (in issues_db_write's function, or issues_db_read's) ---- */
 
 #define ISSUE_ID_LEN 16 /* hex digits */
 
@@ -96,10 +86,10 @@ typedef struct iss_vstat {
     sketch values;
 } iss_vstat;
 
-void iss_vstat_init(iss_vstat *v);
-void iss_vstat_reset(iss_vstat *v);
+void issues_db_vstat_init(iss_vstat *v);
+void issues_db_vstat_reset(iss_vstat *v);
 
-/* One candidate: a row of issues. Strings are owned (iss_issue_reset). */
+/* One candidate: a row of issues. Strings are owned (issues_db_issue_reset). */
 typedef struct iss_issue {
     char id[ISSUE_ID_LEN + 1];
     char *app, *kind, *key, *fingerprint, *title;
@@ -117,34 +107,34 @@ typedef struct iss_issue {
     bool exists;       /* a row was loaded */
 } iss_issue;
 
-void iss_issue_reset(iss_issue *i);
+void issues_db_issue_reset(iss_issue *i);
 
 /* The words of issues, each list in its order and NULL-terminated: what
  * grading gives (lifecycle.c), the issues API takes as filters and
  * /api/v1/schema names, so that no reader keeps a list of its own.
  * Severities go from the most severe. */
 enum iss_severity { ISS_CRITICAL, ISS_MAJOR, ISS_MINOR, ISS_N_SEVERITIES };
-extern const char *const iss_severities[ISS_N_SEVERITIES + 1];
-extern const char *const iss_statuses[];
-extern const char *const iss_kinds[];
+extern const char *const issues_db_severities[ISS_N_SEVERITIES + 1];
+extern const char *const issues_db_statuses[];
+extern const char *const issues_db_kinds[];
 
 /* The candidate's id: 16 hex digits of FNV-1a 64 over "app\nkind\nkey". */
-void iss_id(const char *app, const char *kind, const char *key, char out[ISSUE_ID_LEN + 1]);
+void issues_db_id(const char *app, const char *kind, const char *key, char out[ISSUE_ID_LEN + 1]);
 
 /* Loads the row of id (i->exists false when there is none; then id is
  * set and nothing else). 0 or -EIO. */
-int iss_issue_load(sqlite3 *db, const char *id, iss_issue *i);
-int iss_issue_save(sqlite3 *db, const iss_issue *i);
+int issues_db_issue_load(sqlite3 *db, const char *id, iss_issue *i);
+int issues_db_issue_save(sqlite3 *db, const iss_issue *i);
 
 /* The issue_versions row of (id, version); v->version is set either way.
  * *ret_found tells whether it was there. */
-int iss_vstat_load(sqlite3 *db, const char *id, const char *version, iss_vstat *v, bool *ret_found);
-int iss_vstat_save(sqlite3 *db, const char *id, const iss_vstat *v);
+int issues_db_vstat_load(sqlite3 *db, const char *id, const char *version, iss_vstat *v, bool *ret_found);
+int issues_db_vstat_save(sqlite3 *db, const char *id, const iss_vstat *v);
 /* Every version row of id, in no order: cb returns false to stop. */
-int iss_vstat_each(sqlite3 *db, const char *id, bool (*cb)(void *ctx, const iss_vstat *v), void *ctx);
+int issues_db_vstat_each(sqlite3 *db, const char *id, bool (*cb)(void *ctx, const iss_vstat *v), void *ctx);
 
 /* An affected session: 1 when it was new for (id, version), 0 when known. */
-int iss_session_add(sqlite3 *db, const char *id, const char *version, const char *session);
+int issues_db_session_add(sqlite3 *db, const char *id, const char *version, const char *session);
 
 /* Versions of the apps. */
 typedef struct iss_version {
@@ -155,32 +145,30 @@ typedef struct iss_version {
 
 /* Adds a record of app/version at ts from session (NULL: none) to
  * ana_versions and ana_sessions. */
-int iss_version_touch(sqlite3 *db, const char *app, const char *version, int64_t ts, const char *session,
+int issues_db_version_touch(sqlite3 *db, const char *app, const char *version, int64_t ts, const char *session,
                       int64_t records);
 /* Every version of app, in first-seen order. *ret is malloc'd. */
-int iss_versions(sqlite3 *db, const char *app, iss_version **ret, size_t *ret_n);
+int issues_db_versions(sqlite3 *db, const char *app, iss_version **ret, size_t *ret_n);
 
 /* The analysis's marks: the last row read of each source (0: none). */
-int iss_mark_get(sqlite3 *db, const char *source, int64_t *ret);
-int iss_mark_set(sqlite3 *db, const char *source, int64_t rowid);
+int issues_db_mark_get(sqlite3 *db, const char *source, int64_t *ret);
+int issues_db_mark_set(sqlite3 *db, const char *source, int64_t rowid);
 
 /* Pairs of versions compared for regressions: the records each version
  * had at the last test that compared something (0, 0 before any) and when
  * it ran (wall ns). */
-int iss_pair_get(sqlite3 *db, const char *app, const char *base, const char *version, int64_t *ret_base,
+int issues_db_pair_get(sqlite3 *db, const char *app, const char *base, const char *version, int64_t *ret_base,
                  int64_t *ret_version, int64_t *ret_tested_ns);
-int iss_pair_set(sqlite3 *db, const char *app, const char *base, const char *version, int64_t n_base,
+int issues_db_pair_set(sqlite3 *db, const char *app, const char *base, const char *version, int64_t n_base,
                  int64_t n_version, int64_t tested_ns);
 
 /* Ids of the issues of app whose status is not '' nor resolved (the open
  * ones, whose life cycle each cycle reviews), at most max. */
-int iss_open_ids(sqlite3 *db, const char *app, char (*ret)[ISSUE_ID_LEN + 1], size_t max, size_t *ret_n);
+int issues_db_open_ids(sqlite3 *db, const char *app, char (*ret)[ISSUE_ID_LEN + 1], size_t max, size_t *ret_n);
 /* Candidates of app (any status). */
-int64_t iss_candidates(sqlite3 *db, const char *app);
+int64_t issues_db_candidates(sqlite3 *db, const char *app);
 
 /* ---- deliveries ---- */
-
-enum iss_target_kind { TARGET_WEBHOOK, TARGET_GITHUB };
 
 typedef struct iss_delivery {
     int64_t seq;
@@ -193,24 +181,22 @@ typedef struct iss_delivery {
 } iss_delivery;
 
 /* Adds a delivery (in the transition's transaction). */
-int iss_delivery_add(sqlite3 *db, int target, const char *issue, const char *event, const char *key,
+int issues_db_delivery_add(sqlite3 *db, int target, const char *issue, const char *event, const char *key,
                      const char *payload);
 /* Pending deliveries due by now_ns, oldest first, at most max, none of an
  * issue and target with an older one still pending. *ret malloc'd; free
  * each payload. */
-int iss_deliveries_due(sqlite3 *db, int64_t now_ns, size_t max, iss_delivery **ret, size_t *ret_n);
+int issues_db_deliveries_due(sqlite3 *db, int64_t now_ns, size_t max, iss_delivery **ret, size_t *ret_n);
 /* When the next pending delivery that waits for no other is due (INT64_MAX:
  * none). */
-int iss_deliveries_next(sqlite3 *db, int64_t *ret_ns);
+int issues_db_deliveries_next(sqlite3 *db, int64_t *ret_ns);
 /* Marks one done (delivered or given up: state "delivered" / "failed")
  * or to try again at next_ns. */
-int iss_delivery_update(sqlite3 *db, int64_t seq, const char *state, int64_t attempts, int64_t next_ns,
+int issues_db_delivery_update(sqlite3 *db, int64_t seq, const char *state, int64_t attempts, int64_t next_ns,
                         const char *error);
-/* Counts by state (pending, delivered, failed). */
-int iss_deliveries_count(sqlite3 *db, int64_t ret[3]);
 /* The tracker reference of an issue (JSON), malloc'd, or NULL. */
-int iss_tracker_get(sqlite3 *db, const char *issue, char **ret);
-int iss_tracker_set(sqlite3 *db, const char *issue, const char *json);
+int issues_db_tracker_get(sqlite3 *db, const char *issue, char **ret);
+int issues_db_tracker_set(sqlite3 *db, const char *issue, const char *json);
 
 /* ---- the API's listing ---- */
 
@@ -225,16 +211,16 @@ typedef struct iss_query {
 
 /* The ids of the issues that match, newest (last seen) first; *ret_more:
  * there are more. Ids into ret (room for limit). */
-int iss_list(sqlite3 *db, const iss_query *q, char (*ret)[ISSUE_ID_LEN + 1], int64_t *ret_last_ns, size_t *ret_n,
+int issues_db_list(sqlite3 *db, const iss_query *q, char (*ret)[ISSUE_ID_LEN + 1], int64_t *ret_last_ns, size_t *ret_n,
              bool *ret_more);
 
 /* Retention: deliveries done over 30 days ago; the sessions kept to count
  * distinct ones, of versions (and candidates' versions) whose latest
  * record is over 180 days old (a record of such a version arriving later
  * may count its session again). 0 or -EIO. */
-int iss_prune(sqlite3 *db, int64_t now_ns);
+int issues_db_prune(sqlite3 *db, int64_t now_ns);
 
 /* Counts of the issues by status, all apps (for /metrics). */
-int iss_status_counts(sqlite3 *db, int64_t ret[5]);
+int issues_db_status_counts(sqlite3 *db, int64_t ret[5]);
 
 #endif

@@ -1,16 +1,5 @@
-/* The application layer's tables and its hooks on the writer
- * (store_issues.h).
- *
- * The record ids of the duplicate filter: an open-addressing set of
- * 64-bit hashes (linear probing, deletion by backward shift) and a ring of
- * the committed ones in the order they came, the oldest leaving first once
- * `dedupe-records` are held. Ids of the transaction in progress are in the
- * set already (a copy inside one batch is found too) and listed apart:
- * COMMIT moves them into the ring, ROLLBACK takes them out. Only the
- * writer thread touches it (the hooks, and issues_store_open before the
- * first request).
- */
-#include "store_issues.h"
+/* The issue state (issues_db.h): its file and its rows. */
+#include "issues_db.h"
 
 #include <pacer/base/clock.h>
 #include <pacer/base/hash.h>
@@ -18,13 +7,12 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char SCHEMA[] =
-    "CREATE TABLE IF NOT EXISTS clean_counts(app TEXT NOT NULL, reason TEXT NOT NULL, count INTEGER NOT NULL,"
-    "  last_ns INTEGER, PRIMARY KEY(app, reason)) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS ana_marks(source TEXT PRIMARY KEY, last_rowid INTEGER NOT NULL) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS ana_versions(app TEXT NOT NULL, version TEXT NOT NULL, seq INTEGER NOT NULL,"
     "  first_ns INTEGER, last_ns INTEGER, sessions INTEGER NOT NULL DEFAULT 0, records INTEGER NOT NULL DEFAULT 0,"
@@ -55,371 +43,14 @@ static const char SCHEMA[] =
     "  n_base INTEGER NOT NULL, n_version INTEGER NOT NULL, tested_ns INTEGER NOT NULL DEFAULT 0,"
     "  PRIMARY KEY(app, base, version)) WITHOUT ROWID;";
 
-/* ---- the record ids ---- */
+/* ---- the file ---- */
 
-typedef struct idset {
-    uint64_t *slots;
-    size_t mask, used;
-    uint64_t *ring; /* committed, oldest at head */
-    size_t cap, head, n;
-    uint64_t *pending;
-    size_t n_pending, cap_pending;
-} idset;
-
-static bool idset_init(idset *s, size_t cap)
-{
-    memset(s, 0, sizeof *s);
-    if (!cap)
-        return true;
-    size_t slots = 1024;
-    while (slots < 2 * cap + 1024)
-        slots *= 2;
-    s->slots = calloc(slots, sizeof *s->slots); /* pages are touched as the set fills */
-    s->ring = malloc(cap * sizeof *s->ring);
-    s->mask = slots - 1;
-    s->cap = cap;
-    return s->slots && s->ring;
-}
-
-static void idset_free(idset *s)
-{
-    free(s->slots);
-    free(s->ring);
-    free(s->pending);
-    memset(s, 0, sizeof *s);
-}
-
-static bool idset_has(const idset *s, uint64_t x)
-{
-    for (size_t i = hash_u64(x) & s->mask;; i = (i + 1) & s->mask) {
-        if (!s->slots[i])
-            return false;
-        if (s->slots[i] == x)
-            return true;
-    }
-}
-
-static void idset_delete(idset *s, uint64_t x)
-{
-    size_t i = hash_u64(x) & s->mask;
-    while (s->slots[i] && s->slots[i] != x)
-        i = (i + 1) & s->mask;
-    if (!s->slots[i])
-        return;
-    /* backward shift: later entries of the run move up where their probe allows */
-    size_t j = i;
-    for (;;) {
-        s->slots[i] = 0;
-        for (;;) {
-            j = (j + 1) & s->mask;
-            if (!s->slots[j]) {
-                s->used--;
-                return;
-            }
-            size_t home = hash_u64(s->slots[j]) & s->mask;
-            /* j's entry may fill i unless its home lies cyclically in (i, j] */
-            if (i <= j ? (home <= i || home > j) : (home <= i && home > j))
-                break;
-        }
-        s->slots[i] = s->slots[j];
-        i = j;
-    }
-}
-
-static void ring_pop(idset *s)
-{
-    idset_delete(s, s->ring[s->head]);
-    s->head = (s->head + 1) % s->cap;
-    s->n--;
-}
-
-/* Adds x as an id of the transaction in progress (x not in the set). */
-static void idset_add_pending(idset *s, uint64_t x)
-{
-    while (s->used + 1 > (s->mask + 1) / 4 * 3 && s->n)
-        ring_pop(s);
-    if (s->used + 1 > (s->mask + 1) / 4 * 3)
-        return; /* a transaction larger than the set: its rest is not tracked */
-    if (s->n_pending == s->cap_pending) {
-        size_t cap = s->cap_pending ? 2 * s->cap_pending : 4096;
-        uint64_t *p = realloc(s->pending, cap * sizeof *p);
-        if (!p)
-            return;
-        s->pending = p;
-        s->cap_pending = cap;
-    }
-    size_t i = hash_u64(x) & s->mask;
-    while (s->slots[i])
-        i = (i + 1) & s->mask;
-    s->slots[i] = x;
-    s->used++;
-    s->pending[s->n_pending++] = x;
-}
-
-static void idset_settle(idset *s, bool committed)
-{
-    for (size_t k = 0; k < s->n_pending; k++) {
-        uint64_t x = s->pending[k];
-        if (!committed) {
-            idset_delete(s, x);
-            continue;
-        }
-        if (s->n == s->cap)
-            ring_pop(s);
-        s->ring[(s->head + s->n) % s->cap] = x;
-        s->n++;
-    }
-    s->n_pending = 0;
-}
-
-/* A committed id (filling the set at start). */
-static void idset_add(idset *s, uint64_t x)
-{
-    if (!s->cap || idset_has(s, x))
-        return;
-    idset_add_pending(s, x);
-    idset_settle(s, true);
-}
-
-/* ---- record ids ---- */
-
-static size_t value_len(const store_value *v)
-{
-    if (v->type == SV_TEXT)
-        return v->n ? v->n : strlen(v->p);
-    return v->type == SV_BLOB ? v->n : 0;
-}
-
-static uint64_t mix_value(uint64_t h, const store_value *v)
-{
-    uint64_t n = value_len(v);
-    h = fnv1a64(h, &v->type, sizeof v->type);
-    if (v->type == SV_INT)
-        return fnv1a64(h, &v->i, sizeof v->i);
-    h = fnv1a64(h, &n, sizeof n);
-    return n ? fnv1a64(h, v->p, n) : h;
-}
-
-/* The columns a record id is made of, per table (layout indexes; -1: none). */
-typedef struct id_cols {
-    int app, session, ts, a, b; /* spans: a trace id, b span id; logs: a type, b body; points: a name, b attributes */
-} id_cols;
-
-static id_cols id_cols_find(enum store_table t)
-{
-    id_cols c = {store_layout_col(t, SRC_COMMON, PACER_COMMON_APP), store_layout_col(t, SRC_COMMON, PACER_COMMON_SESSION),
-                 store_layout_col(t, SRC_COMMON, PACER_COMMON_TS), -1, -1};
-    switch (t) {
-    case TABLE_PAGE_LOADS:
-    case TABLE_STARTUPS:
-    case TABLE_REQUESTS:
-        c.a = store_layout_col(t, SRC_TRACE_ID, -1);
-        c.b = store_layout_col(t, SRC_SPAN_ID, -1);
-        break;
-    case TABLE_LOGS:
-        c.a = store_layout_col(t, SRC_LOG_TYPE, -1);
-        c.b = store_layout_col(t, SRC_BODY, -1);
-        break;
-    case TABLE_METRIC_POINTS:
-        c.a = store_layout_col(t, SRC_METRIC_NAME, -1);
-        c.b = store_layout_col(t, SRC_ATTRIBUTES, -1);
-        break;
-    default: break;
-    }
-    return c;
-}
-
-static id_cols id_cols_table[TABLE_COUNT];
-static pthread_once_t id_cols_once = PTHREAD_ONCE_INIT;
-
-static void id_cols_init(void)
-{
-    for (enum store_table t = 0; t < TABLE_COUNT; t++)
-        id_cols_table[t] = id_cols_find(t);
-}
-
-/* The columns of table t's record ids, found once (the writer looks them up
- * for every record). */
-static id_cols id_cols_of(enum store_table t)
-{
-    pthread_once(&id_cols_once, id_cols_init);
-    return id_cols_table[t];
-}
-
-static bool text_is(const store_value *v, const char *s)
-{
-    return v->type == SV_TEXT && value_len(v) == strlen(s) && memcmp(v->p, s, strlen(s)) == 0;
-}
-
-static bool text_starts(const store_value *v, const char *s)
-{
-    return v->type == SV_TEXT && value_len(v) >= strlen(s) && memcmp(v->p, s, strlen(s)) == 0;
-}
-
-/* The id of a record (its columns as the layout orders them), or 0 for
- * one that is not pacer's. */
-static uint64_t record_id(enum store_table t, const store_value *cols)
-{
-    id_cols c = id_cols_of(t);
-    if (c.a < 0 || c.b < 0 || c.app < 0)
-        return 0;
-    uint64_t h = fnv1a64(FNV1A64_INIT, &t, sizeof t);
-    h = mix_value(h, &cols[c.app]);
-    if (t == TABLE_LOGS || t == TABLE_METRIC_POINTS) {
-        if (t == TABLE_LOGS ? !(text_is(&cols[c.a], "jank") || text_is(&cols[c.a], "leak"))
-                            : !text_starts(&cols[c.a], "pacer."))
-            return 0;
-        h = mix_value(h, &cols[c.session]);
-        h = mix_value(h, &cols[c.ts]);
-    }
-    h = mix_value(h, &cols[c.a]);
-    h = mix_value(h, &cols[c.b]);
-    return h ? h : 1;
-}
-
-/* ---- the hooks ---- */
-
-typedef struct tally {
-    char *app;
-    enum clean_reason reason;
-    uint64_t count;
-    int64_t last_ns;
-} tally;
-
-struct issues_store {
-    const ana_config *cfg;
-    idset ids;
-    tally *pending; /* this transaction's counts */
-    size_t n_pending, cap_pending;
-    pthread_mutex_t lock; /* totals: written by the writer, read by /metrics */
-    uint64_t totals[CLEAN_COUNT];
+struct issues_db {
+    issues_db_host host; /* the tables in another's file; or, in a file of their own: */
+    sqlite3 *w, *r;      /* one connection to write, one to read */
+    pthread_mutex_t wlock, rlock;
+    bool own;
 };
-
-static void tally_add(issues_store *is, const char *app, enum clean_reason reason, int64_t ts)
-{
-    for (size_t i = 0; i < is->n_pending; i++) {
-        tally *t = &is->pending[i];
-        if (t->reason == reason && strcmp(t->app, app) == 0) {
-            t->count++;
-            if (ts > t->last_ns)
-                t->last_ns = ts;
-            return;
-        }
-    }
-    if (is->n_pending == is->cap_pending) {
-        size_t cap = is->cap_pending ? 2 * is->cap_pending : 16;
-        tally *p = realloc(is->pending, cap * sizeof *p);
-        if (!p)
-            return;
-        is->pending = p;
-        is->cap_pending = cap;
-    }
-    char *a = strdup(app);
-    if (!a)
-        return;
-    is->pending[is->n_pending++] = (tally){a, reason, 1, ts};
-}
-
-static bool hook_record(void *ctx, const store_record *rec)
-{
-    issues_store *is = ctx;
-    id_cols c = id_cols_of(rec->table);
-    const char *app = c.app >= 0 && rec->cols[c.app].type == SV_TEXT ? rec->cols[c.app].p : "";
-    int64_t ts = c.ts >= 0 && rec->cols[c.ts].type == SV_INT ? rec->cols[c.ts].i : 0;
-    if (rec->clean) {
-        tally_add(is, app, (enum clean_reason)rec->clean, ts);
-        return false;
-    }
-    /* a batch with an id is stored once by its id (store.h); records that
-     * come without one, by their own */
-    uint64_t id = is->ids.cap && rec->unbatched ? record_id(rec->table, rec->cols) : 0;
-    if (id && idset_has(&is->ids, id)) {
-        tally_add(is, app, CLEAN_DUPLICATE, ts);
-        return false;
-    }
-    if (id)
-        idset_add_pending(&is->ids, id);
-    if (rec->table == TABLE_STARTUPS && rec->excluded)
-        tally_add(is, app, CLEAN_OUTLIER, ts);
-    return true;
-}
-
-static int hook_commit(void *ctx, sqlite3 *db)
-{
-    issues_store *is = ctx;
-    if (!is->n_pending)
-        return 0;
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(db,
-                           "INSERT INTO clean_counts(app, reason, count, last_ns) VALUES(?1, ?2, ?3, ?4)"
-                           " ON CONFLICT(app, reason) DO UPDATE SET count = count + excluded.count,"
-                           " last_ns = MAX(COALESCE(last_ns, 0), excluded.last_ns)",
-                           -1, &s, NULL) != SQLITE_OK)
-        return -EIO;
-    int r = 0;
-    for (size_t i = 0; i < is->n_pending && r == 0; i++) {
-        sqlite3_bind_text(s, 1, is->pending[i].app, -1, SQLITE_STATIC);
-        sqlite3_bind_text(s, 2, clean_reason_name(is->pending[i].reason), -1, SQLITE_STATIC);
-        sqlite3_bind_int64(s, 3, (int64_t)is->pending[i].count);
-        sqlite3_bind_int64(s, 4, is->pending[i].last_ns);
-        r = sqlite3_step(s) == SQLITE_DONE ? 0 : -EIO;
-        sqlite3_reset(s);
-    }
-    sqlite3_finalize(s);
-    return r;
-}
-
-static void hook_done(void *ctx, bool committed)
-{
-    issues_store *is = ctx;
-    idset_settle(&is->ids, committed);
-    pthread_mutex_lock(&is->lock);
-    for (size_t i = 0; i < is->n_pending; i++) {
-        if (committed)
-            is->totals[is->pending[i].reason] += is->pending[i].count;
-        free(is->pending[i].app);
-    }
-    pthread_mutex_unlock(&is->lock);
-    is->n_pending = 0;
-}
-
-issues_store *issues_store_new(const ana_config *cfg)
-{
-    issues_store *is = calloc(1, sizeof *is);
-    if (!is)
-        return NULL;
-    is->cfg = cfg;
-    pthread_mutex_init(&is->lock, NULL);
-    if (!idset_init(&is->ids, (size_t)cfg->dedupe_records)) {
-        issues_store_free(is);
-        return NULL;
-    }
-    return is;
-}
-
-store_hooks issues_store_hooks(issues_store *is)
-{
-    return (store_hooks){hook_record, hook_commit, hook_done, is};
-}
-
-void issues_store_free(issues_store *is)
-{
-    if (!is)
-        return;
-    idset_free(&is->ids);
-    for (size_t i = 0; i < is->n_pending; i++)
-        free(is->pending[i].app);
-    free(is->pending);
-    pthread_mutex_destroy(&is->lock);
-    free(is);
-}
-
-void issues_clean_totals(issues_store *is, uint64_t ret[CLEAN_COUNT])
-{
-    pthread_mutex_lock(&is->lock);
-    memcpy(ret, is->totals, sizeof is->totals);
-    pthread_mutex_unlock(&is->lock);
-}
 
 static int create_tables(void *ctx, sqlite3 *db)
 {
@@ -427,120 +58,110 @@ static int create_tables(void *ctx, sqlite3 *db)
     return sqlite3_exec(db, SCHEMA, NULL, NULL, msg) == SQLITE_OK ? 0 : -EIO;
 }
 
-static int load_totals(void *ctx, sqlite3 *db)
+static int own_read(void *ctx, int (*fn)(void *fn_ctx, sqlite3 *db), void *fn_ctx)
 {
-    issues_store *is = ctx;
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(db, "SELECT reason, SUM(count) FROM clean_counts GROUP BY reason", -1, &s, NULL) !=
-        SQLITE_OK)
-        return -EIO;
-    int r;
-    while ((r = sqlite3_step(s)) == SQLITE_ROW)
-        for (int k = 1; k < CLEAN_COUNT; k++)
-            if (strcmp((const char *)sqlite3_column_text(s, 0), clean_reason_name((enum clean_reason)k)) == 0)
-                is->totals[k] = (uint64_t)sqlite3_column_int64(s, 1);
-    sqlite3_finalize(s);
-    return r == SQLITE_DONE ? 0 : -EIO;
+    issues_db *db = ctx;
+    pthread_mutex_lock(&db->rlock);
+    int r = sqlite3_exec(db->r, "BEGIN", NULL, NULL, NULL) == SQLITE_OK ? fn(fn_ctx, db->r) : -EIO;
+    sqlite3_exec(db->r, "COMMIT", NULL, NULL, NULL);
+    pthread_mutex_unlock(&db->rlock);
+    return r;
 }
 
-typedef struct fill {
-    issues_store *is;
-} fill;
-
-static bool fill_row(void *ctx, const store_mark_row *row)
+static int own_write(void *ctx, int (*fn)(void *fn_ctx, sqlite3 *db), void *fn_ctx)
 {
-    fill *f = ctx;
-    uint64_t id = record_id(row->table, row->cols);
-    if (id)
-        idset_add(&f->is->ids, id);
-    return true;
-}
-
-/* The ids of the newest rows of each table that holds pacer records: a
- * fifth of the set each. */
-static int fill_ids(store *st, fill *f)
-{
-    static const enum store_table tables[] = {TABLE_PAGE_LOADS, TABLE_STARTUPS, TABLE_REQUESTS, TABLE_LOGS,
-                                              TABLE_METRIC_POINTS};
-    static const enum store_filter filters[] = {STORE_ROWS_ALL, STORE_ROWS_ALL, STORE_ROWS_ALL,
-                                                STORE_ROWS_PACER_LOGS, STORE_ROWS_PACER_POINTS};
-    int64_t share = (int64_t)(f->is->ids.cap / 5), lasts[TABLE_COUNT];
-    int r = store_marks_last(st, lasts);
+    issues_db *db = ctx;
+    pthread_mutex_lock(&db->wlock);
+    int r = sqlite3_exec(db->w, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK ? fn(fn_ctx, db->w) : -EIO;
+    if (r >= 0 && sqlite3_exec(db->w, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        r = -EIO;
     if (r < 0)
-        return r;
-    for (size_t k = 0; k < sizeof tables / sizeof tables[0]; k++) {
-        int64_t last = lasts[tables[k]];
-        id_cols c = id_cols_of(tables[k]);
-        bool want[STORE_MAX_COLS] = {false};
-        int cols[] = {c.app, c.session, c.ts, c.a, c.b};
-        for (size_t i = 0; i < 5; i++)
-            if (cols[i] >= 0)
-                want[cols[i]] = true;
-        if ((r = store_rows_after(st, tables[k], filters[k], last > share ? last - share : 0, last, want, fill_row,
-                                  f)) < 0)
-            return r;
-    }
-    return 0;
+        sqlite3_exec(db->w, "ROLLBACK", NULL, NULL, NULL);
+    pthread_mutex_unlock(&db->wlock);
+    return r;
 }
 
-int issues_store_open(issues_store *is, store *st, char *err, size_t err_size)
+/* Creates the tables (when missing). */
+static int db_start(issues_db *db, char *err, size_t err_size)
 {
     char *msg = NULL;
-    int r = store_write(st, create_tables, &msg);
-    if (r < 0) {
+    int r = db->host.write(db->host.ctx, create_tables, &msg);
+    if (r < 0)
         snprintf(err, err_size, "cannot create the issue tables: %s", msg ? msg : strerror(-r));
-        sqlite3_free(msg);
-        return r;
-    }
-    fill f = {is};
-    if ((r = store_read(st, load_totals, is)) < 0) {
-        snprintf(err, err_size, "cannot read the issue tables: %s", strerror(-r));
-        return r;
-    }
-    /* the newest ids help, they are not needed: rows that cannot be read (a
-     * damaged page, which the store has told in the log and /healthz) leave
-     * the filter with fewer */
-    if (is->ids.cap && (r = fill_ids(st, &f)) == -ENOMEM) {
-        snprintf(err, err_size, "cannot read the newest records' ids: %s", strerror(-r));
-        return r;
-    }
-    return 0;
+    sqlite3_free(msg);
+    return r;
 }
 
-/* ---- cleaning counts for the API ---- */
-
-typedef struct clean_q {
-    const char *app;
-    jbuf *out;
-} clean_q;
-
-static int clean_rows(void *ctx, sqlite3 *db)
+issues_db *issues_db_open(const char *path, char *err, size_t err_size)
 {
-    clean_q *q = ctx;
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(db, "SELECT reason, count, last_ns FROM clean_counts WHERE app = ?1 ORDER BY reason", -1,
-                           &s, NULL) != SQLITE_OK)
-        return -EIO;
-    sqlite3_bind_text(s, 1, q->app, -1, SQLITE_STATIC);
-    jbuf_key(q->out, "reasons");
-    jbuf_open(q->out, '[');
-    int r;
-    while ((r = sqlite3_step(s)) == SQLITE_ROW) {
-        jbuf_open(q->out, '{');
-        jbuf_kv_str(q->out, "reason", (const char *)sqlite3_column_text(s, 0));
-        jbuf_kv_i64(q->out, "count", sqlite3_column_int64(s, 1));
-        jbuf_kv_i64(q->out, "last_seen", sqlite3_column_int64(s, 2) / 1000000000LL);
-        jbuf_close(q->out, '}');
+    issues_db *db = calloc(1, sizeof *db);
+    if (!db) {
+        snprintf(err, err_size, "%s: out of memory", path);
+        return NULL;
     }
-    jbuf_close(q->out, ']');
-    sqlite3_finalize(s);
-    return r == SQLITE_DONE ? 0 : -EIO;
+    db->own = true;
+    pthread_mutex_init(&db->wlock, NULL);
+    pthread_mutex_init(&db->rlock, NULL);
+    db->host = (issues_db_host){own_read, own_write, db};
+    if (sqlite3_open_v2(path, &db->w, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) !=
+            SQLITE_OK ||
+        sqlite3_exec(db->w, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL", NULL, NULL, NULL) != SQLITE_OK) {
+        snprintf(err, err_size, "%s: %s", path, db->w ? sqlite3_errmsg(db->w) : "out of memory");
+        issues_db_close(db);
+        return NULL;
+    }
+    sqlite3_busy_timeout(db->w, 5000);
+    char why[256];
+    if (db_start(db, why, sizeof why) < 0) {
+        snprintf(err, err_size, "%s: %s", path, why);
+        issues_db_close(db);
+        return NULL;
+    }
+    if (sqlite3_open_v2(path, &db->r, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+        snprintf(err, err_size, "%s: cannot open for reading: %s", path, db->r ? sqlite3_errmsg(db->r) : "?");
+        issues_db_close(db);
+        return NULL;
+    }
+    sqlite3_busy_timeout(db->r, 5000);
+    return db;
 }
 
-int issues_clean_json(store *st, const char *app, jbuf *out)
+issues_db *issues_db_open_in(const issues_db_host *host, char *err, size_t err_size)
 {
-    clean_q q = {app, out};
-    return store_read(st, clean_rows, &q);
+    issues_db *db = calloc(1, sizeof *db);
+    if (!db) {
+        snprintf(err, err_size, "out of memory");
+        return NULL;
+    }
+    db->host = *host;
+    if (db_start(db, err, err_size) < 0) {
+        free(db);
+        return NULL;
+    }
+    return db;
+}
+
+void issues_db_close(issues_db *db)
+{
+    if (!db)
+        return;
+    if (db->own) {
+        sqlite3_close(db->r);
+        sqlite3_close(db->w);
+        pthread_mutex_destroy(&db->wlock);
+        pthread_mutex_destroy(&db->rlock);
+    }
+    free(db);
+}
+
+int issues_db_read(issues_db *db, int (*fn)(void *ctx, sqlite3 *db), void *ctx)
+{
+    return db->host.read(db->host.ctx, fn, ctx);
+}
+
+int issues_db_write(issues_db *db, int (*fn)(void *ctx, sqlite3 *db), void *ctx)
+{
+    return db->host.write(db->host.ctx, fn, ctx);
 }
 
 /* ---- rows ---- */
@@ -565,7 +186,7 @@ static void col_copy(sqlite3_stmt *s, int i, char *out, size_t size)
     snprintf(out, size, "%s", t ? (const char *)t : "");
 }
 
-void iss_id(const char *app, const char *kind, const char *key, char out[ISSUE_ID_LEN + 1])
+void issues_db_id(const char *app, const char *kind, const char *key, char out[ISSUE_ID_LEN + 1])
 {
     uint64_t h = FNV1A64_INIT;
     h = fnv1a64(h, app, strlen(app));
@@ -576,7 +197,7 @@ void iss_id(const char *app, const char *kind, const char *key, char out[ISSUE_I
     snprintf(out, ISSUE_ID_LEN + 1, "%016" PRIx64, h);
 }
 
-void iss_issue_reset(iss_issue *i)
+void issues_db_issue_reset(iss_issue *i)
 {
     char *all[] = {i->app, i->kind, i->key, i->fingerprint, i->title, i->first_version, i->last_version,
                    i->since_version, i->details, i->grade, i->tracker};
@@ -589,9 +210,9 @@ void iss_issue_reset(iss_issue *i)
     "id, app, kind, key, fingerprint, title, status, severity, first_ns, last_ns, first_version, last_version,"     \
     " since_version, count, sessions, details, grade, tracker, seq, updated_ns"
 
-int iss_issue_load(sqlite3 *db, const char *id, iss_issue *i)
+int issues_db_issue_load(sqlite3 *db, const char *id, iss_issue *i)
 {
-    iss_issue_reset(i);
+    issues_db_issue_reset(i);
     snprintf(i->id, sizeof i->id, "%s", id);
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(db, "SELECT " ISSUE_COLS " FROM issues WHERE id = ?1", -1, &s, NULL) != SQLITE_OK)
@@ -624,7 +245,7 @@ int iss_issue_load(sqlite3 *db, const char *id, iss_issue *i)
     return r == SQLITE_ROW || r == SQLITE_DONE ? 0 : -EIO;
 }
 
-int iss_issue_save(sqlite3 *db, const iss_issue *i)
+int issues_db_issue_save(sqlite3 *db, const iss_issue *i)
 {
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO issues(" ISSUE_COLS ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,"
@@ -656,23 +277,23 @@ int iss_issue_save(sqlite3 *db, const iss_issue *i)
     return r == SQLITE_DONE ? 0 : -EIO;
 }
 
-void iss_vstat_init(iss_vstat *v)
+void issues_db_vstat_init(iss_vstat *v)
 {
     memset(v, 0, sizeof *v);
     sketch_init(&v->values);
 }
 
-void iss_vstat_reset(iss_vstat *v)
+void issues_db_vstat_reset(iss_vstat *v)
 {
     sketch_reset(&v->values);
-    iss_vstat_init(v);
+    issues_db_vstat_init(v);
 }
 
 #define VSTAT_COLS "version, count, total, lost_ms, sessions, first_ns, last_ns, qualifies, check_a, check_b, sketch"
 
 static int vstat_read(sqlite3_stmt *s, iss_vstat *v)
 {
-    iss_vstat_reset(v);
+    issues_db_vstat_reset(v);
     col_copy(s, 0, v->version, sizeof v->version);
     v->count = sqlite3_column_int64(s, 1);
     v->total = sqlite3_column_int64(s, 2);
@@ -689,9 +310,9 @@ static int vstat_read(sqlite3_stmt *s, iss_vstat *v)
     return 0;
 }
 
-int iss_vstat_load(sqlite3 *db, const char *id, const char *version, iss_vstat *v, bool *ret_found)
+int issues_db_vstat_load(sqlite3 *db, const char *id, const char *version, iss_vstat *v, bool *ret_found)
 {
-    iss_vstat_reset(v);
+    issues_db_vstat_reset(v);
     snprintf(v->version, sizeof v->version, "%s", version);
     *ret_found = false;
     sqlite3_stmt *s;
@@ -709,7 +330,7 @@ int iss_vstat_load(sqlite3 *db, const char *id, const char *version, iss_vstat *
     return rc < 0 ? rc : r == SQLITE_ROW || r == SQLITE_DONE ? 0 : -EIO;
 }
 
-int iss_vstat_save(sqlite3 *db, const char *id, const iss_vstat *v)
+int issues_db_vstat_save(sqlite3 *db, const char *id, const iss_vstat *v)
 {
     uint8_t *buf = NULL;
     size_t len = 0;
@@ -742,27 +363,27 @@ int iss_vstat_save(sqlite3 *db, const char *id, const iss_vstat *v)
     return r == SQLITE_DONE ? 0 : -EIO;
 }
 
-int iss_vstat_each(sqlite3 *db, const char *id, bool (*cb)(void *ctx, const iss_vstat *v), void *ctx)
+int issues_db_vstat_each(sqlite3 *db, const char *id, bool (*cb)(void *ctx, const iss_vstat *v), void *ctx)
 {
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(db, "SELECT " VSTAT_COLS " FROM issue_versions WHERE id = ?1", -1, &s, NULL) != SQLITE_OK)
         return -EIO;
     bind_text(s, 1, id);
     iss_vstat v;
-    iss_vstat_init(&v);
+    issues_db_vstat_init(&v);
     int r, rc = 0;
     while ((r = sqlite3_step(s)) == SQLITE_ROW) {
         if ((rc = vstat_read(s, &v)) < 0 || !cb(ctx, &v))
             break;
     }
-    iss_vstat_reset(&v);
+    issues_db_vstat_reset(&v);
     sqlite3_finalize(s);
     if (rc < 0)
         return rc;
     return r == SQLITE_ROW || r == SQLITE_DONE ? 0 : -EIO;
 }
 
-int iss_session_add(sqlite3 *db, const char *id, const char *version, const char *session)
+int issues_db_session_add(sqlite3 *db, const char *id, const char *version, const char *session)
 {
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(db, "INSERT OR IGNORE INTO issue_sessions(id, version, session) VALUES(?1, ?2, ?3)", -1,
@@ -776,7 +397,7 @@ int iss_session_add(sqlite3 *db, const char *id, const char *version, const char
     return r == SQLITE_DONE ? sqlite3_changes(db) > 0 : -EIO;
 }
 
-int iss_version_touch(sqlite3 *db, const char *app, const char *version, int64_t ts, const char *session,
+int issues_db_version_touch(sqlite3 *db, const char *app, const char *version, int64_t ts, const char *session,
                       int64_t records)
 {
     sqlite3_stmt *s;
@@ -820,7 +441,7 @@ int iss_version_touch(sqlite3 *db, const char *app, const char *version, int64_t
     return r == SQLITE_DONE ? 0 : -EIO;
 }
 
-int iss_versions(sqlite3 *db, const char *app, iss_version **ret, size_t *ret_n)
+int issues_db_versions(sqlite3 *db, const char *app, iss_version **ret, size_t *ret_n)
 {
     *ret = NULL;
     *ret_n = 0;
@@ -860,7 +481,7 @@ int iss_versions(sqlite3 *db, const char *app, iss_version **ret, size_t *ret_n)
     return 0;
 }
 
-int iss_mark_get(sqlite3 *db, const char *source, int64_t *ret)
+int issues_db_mark_get(sqlite3 *db, const char *source, int64_t *ret)
 {
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(db, "SELECT last_rowid FROM ana_marks WHERE source = ?1", -1, &s, NULL) != SQLITE_OK)
@@ -872,7 +493,7 @@ int iss_mark_get(sqlite3 *db, const char *source, int64_t *ret)
     return r == SQLITE_ROW || r == SQLITE_DONE ? 0 : -EIO;
 }
 
-int iss_mark_set(sqlite3 *db, const char *source, int64_t rowid)
+int issues_db_mark_set(sqlite3 *db, const char *source, int64_t rowid)
 {
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO ana_marks(source, last_rowid) VALUES(?1, ?2)", -1, &s, NULL) !=
@@ -885,7 +506,7 @@ int iss_mark_set(sqlite3 *db, const char *source, int64_t rowid)
     return r == SQLITE_DONE ? 0 : -EIO;
 }
 
-int iss_open_ids(sqlite3 *db, const char *app, char (*ret)[ISSUE_ID_LEN + 1], size_t max, size_t *ret_n)
+int issues_db_open_ids(sqlite3 *db, const char *app, char (*ret)[ISSUE_ID_LEN + 1], size_t max, size_t *ret_n)
 {
     *ret_n = 0;
     sqlite3_stmt *s;
@@ -902,7 +523,7 @@ int iss_open_ids(sqlite3 *db, const char *app, char (*ret)[ISSUE_ID_LEN + 1], si
     return r == SQLITE_DONE || r == SQLITE_ROW ? 0 : -EIO;
 }
 
-int64_t iss_candidates(sqlite3 *db, const char *app)
+int64_t issues_db_candidates(sqlite3 *db, const char *app)
 {
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM issues WHERE app = ?1", -1, &s, NULL) != SQLITE_OK)
@@ -913,7 +534,7 @@ int64_t iss_candidates(sqlite3 *db, const char *app)
     return n;
 }
 
-int iss_pair_get(sqlite3 *db, const char *app, const char *base, const char *version, int64_t *ret_base,
+int issues_db_pair_get(sqlite3 *db, const char *app, const char *base, const char *version, int64_t *ret_base,
                  int64_t *ret_version, int64_t *ret_tested_ns)
 {
     sqlite3_stmt *s;
@@ -935,7 +556,7 @@ int iss_pair_get(sqlite3 *db, const char *app, const char *base, const char *ver
     return r == SQLITE_ROW || r == SQLITE_DONE ? 0 : -EIO;
 }
 
-int iss_pair_set(sqlite3 *db, const char *app, const char *base, const char *version, int64_t n_base,
+int issues_db_pair_set(sqlite3 *db, const char *app, const char *base, const char *version, int64_t n_base,
                  int64_t n_version, int64_t tested_ns)
 {
     sqlite3_stmt *s;
@@ -956,7 +577,7 @@ int iss_pair_set(sqlite3 *db, const char *app, const char *base, const char *ver
 
 /* ---- deliveries ---- */
 
-int iss_delivery_add(sqlite3 *db, int target, const char *issue, const char *event, const char *key,
+int issues_db_delivery_add(sqlite3 *db, int target, const char *issue, const char *event, const char *key,
                      const char *payload)
 {
     sqlite3_stmt *s;
@@ -975,7 +596,7 @@ int iss_delivery_add(sqlite3 *db, int target, const char *issue, const char *eve
     return r == SQLITE_DONE ? 0 : -EIO;
 }
 
-int iss_deliveries_due(sqlite3 *db, int64_t now_ns, size_t max, iss_delivery **ret, size_t *ret_n)
+int issues_db_deliveries_due(sqlite3 *db, int64_t now_ns, size_t max, iss_delivery **ret, size_t *ret_n)
 {
     *ret = NULL;
     *ret_n = 0;
@@ -1021,7 +642,7 @@ int iss_deliveries_due(sqlite3 *db, int64_t now_ns, size_t max, iss_delivery **r
     return 0;
 }
 
-int iss_deliveries_next(sqlite3 *db, int64_t *ret_ns)
+int issues_db_deliveries_next(sqlite3 *db, int64_t *ret_ns)
 {
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(db,
@@ -1036,7 +657,7 @@ int iss_deliveries_next(sqlite3 *db, int64_t *ret_ns)
     return r == SQLITE_ROW ? 0 : -EIO;
 }
 
-int iss_delivery_update(sqlite3 *db, int64_t seq, const char *state, int64_t attempts, int64_t next_ns,
+int issues_db_delivery_update(sqlite3 *db, int64_t seq, const char *state, int64_t attempts, int64_t next_ns,
                         const char *error)
 {
     sqlite3_stmt *s;
@@ -1055,24 +676,7 @@ int iss_delivery_update(sqlite3 *db, int64_t seq, const char *state, int64_t att
     return r == SQLITE_DONE ? 0 : -EIO;
 }
 
-int iss_deliveries_count(sqlite3 *db, int64_t ret[3])
-{
-    static const char *const states[3] = {"pending", "delivered", "failed"};
-    memset(ret, 0, 3 * sizeof *ret);
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(db, "SELECT state, COUNT(*) FROM issue_deliveries GROUP BY state", -1, &s, NULL) !=
-        SQLITE_OK)
-        return -EIO;
-    int r;
-    while ((r = sqlite3_step(s)) == SQLITE_ROW)
-        for (int k = 0; k < 3; k++)
-            if (strcmp((const char *)sqlite3_column_text(s, 0), states[k]) == 0)
-                ret[k] = sqlite3_column_int64(s, 1);
-    sqlite3_finalize(s);
-    return r == SQLITE_DONE ? 0 : -EIO;
-}
-
-int iss_tracker_get(sqlite3 *db, const char *issue, char **ret)
+int issues_db_tracker_get(sqlite3 *db, const char *issue, char **ret)
 {
     *ret = NULL;
     sqlite3_stmt *s;
@@ -1086,7 +690,7 @@ int iss_tracker_get(sqlite3 *db, const char *issue, char **ret)
     return r == SQLITE_ROW || r == SQLITE_DONE ? 0 : -EIO;
 }
 
-int iss_tracker_set(sqlite3 *db, const char *issue, const char *json)
+int issues_db_tracker_set(sqlite3 *db, const char *issue, const char *json)
 {
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(db, "UPDATE issues SET tracker = ?2 WHERE id = ?1", -1, &s, NULL) != SQLITE_OK)
@@ -1098,7 +702,7 @@ int iss_tracker_set(sqlite3 *db, const char *issue, const char *json)
     return r == SQLITE_DONE ? 0 : -EIO;
 }
 
-int iss_prune(sqlite3 *db, int64_t now_ns)
+int issues_db_prune(sqlite3 *db, int64_t now_ns)
 {
     static const char *const sql[] = {
         "DELETE FROM issue_deliveries WHERE state <> 'pending' AND done_ns < ?1 - 30 * 86400000000000",
@@ -1139,7 +743,7 @@ static void placeholders(char *out, size_t size, int first, size_t n)
         o += (size_t)snprintf(out + o, size - o, "%s?%d", i ? ", " : "", first + (int)i);
 }
 
-int iss_list(sqlite3 *db, const iss_query *q, char (*ret)[ISSUE_ID_LEN + 1], int64_t *ret_last_ns, size_t *ret_n,
+int issues_db_list(sqlite3 *db, const iss_query *q, char (*ret)[ISSUE_ID_LEN + 1], int64_t *ret_last_ns, size_t *ret_n,
              bool *ret_more)
 {
     *ret_n = 0;
@@ -1193,14 +797,14 @@ int iss_list(sqlite3 *db, const iss_query *q, char (*ret)[ISSUE_ID_LEN + 1], int
     return r == SQLITE_DONE ? 0 : -EIO;
 }
 
-const char *const iss_severities[ISS_N_SEVERITIES + 1] = {
+const char *const issues_db_severities[ISS_N_SEVERITIES + 1] = {
     [ISS_CRITICAL] = "critical", [ISS_MAJOR] = "major", [ISS_MINOR] = "minor", [ISS_N_SEVERITIES] = NULL};
-const char *const iss_statuses[] = {"new", "ongoing", "resolved", "regressed", NULL};
-const char *const iss_kinds[] = {"jank", "hang", "leak", "net_error", "large_image", "large_payload",
+const char *const issues_db_statuses[] = {"new", "ongoing", "resolved", "regressed", NULL};
+const char *const issues_db_kinds[] = {"jank", "hang", "leak", "net_error", "large_image", "large_payload",
                                  "slow_request", "slow_page", "slow_startup", "frozen_frames", "n_plus_one",
                                  "serial_requests", "page_regression", "startup_regression", NULL};
 
-int iss_status_counts(sqlite3 *db, int64_t ret[5])
+int issues_db_status_counts(sqlite3 *db, int64_t ret[5])
 {
     static const char *const statuses[5] = {"new", "ongoing", "resolved", "regressed", ""};
     memset(ret, 0, 5 * sizeof *ret);

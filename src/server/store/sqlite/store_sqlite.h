@@ -1,0 +1,31 @@
+/* The SQLite backend's own calls; everything else goes through the
+ * store's interface (store/store.h), which it serves.
+ *
+ * One file in WAL mode; all writes go through one writer thread, which
+ * group-commits (store_sqlite.c). Another layer may keep tables of its
+ * own in the same file (the application layer's: analysis/issues_db.h):
+ * store_sqlite_read and store_sqlite_write lend it a connection. */
+#ifndef PACER_SERVER_STORE_SQLITE_H
+#define PACER_SERVER_STORE_SQLITE_H
+
+#include "store/store.h"
+
+struct sqlite3;
+
+/* Opens (creating when needed) the database and starts the writer thread.
+ * Returns NULL with a message "PATH: reason" in err. */
+store *store_sqlite_open(const char *path, const store_options *opt, char *err, size_t err_size);
+
+/* Lends fn a read connection, inside one read transaction (a snapshot),
+ * and returns what fn returns. Any thread. */
+int store_sqlite_read(store *st, int (*fn)(void *ctx, struct sqlite3 *db), void *ctx);
+
+/* Runs fn on the writer's connection, inside the writer's transaction (in
+ * a savepoint of its own: a failure of fn rolls back what fn did and
+ * nothing else), and blocks until it committed. fn must be short: ingest
+ * waits behind it. Returns what fn returned, -EIO when the transaction
+ * failed, -ESHUTDOWN when the store is closing. Any thread but the
+ * writer's. */
+int store_sqlite_write(store *st, int (*fn)(void *ctx, struct sqlite3 *db), void *ctx);
+
+#endif
