@@ -27,7 +27,8 @@ to the component's folder), the subfolders it may include and its outside
 libraries (a subset of the component's). Each .c and .h file of such a
 component lies in one of those subfolders, and:
 
-  - #include "x.h" names a file of its own subfolder;
+  - #include "x.h" names a file of its own subfolder (which is included
+    by its bare name only);
   - #include "a/b.h" names a file of subfolder a (a path from the
     component's folder: "store/sqlite/x.h" is of store/sqlite), which
     must be its own or one it may include; a subfolder is not part of its
@@ -186,7 +187,10 @@ def check_file(root, path, rules, name, sub, inner, problems):
                                 % (rel, n, header, name, r["folder"]))
                 continue
             target = os.path.dirname(header)
-            if not os.path.exists(os.path.join(folder, header)) or target not in inner:
+            if target == sub:
+                problems.append('%s:%d: "%s" is a header of its own folder: include it by its bare name'
+                                % (rel, n, header))
+            elif not os.path.exists(os.path.join(folder, header)) or target not in inner:
                 problems.append('%s:%d: "%s" is not a header of a folder of %s (%s/…)' % (rel, n, header, name, r["folder"]))
             elif target != sub and target not in inner[sub]["may"]:
                 problems.append('%s:%d: %s/ may not include "%s" (of %s/; it may include: %s)'

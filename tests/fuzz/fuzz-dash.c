@@ -1,14 +1,18 @@
-/* libFuzzer target for the dashboard's parsers (src/server/dash_parse.c).
+/* libFuzzer target for the parsers of stored client text and of the
+ * Cookie header (src/server/api/dash_parse.c, the one reader of stored
+ * attributes src/server/store/store_attrs.c, src/server/http/params.c).
  * The first byte picks one, the rest is its input: 0 a page's stored API
  * list, 1 a record's other attributes, 2 a jank record, 3 a Cookie
  * header, 4 an attribute list walked for the string values of a key (the
- * ClickHouse store's reads: pacer.classes, and a metric's group
- * attribute), each string within the input's length, and no more of them
- * for the first attribute than for all. Whatever the input, what they write must be valid JSON (read
+ * dashboard's reads: pacer.classes, and a metric's group attribute), each
+ * string within the input's length, and no more of them for the first
+ * attribute than for all, and matched against filters. Whatever the input, what they write must be valid JSON (read
  * back by base's reader), a jank record read must hold a duration ≥ 0 and
  * at most DASH_MAX_FRAMES frames, and a cookie value must fit and hold no
  * separator. */
 #include "api/dash_parse.h"
+#include "http/params.h"
+#include "store/store_attrs.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -94,7 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(header, text, n);
         header[n] = 0;
         char out[65];
-        if (dash_cookie(header, "pacer_session", out, sizeof out) && (strlen(out) >= sizeof out || strchr(out, ';')))
+        if (params_cookie(header, "pacer_session", out, sizeof out) && (strlen(out) >= sizeof out || strchr(out, ';')))
             abort();
         free(header);
         break;
@@ -103,11 +107,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         static const char *const keys[] = {"pacer.classes", "route", ""};
         for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
             strings all = {n, 0}, one = {n, 0};
-            dash_attr_strings(text, n, keys[k], false, on_string, &all);
-            dash_attr_strings(text, n, keys[k], true, on_string, &one);
+            store_attrs_strings(text, n, keys[k], false, on_string, &all);
+            store_attrs_strings(text, n, keys[k], true, on_string, &one);
             if (one.calls > all.calls)
                 abort();
         }
+        static const store_attr_filter filters[] = {{"route", "/x"}, {"n", "3"}, {"b", "true"}};
+        store_attrs_match(text, n, filters, 3);
         break;
     }
     }

@@ -12,6 +12,7 @@
 #include "regress.h"
 #include "issues_db.h"
 
+#include <pacer/base/array.h>
 #include <pacer/base/clock.h>
 #include <pacer/base/hash.h>
 #include <pacer/base/thread.h>
@@ -149,14 +150,8 @@ typedef struct cycle {
 
 static bool push_str(char ***list, size_t *n, size_t *cap, const char *s)
 {
-    if (*n == *cap) {
-        size_t c = *cap ? 2 * *cap : 8;
-        char **g = realloc(*list, c * sizeof *g);
-        if (!g)
-            return false;
-        *list = g;
-        *cap = c;
-    }
+    if (!ARRAY_GROW(*list, *cap, *n + 1, 8))
+        return false;
     if (!((*list)[*n] = strdup(s)))
         return false;
     (*n)++;
@@ -641,30 +636,18 @@ static void sample_add(sample_set *set, const char *name, const char *metric, do
         if (set->s[i].metric == metric && strcmp(set->s[i].name, name) == 0)
             x = &set->s[i];
     if (!x) {
-        if (set->n == set->cap) {
-            size_t cap = set->cap ? 2 * set->cap : 16;
-            struct series *g = realloc(set->s, cap * sizeof *g);
-            if (!g) {
-                set->oom = true;
-                return;
-            }
-            set->s = g;
-            set->cap = cap;
+        if (!ARRAY_GROW(set->s, set->cap, set->n + 1, 16)) {
+            set->oom = true;
+            return;
         }
         x = &set->s[set->n++];
         memset(x, 0, sizeof *x);
         snprintf(x->name, sizeof x->name, "%s", name);
         x->metric = metric;
     }
-    if (x->n == x->cap) {
-        size_t cap = x->cap ? 2 * x->cap : 64;
-        double *g = realloc(x->v, cap * sizeof *g);
-        if (!g) {
-            set->oom = true;
-            return;
-        }
-        x->v = g;
-        x->cap = cap;
+    if (!ARRAY_GROW(x->v, x->cap, x->n + 1, 64)) {
+        set->oom = true;
+        return;
     }
     x->v[x->n++] = v;
     if (!x->first_ns || ts < x->first_ns)
@@ -682,15 +665,9 @@ static void sample_session(sample_set *set, const char *name, const char *sessio
         if (strcmp(set->sessions[i].name, name) == 0)
             x = &set->sessions[i];
     if (!x) {
-        if (set->n_sessions == set->cap_sessions) {
-            size_t cap = set->cap_sessions ? 2 * set->cap_sessions : 16;
-            struct named_sessions *g = realloc(set->sessions, cap * sizeof *g);
-            if (!g) {
-                set->oom = true;
-                return;
-            }
-            set->sessions = g;
-            set->cap_sessions = cap;
+        if (!ARRAY_GROW(set->sessions, set->cap_sessions, set->n_sessions + 1, 16)) {
+            set->oom = true;
+            return;
         }
         x = &set->sessions[set->n_sessions++];
         memset(x, 0, sizeof *x);
@@ -912,14 +889,8 @@ static void add_pair(pair_list *l, const char *app, const char *base, const char
     for (size_t i = 0; i < l->n; i++)
         if (strcmp(l->p[i].app, app) == 0 && strcmp(l->p[i].base, base) == 0 && strcmp(l->p[i].cur, cur) == 0)
             return;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 8;
-        pair *g = realloc(l->p, cap * sizeof *g);
-        if (!g)
-            return;
-        l->p = g;
-        l->cap = cap;
-    }
+    if (!ARRAY_GROW(l->p, l->cap, l->n + 1, 8))
+        return;
     pair *p = &l->p[l->n++];
     snprintf(p->app, sizeof p->app, "%s", app);
     snprintf(p->base, sizeof p->base, "%s", base);

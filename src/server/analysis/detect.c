@@ -1,6 +1,8 @@
 /* The detectors (detect.h). */
 #include "detect.h"
+#include "store/store_attrs.h"
 
+#include <pacer/base/array.h>
 #include <pacer/base/hash.h>
 #include <pacer/base/json.h>
 #include <pacer/base/utf8.h>
@@ -262,14 +264,8 @@ static void slow(detector *d, const store_mark_row *r, cols c, const char *kind,
 static void add_load(detector *d, const char *app, const char *version, const char *session, const char *page,
                      int64_t start, int64_t end)
 {
-    if (d->n_loads == d->cap_loads) {
-        size_t cap = d->cap_loads ? 2 * d->cap_loads : 256;
-        page_load *g = realloc(d->loads, cap * sizeof *g);
-        if (!g)
-            return;
-        d->loads = g;
-        d->cap_loads = cap;
-    }
+    if (!ARRAY_GROW(d->loads, d->cap_loads, d->n_loads + 1, 256))
+        return;
     page_load *l = &d->loads[d->n_loads];
     *l = (page_load){strdup(app), strdup(version), strdup(session), strdup(page), start, end};
     if (!l->app || !l->version || !l->session || !l->page) {
@@ -584,58 +580,31 @@ static void log_row(detector *d, const store_mark_row *r)
 
 /* ---- frames ---- */
 
-/* The string value of attribute `key` in an OTLP KeyValue list (JSON), into out. */
+typedef struct attr_find {
+    const char *key;
+    char value[256];
+} attr_find;
+
+static bool on_attr(void *ctx, const store_attr *a)
+{
+    attr_find *f = ctx;
+    if (a->type != SA_STRING || !a->len || a->key_len != strlen(f->key) || memcmp(a->key, f->key, a->key_len) != 0)
+        return true;
+    utf8_copy(f->value, sizeof f->value, a->text, a->len);
+    return false;
+}
+
+/* The first non-empty string value of attribute `key` in an OTLP KeyValue
+ * list (JSON), into out. */
 static bool attr_string(const char *json, const char *key, char *out, size_t size)
 {
-    if (!json)
+    attr_find f = {key, ""};
+    if (json)
+        store_attrs_each(json, strlen(json), on_attr, &f);
+    if (!f.value[0])
         return false;
-    size_t len = strlen(json);
-    char *buf = malloc(len + 1);
-    if (!buf)
-        return false;
-    memcpy(buf, json, len + 1);
-    jread r;
-    jread_init(&r, buf, len, NULL, 0);
-    bool found = false;
-    if (jread_enter_array(&r)) {
-        while (!found && jread_element(&r) > 0) {
-            if (!jread_enter_object(&r))
-                break;
-            const char *k;
-            size_t kl;
-            bool is_key = false;
-            char value[256] = "";
-            int m;
-            while ((m = jread_member(&r, &k, &kl)) > 0) {
-                jvalue v;
-                if (kl == 3 && memcmp(k, "key", 3) == 0) {
-                    if (!jread_value(&r, &v))
-                        break;
-                    is_key = v.type == JT_STRING && v.len == strlen(key) && memcmp(v.s, key, v.len) == 0;
-                } else if (kl == 5 && memcmp(k, "value", 5) == 0 && jread_peek(&r) == JT_OBJECT) {
-                    jread_enter_object(&r);
-                    const char *vk;
-                    size_t vkl;
-                    while (jread_member(&r, &vk, &vkl) > 0) {
-                        if (!jread_value(&r, &v))
-                            break;
-                        if (vkl == 11 && memcmp(vk, "stringValue", 11) == 0 && v.type == JT_STRING)
-                            utf8_copy(value, sizeof value, v.s, v.len);
-                    }
-                } else if (!jread_value(&r, &v)) {
-                    break;
-                }
-            }
-            if (m < 0)
-                break;
-            if (is_key && value[0]) {
-                snprintf(out, size, "%s", value);
-                found = true;
-            }
-        }
-    }
-    free(buf);
-    return found;
+    snprintf(out, size, "%s", f.value);
+    return true;
 }
 
 static void frames_emit(detector *d)

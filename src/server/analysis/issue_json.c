@@ -2,6 +2,7 @@
 #include "issue_json.h"
 #include "issue_details.h"
 
+#include <pacer/base/array.h>
 #include <pacer/base/utf8.h>
 
 #include <errno.h>
@@ -91,15 +92,9 @@ typedef struct vrows {
 static bool collect(void *ctx, const iss_vstat *v)
 {
     vrows *r = ctx;
-    if (r->n == r->cap) {
-        size_t cap = r->cap ? 2 * r->cap : 8;
-        vrow *g = realloc(r->rows, cap * sizeof *g);
-        if (!g) {
-            r->oom = true;
-            return false;
-        }
-        r->rows = g;
-        r->cap = cap;
+    if (!ARRAY_GROW(r->rows, r->cap, r->n + 1, 8)) {
+        r->oom = true;
+        return false;
     }
     vrow *x = &r->rows[r->n++];
     memset(x, 0, sizeof *x);

@@ -1,6 +1,7 @@
 /* The issue state (issues_db.h): its file and its rows. */
 #include "issues_db.h"
 
+#include <pacer/base/array.h>
 #include <pacer/base/clock.h>
 #include <pacer/base/hash.h>
 
@@ -454,14 +455,9 @@ int issues_db_versions(sqlite3 *db, const char *app, iss_version **ret, size_t *
     size_t cap = 0;
     int r;
     while ((r = sqlite3_step(s)) == SQLITE_ROW) {
-        if (*ret_n == cap) {
-            cap = cap ? 2 * cap : 16;
-            iss_version *g = realloc(*ret, cap * sizeof *g);
-            if (!g) {
-                r = SQLITE_NOMEM;
-                break;
-            }
-            *ret = g;
+        if (!ARRAY_GROW(*ret, cap, *ret_n + 1, 16)) {
+            r = SQLITE_NOMEM;
+            break;
         }
         iss_version *v = &(*ret)[(*ret_n)++];
         col_copy(s, 0, v->version, sizeof v->version);

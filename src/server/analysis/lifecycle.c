@@ -4,6 +4,8 @@
 #include "issue_details.h"
 #include "issue_json.h"
 
+#include <pacer/base/array.h>
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -95,15 +97,9 @@ typedef struct rows {
 static bool take_row(void *ctx, const iss_vstat *v)
 {
     rows *r = ctx;
-    if (r->n == r->cap) {
-        size_t cap = r->cap ? 2 * r->cap : 8;
-        iss_vstat *g = realloc(r->v, cap * sizeof *g);
-        if (!g) {
-            r->failed = true;
-            return false;
-        }
-        r->v = g;
-        r->cap = cap;
+    if (!ARRAY_GROW(r->v, r->cap, r->n + 1, 8)) {
+        r->failed = true;
+        return false;
     }
     iss_vstat *x = &r->v[r->n++];
     *x = *v;

@@ -17,25 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Whether an If-None-Match list ("a", W/"b", *) names etag. */
-static bool etag_matches(const char *list, const char *etag)
-{
-    size_t n = strlen(etag);
-    const char *p = list;
-    while (*p) {
-        while (*p == ' ' || *p == ',')
-            p++;
-        if (*p == '*')
-            return true;
-        if (strncmp(p, "W/", 2) == 0)
-            p += 2;
-        if (strncmp(p, etag, n) == 0 && (p[n] == 0 || p[n] == ',' || p[n] == ' '))
-            return true;
-        p += strcspn(p, ",");
-    }
-    return false;
-}
-
 void config_get(const api_ctx *d, const char *app, const http_request *rq, http_response *rs)
 {
     char *xml = NULL, *etag = NULL;
@@ -52,7 +33,7 @@ void config_get(const api_ctx *d, const char *app, const http_request *rq, http_
     }
     snprintf(rs->etag, sizeof rs->etag, "%s", etag);
     const char *inm = http_header(rq, "If-None-Match");
-    if (inm && etag_matches(inm, etag)) {
+    if (inm && params_etag_listed(inm, etag)) {
         rs->status = 304;
         free(xml);
     } else {

@@ -8,6 +8,7 @@
  * answer unparsed.
  */
 #include "dash_parse.h"
+#include "store/store_attrs.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -15,49 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Calls fn for each {"key":K,"value":{...}} of an attribute list (JSON
- * text, copied: the reader unescapes in place), with the value's type key
- * ("stringValue", …) and its value. */
-typedef void (*attr_fn)(void *ctx, const char *key, const char *vtype, jread *r);
-
-static void attrs_walk_reader(jread *r, attr_fn fn, void *ctx)
-{
-    if (!jread_enter_array(r))
-        return;
-    while (jread_element(r) > 0) {
-        if (!jread_enter_object(r))
-            return;
-        const char *k, *key = NULL;
-        size_t kl;
-        int m;
-        while ((m = jread_member(r, &k, &kl)) > 0) {
-            jvalue v;
-            if (strcmp(k, "key") == 0) {
-                if (!jread_value(r, &v))
-                    return;
-                key = v.type == JT_STRING ? v.s : NULL;
-            } else if (strcmp(k, "value") == 0 && key && jread_peek(r) == JT_OBJECT) {
-                jread_enter_object(r);
-                const char *vt;
-                size_t vtl;
-                int vm;
-                while ((vm = jread_member(r, &vt, &vtl)) > 0) {
-                    size_t before = r->pos;
-                    fn(ctx, key, vt, r);
-                    if (r->pos == before && !jread_value(r, &v)) /* fn left it: skip */
-                        return;
-                }
-                if (vm < 0)
-                    return;
-            } else if (!jread_value(r, &v)) {
-                return;
-            }
-        }
-        if (m < 0)
-            return;
-    }
-}
 
 static char *copy_text(const void *p, size_t n)
 {
@@ -70,28 +28,23 @@ static char *copy_text(const void *p, size_t n)
 }
 
 /* An api event's attributes: pacer.url, pacer.ms, pacer.status. */
-static void api_attr(void *ctx, const char *key, const char *vtype, jread *r)
+static bool api_attr(void *ctx, const store_attr *a)
 {
     jbuf *b = ctx;
-    jvalue v;
-    if (strncmp(key, "pacer.", 6) != 0 || !jread_value(r, &v))
-        return;
-    key += 6;
-    if (v.type == JT_STRING && strcmp(vtype, "stringValue") == 0) {
-        jbuf_kv_str(b, key, v.s);
-    } else if (v.type == JT_STRING && strcmp(vtype, "intValue") == 0) {
-        char *end;
-        errno = 0;
-        long long x = strtoll(v.s, &end, 10);
-        if (!errno && end != v.s && !*end)
-            jbuf_kv_i64(b, key, x);
-    } else if (v.type == JT_NUMBER) {
-        double x;
-        if (jvalue_double(&v, &x))
-            jbuf_kv_double(b, key, x);
-    } else if (v.type == JT_TRUE || v.type == JT_FALSE) {
-        jbuf_kv_bool(b, key, v.type == JT_TRUE);
+    if (a->key_len <= 6 || strncmp(a->key, "pacer.", 6) != 0)
+        return true;
+    const char *key = a->key + 6;
+    switch (a->type) {
+    case SA_STRING: jbuf_kv_str(b, key, a->text); break;
+    case SA_INT: jbuf_kv_i64(b, key, a->i); break;
+    case SA_DOUBLE:
+        if (isfinite(a->d))
+            jbuf_kv_double(b, key, a->d);
+        break;
+    case SA_BOOL: jbuf_kv_bool(b, key, a->text[0] == 't'); break;
+    default: break;
     }
+    return true;
 }
 
 /* events: [{"name":"api","attributes":[…]}, …] → "apis":[{url, ms, status}] */
@@ -122,7 +75,7 @@ void dash_apis_json(jbuf *b, const char *events, size_t len)
                         open = true;
                     }
                     jbuf_open(b, '{');
-                    attrs_walk_reader(&r, api_attr, b);
+                    store_attrs_read(&r, api_attr, b);
                     jbuf_close(b, '}');
                 } else if (!jread_value(&r, &v)) {
                     break;
@@ -142,51 +95,25 @@ typedef struct extra_out {
     jbuf phases, classes;
 } extra_out;
 
-static void extra_attr(void *ctx, const char *key, const char *vtype, jread *r)
+static bool extra_attr(void *ctx, const store_attr *a)
 {
     extra_out *o = ctx;
-    jvalue v;
-    if (strncmp(key, "pacer.phases.", 13) == 0 && strcmp(vtype, "intValue") == 0) {
-        if (!jread_value(r, &v))
-            return;
-        int64_t x;
-        if ((v.type == JT_STRING && sscanf(v.s, "%" SCNd64, &x) == 1) || (v.type == JT_NUMBER && jvalue_int64(&v, &x)))
-            jbuf_kv_i64(&o->phases, key + 13, x);
-    } else if (strcmp(key, "pacer.classes") == 0 && strcmp(vtype, "arrayValue") == 0) {
-        if (!jread_enter_object(r))
-            return;
-        const char *k;
-        size_t kl;
-        while (jread_member(r, &k, &kl) > 0) {
-            if (strcmp(k, "values") != 0 || !jread_enter_array(r)) {
-                if (!jread_value(r, &v))
-                    return;
-                continue;
-            }
-            while (jread_element(r) > 0 && jread_enter_object(r)) {
-                const char *vk;
-                size_t vkl;
-                while (jread_member(r, &vk, &vkl) > 0 && jread_value(r, &v))
-                    if (v.type == JT_STRING)
-                        jbuf_str(&o->classes, v.s);
-            }
-        }
-    }
+    if (a->key_len > 13 && strncmp(a->key, "pacer.phases.", 13) == 0 && a->type == SA_INT)
+        jbuf_kv_i64(&o->phases, a->key + 13, a->i);
+    else if (a->key_len == 13 && memcmp(a->key, "pacer.classes", 13) == 0 && a->type == SA_ARRAY)
+        for (size_t i = 0; i < a->n_items; i++)
+            jbuf_strn(&o->classes, a->items[i], a->item_lens[i]);
+    return true;
 }
 
 void dash_extra_json(jbuf *b, const char *extra, size_t len)
 {
-    char *text = copy_text(extra, len);
-    if (!text)
-        return;
     extra_out o;
     jbuf_init(&o.phases);
     jbuf_init(&o.classes);
     jbuf_open(&o.phases, '{');
     jbuf_open(&o.classes, '[');
-    jread r;
-    jread_init(&r, text, len, NULL, JREAD_NO_NUL);
-    attrs_walk_reader(&r, extra_attr, &o);
+    store_attrs_each(extra, len, extra_attr, &o);
     jbuf_close(&o.phases, '}');
     jbuf_close(&o.classes, ']');
     /* each a complete value of our own writing: raw, then a member was written */
@@ -202,7 +129,6 @@ void dash_extra_json(jbuf *b, const char *extra, size_t len)
     }
     jbuf_free(&o.phases);
     jbuf_free(&o.classes);
-    free(text);
 }
 
 
@@ -307,118 +233,4 @@ void dash_stack_json(jbuf *b, const dash_frame *frames, size_t n)
         jbuf_close(b, '}');
     }
     jbuf_close(b, ']');
-}
-
-/* ---- the Cookie header ---- */
-
-bool dash_cookie(const char *header, const char *name, char *out, size_t out_size)
-{
-    size_t nl = strlen(name);
-    for (const char *p = header; p && *p;) {
-        while (*p == ' ' || *p == ';')
-            p++;
-        const char *end = p + strcspn(p, ";");
-        if ((size_t)(end - p) > nl && strncmp(p, name, nl) == 0 && p[nl] == '=') {
-            size_t n = (size_t)(end - p) - nl - 1;
-            while (n && p[nl + 1 + n - 1] == ' ')
-                n--;
-            if (n >= out_size)
-                return false;
-            memcpy(out, p + nl + 1, n);
-            out[n] = 0;
-            return true;
-        }
-        p = end;
-    }
-    return false;
-}
-
-/* ---- attribute lists ---- */
-
-void dash_attr_strings(const char *json, size_t len, const char *key, bool first,
-                       void (*fn)(void *ctx, const char *s, size_t n), void *ctx)
-{
-    if (!len)
-        return;
-    char *buf = malloc(len + 1);
-    if (!buf)
-        return;
-    memcpy(buf, json, len);
-    buf[len] = 0;
-    jread r;
-    jread_init(&r, buf, len, NULL, 0);
-    if (!jread_enter_array(&r)) {
-        free(buf);
-        return;
-    }
-    size_t kl = strlen(key);
-    bool done = false;
-    while (!done && jread_element(&r) > 0) {
-        if (jread_peek(&r) != JT_OBJECT) {
-            jvalue skip;
-            if (!jread_value(&r, &skip))
-                break;
-            continue;
-        }
-        jread_enter_object(&r);
-        const char *k;
-        size_t n;
-        bool ours = false;
-        int m;
-        while ((m = jread_member(&r, &k, &n)) > 0) {
-            jvalue x;
-            if (n == 3 && memcmp(k, "key", 3) == 0) {
-                if (!jread_value(&r, &x))
-                    break;
-                ours = x.type == JT_STRING && x.len == kl && memcmp(x.s, key, kl) == 0;
-            } else if (n == 5 && memcmp(k, "value", 5) == 0 && ours && jread_peek(&r) == JT_OBJECT) {
-                /* "key" came first: OTLP's JSON and what pacerd stores */
-                jread_enter_object(&r);
-                int vm;
-                while ((vm = jread_member(&r, &k, &n)) > 0) {
-                    if (n == 11 && memcmp(k, "stringValue", 11) == 0) {
-                        if (!jread_value(&r, &x))
-                            break;
-                        if (x.type == JT_STRING)
-                            fn(ctx, x.s, x.len);
-                    } else if (n == 10 && memcmp(k, "arrayValue", 10) == 0 && jread_peek(&r) == JT_OBJECT) {
-                        jread_enter_object(&r);
-                        int am;
-                        while ((am = jread_member(&r, &k, &n)) > 0) {
-                            if (!(n == 6 && memcmp(k, "values", 6) == 0 && jread_peek(&r) == JT_ARRAY)) {
-                                if (!jread_value(&r, &x))
-                                    break;
-                                continue;
-                            }
-                            jread_enter_array(&r);
-                            while (jread_element(&r) > 0) {
-                                if (jread_peek(&r) != JT_OBJECT) {
-                                    if (!jread_value(&r, &x))
-                                        break;
-                                    continue;
-                                }
-                                jread_enter_object(&r);
-                                int em;
-                                while ((em = jread_member(&r, &k, &n)) > 0) {
-                                    if (!jread_value(&r, &x))
-                                        break;
-                                    if (n == 11 && memcmp(k, "stringValue", 11) == 0 && x.type == JT_STRING)
-                                        fn(ctx, x.s, x.len);
-                                }
-                            }
-                        }
-                    } else if (!jread_value(&r, &x)) {
-                        break;
-                    }
-                }
-                if (first)
-                    done = true;
-            } else if (!jread_value(&r, &x)) {
-                break;
-            }
-        }
-        if (m < 0 || r.failed)
-            break;
-    }
-    free(buf);
 }

@@ -1,10 +1,11 @@
-/* What the dashboard's server side parses (dash_parse.c): text that
- * clients sent, as pacerd stored it — a page's API list (span events), a
- * record's other attributes (extra: a start-up's phases, a request's
- * classes), a jank record (a log body) — and the Cookie header. Each works
- * on a copy it makes or is given, never past its length, and writes only
- * valid JSON whatever the input; base's JSON reader and writer only (the
- * fuzzer, tests/fuzz/fuzz-dash.c, links this file alone). */
+/* What the dashboard's answers parse (dash_parse.c): text that clients
+ * sent, as pacerd stored it — a page's API list (span events), a record's
+ * other attributes (extra: a start-up's phases, a request's classes), a
+ * jank record (a log body). Each works on a copy it makes or is given,
+ * never past its length, and writes only valid JSON whatever the input;
+ * attribute lists through the store's one reader (store/store_attrs.h),
+ * base's JSON reader and writer (the fuzzer, tests/fuzz/fuzz-dash.c, links
+ * this file and that reader alone). */
 #ifndef PACER_SERVER_DASH_PARSE_H
 #define PACER_SERVER_DASH_PARSE_H
 
@@ -23,15 +24,6 @@ void dash_apis_json(jbuf *b, const char *events, size_t len);
  * pacer.phases.NAME integers and "classes":[…] from pacer.classes, as
  * members of the open object b; each only when present. */
 void dash_extra_json(jbuf *b, const char *extra, size_t len);
-
-/* Calls fn with each string value of the attributes named key in an
- * OpenTelemetry attribute list's JSON, len bytes
- * ([{"key":…,"value":{"stringValue":…} or
- * {"arrayValue":{"values":[{"stringValue":…},…]}}},…]); stops at the first
- * attribute of that key when first. The strings are unescaped, in a copy
- * that lives until fn returns. Text that is not such JSON has none. */
-void dash_attr_strings(const char *json, size_t len, const char *key, bool first,
-                       void (*fn)(void *ctx, const char *s, size_t n), void *ctx);
 
 #define DASH_MAX_FRAMES 256
 
@@ -60,9 +52,5 @@ int dash_jank_read(char *buf, size_t len, dash_jank *ret);
 /* Writes frames as a "stack" list of frame objects (docs/records.md)
  * into b, as a value. */
 void dash_stack_json(jbuf *b, const dash_frame *frames, size_t n);
-
-/* The value of cookie `name` in a Cookie header, copied into out (room
- * for out_size bytes with the NUL; a longer value is not found). */
-bool dash_cookie(const char *header, const char *name, char *out, size_t out_size);
 
 #endif

@@ -429,7 +429,7 @@ static void records(const api_ctx *d, const http_request *rq, http_response *rs)
     jbuf_open(&b, '[');
     rec_out o = {&b, store_table(types[t].table)->type};
     bool truncated = false;
-    int r = store_rows(d->store, &q, write_record, &o, &truncated);
+    int r = store_dash_rows(d->store, &q, write_record, &o, &truncated);
     jbuf_close(&b, ']');
     jbuf_kv_bool(&b, "truncated", truncated);
     jbuf_close(&b, '}');
@@ -472,7 +472,7 @@ static void request_stats(const api_ctx *d, const http_request *rq, http_respons
     jbuf_key(&b, "requests");
     jbuf_open(&b, '[');
     bool truncated = false;
-    int r = store_request_stats(d->store, c.app, c.version, c.from, c.to, SCAN_MAX, write_stat, &b, &truncated);
+    int r = store_dash_request_stats(d->store, c.app, c.version, c.from, c.to, SCAN_MAX, write_stat, &b, &truncated);
     jbuf_close(&b, ']');
     jbuf_kv_bool(&b, "truncated", truncated);
     jbuf_close(&b, '}');
@@ -754,7 +754,7 @@ static void jank(const api_ctx *d, const http_request *rq, http_response *rs)
         return;
     jank_acc a = {.root = {.line = -1}};
     bool truncated = false;
-    int r = store_logs_of_type(d->store, c.app, c.version, "jank", c.from, c.to, SCAN_MAX, on_jank, &a, &truncated);
+    int r = store_dash_logs_of_type(d->store, c.app, c.version, "jank", c.from, c.to, SCAN_MAX, on_jank, &a, &truncated);
     if (r == 0 && a.oom)
         r = -ENOMEM;
     jgroup **sorted = a.n ? malloc(a.n * sizeof *sorted) : NULL;
@@ -889,7 +889,7 @@ static void frames(const api_ctx *d, const http_request *rq, http_response *rs)
         return;
     }
     bool truncated = false;
-    int r = store_metric_sums(d->store, c.app, c.version, frame_metrics, "pacer.window", c.from, c.to, SCAN_MAX,
+    int r = store_dash_metric_sums(d->store, c.app, c.version, frame_metrics, "pacer.window", c.from, c.to, SCAN_MAX,
                               on_sum, a, &truncated);
     if (r == 0 && a->oom)
         r = -ENOMEM;

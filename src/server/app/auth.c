@@ -1,6 +1,7 @@
 /* Admin token, ingest keys and their limits (auth.h). */
 #include "auth.h"
 
+#include <pacer/base/array.h>
 #include <pacer/base/clock.h>
 #include <pacer/base/hash.h>
 
@@ -97,14 +98,9 @@ static char *read_file(const char *path, size_t *ret_len, char *err, size_t err_
     char *buf = NULL;
     size_t len = 0, cap = 0;
     for (;;) {
-        if (len + 4096 + 1 > cap) {
-            cap = cap ? 2 * cap : 8192;
-            char *b = realloc(buf, cap);
-            if (!b) {
-                snprintf(err, err_size, "%s: out of memory", path);
-                goto fail;
-            }
-            buf = b;
+        if (!ARRAY_GROW(buf, cap, len + 4096 + 1, 8192)) {
+            snprintf(err, err_size, "%s: out of memory", path);
+            goto fail;
         }
         size_t n = fread(buf + len, 1, 4096, f);
         len += n;

@@ -12,7 +12,6 @@
  * compared. The table evicts the entry that would be full soonest.
  */
 #include "session.h"
-#include "api/dash_parse.h"
 #include "http/params.h"
 #include "web.h"
 
@@ -157,7 +156,7 @@ int session_identify(sessions *s, auth *a, const http_request *rq, auth_id *ret,
         return 0; /* an explicit credential: the cookie plays no part */
     char id[ID_HEX + 2];
     const char *cookies = http_header(rq, "Cookie");
-    if (!cookies || !dash_cookie(cookies, SESSION_COOKIE, id, sizeof id))
+    if (!cookies || !params_cookie(cookies, SESSION_COOKIE, id, sizeof id))
         return 0;
     uint64_t epoch = auth_admin_epoch(a);
     bool get = strcmp(rq->method, "GET") == 0 || strcmp(rq->method, "HEAD") == 0;
@@ -313,7 +312,7 @@ void session_handle(sessions *s, auth *a, bool tls, const http_request *rq, http
     } else {
         char id[ID_HEX + 2];
         const char *cookies = http_header(rq, "Cookie");
-        bool has = cookies && dash_cookie(cookies, SESSION_COOKIE, id, sizeof id);
+        bool has = cookies && params_cookie(cookies, SESSION_COOKIE, id, sizeof id);
         jbuf b;
         jbuf_init(&b);
         jbuf_open(&b, '{');

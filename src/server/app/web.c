@@ -1,5 +1,6 @@
 /* The dashboard's files, served from memory (web.h). */
 #include "web.h"
+#include "http/params.h"
 
 #include <pacer/base/hash.h>
 
@@ -208,24 +209,6 @@ void web_security_headers(http_response *rs)
     http_add_header(rs, "Cross-Origin-Resource-Policy", "same-origin");
 }
 
-/* Whether an If-None-Match list names etag (or is *). */
-static bool etag_listed(const char *list, const char *etag)
-{
-    size_t n = strlen(etag);
-    for (const char *p = list; *p;) {
-        while (*p == ' ' || *p == ',')
-            p++;
-        if (*p == '*')
-            return true;
-        if (strncmp(p, "W/", 2) == 0)
-            p += 2;
-        if (strncmp(p, etag, n) == 0 && (p[n] == 0 || p[n] == ',' || p[n] == ' '))
-            return true;
-        p += strcspn(p, ",");
-    }
-    return false;
-}
-
 void web_serve(const web_assets *w, const char *looked, const http_request *rq, http_response *rs)
 {
     if (!w) {
@@ -249,7 +232,7 @@ void web_serve(const web_assets *w, const char *looked, const http_request *rq, 
     http_add_header(rs, "Cache-Control", "no-cache");
     web_security_headers(rs);
     const char *inm = http_header(rq, "If-None-Match");
-    if (inm && etag_listed(inm, f->etag)) {
+    if (inm && params_etag_listed(inm, f->etag)) {
         rs->status = 304;
         return;
     }

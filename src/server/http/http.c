@@ -20,6 +20,7 @@
  */
 #include "http_int.h"
 
+#include <pacer/base/array.h>
 #include <pacer/base/clock.h>
 
 #include <arpa/inet.h>
@@ -292,15 +293,9 @@ static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const 
                                       const char *value, size_t value_size)
 {
     hreq *h = cls;
-    if (h->n_hdrs == h->cap_hdrs) {
-        size_t cap = h->cap_hdrs ? 2 * h->cap_hdrs : 16;
-        http_header_field *f = realloc(h->hdrs, cap * sizeof *f);
-        if (!f) {
-            h->hdrs_oom = true;
-            return MHD_NO;
-        }
-        h->hdrs = f;
-        h->cap_hdrs = cap;
+    if (!ARRAY_GROW(h->hdrs, h->cap_hdrs, h->n_hdrs + 1, 16)) {
+        h->hdrs_oom = true;
+        return MHD_NO;
     }
     /* the strings live in the connection's memory until the request ends */
     h->hdrs[h->n_hdrs++] = (http_header_field){key, value ? value : ""};

@@ -249,3 +249,42 @@ int params_str(const params *p, const char *name, size_t max_len, const char **r
     *ret = prm->value;
     return 1;
 }
+
+bool params_cookie(const char *header, const char *name, char *out, size_t out_size)
+{
+    size_t nl = strlen(name);
+    for (const char *p = header; p && *p;) {
+        while (*p == ' ' || *p == ';')
+            p++;
+        const char *end = p + strcspn(p, ";");
+        if ((size_t)(end - p) > nl && strncmp(p, name, nl) == 0 && p[nl] == '=') {
+            size_t n = (size_t)(end - p) - nl - 1;
+            while (n && p[nl + 1 + n - 1] == ' ')
+                n--;
+            if (n >= out_size)
+                return false;
+            memcpy(out, p + nl + 1, n);
+            out[n] = 0;
+            return true;
+        }
+        p = end;
+    }
+    return false;
+}
+
+bool params_etag_listed(const char *list, const char *etag)
+{
+    size_t n = strlen(etag);
+    for (const char *p = list; *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        if (*p == '*')
+            return true;
+        if (strncmp(p, "W/", 2) == 0)
+            p += 2;
+        if (strncmp(p, etag, n) == 0 && (p[n] == 0 || p[n] == ',' || p[n] == ' '))
+            return true;
+        p += strcspn(p, ",");
+    }
+    return false;
+}

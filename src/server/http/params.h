@@ -57,4 +57,13 @@ int params_int(const params *p, const char *name, int64_t min, int64_t max, int6
  * -EINVAL when empty or longer. */
 int params_str(const params *p, const char *name, size_t max_len, const char **ret, char *err, size_t err_size);
 
+/* ---- headers with parameters of their own ---- */
+
+/* The value of cookie `name` in a Cookie header, copied into out (room
+ * for out_size bytes with the NUL; a longer value is not found). */
+bool params_cookie(const char *header, const char *name, char *out, size_t out_size);
+
+/* Whether an If-None-Match list ("a", W/"b", *) names etag (quoted). */
+bool params_etag_listed(const char *list, const char *etag);
+
 #endif

@@ -24,6 +24,7 @@
  */
 #include "otlp.h"
 
+#include <pacer/base/array.h>
 #include <pacer/base/json.h>
 
 #include <errno.h>
@@ -303,17 +304,9 @@ static const char *const status_codes[] = {"STATUS_CODE_UNSET", "STATUS_CODE_OK"
 
 /* ---- the decoder: batch, marks, rejections ---- */
 
-static bool grow(void **arr, size_t n, size_t *cap, size_t size)
+static bool grow(void *arr, size_t n, size_t *cap, size_t size)
 {
-    if (n < *cap)
-        return true;
-    size_t c = *cap ? *cap * 2 : 64;
-    void *p = realloc(*arr, c * size);
-    if (!p)
-        return false;
-    *arr = p;
-    *cap = c;
-    return true;
+    return array_grow(arr, cap, n + 1, size, 64);
 }
 
 typedef struct decoder {
@@ -535,7 +528,7 @@ static int read_array(decoder *d, element_fn *each, void *ctx)
 }
 
 /* Room for one more entry in *arr; false (out of memory, noted) if none. */
-static bool room(decoder *d, void **arr, size_t n, size_t *cap, size_t size)
+static bool room(decoder *d, void *arr, size_t n, size_t *cap, size_t size)
 {
     if (grow(arr, n, cap, size))
         return true;
@@ -729,7 +722,7 @@ static bool kvs_element(decoder *d, void *ctx, size_t index)
     }
     if (!l->keep || *l->why)
         return true;
-    if (!room(d, (void **)&b->kvs, b->n_kvs, &d->cap_kvs, sizeof *b->kvs))
+    if (!room(d, &b->kvs, b->n_kvs, &d->cap_kvs, sizeof *b->kvs))
         return false;
     b->kvs[b->n_kvs++] = (otlp_kv){
         .key = in.key.s,
@@ -1072,7 +1065,7 @@ static bool span_event(decoder *d, void *ctx, size_t index)
     }
     out->name = in.name.t ? in.name.s : "";
     otlp_batch *b = d->b;
-    if (!room(d, (void **)&b->events, b->n_events, &d->cap_events, sizeof *b->events))
+    if (!room(d, &b->events, b->n_events, &d->cap_events, sizeof *b->events))
         return false;
     b->events[b->n_events++] = *out;
     return true;
@@ -1130,7 +1123,7 @@ static bool span_link(decoder *d, void *ctx, size_t index)
     }
     out->trace_state = in.state.t && in.state.len ? in.state.s : NULL;
     otlp_batch *b = d->b;
-    if (!room(d, (void **)&b->links, b->n_links, &d->cap_links, sizeof *b->links))
+    if (!room(d, &b->links, b->n_links, &d->cap_links, sizeof *b->links))
         return false;
     b->links[b->n_links++] = *out;
     return true;
@@ -1260,7 +1253,7 @@ static bool parse_span(decoder *d, size_t i, size_t j, size_t k)
     out->n_events = b->n_events - first_event;
     out->first_link = first_link;
     out->n_links = b->n_links - first_link;
-    if (!room(d, (void **)&b->spans, b->n_spans, &d->cap_items, sizeof *b->spans))
+    if (!room(d, &b->spans, b->n_spans, &d->cap_items, sizeof *b->spans))
         return false;
     b->spans[b->n_spans++] = *out;
     return true;
@@ -1339,7 +1332,7 @@ static bool parse_log(decoder *d, size_t i, size_t j, size_t k)
     out->severity_text = in.text.t ? in.text.s : NULL;
     out->event_name = in.event_name.t && in.event_name.len ? in.event_name.s : NULL;
     otlp_batch *b = d->b;
-    if (!room(d, (void **)&b->logs, b->n_logs, &d->cap_items, sizeof *b->logs))
+    if (!room(d, &b->logs, b->n_logs, &d->cap_items, sizeof *b->logs))
         return false;
     b->logs[b->n_logs++] = *out;
     return true;
@@ -1376,18 +1369,9 @@ static bool num_element(decoder *d, void *ctx, size_t index)
     (void)index;
     if (!read_value(&d->r, &x))
         return false;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        void *p = realloc(l->doubles ? (void *)l->f : (void *)l->u, cap * 8);
-        if (!p) {
-            d->oom = true;
-            return false;
-        }
-        if (l->doubles)
-            l->f = p;
-        else
-            l->u = p;
-        l->cap = cap;
+    if (!(l->doubles ? ARRAY_GROW(l->f, l->cap, l->n + 1, 16) : ARRAY_GROW(l->u, l->cap, l->n + 1, 16))) {
+        d->oom = true;
+        return false;
     }
     int64_t v;
     if (l->doubles)
@@ -1474,15 +1458,9 @@ static bool quantile_element(decoder *d, void *ctx, size_t index)
         l->bad = true;
         return true;
     }
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 8;
-        otlp_quantile *p = realloc(l->q, cap * sizeof *p);
-        if (!p) {
-            d->oom = true;
-            return false;
-        }
-        l->q = p;
-        l->cap = cap;
+    if (!ARRAY_GROW(l->q, l->cap, l->n + 1, 8)) {
+        d->oom = true;
+        return false;
     }
     l->q[l->n++] = q;
     return true;
@@ -1542,7 +1520,7 @@ static bool point_exemplar(decoder *d, void *ctx, size_t index)
         return true;
     }
     otlp_batch *b = d->b;
-    if (!room(d, (void **)&b->exemplars, b->n_exemplars, &d->cap_exemplars, sizeof *b->exemplars))
+    if (!room(d, &b->exemplars, b->n_exemplars, &d->cap_exemplars, sizeof *b->exemplars))
         return false;
     b->exemplars[b->n_exemplars++] = *out;
     return true;
@@ -1701,7 +1679,7 @@ static bool parse_point(decoder *d, size_t kind, size_t i, size_t j, size_t k, s
     out->temporality = out->monotonic = -1;
     out->first_exemplar = first_exemplar;
     out->n_exemplars = b->n_exemplars - first_exemplar;
-    if (!room(d, (void **)&b->points, b->n_points, &d->cap_items, sizeof *b->points))
+    if (!room(d, &b->points, b->n_points, &d->cap_items, sizeof *b->points))
         return false;
     b->points[b->n_points++] = *out;
     return true;
@@ -1931,7 +1909,7 @@ static bool parse_scope(decoder *d, const signal *sg, size_t i, size_t j, size_t
     sc.version = in.version.t && in.version.len ? in.version.s : NULL;
     sc.schema_url = in.schema_url.t && in.schema_url.len ? in.schema_url.s : NULL;
     sc.attrs = in.attrs;
-    if (!room(d, (void **)&b->scopes, b->n_scopes, &d->cap_scopes, sizeof *b->scopes))
+    if (!room(d, &b->scopes, b->n_scopes, &d->cap_scopes, sizeof *b->scopes))
         return false;
     b->scopes[b->n_scopes] = sc;
     set_owner(d, m0.items, -1, (long)b->n_scopes++, sc.name);
@@ -2019,7 +1997,7 @@ static bool parse_entry(decoder *d, const signal *sg, size_t i)
         reject(d, "%s[%zu].%s must be an array", sg->list, i, sg->scopes);
         return true;
     }
-    if (!room(d, (void **)&b->resources, b->n_resources, &d->cap_res, sizeof *b->resources))
+    if (!room(d, &b->resources, b->n_resources, &d->cap_res, sizeof *b->resources))
         return false;
     otlp_resource *rs = &b->resources[b->n_resources];
     memset(rs, 0, sizeof *rs);

@@ -35,6 +35,7 @@
  */
 #include "otlp.h"
 
+#include <pacer/base/array.h>
 #include <pacer/base/utf8.h>
 
 #include <errno.h>
@@ -212,19 +213,11 @@ static void ignored(pdec *d, const char *what, const pf *f)
     d->has_ign = true;
 }
 
-static bool room(pdec *d, void **arr, size_t n, size_t *cap, size_t size)
+static bool room(pdec *d, void *arr, size_t n, size_t *cap, size_t size)
 {
-    if (n < *cap)
-        return true;
-    size_t c = *cap ? *cap * 2 : 64;
-    void *p = realloc(*arr, c * size);
-    if (!p) {
+    if (!array_grow(arr, cap, n + 1, size, 64))
         d->oom = true;
-        return false;
-    }
-    *arr = p;
-    *cap = c;
-    return true;
+    return !d->oom;
 }
 
 typedef otlp_mark mark;
@@ -471,7 +464,7 @@ static bool attrs_of(pdec *d, msg m, uint32_t num, otlp_attrs *ret, const char *
             first_why(why, w);
             continue;
         }
-        if (!room(d, (void **)&b->kvs, b->n_kvs, &d->cap_kvs, sizeof *b->kvs))
+        if (!room(d, &b->kvs, b->n_kvs, &d->cap_kvs, sizeof *b->kvs))
             return false;
         b->kvs[b->n_kvs++] = kv;
     }
@@ -545,7 +538,7 @@ static bool parse_event(pdec *d, msg m, size_t index, sub_why *sw)
     if (!ev.name)
         ev.name = "";
     otlp_batch *b = d->b;
-    if (!room(d, (void **)&b->events, b->n_events, &d->cap_events, sizeof *b->events))
+    if (!room(d, &b->events, b->n_events, &d->cap_events, sizeof *b->events))
         return false;
     b->events[b->n_events++] = ev;
     return true;
@@ -604,7 +597,7 @@ static bool parse_link(pdec *d, msg m, size_t index, sub_why *sw)
         return true;
     }
     otlp_batch *b = d->b;
-    if (!room(d, (void **)&b->links, b->n_links, &d->cap_links, sizeof *b->links))
+    if (!room(d, &b->links, b->n_links, &d->cap_links, sizeof *b->links))
         return false;
     b->links[b->n_links++] = ln;
     return true;
@@ -741,7 +734,7 @@ static bool parse_span(pdec *d, msg m, where w, size_t k)
     s.n_events = b->n_events - first_event;
     s.first_link = first_link;
     s.n_links = b->n_links - first_link;
-    if (!room(d, (void **)&b->spans, b->n_spans, &d->cap_items, sizeof *b->spans))
+    if (!room(d, &b->spans, b->n_spans, &d->cap_items, sizeof *b->spans))
         return false;
     b->spans[b->n_spans++] = s;
     return true;
@@ -826,7 +819,7 @@ static bool parse_log(pdec *d, msg m, where w, size_t k)
     }
     l.observed_ns = o;
     otlp_batch *b = d->b;
-    if (!room(d, (void **)&b->logs, b->n_logs, &d->cap_items, sizeof *b->logs))
+    if (!room(d, &b->logs, b->n_logs, &d->cap_items, sizeof *b->logs))
         return false;
     b->logs[b->n_logs++] = l;
     return true;
@@ -846,15 +839,9 @@ typedef struct nums {
 
 static bool nums_add(pdec *d, nums *a, uint64_t v)
 {
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 16;
-        uint64_t *p = realloc(a->v, cap * sizeof *p);
-        if (!p) {
-            d->oom = true;
-            return false;
-        }
-        a->v = p;
-        a->cap = cap;
+    if (!ARRAY_GROW(a->v, a->cap, a->n + 1, 16)) {
+        d->oom = true;
+        return false;
     }
     a->v[a->n++] = v;
     return true;
@@ -971,7 +958,7 @@ static bool parse_exemplar(pdec *d, msg m, size_t index, sub_why *sw)
         return true;
     }
     otlp_batch *b = d->b;
-    if (!room(d, (void **)&b->exemplars, b->n_exemplars, &d->cap_exemplars, sizeof *b->exemplars))
+    if (!room(d, &b->exemplars, b->n_exemplars, &d->cap_exemplars, sizeof *b->exemplars))
         return false;
     b->exemplars[b->n_exemplars++] = e;
     return true;
@@ -1154,7 +1141,7 @@ static bool parse_point(pdec *d, msg m, int kind, where w, size_t k, size_t inde
     p.temporality = p.monotonic = -1;
     p.first_exemplar = first_exemplar;
     p.n_exemplars = b->n_exemplars - first_exemplar;
-    if (!room(d, (void **)&b->points, b->n_points, &d->cap_items, sizeof *b->points))
+    if (!room(d, &b->points, b->n_points, &d->cap_items, sizeof *b->points))
         return false;
     b->points[b->n_points++] = p;
     return true;
@@ -1352,7 +1339,7 @@ static bool parse_scope(pdec *d, const signal *sg, msg m, size_t i, size_t j, si
         reject(d, "%s[%zu].%s[%zu].%s", sg->list, i, sg->scopes, j, why);
         return true;
     }
-    if (!room(d, (void **)&b->scopes, b->n_scopes, &d->cap_scopes, sizeof *b->scopes))
+    if (!room(d, &b->scopes, b->n_scopes, &d->cap_scopes, sizeof *b->scopes))
         return false;
     b->scopes[b->n_scopes] = sc;
     set_owner(d, m0.items, -1, (long)b->n_scopes++, sc.name);
@@ -1427,7 +1414,7 @@ static bool parse_entry(pdec *d, const signal *sg, msg m, size_t i)
             reject(d, "%s[%zu]: %s", sg->list, i, why);
         return true;
     }
-    if (!room(d, (void **)&b->resources, b->n_resources, &d->cap_res, sizeof *b->resources))
+    if (!room(d, &b->resources, b->n_resources, &d->cap_res, sizeof *b->resources))
         return false;
     rs.attrs.kv = rs.attrs.n ? b->kvs + rs.attrs.first : NULL; /* for the lookups below; set again at the end */
     otlp_value_string(otlp_attr(&rs.attrs, "service.name"), &rs.service_name);
@@ -1606,17 +1593,9 @@ static void pbuf_put(pbuf *b, const void *data, size_t n)
 {
     if (b->oom)
         return;
-    if (b->n + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->n + n)
-            cap *= 2;
-        uint8_t *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
+    if (!ARRAY_GROW(b->p, b->cap, b->n + n, 64)) {
+        b->oom = true;
+        return;
     }
     memcpy(b->p + b->n, data, n);
     b->n += n;

@@ -438,17 +438,6 @@ int store_search_points(store *st, const store_point_query *q, jbuf *out);
  * joined by "; ". For tests. */
 int store_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan), void *ctx);
 
-/* The hash under which span_attr_keys indexes an attribute: of the key and
- * the value's canonical text (a string's text, an integer in decimal, a
- * double as the shortest %.17g or an integral one as an integer, a bool
- * as "true"/"false"). */
-uint64_t store_attr_hash(const char *key, size_t key_len, const char *text, size_t len);
-
-/* Whether the attribute list (OTLP JSON, len bytes) has every filter's
- * key with a value the filter's text matches, as store_span_query says.
- * Any thread. */
-bool store_attrs_match(const char *json, size_t len, const store_attr_filter *filters, size_t n);
-
 /* Every (app, version) that has rollups, sorted. */
 int store_apps(store *st, void (*cb)(void *ctx, const char *app, const char *version), void *ctx);
 

@@ -45,20 +45,15 @@ typedef struct store_backend {
                       const bool want[STORE_MAX_COLS], bool (*cb)(void *ctx, const store_mark_row *row), void *ctx);
     int (*marks_forget)(store *st, enum store_table t, int64_t upto);
     /* the dashboard's reads (store_dash.h) */
-    int (*rows)(store *st, const store_rows_query *q, void (*cb)(void *ctx, const store_row *row), void *ctx,
-                bool *ret_truncated);
-    int (*request_stats)(store *st, const char *app, const char *version, int64_t from_ns, int64_t to_ns,
-                         size_t scan_max, void (*cb)(void *ctx, const store_request_stat *s), void *ctx,
-                         bool *ret_truncated);
-    int (*logs_of_type)(store *st, const char *app, const char *version, const char *type, int64_t from_ns,
-                        int64_t to_ns, size_t scan_max, void (*cb)(void *ctx, const store_log_row *row), void *ctx,
-                        bool *ret_truncated);
-    int (*metric_sums)(store *st, const char *app, const char *version, const char *const *names, const char *attr,
-                       int64_t from_ns, int64_t to_ns, size_t scan_max,
-                       void (*cb)(void *ctx, const char *name, const char *group, double sum, uint64_t points),
-                       void *ctx, bool *ret_truncated);
+    store_newest_fn *newest;
     int (*dash_explain)(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan),
                         void *ctx);
 } store_backend;
+
+/* The backend of a store: every backend's struct starts with its table. */
+static inline const store_backend *store_ops(store *st)
+{
+    return *(const store_backend *const *)(const void *)st;
+}
 
 #endif

@@ -1,6 +1,8 @@
 /* Blocks: rows column by column (store_block.h). */
 #include "store_block.h"
 
+#include <pacer/base/array.h>
+
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
@@ -42,17 +44,9 @@ static void put_bytes(outbuf *o, const void *p, size_t n)
 {
     if (o->oom)
         return;
-    if (o->len + n > o->cap) {
-        size_t cap = o->cap ? o->cap : 4096;
-        while (cap < o->len + n)
-            cap *= 2;
-        uint8_t *q = realloc(o->p, cap);
-        if (!q) {
-            o->oom = true;
-            return;
-        }
-        o->p = q;
-        o->cap = cap;
+    if (!ARRAY_GROW(o->p, o->cap, o->len + n, 4096)) {
+        o->oom = true;
+        return;
     }
     if (n)
         memcpy(o->p + o->len, p, n);

@@ -1,6 +1,8 @@
 /* ClickHouse's HTTP interface and RowBinary (ch_client.h). */
 #include "ch_client.h"
 
+#include <pacer/base/array.h>
+
 #include <curl/curl.h>
 
 #include <ctype.h>
@@ -243,16 +245,8 @@ static size_t on_data(char *data, size_t size, size_t n, void *ctx)
         s->too_big = true;
         return 0;
     }
-    if (s->len + add + 1 > s->cap) {
-        size_t cap = s->cap ? s->cap : 16384;
-        while (cap < s->len + add + 1)
-            cap *= 2;
-        char *p = realloc(s->p, cap);
-        if (!p)
-            return 0;
-        s->p = p;
-        s->cap = cap;
-    }
+    if (!ARRAY_GROW(s->p, s->cap, s->len + add + 1, 16384))
+        return 0;
     memcpy(s->p + s->len, data, add);
     s->len += add;
     s->p[s->len] = 0;
@@ -506,17 +500,9 @@ static uint8_t *room(rb_buf *b, size_t n)
 {
     if (b->failed)
         return NULL;
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 65536;
-        while (cap < b->len + n)
-            cap *= 2;
-        uint8_t *p = realloc(b->p, cap);
-        if (!p) {
-            b->failed = true;
-            return NULL;
-        }
-        b->p = p;
-        b->cap = cap;
+    if (!ARRAY_GROW(b->p, b->cap, b->len + n, 65536)) {
+        b->failed = true;
+        return NULL;
     }
     uint8_t *at = b->p + b->len;
     b->len += n;

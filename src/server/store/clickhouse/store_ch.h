@@ -299,21 +299,11 @@ int ch_marks_rows(store *st, enum store_table t, enum store_filter filter, int64
 int ch_marks_forget(store *st, enum store_table t, int64_t upto);
 
 
-/* The dashboard's reads (store_ch_dash.c; store_dash.h). */
-int ch_op_rows(store *st, const store_rows_query *q, void (*cb)(void *ctx, const store_row *row), void *ctx,
-               bool *ret_truncated);
-int ch_op_request_stats(store *st, const char *app, const char *version, int64_t from_ns, int64_t to_ns,
-                        size_t scan_max, void (*cb)(void *ctx, const store_request_stat *s), void *ctx,
-                        bool *ret_truncated);
-int ch_op_logs_of_type(store *st, const char *app, const char *version, const char *type, int64_t from_ns,
-                       int64_t to_ns, size_t scan_max, void (*cb)(void *ctx, const store_log_row *row), void *ctx,
-                       bool *ret_truncated);
-int ch_op_metric_sums(store *st, const char *app, const char *version, const char *const *names, const char *attr,
-                      int64_t from_ns, int64_t to_ns, size_t scan_max,
-                      void (*cb)(void *ctx, const char *name, const char *group, double sum, uint64_t points),
-                      void *ctx, bool *ret_truncated);
-int ch_op_dash_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan),
-                       void *ctx);
+/* The newest rows of a range (ch_newest.c; store_dash.h). */
+int ch_newest(store *st, const store_newest_query *q, int (*cb)(void *ctx, const store_row *row, int64_t place),
+              void *ctx, bool *ret_truncated);
+int ch_newest_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan),
+                      void *ctx);
 
 /* A rollup row in RowBinary (the columns CH_SKETCH_COLUMNS), both ways;
  * a row read holds sketches and strings of its own (ch_srow_reset frees

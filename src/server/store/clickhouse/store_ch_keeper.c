@@ -12,6 +12,7 @@
  */
 #include "store_ch.h"
 
+#include <pacer/base/array.h>
 #include <pacer/base/clock.h>
 #include <pacer/base/hash.h>
 #include <pacer/base/thread.h>
@@ -62,14 +63,8 @@ static void winner_offer(winners *ws, const char *app, const char *batch, uint64
 {
     winner *w = winner_find(ws, app, batch);
     if (!w) {
-        if (ws->n == ws->cap) {
-            size_t cap = ws->cap ? ws->cap * 2 : 16;
-            winner *p = realloc(ws->w, cap * sizeof *p);
-            if (!p)
-                return;
-            ws->w = p;
-            ws->cap = cap;
-        }
+        if (!ARRAY_GROW(ws->w, ws->cap, ws->n + 1, 16))
+            return;
         w = &ws->w[ws->n++];
         *w = (winner){strdup(app), strdup(batch), att, fresh, at};
         return;

@@ -17,8 +17,10 @@
  * come in that order, not in the order they were stored.
  */
 #include "store_ch.h"
+#include "store/store_attrs.h"
 #include "store/store_json.h"
 
+#include <pacer/base/array.h>
 #include <pacer/base/clock.h>
 #include <pacer/base/json.h>
 
@@ -887,8 +889,9 @@ int ch_op_trace(store *s, const uint8_t trace_id[16], jbuf *out, size_t *ret_n)
 /* ---- the rows of a version (samples) ---- */
 
 typedef struct count_ctx {
-    int64_t *per_hour; /* counts by 10-minute slot (the names: by hour at first) */
-    int64_t *hours;
+    struct slot_count {
+        int64_t slot, count; /* rows per 10-minute slot */
+    } *s;
     size_t n, cap;
     bool oom;
 } count_ctx;
@@ -899,24 +902,15 @@ static void on_count_row(void *ctx, const ch_srow *row)
     if (row->grain != CH_GRAIN_SLOT)
         return;
     for (size_t i = 0; i < c->n; i++)
-        if (c->hours[i] == row->t) {
-            c->per_hour[i] += (int64_t)row->cnt;
+        if (c->s[i].slot == row->t) {
+            c->s[i].count += (int64_t)row->cnt;
             return;
         }
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 256;
-        int64_t *h = realloc(c->hours, cap * sizeof *h), *p = h ? realloc(c->per_hour, cap * sizeof *p) : NULL;
-        if (h)
-            c->hours = h;
-        if (!h || !p) {
-            c->oom = true;
-            return;
-        }
-        c->per_hour = p;
-        c->cap = cap;
+    if (!ARRAY_GROW(c->s, c->cap, c->n + 1, 256)) {
+        c->oom = true;
+        return;
     }
-    c->hours[c->n] = row->t;
-    c->per_hour[c->n++] = (int64_t)row->cnt;
+    c->s[c->n++] = (struct slot_count){row->t, (int64_t)row->cnt};
 }
 
 typedef struct vrow_ctx {
@@ -978,21 +972,20 @@ int ch_op_version_rows(store *s, enum store_table table, const char *app, const 
                 int64_t best = -1;
                 size_t bi = 0;
                 for (size_t i = 0; i < cc.n; i++)
-                    if (cc.per_hour[i] >= 0 && cc.hours[i] > best) {
-                        best = cc.hours[i];
+                    if (cc.s[i].count >= 0 && cc.s[i].slot > best) {
+                        best = cc.s[i].slot;
                         bi = i;
                     }
                 if (best < 0)
                     break;
                 start_hour = best;
-                if (cc.per_hour[bi] >= need)
+                if (cc.s[bi].count >= need)
                     break;
-                need -= cc.per_hour[bi];
-                cc.per_hour[bi] = -1;
+                need -= cc.s[bi].count;
+                cc.s[bi].count = -1;
             }
         }
-        free(cc.hours);
-        free(cc.per_hour);
+        free(cc.s);
         if (r < 0) {
             jbuf_free(&w);
             return -EIO;

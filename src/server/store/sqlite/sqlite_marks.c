@@ -19,7 +19,10 @@
  * A read costs the rows it returns (plus, for sealed rows, the rest of the
  * blocks that hold them), whatever the size of the store.
  */
-#include "store/sqlite/store_int.h"
+#include "store_int.h"
+#include "store/store_heap.h"
+
+#include <pacer/base/array.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -132,36 +135,18 @@ static int on_block(void *ctx, size_t n, const store_value *const *rows, const i
     (void)app;
     chunk *c = ctx;
     size_t n_cols = store_table(c->rd->t)->n_cols;
+    store_value vals[STORE_MAX_COLS];
     for (size_t i = 0; i < n; i++) {
         if (rowids[i] <= c->lo || rowids[i] > c->hi)
             continue;
-        size_t bytes = n_cols * sizeof(store_value);
         for (size_t k = 0; k < n_cols; k++)
-            if (c->rd->want[k] && (rows[k][i].type == SV_TEXT || rows[k][i].type == SV_BLOB))
-                bytes += rows[k][i].n + 1;
-        store_value *v = malloc(bytes);
+            vals[k] = c->rd->want[k] ? rows[k][i] : (store_value){.type = SV_NULL};
+        store_value *v = store_heap_copy(vals, n_cols);
         if (!v)
             return -ENOMEM;
-        char *p = (char *)(v + n_cols);
-        for (size_t k = 0; k < n_cols; k++) {
-            v[k] = c->rd->want[k] ? rows[k][i] : (store_value){.type = SV_NULL};
-            if (v[k].type == SV_TEXT || v[k].type == SV_BLOB) {
-                if (v[k].n)
-                    memcpy(p, v[k].p, v[k].n);
-                p[v[k].n] = 0;
-                v[k].p = p;
-                p += v[k].n + 1;
-            }
-        }
-        if (c->n == c->cap) {
-            size_t cap = c->cap ? 2 * c->cap : 1024;
-            held *h = realloc(c->rows, cap * sizeof *h);
-            if (!h) {
-                free(v);
-                return -ENOMEM;
-            }
-            c->rows = h;
-            c->cap = cap;
+        if (!ARRAY_GROW(c->rows, c->cap, c->n + 1, 1024)) {
+            free(v);
+            return -ENOMEM;
         }
         c->rows[c->n++] = (held){rowids[i], v};
     }

@@ -224,7 +224,7 @@ sqlite3 *store_reader_get(store *st);
 void store_reader_put(store *st, sqlite3 *db);
 
 /* SQL functions of the store, on every connection:
- * pacer_attr_hash(KEYVALUE_JSON) → store_attr_hash of it, or NULL for a
+ * pacer_attr_hash(KEYVALUE_JSON) → store_attrs_hash of it, or NULL for a
  * value that is not a string, integer, double or bool; pacer_trace_key. */
 int store_register_functions(sqlite3 *db);
 
@@ -362,22 +362,12 @@ static inline bool store_has_positions(enum store_table t)
 
 /* The backend's operations (store_backend.h), where store_sqlite.c does
  * not keep them: its scan in store_scan.c, its read APIs in
- * store_query.c, store_samples.c and store_dash.c. */
+ * store_query.c, store_samples.c and sqlite_newest.c. */
 extern const store_backend store_backend_sqlite;
-int store_sqlite_rows(store *st, const store_rows_query *q, void (*cb)(void *ctx, const store_row *row), void *ctx,
-                      bool *ret_truncated);
-int store_sqlite_request_stats(store *st, const char *app, const char *version, int64_t from_ns, int64_t to_ns,
-                               size_t scan_max, void (*cb)(void *ctx, const store_request_stat *s), void *ctx,
-                               bool *ret_truncated);
-int store_sqlite_logs_of_type(store *st, const char *app, const char *version, const char *type, int64_t from_ns,
-                              int64_t to_ns, size_t scan_max, void (*cb)(void *ctx, const store_log_row *row),
-                              void *ctx, bool *ret_truncated);
-int store_sqlite_metric_sums(store *st, const char *app, const char *version, const char *const *names,
-                             const char *attr, int64_t from_ns, int64_t to_ns, size_t scan_max,
-                             void (*cb)(void *ctx, const char *name, const char *group, double sum, uint64_t points),
-                             void *ctx, bool *ret_truncated);
-int store_sqlite_dash_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan),
-                              void *ctx);
+int sqlite_newest(store *st, const store_newest_query *q, int (*cb)(void *ctx, const store_row *row, int64_t place),
+                  void *ctx, bool *ret_truncated);
+int sqlite_newest_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan),
+                          void *ctx);
 int store_sqlite_trace(store *st, const uint8_t trace_id[16], jbuf *out, size_t *ret_n);
 int store_sqlite_search_spans(store *st, const store_span_query *q, jbuf *out);
 int store_sqlite_search_logs(store *st, const store_log_query *q, jbuf *out);

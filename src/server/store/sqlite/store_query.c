@@ -26,7 +26,9 @@
  */
 #include "store/store_backend.h"
 #include "store_int.h"
+#include "store/store_attrs.h"
 
+#include <pacer/base/array.h>
 #include <pacer/base/hash.h>
 #include <pacer/base/json.h>
 
@@ -38,114 +40,7 @@
 #include <string.h>
 #include <strings.h>
 
-/* ---- attribute values: canonical text and hash ---- */
-
-uint64_t store_attr_hash(const char *key, size_t key_len, const char *text, size_t len)
-{
-    uint64_t h = fnv1a64(FNV1A64_INIT, key, key_len);
-    h = fnv1a64(h, "", 1);
-    return fnv1a64(h, text, len) & INT64_MAX; /* an SQLite integer */
-}
-
-static void canon_double(double d, char *out, size_t size)
-{
-    if (isnan(d))
-        snprintf(out, size, "NaN");
-    else if (isinf(d))
-        snprintf(out, size, d < 0 ? "-Infinity" : "Infinity");
-    else if (d == floor(d) && fabs(d) < 1e15)
-        snprintf(out, size, "%.0f", d);
-    else
-        snprintf(out, size, "%.17g", d);
-}
-
-/* A KeyValue's key and canonical value (type and text, in buf), from its
- * OTLP JSON text (copied to scratch). False when it has no scalar value. */
-typedef struct canon {
-    const char *key;
-    size_t key_len;
-    char type;
-    const char *text;
-    size_t len;
-    char num[40];
-} canon;
-
-static bool read_anyvalue(jread *r, canon *c)
-{
-    const char *k;
-    size_t kl;
-    jvalue v;
-    bool ok = false;
-    if (!jread_enter_object(r))
-        return false;
-    while (jread_member(r, &k, &kl) > 0) {
-        if (!jread_value(r, &v))
-            return false;
-        double d;
-        int64_t i;
-        if (kl == 11 && memcmp(k, "stringValue", 11) == 0 && v.type == JT_STRING) {
-            c->type = 's';
-            c->text = v.s;
-            c->len = v.len;
-            ok = true;
-        } else if (kl == 9 && memcmp(k, "boolValue", 9) == 0 && (v.type == JT_TRUE || v.type == JT_FALSE)) {
-            c->type = 'b';
-            c->text = v.type == JT_TRUE ? "true" : "false";
-            c->len = strlen(c->text);
-            ok = true;
-        } else if (kl == 8 && memcmp(k, "intValue", 8) == 0 &&
-                   ((v.type == JT_NUMBER && jvalue_int64(&v, &i)) ||
-                    (v.type == JT_STRING && (i = strtoll(v.s, NULL, 10), true)))) {
-            c->type = 'i';
-            snprintf(c->num, sizeof c->num, "%" PRId64, i);
-            c->text = c->num;
-            c->len = strlen(c->num);
-            ok = true;
-        } else if (kl == 11 && memcmp(k, "doubleValue", 11) == 0) {
-            if (v.type == JT_NUMBER && jvalue_double(&v, &d))
-                ;
-            else if (v.type == JT_STRING && strcmp(v.s, "NaN") == 0)
-                d = NAN;
-            else if (v.type == JT_STRING && (strcmp(v.s, "Infinity") == 0 || strcmp(v.s, "-Infinity") == 0))
-                d = v.s[0] == '-' ? -INFINITY : INFINITY;
-            else if (v.type == JT_STRING)
-                d = strtod(v.s, NULL);
-            else
-                continue;
-            c->type = 'd';
-            canon_double(d, c->num, sizeof c->num);
-            c->text = c->num;
-            c->len = strlen(c->num);
-            ok = true;
-        }
-    }
-    return ok;
-}
-
-/* Reads the KeyValue object at r. */
-static bool read_kv(jread *r, canon *c)
-{
-    const char *k;
-    size_t kl;
-    jvalue v;
-    bool has_key = false, has_value = false;
-    if (!jread_enter_object(r))
-        return false;
-    while (jread_member(r, &k, &kl) > 0) {
-        if (kl == 3 && memcmp(k, "key", 3) == 0) {
-            if (!jread_value(r, &v) || v.type != JT_STRING)
-                return false;
-            c->key = v.s;
-            c->key_len = v.len;
-            has_key = true;
-        } else if (kl == 5 && memcmp(k, "value", 5) == 0 && jread_peek(r) == JT_OBJECT) {
-            has_value = read_anyvalue(r, c);
-        } else if (!jread_value(r, &v)) {
-            return false;
-        }
-    }
-    return has_key && has_value;
-}
+/* ---- SQL functions: an attribute's hash (store_attrs.h), a trace's key ---- */
 
 static void attr_hash_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 {
@@ -164,9 +59,9 @@ static void attr_hash_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     memcpy(buf, json, (size_t)n);
     jread r;
     jread_init(&r, buf, (size_t)n, NULL, 0);
-    canon c = {0};
-    if (read_kv(&r, &c))
-        sqlite3_result_int64(ctx, (int64_t)store_attr_hash(c.key, c.key_len, c.text, c.len));
+    store_attr a;
+    if (store_attrs_read_one(&r, &a) && a.type != SA_ARRAY)
+        sqlite3_result_int64(ctx, (int64_t)store_attrs_hash(a.key, a.key_len, a.text, a.len));
     else
         sqlite3_result_null(ctx);
     if (buf != small)
@@ -201,72 +96,11 @@ int store_register_functions(sqlite3 *db)
     return r;
 }
 
-/* The canonical text a filter's value is compared in: numbers as they
- * are stored (store_attr_hash), so that "3" finds 3, 3.0 and "3". */
-static void filter_canon(const store_attr_filter *f, char *out, size_t size)
-{
-    char *end;
-    errno = 0;
-    long long i = strtoll(f->value, &end, 10);
-    if (*f->value && !*end && !errno) {
-        snprintf(out, size, "%lld", i);
-        return;
-    }
-    double d = strtod(f->value, &end);
-    if (*f->value && !*end && strspn(f->value, "+-0123456789.eE") == strlen(f->value)) {
-        canon_double(d, out, size);
-        return;
-    }
-    snprintf(out, size, "%s", f->value);
-}
-
 static int64_t filter_hash(const store_attr_filter *f)
 {
     char canon_text[1100];
-    filter_canon(f, canon_text, sizeof canon_text);
-    return (int64_t)store_attr_hash(f->key, strlen(f->key), canon_text, strlen(canon_text));
-}
-
-/* Whether the attribute list (OTLP JSON) has every filter's key with a
- * value the filter's text matches. */
-static bool attrs_match(const char *json, size_t len, const store_attr_filter *filters, size_t n)
-{
-    if (!n)
-        return true;
-    if (!json)
-        return false;
-    char *buf = malloc(len + 1);
-    if (!buf)
-        return false;
-    bool found[STORE_MAX_FILTERS] = {false};
-    char want[STORE_MAX_FILTERS][1100];
-    for (size_t i = 0; i < n; i++)
-        filter_canon(&filters[i], want[i], sizeof want[i]);
-    memcpy(buf, json, len);
-    jread r;
-    jread_init(&r, buf, len, NULL, 0);
-    if (jread_enter_array(&r)) {
-        while (jread_element(&r) > 0) {
-            canon c = {0};
-            if (jread_peek(&r) != JT_OBJECT) {
-                jvalue v;
-                if (!jread_value(&r, &v))
-                    break;
-                continue;
-            }
-            if (!read_kv(&r, &c))
-                continue;
-            for (size_t i = 0; i < n; i++)
-                found[i] = found[i] || (strlen(filters[i].key) == c.key_len &&
-                                        memcmp(filters[i].key, c.key, c.key_len) == 0 && strlen(want[i]) == c.len &&
-                                        memcmp(want[i], c.text, c.len) == 0);
-        }
-    }
-    free(buf);
-    for (size_t i = 0; i < n; i++)
-        if (!found[i])
-            return false;
-    return true;
+    store_attrs_filter_text(f, canon_text, sizeof canon_text);
+    return (int64_t)store_attrs_hash(f->key, strlen(f->key), canon_text, strlen(canon_text));
 }
 
 /* ---- writing rows ---- */
@@ -825,7 +659,7 @@ int store_sqlite_search_spans(store *st, const store_span_query *q, jbuf *out)
             if (sqlite3_step(row) == SQLITE_ROW) {
                 rowv rv = rowv_of(row, TABLE_SPANS, vals);
                 const char *attrs = c_attrs >= 0 ? col_text(&rv, c_attrs) : NULL;
-                if (attrs_match(attrs, attrs ? strlen(attrs) : 0, q->attrs, q->n_attrs)) {
+                if (store_attrs_match(attrs, attrs ? strlen(attrs) : 0, q->attrs, q->n_attrs)) {
                     write_span(out, TABLE_SPANS, &rv);
                     n++;
                 }
@@ -922,7 +756,7 @@ static int search_rows(store *st, enum store_table tb, char *sql, const char *li
             !contains_ci(c_any >= 0 ? col_text(&rv, c_any) : NULL, text))
             continue;
         const char *a = c_attrs >= 0 ? col_text(&rv, c_attrs) : NULL;
-        if (!attrs_match(a, a ? strlen(a) : 0, attrs, n_attrs))
+        if (!store_attrs_match(a, a ? strlen(a) : 0, attrs, n_attrs))
             continue;
         if (tb == TABLE_LOGS)
             write_log(out, &rv);
@@ -983,15 +817,9 @@ static trace_row *trace_add(trace_set *t)
         t->truncated = true;
         return NULL;
     }
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 64;
-        trace_row *p = realloc(t->rows, cap * sizeof *p);
-        if (!p) {
-            t->oom = true;
-            return NULL;
-        }
-        t->rows = p;
-        t->cap = cap;
+    if (!ARRAY_GROW(t->rows, t->cap, t->n + 1, 64)) {
+        t->oom = true;
+        return NULL;
     }
     trace_row *r = &t->rows[t->n++];
     memset(r, 0, sizeof *r);
@@ -1395,9 +1223,4 @@ int store_sqlite_explain(store *st, void (*cb)(void *ctx, const char *name, cons
     free(sql);
     store_reader_put(st, db);
     return r;
-}
-
-bool store_attrs_match(const char *json, size_t len, const store_attr_filter *filters, size_t n)
-{
-    return attrs_match(json, len, filters, n);
 }

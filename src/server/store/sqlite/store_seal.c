@@ -16,6 +16,8 @@
  */
 #include "store_int.h"
 
+#include <pacer/base/array.h>
+
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -85,14 +87,8 @@ typedef struct entries {
 
 static int entry_add(entries *es, int64_t t, int tbl, int64_t rid, int64_t day)
 {
-    if (es->n == es->cap) {
-        size_t cap = es->cap ? es->cap * 2 : 4096;
-        entry *q = realloc(es->e, cap * sizeof *q);
-        if (!q)
-            return -ENOMEM;
-        es->e = q;
-        es->cap = cap;
-    }
+    if (!ARRAY_GROW(es->e, es->cap, es->n + 1, 4096))
+        return -ENOMEM;
     es->e[es->n++] = (entry){t, rid, tbl};
     if (day > es->day_hi)
         es->day_hi = day;
@@ -334,17 +330,12 @@ static pending *pending_of(sealer *z, int64_t ts, const char *app, int *ret)
             *pending_slot(z, z->open[i].hour, z->open[i].app, z->open[i].hash) = (int)i + 1;
         pd = big;
     }
-    if (pd->n == pd->cap) {
-        size_t cap = pd->cap ? pd->cap * 2 : 8;
-        store_value *v = realloc(pd->vals, cap * (1 + z->n_cols) * sizeof *v);
-        if (!v) {
-            *ret = -ENOMEM;
-            return NULL;
-        }
-        z->held += cap - pd->cap;
-        pd->vals = v;
-        pd->cap = cap;
+    size_t had = pd->cap;
+    if (!array_grow(&pd->vals, &pd->cap, pd->n + 1, (1 + z->n_cols) * sizeof *pd->vals, 8)) { /* a row a slot */
+        *ret = -ENOMEM;
+        return NULL;
     }
+    z->held += pd->cap - had;
     return pd;
 }
 

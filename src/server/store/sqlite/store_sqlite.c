@@ -65,6 +65,7 @@
 #include "store/store_health.h"
 #include "store_int.h"
 
+#include <pacer/base/array.h>
 #include <pacer/base/clock.h>
 #include <pacer/base/hash.h>
 #include <pacer/base/thread.h>
@@ -152,7 +153,7 @@ static const char FIXED_SCHEMA[] =
     "CREATE TABLE IF NOT EXISTS spans_keys(app TEXT NOT NULL, ts INTEGER NOT NULL, rid INTEGER NOT NULL,"
     "  version TEXT, name TEXT NOT NULL, failed INTEGER, m0 REAL, PRIMARY KEY(app, ts, rid)) WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS spans_keys_name ON spans_keys(app, name, ts);"
-    /* per attribute of a plain span up to the rolled mark: store_attr_hash(key, value) */
+    /* per attribute of a plain span up to the rolled mark: store_attrs_hash(key, value) */
     "CREATE TABLE IF NOT EXISTS span_attrs(app TEXT NOT NULL, day INTEGER NOT NULL, h INTEGER NOT NULL,"
     "  ts INTEGER NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY(app, day, h, ts, rid)) WITHOUT ROWID;";
 
@@ -771,15 +772,10 @@ int store_parts_read(sqlite3 *db, enum store_table t, int64_t d_lo, int64_t d_hi
     size_t n = 0, cap = 0;
     int r;
     while ((r = sqlite3_step(s)) == SQLITE_ROW) {
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            part_marks *q = realloc(a, cap * sizeof *q);
-            if (!q) {
-                free(a);
-                sqlite3_finalize(s);
-                return -ENOMEM;
-            }
-            a = q;
+        if (!ARRAY_GROW(a, cap, n + 1, 16)) {
+            free(a);
+            sqlite3_finalize(s);
+            return -ENOMEM;
         }
         a[n++] = (part_marks){sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2),
                               sqlite3_column_type(s, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 3),
@@ -2244,11 +2240,8 @@ const store_backend store_backend_sqlite = {
     .search_points = store_sqlite_search_points,
     .explain = store_sqlite_explain,
     .version_rows = store_sqlite_version_rows,
-    .rows = store_sqlite_rows,
-    .request_stats = store_sqlite_request_stats,
-    .logs_of_type = store_sqlite_logs_of_type,
-    .metric_sums = store_sqlite_metric_sums,
-    .dash_explain = store_sqlite_dash_explain,
+    .newest = sqlite_newest,
+    .dash_explain = sqlite_newest_explain,
     .marks_last = sqlite_marks_last,
     .marks_step = sqlite_marks_step,
     .marks_behind = sqlite_marks_behind,
