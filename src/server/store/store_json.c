@@ -87,14 +87,14 @@ static void number_value(jbuf *b, const store_value *v)
     }
 }
 
-static void common_members(jbuf *b, const store_table_desc *t, const store_row *row, const char *resource,
+static void common_members(jbuf *b, const store_table_desc *t, const store_value *cols, const char *resource,
                            const char *scope)
 {
     for (size_t c = 0; c < t->n_cols; c++) {
         const store_column *col = &t->cols[c];
-        if (col->source != SRC_COMMON || col->index == PACER_COMMON_TS || null(&row->cols[c]))
+        if (col->source != SRC_COMMON || col->index == PACER_COMMON_TS || null(&cols[c]))
             continue;
-        jbuf_kv_str(b, col->name, as_text(&row->cols[c]));
+        jbuf_kv_str(b, col->name, as_text(&cols[c]));
     }
     jbuf_key(b, "resource");
     raw_json(b, resource);
@@ -125,16 +125,16 @@ static void field_attr(jbuf *b, const store_column *col, const store_value *v)
     jbuf_close(b, '}');
 }
 
-void store_json_span(jbuf *b, const store_row *row, const char *resource, const char *scope)
+void store_json_span(jbuf *b, enum store_table tb, const store_value *cols, const char *resource, const char *scope)
 {
-    const store_table_desc *t = store_table(row->table);
+    const store_table_desc *t = store_table(tb);
     int64_t ts = 0, end = 0;
     bool has_end = false;
     int c_attrs = -1, c_extra = -1;
     jbuf_open(b, '{');
     for (size_t i = 0; i < t->n_cols; i++) {
         const store_column *col = &t->cols[i];
-        const store_value *v = &row->cols[i];
+        const store_value *v = &cols[i];
         switch (col->source) {
         case SRC_COMMON:
             if (col->index == PACER_COMMON_TS)
@@ -176,7 +176,7 @@ void store_json_span(jbuf *b, const store_row *row, const char *resource, const 
     jbuf_key(b, "status");
     jbuf_open(b, '{');
     for (size_t i = 0; i < t->n_cols; i++) {
-        const store_value *v = &row->cols[i];
+        const store_value *v = &cols[i];
         if (t->cols[i].source == SRC_STATUS_CODE)
             jbuf_kv_i64(b, "code", as_int(v));
         else if (t->cols[i].source == SRC_STATUS_MESSAGE && !null(v))
@@ -186,7 +186,7 @@ void store_json_span(jbuf *b, const store_row *row, const char *resource, const 
     jbuf_key(b, "attributes");
     jbuf_open(b, '[');
     if (c_attrs >= 0)
-        splice(b, as_text(&row->cols[c_attrs]));
+        splice(b, as_text(&cols[c_attrs]));
     if (t->type) {
         jbuf_open(b, '{');
         jbuf_kv_str(b, "key", "pacer.type");
@@ -196,15 +196,15 @@ void store_json_span(jbuf *b, const store_row *row, const char *resource, const 
         jbuf_close(b, '}');
         jbuf_close(b, '}');
         for (size_t i = 0; i < t->n_cols; i++)
-            if (t->cols[i].source == SRC_FIELD && !null(&row->cols[i]))
-                field_attr(b, &t->cols[i], &row->cols[i]);
+            if (t->cols[i].source == SRC_FIELD && !null(&cols[i]))
+                field_attr(b, &t->cols[i], &cols[i]);
     }
     if (c_extra >= 0)
-        splice(b, as_text(&row->cols[c_extra]));
+        splice(b, as_text(&cols[c_extra]));
     jbuf_close(b, ']');
     for (size_t i = 0; i < t->n_cols; i++) {
         enum store_source src = t->cols[i].source;
-        const store_value *v = &row->cols[i];
+        const store_value *v = &cols[i];
         if (src == SRC_EVENTS || src == SRC_LINKS) {
             jbuf_key(b, src == SRC_EVENTS ? "events" : "links");
             if (null(v))
@@ -218,18 +218,18 @@ void store_json_span(jbuf *b, const store_row *row, const char *resource, const 
     }
     if (t->type)
         jbuf_kv_str(b, "record", t->type->name);
-    common_members(b, t, row, resource, scope);
+    common_members(b, t, cols, resource, scope);
     jbuf_close(b, '}');
 }
 
-void store_json_log(jbuf *b, const store_row *row, const char *resource, const char *scope)
+void store_json_log(jbuf *b, const store_value *cols, const char *resource, const char *scope)
 {
     const store_table_desc *t = store_table(TABLE_LOGS);
     int c_body = -1, c_any = -1;
     jbuf_open(b, '{');
     for (size_t i = 0; i < t->n_cols; i++) {
         const store_column *col = &t->cols[i];
-        const store_value *v = &row->cols[i];
+        const store_value *v = &cols[i];
         if (col->source == SRC_ATTRIBUTES && null(v)) {
             jbuf_key(b, "attributes");
             jbuf_puts(b, "[]");
@@ -265,24 +265,24 @@ void store_json_log(jbuf *b, const store_row *row, const char *resource, const c
     }
     if (c_any >= 0) {
         jbuf_key(b, "body");
-        raw_json(b, as_text(&row->cols[c_any]));
+        raw_json(b, as_text(&cols[c_any]));
     } else if (c_body >= 0) {
         jbuf_key(b, "body");
         jbuf_open(b, '{');
-        jbuf_kv_str(b, "stringValue", as_text(&row->cols[c_body]));
+        jbuf_kv_str(b, "stringValue", as_text(&cols[c_body]));
         jbuf_close(b, '}');
     }
-    common_members(b, t, row, resource, scope);
+    common_members(b, t, cols, resource, scope);
     jbuf_close(b, '}');
 }
 
-void store_json_point(jbuf *b, const store_row *row, const char *resource, const char *scope)
+void store_json_point(jbuf *b, const store_value *cols, const char *resource, const char *scope)
 {
     const store_table_desc *t = store_table(TABLE_METRIC_POINTS);
     jbuf_open(b, '{');
     for (size_t i = 0; i < t->n_cols; i++) {
         const store_column *col = &t->cols[i];
-        const store_value *v = &row->cols[i];
+        const store_value *v = &cols[i];
         if (col->source == SRC_ATTRIBUTES && null(v)) {
             jbuf_key(b, "attributes");
             jbuf_puts(b, "[]");
@@ -332,6 +332,6 @@ void store_json_point(jbuf *b, const store_row *row, const char *resource, const
         default: break;
         }
     }
-    common_members(b, t, row, resource, scope);
+    common_members(b, t, cols, resource, scope);
     jbuf_close(b, '}');
 }

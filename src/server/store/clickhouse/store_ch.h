@@ -259,15 +259,13 @@ int ch_pending_rows(ch_store *st, const char *where,
                     void *ctx);
 
 /* The read operations (store_ch_read.c). */
-int ch_op_scan(store *st, enum store_kind kind, const char *app, const char *version, int64_t from_ns, int64_t to_ns,
-               const store_scan_cb *cb);
-int ch_op_apps(store *st, void (*cb)(void *ctx, const char *app, const char *version), void *ctx);
-int ch_op_trace(store *st, const uint8_t trace_id[16], jbuf *out, size_t *ret_n);
-int ch_op_search_spans(store *st, const store_span_query *q, jbuf *out);
-int ch_op_search_logs(store *st, const store_log_query *q, jbuf *out);
-int ch_op_search_points(store *st, const store_point_query *q, jbuf *out);
-int ch_op_version_rows(store *st, enum store_table table, const char *app, const char *version, size_t limit,
-                       size_t scan_max, void (*cb)(void *ctx, const store_row *row), void *ctx, bool *ret_truncated);
+store_scan_fn ch_op_scan;
+store_apps_fn ch_op_apps;
+store_trace_fn ch_op_trace;
+store_search_spans_fn ch_op_search_spans;
+store_search_logs_fn ch_op_search_logs;
+store_search_points_fn ch_op_search_points;
+store_version_rows_fn ch_op_version_rows;
 
 /* Rows of table tb matching `where`, sorted by `order` (or NULL), one per
  * identity (trace and span id; rid), at most limit (0: all), each to cb
@@ -289,21 +287,16 @@ const char *ch_identity_sql(enum store_table tb);
 void ch_ts_where(jbuf *q, int64_t from, int64_t to);
 
 /* The rows after a mark (ch_marks.c; store.h). */
-int ch_marks_last(store *st, int64_t ret[TABLE_COUNT]);
-int ch_marks_step(store *st, enum store_table t, enum store_filter filter, int64_t from, int64_t to, long n,
-                  int64_t *ret);
-int ch_marks_behind(store *st, enum store_table t, enum store_filter filter, int64_t after, int64_t last,
-                    int64_t *ret);
-int ch_marks_rows(store *st, enum store_table t, enum store_filter filter, int64_t after, int64_t upto,
-                  const bool want[STORE_MAX_COLS], bool (*cb)(void *ctx, const store_mark_row *row), void *ctx);
-int ch_marks_forget(store *st, enum store_table t, int64_t upto);
+store_marks_last_fn ch_marks_last;
+store_marks_step_fn ch_marks_step;
+store_marks_behind_fn ch_marks_behind;
+store_rows_after_fn ch_marks_rows;
+store_marks_forget_fn ch_marks_forget;
 
 
 /* The newest rows of a range (ch_newest.c; store_dash.h). */
-int ch_newest(store *st, const store_newest_query *q, int (*cb)(void *ctx, const store_row *row, int64_t place),
-              void *ctx, bool *ret_truncated);
-int ch_newest_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan),
-                      void *ctx);
+store_newest_fn ch_newest;
+store_explain_fn ch_newest_explain;
 
 /* A rollup row in RowBinary (the columns CH_SKETCH_COLUMNS), both ways;
  * a row read holds sketches and strings of its own (ch_srow_reset frees

@@ -17,7 +17,7 @@
  * come in that order, not in the order they were stored.
  */
 #include "store_ch.h"
-#include "store/store_attrs.h"
+#include "store/store_filter.h"
 #include "store/store_json.h"
 
 #include <pacer/base/array.h>
@@ -573,19 +573,6 @@ typedef struct page {
 
 
 
-static bool contains_ci(const char *hay, const char *needle)
-{
-    if (!needle || !*needle)
-        return true;
-    if (!hay)
-        return false;
-    size_t n = strlen(needle);
-    for (; *hay; hay++)
-        if (strncasecmp(hay, needle, n) == 0)
-            return true;
-    return false;
-}
-
 static bool on_item(void *ctx, ch_row *row)
 {
     page *p = ctx;
@@ -599,24 +586,7 @@ static bool on_item(void *ctx, ch_row *row)
     int64_t ts = row->row.cols[t->ts_col].i, rk = row_key(t, row);
     p->last_ts = ts;
     p->last_rk = rk;
-    const store_table_desc *d = store_table(p->tb);
-    bool ok = true;
-    if (p->text) {
-        const char *body = NULL, *any = NULL;
-        for (size_t i = 0; i < d->n_cols; i++) {
-            const store_value *v = &row->row.cols[i];
-            if (d->cols[i].source == SRC_BODY && v->type == SV_TEXT)
-                body = v->p;
-            if (d->cols[i].source == SRC_BODY_ANY && v->type == SV_TEXT)
-                any = v->p;
-        }
-        ok = contains_ci(body, p->text) || contains_ci(any, p->text);
-    }
-    if (ok && p->n_attrs) {
-        const store_value *a = t->attrs_col >= 0 ? &row->row.cols[t->attrs_col] : NULL;
-        const char *json = a && a->type == SV_TEXT ? a->p : NULL;
-        ok = store_attrs_match(json, json ? strlen(json) : 0, p->attrs, p->n_attrs);
-    }
+    bool ok = store_filter_row(p->tb, row->row.cols, p->text, p->attrs, p->n_attrs);
     if (!ok) {
         ch_row_clear(row);
         return true;
@@ -625,7 +595,7 @@ static bool on_item(void *ctx, ch_row *row)
     k->row = *row;
     k->ts = ts;
     k->rk = rk;
-    for (size_t i = 0; i < d->n_cols; i++)
+    for (size_t i = 0; i < store_table(p->tb)->n_cols; i++)
         if (row->row.cols[i].type == SV_TEXT || row->row.cols[i].type == SV_BLOB)
             p->bytes += row->row.cols[i].n + 16;
     return true;
@@ -684,11 +654,11 @@ static int run_page(ch_store *st, page *p, const char *app, int64_t from, int64_
             const ch_row *row = &p->rows[i].row;
             const char *res = origin_json(om, 0, row->origin[0]), *sc = origin_json(om, 1, row->origin[1]);
             if (p->tb == TABLE_LOGS)
-                store_json_log(out, &row->row, res, sc);
+                store_json_log(out, row->row.cols, res, sc);
             else if (p->tb == TABLE_METRIC_POINTS)
-                store_json_point(out, &row->row, res, sc);
+                store_json_point(out, row->row.cols, res, sc);
             else
-                store_json_span(out, &row->row, res, sc);
+                store_json_span(out, row->row.table, row->row.cols, res, sc);
         }
         jbuf_close(out, ']');
         if (p->more)
@@ -867,7 +837,7 @@ int ch_op_trace(store *s, const uint8_t trace_id[16], jbuf *out, size_t *ret_n)
                 break;
             }
             const ch_row *row = &c.rows[i].row;
-            store_json_span(out, &row->row, origin_json(om, 0, row->origin[0]), origin_json(om, 1, row->origin[1]));
+            store_json_span(out, row->row.table, row->row.cols, origin_json(om, 0, row->origin[0]), origin_json(om, 1, row->origin[1]));
             written++;
         }
         jbuf_close(out, ']');

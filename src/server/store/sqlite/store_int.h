@@ -364,33 +364,23 @@ static inline bool store_has_positions(enum store_table t)
  * not keep them: its scan in store_scan.c, its read APIs in
  * store_query.c, store_samples.c and sqlite_newest.c. */
 extern const store_backend store_backend_sqlite;
-int sqlite_newest(store *st, const store_newest_query *q, int (*cb)(void *ctx, const store_row *row, int64_t place),
-                  void *ctx, bool *ret_truncated);
-int sqlite_newest_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan),
-                          void *ctx);
-int store_sqlite_trace(store *st, const uint8_t trace_id[16], jbuf *out, size_t *ret_n);
-int store_sqlite_search_spans(store *st, const store_span_query *q, jbuf *out);
-int store_sqlite_search_logs(store *st, const store_log_query *q, jbuf *out);
-int store_sqlite_search_points(store *st, const store_point_query *q, jbuf *out);
-int store_sqlite_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan),
-                         void *ctx);
-int store_sqlite_version_rows(store *st, enum store_table table, const char *app, const char *version, size_t limit,
-                              size_t scan_max, void (*cb)(void *ctx, const store_row *row), void *ctx,
-                              bool *ret_truncated);
-int store_sqlite_scan(store *st, enum store_kind kind, const char *app, const char *version, int64_t from_ns,
-                      int64_t to_ns, const store_scan_cb *cb);
-int store_sqlite_apps(store *st, void (*cb)(void *ctx, const char *app, const char *version), void *ctx);
-
-/* The rows after a mark (sqlite_marks.c; store.h): rowids of the record
- * tables, positions of logs and metric points. */
-int sqlite_marks_last(store *st, int64_t ret[TABLE_COUNT]);
-int sqlite_marks_step(store *st, enum store_table t, enum store_filter filter, int64_t from, int64_t to, long n,
-                      int64_t *ret);
-int sqlite_marks_behind(store *st, enum store_table t, enum store_filter filter, int64_t after, int64_t last,
-                        int64_t *ret);
-int sqlite_marks_rows(store *st, enum store_table t, enum store_filter filter, int64_t after, int64_t upto,
-                      const bool want[STORE_MAX_COLS], bool (*cb)(void *ctx, const store_mark_row *row), void *ctx);
-int sqlite_marks_forget(store *st, enum store_table t, int64_t upto);
+store_newest_fn sqlite_newest;              /* sqlite_newest.c */
+store_explain_fn sqlite_newest_explain;
+store_trace_fn store_sqlite_trace;          /* store_query.c */
+store_search_spans_fn store_sqlite_search_spans;
+store_search_logs_fn store_sqlite_search_logs;
+store_search_points_fn store_sqlite_search_points;
+store_explain_fn store_sqlite_explain;
+store_version_rows_fn store_sqlite_version_rows; /* store_samples.c */
+store_scan_fn store_sqlite_scan;            /* store_scan.c */
+store_apps_fn store_sqlite_apps;
+/* the rows after a mark (sqlite_marks.c): rowids of the record tables,
+ * positions of logs and metric points */
+store_marks_last_fn sqlite_marks_last;
+store_marks_step_fn sqlite_marks_step;
+store_marks_behind_fn sqlite_marks_behind;
+store_rows_after_fn sqlite_marks_rows;
+store_marks_forget_fn sqlite_marks_forget;
 
 /* ---- upgrade (store_upgrade.c) ---- */
 

@@ -27,6 +27,8 @@
 #include "store/store_backend.h"
 #include "store_int.h"
 #include "store/store_attrs.h"
+#include "store/store_filter.h"
+#include "store/store_json.h"
 
 #include <pacer/base/array.h>
 #include <pacer/base/hash.h>
@@ -105,77 +107,12 @@ static int64_t filter_hash(const store_attr_filter *f)
 
 /* ---- writing rows ---- */
 
-static void kv_hex(jbuf *b, const char *key, const void *p, int n)
-{
-    if (!p || n <= 0)
-        return;
-    char hex[80];
-    const uint8_t *u = p;
-    int k = n > 32 ? 32 : n;
-    for (int i = 0; i < k; i++)
-        snprintf(hex + 2 * i, 3, "%02x", u[i]);
-    jbuf_kv_str(b, key, hex);
-}
-
-static void kv_ns(jbuf *b, const char *key, int64_t ns)
-{
-    char num[24];
-    snprintf(num, sizeof num, "%" PRId64, ns);
-    jbuf_kv_str(b, key, num);
-}
-
-/* JSON text stored by ingest (compact, valid), written as a value. */
-static void raw_json(jbuf *b, const char *text)
-{
-    if (!text) {
-        jbuf_null(b);
-        return;
-    }
-    if (b->need_comma)
-        jbuf_raw(b, ",", 1);
-    jbuf_puts(b, text);
-    b->need_comma = true;
-}
-
-/* The members of a stored JSON object or the elements of an array, into
- * the object or array open in b. */
-static void splice(jbuf *b, const char *text)
-{
-    size_t n = text ? strlen(text) : 0;
-    if (n <= 2)
-        return;
-    if (b->need_comma)
-        jbuf_raw(b, ",", 1);
-    jbuf_raw(b, text + 1, n - 2);
-    b->need_comma = true;
-}
-
 /* A row of a table: its columns (store_table_columns), from SQLite or
  * from a block, with the JSON of its resource and scope. */
 typedef struct rowv {
     const store_value *v;
     const char *resource, *scope;
 } rowv;
-
-static const char *col_text(const rowv *s, int c)
-{
-    return s->v[c].type == SV_TEXT ? s->v[c].p : NULL;
-}
-
-static bool col_null(const rowv *s, int c)
-{
-    return s->v[c].type == SV_NULL;
-}
-
-static int64_t rv_int(const rowv *s, int c)
-{
-    return s->v[c].type == SV_INT ? s->v[c].i : s->v[c].type == SV_REAL ? (int64_t)s->v[c].d : 0;
-}
-
-static double rv_double(const rowv *s, int c)
-{
-    return s->v[c].type == SV_REAL ? s->v[c].d : s->v[c].type == SV_INT ? (double)s->v[c].i : 0;
-}
 
 static const void *rv_blob(const rowv *s, int c)
 {
@@ -197,26 +134,6 @@ static rowv rowv_of(sqlite3_stmt *q, enum store_table tb, store_value *vals)
     return (rowv){vals, (const char *)sqlite3_column_text(q, n), (const char *)sqlite3_column_text(q, n + 1)};
 }
 
-/* A REAL column that may hold the text "NaN", "Infinity", "-Infinity". */
-static void number_value(jbuf *b, const rowv *s, int c)
-{
-    switch (s->v[c].type) {
-    case SV_NULL: jbuf_null(b); break;
-    case SV_TEXT: jbuf_str(b, s->v[c].p); break;
-    case SV_INT: jbuf_i64(b, rv_int(s, c)); break;
-    case SV_BLOB: jbuf_null(b); break;
-    case SV_REAL: {
-        double d = rv_double(s, c);
-        if (isnan(d))
-            jbuf_str(b, "NaN");
-        else if (isinf(d))
-            jbuf_str(b, d < 0 ? "-Infinity" : "Infinity");
-        else
-            jbuf_double(b, d);
-    }
-    }
-}
-
 /* SELECT of a row of t by rowid: the layout's columns, then the resource's
  * and the scope's JSON, then rowid. (malloc'd) */
 static char *row_sql(enum store_table tb, const char *where)
@@ -229,261 +146,6 @@ static char *row_sql(enum store_table tb, const char *where)
                  t->columns, t->name, where) < 0)
         return NULL;
     return s;
-}
-
-/* The common members of any row: app, version, session, resource, scope. */
-static void common_members(jbuf *b, const store_table_desc *t, const rowv *s)
-{
-    for (size_t c = 0; c < t->n_cols; c++) {
-        const store_column *col = &t->cols[c];
-        if (col->source != SRC_COMMON || col->index == PACER_COMMON_TS || col_null(s, (int)c))
-            continue;
-        jbuf_kv_str(b, col->name, col_text(s, (int)c));
-    }
-    jbuf_key(b, "resource");
-    raw_json(b, s->resource);
-    jbuf_key(b, "scope");
-    raw_json(b, s->scope);
-}
-
-/* A record field as the attribute pacer.<name>. */
-static void field_attr(jbuf *b, const store_column *col, const rowv *s, int c)
-{
-    const pacer_field *f = col->field;
-    char key[160];
-    snprintf(key, sizeof key, "pacer.%s", f->name);
-    jbuf_open(b, '{');
-    jbuf_kv_str(b, "key", key);
-    jbuf_key(b, "value");
-    jbuf_open(b, '{');
-    switch (f->type) {
-    case PACER_TYPE_STRING: jbuf_kv_str(b, "stringValue", col_text(s, c)); break;
-    case PACER_TYPE_BOOL: jbuf_kv_bool(b, "boolValue", rv_int(s, c) != 0); break;
-    case PACER_TYPE_MS: jbuf_kv_double(b, "doubleValue", rv_double(s, c)); break;
-    default: {
-        char num[24];
-        snprintf(num, sizeof num, "%lld", (long long)rv_int(s, c));
-        jbuf_kv_str(b, "intValue", num);
-    }
-    }
-    jbuf_close(b, '}');
-    jbuf_close(b, '}');
-}
-
-/* A span row of any span table, as an OTLP span with pacerd's members. */
-static void write_span(jbuf *b, enum store_table tb, const rowv *s)
-{
-    const store_table_desc *t = store_table(tb);
-    int64_t ts = 0, end = 0;
-    bool has_end = false;
-    int c_attrs = -1, c_extra = -1;
-    jbuf_open(b, '{');
-    for (size_t i = 0; i < t->n_cols; i++) {
-        const store_column *col = &t->cols[i];
-        int c = (int)i;
-        switch (col->source) {
-        case SRC_COMMON:
-            if (col->index == PACER_COMMON_TS)
-                ts = rv_int(s, c);
-            break;
-        case SRC_END_TS:
-            has_end = !col_null(s, c);
-            end = rv_int(s, c);
-            break;
-        case SRC_TRACE_ID: kv_hex(b, "traceId", rv_blob(s, c), rv_bytes(s, c)); break;
-        case SRC_SPAN_ID: kv_hex(b, "spanId", rv_blob(s, c), rv_bytes(s, c)); break;
-        case SRC_PARENT_SPAN_ID:
-            kv_hex(b, "parentSpanId", rv_blob(s, c), rv_bytes(s, c));
-            break;
-        case SRC_SPAN_NAME:
-            if (!col_null(s, c))
-                jbuf_kv_str(b, "name", col_text(s, c));
-            break;
-        case SRC_SPAN_KIND:
-            if (!col_null(s, c))
-                jbuf_kv_i64(b, "kind", rv_int(s, c));
-            break;
-        case SRC_TRACE_STATE:
-            if (!col_null(s, c))
-                jbuf_kv_str(b, "traceState", col_text(s, c));
-            break;
-        case SRC_FLAGS:
-            if (!col_null(s, c))
-                jbuf_kv_i64(b, "flags", rv_int(s, c));
-            break;
-        case SRC_ATTRIBUTES: c_attrs = c; break;
-        case SRC_EXTRA: c_extra = c; break;
-        default: break;
-        }
-    }
-    if (!has_end)
-        end = ts;
-    kv_ns(b, "startTimeUnixNano", ts);
-    kv_ns(b, "endTimeUnixNano", end);
-    jbuf_kv_double(b, "durationMs", (double)(end - ts) / 1e6);
-    /* status */
-    jbuf_key(b, "status");
-    jbuf_open(b, '{');
-    for (size_t i = 0; i < t->n_cols; i++) {
-        int c = (int)i;
-        if (t->cols[i].source == SRC_STATUS_CODE)
-            jbuf_kv_i64(b, "code", rv_int(s, c));
-        else if (t->cols[i].source == SRC_STATUS_MESSAGE && !col_null(s, c))
-            jbuf_kv_str(b, "message", col_text(s, c));
-    }
-    jbuf_close(b, '}');
-    /* attributes: a plain span's own; a record's fields, then its extra */
-    jbuf_key(b, "attributes");
-    jbuf_open(b, '[');
-    if (c_attrs >= 0)
-        splice(b, col_text(s, c_attrs));
-    if (t->type) {
-        jbuf_open(b, '{');
-        jbuf_kv_str(b, "key", "pacer.type");
-        jbuf_key(b, "value");
-        jbuf_open(b, '{');
-        jbuf_kv_str(b, "stringValue", t->type->name);
-        jbuf_close(b, '}');
-        jbuf_close(b, '}');
-        for (size_t i = 0; i < t->n_cols; i++)
-            if (t->cols[i].source == SRC_FIELD && !col_null(s, (int)i))
-                field_attr(b, &t->cols[i], s, (int)i);
-    }
-    if (c_extra >= 0)
-        splice(b, col_text(s, c_extra));
-    jbuf_close(b, ']');
-    for (size_t i = 0; i < t->n_cols; i++) {
-        int c = (int)i;
-        enum store_source src = t->cols[i].source;
-        if (src == SRC_EVENTS || src == SRC_LINKS) {
-            jbuf_key(b, src == SRC_EVENTS ? "events" : "links");
-            if (col_null(s, c))
-                jbuf_puts(b, "[]"), b->need_comma = true;
-            else
-                raw_json(b, col_text(s, c));
-        } else if (src == SRC_DROPPED && !col_null(s, c)) {
-            jbuf_key(b, "dropped");
-            raw_json(b, col_text(s, c));
-        }
-    }
-    if (t->type)
-        jbuf_kv_str(b, "record", t->type->name);
-    common_members(b, t, s);
-    jbuf_close(b, '}');
-}
-
-static void write_log(jbuf *b, const rowv *s)
-{
-    const store_table_desc *t = store_table(TABLE_LOGS);
-    int c_body = -1, c_any = -1;
-    jbuf_open(b, '{');
-    for (size_t i = 0; i < t->n_cols; i++) {
-        const store_column *col = &t->cols[i];
-        int c = (int)i;
-        if (col->source == SRC_ATTRIBUTES && col_null(s, c)) {
-            jbuf_key(b, "attributes");
-            jbuf_puts(b, "[]");
-            b->need_comma = true;
-        }
-        if (col_null(s, c))
-            continue;
-        switch (col->source) {
-        case SRC_COMMON:
-            if (col->index == PACER_COMMON_TS)
-                kv_ns(b, "timeUnixNano", rv_int(s, c));
-            break;
-        case SRC_OBSERVED_TS: kv_ns(b, "observedTimeUnixNano", rv_int(s, c)); break;
-        case SRC_SEVERITY_NUMBER: jbuf_kv_i64(b, "severityNumber", rv_int(s, c)); break;
-        case SRC_SEVERITY_TEXT: jbuf_kv_str(b, "severityText", col_text(s, c)); break;
-        case SRC_EVENT_NAME: jbuf_kv_str(b, "eventName", col_text(s, c)); break;
-        case SRC_LOG_TYPE: jbuf_kv_str(b, "type", col_text(s, c)); break;
-        case SRC_TRACE_ID: kv_hex(b, "traceId", rv_blob(s, c), rv_bytes(s, c)); break;
-        case SRC_SPAN_ID: kv_hex(b, "spanId", rv_blob(s, c), rv_bytes(s, c)); break;
-        case SRC_FLAGS: jbuf_kv_i64(b, "flags", rv_int(s, c)); break;
-        case SRC_BODY: c_body = c; break;
-        case SRC_BODY_ANY: c_any = c; break;
-        case SRC_ATTRIBUTES:
-            jbuf_key(b, "attributes");
-            raw_json(b, col_text(s, c));
-            break;
-        case SRC_DROPPED:
-            jbuf_key(b, "dropped");
-            raw_json(b, col_text(s, c));
-            break;
-        default: break;
-        }
-    }
-    if (c_any >= 0) {
-        jbuf_key(b, "body");
-        raw_json(b, col_text(s, c_any));
-    } else if (c_body >= 0) {
-        jbuf_key(b, "body");
-        jbuf_open(b, '{');
-        jbuf_kv_str(b, "stringValue", col_text(s, c_body));
-        jbuf_close(b, '}');
-    }
-    common_members(b, t, s);
-    jbuf_close(b, '}');
-}
-
-static void write_point(jbuf *b, const rowv *s)
-{
-    const store_table_desc *t = store_table(TABLE_METRIC_POINTS);
-    jbuf_open(b, '{');
-    for (size_t i = 0; i < t->n_cols; i++) {
-        const store_column *col = &t->cols[i];
-        int c = (int)i;
-        if (col->source == SRC_ATTRIBUTES && col_null(s, c)) {
-            jbuf_key(b, "attributes");
-            jbuf_puts(b, "[]");
-            b->need_comma = true;
-        }
-        if (col_null(s, c) && col->source != SRC_VALUE)
-            continue;
-        switch (col->source) {
-        case SRC_COMMON:
-            if (col->index == PACER_COMMON_TS)
-                kv_ns(b, "timeUnixNano", rv_int(s, c));
-            break;
-        case SRC_START_TS: kv_ns(b, "startTimeUnixNano", rv_int(s, c)); break;
-        case SRC_METRIC_NAME: jbuf_kv_str(b, "name", col_text(s, c)); break;
-        case SRC_DESCRIPTION: jbuf_kv_str(b, "description", col_text(s, c)); break;
-        case SRC_UNIT: jbuf_kv_str(b, "unit", col_text(s, c)); break;
-        case SRC_METRIC_TYPE: jbuf_kv_str(b, "type", col_text(s, c)); break;
-        case SRC_VALUE:
-            jbuf_key(b, "value");
-            number_value(b, s, c);
-            break;
-        case SRC_INT_VALUE: {
-            char num[24];
-            snprintf(num, sizeof num, "%lld", (long long)rv_int(s, c));
-            jbuf_kv_str(b, "asInt", num);
-            break;
-        }
-        case SRC_COUNT: kv_ns(b, "count", rv_int(s, c)); break;
-        case SRC_SUM:
-        case SRC_MIN:
-        case SRC_MAX:
-            jbuf_key(b, col->name);
-            number_value(b, s, c);
-            break;
-        case SRC_TEMPORALITY: jbuf_kv_i64(b, "aggregationTemporality", rv_int(s, c)); break;
-        case SRC_MONOTONIC: jbuf_kv_bool(b, "isMonotonic", rv_int(s, c) != 0); break;
-        case SRC_FLAGS: jbuf_kv_i64(b, "flags", rv_int(s, c)); break;
-        case SRC_DATA: splice(b, col_text(s, c)); break;
-        case SRC_EXEMPLARS:
-            jbuf_key(b, "exemplars");
-            raw_json(b, col_text(s, c));
-            break;
-        case SRC_ATTRIBUTES:
-            jbuf_key(b, "attributes");
-            raw_json(b, col_text(s, c));
-            break;
-        default: break;
-        }
-    }
-    common_members(b, t, s);
-    jbuf_close(b, '}');
 }
 
 /* ---- candidates, newest first ---- */
@@ -612,7 +274,6 @@ int store_sqlite_search_spans(store *st, const store_span_query *q, jbuf *out)
         goto out;
     if (to > from && store_parts_read(db, TABLE_SPANS, day_of_ts(from), day_of_ts(to - 1), true, &parts, &np) < 0)
         goto out;
-    int c_attrs = column_of(TABLE_SPANS, SRC_ATTRIBUTES);
     store_value vals[STORE_MAX_COLS];
     jbuf_key(out, "spans");
     jbuf_open(out, '[');
@@ -658,9 +319,8 @@ int store_sqlite_search_spans(store *st, const store_span_query *q, jbuf *out)
             sqlite3_bind_int64(row, 1, p->row);
             if (sqlite3_step(row) == SQLITE_ROW) {
                 rowv rv = rowv_of(row, TABLE_SPANS, vals);
-                const char *attrs = c_attrs >= 0 ? col_text(&rv, c_attrs) : NULL;
-                if (store_attrs_match(attrs, attrs ? strlen(attrs) : 0, q->attrs, q->n_attrs)) {
-                    write_span(out, TABLE_SPANS, &rv);
+                if (store_filter_row(TABLE_SPANS, rv.v, NULL, q->attrs, q->n_attrs)) {
+                    store_json_span(out, TABLE_SPANS, rv.v, rv.resource, rv.scope);
                     n++;
                 }
             }
@@ -705,19 +365,6 @@ static char *point_sql(void)
     return row_sql(TABLE_METRIC_POINTS, where);
 }
 
-static bool contains_ci(const char *hay, const char *needle)
-{
-    if (!needle || !*needle)
-        return true;
-    if (!hay)
-        return false;
-    size_t n = strlen(needle);
-    for (; *hay; hay++)
-        if (strncasecmp(hay, needle, n) == 0)
-            return true;
-    return false;
-}
-
 /* Logs and points: one statement, filters in C, bounded. */
 static int search_rows(store *st, enum store_table tb, char *sql, const char *list, const char *app, int64_t from,
                        int64_t to, const store_cursor *after, size_t limit, int bind6, const char *bind6_text,
@@ -733,7 +380,6 @@ static int search_rows(store *st, enum store_table tb, char *sql, const char *li
         sqlite3_bind_text(s, 6, bind6_text, -1, SQLITE_STATIC);
     else
         sqlite3_bind_int(s, 6, bind6);
-    int c_body = column_of(tb, SRC_BODY), c_any = column_of(tb, SRC_BODY_ANY), c_attrs = column_of(tb, SRC_ATTRIBUTES);
     int c_ts = column_of(tb, SRC_COMMON); /* ts is the first common column */
     int c_row = (int)store_table(tb)->n_cols + 2;
     store_value vals[STORE_MAX_COLS];
@@ -752,16 +398,12 @@ static int search_rows(store *st, enum store_table tb, char *sql, const char *li
         last_ts = sqlite3_column_int64(s, c_ts);
         last_row = sqlite3_column_int64(s, c_row);
         rowv rv = rowv_of(s, tb, vals);
-        if (text && !contains_ci(c_body >= 0 ? col_text(&rv, c_body) : NULL, text) &&
-            !contains_ci(c_any >= 0 ? col_text(&rv, c_any) : NULL, text))
-            continue;
-        const char *a = c_attrs >= 0 ? col_text(&rv, c_attrs) : NULL;
-        if (!store_attrs_match(a, a ? strlen(a) : 0, attrs, n_attrs))
+        if (!store_filter_row(tb, rv.v, text, attrs, n_attrs))
             continue;
         if (tb == TABLE_LOGS)
-            write_log(out, &rv);
+            store_json_log(out, rv.v, rv.resource, rv.scope);
         else
-            write_point(out, &rv);
+            store_json_point(out, rv.v, rv.resource, rv.scope);
         n++;
     }
     jbuf_close(out, ']');
@@ -1083,7 +725,7 @@ int store_sqlite_trace(store *st, const uint8_t trace_id[16], jbuf *out, size_t 
         }
         if (tr->vals) {
             rowv rv = {tr->vals, tr->resource, tr->scope};
-            write_span(out, (enum store_table)tr->tbl, &rv);
+            store_json_span(out, (enum store_table)tr->tbl, rv.v, rv.resource, rv.scope);
             written++;
             continue;
         }
@@ -1095,7 +737,7 @@ int store_sqlite_trace(store *st, const uint8_t trace_id[16], jbuf *out, size_t 
             rowv rv = rowv_of(q, (enum store_table)tr->tbl, vals);
             int c = column_of((enum store_table)tr->tbl, SRC_TRACE_ID);
             if (c >= 0 && rv_bytes(&rv, c) == 16 && memcmp(rv_blob(&rv, c), trace_id, 16) == 0) {
-                write_span(out, (enum store_table)tr->tbl, &rv);
+                store_json_span(out, (enum store_table)tr->tbl, rv.v, rv.resource, rv.scope);
                 written++;
             }
         }
