@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *copy_text(const void *p, size_t n)
+char *dash_text_copy(const void *p, size_t n)
 {
     char *s = malloc(n + 1);
     if (s) {
@@ -50,7 +50,7 @@ static bool api_attr(void *ctx, const store_attr *a)
 /* events: [{"name":"api","attributes":[…]}, …] → "apis":[{url, ms, status}] */
 void dash_apis_json(jbuf *b, const char *events, size_t len)
 {
-    char *text = copy_text(events, len);
+    char *text = dash_text_copy(events, len);
     if (!text)
         return;
     jread r;

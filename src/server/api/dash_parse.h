@@ -25,6 +25,10 @@ void dash_apis_json(jbuf *b, const char *events, size_t len);
  * members of the open object b; each only when present. */
 void dash_extra_json(jbuf *b, const char *extra, size_t len);
 
+/* A copy of n bytes of stored text, NUL-terminated (free it), for the
+ * readers that unescape in place; NULL when out of memory. */
+char *dash_text_copy(const void *p, size_t n);
+
 #define DASH_MAX_FRAMES 256
 
 typedef struct dash_frame {

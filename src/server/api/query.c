@@ -11,8 +11,8 @@
  */
 #include "api.h"
 
-#include <pacer/base/hash.h>
 #include <pacer/base/json.h>
+#include <pacer/base/strmap.h>
 
 #include <errno.h>
 #include <inttypes.h>
@@ -22,15 +22,14 @@
 #include <string.h>
 
 typedef struct agg {
-    char *name;
+    const char *name; /* the table's key */
     uint64_t count, failed;
     sketch m[STORE_MAX_METRICS];
 } agg;
 
 typedef struct aggs {
-    agg *last; /* the one aggs_get gave last */
-    agg **slots;
-    size_t cap, n;
+    agg *last;     /* the one aggs_get gave last */
+    strmap groups; /* name → agg */
     size_t n_metrics; /* of the kind */
     bool oom;
 } aggs;
@@ -40,56 +39,32 @@ static agg *aggs_get(aggs *a, const char *name)
     /* rows come in runs of one name (a block's, a rollup's): the last one first */
     if (a->last && strcmp(a->last->name, name) == 0)
         return a->last;
-    if (a->n * 2 >= a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 64;
-        agg **slots = calloc(cap, sizeof *slots);
-        if (!slots) {
-            a->oom = true;
-            return NULL;
-        }
-        for (size_t i = 0; i < a->cap; i++)
-            if (a->slots[i]) {
-                size_t k = fnv1a64_str(a->slots[i]->name, 0) & (cap - 1);
-                while (slots[k])
-                    k = (k + 1) & (cap - 1);
-                slots[k] = a->slots[i];
-            }
-        free(a->slots);
-        a->slots = slots;
-        a->cap = cap;
+    const char *key;
+    void **slot = strmap_put(&a->groups, name, strlen(name), &key);
+    if (slot && !*slot && (*slot = calloc(1, sizeof(agg)))) {
+        agg *g = *slot;
+        g->name = key;
+        for (size_t i = 0; i < STORE_MAX_METRICS; i++)
+            sketch_init(&g->m[i]);
     }
-    size_t k = fnv1a64_str(name, 0) & (a->cap - 1);
-    while (a->slots[k]) {
-        if (strcmp(a->slots[k]->name, name) == 0)
-            return a->last = a->slots[k];
-        k = (k + 1) & (a->cap - 1);
-    }
-    agg *g = calloc(1, sizeof *g);
-    if (!g || !(g->name = strdup(name))) {
-        free(g);
+    if (!slot || !*slot) {
         a->oom = true;
         return NULL;
     }
-    for (size_t i = 0; i < STORE_MAX_METRICS; i++)
-        sketch_init(&g->m[i]);
-    a->slots[k] = g;
-    a->n++;
-    a->last = g;
-    return g;
+    return a->last = *slot;
+}
+
+static void agg_free(void *p)
+{
+    agg *g = p;
+    for (size_t m = 0; m < STORE_MAX_METRICS; m++)
+        sketch_reset(&g->m[m]);
+    free(g);
 }
 
 static void aggs_free(aggs *a)
 {
-    for (size_t i = 0; i < a->cap; i++) {
-        agg *g = a->slots[i];
-        if (!g)
-            continue;
-        for (size_t m = 0; m < STORE_MAX_METRICS; m++)
-            sketch_reset(&g->m[m]);
-        free(g->name);
-        free(g);
-    }
-    free(a->slots);
+    strmap_free(&a->groups, agg_free);
 }
 
 static void on_count(void *ctx, const char *name, uint64_t count, uint64_t failed)
@@ -205,15 +180,18 @@ int query_groups(const api_ctx *d, enum store_kind kind, const char *app, const 
         aggs_free(&a);
         return r < 0 ? -EIO : -ENOMEM;
     }
-    agg **sorted = malloc((a.n ? a.n : 1) * sizeof *sorted);
+    agg **sorted = malloc((a.groups.n ? a.groups.n : 1) * sizeof *sorted);
     if (!sorted) {
         aggs_free(&a);
         return -ENOMEM;
     }
-    size_t n = 0;
-    for (size_t i = 0; i < a.cap; i++)
-        if (a.slots[i] && (!only || strcmp(a.slots[i]->name, only) == 0))
-            sorted[n++] = a.slots[i];
+    size_t n = 0, pos = 0;
+    const strmap_slot *slot;
+    while (strmap_next(&a.groups, &pos, &slot)) {
+        agg *g = slot->value;
+        if (!only || strcmp(g->name, only) == 0)
+            sorted[n++] = g;
+    }
     qsort(sorted, n, sizeof *sorted, cmp_agg);
     jbuf *b = out;
     jbuf_open(b, '[');

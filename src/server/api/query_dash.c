@@ -25,10 +25,11 @@
  */
 #include "dash_parse.h"
 #include "api.h"
+#include "record_json.h"
 #include "store/store_dash.h"
 
-#include <pacer/base/hash.h>
 #include <pacer/base/json.h>
+#include <pacer/base/strmap.h>
 
 #include <errno.h>
 #include <inttypes.h>
@@ -287,16 +288,6 @@ static void histogram(const api_ctx *d, const http_request *rq, http_response *r
     answer(rs, &b, r);
 }
 
-static char *copy_text(const void *p, size_t n)
-{
-    char *s = malloc(n + 1);
-    if (s) {
-        memcpy(s, p, n);
-        s[n] = 0;
-    }
-    return s;
-}
-
 /* ---- /api/v1/records ---- */
 
 typedef struct rec_out {
@@ -347,31 +338,8 @@ static void write_record(void *ctx, const store_row *row)
         case SRC_FIELD: break;
         default: continue;
         }
-        if (!c->field)
-            continue;
-        const pacer_field *f = c->field;
-        switch (f->type) {
-        case PACER_TYPE_STRING:
-            if (v->type == SV_TEXT) {
-                jbuf_key(b, f->name);
-                jbuf_strn(b, v->p, v->n);
-            }
-            break;
-        case PACER_TYPE_INT:
-        case PACER_TYPE_ID:
-            if (v->type == SV_INT)
-                jbuf_kv_i64(b, f->name, v->i);
-            break;
-        case PACER_TYPE_BOOL:
-            if (v->type == SV_INT)
-                jbuf_kv_bool(b, f->name, v->i != 0);
-            break;
-        case PACER_TYPE_MS:
-            if (v->type == SV_REAL || v->type == SV_INT)
-                jbuf_kv_double(b, f->name, v->type == SV_REAL ? v->d : (double)v->i);
-            break;
-        default: break;
-        }
+        if (c->field)
+            record_json_field(b, c->field, v);
     }
     jbuf_close(b, '}');
 }
@@ -488,7 +456,7 @@ typedef struct tally {
 } tally;
 
 typedef struct jgroup {
-    char *fingerprint;
+    const char *fingerprint; /* the table's key */
     uint64_t count, hangs;
     sketch durations;
     double longest;
@@ -508,8 +476,7 @@ typedef struct fnode {
 } fnode;
 
 typedef struct jank_acc {
-    jgroup **slots;
-    size_t cap, n;
+    strmap groups; /* fingerprint → jgroup */
     uint64_t records;
     fnode root;
     size_t n_nodes;
@@ -541,40 +508,30 @@ static void tally_add(tally **list, size_t *n, const char *name, bool *oom)
 
 static jgroup *group_of(jank_acc *a, const char *fp)
 {
-    if (a->n * 2 >= a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 64;
-        jgroup **slots = calloc(cap, sizeof *slots);
-        if (!slots) {
-            a->oom = true;
-            return NULL;
-        }
-        for (size_t i = 0; i < a->cap; i++)
-            if (a->slots[i]) {
-                size_t k = fnv1a64_str(a->slots[i]->fingerprint, 0) & (cap - 1);
-                while (slots[k])
-                    k = (k + 1) & (cap - 1);
-                slots[k] = a->slots[i];
-            }
-        free(a->slots);
-        a->slots = slots;
-        a->cap = cap;
+    const char *key;
+    void **slot = strmap_put(&a->groups, fp, strlen(fp), &key);
+    if (slot && !*slot && (*slot = calloc(1, sizeof(jgroup)))) {
+        jgroup *g = *slot;
+        g->fingerprint = key;
+        sketch_init(&g->durations);
     }
-    size_t k = fnv1a64_str(fp, 0) & (a->cap - 1);
-    while (a->slots[k]) {
-        if (strcmp(a->slots[k]->fingerprint, fp) == 0)
-            return a->slots[k];
-        k = (k + 1) & (a->cap - 1);
-    }
-    jgroup *g = calloc(1, sizeof *g);
-    if (!g || !(g->fingerprint = strdup(fp))) {
-        free(g);
+    if (!slot || !*slot)
         a->oom = true;
-        return NULL;
-    }
-    sketch_init(&g->durations);
-    a->slots[k] = g;
-    a->n++;
-    return g;
+    return slot ? *slot : NULL;
+}
+
+static void group_free(void *p)
+{
+    jgroup *g = p;
+    for (size_t k = 0; k < g->n_pages; k++)
+        free(g->pages[k].name);
+    for (size_t k = 0; k < g->n_versions; k++)
+        free(g->versions[k].name);
+    free(g->pages);
+    free(g->versions);
+    sketch_reset(&g->durations);
+    free(g->stack);
+    free(g);
 }
 
 static bool same_str(const char *a, const char *b)
@@ -626,7 +583,7 @@ static void flame_add(jank_acc *a, const dash_frame *fr, size_t n, double ms)
 static void on_jank(void *ctx, const store_log_row *row)
 {
     jank_acc *a = ctx;
-    char *text = copy_text(row->body, row->body_len);
+    char *text = dash_text_copy(row->body, row->body_len);
     dash_jank *j = malloc(sizeof *j);
     if (!text || !j) {
         free(text);
@@ -757,12 +714,12 @@ static void jank(const api_ctx *d, const http_request *rq, http_response *rs)
     int r = store_dash_logs_of_type(d->store, c.app, c.version, "jank", c.from, c.to, SCAN_MAX, on_jank, &a, &truncated);
     if (r == 0 && a.oom)
         r = -ENOMEM;
-    jgroup **sorted = a.n ? malloc(a.n * sizeof *sorted) : NULL;
-    size_t n = 0;
-    for (size_t i = 0; i < a.cap; i++)
-        if (a.slots[i] && sorted)
-            sorted[n++] = a.slots[i];
-    if (a.n && !sorted && r == 0)
+    jgroup **sorted = a.groups.n ? malloc(a.groups.n * sizeof *sorted) : NULL;
+    size_t n = 0, pos = 0;
+    const strmap_slot *slot;
+    while (sorted && strmap_next(&a.groups, &pos, &slot))
+        sorted[n++] = slot->value;
+    if (a.groups.n && !sorted && r == 0)
         r = -ENOMEM;
     if (sorted)
         qsort(sorted, n, sizeof *sorted, cmp_group);
@@ -802,22 +759,7 @@ static void jank(const api_ctx *d, const http_request *rq, http_response *rs)
     jbuf_kv_bool(&b, "flame_truncated", a.nodes_truncated);
     jbuf_kv_bool(&b, "truncated", truncated);
     jbuf_close(&b, '}');
-    for (size_t i = 0; i < a.cap; i++) {
-        jgroup *g = a.slots[i];
-        if (!g)
-            continue;
-        for (size_t k = 0; k < g->n_pages; k++)
-            free(g->pages[k].name);
-        for (size_t k = 0; k < g->n_versions; k++)
-            free(g->versions[k].name);
-        free(g->pages);
-        free(g->versions);
-        sketch_reset(&g->durations);
-        free(g->stack);
-        free(g->fingerprint);
-        free(g);
-    }
-    free(a.slots);
+    strmap_free(&a.groups, group_free);
     free(sorted);
     flame_free(&a.root);
     answer(rs, &b, r);

@@ -11,6 +11,7 @@
  * there may be more.
  */
 #include "api.h"
+#include "record_json.h"
 
 #include <pacer/base/json.h>
 
@@ -38,30 +39,7 @@ static void write_row(void *ctx, const store_row *row)
         const store_value *v = &row->cols[i];
         if ((c->source != SRC_COMMON && c->source != SRC_FIELD) || !c->field || v->type == SV_NULL)
             continue;
-        const pacer_field *f = c->field;
-        switch (f->type) {
-        case PACER_TYPE_STRING:
-            if (v->type == SV_TEXT) {
-                jbuf_key(b, f->name);
-                jbuf_strn(b, v->p, v->n);
-            }
-            break;
-        case PACER_TYPE_INT:
-        case PACER_TYPE_ID:
-            if (v->type == SV_INT)
-                jbuf_kv_i64(b, f->name, v->i);
-            break;
-        case PACER_TYPE_BOOL:
-            if (v->type == SV_INT)
-                jbuf_kv_bool(b, f->name, v->i != 0);
-            break;
-        case PACER_TYPE_MS:
-            if (v->type == SV_REAL || v->type == SV_INT)
-                jbuf_kv_double(b, f->name, v->type == SV_REAL ? v->d : (double)v->i);
-            break;
-        default:
-            break;
-        }
+        record_json_field(b, c->field, v);
     }
     jbuf_close(b, '}');
 }

@@ -3,6 +3,8 @@
 #include "store.h"
 #include "store_backend.h"
 
+#include <errno.h>
+
 void store_close(store *st)
 {
     if (st)
@@ -50,6 +52,12 @@ int store_config_get(store *st, const char *app, char **ret_xml, size_t *ret_len
 int store_scan(store *st, enum store_kind kind, const char *app, const char *version, int64_t from_ns,
                int64_t to_ns, const store_scan_cb *cb)
 {
+    if (kind < 0 || kind >= KIND_COUNT)
+        return -EINVAL;
+    if (from_ns < 0)
+        from_ns = 0; /* nothing is stored before 1970 */
+    if (to_ns <= from_ns)
+        return 0;
     return store_ops(st)->scan(st, kind, app, version, from_ns, to_ns, cb);
 }
 

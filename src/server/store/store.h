@@ -457,6 +457,10 @@ int store_apps(store *st, void (*cb)(void *ctx, const char *app, const char *ver
  * frames data points (pacer.frames.*), pacer's data points (pacer.*). */
 enum store_filter { STORE_ROWS_ALL, STORE_ROWS_PACER_LOGS, STORE_ROWS_FRAMES, STORE_ROWS_PACER_POINTS };
 
+/* The condition of a filter on its table's columns, as SQL both
+ * backends take: "" or " AND …" (store_layout.c). */
+const char *store_layout_filter_sql(enum store_filter f);
+
 typedef struct store_mark_row {
     enum store_table table;
     int64_t mark; /* its place in the order rows came */

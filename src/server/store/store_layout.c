@@ -478,3 +478,13 @@ int store_layout_col(enum store_table t, enum store_source src, long index)
             return (int)c;
     return -1;
 }
+
+const char *store_layout_filter_sql(enum store_filter f)
+{
+    switch (f) {
+    case STORE_ROWS_PACER_LOGS: return " AND type IN ('jank', 'leak')";
+    case STORE_ROWS_FRAMES: return " AND name >= 'pacer.frames.' AND name < 'pacer.frames/'";
+    case STORE_ROWS_PACER_POINTS: return " AND name >= 'pacer.' AND name < 'pacer/'";
+    default: return "";
+    }
+}

@@ -29,22 +29,12 @@
 
 #define HOUR_NS (INT64_C(3600) * 1000000000)
 
-static const char *filter_sql(enum store_filter f)
-{
-    switch (f) {
-    case STORE_ROWS_PACER_LOGS: return " AND type IN ('jank', 'leak')";
-    case STORE_ROWS_FRAMES: return " AND name >= 'pacer.frames.' AND name < 'pacer.frames/'";
-    case STORE_ROWS_PACER_POINTS: return " AND name >= 'pacer.' AND name < 'pacer/'";
-    default: return "";
-    }
-}
-
 /* "ins > a AND ins <= b" and the receive days that can hold them */
 static void range_where(jbuf *q, int64_t after, int64_t upto, enum store_filter f)
 {
     int64_t lo = (int64_t)(after / STORE_DAY_NS) - 1;
     jbuf_printf(q, "ins > %" PRId64 " AND ins <= %" PRId64 " AND rday >= %" PRId64 " AND rday <= %" PRId64 "%s",
-                after, upto, lo < 0 ? 0 : lo, (int64_t)(upto / STORE_DAY_NS), filter_sql(f));
+                after, upto, lo < 0 ? 0 : lo, (int64_t)(upto / STORE_DAY_NS), store_layout_filter_sql(f));
 }
 
 /* The identities read lately, with the mark each was read at: a row of an

@@ -398,12 +398,6 @@ int ch_op_scan(store *s, enum store_kind kind, const char *app, const char *vers
                const store_scan_cb *cb)
 {
     ch_store *st = (ch_store *)s;
-    if (kind < 0 || kind >= KIND_COUNT)
-        return -EINVAL;
-    if (from_ns < 0)
-        from_ns = 0;
-    if (to_ns <= from_ns)
-        return 0;
     /* whole slots [s_lo, s_hi) from the rollups: whole days of them by day,
      * whole hours by hour, the rest by slot; the parts of slots the range
      * cuts from the raw rows */

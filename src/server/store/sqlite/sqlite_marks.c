@@ -32,16 +32,6 @@
 /* Rowids of sealed rows read per step: about one seal's blocks at once. */
 #define CHUNK 32768
 
-static const char *filter_sql(enum store_filter f)
-{
-    switch (f) {
-    case STORE_ROWS_PACER_LOGS: return " AND type IN ('jank', 'leak')";
-    case STORE_ROWS_FRAMES: return " AND name >= 'pacer.frames.' AND name < 'pacer.frames/'";
-    case STORE_ROWS_PACER_POINTS: return " AND name >= 'pacer.' AND name < 'pacer/'";
-    default: return "";
-    }
-}
-
 static int64_t int_query(sqlite3 *db, const char *sql, enum store_table t, int *err)
 {
     sqlite3_stmt *s;
@@ -91,7 +81,7 @@ static int table_rows(sqlite3 *db, reader *rd, enum store_filter filter, int64_t
     if (o >= sizeof cols)
         return -EINVAL;
     char *sql = sqlite3_mprintf("SELECT %s FROM %s WHERE rowid > ?1 AND rowid <= ?2%s ORDER BY rowid", cols, d->name,
-                                filter_sql(filter));
+                                store_layout_filter_sql(filter));
     if (!sql)
         return -ENOMEM;
     sqlite3_stmt *s;

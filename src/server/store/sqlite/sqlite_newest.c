@@ -31,17 +31,6 @@ static void bind_opt(sqlite3_stmt *s, int i, const char *v)
 
 /* ---- the rows of a record table in a range ---- */
 
-/* The rows of record table `table` not sealed yet, of one app and part of
- * a day: a rowid range (at most a seal and a rollup batch of rows), the
- * rest filtered. ?1 the rowid after which to look, ?2 app, ?3 from, ?4 to.
- * sqlite3_free it. */
-static char *unsealed_sql(enum store_table table)
-{
-    const store_table_desc *t = store_table(table);
-    return sqlite3_mprintf("SELECT %s, rowid FROM %s WHERE rowid > ?1 AND app = ?2 AND ts >= ?3 AND ts < ?4",
-                           t->columns, t->name);
-}
-
 static int col_named(enum store_table table, const char *name)
 {
     const store_table_desc *t = store_table(table);
@@ -87,7 +76,6 @@ static int range_block(void *ctx, size_t n, const store_value *const *rows, cons
  * rr->keep, no more. Inside the caller's read transaction. */
 static int range_rows(sqlite3 *db, range_read *rr)
 {
-    const store_table_desc *t = store_table(rr->table);
     rr->ts_col = col_named(rr->table, "ts");
     rr->seen = 0;
     if (rr->ts_col < 0)
@@ -99,7 +87,7 @@ static int range_rows(sqlite3 *db, range_read *rr)
     int r = store_parts_read(db, rr->table, day_of_ts(rr->from), day_of_ts(rr->to - 1), true, &parts, &np);
     if (r < 0)
         return r;
-    char *sql = unsealed_sql(rr->table);
+    char *sql = store_unsealed_sql(rr->table);
     sqlite3_stmt *s = NULL;
     if (!sql || sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) {
         sqlite3_free(sql);
@@ -107,33 +95,11 @@ static int range_rows(sqlite3 *db, range_read *rr)
         return -EIO;
     }
     sqlite3_free(sql);
-    store_value vals[STORE_MAX_COLS];
-    const store_value *cols[STORE_MAX_COLS];
-    for (size_t c = 0; c < t->n_cols; c++)
-        cols[c] = &vals[c];
     for (size_t d = 0; d < np && r == 0 && rr->seen <= rr->keep; d++) {
         int64_t day0 = parts[d].day * STORE_DAY_NS;
         rr->lo = rr->from > day0 ? rr->from : day0;
         rr->hi = rr->to < day0 + STORE_DAY_NS ? rr->to : day0 + STORE_DAY_NS;
-        r = store_blocks_read(db, rr->table, rr->app, parts[d].day, rr->lo, rr->hi, -1, rr->want, range_block, rr);
-        if (r)
-            break;
-        /* the day's rows not sealed: those up to its last row as of the
-         * last flush, and any after the rolled mark (as store_samples.c) */
-        sqlite3_bind_int64(s, 1, parts[d].last > parts[d].sealed ? parts[d].sealed : parts[d].rolled);
-        sqlite3_bind_text(s, 2, rr->app, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(s, 3, rr->lo);
-        sqlite3_bind_int64(s, 4, rr->hi);
-        int sr;
-        while (r == 0 && (sr = sqlite3_step(s)) == SQLITE_ROW) {
-            for (size_t c = 0; c < t->n_cols; c++)
-                vals[c] = store_column_value(s, (int)c);
-            rr->seen++;
-            r = rr->fn(rr->ctx, cols, 0, sqlite3_column_int64(s, rr->ts_col), sqlite3_column_int64(s, (int)t->n_cols));
-        }
-        if (r == 0 && sr != SQLITE_DONE)
-            r = -EIO;
-        sqlite3_reset(s);
+        r = store_day_rows(db, s, rr->table, rr->app, &parts[d], rr->lo, rr->hi, rr->want, range_block, rr);
     }
     sqlite3_finalize(s);
     free(parts);
@@ -373,7 +339,7 @@ static int explain_all(void *ctx, sqlite3 *db)
         char name[64];
         bool indexed = tables[t] == TABLE_LOGS || tables[t] == TABLE_METRIC_POINTS;
         snprintf(name, sizeof name, indexed ? "newest %s" : "rows of %s not sealed", store_table(tables[t])->name);
-        char *sql = indexed ? indexed_sql(tables[t], NULL) : unsealed_sql(tables[t]);
+        char *sql = indexed ? indexed_sql(tables[t], NULL) : store_unsealed_sql(tables[t]);
         r = sql ? explain_one(db, name, sql, j) : -ENOMEM;
         sqlite3_free(sql);
     }

@@ -334,6 +334,20 @@ int store_blocks_merge(store *st, enum store_table t, int64_t day, int64_t after
 int store_blocks_read(sqlite3 *db, enum store_table t, const char *app, int64_t day, int64_t from, int64_t to,
                       int64_t min_rowid, const bool *want_cols, block_rows_fn fn, void *ctx);
 
+/* The statement of a record table's rows not sealed yet, of one app and
+ * part of a day: a rowid range (at most a seal and a rollup batch of
+ * rows), the rest filtered. ?1 the rowid after which to look, ?2 app, ?3
+ * from, ?4 to. sqlite3_free it. */
+char *store_unsealed_sql(enum store_table t);
+/* The rows of record table t of app and of the day of p with ts in [lo,
+ * hi): the day's blocks that overlap it (each whole: the caller filters),
+ * then its rows not sealed yet (those up to its last row as of the last
+ * flush, and any after the rolled mark), one by one; to fn as
+ * store_blocks_read gives them. unsealed: store_unsealed_sql's statement.
+ * 0, or what fn returned, or -EIO. */
+int store_day_rows(sqlite3 *db, sqlite3_stmt *unsealed, enum store_table t, const char *app, const part_marks *p,
+                   int64_t lo, int64_t hi, const bool *want, block_rows_fn fn, void *ctx);
+
 /* The blocks of record table t that hold rows with rowid in (after, upto]
  * — each block whole, its rows in no order of rowid: the caller filters
  * and sorts — through the index blocks_rows. As store_blocks_read. */

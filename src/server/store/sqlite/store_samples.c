@@ -74,9 +74,7 @@ static int read_rows(void *ctx, sqlite3 *db)
     int r = store_parts_read(db, v->table, 0, INT64_MAX, true, &parts, &np);
     if (r < 0)
         return r;
-    /* the rows not sealed yet, of one day */
-    char *sql = sqlite3_mprintf("SELECT %s, rowid FROM %s WHERE rowid > ?1 AND app = ?3 AND ts >= ?4 AND ts < ?5",
-                                t->columns, t->name);
+    char *sql = store_unsealed_sql(v->table);
     sqlite3_stmt *s = NULL;
     if (!sql || sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) {
         sqlite3_free(sql);
@@ -85,10 +83,6 @@ static int read_rows(void *ctx, sqlite3 *db)
     }
     sqlite3_free(sql);
     size_t emitted = 0;
-    store_value vals[STORE_MAX_COLS];
-    const store_value *cols[STORE_MAX_COLS];
-    for (size_t c = 0; c < t->n_cols; c++)
-        cols[c] = &vals[c];
     for (size_t d = 0; d < np && r == 0; d++) {
         if (v->scanned >= v->scan_max) {
             v->truncated = true; /* older days not looked at */
@@ -99,20 +93,8 @@ static int read_rows(void *ctx, sqlite3 *db)
         store_heap_free(&v->heap);
         if ((r = store_heap_init(&v->heap, v->limit + 1 - emitted)) < 0)
             break;
-        r = store_blocks_read(db, v->table, v->app, parts[d].day, 0, INT64_MAX, -1, NULL, on_block, v);
-        /* the day's rows not sealed: up to its last row as of the last flush,
-         * and any after the rolled mark */
-        sqlite3_bind_int64(s, 1, parts[d].last > parts[d].sealed ? parts[d].sealed : parts[d].rolled);
-        sqlite3_bind_text(s, 3, v->app, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(s, 4, parts[d].day * STORE_DAY_NS);
-        sqlite3_bind_int64(s, 5, (parts[d].day + 1) * STORE_DAY_NS);
-        int sr;
-        while (r == 0 && !v->oom && (sr = sqlite3_step(s)) == SQLITE_ROW) {
-            for (size_t c = 0; c < t->n_cols; c++)
-                vals[c] = store_column_value(s, (int)c);
-            offer(v, cols, 0, sqlite3_column_int64(s, (int)t->n_cols));
-        }
-        sqlite3_reset(s);
+        r = store_day_rows(db, s, v->table, v->app, &parts[d], parts[d].day * STORE_DAY_NS,
+                           (parts[d].day + 1) * STORE_DAY_NS, NULL, on_block, v);
         if (v->oom)
             r = -ENOMEM;
         if (r < 0)

@@ -432,12 +432,6 @@ static void scan_columns(scan *sc)
 int store_sqlite_scan(store *st, enum store_kind kind, const char *app, const char *version, int64_t from_ns,
                int64_t to_ns, const store_scan_cb *cb)
 {
-    if (kind < 0 || kind >= KIND_COUNT)
-        return -EINVAL;
-    if (from_ns < 0)
-        from_ns = 0;
-    if (to_ns <= from_ns)
-        return 0;
     const store_kind_desc *kd = store_kind(kind);
     const store_table_desc *td = store_table(kd->table);
     scan sc = {.kind = kind, .app = app, .version = version, .from = from_ns, .to = to_ns, .cb = cb};

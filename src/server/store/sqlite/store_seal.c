@@ -781,3 +781,40 @@ static int blocks_decode(sqlite3 *db, sqlite3_stmt *s, enum store_table t, const
     block_arena_free(&arena);
     return r;
 }
+
+char *store_unsealed_sql(enum store_table t)
+{
+    const store_table_desc *d = store_table(t);
+    return sqlite3_mprintf("SELECT %s, rowid FROM %s WHERE rowid > ?1 AND app = ?2 AND ts >= ?3 AND ts < ?4",
+                           d->columns, d->name);
+}
+
+int store_day_rows(sqlite3 *db, sqlite3_stmt *unsealed, enum store_table t, const char *app, const part_marks *p,
+                   int64_t lo, int64_t hi, const bool *want, block_rows_fn fn, void *ctx)
+{
+    int r = store_blocks_read(db, t, app, p->day, lo, hi, -1, want, fn, ctx);
+    if (r)
+        return r;
+    /* the day's rows not sealed: those up to its last row as of the last
+     * flush, and any after the rolled mark */
+    sqlite3_bind_int64(unsealed, 1, p->last > p->sealed ? p->sealed : p->rolled);
+    sqlite3_bind_text(unsealed, 2, app, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(unsealed, 3, lo);
+    sqlite3_bind_int64(unsealed, 4, hi);
+    size_t n_cols = store_table(t)->n_cols;
+    store_value vals[STORE_MAX_COLS];
+    const store_value *cols[STORE_MAX_COLS];
+    for (size_t c = 0; c < n_cols; c++)
+        cols[c] = &vals[c];
+    int sr;
+    while (r == 0 && (sr = sqlite3_step(unsealed)) == SQLITE_ROW) {
+        for (size_t c = 0; c < n_cols; c++)
+            vals[c] = store_column_value(unsealed, (int)c);
+        int64_t rowid = sqlite3_column_int64(unsealed, (int)n_cols);
+        r = fn(ctx, 1, cols, &rowid, app);
+    }
+    if (r == 0 && sr != SQLITE_DONE)
+        r = -EIO;
+    sqlite3_reset(unsealed);
+    return r;
+}
