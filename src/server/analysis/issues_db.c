@@ -165,6 +165,17 @@ int issues_db_write(issues_db *db, int (*fn)(void *ctx, sqlite3 *db), void *ctx)
     return db->host.write(db->host.ctx, fn, ctx);
 }
 
+/* Prepares sql (sqlite3_mprintf's, freed here): 0, -ENOMEM when it is
+ * NULL, -EIO. */
+static int prepare_owned(sqlite3 *db, char *sql, sqlite3_stmt **ret)
+{
+    if (!sql)
+        return -ENOMEM;
+    int r = sqlite3_prepare_v2(db, sql, -1, ret, NULL);
+    sqlite3_free(sql);
+    return r == SQLITE_OK ? 0 : -EIO;
+}
+
 /* ---- rows ---- */
 
 static void bind_text(sqlite3_stmt *s, int i, const char *t)
@@ -758,13 +769,10 @@ int issues_db_list(sqlite3 *db, const iss_query *q, char (*ret)[ISSUE_ID_LEN + 1
         "%s%s%s%s%s%s%s%s%s ORDER BY last_ns DESC, id DESC LIMIT ?5",
         ns ? " AND status IN (" : "", ns ? ps : "", ns ? ")" : "", nk ? " AND kind IN (" : "", nk ? pk : "",
         nk ? ")" : "", nv ? " AND severity IN (" : "", nv ? pv : "", nv ? ")" : "");
-    if (!sql)
-        return -ENOMEM;
     sqlite3_stmt *s;
-    int r = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
-    sqlite3_free(sql);
-    if (r != SQLITE_OK)
-        return -EIO;
+    int r = prepare_owned(db, sql, &s);
+    if (r < 0)
+        return r;
     bind_text(s, 1, q->app);
     if (q->before_id[0]) {
         sqlite3_bind_int64(s, 2, q->before_ns);

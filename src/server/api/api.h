@@ -28,6 +28,11 @@ typedef struct api_ctx {
     size_t max_config_bytes; /* PUT /v1/config */
 } api_ctx;
 
+/* The answer of a read (api.c): b (a complete JSON text) with 200, or
+ * 503 naming why when r < 0 — "out of memory" for -ENOMEM or a JSON
+ * text that could not be written, else `failed`. b is freed either way. */
+void api_answer(http_response *rs, jbuf *b, int r, const char *failed);
+
 /* GET /api/v1/{apps,pages,startup,requests,spans} (query.c). */
 void query_handle(const api_ctx *d, const http_request *rq, http_response *rs);
 /* The percentiles of kind over [from, to) (ns; INT64_MIN / INT64_MAX: no

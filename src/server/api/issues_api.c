@@ -120,12 +120,7 @@ static void list_issues(const api_ctx *d, const http_request *rq, http_response 
     jbuf_kv_str(&b, "app", q.app);
     int r = issue_json_list(d->issues, d->acfg, &q, &b);
     jbuf_close(&b, '}');
-    if (r < 0) {
-        jbuf_free(&b);
-        http_error(rs, 503, "the store could not be read: retry later");
-        return;
-    }
-    http_json(rs, 200, &b);
+    api_answer(rs, &b, r, "the store could not be read: retry later");
 }
 
 static void answer_issue(const api_ctx *d, const char *id, http_response *rs)
@@ -138,12 +133,7 @@ static void answer_issue(const api_ctx *d, const char *id, http_response *rs)
         http_error(rs, 404, "no issue %s", id);
         return;
     }
-    if (r < 0) {
-        jbuf_free(&b);
-        http_error(rs, 503, "the store could not be read: retry later");
-        return;
-    }
-    http_json(rs, 200, &b);
+    api_answer(rs, &b, r, "the store could not be read: retry later");
 }
 
 /* The body of a PATCH: {"status": "resolved" | "ongoing"} and nothing else. */
@@ -234,12 +224,7 @@ static void clean_answer(const api_ctx *d, const http_request *rq, http_response
     int r = store_tallies(d->store, app, reason_json, &b);
     jbuf_close(&b, ']');
     jbuf_close(&b, '}');
-    if (r < 0) {
-        jbuf_free(&b);
-        http_error(rs, 503, "the store could not be read: retry later");
-        return;
-    }
-    http_json(rs, 200, &b);
+    api_answer(rs, &b, r, "the store could not be read: retry later");
 }
 
 bool issues_api_handle(const api_ctx *d, const http_request *rq, http_response *rs)

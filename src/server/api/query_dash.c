@@ -99,16 +99,6 @@ static void common_json(jbuf *b, const common *c)
         jbuf_kv_i64(b, "to", c->to_s);
 }
 
-static void answer(http_response *rs, jbuf *b, int r)
-{
-    if (r < 0 || b->failed) {
-        jbuf_free(b);
-        http_error(rs, 503, r == -ENOMEM || b->failed ? "out of memory" : "the store could not be read");
-        return;
-    }
-    http_json(rs, 200, b);
-}
-
 /* kind=page|startup|request|span */
 static int kind_param(const http_request *rq, http_response *rs, enum store_kind *ret)
 {
@@ -182,7 +172,7 @@ static void series(const api_ctx *d, const http_request *rq, http_response *rs)
     }
     jbuf_close(&b, ']');
     jbuf_close(&b, '}');
-    answer(rs, &b, r);
+    api_answer(rs, &b, r, "the store could not be read");
 }
 
 /* ---- /api/v1/histogram ---- */
@@ -285,7 +275,7 @@ static void histogram(const api_ctx *d, const http_request *rq, http_response *r
     jbuf_close(&b, ']');
     jbuf_close(&b, '}');
     sketch_reset(&o.s);
-    answer(rs, &b, r);
+    api_answer(rs, &b, r, "the store could not be read");
 }
 
 /* ---- /api/v1/records ---- */
@@ -295,53 +285,10 @@ typedef struct rec_out {
     const pacer_record_type *type;
 } rec_out;
 
-static void hex_json(jbuf *b, const char *key, const store_value *v)
-{
-    if (v->type != SV_BLOB || v->n == 0 || v->n > 32)
-        return;
-    char hex[65];
-    for (size_t i = 0; i < v->n; i++)
-        snprintf(hex + 2 * i, 3, "%02x", ((const unsigned char *)v->p)[i]);
-    jbuf_kv_str(b, key, hex);
-}
-
 static void write_record(void *ctx, const store_row *row)
 {
     rec_out *o = ctx;
-    const store_table_desc *t = store_table(row->table);
-    jbuf *b = o->b;
-    jbuf_open(b, '{');
-    jbuf_kv_str(b, "type", o->type->name);
-    for (size_t i = 0; i < row->n; i++) {
-        const store_column *c = &t->cols[i];
-        const store_value *v = &row->cols[i];
-        if (v->type == SV_NULL)
-            continue;
-        switch (c->source) {
-        case SRC_TRACE_ID: hex_json(b, "trace_id", v); continue;
-        case SRC_SPAN_ID: hex_json(b, "span_id", v); continue;
-        case SRC_EVENTS:
-            if (v->type == SV_TEXT)
-                dash_apis_json(b, v->p, v->n);
-            continue;
-        case SRC_EXTRA:
-            if (v->type == SV_TEXT)
-                dash_extra_json(b, v->p, v->n);
-            continue;
-        case SRC_PATTERN:
-            if (v->type == SV_TEXT) {
-                jbuf_key(b, "pattern");
-                jbuf_strn(b, v->p, v->n);
-            }
-            continue;
-        case SRC_COMMON:
-        case SRC_FIELD: break;
-        default: continue;
-        }
-        if (c->field)
-            record_json_field(b, c->field, v);
-    }
-    jbuf_close(b, '}');
+    record_json_write(o->b, o->type, row, true);
 }
 
 static void records(const api_ctx *d, const http_request *rq, http_response *rs)
@@ -401,7 +348,7 @@ static void records(const api_ctx *d, const http_request *rq, http_response *rs)
     jbuf_close(&b, ']');
     jbuf_kv_bool(&b, "truncated", truncated);
     jbuf_close(&b, '}');
-    answer(rs, &b, r);
+    api_answer(rs, &b, r, "the store could not be read");
 }
 
 /* ---- /api/v1/request_stats ---- */
@@ -444,7 +391,7 @@ static void request_stats(const api_ctx *d, const http_request *rq, http_respons
     jbuf_close(&b, ']');
     jbuf_kv_bool(&b, "truncated", truncated);
     jbuf_close(&b, '}');
-    answer(rs, &b, r);
+    api_answer(rs, &b, r, "the store could not be read");
 }
 
 /* ---- /api/v1/jank ---- */
@@ -762,7 +709,7 @@ static void jank(const api_ctx *d, const http_request *rq, http_response *rs)
     strmap_free(&a.groups, group_free);
     free(sorted);
     flame_free(&a.root);
-    answer(rs, &b, r);
+    api_answer(rs, &b, r, "the store could not be read");
 }
 
 /* ---- /api/v1/frames ---- */
@@ -864,7 +811,7 @@ static void frames(const api_ctx *d, const http_request *rq, http_response *rs)
     for (size_t i = 0; i < a->n; i++)
         free(a->w[i].window);
     free(a);
-    answer(rs, &b, r);
+    api_answer(rs, &b, r, "the store could not be read");
 }
 
 bool dash_handle(const api_ctx *d, const http_request *rq, http_response *rs)

@@ -30,18 +30,7 @@ typedef struct samples_out {
 static void write_row(void *ctx, const store_row *row)
 {
     samples_out *o = ctx;
-    const store_table_desc *t = store_table(row->table);
-    jbuf *b = o->b;
-    jbuf_open(b, '{');
-    jbuf_kv_str(b, "type", o->type->name);
-    for (size_t i = 0; i < row->n; i++) {
-        const store_column *c = &t->cols[i];
-        const store_value *v = &row->cols[i];
-        if ((c->source != SRC_COMMON && c->source != SRC_FIELD) || !c->field || v->type == SV_NULL)
-            continue;
-        record_json_field(b, c->field, v);
-    }
-    jbuf_close(b, '}');
+    record_json_write(o->b, o->type, row, false);
 }
 
 void samples_handle(const api_ctx *d, const http_request *rq, http_response *rs)

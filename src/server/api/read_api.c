@@ -237,12 +237,27 @@ static void trace_query(const api_ctx *d, const char *id, http_response *rs)
 static void answer(http_response *rs, jbuf *b, int r)
 {
     jbuf_close(b, '}');
-    if (r < 0) {
-        jbuf_free(b);
-        http_error(rs, 503, "the store could not be read");
-        return;
-    }
-    http_json(rs, 200, b);
+    api_answer(rs, b, r, "the store could not be read");
+}
+
+/* The attribute filters of the parameters into a query's. */
+static size_t attr_filters(const rparams *p, store_attr_filter *out)
+{
+    for (size_t i = 0; i < p->n_attrs; i++)
+        out[i] = (store_attr_filter){p->attr_keys[i], p->attr_values[i]};
+    return p->n_attrs;
+}
+
+/* The answer's object begun, {"app":APP, …, once the parameters were
+ * good (else the 400 is set): false then. */
+static bool begin(rparams *p, http_response *rs, jbuf *b, const char *app)
+{
+    if (!finish_params(p, rs))
+        return false;
+    jbuf_init(b);
+    jbuf_open(b, '{');
+    jbuf_kv_str(b, "app", app);
+    return true;
 }
 
 static void spans_query(const api_ctx *d, const http_request *rq, http_response *rs)
@@ -258,16 +273,10 @@ static void spans_query(const api_ctx *d, const http_request *rq, http_response 
         set_bad(&p, "%s: expected a number of milliseconds from 0", "min_ms");
     if (p.max_ms && !number_in(p.max_ms, 0, 1e15, &q.max_ms))
         set_bad(&p, "%s: expected a number of milliseconds from 0", "max_ms");
-    q.n_attrs = p.n_attrs;
-    for (size_t i = 0; i < p.n_attrs; i++)
-        q.attrs[i] = (store_attr_filter){p.attr_keys[i], p.attr_values[i]};
-    if (finish_params(&p, rs)) {
-        jbuf b;
-        jbuf_init(&b);
-        jbuf_open(&b, '{');
-        jbuf_kv_str(&b, "app", q.app);
+    q.n_attrs = attr_filters(&p, q.attrs);
+    jbuf b;
+    if (begin(&p, rs, &b, q.app))
         answer(rs, &b, store_search_spans(d->store, &q, &b));
-    }
     rparams_free(&p);
 }
 
@@ -292,13 +301,9 @@ static void logs_query(const api_ctx *d, const http_request *rq, http_response *
     parse_page(&p, &q.after, &q.limit);
     if (p.severity && (q.min_severity = severity_of(p.severity)) < 0)
         set_bad(&p, "%s: expected 0-24 or TRACE, DEBUG, INFO, WARN, ERROR, FATAL", "severity");
-    if (finish_params(&p, rs)) {
-        jbuf b;
-        jbuf_init(&b);
-        jbuf_open(&b, '{');
-        jbuf_kv_str(&b, "app", q.app);
+    jbuf b;
+    if (begin(&p, rs, &b, q.app))
         answer(rs, &b, store_search_logs(d->store, &q, &b));
-    }
     rparams_free(&p);
 }
 
@@ -313,14 +318,9 @@ static void metrics_query(const api_ctx *d, const http_request *rq, http_respons
     parse_page(&p, &q.after, &q.limit);
     if (!p.name || !*p.name)
         set_bad(&p, "%s: required (the metric's name)", "name");
-    q.n_attrs = p.n_attrs;
-    for (size_t i = 0; i < p.n_attrs; i++)
-        q.attrs[i] = (store_attr_filter){p.attr_keys[i], p.attr_values[i]};
-    if (finish_params(&p, rs)) {
-        jbuf b;
-        jbuf_init(&b);
-        jbuf_open(&b, '{');
-        jbuf_kv_str(&b, "app", q.app);
+    q.n_attrs = attr_filters(&p, q.attrs);
+    jbuf b;
+    if (begin(&p, rs, &b, q.app)) {
         jbuf_kv_str(&b, "name", q.name);
         answer(rs, &b, store_search_points(d->store, &q, &b));
     }

@@ -13,4 +13,10 @@
  * into the open object b; nothing when v is NULL or not of f's type. */
 void record_json_field(jbuf *b, const pacer_field *f, const store_value *v);
 
+/* A row of a record table as a record object into b: "type", the fields
+ * that have a store column (the common ts, app, version, session and the
+ * type's); with evidence also its trace and span ids, its API calls and
+ * other attributes (dash_parse.h) and its URL pattern. */
+void record_json_write(jbuf *b, const pacer_record_type *type, const store_row *row, bool evidence);
+
 #endif

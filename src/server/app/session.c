@@ -80,19 +80,6 @@ static bool expired(const session *x, int64_t now, uint64_t epoch)
            now - x->created_ns > SESSION_MAX_AGE_S * S_NS;
 }
 
-size_t sessions_count(sessions *s)
-{
-    size_t n = 0;
-    int64_t now = wall_ns();
-    pthread_mutex_lock(&s->lock);
-    for (size_t i = 0; i < SESSION_MAX; i++)
-        if (s->s[i].live && now - s->s[i].used_ns <= SESSION_IDLE_S * S_NS &&
-            now - s->s[i].created_ns <= SESSION_MAX_AGE_S * S_NS)
-            n++;
-    pthread_mutex_unlock(&s->lock);
-    return n;
-}
-
 /* The session named by id (64 hex digits), touched; NULL when none is
  * alive. Under the lock. */
 static session *find(sessions *s, const char *id, uint64_t epoch)

@@ -47,8 +47,6 @@ typedef struct sessions sessions;
 
 sessions *sessions_new(void);
 void sessions_free(sessions *s); /* accepts NULL */
-/* Sessions alive now. */
-size_t sessions_count(sessions *s);
 
 /* Whether path is one of /auth/login, /auth/session, /auth/logout. */
 bool session_path(const char *path);

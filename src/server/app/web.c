@@ -187,11 +187,6 @@ void web_free(web_assets *w)
     free(w);
 }
 
-size_t web_count(const web_assets *w)
-{
-    return w ? w->n : 0;
-}
-
 bool web_path(const char *path)
 {
     return strcmp(path, "/") == 0 || strncmp(path, "/assets/", 8) == 0;

@@ -39,8 +39,6 @@ web_assets *web_load(const char *dir, char *err, size_t err_size);
 web_assets *web_load_first(const char *const *dirs, size_t n, const char **ret_dir, char *looked, size_t looked_size,
                            char *err, size_t err_size);
 void web_free(web_assets *w); /* accepts NULL */
-/* How many files are loaded. */
-size_t web_count(const web_assets *w);
 
 /* Whether path is the dashboard's: "/" or "/assets/...". */
 bool web_path(const char *path);

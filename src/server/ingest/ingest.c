@@ -398,12 +398,11 @@ static void reject(mapper *m, const char *fmt, ...)
     m->rejected++;
     if (m->first_reason)
         return;
-    char buf[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    if (vasprintf(&m->first_reason, fmt, ap) < 0)
+        m->first_reason = NULL;
     va_end(ap);
-    m->first_reason = strdup(buf);
 }
 
 static store_value v_null(void)

@@ -41,13 +41,9 @@
 
 static int hex_val(char c)
 {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
+    static const char digits[] = "0123456789abcdef0123456789ABCDEF";
+    const char *p = c ? strchr(digits, c) : NULL;
+    return p ? (int)((p - digits) % 16) : -1;
 }
 
 static int b64_val(char c)

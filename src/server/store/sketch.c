@@ -478,34 +478,3 @@ bad:
     free(keep); /* the buckets of the earlier decode: s is empty now */
     return -EBADMSG;
 }
-
-int sketch_set(sketch *s, uint64_t zero_count, __int128 sum_ns, double min, double max, int32_t offset,
-               const uint64_t *bins, size_t n)
-{
-    sketch_reset(s);
-    uint64_t count = zero_count;
-    for (size_t k = 0; k < n; k++) {
-        if (bins[k] > UINT64_MAX - count)
-            return -EBADMSG;
-        count += bins[k];
-    }
-    if (count == zero_count)
-        n = 0; /* buckets of zeros only: none */
-    if (n > SKETCH_MAX_BINS || (int64_t)offset + (int64_t)n > INT32_MAX || (count && !(min <= max)) || sum_ns < 0 ||
-        sum_ns > SUM_MAX)
-        return -EBADMSG;
-    if (n) {
-        s->bins = malloc(n * sizeof *s->bins);
-        if (!s->bins)
-            return -ENOMEM;
-        memcpy(s->bins, bins, n * sizeof *s->bins);
-    }
-    s->count = count;
-    s->zero_count = zero_count;
-    s->sum_ns = sum_ns;
-    s->min = min;
-    s->max = max;
-    s->offset = offset;
-    s->n_bins = s->cap_bins = (uint32_t)n;
-    return 0;
-}

@@ -76,14 +76,6 @@ int sketch_encode(const sketch *s, uint8_t **ret_buf, size_t *ret_len);
  * sketch is left empty), or -ENOMEM. Never reads outside buf[0..len). */
 int sketch_decode(sketch *s, const uint8_t *buf, size_t len);
 
-/* Makes the empty (initialised) sketch s hold exactly these parts: n
- * bucket counts from index offset, zero_count values in the zero bucket,
- * and the values' sum (sum_ns), min and max (what sketch_encode keeps; a
- * store that keeps the parts in columns of its own rebuilds the sketch
- * with it). Returns 0, -EBADMSG for parts no sketch has, or -ENOMEM. */
-int sketch_set(sketch *s, uint64_t zero_count, __int128 sum_ns, double min, double max, int32_t offset,
-               const uint64_t *bins, size_t n);
-
 /* sketch_merge of what sketch_encode wrote into buf, without decoding it
  * first (a query merges thousands). 0, -EBADMSG for a buffer that is not
  * an encoding (dst may then hold part of it: throw it away), or -ENOMEM

@@ -152,17 +152,22 @@ static void describe(const store_error *e, enum store_fault f, int sys, char *ou
         snprintf(out, size, "%s: %s", fault_text(f), e->msg);
 }
 
+void health_vlog(void (*log)(void *ctx, const char *msg), void *log_ctx, const char *fmt, va_list ap)
+{
+    if (!log)
+        return;
+    char msg[640];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    log(log_ctx, msg);
+}
+
 static void say(health_state *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(health_state *h, const char *fmt, ...)
 {
-    if (!h->log)
-        return;
-    char msg[640];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    health_vlog(h->log, h->log_ctx, fmt, ap);
     va_end(ap);
-    h->log(h->log_ctx, msg);
 }
 
 /* Called with the lock. */

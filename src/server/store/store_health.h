@@ -7,6 +7,7 @@
 #include "store.h"
 
 #include <pthread.h>
+#include <stdarg.h>
 
 /* What a failure was, as the backend that saw it classes it. */
 enum store_error_kind {
@@ -62,6 +63,11 @@ typedef struct health_state {
     int64_t corrupt_since_ns;
     store_stats stats;
 } health_state;
+
+/* One line to a store's log (store_options.log; NULL: nowhere), at most
+ * 640 bytes. */
+void health_vlog(void (*log)(void *ctx, const char *msg), void *log_ctx, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 void health_init(health_state *h, const char *path, void (*log)(void *ctx, const char *msg), void *log_ctx);
 void health_destroy(health_state *h);

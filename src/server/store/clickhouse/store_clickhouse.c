@@ -141,14 +141,10 @@ int ch_read(ch_store *st, const char *sql, ch_reply *ret, const char *what)
 
 void ch_say(ch_store *st, const char *fmt, ...)
 {
-    if (!st->log)
-        return;
-    char msg[640];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    health_vlog(st->log, st->log_ctx, fmt, ap);
     va_end(ap);
-    st->log(st->log_ctx, msg);
 }
 
 /* ---- schema ---- */

@@ -48,6 +48,17 @@ static int64_t int_query(sqlite3 *db, const char *sql, enum store_table t, int *
     return v;
 }
 
+/* Prepares sql (sqlite3_mprintf's, freed here): 0, -ENOMEM when it is
+ * NULL, -EIO. */
+static int prepare_owned(sqlite3 *db, char *sql, sqlite3_stmt **ret)
+{
+    if (!sql)
+        return -ENOMEM;
+    int r = sqlite3_prepare_v2(db, sql, -1, ret, NULL);
+    sqlite3_free(sql);
+    return r == SQLITE_OK ? 0 : -EIO;
+}
+
 /* The table's rows up to it are in blocks (0: none). */
 static int64_t sealed_mark(sqlite3 *db, enum store_table t, int *err)
 {
@@ -82,13 +93,10 @@ static int table_rows(sqlite3 *db, reader *rd, enum store_filter filter, int64_t
         return -EINVAL;
     char *sql = sqlite3_mprintf("SELECT %s FROM %s WHERE rowid > ?1 AND rowid <= ?2%s ORDER BY rowid", cols, d->name,
                                 store_layout_filter_sql(filter));
-    if (!sql)
-        return -ENOMEM;
     sqlite3_stmt *s;
-    int r = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
-    sqlite3_free(sql);
-    if (r != SQLITE_OK)
-        return -EIO;
+    int r = prepare_owned(db, sql, &s);
+    if (r < 0)
+        return r;
     sqlite3_bind_int64(s, 1, lo);
     sqlite3_bind_int64(s, 2, hi);
     store_mark_row row = {.table = rd->t};
@@ -265,13 +273,10 @@ static int last_of(sqlite3 *db, enum store_table t, int64_t *ret)
     if (err)
         return err;
     char *sql = sqlite3_mprintf("SELECT MAX(rowid) FROM %s", store_table(t)->name);
-    if (!sql)
-        return -ENOMEM;
     sqlite3_stmt *s;
-    int r = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
-    sqlite3_free(sql);
-    if (r != SQLITE_OK)
-        return -EIO;
+    int r = prepare_owned(db, sql, &s);
+    if (r < 0)
+        return r;
     r = sqlite3_step(s);
     int64_t last = r == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
     sqlite3_finalize(s);
