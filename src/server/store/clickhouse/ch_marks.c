@@ -121,10 +121,9 @@ int ch_marks_rows(store *s, enum store_table t, enum store_filter filter, int64_
     range_where(&q, after, upto, filter);
     jbuf_printf(&q, " ORDER BY ins, %s LIMIT 1 BY %s FORMAT RowBinary", ident, ident);
     ch_reply rep;
-    int r = q.failed ? -ENOMEM : ch_read(st, q.data, &rep, "the analysis's rows");
-    jbuf_free(&q);
+    int r = ch_read_query(st, &q, &rep, "the analysis's rows");
     if (r < 0)
-        return r == -ENOMEM ? r : -EIO;
+        return r;
     if (!st->seen && !(st->seen = calloc(1, sizeof *st->seen))) {
         ch_reply_free(&rep);
         return -ENOMEM;
@@ -189,10 +188,9 @@ int ch_marks_step(store *s, enum store_table t, enum store_filter filter, int64_
     jbuf_printf(&q, " ORDER BY ins %s LIMIT 1 OFFSET %ld FORMAT RowBinary", n > 0 ? "" : "DESC",
                 (n > 0 ? n : -n) - 1);
     ch_reply rep;
-    int r = q.failed ? -ENOMEM : ch_read(st, q.data, &rep, "the analysis's marks");
-    jbuf_free(&q);
+    int r = ch_read_query(st, &q, &rep, "the analysis's marks");
     if (r < 0)
-        return r == -ENOMEM ? r : -EIO;
+        return r;
     if (rep.len >= 8) {
         rb_reader rd;
         rb_reader_init(&rd, rep.body, rep.len);
@@ -217,10 +215,9 @@ int ch_marks_behind(store *s, enum store_table t, enum store_filter filter, int6
     range_where(&q, after, INT64_MAX, filter);
     jbuf_puts(&q, " FORMAT RowBinary");
     ch_reply rep;
-    int r = q.failed ? -ENOMEM : ch_read(st, q.data, &rep, "the analysis's marks");
-    jbuf_free(&q);
+    int r = ch_read_query(st, &q, &rep, "the analysis's marks");
     if (r < 0)
-        return r == -ENOMEM ? r : -EIO;
+        return r;
     rb_reader rd;
     rb_reader_init(&rd, rep.body, rep.len);
     *ret = (int64_t)rb_get_u64(&rd);

@@ -89,10 +89,9 @@ static int winners_load(ch_store *st, const char *filter, winners *ws)
                 " UNION ALL SELECT app, batch, att, fresh, at FROM commits WHERE (%s) FORMAT RowBinary",
                 filter, filter);
     ch_reply rep;
-    int r = q.failed ? -ENOMEM : ch_read(st, q.data, &rep, "a query");
-    jbuf_free(&q);
+    int r = ch_read_query(st, &q, &rep, "a query");
     if (r < 0)
-        return -EIO;
+        return r;
     rb_reader rd;
     rb_reader_init(&rd, rep.body, rep.len);
     while (rb_more(&rd)) {
@@ -123,10 +122,9 @@ int ch_pending_rows(ch_store *st, const char *where,
     jbuf_printf(&q, "SELECT att, toUInt32(at), batch, fresh, " CH_SKETCH_COLUMNS " FROM pending WHERE %s FORMAT RowBinary",
                 where);
     ch_reply rep;
-    int r = q.failed ? -ENOMEM : ch_read(st, q.data, &rep, "a query");
-    jbuf_free(&q);
+    int r = ch_read_query(st, &q, &rep, "a query");
     if (r < 0)
-        return -EIO;
+        return r;
     /* first pass: the batches of retries, whose winners are needed */
     rb_reader rd;
     rb_reader_init(&rd, rep.body, rep.len);

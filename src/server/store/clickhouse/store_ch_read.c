@@ -114,10 +114,9 @@ static int read_tier(ch_store *st, const char *where, void (*cb)(void *ctx, cons
                 " ORDER BY kind, app, version, name, grain, t, slot FORMAT RowBinary",
                 where);
     ch_reply rep;
-    int r = q.failed ? -ENOMEM : ch_read(st, q.data, &rep, "a query");
-    jbuf_free(&q);
+    int r = ch_read_query(st, &q, &rep, "a query");
     if (r < 0)
-        return -EIO;
+        return r;
     rb_reader rd;
     rb_reader_init(&rd, rep.body, rep.len);
     char pa[1100] = "", pv[1100] = "", pn[1100] = "";
@@ -245,10 +244,9 @@ int ch_select_rows(ch_store *st, enum store_table tb, const char *where, const c
     if (limit)
         jbuf_printf(&q, " LIMIT %zu", limit);
     jbuf_puts(&q, " FORMAT RowBinary");
-    int r = q.failed ? -ENOMEM : ch_read(st, q.data, keep, what);
-    jbuf_free(&q);
+    int r = ch_read_query(st, &q, keep, what);
     if (r < 0)
-        return -EIO;
+        return r;
     rb_reader rd;
     rb_reader_init(&rd, keep->body, keep->len);
     while (rb_more(&rd)) {
@@ -360,10 +358,9 @@ static int scan_raw(ch_store *st, enum store_kind kind, const char *app, const c
     }
     jbuf_printf(&q, " LIMIT 1 BY %s FORMAT RowBinary", ch_identity_sql(kd->table));
     ch_reply rep;
-    int r = q.failed ? -ENOMEM : ch_read(st, q.data, &rep, "a query");
-    jbuf_free(&q);
+    int r = ch_read_query(st, &q, &rep, "a query");
     if (r < 0)
-        return -EIO;
+        return r;
     rb_reader rd;
     rb_reader_init(&rd, rep.body, rep.len);
     char name[4200];
@@ -508,10 +505,9 @@ static int origin_fetch(ch_store *st, origin_map *m)
     }
     jbuf_puts(&q, " GROUP BY which, id FORMAT RowBinary");
     ch_reply rep;
-    int r = q.failed ? -ENOMEM : ch_read(st, q.data, &rep, "a query");
-    jbuf_free(&q);
+    int r = ch_read_query(st, &q, &rep, "a query");
     if (r < 0)
-        return -EIO;
+        return r;
     rb_reader rd;
     rb_reader_init(&rd, rep.body, rep.len);
     while (rb_more(&rd)) {

@@ -129,6 +129,13 @@ int ch_write(ch_store *st, const char *sql, const void *data, size_t len, ch_rep
     return ch_query(st->ch, sql, data, len, settings(st), ret);
 }
 
+int ch_read_query(ch_store *st, jbuf *q, ch_reply *ret, const char *what)
+{
+    int r = q->failed ? -ENOMEM : ch_read(st, q->data, ret, what);
+    jbuf_free(q);
+    return r < 0 && r != -ENOMEM ? -EIO : r;
+}
+
 int ch_read(ch_store *st, const char *sql, ch_reply *ret, const char *what)
 {
     int r = ch_query(st->ch, sql, NULL, 0, NULL, ret);
@@ -990,10 +997,9 @@ static int ch_config_get(store *s, const char *app, char **ret_xml, size_t *ret_
     ch_sql_str(&q, app);
     jbuf_puts(&q, " ORDER BY version DESC, created DESC LIMIT 1 FORMAT RowBinary");
     ch_reply rep;
-    int r = q.failed ? -ENOMEM : ch_read(st, q.data, &rep, "a config read");
-    jbuf_free(&q);
+    int r = ch_read_query(st, &q, &rep, "a config read");
     if (r < 0)
-        return -EIO;
+        return r;
     rb_reader rd;
     rb_reader_init(&rd, rep.body, rep.len);
     if (!rb_more(&rd)) {
@@ -1060,9 +1066,7 @@ static int tallies_query(ch_store *st, const char *app, ch_reply *rep)
         ch_sql_str(&q, app);
     }
     jbuf_puts(&q, " GROUP BY reason ORDER BY reason FORMAT RowBinary");
-    int r = q.failed ? -ENOMEM : ch_read(st, q.data, rep, "the cleaning counts");
-    jbuf_free(&q);
-    return r < 0 ? (r == -ENOMEM ? r : -EIO) : 0;
+    return ch_read_query(st, &q, rep, "the cleaning counts");
 }
 
 static int ch_tallies(store *s, const char *app,

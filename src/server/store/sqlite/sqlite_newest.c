@@ -84,17 +84,10 @@ static int range_rows(sqlite3 *db, range_read *rr)
         return 0;
     part_marks *parts;
     size_t np;
-    int r = store_parts_read(db, rr->table, day_of_ts(rr->from), day_of_ts(rr->to - 1), true, &parts, &np);
+    sqlite3_stmt *s;
+    int r = store_days_open(db, rr->table, day_of_ts(rr->from), day_of_ts(rr->to - 1), &parts, &np, &s);
     if (r < 0)
         return r;
-    char *sql = store_unsealed_sql(rr->table);
-    sqlite3_stmt *s = NULL;
-    if (!sql || sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) {
-        sqlite3_free(sql);
-        free(parts);
-        return -EIO;
-    }
-    sqlite3_free(sql);
     for (size_t d = 0; d < np && r == 0 && rr->seen <= rr->keep; d++) {
         int64_t day0 = parts[d].day * STORE_DAY_NS;
         rr->lo = rr->from > day0 ? rr->from : day0;

@@ -339,6 +339,12 @@ int store_blocks_read(sqlite3 *db, enum store_table t, const char *app, int64_t 
  * rows), the rest filtered. ?1 the rowid after which to look, ?2 app, ?3
  * from, ?4 to. sqlite3_free it. */
 char *store_unsealed_sql(enum store_table t);
+/* The partitions of record table t with day in [d_lo, d_hi], newest
+ * first (store_parts_read), and the statement of their rows not sealed
+ * (store_unsealed_sql), for store_day_rows: 0 or -EIO, -ENOMEM; the caller
+ * frees *ret and finalizes *ret_unsealed. */
+int store_days_open(sqlite3 *db, enum store_table t, int64_t d_lo, int64_t d_hi, part_marks **ret, size_t *ret_n,
+                    sqlite3_stmt **ret_unsealed);
 /* The rows of record table t of app and of the day of p with ts in [lo,
  * hi): the day's blocks that overlap it (each whole: the caller filters),
  * then its rows not sealed yet (those up to its last row as of the last

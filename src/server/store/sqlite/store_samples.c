@@ -71,17 +71,10 @@ static int read_rows(void *ctx, sqlite3 *db)
     }
     part_marks *parts;
     size_t np;
-    int r = store_parts_read(db, v->table, 0, INT64_MAX, true, &parts, &np);
+    sqlite3_stmt *s;
+    int r = store_days_open(db, v->table, 0, INT64_MAX, &parts, &np, &s);
     if (r < 0)
         return r;
-    char *sql = store_unsealed_sql(v->table);
-    sqlite3_stmt *s = NULL;
-    if (!sql || sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) {
-        sqlite3_free(sql);
-        free(parts);
-        return -EIO;
-    }
-    sqlite3_free(sql);
     size_t emitted = 0;
     for (size_t d = 0; d < np && r == 0; d++) {
         if (v->scanned >= v->scan_max) {

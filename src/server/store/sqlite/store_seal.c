@@ -339,6 +339,41 @@ static pending *pending_of(sealer *z, int64_t ts, const char *app, int *ret)
     return pd;
 }
 
+/* A sealer of table t with its buffers (sealer_finish frees them, also
+ * after a failure): 0 or -ENOMEM. */
+static int sealer_init(sealer *z, store *st, enum store_table t)
+{
+    const store_table_desc *td = store_table(t);
+    *z = (sealer){.st = st, .table = t, .n_cols = td->n_cols, .trace_col = -1, .ts_col = st->ts_col[t]};
+    for (size_t c = 0; c < td->n_cols; c++)
+        if (td->cols[c].source == SRC_TRACE_ID)
+            z->trace_col = (int)c;
+    for (size_t c = 0; c <= z->n_cols; c++)
+        if (!(z->cols[c] = malloc(BLOCK_ROWS * sizeof *z->cols[c])))
+            return -ENOMEM;
+    if (!(z->open = calloc(MAX_PENDING, sizeof *z->open)) || !(z->slots = calloc(PENDING_SLOTS, sizeof *z->slots)))
+        return -ENOMEM;
+    return 0;
+}
+
+/* The blocks still open written (when r is 0 and write), the sealer's
+ * buffers freed: r, or block_write's failure. */
+static int sealer_finish(sealer *z, int r, bool write)
+{
+    for (size_t i = 0; i < z->n_open; i++) {
+        if (r == 0 && write)
+            r = block_write(z, &z->open[i]);
+        free(z->open[i].app);
+        free(z->open[i].vals);
+        pool_free(&z->open[i].texts);
+    }
+    for (size_t c = 0; c <= z->n_cols; c++)
+        free(z->cols[c]);
+    free(z->open);
+    free(z->slots);
+    return r;
+}
+
 /* Rows (lo, hi] of a record table → blocks of at most BLOCK_ROWS rows of
  * one app and hour; the rows deleted. The rows are read in rowid order and
  * each block sorted on its own: rows come roughly in time order; a batch
@@ -347,16 +382,9 @@ static pending *pending_of(sealer *z, int64_t ts, const char *app, int *ret)
 static int seal_records(store *st, enum store_table t, int64_t lo, int64_t hi, entries *trace)
 {
     const store_table_desc *td = store_table(t);
-    sealer z = {.st = st, .table = t, .n_cols = td->n_cols, .trace_col = -1, .ts_col = st->ts_col[t], .trace = trace};
-    for (size_t c = 0; c < td->n_cols; c++)
-        if (td->cols[c].source == SRC_TRACE_ID)
-            z.trace_col = (int)c;
-    int r = 0;
-    for (size_t c = 0; c <= z.n_cols && r == 0; c++)
-        if (!(z.cols[c] = malloc(BLOCK_ROWS * sizeof *z.cols[c])))
-            r = -ENOMEM;
-    if (r == 0 && (!(z.open = calloc(MAX_PENDING, sizeof *z.open)) || !(z.slots = calloc(PENDING_SLOTS, sizeof *z.slots))))
-        r = -ENOMEM;
+    sealer z;
+    int r = sealer_init(&z, st, t);
+    z.trace = trace;
     int app_col = -1;
     for (size_t c = 0; c < td->n_cols; c++)
         if (td->cols[c].source == SRC_COMMON && td->cols[c].index == PACER_COMMON_APP)
@@ -390,13 +418,7 @@ static int seal_records(store *st, enum store_table t, int64_t lo, int64_t hi, e
     }
     if (r == 0 && sr != SQLITE_DONE)
         r = -EIO;
-    for (size_t i = 0; i < z.n_open; i++) {
-        if (r == 0)
-            r = block_write(&z, &z.open[i]);
-        free(z.open[i].app);
-        free(z.open[i].vals);
-        pool_free(&z.open[i].texts);
-    }
+    r = sealer_finish(&z, r, true);
     sqlite3_finalize(s);
     s = NULL;
     if (r == 0) {
@@ -411,10 +433,6 @@ static int seal_records(store *st, enum store_table t, int64_t lo, int64_t hi, e
         sqlite3_finalize(s);
         free(sql);
     }
-    for (size_t c = 0; c <= z.n_cols; c++)
-        free(z.cols[c]);
-    free(z.open);
-    free(z.slots);
     return r;
 }
 
@@ -464,17 +482,9 @@ int store_blocks_merge(store *st, enum store_table t, int64_t day, int64_t after
     /* merged they would not be fewer blocks, or too many rows to hold */
     if (blocks < 2 || rows / blocks >= BLOCK_ROWS / 2 || rows > MERGE_MAX_ROWS)
         return 0;
-    const store_table_desc *td = store_table(t);
-    sealer z = {.st = st, .table = t, .n_cols = td->n_cols, .trace_col = -1, .ts_col = st->ts_col[t], .hold = true};
-    for (size_t c = 0; c < td->n_cols; c++)
-        if (td->cols[c].source == SRC_TRACE_ID)
-            z.trace_col = (int)c;
-    int r = 0;
-    for (size_t c = 0; c <= z.n_cols && r == 0; c++)
-        if (!(z.cols[c] = malloc(BLOCK_ROWS * sizeof *z.cols[c])))
-            r = -ENOMEM;
-    if (r == 0 && (!(z.open = calloc(MAX_PENDING, sizeof *z.open)) || !(z.slots = calloc(PENDING_SLOTS, sizeof *z.slots))))
-        r = -ENOMEM;
+    sealer z;
+    int r = sealer_init(&z, st, t);
+    z.hold = true;
     if (r == 0 && z.trace_col < 0)
         r = -EIO;
     if (r == 0)
@@ -495,18 +505,7 @@ int store_blocks_merge(store *st, enum store_table t, int64_t day, int64_t after
             sqlite3_finalize(q);
         }
     }
-    for (size_t i = 0; i < z.n_open; i++) {
-        if (r == 0 && write)
-            r = block_write(&z, &z.open[i]);
-        free(z.open[i].app);
-        free(z.open[i].vals);
-        pool_free(&z.open[i].texts);
-    }
-    for (size_t c = 0; c <= z.n_cols; c++)
-        free(z.cols[c]);
-    free(z.open);
-    free(z.slots);
-    return r;
+    return sealer_finish(&z, r, write);
 }
 
 /* Plain spans (lo, hi] of a day: their trace entries. */
@@ -787,6 +786,24 @@ char *store_unsealed_sql(enum store_table t)
     const store_table_desc *d = store_table(t);
     return sqlite3_mprintf("SELECT %s, rowid FROM %s WHERE rowid > ?1 AND app = ?2 AND ts >= ?3 AND ts < ?4",
                            d->columns, d->name);
+}
+
+int store_days_open(sqlite3 *db, enum store_table t, int64_t d_lo, int64_t d_hi, part_marks **ret, size_t *ret_n,
+                    sqlite3_stmt **ret_unsealed)
+{
+    *ret_unsealed = NULL;
+    int r = store_parts_read(db, t, d_lo, d_hi, true, ret, ret_n);
+    if (r < 0)
+        return r;
+    char *sql = store_unsealed_sql(t);
+    if (!sql || sqlite3_prepare_v2(db, sql, -1, ret_unsealed, NULL) != SQLITE_OK) {
+        sqlite3_free(sql);
+        free(*ret);
+        *ret = NULL;
+        return -EIO;
+    }
+    sqlite3_free(sql);
+    return 0;
 }
 
 int store_day_rows(sqlite3 *db, sqlite3_stmt *unsealed, enum store_table t, const char *app, const part_marks *p,

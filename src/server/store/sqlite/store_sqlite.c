@@ -640,12 +640,13 @@ static size_t part_bucket(enum store_table t, int64_t day)
 
 void store_parts_drop(store *st)
 {
-    for (size_t b = 0; b < PART_BUCKETS; b++)
-        while (st->parts[b]) {
-            part *p = st->parts[b];
-            st->parts[b] = p->next;
+    for (size_t b = 0; b < PART_BUCKETS; b++) {
+        for (part *p = st->parts[b], *next; p; p = next) {
+            next = p->next;
             free(p);
         }
+        st->parts[b] = NULL;
+    }
     st->n_parts = 0;
     st->touched = NULL;
 }
