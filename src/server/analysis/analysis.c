@@ -1126,13 +1126,8 @@ analysis *analysis_start(issues_db *db, store *records, const ana_config *cfg, c
     analysis *a = calloc(1, sizeof *a);
     if (!a)
         return NULL;
-    a->db = db;
-    a->records = records;
-    a->cfg = cfg;
-    a->targets = targets;
-    a->n_targets = n_targets;
-    a->kick = kick;
-    a->kick_ctx = kick_ctx;
+    *a = (analysis){.db = db, .records = records, .cfg = cfg, .targets = targets, .n_targets = n_targets,
+                    .kick = kick, .kick_ctx = kick_ctx};
     a->det = detect_new(cfg, on_occ, &a->cur);
     pthread_mutex_init(&a->lock, NULL);
     cond_init_monotonic(&a->wake);

@@ -350,10 +350,7 @@ deliver *deliver_start(issues_db *db, const deliver_target *targets, size_t n, c
     deliver *d = calloc(1, sizeof *d);
     if (!d)
         return NULL;
-    d->db = db;
-    d->targets = targets;
-    d->n_targets = n;
-    d->cfg = cfg;
+    *d = (deliver){.db = db, .targets = targets, .n_targets = n, .cfg = cfg};
     pthread_mutex_init(&d->lock, NULL);
     cond_init_monotonic(&d->wake);
     if (thread_start(&d->thread, "pacerd-deliver", deliver_main, d) < 0) {

@@ -152,17 +152,13 @@ static int64_t integer(const store_mark_row *r, int c, int64_t def)
 detector *detect_new(const ana_config *cfg, occ_fn emit, void *ctx)
 {
     detector *d = calloc(1, sizeof *d);
-    if (!d)
-        return NULL;
-    d->cfg = cfg;
-    d->emit = emit;
-    d->ctx = ctx;
-    d->reqs = calloc(DETECT_REQUESTS, sizeof *d->reqs);
-    if (!d->reqs) {
+    if (d)
+        *d = (detector){.cfg = cfg, .emit = emit, .ctx = ctx, .reqs = calloc(DETECT_REQUESTS, sizeof *d->reqs)};
+    if (d && !d->reqs) {
         free(d);
         return NULL;
     }
-    return d;
+    return d; /* NULL when out of memory */
 }
 
 static void request_free(kept_request *q)

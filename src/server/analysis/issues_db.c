@@ -169,11 +169,9 @@ int issues_db_write(issues_db *db, int (*fn)(void *ctx, sqlite3 *db), void *ctx)
  * NULL, -EIO. */
 static int prepare_owned(sqlite3 *db, char *sql, sqlite3_stmt **ret)
 {
-    if (!sql)
-        return -ENOMEM;
-    int r = sqlite3_prepare_v2(db, sql, -1, ret, NULL);
+    int r = sql ? sqlite3_prepare_v2(db, sql, -1, ret, NULL) : SQLITE_NOMEM;
     sqlite3_free(sql);
-    return r == SQLITE_OK ? 0 : -EIO;
+    return r == SQLITE_OK ? 0 : r == SQLITE_NOMEM ? -ENOMEM : -EIO;
 }
 
 /* ---- rows ---- */

@@ -354,54 +354,74 @@ static int get_header(const uint8_t *buf, size_t len, size_t *pos, uint64_t *cou
     return *sum_ns < 0 || *sum_ns > SUM_MAX ? -EBADMSG : 0;
 }
 
-int sketch_merge_encoded(sketch *dst, const uint8_t *buf, size_t len)
-{
-    if (len >= 2 && buf[0] == 'D' && buf[1] == 5) {
-        double v = value_of_one(buf, len);
-        return v < 0 ? -EBADMSG : sketch_add(dst, v);
-    }
-    size_t pos = 2;
-    uint64_t count, zero, zz, n_bins;
+/* What an encoded sketch says before its buckets. */
+typedef struct head {
+    double one; /* a sketch of one value: it (then nothing else is set) */
+    size_t pos; /* where the buckets begin */
+    uint64_t count, zero, n_bins;
     __int128 sum_ns;
     double mn, mx;
+    int32_t offset;
     bool sparse;
-    if (get_header(buf, len, &pos, &count, &zero, &sum_ns, &mn, &mx, &zz, &n_bins, &sparse) < 0)
+} head;
+
+/* 1: one value (h->one); 0: a header, checked; -EBADMSG. */
+static int read_head(const uint8_t *buf, size_t len, head *h)
+{
+    if (len >= 2 && buf[0] == 'D' && buf[1] == 5) {
+        h->one = value_of_one(buf, len);
+        return h->one < 0 ? -EBADMSG : 1;
+    }
+    uint64_t zz;
+    h->pos = 2;
+    if (get_header(buf, len, &h->pos, &h->count, &h->zero, &h->sum_ns, &h->mn, &h->mx, &zz, &h->n_bins,
+                   &h->sparse) < 0 ||
+        zz > UINT32_MAX || h->n_bins > SKETCH_MAX_BINS || h->zero > h->count)
         return -EBADMSG;
-    if (zz > UINT32_MAX || n_bins > SKETCH_MAX_BINS || zero > count)
+    h->offset = (int32_t)((uint32_t)(zz >> 1) ^ -(uint32_t)(zz & 1));
+    if ((int64_t)h->offset + (int64_t)h->n_bins > INT32_MAX || (h->n_bins == 0) != (h->count == h->zero))
         return -EBADMSG;
-    int32_t offset = (int32_t)((uint32_t)(zz >> 1) ^ -(uint32_t)(zz & 1));
-    if ((int64_t)offset + (int64_t)n_bins > INT32_MAX || (n_bins == 0) != (count == zero) || (count && !(mn <= mx)))
+    return 0;
+}
+
+int sketch_merge_encoded(sketch *dst, const uint8_t *buf, size_t len)
+{
+    head h;
+    int hr = read_head(buf, len, &h);
+    if (hr != 0)
+        return hr < 0 ? hr : sketch_add(dst, h.one);
+    if (h.count && !(h.mn <= h.mx))
         return -EBADMSG;
-    if (count == 0)
-        return pos == len ? 0 : -EBADMSG;
+    if (h.count == 0)
+        return h.pos == len ? 0 : -EBADMSG;
     int32_t floor_idx = 0;
-    if (n_bins) {
-        int r = reserve(dst, offset, offset + (int32_t)n_bins - 1, &floor_idx);
+    if (h.n_bins) {
+        int r = reserve(dst, h.offset, h.offset + (int32_t)h.n_bins - 1, &floor_idx);
         if (r < 0)
             return r;
     }
-    uint64_t total = zero;
-    for (uint64_t k = 0; k < n_bins; k++) {
+    uint64_t total = h.zero;
+    for (uint64_t k = 0; k < h.n_bins; k++) {
         uint64_t gap = 0, c;
-        if (sparse && pos == len)
+        if (h.sparse && h.pos == len)
             break;
-        if ((sparse && (get_varint(buf, len, &pos, &gap) < 0 || gap >= n_bins - k)) ||
-            get_varint(buf, len, &pos, &c) < 0 || c > count - total || (sparse && c == 0))
+        if ((h.sparse && (get_varint(buf, len, &h.pos, &gap) < 0 || gap >= h.n_bins - k)) ||
+            get_varint(buf, len, &h.pos, &c) < 0 || c > h.count - total || (h.sparse && c == 0))
             return -EBADMSG;
         k += gap;
-        int32_t i = offset + (int32_t)k;
+        int32_t i = h.offset + (int32_t)k;
         dst->bins[(i < floor_idx ? floor_idx : i) - dst->offset] += c;
         total += c;
     }
-    if (pos != len || total != count)
+    if (h.pos != len || total != h.count)
         return -EBADMSG;
-    if (dst->count == 0 || mn < dst->min)
-        dst->min = mn;
-    if (dst->count == 0 || mx > dst->max)
-        dst->max = mx;
-    dst->sum_ns = add_sat(dst->sum_ns, sum_ns);
-    dst->count += count;
-    dst->zero_count += zero;
+    if (dst->count == 0 || h.mn < dst->min)
+        dst->min = h.mn;
+    if (dst->count == 0 || h.mx > dst->max)
+        dst->max = h.mx;
+    dst->sum_ns = add_sat(dst->sum_ns, h.sum_ns);
+    dst->count += h.count;
+    dst->zero_count += h.zero;
     return 0;
 }
 
@@ -413,64 +433,55 @@ int sketch_decode(sketch *s, const uint8_t *buf, size_t len)
     uint32_t keep_cap = s->cap_bins;
     s->bins = NULL;
     sketch_init(s);
-    if (len >= 2 && buf[0] == 'D' && buf[1] == 5) {
+    head h;
+    int hr = read_head(buf, len, &h);
+    if (hr < 0)
+        goto bad;
+    if (hr > 0) {
         free(keep);
-        double v = value_of_one(buf, len);
-        return v < 0 ? -EBADMSG : sketch_add(s, v);
+        return sketch_add(s, h.one);
     }
-    size_t pos = 2;
-    uint64_t count, zero, zz, n_bins;
-    __int128 sum_ns;
-    double mn, mx;
-    bool sparse;
-    if (get_header(buf, len, &pos, &count, &zero, &sum_ns, &mn, &mx, &zz, &n_bins, &sparse) < 0)
-        goto bad;
-    if (zz > UINT32_MAX || n_bins > SKETCH_MAX_BINS || zero > count)
-        goto bad;
-    int32_t offset = (int32_t)((uint32_t)(zz >> 1) ^ -(uint32_t)(zz & 1));
-    if ((int64_t)offset + (int64_t)n_bins > INT32_MAX || (n_bins == 0) != (count == zero))
-        goto bad;
     uint64_t *bins = NULL;
     uint32_t cap = 0;
-    if (n_bins && keep && keep_cap >= n_bins) {
+    if (h.n_bins && keep && keep_cap >= h.n_bins) {
         bins = keep;
         cap = keep_cap;
-        memset(bins, 0, (size_t)n_bins * sizeof *bins);
+        memset(bins, 0, (size_t)h.n_bins * sizeof *bins);
         keep = NULL;
-    } else if (n_bins) {
-        bins = calloc(n_bins, sizeof *bins);
-        cap = (uint32_t)n_bins;
+    } else if (h.n_bins) {
+        bins = calloc(h.n_bins, sizeof *bins);
+        cap = (uint32_t)h.n_bins;
         if (!bins) {
             free(keep);
             return -ENOMEM;
         }
     }
     free(keep);
-    uint64_t total = zero;
-    for (uint64_t k = 0; k < n_bins; k++) {
+    uint64_t total = h.zero;
+    for (uint64_t k = 0; k < h.n_bins; k++) {
         uint64_t gap = 0;
-        if (sparse && pos == len)
+        if (h.sparse && h.pos == len)
             break; /* the rest are empty */
-        if ((sparse && (get_varint(buf, len, &pos, &gap) < 0 || gap >= n_bins - k)) ||
-            get_varint(buf, len, &pos, &bins[k + gap]) < 0 || bins[k + gap] > count - total ||
-            (sparse && bins[k + gap] == 0)) {
+        if ((h.sparse && (get_varint(buf, len, &h.pos, &gap) < 0 || gap >= h.n_bins - k)) ||
+            get_varint(buf, len, &h.pos, &bins[k + gap]) < 0 || bins[k + gap] > h.count - total ||
+            (h.sparse && bins[k + gap] == 0)) {
             free(bins);
             return -EBADMSG;
         }
         k += gap;
         total += bins[k];
     }
-    if (pos != len || total != count || (count && !(mn <= mx))) {
+    if (h.pos != len || total != h.count || (h.count && !(h.mn <= h.mx))) {
         free(bins);
         return -EBADMSG;
     }
-    s->count = count;
-    s->zero_count = zero;
-    s->sum_ns = sum_ns;
-    s->min = mn;
-    s->max = mx;
-    s->offset = offset;
-    s->n_bins = (uint32_t)n_bins;
+    s->count = h.count;
+    s->zero_count = h.zero;
+    s->sum_ns = h.sum_ns;
+    s->min = h.mn;
+    s->max = h.mx;
+    s->offset = h.offset;
+    s->n_bins = (uint32_t)h.n_bins;
     s->cap_bins = cap;
     s->bins = bins;
     return 0;

@@ -69,129 +69,123 @@ static bool int_of(const jvalue *v, int64_t *ret)
     return true;
 }
 
-/* {"values":[{"stringValue":…},…]} at r: its strings into a. */
-static bool read_array(jread *r, store_attr *a)
+/* Calls fn with each member of the object at r, its value still to read:
+ * fn reads it (1), leaves it to be skipped here (0) or fails (-1). False
+ * on a syntax error or fn's failure. */
+static bool members(jread *r, int (*fn)(void *ctx, const char *k, size_t kl, jread *r), void *ctx)
 {
     const char *k;
     size_t kl;
-    jvalue v;
+    jvalue skip;
     if (!jread_enter_object(r))
         return false;
     int m;
     while ((m = jread_member(r, &k, &kl)) > 0) {
-        if (!same(k, kl, "values") || jread_peek(r) != JT_ARRAY) {
-            if (!jread_value(r, &v))
-                return false;
-            continue;
-        }
-        jread_enter_array(r);
-        while (jread_element(r) > 0) {
-            if (jread_peek(r) != JT_OBJECT) {
-                if (!jread_value(r, &v))
-                    return false;
-                continue;
-            }
-            jread_enter_object(r);
-            int em;
-            while ((em = jread_member(r, &k, &kl)) > 0) {
-                if (!jread_value(r, &v))
-                    return false;
-                if (same(k, kl, "stringValue") && v.type == JT_STRING && a->n_items < STORE_ATTR_MAX_ITEMS) {
-                    a->items[a->n_items] = v.s;
-                    a->item_lens[a->n_items++] = v.len;
-                }
-            }
-            if (em < 0)
-                return false;
-        }
+        int taken = fn(ctx, k, kl, r);
+        if (taken < 0 || (!taken && !jread_value(r, &skip)))
+            return false;
     }
-    a->type = SA_ARRAY;
     return m == 0;
 }
 
-/* The AnyValue object at r: its last member this reader knows. */
-static bool read_value(jread *r, store_attr *a)
+/* A member of an array's element: its string. */
+static int on_element(void *ctx, const char *k, size_t kl, jread *r)
 {
-    const char *k;
-    size_t kl;
+    store_attr *a = ctx;
     jvalue v;
-    if (!jread_enter_object(r))
-        return false;
-    int m;
-    while ((m = jread_member(r, &k, &kl)) > 0) {
-        if (same(k, kl, "arrayValue") && jread_peek(r) == JT_OBJECT) {
-            if (!read_array(r, a))
-                return false;
-            continue;
-        }
-        if (!jread_value(r, &v))
-            return false;
-        double d;
-        if (same(k, kl, "stringValue") && v.type == JT_STRING) {
-            a->type = SA_STRING;
-            a->text = v.s;
-            a->len = v.len;
-        } else if (same(k, kl, "boolValue") && (v.type == JT_TRUE || v.type == JT_FALSE)) {
-            a->type = SA_BOOL;
-            a->text = v.type == JT_TRUE ? "true" : "false";
-            a->len = strlen(a->text);
-        } else if (same(k, kl, "intValue") && int_of(&v, &a->i)) {
-            a->type = SA_INT;
-            snprintf(a->num, sizeof a->num, "%" PRId64, a->i);
-            a->text = a->num;
-            a->len = strlen(a->num);
-        } else if (same(k, kl, "doubleValue") && (v.type == JT_NUMBER || v.type == JT_STRING)) {
-            if (v.type == JT_NUMBER && jvalue_double(&v, &d))
-                ;
-            else if (v.type == JT_STRING && strcmp(v.s, "NaN") == 0)
-                d = NAN;
-            else if (v.type == JT_STRING && (strcmp(v.s, "Infinity") == 0 || strcmp(v.s, "-Infinity") == 0))
-                d = v.s[0] == '-' ? -INFINITY : INFINITY;
-            else if (v.type == JT_STRING)
-                d = strtod(v.s, NULL);
-            else
-                continue;
-            a->type = SA_DOUBLE;
-            a->d = d;
-            canon_double(d, a->num, sizeof a->num);
-            a->text = a->num;
-            a->len = strlen(a->num);
-        }
+    if (!jread_value(r, &v))
+        return -1;
+    if (same(k, kl, "stringValue") && v.type == JT_STRING && a->n_items < STORE_ATTR_MAX_ITEMS) {
+        a->items[a->n_items] = v.s;
+        a->item_lens[a->n_items++] = v.len;
     }
-    return m == 0;
+    return 1;
+}
+
+/* A member of an ArrayValue: {"values":[{"stringValue":…},…]}. */
+static int on_array(void *ctx, const char *k, size_t kl, jread *r)
+{
+    if (!same(k, kl, "values") || jread_peek(r) != JT_ARRAY)
+        return 0;
+    jread_enter_array(r);
+    jvalue skip;
+    while (jread_element(r) > 0)
+        if (jread_peek(r) == JT_OBJECT ? !members(r, on_element, ctx) : !jread_value(r, &skip))
+            return -1;
+    return 1;
+}
+
+/* A member of an AnyValue: the last this reader knows is its value. */
+static int on_value(void *ctx, const char *k, size_t kl, jread *r)
+{
+    store_attr *a = ctx;
+    if (same(k, kl, "arrayValue") && jread_peek(r) == JT_OBJECT) {
+        a->type = SA_ARRAY;
+        return members(r, on_array, a) ? 1 : -1;
+    }
+    jvalue v;
+    if (!jread_value(r, &v))
+        return -1;
+    double d;
+    if (same(k, kl, "stringValue") && v.type == JT_STRING) {
+        a->type = SA_STRING;
+        a->text = v.s;
+        a->len = v.len;
+    } else if (same(k, kl, "boolValue") && (v.type == JT_TRUE || v.type == JT_FALSE)) {
+        a->type = SA_BOOL;
+        a->text = v.type == JT_TRUE ? "true" : "false";
+        a->len = strlen(a->text);
+    } else if (same(k, kl, "intValue") && int_of(&v, &a->i)) {
+        a->type = SA_INT;
+        snprintf(a->num, sizeof a->num, "%" PRId64, a->i);
+        a->text = a->num;
+        a->len = strlen(a->num);
+    } else if (same(k, kl, "doubleValue") && (v.type == JT_NUMBER || v.type == JT_STRING)) {
+        if (v.type == JT_NUMBER && jvalue_double(&v, &d))
+            ;
+        else if (v.type == JT_STRING && strcmp(v.s, "NaN") == 0)
+            d = NAN;
+        else if (v.type == JT_STRING && (strcmp(v.s, "Infinity") == 0 || strcmp(v.s, "-Infinity") == 0))
+            d = v.s[0] == '-' ? -INFINITY : INFINITY;
+        else if (v.type == JT_STRING)
+            d = strtod(v.s, NULL);
+        else
+            return 1;
+        a->type = SA_DOUBLE;
+        a->d = d;
+        canon_double(d, a->num, sizeof a->num);
+        a->text = a->num;
+        a->len = strlen(a->num);
+    }
+    return 1;
+}
+
+/* A member of a KeyValue: its key, its value. */
+static int on_kv(void *ctx, const char *k, size_t kl, jread *r)
+{
+    store_attr *a = ctx;
+    if (same(k, kl, "value") && jread_peek(r) == JT_OBJECT)
+        return members(r, on_value, a) ? 1 : -1;
+    jvalue v;
+    if (!jread_value(r, &v))
+        return -1;
+    if (same(k, kl, "key") && v.type == JT_STRING) {
+        a->key = v.s;
+        a->key_len = v.len;
+    }
+    return 1;
 }
 
 /* The KeyValue object at r: 1 with a key and a known value, 0 without
  * (the object read whole), -1 on a syntax error. */
 static int read_kv(jread *r, store_attr *ret)
 {
-    const char *k;
-    size_t kl;
-    jvalue v;
     size_t index = ret->index;
     memset(ret, 0, offsetof(store_attr, items));
     ret->index = index;
-    bool has_key = false;
-    if (!jread_enter_object(r))
+    if (!members(r, on_kv, ret))
         return -1;
-    int m;
-    while ((m = jread_member(r, &k, &kl)) > 0) {
-        if (same(k, kl, "value") && jread_peek(r) == JT_OBJECT) {
-            if (!read_value(r, ret))
-                return -1;
-            continue;
-        }
-        if (!jread_value(r, &v))
-            return -1;
-        if (same(k, kl, "key") && v.type == JT_STRING) {
-            ret->key = v.s;
-            ret->key_len = v.len;
-            has_key = true;
-        }
-    }
-    if (m < 0)
-        return -1;
-    return has_key && ret->type != SA_OTHER;
+    return ret->key && ret->type != SA_OTHER;
 }
 
 bool store_attrs_read_one(jread *r, store_attr *ret)

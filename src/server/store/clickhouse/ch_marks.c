@@ -215,11 +215,10 @@ int ch_marks_behind(store *s, enum store_table t, enum store_filter filter, int6
     range_where(&q, after, INT64_MAX, filter);
     jbuf_puts(&q, " FORMAT RowBinary");
     ch_reply rep;
-    int r = ch_read_query(st, &q, &rep, "the analysis's marks");
+    rb_reader rd;
+    int r = ch_read_rows(st, &q, &rep, &rd, "the analysis's marks");
     if (r < 0)
         return r;
-    rb_reader rd;
-    rb_reader_init(&rd, rep.body, rep.len);
     *ret = (int64_t)rb_get_u64(&rd);
     ch_reply_free(&rep);
     return 0;

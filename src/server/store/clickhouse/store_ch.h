@@ -232,6 +232,8 @@ int ch_read(ch_store *st, const char *sql, ch_reply *ret, const char *what);
 /* The same of the text in q, which is freed; -ENOMEM when q could not be
  * written. */
 int ch_read_query(ch_store *st, jbuf *q, ch_reply *ret, const char *what);
+/* The same, with rd over the answer's RowBinary rows. */
+int ch_read_rows(ch_store *st, jbuf *q, ch_reply *ret, rb_reader *rd, const char *what);
 /* A write statement; the failure is told to the health by the caller. */
 int ch_write(ch_store *st, const char *sql, const void *data, size_t len, ch_reply *ret);
 /* The health's view of a failed request. */

@@ -89,11 +89,10 @@ static int winners_load(ch_store *st, const char *filter, winners *ws)
                 " UNION ALL SELECT app, batch, att, fresh, at FROM commits WHERE (%s) FORMAT RowBinary",
                 filter, filter);
     ch_reply rep;
-    int r = ch_read_query(st, &q, &rep, "a query");
+    rb_reader rd;
+    int r = ch_read_rows(st, &q, &rep, &rd, "a query");
     if (r < 0)
         return r;
-    rb_reader rd;
-    rb_reader_init(&rd, rep.body, rep.len);
     while (rb_more(&rd)) {
         size_t al, bl;
         const char *a = rb_get_str(&rd, &al), *b = rb_get_str(&rd, &bl);
@@ -122,12 +121,11 @@ int ch_pending_rows(ch_store *st, const char *where,
     jbuf_printf(&q, "SELECT att, toUInt32(at), batch, fresh, " CH_SKETCH_COLUMNS " FROM pending WHERE %s FORMAT RowBinary",
                 where);
     ch_reply rep;
-    int r = ch_read_query(st, &q, &rep, "a query");
-    if (r < 0)
-        return r;
     /* first pass: the batches of retries, whose winners are needed */
     rb_reader rd;
-    rb_reader_init(&rd, rep.body, rep.len);
+    int r = ch_read_rows(st, &q, &rep, &rd, "a query");
+    if (r < 0)
+        return r;
     jbuf filter;
     jbuf_init(&filter);
     bool any = false;
@@ -439,12 +437,11 @@ static int server_now(ch_store *st, uint64_t *ret)
     return 0;
 }
 
-/* max(slot) of a level, or -1; and, for level 1 without any, the first
- * commit hour pending has minus one. */
-static int level_mark(ch_store *st, int lvl, int64_t *ret)
+/* The slot of a level (fn: "max" or "min"), or -1 when it has none. */
+static int level_slot(ch_store *st, int lvl, const char *fn, int64_t *ret)
 {
     char sql[200];
-    snprintf(sql, sizeof sql, "SELECT count(), max(slot) FROM slots WHERE lvl = %d FORMAT TabSeparated", lvl);
+    snprintf(sql, sizeof sql, "SELECT count(), %s(slot) FROM slots WHERE lvl = %d FORMAT TabSeparated", fn, lvl);
     ch_reply rep;
     int r = ch_query(st->ch, sql, NULL, 0, NULL, &rep);
     if (r < 0)
@@ -456,19 +453,16 @@ static int level_mark(ch_store *st, int lvl, int64_t *ret)
     return 0;
 }
 
+/* max(slot) of a level, or -1. */
+static int level_mark(ch_store *st, int lvl, int64_t *ret)
+{
+    return level_slot(st, lvl, "max", ret);
+}
+
 /* The first slot of level 1, or -1. */
 static int first_slot(ch_store *st, int64_t *ret)
 {
-    ch_reply rep;
-    int r = ch_query(st->ch, "SELECT count(), min(slot) FROM slots WHERE lvl = 1 FORMAT TabSeparated", NULL, 0, NULL,
-                     &rep);
-    if (r < 0)
-        return r;
-    long long n = 0, m = 0;
-    sscanf(rep.body, "%lld\t%lld", &n, &m);
-    ch_reply_free(&rep);
-    *ret = n ? m : -1;
-    return 0;
+    return level_slot(st, 1, "min", ret);
 }
 
 static int keep_once(ch_store *st)

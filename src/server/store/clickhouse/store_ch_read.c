@@ -114,11 +114,10 @@ static int read_tier(ch_store *st, const char *where, void (*cb)(void *ctx, cons
                 " ORDER BY kind, app, version, name, grain, t, slot FORMAT RowBinary",
                 where);
     ch_reply rep;
-    int r = ch_read_query(st, &q, &rep, "a query");
+    rb_reader rd;
+    int r = ch_read_rows(st, &q, &rep, &rd, "a query");
     if (r < 0)
         return r;
-    rb_reader rd;
-    rb_reader_init(&rd, rep.body, rep.len);
     char pa[1100] = "", pv[1100] = "", pn[1100] = "";
     ch_srow prev = {.app = pa, .version = pv, .name = pn};
     uint32_t prev_slot = 0;
@@ -358,11 +357,10 @@ static int scan_raw(ch_store *st, enum store_kind kind, const char *app, const c
     }
     jbuf_printf(&q, " LIMIT 1 BY %s FORMAT RowBinary", ch_identity_sql(kd->table));
     ch_reply rep;
-    int r = ch_read_query(st, &q, &rep, "a query");
+    rb_reader rd;
+    int r = ch_read_rows(st, &q, &rep, &rd, "a query");
     if (r < 0)
         return r;
-    rb_reader rd;
-    rb_reader_init(&rd, rep.body, rep.len);
     char name[4200];
     double m[STORE_MAX_METRICS];
     while (rb_more(&rd)) {
@@ -505,11 +503,10 @@ static int origin_fetch(ch_store *st, origin_map *m)
     }
     jbuf_puts(&q, " GROUP BY which, id FORMAT RowBinary");
     ch_reply rep;
-    int r = ch_read_query(st, &q, &rep, "a query");
+    rb_reader rd;
+    int r = ch_read_rows(st, &q, &rep, &rd, "a query");
     if (r < 0)
         return r;
-    rb_reader rd;
-    rb_reader_init(&rd, rep.body, rep.len);
     while (rb_more(&rd)) {
         int w = rb_get_u8(&rd) ? 1 : 0;
         uint64_t id = rb_get_u64(&rd);

@@ -136,6 +136,14 @@ int ch_read_query(ch_store *st, jbuf *q, ch_reply *ret, const char *what)
     return r < 0 && r != -ENOMEM ? -EIO : r;
 }
 
+int ch_read_rows(ch_store *st, jbuf *q, ch_reply *ret, rb_reader *rd, const char *what)
+{
+    int r = ch_read_query(st, q, ret, what);
+    if (r == 0)
+        rb_reader_init(rd, ret->body, ret->len);
+    return r;
+}
+
 int ch_read(ch_store *st, const char *sql, ch_reply *ret, const char *what)
 {
     int r = ch_query(st->ch, sql, NULL, 0, NULL, ret);
@@ -997,11 +1005,10 @@ static int ch_config_get(store *s, const char *app, char **ret_xml, size_t *ret_
     ch_sql_str(&q, app);
     jbuf_puts(&q, " ORDER BY version DESC, created DESC LIMIT 1 FORMAT RowBinary");
     ch_reply rep;
-    int r = ch_read_query(st, &q, &rep, "a config read");
+    rb_reader rd;
+    int r = ch_read_rows(st, &q, &rep, &rd, "a config read");
     if (r < 0)
         return r;
-    rb_reader rd;
-    rb_reader_init(&rd, rep.body, rep.len);
     if (!rb_more(&rd)) {
         ch_reply_free(&rep);
         return -ENOENT;

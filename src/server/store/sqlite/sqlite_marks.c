@@ -52,11 +52,9 @@ static int64_t int_query(sqlite3 *db, const char *sql, enum store_table t, int *
  * NULL, -EIO. */
 static int prepare_owned(sqlite3 *db, char *sql, sqlite3_stmt **ret)
 {
-    if (!sql)
-        return -ENOMEM;
-    int r = sqlite3_prepare_v2(db, sql, -1, ret, NULL);
+    int r = sql ? sqlite3_prepare_v2(db, sql, -1, ret, NULL) : SQLITE_NOMEM;
     sqlite3_free(sql);
-    return r == SQLITE_OK ? 0 : -EIO;
+    return r == SQLITE_OK ? 0 : r == SQLITE_NOMEM ? -ENOMEM : -EIO;
 }
 
 /* The table's rows up to it are in blocks (0: none). */

@@ -104,12 +104,9 @@ enum job_type { JOB_RECORDS, JOB_CONFIG, JOB_CALL };
 typedef struct job {
     struct job *next;
     enum job_type type;
-    const char *app, *batch_id, *endpoint;
-    store_record *recs;
-    size_t n, rejected, items;
-    const store_tally *tallies;
-    size_t n_tallies;
-    const char *xml;
+    const store_batch *b; /* JOB_RECORDS */
+    size_t n;             /* its records, for the queue's bound */
+    const char *app, *xml; /* JOB_CONFIG */
     size_t xml_len;
     int64_t version;
     int (*fn)(void *ctx, sqlite3 *db); /* JOB_CALL */

@@ -947,7 +947,7 @@ static int advance_hot(store *st, const job *j, int64_t now_wall)
 {
     int64_t newest = st->newest_ts;
     for (size_t i = 0; i < j->n; i++) {
-        const store_record *rec = &j->recs[i];
+        const store_record *rec = &j->b->recs[i];
         if (rec->kind == KIND_NONE)
             continue;
         const store_value *tsv = &rec->cols[st->ts_col[rec->table]];
@@ -1326,21 +1326,21 @@ static int groups_replay(store *st)
 static int tallies_write(store *st, const job *j)
 {
     sqlite3_stmt *s = st->st[ST_TALLY_ADD];
-    for (size_t i = 0; i < j->n_tallies; i++) {
-        const char *reason = j->tallies[i].reason;
+    for (size_t i = 0; i < j->b->n_tallies; i++) {
+        const char *reason = j->b->tallies[i].reason;
         bool first = true;
         for (size_t k = 0; k < i && first; k++)
-            first = strcmp(j->tallies[k].reason, reason) != 0;
+            first = strcmp(j->b->tallies[k].reason, reason) != 0;
         if (!first)
             continue;
         int64_t count = 0, last = 0;
-        for (size_t k = i; k < j->n_tallies; k++)
-            if (strcmp(j->tallies[k].reason, reason) == 0) {
+        for (size_t k = i; k < j->b->n_tallies; k++)
+            if (strcmp(j->b->tallies[k].reason, reason) == 0) {
                 count++;
-                if (j->tallies[k].ts_ns > last)
-                    last = j->tallies[k].ts_ns;
+                if (j->b->tallies[k].ts_ns > last)
+                    last = j->b->tallies[k].ts_ns;
             }
-        bind_text(s, 1, j->app);
+        bind_text(s, 1, j->b->app);
         bind_text(s, 2, reason);
         sqlite3_bind_int64(s, 3, count);
         sqlite3_bind_int64(s, 4, last);
@@ -1393,14 +1393,14 @@ static int run_job(store *st, job *j)
         return store_step_done(s);
     }
     case JOB_RECORDS:
-        if (j->batch_id) {
+        if (j->b->batch_id) {
             sqlite3_stmt *s = st->st[ST_BATCH];
-            bind_text(s, 1, j->app);
-            bind_text(s, 2, j->batch_id);
-            bind_text(s, 3, j->endpoint);
+            bind_text(s, 1, j->b->app);
+            bind_text(s, 2, j->b->batch_id);
+            bind_text(s, 3, j->b->endpoint);
             sqlite3_bind_int64(s, 4, wall_ns());
-            sqlite3_bind_int64(s, 5, (int64_t)j->items);
-            sqlite3_bind_int64(s, 6, (int64_t)j->rejected);
+            sqlite3_bind_int64(s, 5, (int64_t)j->b->items);
+            sqlite3_bind_int64(s, 6, (int64_t)j->b->rejected);
             if ((r = store_step_done(s)) < 0)
                 return r;
             if (sqlite3_changes(st->w) == 0) {
@@ -1414,7 +1414,7 @@ static int run_job(store *st, job *j)
         if ((r = advance_hot(st, j, now)) < 0)
             return r;
         for (size_t i = 0; i < j->n; i++) {
-            if ((r = insert_record(st, &j->recs[i], now)) < 0)
+            if ((r = insert_record(st, &j->b->recs[i], now)) < 0)
                 return r;
             /* a flush inside the transaction: should it fail, the ROLLBACK
              * and the replay that follows undo what it did in memory too */
@@ -1535,11 +1535,11 @@ static void *writer_main(void *arg)
             for (job *j = list; j && r == 0; j = j->next) {
                 duplicates += j->duplicate;
                 for (size_t i = 0; j->type == JOB_RECORDS && !j->duplicate && i < j->n; i++)
-                    rows[j->recs[i].table]++;
+                    rows[j->b->recs[i].table]++;
                 if (j->type == JOB_RECORDS && !j->duplicate) {
                     stored += j->n;
-                    for (size_t i = 0; i < j->n_tallies; i++)
-                        totals_add(st, j->tallies[i].reason, 1);
+                    for (size_t i = 0; i < j->b->n_tallies; i++)
+                        totals_add(st, j->b->tallies[i].reason, 1);
                 }
             }
             /* a restarted WAL holds this transaction's frames only */
@@ -1625,8 +1625,7 @@ static int submit(store *st, job *j)
 
 static int sqlite_submit(store *st, const store_batch *b, bool *ret_duplicate)
 {
-    job j = {.type = JOB_RECORDS, .app = b->app, .batch_id = b->batch_id, .endpoint = b->endpoint, .recs = b->recs,
-             .n = b->n, .rejected = b->rejected, .items = b->items, .tallies = b->tallies, .n_tallies = b->n_tallies};
+    job j = {.type = JOB_RECORDS, .b = b, .n = b->n};
     int r = submit(st, &j);
     *ret_duplicate = j.duplicate;
     return r;

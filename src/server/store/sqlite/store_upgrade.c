@@ -157,6 +157,16 @@ static int subday_of_chunk(store *st, enum store_kind k, int64_t lo, int64_t hi,
     return store_groups_write(st);
 }
 
+/* A step's transaction ended: committed when r is SQLITE_OK, the groups
+ * written. 1 (a step done), or fail_msg's failure. */
+static int step_done(store *st, sqlite3 *db, int r, char **msg)
+{
+    if (r == SQLITE_OK)
+        r = sqlite3_exec(db, "COMMIT", NULL, NULL, msg);
+    store_groups_written(st);
+    return r == SQLITE_OK ? 1 : fail_msg(st, msg);
+}
+
 /* The next chunk of a record table's rows, which keep their rowids:
  * their days' partitions, their sub-day rollups. 1 when one was done, 0
  * when none is left, -EIO. */
@@ -205,12 +215,7 @@ static int record_chunk(store *st, enum store_table t, char **msg)
                              store_sql("INSERT OR REPLACE INTO meta(key, value) VALUES('%s', %" PRId64 ")", key,
                                        hi - 1),
                              msg);
-    if (r == SQLITE_OK)
-        r = sqlite3_exec(db, "COMMIT", NULL, NULL, msg);
-    store_groups_written(st);
-    if (r != SQLITE_OK)
-        return fail_msg(st, msg);
-    return 1;
+    return step_done(st, db, r, msg);
 }
 
 /* Moves the next chunk of table t's old rows into the ranges of their
@@ -271,12 +276,7 @@ static int move_chunk(store *st, enum store_table t, char **msg)
                                        td->name, td->columns, day, base, td->columns, td->name, lo, hi, td->name,
                                        lo, hi),
                              msg);
-    if (r == SQLITE_OK)
-        r = sqlite3_exec(db, "COMMIT", NULL, NULL, msg);
-    store_groups_written(st);
-    if (r != SQLITE_OK)
-        return fail_msg(st, msg);
-    return 1;
+    return step_done(st, db, r, msg);
 }
 
 int store_upgrade_finish(store *st, char **msg)
