@@ -12,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool ijson_str(const char *json, const char *key, char *out, size_t size)
+/* The first member key of the object json of type `type` that take
+ * accepts. */
+static bool ijson_find(const char *json, const char *key, jtype type, bool (*take)(void *ctx, const jvalue *v),
+                       void *ctx)
 {
     if (!json)
         return false;
@@ -31,39 +34,39 @@ bool ijson_str(const char *json, const char *key, char *out, size_t size)
             jvalue v;
             if (!jread_value(&r, &v))
                 break;
-            if (kl == strlen(key) && memcmp(k, key, kl) == 0 && v.type == JT_STRING) {
-                utf8_copy(out, size, v.s, v.len);
-                found = true;
-            }
+            if (kl == strlen(key) && memcmp(k, key, kl) == 0 && v.type == type)
+                found = take(ctx, &v);
         }
     free(buf);
     return found;
 }
 
+typedef struct text_out {
+    char *out;
+    size_t size;
+} text_out;
+
+static bool take_text(void *ctx, const jvalue *v)
+{
+    text_out *o = ctx;
+    utf8_copy(o->out, o->size, v->s, v->len);
+    return true;
+}
+
+static bool take_num(void *ctx, const jvalue *v)
+{
+    return jvalue_double(v, ctx);
+}
+
+bool ijson_str(const char *json, const char *key, char *out, size_t size)
+{
+    text_out o = {out, size};
+    return ijson_find(json, key, JT_STRING, take_text, &o);
+}
+
 bool ijson_num(const char *json, const char *key, double *ret)
 {
-    if (!json)
-        return false;
-    size_t len = strlen(json);
-    char *buf = malloc(len + 1);
-    if (!buf)
-        return false;
-    memcpy(buf, json, len + 1);
-    jread r;
-    jread_init(&r, buf, len, NULL, 0);
-    bool found = false;
-    const char *k;
-    size_t kl;
-    if (jread_enter_object(&r))
-        while (!found && jread_member(&r, &k, &kl) > 0) {
-            jvalue v;
-            if (!jread_value(&r, &v))
-                break;
-            if (kl == strlen(key) && memcmp(k, key, kl) == 0 && v.type == JT_NUMBER)
-                found = jvalue_double(&v, ret);
-        }
-    free(buf);
-    return found;
+    return ijson_find(json, key, JT_NUMBER, take_num, ret);
 }
 
 const char *issue_value_unit(const char *kind)

@@ -222,6 +222,39 @@ void store_json_span(jbuf *b, enum store_table tb, const store_value *cols, cons
     jbuf_close(b, '}');
 }
 
+/* The members a log record and a data point write alike: the time, the
+ * flags, the attributes (an empty list when none), what the sender
+ * dropped. False when col is not one of those. */
+static bool shared_member(jbuf *b, const store_column *col, const store_value *v)
+{
+    switch (col->source) {
+    case SRC_COMMON:
+        if (col->index == PACER_COMMON_TS && !null(v))
+            kv_ns(b, "timeUnixNano", as_int(v));
+        return true;
+    case SRC_FLAGS:
+        if (!null(v))
+            jbuf_kv_i64(b, "flags", as_int(v));
+        return true;
+    case SRC_ATTRIBUTES:
+        jbuf_key(b, "attributes");
+        if (null(v)) {
+            jbuf_puts(b, "[]");
+            b->need_comma = true;
+        } else {
+            raw_json(b, as_text(v));
+        }
+        return true;
+    case SRC_DROPPED:
+        if (!null(v)) {
+            jbuf_key(b, "dropped");
+            raw_json(b, as_text(v));
+        }
+        return true;
+    default: return false;
+    }
+}
+
 void store_json_log(jbuf *b, const store_value *cols, const char *resource, const char *scope)
 {
     const store_table_desc *t = store_table(TABLE_LOGS);
@@ -230,18 +263,9 @@ void store_json_log(jbuf *b, const store_value *cols, const char *resource, cons
     for (size_t i = 0; i < t->n_cols; i++) {
         const store_column *col = &t->cols[i];
         const store_value *v = &cols[i];
-        if (col->source == SRC_ATTRIBUTES && null(v)) {
-            jbuf_key(b, "attributes");
-            jbuf_puts(b, "[]");
-            b->need_comma = true;
-        }
-        if (null(v))
+        if (shared_member(b, col, v) || null(v))
             continue;
         switch (col->source) {
-        case SRC_COMMON:
-            if (col->index == PACER_COMMON_TS)
-                kv_ns(b, "timeUnixNano", as_int(v));
-            break;
         case SRC_OBSERVED_TS: kv_ns(b, "observedTimeUnixNano", as_int(v)); break;
         case SRC_SEVERITY_NUMBER: jbuf_kv_i64(b, "severityNumber", as_int(v)); break;
         case SRC_SEVERITY_TEXT: jbuf_kv_str(b, "severityText", as_text(v)); break;
@@ -249,17 +273,8 @@ void store_json_log(jbuf *b, const store_value *cols, const char *resource, cons
         case SRC_LOG_TYPE: jbuf_kv_str(b, "type", as_text(v)); break;
         case SRC_TRACE_ID: kv_hex(b, "traceId", v); break;
         case SRC_SPAN_ID: kv_hex(b, "spanId", v); break;
-        case SRC_FLAGS: jbuf_kv_i64(b, "flags", as_int(v)); break;
         case SRC_BODY: c_body = (int)i; break;
         case SRC_BODY_ANY: c_any = (int)i; break;
-        case SRC_ATTRIBUTES:
-            jbuf_key(b, "attributes");
-            raw_json(b, as_text(v));
-            break;
-        case SRC_DROPPED:
-            jbuf_key(b, "dropped");
-            raw_json(b, as_text(v));
-            break;
         default: break;
         }
     }
@@ -283,18 +298,11 @@ void store_json_point(jbuf *b, const store_value *cols, const char *resource, co
     for (size_t i = 0; i < t->n_cols; i++) {
         const store_column *col = &t->cols[i];
         const store_value *v = &cols[i];
-        if (col->source == SRC_ATTRIBUTES && null(v)) {
-            jbuf_key(b, "attributes");
-            jbuf_puts(b, "[]");
-            b->need_comma = true;
-        }
+        if (shared_member(b, col, v))
+            continue;
         if (null(v) && col->source != SRC_VALUE)
             continue;
         switch (col->source) {
-        case SRC_COMMON:
-            if (col->index == PACER_COMMON_TS)
-                kv_ns(b, "timeUnixNano", as_int(v));
-            break;
         case SRC_START_TS: kv_ns(b, "startTimeUnixNano", as_int(v)); break;
         case SRC_METRIC_NAME: jbuf_kv_str(b, "name", as_text(v)); break;
         case SRC_DESCRIPTION: jbuf_kv_str(b, "description", as_text(v)); break;
@@ -319,14 +327,9 @@ void store_json_point(jbuf *b, const store_value *cols, const char *resource, co
             break;
         case SRC_TEMPORALITY: jbuf_kv_i64(b, "aggregationTemporality", as_int(v)); break;
         case SRC_MONOTONIC: jbuf_kv_bool(b, "isMonotonic", as_int(v) != 0); break;
-        case SRC_FLAGS: jbuf_kv_i64(b, "flags", as_int(v)); break;
         case SRC_DATA: splice(b, as_text(v)); break;
         case SRC_EXEMPLARS:
             jbuf_key(b, "exemplars");
-            raw_json(b, as_text(v));
-            break;
-        case SRC_ATTRIBUTES:
-            jbuf_key(b, "attributes");
             raw_json(b, as_text(v));
             break;
         default: break;

@@ -54,8 +54,20 @@ typedef struct own_column {
     enum store_source source;
 } own_column;
 
+/* The last columns of every table of spans: plain spans, and the span
+ * that carried a record. */
+static const own_column span_tail[] = {
+    {"trace_state", "TEXT", SRC_TRACE_STATE},
+    {"flags", "INTEGER", SRC_FLAGS},
+    {"events", "TEXT", SRC_EVENTS},
+    {"links", "TEXT", SRC_LINKS},
+    {"dropped", "TEXT", SRC_DROPPED},
+    {"resource_id", "INTEGER", SRC_RESOURCE_ID},
+    {"scope_id", "INTEGER", SRC_SCOPE_ID},
+};
+
 /* After the fields of every record table (and its pattern, if any): the
- * span that carried the record, as it was sent. */
+ * span that carried the record, as it was sent (then span_tail). */
 static const own_column record_tail[] = {
     {"failed", "INTEGER", SRC_FAILED},
     {"trace_id", "BLOB", SRC_TRACE_ID},
@@ -67,15 +79,9 @@ static const own_column record_tail[] = {
     {"span_kind", "INTEGER", SRC_SPAN_KIND},
     {"status_code", "INTEGER", SRC_STATUS_CODE},
     {"status_message", "TEXT", SRC_STATUS_MESSAGE},
-    {"trace_state", "TEXT", SRC_TRACE_STATE},
-    {"flags", "INTEGER", SRC_FLAGS},
-    {"events", "TEXT", SRC_EVENTS},
-    {"links", "TEXT", SRC_LINKS},
-    {"dropped", "TEXT", SRC_DROPPED},
-    {"resource_id", "INTEGER", SRC_RESOURCE_ID},
-    {"scope_id", "INTEGER", SRC_SCOPE_ID},
 };
 
+/* Plain spans' own columns (then span_tail). */
 static const own_column span_columns[] = {
     {"end_ts", "INTEGER NOT NULL", SRC_END_TS},
     {"name", "TEXT NOT NULL", SRC_SPAN_NAME},
@@ -88,13 +94,6 @@ static const own_column span_columns[] = {
     {"parent_span_id", "BLOB", SRC_PARENT_SPAN_ID},
     {"scope", "TEXT", SRC_SCOPE},
     {"attributes", "TEXT", SRC_ATTRIBUTES},
-    {"trace_state", "TEXT", SRC_TRACE_STATE},
-    {"flags", "INTEGER", SRC_FLAGS},
-    {"events", "TEXT", SRC_EVENTS},
-    {"links", "TEXT", SRC_LINKS},
-    {"dropped", "TEXT", SRC_DROPPED},
-    {"resource_id", "INTEGER", SRC_RESOURCE_ID},
-    {"scope_id", "INTEGER", SRC_SCOPE_ID},
 };
 
 static const own_column log_columns[] = {
@@ -352,6 +351,7 @@ static void build_record_table(enum store_kind k)
     if (!kd->n_name_cols)
         fail("%s: no field names the rollup group", t->type->name);
     add_own(t, record_tail, N_OF(record_tail));
+    add_own(t, span_tail, N_OF(span_tail));
     /* metrics: the METRIC fields, in schema order */
     for (size_t i = 0; i < sh->n_fields; i++) {
         const pacer_field *f = &sh->fields[i];
@@ -385,6 +385,8 @@ static void build_generic_table(enum store_table tb)
     t->name = generic_tables[tb].name;
     add_common(t);
     add_own(t, generic_tables[tb].cols, generic_tables[tb].n);
+    if (tb == TABLE_SPANS)
+        add_own(t, span_tail, N_OF(span_tail));
 }
 
 /* The SQL of a kind: name, excluded, metrics over a row of its table. */
