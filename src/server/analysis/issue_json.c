@@ -249,14 +249,30 @@ static void raw_member(jbuf *b, const char *key, const char *json)
     }
 }
 
+/* What an issue's answers are made of: its version rows and its evidence
+ * (facts_free frees them). 0 or -EIO, -ENOMEM. */
+static int load_facts(sqlite3 *db, const ana_config *cfg, const iss_issue *i, vrows *rows, iss_details *det)
+{
+    *det = (iss_details){0};
+    int r = load_rows(db, cfg, i, rows);
+    if (r == 0)
+        (void)details_parse(i->details, det);
+    return r;
+}
+
+static void facts_free(vrows *rows, iss_details *det)
+{
+    details_free(det);
+    vrows_free(rows);
+}
+
 int issue_write_json(sqlite3 *db, const ana_config *cfg, const iss_issue *i, jbuf *b)
 {
     vrows rows;
-    int r = load_rows(db, cfg, i, &rows);
+    iss_details det;
+    int r = load_facts(db, cfg, i, &rows, &det);
     if (r < 0)
         return r;
-    iss_details det = {0};
-    (void)details_parse(i->details, &det);
     jbuf_open(b, '{');
     jbuf_kv_str(b, "id", i->id);
     jbuf_kv_str(b, "app", i->app);
@@ -276,8 +292,7 @@ int issue_write_json(sqlite3 *db, const ana_config *cfg, const iss_issue *i, jbu
     write_versions(b, &rows);
     raw_member(b, "tracker", i->tracker);
     jbuf_close(b, '}');
-    details_free(&det);
-    vrows_free(&rows);
+    facts_free(&rows, &det);
     return 0;
 }
 
@@ -431,11 +446,10 @@ static void md_stack(jbuf *b, const char *example)
 int issue_write_markdown(sqlite3 *db, const ana_config *cfg, const iss_issue *i, jbuf *b)
 {
     vrows rows;
-    int r = load_rows(db, cfg, i, &rows);
+    iss_details det;
+    int r = load_facts(db, cfg, i, &rows, &det);
     if (r < 0)
         return r;
-    iss_details det = {0};
-    (void)details_parse(i->details, &det);
     jbuf_puts(b, "**");
     md_text(b, i->title);
     jbuf_puts(b, "**\n\n");
@@ -495,7 +509,6 @@ int issue_write_markdown(sqlite3 *db, const ana_config *cfg, const iss_issue *i,
                     (long long)x->total, (long long)x->sessions, x->lost_ms);
     }
     jbuf_puts(b, "\nFiled by pacerd.\n");
-    details_free(&det);
-    vrows_free(&rows);
+    facts_free(&rows, &det);
     return 0;
 }

@@ -662,6 +662,15 @@ static int run_page(ch_store *st, page *p, const char *app, int64_t from, int64_
     return r;
 }
 
+/* run_page with the filters in w, which is freed. */
+static int run_filtered(ch_store *st, page *p, const char *app, int64_t from, int64_t to, const store_cursor *after,
+                        jbuf *w, jbuf *out, const char *list)
+{
+    int r = w->failed ? -ENOMEM : run_page(st, p, app, from, to, after, w->data, out, list);
+    jbuf_free(w);
+    return r;
+}
+
 int ch_op_search_spans(store *s, const store_span_query *q, jbuf *out)
 {
     ch_store *st = (ch_store *)s;
@@ -683,9 +692,7 @@ int ch_op_search_spans(store *s, const store_span_query *q, jbuf *out)
                     isnan(q->max_ms) ? 1e300 : q->max_ms);
     attr_prefilter(&w, q->attrs, q->n_attrs);
     page p = {.tb = TABLE_SPANS, .attrs = q->attrs, .n_attrs = q->n_attrs, .limit = q->limit};
-    int r = w.failed ? -ENOMEM : run_page(st, &p, q->app, q->from_ns, q->to_ns, &q->after, w.data, out, "spans");
-    jbuf_free(&w);
-    return r;
+    return run_filtered(st, &p, q->app, q->from_ns, q->to_ns, &q->after, &w, out, "spans");
 }
 
 int ch_op_search_logs(store *s, const store_log_query *q, jbuf *out)
@@ -697,9 +704,7 @@ int ch_op_search_logs(store *s, const store_log_query *q, jbuf *out)
     if (q->min_severity)
         jbuf_printf(&w, " AND severity_number >= %d", q->min_severity);
     page p = {.tb = TABLE_LOGS, .text = q->text && *q->text ? q->text : NULL, .limit = q->limit};
-    int r = w.failed ? -ENOMEM : run_page(st, &p, q->app, q->from_ns, q->to_ns, &q->after, w.data, out, "logs");
-    jbuf_free(&w);
-    return r;
+    return run_filtered(st, &p, q->app, q->from_ns, q->to_ns, &q->after, &w, out, "logs");
 }
 
 int ch_op_search_points(store *s, const store_point_query *q, jbuf *out)
@@ -711,9 +716,7 @@ int ch_op_search_points(store *s, const store_point_query *q, jbuf *out)
     ch_sql_str(&w, q->name);
     attr_prefilter(&w, q->attrs, q->n_attrs);
     page p = {.tb = TABLE_METRIC_POINTS, .attrs = q->attrs, .n_attrs = q->n_attrs, .limit = q->limit};
-    int r = w.failed ? -ENOMEM : run_page(st, &p, q->app, q->from_ns, q->to_ns, &q->after, w.data, out, "points");
-    jbuf_free(&w);
-    return r;
+    return run_filtered(st, &p, q->app, q->from_ns, q->to_ns, &q->after, &w, out, "points");
 }
 
 /* ---- a trace ---- */

@@ -798,35 +798,26 @@ static int explain_one(sqlite3 *db, const char *name, const char *sql,
 int store_sqlite_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan), void *ctx)
 {
     sqlite3 *db = store_reader_get(st);
-    int r = explain_one(db, "trace: runs", TRACE_RUN_SQL, cb, ctx);
-    if (r == 0)
-        r = explain_one(db, "trace: keys", TRACE_KEYS_SQL, cb, ctx);
-    if (r == 0)
-        r = explain_one(db, "trace: resource", RESOURCE_SQL, cb, ctx);
-    if (r == 0)
-        r = explain_one(db, "partitions",
-                        "SELECT day, rolled, sealed, hourly FROM partitions WHERE tbl = ?1 AND day >= ?2 AND day <= ?3"
-                        " ORDER BY day DESC",
-                        cb, ctx);
-    if (r == 0)
-        r = explain_one(db, "blocks of an app's day",
-                        "SELECT layout, data, app FROM blocks WHERE tbl = ?1 AND day = ?2 AND app = ?3"
-                        " AND t_lo < ?5 AND t_hi >= ?4 AND r_hi > ?6",
-                        cb, ctx);
-    if (r == 0)
-        r = explain_one(db, "blocks of a day",
-                        "SELECT layout, data, app FROM blocks WHERE tbl = ?1 AND day = ?2"
-                        " AND t_lo < ?5 AND t_hi >= ?4 AND r_hi > ?6",
-                        cb, ctx);
-    if (r == 0)
-        r = explain_one(db, "blocks of a range of rowids", STORE_BLOCKS_ROWIDS_SQL, cb, ctx);
-    if (r == 0)
-        r = explain_one(db, "positions after a mark", STORE_ARRIVALS_SQL, cb, ctx);
-    if (r == 0)
-        r = explain_one(db, "sub-day rollups",
-                        "SELECT name, count, failed, sketches FROM subday WHERE kind = ?1 AND app = ?2 AND width = ?6"
-                        " AND t >= ?4 AND t < ?5 AND (?3 IS NULL OR version = ?3)",
-                        cb, ctx);
+    static const struct {
+        const char *name, *sql;
+    } fixed[] = {
+        {"trace: runs", TRACE_RUN_SQL},
+        {"trace: keys", TRACE_KEYS_SQL},
+        {"trace: resource", RESOURCE_SQL},
+        {"partitions", "SELECT day, rolled, sealed, hourly FROM partitions WHERE tbl = ?1 AND day >= ?2 AND day <= ?3"
+                       " ORDER BY day DESC"},
+        {"blocks of an app's day", "SELECT layout, data, app FROM blocks WHERE tbl = ?1 AND day = ?2 AND app = ?3"
+                                   " AND t_lo < ?5 AND t_hi >= ?4 AND r_hi > ?6"},
+        {"blocks of a day", "SELECT layout, data, app FROM blocks WHERE tbl = ?1 AND day = ?2"
+                            " AND t_lo < ?5 AND t_hi >= ?4 AND r_hi > ?6"},
+        {"blocks of a range of rowids", STORE_BLOCKS_ROWIDS_SQL},
+        {"positions after a mark", STORE_ARRIVALS_SQL},
+        {"sub-day rollups", "SELECT name, count, failed, sketches FROM subday WHERE kind = ?1 AND app = ?2 AND width = ?6"
+                            " AND t >= ?4 AND t < ?5 AND (?3 IS NULL OR version = ?3)"},
+    };
+    int r = 0;
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0] && r == 0; i++)
+        r = explain_one(db, fixed[i].name, fixed[i].sql, cb, ctx);
     for (enum store_kind k = 0; k < KIND_COUNT && r == 0; k++) {
         char name[64], *sql = trace_after_sql(store_kind(k)->table);
         snprintf(name, sizeof name, "trace: %s after the mark", store_table(store_kind(k)->table)->name);
