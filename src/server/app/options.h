@@ -1,0 +1,78 @@
+/* pacerd's options: one table (options.c), each entry an option's long
+ * name, its argument's name, its help text and its default, from which
+ * `pacerd --help` is written (options_usage) and the command line is read
+ * (options_parse). Reading a value (options_set) is apart from the
+ * command line, so that another source of options — a config file, one
+ * "name = value" per option — gives the same errors for the same values;
+ * and the table holds all a manual page needs. */
+#ifndef PACER_SERVER_OPTIONS_H
+#define PACER_SERVER_OPTIONS_H
+
+#include "http/http.h"
+#include "store/store.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define OPTIONS_MAX_WEBHOOKS 15
+
+/* What the options say, once read and checked. */
+typedef struct options {
+    const char *listen, *db, *state, *admin_file, *keys_file, *tls_cert, *tls_key, *web_root, *clickhouse,
+        *clickhouse_file;
+    const char *analysis_config, *github_url, *github_token_file;
+    const char *webhooks[OPTIONS_MAX_WEBHOOKS];
+    size_t n_webhooks;
+    char addr[64]; /* --listen's address */
+    uint16_t port; /* and port */
+    size_t max_body;
+    unsigned drain_timeout_s;
+    bool threads_given;
+    http_options http;
+    store_options store;
+} options;
+
+/* How an option's value is read into its place in `options`. */
+enum option_type {
+    OPT_TEXT,   /* const char *, as given */
+    OPT_LISTEN, /* ADDR:PORT into listen, addr and port */
+    OPT_URL,    /* const char *: http:// or https://, a host */
+    OPT_URLS,   /* a list (webhooks, n_webhooks): the option may be given again */
+    OPT_SIZE,   /* size_t in [min, max] */
+    OPT_UINT,   /* unsigned in [min, max] */
+    OPT_SYNC,   /* normal|full into store.sync_full */
+    OPT_HELP,   /* no value: prints the help, exits 0 */
+};
+
+typedef struct option_def {
+    const char *name;  /* the long name, without "--" */
+    const char *arg;   /* the value's name in the help (FILE, N, …); NULL: takes none */
+    const char *help;  /* what it does (one paragraph; the help wraps it) */
+    const char *def;   /* the default: the value taken when the option is not given (NULL: none), */
+    bool computed;     /*   or, when computed, what it is (options_parse computes it) */
+    const char *group; /* the heading of a group that starts here ("": a blank line), or NULL */
+    enum option_type type;
+    size_t offset;     /* where in struct options */
+    size_t min, max;   /* OPT_SIZE, OPT_UINT */
+    const char *unit;  /* their unit in errors: " bytes", " s", … */
+} option_def;
+
+/* The table, ended by an entry without a name. */
+extern const option_def options_table[];
+
+/* `pacerd --help`: the usage lines, then each option with its help and
+ * default, grouped. */
+void options_usage(FILE *f);
+
+/* Reads value (NULL for an option that takes none) as option d says into
+ * o: 0, or -EINVAL with "--NAME VALUE: why" in err. */
+int options_set(options *o, const option_def *d, const char *value, char *err, size_t err_size);
+
+/* The command line into o: the defaults, each option, then the checks
+ * across options. 0; 1 when --help was given (the help printed); -EINVAL
+ * with the reason on stderr. */
+int options_parse(int argc, char **argv, options *o);
+
+#endif
