@@ -38,6 +38,10 @@ component lies in one of those subfolders, and:
   - an outside library's header needs the library in the subfolder's list.
 
 A subfolder of a component without such a table is itself a violation.
+In such a component names lead to files: every function or variable a
+.c file defines outside `static` carries the file's name as its prefix
+(store_dash_rows in store_dash.c, sqlite_seal in sqlite_seal.c; main is
+main.c's).
 
 Usage: check-architecture.py SOURCE_ROOT [STAMP]. Prints each violation as
 FILE:LINE: reason and exits 1 when there is any; with STAMP, touches it on
@@ -159,6 +163,30 @@ def library_of(header):
     return None
 
 
+DEFINITION = re.compile(r"^(?!static\b|typedef\b|extern\b|struct\b|enum\b|union\b)[A-Za-z_][\w \t\*]*?\b([A-Za-z_]\w*)\s*(\(|=|\[)")
+
+
+def check_names(path, rel, problems):
+    """The non-static definitions of a .c file carry its name as prefix."""
+    base = os.path.basename(path)[:-2]
+    lines = open(path, encoding="utf-8", errors="replace").read().split("\n")
+    for n, line in enumerate(lines, 1):
+        if not line or line[0] in " \t#/{}*" or line.endswith(";") and "(" in line and "=" not in line:
+            continue
+        m = DEFINITION.match(line)
+        if not m:
+            continue
+        ident, kind = m.groups()
+        if kind == "(":
+            # a definition: the parameters close and a body follows
+            rest = "\n".join(lines[n - 1:n + 6])
+            if not re.match(r"[^;{]*\)\s*\{", rest, re.S):
+                continue
+        if ident == "main" or ident == base or ident.startswith(base + "_"):
+            continue
+        problems.append("%s:%d: %s is defined here but does not carry the file's name (%s_…)" % (rel, n, ident, base))
+
+
 def check_file(root, path, rules, name, sub, inner, problems):
     """One .c or .h file of component name; sub: its subfolder
     (relative to the component's folder) when the component has inner
@@ -253,6 +281,8 @@ def check(root):
                                     % (rel, os.path.join(r["folder"], sub) if sub else r["folder"], name))
                     continue
                 check_file(root, path, rules, name, sub if folders is not None else None, folders, problems)
+                if folders is not None and entry.endswith(".c"):
+                    check_names(path, rel, problems)
     # every folder of src/ is a component of the table
     listed = {r["folder"] for r in rules.values()}
     for entry in sorted(os.listdir(os.path.join(root, "src"))):

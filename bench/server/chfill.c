@@ -14,7 +14,7 @@
  * --days days before the current hour; values log-normal as the load
  * generator's (pagespans.h), with 3 decimals. Prints "rows=N seconds=S".
  */
-#include "store/clickhouse/store_ch.h"
+#include "store/clickhouse/ch_int.h"
 
 #include <pacer/base/clock.h>
 #include <pacer/base/hash.h>
@@ -67,11 +67,11 @@ static int insert(ch_client *c, const char *sql, rb_buf *b)
     if (!b->len)
         return 0;
     ch_reply rep;
-    int r = b->failed ? -1 : ch_query(c, sql, b->p, b->len, NULL, &rep);
+    int r = b->failed ? -1 : ch_client_query(c, sql, b->p, b->len, NULL, &rep);
     if (r < 0)
         fprintf(stderr, "chfill: %s\n", b->failed ? "out of memory" : rep.error);
     else
-        ch_reply_free(&rep);
+        ch_client_reply_free(&rep);
     b->len = 0;
     return r;
 }
@@ -105,22 +105,22 @@ int main(int argc, char **argv)
     /* the tables, as pacerd makes them */
     char err[512];
     store_options so = {0};
-    store *st = store_clickhouse_open(url, &so, err, sizeof err);
+    store *st = ch_store_open(url, &so, err, sizeof err);
     if (!st) {
         fprintf(stderr, "chfill: %s\n", err);
         return 1;
     }
     store_close(st);
     ch_url u;
-    if (ch_url_parse(url, &u, err, sizeof err) < 0) {
+    if (ch_client_url_parse(url, &u, err, sizeof err) < 0) {
         fprintf(stderr, "chfill: %s\n", err);
         return 1;
     }
     ch_client *c = ch_client_new(&u, 600000);
-    ch_url_clear(&u);
+    ch_client_url_clear(&u);
 
-    const ch_table *t = ch_table_of(TABLE_PAGE_LOADS);
-    const store_table_desc *d = store_table(TABLE_PAGE_LOADS);
+    const ch_table *t = ch_layout_table(TABLE_PAGE_LOADS);
+    const store_table_desc *d = store_layout_table(TABLE_PAGE_LOADS);
     int c_ts = col_of(d, SRC_COMMON, "ts"), c_app = col_of(d, SRC_COMMON, "app"),
         c_version = col_of(d, SRC_COMMON, "version"), c_session = col_of(d, SRC_COMMON, "session"),
         c_page = col_of(d, SRC_FIELD, "page"), c_instance = col_of(d, SRC_FIELD, "instance"),
@@ -133,7 +133,7 @@ int main(int argc, char **argv)
     int c_m[4];
     for (int i = 0; i < 4; i++)
         c_m[i] = col_of(d, SRC_FIELD, metric_names[i]);
-    const store_kind_desc *kd = store_kind(KIND_PAGE);
+    const store_kind_desc *kd = store_layout_kind(KIND_PAGE);
     int kind_metric[4]; /* the kind's index of each metric */
     for (int i = 0; i < 4; i++) {
         kind_metric[i] = -1;
@@ -223,7 +223,7 @@ int main(int argc, char **argv)
         rec.cols[c_skind] = (store_value){.type = SV_INT, .i = 1};
         rec.cols[c_code] = (store_value){.type = SV_INT, .i = 0};
         uint32_t rday = (uint32_t)(ts / DAY_NS);
-        ch_encode_row(t, &rec, 0, rday, &raw);
+        ch_layout_encode_row(t, &rec, 0, rday, &raw);
         rb_u16(&tix, (uint16_t)(tid[0] << 8 | tid[1])); /* 24 bits: store_ch_read.c */
         rb_u8(&tix, tid[2]);
         rb_u8(&tix, TABLE_PAGE_LOADS);
@@ -275,9 +275,9 @@ int main(int argc, char **argv)
                             rb_u8(&b, 2);
                             rb_u32(&b, (uint32_t)((sum->t * per[k]) / CH_SLOTS_PER_DAY));
                             rb_u32(&b, (uint32_t)((sum->t * per[k]) / CH_SLOTS_PER_DAY));
-                            ch_write_srow(&b, sum);
+                            ch_layout_write_srow(&b, sum);
                         }
-                        ch_srow_reset(sum);
+                        ch_layout_srow_reset(sum);
                         sum->cnt = 0;
                     }
                     if (i < n_slots)
@@ -298,7 +298,7 @@ int main(int argc, char **argv)
                 rb_u8(&b, past ? 2 : 1);
                 rb_u32(&b, (uint32_t)(past ? day : slot / CH_SLOTS_PER_HOUR)); /* level 1's slot: the commit hour */
                 rb_u32(&b, (uint32_t)day);
-                ch_write_srow(&b, &row);
+                ch_layout_write_srow(&b, &row);
                 for (int k = 0; k < 2; k++) {
                     coarse[k].cnt += g->cnt;
                     for (int m = 0; m < 4; m++)
@@ -306,7 +306,7 @@ int main(int argc, char **argv)
                 }
             }
             for (int k = 0; k < 2; k++)
-                ch_srow_reset(&coarse[k]);
+                ch_layout_srow_reset(&coarse[k]);
         }
     if (insert(c, "INSERT INTO rollups (lvl, slot, rday, " CH_SKETCH_COLUMNS ") FORMAT RowBinary", &b) < 0)
         return 1;
@@ -314,11 +314,11 @@ int main(int argc, char **argv)
     snprintf(sql, sizeof sql, "INSERT INTO slots (lvl, slot) VALUES (1, %" PRId64 "), (2, %" PRId64 ")", hour_now - 1,
              today - 1);
     ch_reply rep;
-    if (ch_query(c, sql, NULL, 0, NULL, &rep) < 0) {
+    if (ch_client_query(c, sql, NULL, 0, NULL, &rep) < 0) {
         fprintf(stderr, "chfill: %s\n", rep.error);
         return 1;
     }
-    ch_reply_free(&rep);
+    ch_client_reply_free(&rep);
     printf("rows=%lld seconds=%.1f\n", rows, (double)(mono_ns() - t0) / 1e9);
     rb_free(&raw);
     rb_free(&tix);

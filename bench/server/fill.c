@@ -21,7 +21,7 @@
  * stored; a batch of which some were refused says so on stderr). */
 #include "api/api.h"
 #include "ingest/ingest.h"
-#include "store/sqlite/store_sqlite.h"
+#include "store/sqlite/sqlite_store.h"
 
 #include <pacer/base/clock.h>
 
@@ -260,7 +260,7 @@ static void *worker(void *arg)
         uint64_t stored = 0;
         for (;;) {
             http_response rs = {0};
-            ingest_handle(&d.ingest, "bench", &rq, &rs, NULL);
+            ingest_http_handle(&d.ingest, "bench", &rq, &rs, NULL);
             unsigned status = rs.status;
             stored = rs.items;
             if (status == 200 && rs.items < (uint64_t)cfg.batch)
@@ -312,7 +312,7 @@ int main(int argc, char **argv)
     ingest_malloc_setup(); /* as pacerd does */
     char err[512];
     store_options so = {.max_queued_items = 200000, .readers = 1, .rollup_lag_ms = 500};
-    d.store = d.ingest.store = d.api.store = store_sqlite_open(cfg.db, &so, err, sizeof err);
+    d.store = d.ingest.store = d.api.store = sqlite_store_open(cfg.db, &so, err, sizeof err);
     if (!d.store) {
         fprintf(stderr, "pacerd-fill: %s\n", err);
         return 1;

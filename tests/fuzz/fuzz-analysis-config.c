@@ -42,18 +42,18 @@ static void details_round_trip(const uint8_t *data, size_t size)
     memcpy(text, data, size);
     text[size] = 0;
     iss_details d = {0}, back = {0};
-    if (details_parse(text, &d) == 0) {
+    if (issue_details_parse(text, &d) == 0) {
         jbuf b;
         jbuf_init(&b);
-        details_json(&d, &b);
-        if (b.failed || details_parse(b.data, &back) != 0 || back.n_pages != d.n_pages ||
+        issue_details_json(&d, &b);
+        if (b.failed || issue_details_parse(b.data, &back) != 0 || back.n_pages != d.n_pages ||
             back.n_statuses != d.n_statuses || !back.example != !d.example ||
             (d.example && strcmp(back.example, d.example) != 0))
             abort();
         jbuf_free(&b);
     }
-    details_free(&d);
-    details_free(&back);
+    issue_details_free(&d);
+    issue_details_free(&back);
     free(text);
 }
 
@@ -61,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char err[512] = "";
     ana_config c;
-    int r = ana_config_parse((const char *)data, size, "analysis.conf", &c, err, sizeof err);
+    int r = analysis_config_parse((const char *)data, size, "analysis.conf", &c, err, sizeof err);
     if (r == 0) {
         if (!(c.interval_ms >= 10 && c.interval_ms <= 3600000) || !(c.max_clock_skew_s >= 0))
             abort();
@@ -71,7 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
             check_thresholds(&c.apps[i].t);
         }
-        ana_config_free(&c);
+        analysis_config_free(&c);
     } else if (r != -EINVAL || strncmp(err, "analysis.conf:", 14) != 0 || strchr(err, '\n') || c.n_apps) {
         abort();
     }

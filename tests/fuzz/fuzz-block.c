@@ -1,7 +1,7 @@
 /* libFuzzer target for the store's block decoder (src/server/store_block.c):
  * any bytes are a block or -EBADMSG, never a read outside them; a block
  * that decodes encodes again into one that decodes to the same values. */
-#include "store/store_block.h"
+#include "store/block.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,10 +1,10 @@
 /* libFuzzer target for what the ClickHouse store parses: its URL
- * (ch_url_parse, from the command line or a file) and ClickHouse's answers
+ * (ch_client_url_parse, from the command line or a file) and ClickHouse's answers
  * in RowBinary (every table's rows, rollup rows, the values a percentile
  * query reads). Any input is parsed or refused without a read out of
  * bounds (ASan); a URL parsed never shows its password; a row read has its
  * strings NUL-terminated at their length. */
-#include "store/clickhouse/store_ch.h"
+#include "store/clickhouse/ch_int.h"
 
 #include <assert.h>
 #include <stdint.h>
@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     url[line] = 0;
     ch_url u;
     char err[256];
-    if (!memchr(url, 0, line) && ch_url_parse(url, &u, err, sizeof err) == 0) {
+    if (!memchr(url, 0, line) && ch_client_url_parse(url, &u, err, sizeof err) == 0) {
         assert(u.base && u.database && u.shown);
         if (u.password) {
             char *secret = malloc(strlen(u.password) + 3);
@@ -47,7 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 free(secret);
             }
         }
-        ch_url_clear(&u);
+        ch_client_url_clear(&u);
     }
     free(url);
     /* the whole input as the rows of each table */
@@ -55,21 +55,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         rb_reader r;
         rb_reader_init(&r, data, size);
         ch_row row;
-        for (int n = 0; n < 64 && rb_more(&r) && ch_decode_row(ch_table_of(tb), &r, &row); n++) {
+        for (int n = 0; n < 64 && rb_more(&r) && ch_layout_decode_row(ch_layout_table(tb), &r, &row); n++) {
             check_row(&row);
-            ch_row_clear(&row);
+            ch_layout_row_clear(&row);
         }
     }
     rb_reader r;
     rb_reader_init(&r, data, size);
     ch_srow s;
     for (int n = 0; n < 64 && rb_more(&r); n++) {
-        bool ok = ch_read_srow(&r, &s);
+        bool ok = ch_layout_read_srow(&r, &s);
         if (ok) {
             for (size_t i = 0; i < STORE_MAX_METRICS; i++)
                 (void)sketch_quantile(&s.m[i], 0.5);
         }
-        ch_srow_reset(&s);
+        ch_layout_srow_reset(&s);
         if (!ok)
             break;
     }
@@ -79,7 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         bool named, failed, excluded;
         double m[STORE_MAX_METRICS];
         for (int n = 0; n < 64 && rb_more(&r) &&
-                        ch_decode_values(k, &r, name, sizeof name, &named, &failed, &excluded, m);
+                        ch_layout_decode_values(k, &r, name, sizeof name, &named, &failed, &excluded, m);
              n++)
             assert(strlen(name) < sizeof name);
     }

@@ -69,9 +69,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 1:
         jbuf_open(&b, '{');
         if (mode == 0)
-            dash_apis_json(&b, text, n);
+            dash_parse_apis(&b, text, n);
         else
-            dash_extra_json(&b, text, n);
+            dash_parse_extra(&b, text, n);
         jbuf_close(&b, '}');
         valid_json(&b);
         break;
@@ -81,10 +81,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!buf || !j)
             abort();
         memcpy(buf, text, n);
-        if (dash_jank_read(buf, n, j) == 0) {
+        if (dash_parse_jank(buf, n, j) == 0) {
             if (!(j->duration_ms >= 0) || j->n_frames > DASH_MAX_FRAMES)
                 abort();
-            dash_stack_json(&b, j->frames, j->n_frames);
+            dash_parse_stack(&b, j->frames, j->n_frames);
             valid_json(&b);
         }
         free(j);

@@ -123,7 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 0: check_sketch(buf, n); break;
     case 1: {
         struct span s = {buf, buf + n};
-        (void)store_subday_sketches(buf, n, on_sketch, &s);
+        (void)store_codec_subday_sketches(buf, n, on_sketch, &s);
         break;
     }
     case 2:
@@ -132,7 +132,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             uint8_t *chunk = malloc(n - 16 ? n - 16 : 1);
             if (chunk) {
                 memcpy(chunk, buf + 16, n - 16);
-                (void)store_trace_chunk_find(chunk, n - 16, t_lo, t, on_entry, NULL);
+                (void)store_codec_trace_chunk_find(chunk, n - 16, t_lo, t, on_entry, NULL);
                 free(chunk);
             }
         }

@@ -27,7 +27,7 @@
 
 static int parse(const char *text, ana_config *c, char *err)
 {
-    return ana_config_parse(text, strlen(text), "analysis.conf", c, err, 256);
+    return analysis_config_parse(text, strlen(text), "analysis.conf", c, err, 256);
 }
 
 static void expect_error(const char *text, const char *msg)
@@ -46,7 +46,7 @@ static void test_config_defaults_and_sections(void **state)
 {
     (void)state;
     ana_config c;
-    ana_config_defaults(&c);
+    analysis_config_defaults(&c);
     assert_true(c.interval_ms == 2000 && c.max_duration_ms == 86400000 && c.max_clock_skew_s == 3600);
     assert_true(c.all.slow_cold_ms == 5000 && c.all.slow_warm_ms == 2000 && c.all.regression_min_samples == 30);
     assert_true(c.all.regression_min_percent == 10 && c.all.regression_min_ms == 16);
@@ -58,18 +58,18 @@ static void test_config_defaults_and_sections(void **state)
     assert_true(c.interval_ms == 250);
     assert_true(c.all.slow_page_total_ms == 3000);
     assert_int_equal(c.n_apps, 2);
-    const ana_thresholds *shop = ana_config_app(&c, "shop"), *tools = ana_config_app(&c, "tools");
+    const ana_thresholds *shop = analysis_config_app(&c, "shop"), *tools = analysis_config_app(&c, "tools");
     assert_true(shop->slow_page_total_ms == 2000.5);
     assert_true(tools->slow_page_total_ms == 3000); /* the server-wide value given before its section */
     assert_true(tools->net_error_rate == 0.5);
-    assert_ptr_equal(ana_config_app(&c, "other"), &c.all);
+    assert_ptr_equal(analysis_config_app(&c, "other"), &c.all);
     assert_int_equal(shop->n_versions, 3);
     assert_string_equal(shop->versions[2], "2.0");
     /* a listed version by its place; others after, by first-seen order */
-    assert_int_equal(ana_version_rank(shop, "1.1", 7), 1);
-    assert_int_equal(ana_version_rank(shop, "3.0", 5), 3 + 5);
-    assert_int_equal(ana_version_rank(tools, "1.0", 2), 2);
-    ana_config_free(&c);
+    assert_int_equal(analysis_config_version_rank(shop, "1.1", 7), 1);
+    assert_int_equal(analysis_config_version_rank(shop, "3.0", 5), 3 + 5);
+    assert_int_equal(analysis_config_version_rank(tools, "1.0", 2), 2);
+    analysis_config_free(&c);
     assert_int_equal(c.n_apps, 0);
 }
 
@@ -100,7 +100,7 @@ static void test_config_errors(void **state)
     ana_config c;
     char err[256];
     nul[1] = 0;
-    assert_int_equal(ana_config_parse(nul, 5, "f", &c, err, sizeof err), -EINVAL);
+    assert_int_equal(analysis_config_parse(nul, 5, "f", &c, err, sizeof err), -EINVAL);
     assert_string_equal(err, "f:1: not UTF-8 text");
 }
 
@@ -265,22 +265,22 @@ static void test_details_round_trip(void **state)
     for (int i = 0; i < 20; i++) {
         char name[32];
         snprintf(name, sizeof name, "Page%d", i);
-        details_count(d.pages, &d.n_pages, name, i + 1);
+        issue_details_count(d.pages, &d.n_pages, name, i + 1);
     }
     assert_int_equal(d.n_pages, ISS_MAX_COUNTERS + 1);
     assert_string_equal(d.pages[ISS_MAX_COUNTERS].name, "(other)");
     assert_int_equal(d.pages[ISS_MAX_COUNTERS].n, 17 + 18 + 19 + 20);
-    details_count(d.statuses, &d.n_statuses, "HTTP 500", 2);
-    details_count(d.statuses, &d.n_statuses, "HTTP 500", 1);
-    details_count(d.statuses, &d.n_statuses, "transport failure: \"refused\"", 1);
+    issue_details_count(d.statuses, &d.n_statuses, "HTTP 500", 2);
+    issue_details_count(d.statuses, &d.n_statuses, "HTTP 500", 1);
+    issue_details_count(d.statuses, &d.n_statuses, "transport failure: \"refused\"", 1);
     d.levels[4] = 3;
     d.bytes = 1024;
-    details_example(&d, "{\"duration_ms\":800,\"stack\":[{\"function\":\"f\"}]}", 800);
-    details_example(&d, "{\"duration_ms\":700}", 700); /* smaller: kept the first */
+    issue_details_example(&d, "{\"duration_ms\":800,\"stack\":[{\"function\":\"f\"}]}", 800);
+    issue_details_example(&d, "{\"duration_ms\":700}", 700); /* smaller: kept the first */
     jbuf b;
     jbuf_init(&b);
-    details_json(&d, &b);
-    assert_int_equal(details_parse(b.data, &back), 0);
+    issue_details_json(&d, &b);
+    assert_int_equal(issue_details_parse(b.data, &back), 0);
     assert_int_equal(back.n_pages, d.n_pages);
     for (size_t i = 0; i < d.n_pages; i++) {
         assert_string_equal(back.pages[i].name, d.pages[i].name);
@@ -295,18 +295,18 @@ static void test_details_round_trip(void **state)
     assert_true(back.example_value == 800);
     /* merge: counts add up, the larger example wins */
     iss_details more = {0};
-    details_count(more.statuses, &more.n_statuses, "HTTP 500", 4);
-    details_example(&more, "{\"duration_ms\":900}", 900);
-    details_merge(&back, &more);
+    issue_details_count(more.statuses, &more.n_statuses, "HTTP 500", 4);
+    issue_details_example(&more, "{\"duration_ms\":900}", 900);
+    issue_details_merge(&back, &more);
     assert_int_equal(back.statuses[0].n, 7);
     assert_string_equal(back.example, "{\"duration_ms\":900}");
-    assert_int_equal(details_parse("{\"pages\":[1]}", &more), -EINVAL);
+    assert_int_equal(issue_details_parse("{\"pages\":[1]}", &more), -EINVAL);
     assert_null(more.example);
-    assert_int_equal(details_parse("not json", &more), -EINVAL);
-    assert_int_equal(details_parse(NULL, &more), 0);
-    details_free(&d);
-    details_free(&back);
-    details_free(&more);
+    assert_int_equal(issue_details_parse("not json", &more), -EINVAL);
+    assert_int_equal(issue_details_parse(NULL, &more), 0);
+    issue_details_free(&d);
+    issue_details_free(&back);
+    issue_details_free(&more);
     jbuf_free(&b);
 }
 
@@ -327,21 +327,21 @@ static void test_details_long_names(void **state)
     a[n] = 'x';
     b2[n] = 'y';
     a[n + 1] = b2[n + 1] = '\0';
-    details_count(d.pages, &d.n_pages, a, 1);
-    details_count(d.pages, &d.n_pages, b2, 2);
+    issue_details_count(d.pages, &d.n_pages, a, 1);
+    issue_details_count(d.pages, &d.n_pages, b2, 2);
     assert_int_equal(d.n_pages, 1);
     assert_int_equal(d.pages[0].n, 3);
     size_t len = strlen(d.pages[0].name);
     assert_true(len < ISS_MAX_NAME && len % 2 == 0);
     jbuf b;
     jbuf_init(&b);
-    details_json(&d, &b);
+    issue_details_json(&d, &b);
     assert_null(strstr(b.data, "\\ufffd"));
-    assert_int_equal(details_parse(b.data, &back), 0);
+    assert_int_equal(issue_details_parse(b.data, &back), 0);
     assert_int_equal(back.n_pages, 1);
     assert_string_equal(back.pages[0].name, d.pages[0].name);
-    details_free(&d);
-    details_free(&back);
+    issue_details_free(&d);
+    issue_details_free(&back);
     jbuf_free(&b);
 }
 
@@ -359,12 +359,12 @@ static void test_read_strings_cut_on_a_character(void **state)
     }
     memcpy(json + n, "\"}", 3);
     char out[8];
-    assert_true(ijson_str(json, "function", out, sizeof out));
+    assert_true(issue_json_str(json, "function", out, sizeof out));
     assert_int_equal(strlen(out), 6);
     assert_true(utf8_valid(out, strlen(out)));
     assert_memory_equal(out, json + strlen("{\"function\":\""), 6);
     char whole[700];
-    assert_true(ijson_str(json, "function", whole, sizeof whole));
+    assert_true(issue_json_str(json, "function", whole, sizeof whole));
     assert_int_equal(strlen(whole), 600);
 }
 

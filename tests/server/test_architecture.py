@@ -70,11 +70,29 @@ class Architecture(unittest.TestCase):
         self.assertEqual(rc, 1, err)
         self.assertIn("src/server/api/planted.c:1: src/server/api may not use microhttpd", err)
 
+    def test_the_store_interface_naming_a_backend(self):
+        # store/ serves every backend: SQLite's header is store/sqlite/'s own
+        self.plant("store/planted.h", '#include <sqlite3.h>\n')
+        rc, err = run(self.tmp)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("src/server/store/planted.h:1: src/server/store may not use sqlite3", err)
+
     def test_a_folder_the_rules_do_not_name(self):
         self.plant("misc/planted.c", '#include <stdio.h>\n')
         rc, err = run(self.tmp)
         self.assertEqual(rc, 1, err)
         self.assertIn("src/server/misc/planted.c: src/server/misc/ is not a folder of the server rules", err)
+
+    def test_a_name_that_does_not_lead_to_its_file(self):
+        # issues_db.c's functions are issues_db_*: another name is refused
+        self.plant("analysis/planted.c", '#include "issues_db.h"\n\nint iss_mark_get(void)\n{\n    return 0;\n}\n\n'
+                   'static int helper(void)\n{\n    return 1;\n}\n\nint planted_ok(void)\n{\n    return helper();\n}\n')
+        rc, err = run(self.tmp)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("src/server/analysis/planted.c:3: iss_mark_get is defined here but does not carry the file's "
+                      "name (planted_…)", err)
+        self.assertNotIn("helper", err)
+        self.assertNotIn("planted_ok", err)
 
     def test_a_bare_name_of_another_folder(self):
         self.plant("api/planted.c", '#include "store.h"\n')

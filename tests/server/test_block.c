@@ -3,7 +3,7 @@
  * range, REALs that are and are not whole thousandths, -0.0, texts of hex
  * digits and others, blobs, NULLs), whichever encoding each column chose;
  * a cut or damaged block is refused, never read past its end. */
-#include "store/store_block.h"
+#include "store/block.h"
 
 #include <errno.h>
 #include <math.h>

@@ -10,7 +10,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "store/clickhouse/store_ch.h"
+#include "store/clickhouse/ch_int.h"
 
 #include <errno.h>
 #include <math.h>
@@ -23,13 +23,13 @@ static void test_urls(void **state)
     (void)state;
     ch_url u;
     char err[256];
-    assert_int_equal(ch_url_parse("http://127.0.0.1:8123/", &u, err, sizeof err), 0);
+    assert_int_equal(ch_client_url_parse("http://127.0.0.1:8123/", &u, err, sizeof err), 0);
     assert_string_equal(u.base, "http://127.0.0.1:8123/");
     assert_string_equal(u.database, "pacer");
     assert_null(u.user);
     assert_null(u.cluster);
-    ch_url_clear(&u);
-    assert_int_equal(ch_url_parse("https://us%40er:p%3Ass@ch.example:8443/metrics_db?cluster=two", &u, err,
+    ch_client_url_clear(&u);
+    assert_int_equal(ch_client_url_parse("https://us%40er:p%3Ass@ch.example:8443/metrics_db?cluster=two", &u, err,
                                   sizeof err),
                      0);
     assert_string_equal(u.base, "https://ch.example:8443/");
@@ -40,13 +40,13 @@ static void test_urls(void **state)
     assert_null(strstr(u.shown, "p:ss"));
     assert_null(strstr(u.shown, "p%3Ass"));
     assert_non_null(strstr(u.shown, "us@er@ch.example:8443"));
-    ch_url_clear(&u);
+    ch_client_url_clear(&u);
     static const char *const bad[] = {"ftp://h/", "http:///db", "http://h/db-name", "http://h/db?x=1",
                                       "http://h/db?cluster=a-b", "http://u:p%zz@h/", "http://h/d#f",
                                       "http://h w/", "http://u:%00@h/", "h:8123/db"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = 0;
-        assert_int_equal(ch_url_parse(bad[i], &u, err, sizeof err), -EINVAL);
+        assert_int_equal(ch_client_url_parse(bad[i], &u, err, sizeof err), -EINVAL);
         assert_true(err[0] != 0);
     }
 }
@@ -56,7 +56,7 @@ static void test_quote(void **state)
     (void)state;
     jbuf b;
     jbuf_init(&b);
-    ch_quote(&b, "a'b\\c\n\x01\x7f\xc3\xa9", 10);
+    ch_client_quote(&b, "a'b\\c\n\x01\x7f\xc3\xa9", 10);
     assert_string_equal(b.data, "'a\\'b\\\\c\\x0a\\x01\\x7f\xc3\xa9'");
     jbuf_free(&b);
 }
@@ -130,7 +130,7 @@ static bool same_value(const store_value *a, const store_value *b)
 static void page_record(store_record *rec, const double *m, const char *span_name, const store_origin *res,
                         const store_origin *scope, uint8_t *tid, uint8_t *sid, int64_t end_delta)
 {
-    const store_table_desc *d = store_table(TABLE_PAGE_LOADS);
+    const store_table_desc *d = store_layout_table(TABLE_PAGE_LOADS);
     memset(rec, 0, sizeof *rec);
     rec->table = TABLE_PAGE_LOADS;
     rec->resource = res;
@@ -199,9 +199,9 @@ static void skip_col(rb_reader *r, const ch_col *col)
 static void test_rows_round_trip(void **state)
 {
     (void)state;
-    const ch_table *t = ch_table_of(TABLE_PAGE_LOADS);
-    const store_table_desc *d = store_table(TABLE_PAGE_LOADS);
-    const store_kind_desc *kd = store_kind(KIND_PAGE);
+    const ch_table *t = ch_layout_table(TABLE_PAGE_LOADS);
+    const store_table_desc *d = store_layout_table(TABLE_PAGE_LOADS);
+    const store_kind_desc *kd = store_layout_kind(KIND_PAGE);
     uint8_t tid[16], sid[8];
     for (int i = 0; i < 16; i++)
         tid[i] = (uint8_t)(0xf0 + i);
@@ -223,14 +223,14 @@ static void test_rows_round_trip(void **state)
         page_record(&rec, cases[c].m, cases[c].name, &res, &scope, tid, sid, cases[c].end);
         rb_buf b;
         rb_init(&b);
-        ch_encode_row(t, &rec, 99, 19700, &b);
-        ch_encode_row(t, &rec, 99, 19700, &b); /* two rows: each reads its own */
+        ch_layout_encode_row(t, &rec, 99, 19700, &b);
+        ch_layout_encode_row(t, &rec, 99, 19700, &b); /* two rows: each reads its own */
         assert_false(b.failed);
         rb_reader r;
         rb_reader_init(&r, b.p, b.len);
         for (int k = 0; k < 2; k++) {
             ch_row row;
-            assert_true(ch_decode_row(t, &r, &row));
+            assert_true(ch_layout_decode_row(t, &r, &row));
             for (size_t i = 0; i < d->n_cols; i++) {
                 if (d->cols[i].source == SRC_RESOURCE_ID || d->cols[i].source == SRC_SCOPE_ID)
                     continue;
@@ -239,11 +239,11 @@ static void test_rows_round_trip(void **state)
             }
             assert_int_equal(row.origin[0], 0x1234);
             assert_int_equal(row.origin[1], 1);
-            ch_row_clear(&row);
+            ch_layout_row_clear(&row);
         }
         assert_false(rb_more(&r));
         /* what a percentile query reads of it */
-        assert_non_null(strstr(ch_values_columns(KIND_PAGE), "total_ms"));
+        assert_non_null(strstr(ch_layout_values_columns(KIND_PAGE), "total_ms"));
         rb_buf v;
         rb_init(&v);
         /* the values' columns, as ClickHouse would answer them: name, failed, excluded, metrics, rest */
@@ -254,7 +254,7 @@ static void test_rows_round_trip(void **state)
         rb_i64(&v, 0);
         ch_row full;
         rb_reader_init(&r, b.p, b.len);
-        assert_true(ch_decode_row(t, &r, &full));
+        assert_true(ch_layout_decode_row(t, &r, &full));
         /* the metric columns and rest of the encoded row, in the values' order */
         rb_reader er;
         rb_reader_init(&er, b.p, b.len);
@@ -288,7 +288,7 @@ static void test_rows_round_trip(void **state)
         char name[64];
         bool named, failed, excluded;
         double got[STORE_MAX_METRICS];
-        assert_true(ch_decode_values(KIND_PAGE, &vr, name, sizeof name, &named, &failed, &excluded, got));
+        assert_true(ch_layout_decode_values(KIND_PAGE, &vr, name, sizeof name, &named, &failed, &excluded, got));
         assert_true(named);
         assert_string_equal(name, "HomeWindow");
         assert_true(failed);
@@ -300,7 +300,7 @@ static void test_rows_round_trip(void **state)
             else
                 assert_memory_equal(&got[m], &want->d, sizeof got[m]);
         }
-        ch_row_clear(&full);
+        ch_layout_row_clear(&full);
         rb_free(&v);
         rb_free(&b);
     }
@@ -312,8 +312,8 @@ static void test_rows_round_trip(void **state)
 static void test_span_ids(void **state)
 {
     (void)state;
-    const ch_table *t = ch_table_of(TABLE_PAGE_LOADS);
-    const store_table_desc *d = store_table(TABLE_PAGE_LOADS);
+    const ch_table *t = ch_layout_table(TABLE_PAGE_LOADS);
+    const store_table_desc *d = store_layout_table(TABLE_PAGE_LOADS);
     int c_span = col_of(d, SRC_SPAN_ID, NULL);
     uint8_t tid[16];
     for (int i = 0; i < 16; i++)
@@ -330,7 +330,7 @@ static void test_span_ids(void **state)
         page_record(&rec, m, "page HomeWindow", &res, &scope, tid, sid, 6000000);
         rb_buf b;
         rb_init(&b);
-        ch_encode_row(t, &rec, 0, 19700, &b);
+        ch_layout_encode_row(t, &rec, 0, 19700, &b);
         assert_false(b.failed);
         /* the column as stored */
         rb_reader r;
@@ -350,14 +350,14 @@ static void test_span_ids(void **state)
         /* read back */
         rb_reader_init(&r, b.p, b.len);
         ch_row row;
-        assert_true(ch_decode_row(t, &r, &row));
+        assert_true(ch_layout_decode_row(t, &r, &row));
         assert_int_equal(row.row.cols[c_span].type, SV_BLOB);
         assert_int_equal(row.row.cols[c_span].n, 8);
         assert_memory_equal(row.row.cols[c_span].p, ids[c], 8);
         ch_row copy = row; /* rows are moved by value: the id moves with them */
         memset(&row, 0, sizeof row);
         assert_memory_equal(copy.row.cols[c_span].p, ids[c], 8);
-        ch_row_clear(&copy);
+        ch_layout_row_clear(&copy);
         rb_free(&b);
     }
 }
@@ -367,8 +367,8 @@ static void test_span_ids(void **state)
 static void test_ts_split(void **state)
 {
     (void)state;
-    const ch_table *t = ch_table_of(TABLE_PAGE_LOADS);
-    const store_table_desc *d = store_table(TABLE_PAGE_LOADS);
+    const ch_table *t = ch_layout_table(TABLE_PAGE_LOADS);
+    const store_table_desc *d = store_layout_table(TABLE_PAGE_LOADS);
     int c_ts = col_of(d, SRC_COMMON, "ts");
     static const int64_t tss[] = {1700000000123456789LL, 1700000000000000000LL, 0, -1, -1000000000LL,
                                   -1000000001LL, INT64_MAX, INT64_MIN, INT64_MIN + 1};
@@ -382,7 +382,7 @@ static void test_ts_split(void **state)
         rec.cols[col_of(d, SRC_END_TS, NULL)].i = tss[c];
         rb_buf b;
         rb_init(&b);
-        ch_encode_row(t, &rec, 0, 19700, &b);
+        ch_layout_encode_row(t, &rec, 0, 19700, &b);
         rb_reader r;
         rb_reader_init(&r, b.p, b.len);
         int64_t sec = 0;
@@ -402,10 +402,10 @@ static void test_ts_split(void **state)
             assert_true(sec == (int64_t)floor((long double)tss[c] / 1e9L));
         rb_reader_init(&r, b.p, b.len);
         ch_row row;
-        assert_true(ch_decode_row(t, &r, &row));
+        assert_true(ch_layout_decode_row(t, &r, &row));
         assert_int_equal(row.row.cols[c_ts].type, SV_INT);
         assert_true(row.row.cols[c_ts].i == tss[c]);
-        ch_row_clear(&row);
+        ch_layout_row_clear(&row);
         rb_free(&b);
     }
 }
@@ -413,8 +413,8 @@ static void test_ts_split(void **state)
 static void test_points_keep_nan_and_infinities(void **state)
 {
     (void)state;
-    const ch_table *t = ch_table_of(TABLE_METRIC_POINTS);
-    const store_table_desc *d = store_table(TABLE_METRIC_POINTS);
+    const ch_table *t = ch_layout_table(TABLE_METRIC_POINTS);
+    const store_table_desc *d = store_layout_table(TABLE_METRIC_POINTS);
     store_record rec = {.table = TABLE_METRIC_POINTS, .kind = KIND_NONE};
     for (size_t i = 0; i < d->n_cols; i++)
         rec.cols[i] = (store_value){.type = SV_NULL};
@@ -426,16 +426,16 @@ static void test_points_keep_nan_and_infinities(void **state)
     rec.cols[col_of(d, SRC_MAX, NULL)] = (store_value){.type = SV_REAL, .d = 2.5};
     rb_buf b;
     rb_init(&b);
-    ch_encode_row(t, &rec, 7, 1, &b);
+    ch_layout_encode_row(t, &rec, 7, 1, &b);
     rb_reader r;
     rb_reader_init(&r, b.p, b.len);
     ch_row row;
-    assert_true(ch_decode_row(t, &r, &row));
+    assert_true(ch_layout_decode_row(t, &r, &row));
     for (size_t i = 0; i < d->n_cols; i++)
         if (d->cols[i].source != SRC_RESOURCE_ID && d->cols[i].source != SRC_SCOPE_ID)
             assert_true(same_value(&rec.cols[i], &row.row.cols[i]));
     assert_int_equal(row.rid, 7);
-    ch_row_clear(&row);
+    ch_layout_row_clear(&row);
     rb_free(&b);
 }
 
@@ -484,8 +484,8 @@ static int tag_col(const ch_table *t, const uint8_t *p)
 static void test_rest_outlives_its_layout(void **state)
 {
     (void)state;
-    const ch_table *t = ch_table_of(TABLE_PAGE_LOADS);
-    const store_table_desc *d = store_table(TABLE_PAGE_LOADS);
+    const ch_table *t = ch_layout_table(TABLE_PAGE_LOADS);
+    const store_table_desc *d = store_layout_table(TABLE_PAGE_LOADS);
     /* every key is its own */
     for (size_t a = 0; a < t->n_keyed; a++)
         for (size_t b = a + 1; b < t->n_keyed; b++)
@@ -497,7 +497,7 @@ static void test_rest_outlives_its_layout(void **state)
     page_record(&rec, m, "my span", &res, NULL, tid, sid, 1000);
     rb_buf b;
     rb_init(&b);
-    ch_encode_row(t, &rec, 0, 1, &b);
+    ch_layout_encode_row(t, &rec, 0, 1, &b);
     size_t at, len;
     find_rest(t, &b, &at, &len);
     rb_reader rr;
@@ -528,12 +528,12 @@ static void test_rest_outlives_its_layout(void **state)
     with_rest(t, &b, &r2, &row2);
     ch_row got;
     rb_reader_init(&rr, row2.p, row2.len);
-    assert_true(ch_decode_row(t, &rr, &got));
+    assert_true(ch_layout_decode_row(t, &rr, &got));
     for (size_t i = 0; i < d->n_cols; i++)
         if (d->cols[i].source != SRC_RESOURCE_ID && d->cols[i].source != SRC_SCOPE_ID)
             assert_true(same_value(&rec.cols[i], &got.row.cols[i]));
     assert_int_equal(got.origin[0], 0x55);
-    ch_row_clear(&got);
+    ch_layout_row_clear(&got);
     rb_free(&row2);
     rb_free(&r2);
     /* the first packed value dropped (a column the writer's layout did not have): NULL, the others kept */
@@ -554,7 +554,7 @@ static void test_rest_outlives_its_layout(void **state)
     rb_fixed(&r3, rest + rr.pos, rn - rr.pos);
     with_rest(t, &b, &r3, &row2);
     rb_reader_init(&rr, row2.p, row2.len);
-    assert_true(ch_decode_row(t, &rr, &got));
+    assert_true(ch_layout_decode_row(t, &rr, &got));
     for (size_t i = 0; i < d->n_cols; i++) {
         if (d->cols[i].source == SRC_RESOURCE_ID || d->cols[i].source == SRC_SCOPE_ID)
             continue;
@@ -563,7 +563,7 @@ static void test_rest_outlives_its_layout(void **state)
         else if ((int)i != first)
             assert_true(same_value(&rec.cols[i], &got.row.cols[i]));
     }
-    ch_row_clear(&got);
+    ch_layout_row_clear(&got);
     rb_free(&row2);
     /* a value twice, a wire type unknown, a value cut: not a rest */
     rb_free(&r3);
@@ -572,16 +572,16 @@ static void test_rest_outlives_its_layout(void **state)
     rb_fixed(&r3, rest, rn);
     with_rest(t, &b, &r3, &row2);
     rb_reader_init(&rr, row2.p, row2.len);
-    assert_false(ch_decode_row(t, &rr, &got));
-    ch_row_clear(&got);
+    assert_false(ch_layout_decode_row(t, &rr, &got));
+    ch_layout_row_clear(&got);
     rb_free(&row2);
     rb_free(&r3);
     rb_init(&r3);
     rb_u16(&r3, (uint16_t)(unknown << 3 | 5));
     with_rest(t, &b, &r3, &row2);
     rb_reader_init(&rr, row2.p, row2.len);
-    assert_false(ch_decode_row(t, &rr, &got));
-    ch_row_clear(&got);
+    assert_false(ch_layout_decode_row(t, &rr, &got));
+    ch_layout_row_clear(&got);
     rb_free(&row2);
     rb_free(&r3);
     for (size_t cut = 1; cut < rn; cut++) {
@@ -589,9 +589,9 @@ static void test_rest_outlives_its_layout(void **state)
         rb_fixed(&r3, rest, cut);
         with_rest(t, &b, &r3, &row2);
         rb_reader_init(&rr, row2.p, row2.len);
-        if (ch_decode_row(t, &rr, &got)) /* a cut between two values reads: fewer columns */
+        if (ch_layout_decode_row(t, &rr, &got)) /* a cut between two values reads: fewer columns */
             assert_true(cut >= 2);
-        ch_row_clear(&got);
+        ch_layout_row_clear(&got);
         rb_free(&row2);
         rb_free(&r3);
     }
@@ -612,11 +612,11 @@ static void test_rollup_rows(void **state)
     }
     rb_buf b;
     rb_init(&b);
-    ch_write_srow(&b, &row);
+    ch_layout_write_srow(&b, &row);
     rb_reader r;
     rb_reader_init(&r, b.p, b.len);
     ch_srow got;
-    assert_true(ch_read_srow(&r, &got));
+    assert_true(ch_layout_read_srow(&r, &got));
     assert_int_equal(got.kind, KIND_PAGE);
     assert_string_equal(got.app, "shop");
     assert_string_equal(got.version, "");
@@ -631,15 +631,15 @@ static void test_rollup_rows(void **state)
         for (double q = 0; q <= 1; q += 0.1)
             assert_true(sketch_quantile(&got.m[i], q) == sketch_quantile(&row.m[i], q));
     }
-    ch_srow_reset(&got);
+    ch_layout_srow_reset(&got);
     /* every truncation is refused, never read past */
     for (size_t cut = 0; cut < b.len; cut++) {
         rb_reader_init(&r, b.p, cut);
         ch_srow part;
-        assert_false(ch_read_srow(&r, &part));
-        ch_srow_reset(&part);
+        assert_false(ch_layout_read_srow(&r, &part));
+        ch_layout_srow_reset(&part);
     }
-    ch_srow_reset(&row);
+    ch_layout_srow_reset(&row);
     rb_free(&b);
 }
 

@@ -1,12 +1,12 @@
 /* The dashboard's reads of single rows (store_dash.c) reach their tables
  * through an index: EXPLAIN QUERY PLAN of each statement on a store made
- * by store_sqlite_open. A table is never scanned whole ("SCAN t" without an index
+ * by sqlite_store_open. A table is never scanned whole ("SCAN t" without an index
  * on one of the store's tables); the raw tables of the rollup kinds are
  * reached by rowid only (the rows not sealed yet: a rowid range; their
- * blocks are read by store_blocks_read, whose plan test_store_query
+ * blocks are read by sqlite_seal_blocks_read, whose plan test_store_query
  * checks). A statement that sorts is bounded by its scan limit (a LIMIT
  * in the statement). */
-#include "store/sqlite/store_sqlite.h"
+#include "store/sqlite/sqlite_store.h"
 #include "store/store.h"
 #include "store/store_dash.h"
 
@@ -59,7 +59,7 @@ static void test_every_dashboard_read_uses_an_index(void **state)
     char path[256], err[256];
     snprintf(path, sizeof path, "%s/p.db", dir);
     store_options o = {.readers = 1};
-    store *st = store_sqlite_open(path, &o, err, sizeof err);
+    store *st = sqlite_store_open(path, &o, err, sizeof err);
     assert_non_null(st);
     seen s = {0};
     assert_int_equal(store_dash_explain(st, on_plan, &s), 0);

@@ -7,7 +7,7 @@
  * 1 % of the exact values computed here. */
 #include "api/api.h"
 #include "ingest/ingest.h"
-#include "store/sqlite/store_sqlite.h"
+#include "store/sqlite/sqlite_store.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -66,7 +66,7 @@ static void send(const int64_t *ts, size_t n, unsigned *seed)
     http_request rq = {.method = "POST", .version = "HTTP/1.1", .path = "/v1/traces", .body = body, .body_len = o,
                        .headers = headers, .n_headers = 1};
     http_response rs = {0};
-    ingest_handle(&d.ingest, "shop", &rq, &rs, NULL);
+    ingest_http_handle(&d.ingest, "shop", &rq, &rs, NULL);
     assert_int_equal(rs.status, 200);
     assert_memory_equal(rs.body, "{}", 2);
     free(rs.body);
@@ -136,7 +136,7 @@ static void test_ten_minute_rollups_of_a_busy_day(void **state)
     char path[256], err[256];
     snprintf(path, sizeof path, "%s/p.db", dir);
     store_options o = {.readers = 1, .rollup_lag_ms = 0, .seal_rows = 50, .fine_day_rows = 200};
-    d.store = d.ingest.store = d.api.store = store_sqlite_open(path, &o, err, sizeof err);
+    d.store = d.ingest.store = d.api.store = sqlite_store_open(path, &o, err, sizeof err);
     assert_non_null(d.store);
     d.ingest.max_body = 16 << 20;
     d.ingest.clean = (clean_limits){86400000, 3600LL * 1000000000LL}; /* pacerd's defaults */
@@ -198,7 +198,7 @@ static void test_ten_minute_rollups_of_a_busy_day(void **state)
         check(d1 + cuts[k][0] * MIN, d1 + cuts[k][1] * MIN);
     /* the same after a restart (the groups rebuilt from the file) */
     store_close(d.store);
-    d.store = d.ingest.store = d.api.store = store_sqlite_open(path, &o, err, sizeof err);
+    d.store = d.ingest.store = d.api.store = sqlite_store_open(path, &o, err, sizeof err);
     assert_non_null(d.store);
     for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++)
         check(d1 + cuts[k][0] * MIN, d1 + cuts[k][1] * MIN);
@@ -221,7 +221,7 @@ static void test_a_day_busy_after_it_was_made_gets_ten_minute_rollups(void **sta
     char path[256], err[256];
     snprintf(path, sizeof path, "%s/p.db", dir);
     store_options o = {.readers = 1, .rollup_lag_ms = 0, .seal_rows = 50, .fine_day_rows = 200};
-    d.store = d.ingest.store = d.api.store = store_sqlite_open(path, &o, err, sizeof err);
+    d.store = d.ingest.store = d.api.store = sqlite_store_open(path, &o, err, sizeof err);
     assert_non_null(d.store);
     d.ingest.max_body = 16 << 20;
     d.ingest.clean = (clean_limits){86400000, 3600LL * 1000000000LL}; /* pacerd's defaults */
@@ -261,7 +261,7 @@ static void test_a_day_busy_after_it_was_made_gets_ten_minute_rollups(void **sta
     for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++)
         check(d1 + cuts[k][0] * MIN, d1 + cuts[k][1] * MIN);
     store_close(d.store);
-    d.store = d.ingest.store = d.api.store = store_sqlite_open(path, &o, err, sizeof err);
+    d.store = d.ingest.store = d.api.store = sqlite_store_open(path, &o, err, sizeof err);
     assert_non_null(d.store);
     for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++)
         check(d1 + cuts[k][0] * MIN, d1 + cuts[k][1] * MIN);

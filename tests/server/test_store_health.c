@@ -1,7 +1,7 @@
 /* The store's health (src/server/store_health.c): which commits end a
  * failure of the writes, the room a batch needs, one log line per change
  * of state. */
-#include "store/store_health.h"
+#include "store/health.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

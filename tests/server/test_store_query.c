@@ -1,10 +1,10 @@
 /* The read APIs' statements each read through an index: EXPLAIN QUERY
  * PLAN of every one (store_explain, all filter combinations) on a store
- * made by store_sqlite_open. A full scan of a table ("SCAN t" without an index)
+ * made by sqlite_store_open. A full scan of a table ("SCAN t" without an index)
  * fails; so does a plan that sorts the rows up to the mark, which would
  * read all of an app's rows before the first answer (the rows after the
  * mark, a rowid range of at most one rollup batch, may be sorted). */
-#include "store/sqlite/store_sqlite.h"
+#include "store/sqlite/sqlite_store.h"
 #include "store/store.h"
 
 #include <setjmp.h>
@@ -53,7 +53,7 @@ static void test_every_read_uses_an_index(void **state)
     char path[256], err[256];
     snprintf(path, sizeof path, "%s/p.db", dir);
     store_options o = {.readers = 1};
-    store *st = store_sqlite_open(path, &o, err, sizeof err);
+    store *st = sqlite_store_open(path, &o, err, sizeof err);
     assert_non_null(st);
     seen s = {0};
     assert_int_equal(store_explain(st, on_plan, &s), 0);

@@ -12,9 +12,9 @@
 static void expect(const char *url, const char *want)
 {
     char buf[256];
-    size_t n = url_fold(url, buf, sizeof buf);
+    size_t n = urlfold(url, buf, sizeof buf);
     if (strcmp(buf, want) != 0 || n != strlen(want))
-        fail_msg("url_fold(\"%s\") = \"%s\", want \"%s\"", url, buf, want);
+        fail_msg("urlfold(\"%s\") = \"%s\", want \"%s\"", url, buf, want);
 }
 
 static void test_folding(void **state)
@@ -41,10 +41,10 @@ static void test_truncation(void **state)
 {
     (void)state;
     char buf[12];
-    size_t n = url_fold("/api/items/123/more", buf, sizeof buf);
+    size_t n = urlfold("/api/items/123/more", buf, sizeof buf);
     assert_true(n < sizeof buf);
     assert_string_equal(buf, "/api/items/");
-    n = url_fold("/abcdefghijklmnopqrstuvwxyz", buf, sizeof buf);
+    n = urlfold("/abcdefghijklmnopqrstuvwxyz", buf, sizeof buf);
     assert_string_equal(buf, "/");
 }
 

@@ -200,7 +200,7 @@ static void delta_free(delta *d)
         free(d->sessions[i]);
     free(d->sessions);
     sketch_reset(&d->values);
-    details_free(&d->det);
+    issue_details_free(&d->det);
     free(d);
 }
 
@@ -284,14 +284,14 @@ static void on_occ(void *ctx, const occ *o)
     if (o->fingerprint && !d->fingerprint)
         d->fingerprint = strdup(o->fingerprint);
     if (o->page && o->count > 0)
-        details_count(d->det.pages, &d->det.n_pages, o->page, o->count);
+        issue_details_count(d->det.pages, &d->det.n_pages, o->page, o->count);
     if (o->status)
-        details_count(d->det.statuses, &d->det.n_statuses, o->status, o->count);
+        issue_details_count(d->det.statuses, &d->det.n_statuses, o->status, o->count);
     for (int k = 0; k < 5; k++)
         d->det.levels[k] += o->levels[k];
     d->det.bytes += o->bytes;
     if (o->example)
-        details_example(&d->det, o->example, o->example_value);
+        issue_details_example(&d->det, o->example, o->example_value);
 }
 
 /* ---- the thread ---- */
@@ -490,16 +490,16 @@ static int apply_delta(sqlite3 *db, const delta *d)
     issues_db_vstat_reset(&v);
     if (r == 0) {
         iss_details det = {0};
-        (void)details_parse(i.details, &det);
+        (void)issue_details_parse(i.details, &det);
         if (d->replace) { /* the latest test's figures */
             free(det.example);
             det.example = NULL;
         }
-        details_merge(&det, &d->det);
+        issue_details_merge(&det, &d->det);
         jbuf b;
         jbuf_init(&b);
-        details_json(&det, &b);
-        details_free(&det);
+        issue_details_json(&det, &b);
+        issue_details_free(&det);
         if (b.failed) {
             r = -ENOMEM;
         } else {
@@ -528,7 +528,7 @@ static int judge_all(writing *w, sqlite3 *db)
         for (delta *d = cy->deltas[b]; d && r == 0; d = d->next) {
             if (!hset_add(&judged, hash_strs(d->id, "", "")))
                 continue;
-            if ((r = lc_set_app(&lc, d->app)) == 0 && (r = lc_judge(&lc, d->id, NULL)) == -ENOENT)
+            if ((r = lifecycle_set_app(&lc, d->app)) == 0 && (r = lifecycle_judge(&lc, d->id, NULL)) == -ENOENT)
                 r = 0; /* not followed (the app's limit) */
         }
     char (*open_ids)[ISSUE_ID_LEN + 1] = malloc(MAX_OPEN * sizeof *open_ids);
@@ -539,14 +539,14 @@ static int judge_all(writing *w, sqlite3 *db)
             if (!hset_add(&judged, hash_strs("\001app", v->app, "")))
                 continue;
             size_t n;
-            if ((r = issues_db_open_ids(db, v->app, open_ids, MAX_OPEN, &n)) < 0 || (r = lc_set_app(&lc, v->app)) < 0)
+            if ((r = issues_db_open_ids(db, v->app, open_ids, MAX_OPEN, &n)) < 0 || (r = lifecycle_set_app(&lc, v->app)) < 0)
                 break;
             for (size_t k = 0; k < n && r == 0; k++)
                 if (hset_add(&judged, hash_strs(open_ids[k], "", "")))
-                    r = lc_judge(&lc, open_ids[k], NULL);
+                    r = lifecycle_judge(&lc, open_ids[k], NULL);
         }
     w->transitions += lc.transitions;
-    lc_free(&lc);
+    lifecycle_free(&lc);
     free(open_ids);
     free(judged.slots);
     return r == -ENOENT ? 0 : r;
@@ -860,9 +860,9 @@ static int regression_delta(cycle *cy, const char *app, const char *base, const 
     jbuf_close(&b, ']');
     jbuf_close(&b, '}');
     if (!b.failed)
-        details_example(&d->det, b.data, 1);
+        issue_details_example(&d->det, b.data, 1);
     if (flagged)
-        details_count(d->det.pages, &d->det.n_pages, name, 1);
+        issue_details_count(d->det.pages, &d->det.n_pages, name, 1);
     jbuf_free(&b);
     return 0;
 }
@@ -919,17 +919,17 @@ static int find_pairs(void *ctx, sqlite3 *db)
             size_t n;
             if ((r = issues_db_versions(db, v->app, &vs, &n)) < 0)
                 break;
-            const ana_thresholds *t = ana_config_app(pf->cfg, v->app);
+            const ana_thresholds *t = analysis_config_app(pf->cfg, v->app);
             const iss_version *me = NULL, *prev = NULL, *next = NULL;
             for (size_t k = 0; k < n; k++)
                 if (strcmp(vs[k].version, v->version) == 0)
                     me = &vs[k];
-            int64_t rank = me ? ana_version_rank(t, me->version, me->seq) : 0;
+            int64_t rank = me ? analysis_config_version_rank(t, me->version, me->seq) : 0;
             for (size_t k = 0; me && k < n; k++) {
-                int64_t rk = ana_version_rank(t, vs[k].version, vs[k].seq);
-                if (rk < rank && (!prev || rk > ana_version_rank(t, prev->version, prev->seq)))
+                int64_t rk = analysis_config_version_rank(t, vs[k].version, vs[k].seq);
+                if (rk < rank && (!prev || rk > analysis_config_version_rank(t, prev->version, prev->seq)))
                     prev = &vs[k];
-                if (rk > rank && (!next || rk < ana_version_rank(t, next->version, next->seq)))
+                if (rk > rank && (!next || rk < analysis_config_version_rank(t, next->version, next->seq)))
                     next = &vs[k];
             }
             if (prev)
@@ -999,7 +999,7 @@ static int kind_deltas(cycle *cy, const pair *p, const char *kind, regress_case 
  * record counts are set to 0: it is tested again as soon as either grows. */
 static int test_pair(analysis *a, cycle *cy, pair *p)
 {
-    const ana_thresholds *t = ana_config_app(a->cfg, p->app);
+    const ana_thresholds *t = analysis_config_app(a->cfg, p->app);
     sample_set bp = {0}, bs = {0}, cp = {0}, cs = {0};
     int r = fetch(a->records, p->app, p->base, &bp, &bs);
     if (r == 0)
@@ -1176,10 +1176,10 @@ static int set_status(void *ctx, sqlite3 *db)
         r = -ENOENT;
     lc_context lc = {.db = db, .cfg = m->a->cfg, .targets = m->a->targets, .n_targets = m->a->n_targets,
                      .now_ns = wall_ns()};
-    if (r == 0 && (r = lc_set_app(&lc, i.app)) == 0)
-        r = lc_judge(&lc, m->id, m->status);
+    if (r == 0 && (r = lifecycle_set_app(&lc, i.app)) == 0)
+        r = lifecycle_judge(&lc, m->id, m->status);
     m->transitions = lc.transitions;
-    lc_free(&lc);
+    lifecycle_free(&lc);
     issues_db_issue_reset(&i);
     return r;
 }

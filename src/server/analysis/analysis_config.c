@@ -80,7 +80,7 @@ static void thresholds_defaults(ana_thresholds *t)
             *slot(t, &settings[i]) = settings[i].def;
 }
 
-void ana_config_defaults(ana_config *c)
+void analysis_config_defaults(ana_config *c)
 {
     memset(c, 0, sizeof *c);
     for (size_t i = 0; i < N_SETTINGS; i++)
@@ -98,7 +98,7 @@ static void thresholds_free(ana_thresholds *t)
     t->n_versions = 0;
 }
 
-void ana_config_free(ana_config *c)
+void analysis_config_free(ana_config *c)
 {
     thresholds_free(&c->all);
     for (size_t i = 0; i < c->n_apps; i++) {
@@ -106,10 +106,10 @@ void ana_config_free(ana_config *c)
         thresholds_free(&c->apps[i].t);
     }
     free(c->apps);
-    ana_config_defaults(c);
+    analysis_config_defaults(c);
 }
 
-const ana_thresholds *ana_config_app(const ana_config *c, const char *app)
+const ana_thresholds *analysis_config_app(const ana_config *c, const char *app)
 {
     for (size_t i = 0; app && i < c->n_apps; i++)
         if (strcmp(c->apps[i].app, app) == 0)
@@ -117,7 +117,7 @@ const ana_thresholds *ana_config_app(const ana_config *c, const char *app)
     return &c->all;
 }
 
-int64_t ana_version_rank(const ana_thresholds *t, const char *version, int64_t seq)
+int64_t analysis_config_version_rank(const ana_thresholds *t, const char *version, int64_t seq)
 {
     for (size_t i = 0; i < t->n_versions; i++)
         if (strcmp(t->versions[i], version) == 0)
@@ -307,9 +307,9 @@ static int line_of(parser *p, ana_config *c, ana_thresholds **cur, const char *s
     return 0;
 }
 
-int ana_config_parse(const char *text, size_t len, const char *name, ana_config *c, char *err, size_t err_size)
+int analysis_config_parse(const char *text, size_t len, const char *name, ana_config *c, char *err, size_t err_size)
 {
-    ana_config_defaults(c);
+    analysis_config_defaults(c);
     parser p = {name, 0, err, err_size};
     ana_thresholds *cur = &c->all;
     size_t i = 0;
@@ -331,14 +331,14 @@ int ana_config_parse(const char *text, size_t len, const char *name, ana_config 
     if (r < 0) {
         if (r == -ENOMEM)
             snprintf(err, err_size, "%s: out of memory", name);
-        ana_config_free(c);
+        analysis_config_free(c);
     }
     return r;
 }
 
-int ana_config_load(const char *path, ana_config *c, char *err, size_t err_size)
+int analysis_config_load(const char *path, ana_config *c, char *err, size_t err_size)
 {
-    ana_config_defaults(c);
+    analysis_config_defaults(c);
     FILE *f = fopen(path, "re");
     if (!f) {
         snprintf(err, err_size, "%s: %s", path, strerror(errno));
@@ -353,7 +353,7 @@ int ana_config_load(const char *path, ana_config *c, char *err, size_t err_size)
         free(buf);
         return !buf ? -ENOMEM : -EINVAL;
     }
-    int r = ana_config_parse(buf, n, path, c, err, err_size);
+    int r = analysis_config_parse(buf, n, path, c, err, err_size);
     free(buf);
     return r;
 }

@@ -76,25 +76,25 @@ typedef struct ana_config {
 } ana_config;
 
 /* The defaults (no allocation). */
-void ana_config_defaults(ana_config *c);
+void analysis_config_defaults(ana_config *c);
 
 /* Parses a file's text (len bytes, need not be NUL-terminated) into *c,
  * which it first sets to the defaults. name is how messages call the file.
  * 0, or -EINVAL with "NAME:LINE: reason" in err (c is then freed and back
  * to the defaults), or -ENOMEM. */
-int ana_config_parse(const char *text, size_t len, const char *name, ana_config *c, char *err, size_t err_size);
+int analysis_config_parse(const char *text, size_t len, const char *name, ana_config *c, char *err, size_t err_size);
 
 /* Reads and parses a file (at most 1 MiB). 0, or negative errno with the
  * reason in err. */
-int ana_config_load(const char *path, ana_config *c, char *err, size_t err_size);
+int analysis_config_load(const char *path, ana_config *c, char *err, size_t err_size);
 
-void ana_config_free(ana_config *c);
+void analysis_config_free(ana_config *c);
 
 /* The thresholds of app: its section's, else the server-wide ones. */
-const ana_thresholds *ana_config_app(const ana_config *c, const char *app);
+const ana_thresholds *analysis_config_app(const ana_config *c, const char *app);
 
 /* A version's place among the app's: its index in version-order when
  * listed, else after all of those, by seq (first-seen order). */
-int64_t ana_version_rank(const ana_thresholds *t, const char *version, int64_t seq);
+int64_t analysis_config_version_rank(const ana_thresholds *t, const char *version, int64_t seq);
 
 #endif

@@ -171,7 +171,7 @@ static void send_github(deliver *d, const deliver_target *t, const iss_delivery 
             snprintf(o->error, sizeof o->error, "the store could not be read");
             return;
         }
-        bool known = tr.json && ijson_num(tr.json, "number", &number) && number > 0;
+        bool known = tr.json && issue_json_num(tr.json, "number", &number) && number > 0;
         free(tr.json);
         if (!known) {
             o->what = OUT_GIVE_UP;
@@ -196,11 +196,11 @@ static void send_github(deliver *d, const deliver_target *t, const iss_delivery 
     if (o->what == OUT_DONE && create) {
         double number = 0;
         char html[1024] = "";
-        if (!ijson_num(a->data, "number", &number) || number <= 0) {
+        if (!issue_json_num(a->data, "number", &number) || number <= 0) {
             o->what = OUT_GIVE_UP;
             snprintf(o->error, sizeof o->error, "HTTP %ld without the new issue's number", status);
         } else {
-            ijson_str(a->data, "html_url", html, sizeof html);
+            issue_json_str(a->data, "html_url", html, sizeof html);
             jbuf b;
             jbuf_init(&b);
             jbuf_open(&b, '{');

@@ -281,7 +281,7 @@ static void page_row(detector *d, const store_mark_row *r)
     const char *page = text(r, field(t, PACER_PAGE_CLASS)), *status = text(r, field(t, PACER_PAGE_STATUS));
     if (!page || !text(r, c.app) || (status && strcmp(status, "never_shown") == 0))
         return;
-    const ana_thresholds *th = ana_config_app(d->cfg, text(r, c.app));
+    const ana_thresholds *th = analysis_config_app(d->cfg, text(r, c.app));
     double total = num(r, field(t, PACER_PAGE_TOTAL_MS)), initial = num(r, field(t, PACER_PAGE_INITIAL_DRAW_MS));
     char key[MAX_KEY];
     snprintf(key, sizeof key, "%s total_ms", page);
@@ -304,7 +304,7 @@ static void startup_row(detector *d, const store_mark_row *r)
     const char *kind = text(r, field(t, PACER_STARTUP_KIND));
     if (!kind || !text(r, c.app) || integer(r, field(t, PACER_STARTUP_OUTLIER), 0))
         return;
-    const ana_thresholds *th = ana_config_app(d->cfg, text(r, c.app));
+    const ana_thresholds *th = analysis_config_app(d->cfg, text(r, c.app));
     if (strcmp(kind, "cold") == 0)
         slow(d, r, c, "slow_startup", "cold", num(r, field(t, PACER_STARTUP_COLD_MS)), th->slow_cold_ms,
              text(r, field(t, PACER_STARTUP_MAIN_PAGE)), "cold_ms");
@@ -354,7 +354,7 @@ static void request_row(detector *d, const store_mark_row *r, bool remember_only
     }
     if (remember_only)
         return;
-    const ana_thresholds *th = ana_config_app(d->cfg, app);
+    const ana_thresholds *th = analysis_config_app(d->cfg, app);
     char key[MAX_KEY];
     snprintf(key, sizeof key, "%s %s", method, pattern);
     const char *page = text(r, field(t, PACER_NET_PAGE)), *error = text(r, field(t, PACER_NET_ERROR));
@@ -721,7 +721,7 @@ static int cmp_str(const void *a, const void *b)
 
 static void load_patterns(detector *d, const page_load *l, kept_request **in, size_t n)
 {
-    const ana_thresholds *th = ana_config_app(d->cfg, l->app);
+    const ana_thresholds *th = analysis_config_app(d->cfg, l->app);
     qsort(in, n, sizeof *in, cmp_start);
     /* n_plus_one: one (method, pattern) requested n-plus-one-count times or more */
     bool *done = calloc(n, sizeof *done);

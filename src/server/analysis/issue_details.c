@@ -11,13 +11,13 @@
 
 static const char *const level_names[5] = {"best", "normal", "middle", "high", "frozen"};
 
-void details_free(iss_details *d)
+void issue_details_free(iss_details *d)
 {
     free(d->example);
     memset(d, 0, sizeof *d);
 }
 
-void details_count(iss_counter *list, size_t *n_list, const char *name, int64_t n)
+void issue_details_count(iss_counter *list, size_t *n_list, const char *name, int64_t n)
 {
     if (!name || !*name || n == 0)
         return;
@@ -43,7 +43,7 @@ void details_count(iss_counter *list, size_t *n_list, const char *name, int64_t 
     list[(*n_list)++].n = n;
 }
 
-void details_example(iss_details *d, const char *json, double value)
+void issue_details_example(iss_details *d, const char *json, double value)
 {
     if (!json || (d->example && !(value > d->example_value)))
         return;
@@ -55,16 +55,16 @@ void details_example(iss_details *d, const char *json, double value)
     d->example_value = value;
 }
 
-void details_merge(iss_details *dst, const iss_details *src)
+void issue_details_merge(iss_details *dst, const iss_details *src)
 {
     for (size_t i = 0; i < src->n_pages; i++)
-        details_count(dst->pages, &dst->n_pages, src->pages[i].name, src->pages[i].n);
+        issue_details_count(dst->pages, &dst->n_pages, src->pages[i].name, src->pages[i].n);
     for (size_t i = 0; i < src->n_statuses; i++)
-        details_count(dst->statuses, &dst->n_statuses, src->statuses[i].name, src->statuses[i].n);
+        issue_details_count(dst->statuses, &dst->n_statuses, src->statuses[i].name, src->statuses[i].n);
     for (int k = 0; k < 5; k++)
         dst->levels[k] += src->levels[k];
     dst->bytes += src->bytes;
-    details_example(dst, src->example, src->example_value);
+    issue_details_example(dst, src->example, src->example_value);
 }
 
 static void counters_json(jbuf *b, const char *key, const iss_counter *list, size_t n)
@@ -78,14 +78,14 @@ static void counters_json(jbuf *b, const char *key, const iss_counter *list, siz
     jbuf_close(b, '}');
 }
 
-void details_json(const iss_details *d, jbuf *b)
+void issue_details_json(const iss_details *d, jbuf *b)
 {
     jbuf_open(b, '{');
-    details_members(d, b);
+    issue_details_members(d, b);
     jbuf_close(b, '}');
 }
 
-void details_members(const iss_details *d, jbuf *b)
+void issue_details_members(const iss_details *d, jbuf *b)
 {
     counters_json(b, "pages", d->pages, d->n_pages);
     counters_json(b, "statuses", d->statuses, d->n_statuses);
@@ -123,14 +123,14 @@ static bool read_counters(jread *r, iss_counter *list, size_t *n)
         int64_t x;
         if (!jread_value(r, &v) || !jvalue_int64(&v, &x))
             return false;
-        details_count(list, n, name, x);
+        issue_details_count(list, n, name, x);
     }
     return m == 0;
 }
 
-int details_parse(const char *text, iss_details *d)
+int issue_details_parse(const char *text, iss_details *d)
 {
-    details_free(d);
+    issue_details_free(d);
     if (!text || !*text)
         return 0;
     size_t len = strlen(text);
@@ -171,7 +171,7 @@ int details_parse(const char *text, iss_details *d)
             d->example = NULL;
             if (ok && !(d->example = strndup(v.s, v.len))) {
                 free(buf);
-                details_free(d);
+                issue_details_free(d);
                 return -ENOMEM;
             }
         } else if (kl == 13 && memcmp(k, "example_value", 13) == 0) {
@@ -183,7 +183,7 @@ int details_parse(const char *text, iss_details *d)
     ok = ok && m == 0 && jread_end(&r, "object");
     free(buf);
     if (!ok) {
-        details_free(d);
+        issue_details_free(d);
         return -EINVAL;
     }
     return 0;

@@ -10,7 +10,7 @@
  *              value: the longest jank, the slowest load …), a JSON object
  *              the detector wrote, and its value
  *
- * The writer (details_json) and the reader (details_parse) are each
+ * The writer (issue_details_json) and the reader (issue_details_parse) are each
  * other's inverse; an unreadable text reads as empty details.
  */
 #ifndef PACER_SERVER_ISSUE_DETAILS_H
@@ -41,26 +41,26 @@ typedef struct iss_details {
     double example_value; /* its value; the largest wins */
 } iss_details;
 
-void details_free(iss_details *d);
+void issue_details_free(iss_details *d);
 
 /* Adds n to name in the list (a new name past the limit goes to "(other)"). */
-void details_count(iss_counter *list, size_t *n_list, const char *name, int64_t n);
+void issue_details_count(iss_counter *list, size_t *n_list, const char *name, int64_t n);
 
 /* Merges src into dst (the example of the larger value wins; it is copied). */
-void details_merge(iss_details *dst, const iss_details *src);
+void issue_details_merge(iss_details *dst, const iss_details *src);
 
 /* Replaces the example with a copy of json when value is larger than the
  * one held (or none is). */
-void details_example(iss_details *d, const char *json, double value);
+void issue_details_example(iss_details *d, const char *json, double value);
 
 /* The details as a JSON object into b. */
-void details_json(const iss_details *d, jbuf *b);
+void issue_details_json(const iss_details *d, jbuf *b);
 /* The same members, into an object b has open. */
-void details_members(const iss_details *d, jbuf *b);
+void issue_details_members(const iss_details *d, jbuf *b);
 
-/* Reads text (a details_json output, or NULL) into d (emptied first).
+/* Reads text (a issue_details_json output, or NULL) into d (emptied first).
  * Returns 0, -EINVAL for text that is not such an object (d empty), or
  * -ENOMEM. */
-int details_parse(const char *text, iss_details *d);
+int issue_details_parse(const char *text, iss_details *d);
 
 #endif

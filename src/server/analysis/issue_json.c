@@ -58,18 +58,18 @@ static bool take_num(void *ctx, const jvalue *v)
     return jvalue_double(v, ctx);
 }
 
-bool ijson_str(const char *json, const char *key, char *out, size_t size)
+bool issue_json_str(const char *json, const char *key, char *out, size_t size)
 {
     text_out o = {out, size};
     return ijson_find(json, key, JT_STRING, take_text, &o);
 }
 
-bool ijson_num(const char *json, const char *key, double *ret)
+bool issue_json_num(const char *json, const char *key, double *ret)
 {
     return ijson_find(json, key, JT_NUMBER, take_num, ret);
 }
 
-const char *issue_value_unit(const char *kind)
+const char *issue_json_value_unit(const char *kind)
 {
     if (strcmp(kind, "large_image") == 0 || strcmp(kind, "large_payload") == 0)
         return "bytes";
@@ -136,13 +136,13 @@ static int load_rows(sqlite3 *db, const ana_config *cfg, const iss_issue *i, vro
         vrows_free(out);
         return r;
     }
-    const ana_thresholds *t = ana_config_app(cfg, i->app);
+    const ana_thresholds *t = analysis_config_app(cfg, i->app);
     for (size_t k = 0; k < out->n; k++) {
         vrow *x = &out->rows[k];
         x->rank = INT64_MAX;
         for (size_t m = 0; m < nv; m++)
             if (strcmp(vs[m].version, x->v.version) == 0) {
-                x->rank = ana_version_rank(t, vs[m].version, vs[m].seq);
+                x->rank = analysis_config_version_rank(t, vs[m].version, vs[m].seq);
                 x->version_sessions = vs[m].sessions;
             }
     }
@@ -165,7 +165,7 @@ static void write_distribution(jbuf *b, const char *kind, const vrows *rows)
     if (all.count) {
         jbuf_key(b, "distribution");
         jbuf_open(b, '{');
-        jbuf_kv_str(b, "unit", issue_value_unit(kind));
+        jbuf_kv_str(b, "unit", issue_json_value_unit(kind));
         jbuf_kv_i64(b, "count", (int64_t)all.count);
         jbuf_kv_double(b, "min", all.min);
         jbuf_kv_double(b, "p50", sketch_quantile(&all, 0.5));
@@ -182,7 +182,7 @@ static void write_evidence(jbuf *b, const iss_issue *i, const iss_details *det, 
     jbuf_key(b, "evidence");
     jbuf_open(b, '{');
     jbuf_kv_str(b, "key", i->key);
-    details_members(det, b);
+    issue_details_members(det, b);
     if (!is_regression(i->kind))
         write_distribution(b, i->kind, rows);
     int64_t count = 0, total = 0;
@@ -256,17 +256,17 @@ static int load_facts(sqlite3 *db, const ana_config *cfg, const iss_issue *i, vr
     *det = (iss_details){0};
     int r = load_rows(db, cfg, i, rows);
     if (r == 0)
-        (void)details_parse(i->details, det);
+        (void)issue_details_parse(i->details, det);
     return r;
 }
 
 static void facts_free(vrows *rows, iss_details *det)
 {
-    details_free(det);
+    issue_details_free(det);
     vrows_free(rows);
 }
 
-int issue_write_json(sqlite3 *db, const ana_config *cfg, const iss_issue *i, jbuf *b)
+int issue_json_write(sqlite3 *db, const ana_config *cfg, const iss_issue *i, jbuf *b)
 {
     vrows rows;
     iss_details det;
@@ -296,14 +296,14 @@ int issue_write_json(sqlite3 *db, const ana_config *cfg, const iss_issue *i, jbu
     return 0;
 }
 
-int issue_write_json_id(sqlite3 *db, const ana_config *cfg, const char *id, jbuf *b)
+int issue_json_write_id(sqlite3 *db, const ana_config *cfg, const char *id, jbuf *b)
 {
     iss_issue i = {0};
     int r = issues_db_issue_load(db, id, &i);
     if (r == 0 && (!i.exists || !i.status[0]))
         r = -ENOENT;
     if (r == 0)
-        r = issue_write_json(db, cfg, &i, b);
+        r = issue_json_write(db, cfg, &i, b);
     issues_db_issue_reset(&i);
     return r;
 }
@@ -331,7 +331,7 @@ static int list_rows(void *ctx, sqlite3 *db)
     jbuf_key(l->out, "issues");
     jbuf_open(l->out, '[');
     for (size_t i = 0; i < n && r == 0; i++)
-        if ((r = issue_write_json_id(db, l->cfg, ids[i], l->out)) == -ENOENT)
+        if ((r = issue_json_write_id(db, l->cfg, ids[i], l->out)) == -ENOENT)
             r = 0;
     jbuf_close(l->out, ']');
     if (r == 0 && more && n) {
@@ -357,7 +357,7 @@ typedef struct one {
 static int one_row(void *ctx, sqlite3 *db)
 {
     one *o = ctx;
-    return issue_write_json_id(db, o->cfg, o->id, o->out);
+    return issue_json_write_id(db, o->cfg, o->id, o->out);
 }
 
 int issue_json_one(issues_db *db, const ana_config *cfg, const char *id, jbuf *b)
@@ -443,7 +443,7 @@ static void md_stack(jbuf *b, const char *example)
     free(buf);
 }
 
-int issue_write_markdown(sqlite3 *db, const ana_config *cfg, const iss_issue *i, jbuf *b)
+int issue_json_markdown(sqlite3 *db, const ana_config *cfg, const iss_issue *i, jbuf *b)
 {
     vrows rows;
     iss_details det;
@@ -463,15 +463,15 @@ int issue_write_markdown(sqlite3 *db, const ana_config *cfg, const iss_issue *i,
                 i->first_version ? i->first_version : "?", i->last_version ? i->last_version : "?",
                 (long long)i->count, (long long)i->sessions, i->id);
     double v;
-    if (i->grade && ijson_num(i->grade, "lost_ms_per_session", &v)) {
+    if (i->grade && issue_json_num(i->grade, "lost_ms_per_session", &v)) {
         double share = 0, sessions = 0, affected = 0, lost = 0;
-        ijson_num(i->grade, "share", &share);
-        ijson_num(i->grade, "sessions", &sessions);
-        ijson_num(i->grade, "affected_sessions", &affected);
-        ijson_num(i->grade, "lost_ms", &lost);
+        issue_json_num(i->grade, "share", &share);
+        issue_json_num(i->grade, "sessions", &sessions);
+        issue_json_num(i->grade, "affected_sessions", &affected);
+        issue_json_num(i->grade, "lost_ms", &lost);
         char version[257] = "", rule[256] = "";
-        ijson_str(i->grade, "version", version, sizeof version);
-        ijson_str(i->grade, "rule", rule, sizeof rule);
+        issue_json_str(i->grade, "version", version, sizeof version);
+        issue_json_str(i->grade, "rule", rule, sizeof rule);
         jbuf_printf(b, "\n**Grade** (version %s): %.0f of %.0f sessions affected (%.1f %%), %.1f ms lost in all, "
                        "%.1f ms per session: %s.\n",
                     version, affected, sessions, 100 * share, lost, v, rule);

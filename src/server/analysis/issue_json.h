@@ -18,23 +18,23 @@
  * status, fingerprint (where one applies), first_seen, last_seen (unix s),
  * first_version, last_version, count, sessions, evidence, grade,
  * versions, tracker. 0 or -EIO. */
-int issue_write_json(sqlite3 *db, const ana_config *cfg, const iss_issue *i, jbuf *b);
+int issue_json_write(sqlite3 *db, const ana_config *cfg, const iss_issue *i, jbuf *b);
 
 /* The same for the issue id; -ENOENT when it is not an issue. */
-int issue_write_json_id(sqlite3 *db, const ana_config *cfg, const char *id, jbuf *b);
+int issue_json_write_id(sqlite3 *db, const ana_config *cfg, const char *id, jbuf *b);
 
 /* The Markdown body of a tracker's issue: the title's facts, the grade
  * and its inputs, the evidence (a representative stack as a code block),
  * the versions. */
-int issue_write_markdown(sqlite3 *db, const ana_config *cfg, const iss_issue *i, jbuf *b);
+int issue_json_markdown(sqlite3 *db, const ana_config *cfg, const iss_issue *i, jbuf *b);
 
 /* A member of a JSON object text: a string (copied into out) or a number.
  * False when absent or of another type. */
-bool ijson_str(const char *json, const char *key, char *out, size_t size);
-bool ijson_num(const char *json, const char *key, double *ret);
+bool issue_json_str(const char *json, const char *key, char *out, size_t size);
+bool issue_json_num(const char *json, const char *key, double *ret);
 
 /* The unit of an issue kind's values ("ms", "bytes", "requests"). */
-const char *issue_value_unit(const char *kind);
+const char *issue_json_value_unit(const char *kind);
 
 /* The issues API's answers, each in one snapshot of the tables. */
 #define ISSUE_LIST_MAX 100 /* iss_query.limit at most */

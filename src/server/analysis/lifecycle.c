@@ -14,7 +14,7 @@
 
 #define DAY_NS (86400LL * 1000000000LL)
 
-int lc_set_app(lc_context *c, const char *app)
+int lifecycle_set_app(lc_context *c, const char *app)
 {
     if (c->versions && strcmp(c->app, app) == 0)
         return 0;
@@ -22,7 +22,7 @@ int lc_set_app(lc_context *c, const char *app)
     c->versions = NULL;
     c->n_versions = 0;
     snprintf(c->app, sizeof c->app, "%s", app);
-    c->t = ana_config_app(c->cfg, app);
+    c->t = analysis_config_app(c->cfg, app);
     int r = issues_db_versions(c->db, app, &c->versions, &c->n_versions);
     c->newest_ns = 0;
     for (size_t i = 0; i < c->n_versions; i++)
@@ -33,7 +33,7 @@ int lc_set_app(lc_context *c, const char *app)
     return r;
 }
 
-void lc_free(lc_context *c)
+void lifecycle_free(lc_context *c)
 {
     free(c->versions);
     c->versions = NULL;
@@ -51,7 +51,7 @@ static const iss_version *version_of(const lc_context *c, const char *version)
 static int64_t rank_of(const lc_context *c, const char *version)
 {
     const iss_version *v = version_of(c, version);
-    return v ? ana_version_rank(c->t, v->version, v->seq) : -1;
+    return v ? analysis_config_version_rank(c->t, v->version, v->seq) : -1;
 }
 
 static bool is_regression(const char *kind)
@@ -154,8 +154,8 @@ static void make_title(const lc_context *c, const iss_issue *i, const iss_detail
 {
     const char *ex = det->example;
     char fn[256] = "", page[256] = "", a[64], b[64];
-    ijson_str(ex, "function", fn, sizeof fn);
-    ijson_str(ex, "page", page, sizeof page);
+    issue_json_str(ex, "function", fn, sizeof fn);
+    issue_json_str(ex, "page", page, sizeof page);
     double p90 = last && last->values.count ? sketch_quantile(&last->values, 0.9) : 0;
     double v;
     const char *k = i->kind;
@@ -193,21 +193,21 @@ static void make_title(const lc_context *c, const iss_issue *i, const iss_detail
                  last ? last->version : "?");
     } else if (strcmp(k, "n_plus_one") == 0) {
         char method[32] = "", pattern[512] = "";
-        ijson_str(ex, "method", method, sizeof method);
-        ijson_str(ex, "pattern", pattern, sizeof pattern);
+        issue_json_str(ex, "method", method, sizeof method);
+        issue_json_str(ex, "pattern", pattern, sizeof pattern);
         snprintf(out, size, "N+1 requests: %s %s ×%.0f in one %s load", method, pattern, det->example_value,
                  page[0] ? page : "page");
     } else if (strcmp(k, "serial_requests") == 0) {
-        fmt_ms(a, sizeof a, ijson_num(ex, "saving_ms", &v) ? v : 0);
+        fmt_ms(a, sizeof a, issue_json_num(ex, "saving_ms", &v) ? v : 0);
         snprintf(out, size, "Serial requests in %s: running them together would save %s", page[0] ? page : "a page", a);
     } else if (is_regression(k)) {
         char metric[64] = "", base[257] = "", cur[257] = "";
         double from = 0, to = 0;
-        ijson_str(ex, "metric", metric, sizeof metric);
-        ijson_str(ex, "baseline", base, sizeof base);
-        ijson_str(ex, "version", cur, sizeof cur);
-        ijson_num(ex, "p50_baseline", &from);
-        ijson_num(ex, "p50", &to);
+        issue_json_str(ex, "metric", metric, sizeof metric);
+        issue_json_str(ex, "baseline", base, sizeof base);
+        issue_json_str(ex, "version", cur, sizeof cur);
+        issue_json_num(ex, "p50_baseline", &from);
+        issue_json_num(ex, "p50", &to);
         fmt_ms(a, sizeof a, from);
         fmt_ms(b, sizeof b, to);
         snprintf(out, size, "%s%s got slower in %s: %s p50 %s → %s (%s)",
@@ -277,7 +277,7 @@ static int queue(lc_context *c, const iss_issue *i, const char *event, const cha
             jbuf_kv_str(&b, "previous_status", previous_status);
             jbuf_kv_str(&b, "previous_severity", previous_severity);
             jbuf_key(&b, "issue");
-            r = issue_write_json(c->db, c->cfg, i, &b);
+            r = issue_json_write(c->db, c->cfg, i, &b);
             jbuf_close(&b, '}');
         } else {
             /* an issue tracker: a new issue, or a comment on the one filed */
@@ -287,7 +287,7 @@ static int queue(lc_context *c, const iss_issue *i, const char *event, const cha
                 jbuf_printf(&md, "pacer: this issue %s (%s → %s, %s → %s).\n\n",
                             strcmp(event, "issue.regressed") == 0 ? "regressed" : "changed severity", previous_status,
                             i->status, previous_severity, i->severity);
-            r = issue_write_markdown(c->db, c->cfg, i, &md);
+            r = issue_json_markdown(c->db, c->cfg, i, &md);
             jbuf_open(&b, '{');
             if (strcmp(event, "issue.new") == 0) {
                 jbuf_kv_str(&b, "title", i->title);
@@ -320,7 +320,7 @@ static int queue(lc_context *c, const iss_issue *i, const char *event, const cha
     return 0;
 }
 
-int lc_judge(lc_context *c, const char *id, const char *manual)
+int lifecycle_judge(lc_context *c, const char *id, const char *manual)
 {
     iss_issue i = {0};
     int r = issues_db_issue_load(c->db, id, &i);
@@ -400,7 +400,7 @@ int lc_judge(lc_context *c, const char *id, const char *manual)
         /* resolved: later versions with enough sessions went without it, or days passed */
         int64_t clean = 0;
         for (size_t k = 0; k < c->n_versions; k++)
-            if (ana_version_rank(c->t, c->versions[k].version, c->versions[k].seq) > last_rank &&
+            if (analysis_config_version_rank(c->t, c->versions[k].version, c->versions[k].seq) > last_rank &&
                 (double)c->versions[k].sessions >= c->t->resolve_sessions)
                 clean++;
         if ((double)clean >= c->t->resolve_versions ||
@@ -418,10 +418,10 @@ int lc_judge(lc_context *c, const char *id, const char *manual)
     if (!event && old_severity[0] && strcmp(old_severity, i.severity) != 0 && strcmp(i.status, "resolved") != 0)
         event = "issue.severity";
     iss_details det = {0};
-    (void)details_parse(i.details, &det);
+    (void)issue_details_parse(i.details, &det);
     char title[512];
     make_title(c, &i, &det, last, title, sizeof title);
-    details_free(&det);
+    issue_details_free(&det);
     set_text(&i.title, title);
     if (event)
         i.seq++;

@@ -65,11 +65,11 @@ typedef struct lc_context {
 } lc_context;
 
 /* Loads the versions of app (once per app and transaction). 0 or -EIO. */
-int lc_set_app(lc_context *c, const char *app);
-void lc_free(lc_context *c);
+int lifecycle_set_app(lc_context *c, const char *app);
+void lifecycle_free(lc_context *c);
 
 /* Judges candidate id of the app set (its row must exist). status: NULL,
  * or a status set by hand ("resolved", "ongoing"). 0, -ENOENT, -EIO. */
-int lc_judge(lc_context *c, const char *id, const char *status);
+int lifecycle_judge(lc_context *c, const char *id, const char *status);
 
 #endif

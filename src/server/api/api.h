@@ -45,11 +45,11 @@ int query_groups(const api_ctx *d, enum store_kind kind, const char *app, const 
  * the path is one of them (and the answer is set). */
 bool read_api_handle(const api_ctx *d, const http_request *rq, http_response *rs);
 /* GET /api/v1/samples (query_samples.c). */
-void samples_handle(const api_ctx *d, const http_request *rq, http_response *rs);
+void query_samples_handle(const api_ctx *d, const http_request *rq, http_response *rs);
 /* The dashboard's reads: /api/v1/series, histogram, page_loads, startups,
  * request_stats, jank, frames (query_dash.c). True when the path is one
  * of them (and the answer is set). */
-bool dash_handle(const api_ctx *d, const http_request *rq, http_response *rs);
+bool query_dash_handle(const api_ctx *d, const http_request *rq, http_response *rs);
 /* GET /api/v1/schema: the words the other answers use (schema_api.c).
  * True when the path is it (and the answer is set). */
 bool schema_api_handle(const api_ctx *d, const http_request *rq, http_response *rs);
@@ -57,7 +57,7 @@ bool schema_api_handle(const api_ctx *d, const http_request *rq, http_response *
  * (issues_api.c). True when the path is one of them (and the answer is set). */
 bool issues_api_handle(const api_ctx *d, const http_request *rq, http_response *rs);
 /* GET, PUT /v1/config/{app} (config_service.c). */
-void config_get(const api_ctx *d, const char *app, const http_request *rq, http_response *rs);
-void config_put(const api_ctx *d, const char *app, const http_request *rq, http_response *rs);
+void config_api_get(const api_ctx *d, const char *app, const http_request *rq, http_response *rs);
+void config_api_put(const api_ctx *d, const char *app, const http_request *rq, http_response *rs);
 
 #endif

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-char *dash_text_copy(const void *p, size_t n)
+char *dash_parse_copy(const void *p, size_t n)
 {
     char *s = malloc(n + 1);
     if (s) {
@@ -48,9 +48,9 @@ static bool api_attr(void *ctx, const store_attr *a)
 }
 
 /* events: [{"name":"api","attributes":[…]}, …] → "apis":[{url, ms, status}] */
-void dash_apis_json(jbuf *b, const char *events, size_t len)
+void dash_parse_apis(jbuf *b, const char *events, size_t len)
 {
-    char *text = dash_text_copy(events, len);
+    char *text = dash_parse_copy(events, len);
     if (!text)
         return;
     jread r;
@@ -106,7 +106,7 @@ static bool extra_attr(void *ctx, const store_attr *a)
     return true;
 }
 
-void dash_extra_json(jbuf *b, const char *extra, size_t len)
+void dash_parse_extra(jbuf *b, const char *extra, size_t len)
 {
     extra_out o;
     jbuf_init(&o.phases);
@@ -156,7 +156,7 @@ static void read_frame(jread *r, dash_frame *f)
     }
 }
 
-int dash_jank_read(char *buf, size_t len, dash_jank *ret)
+int dash_parse_jank(char *buf, size_t len, dash_jank *ret)
 {
     memset(ret, 0, sizeof *ret);
     ret->duration_ms = NAN;
@@ -211,7 +211,7 @@ int dash_jank_read(char *buf, size_t len, dash_jank *ret)
     return 0;
 }
 
-void dash_stack_json(jbuf *b, const dash_frame *frames, size_t n)
+void dash_parse_stack(jbuf *b, const dash_frame *frames, size_t n)
 {
     jbuf_open(b, '[');
     for (size_t i = 0; i < n; i++) {

@@ -18,16 +18,16 @@
 /* events (OTLP JSON: [{"name":"api","attributes":[{"key":"pacer.url",…}]}])
  * → "apis":[{"url":…,"ms":…,"status":…}] as a member of the open object b;
  * nothing when there is no api event. */
-void dash_apis_json(jbuf *b, const char *events, size_t len);
+void dash_parse_apis(jbuf *b, const char *events, size_t len);
 
 /* extra (an OTLP attribute list) → "phases":{NAME: ns, …} from the
  * pacer.phases.NAME integers and "classes":[…] from pacer.classes, as
  * members of the open object b; each only when present. */
-void dash_extra_json(jbuf *b, const char *extra, size_t len);
+void dash_parse_extra(jbuf *b, const char *extra, size_t len);
 
 /* A copy of n bytes of stored text, NUL-terminated (free it), for the
  * readers that unescape in place; NULL when out of memory. */
-char *dash_text_copy(const void *p, size_t n);
+char *dash_parse_copy(const void *p, size_t n);
 
 #define DASH_MAX_FRAMES 256
 
@@ -38,7 +38,7 @@ typedef struct dash_frame {
 } dash_frame;
 
 /* A jank record (docs/records.md) read from its JSON text. Strings point
- * into the buffer given to dash_jank_read. */
+ * into the buffer given to dash_parse_jank. */
 typedef struct dash_jank {
     const char *fingerprint, *page, *kind; /* or NULL */
     double duration_ms;
@@ -51,10 +51,10 @@ typedef struct dash_jank {
  * 0, or -EINVAL when it is not a JSON object with a duration_ms ≥ 0 (a
  * record pacer did not write): then nothing of it counts. A stack that is
  * not a list of frame objects is left out (n_frames 0). */
-int dash_jank_read(char *buf, size_t len, dash_jank *ret);
+int dash_parse_jank(char *buf, size_t len, dash_jank *ret);
 
 /* Writes frames as a "stack" list of frame objects (docs/records.md)
  * into b, as a value. */
-void dash_stack_json(jbuf *b, const dash_frame *frames, size_t n);
+void dash_parse_stack(jbuf *b, const dash_frame *frames, size_t n);
 
 #endif

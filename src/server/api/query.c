@@ -120,11 +120,11 @@ static void kv_ms(jbuf *b, const char *key, double v)
 static void metrics_json(jbuf *b, enum store_kind kind, const agg *g)
 {
     jbuf_open(b, '{');
-    for (size_t i = 0; i < store_kind(kind)->n_metrics; i++) {
+    for (size_t i = 0; i < store_layout_kind(kind)->n_metrics; i++) {
         const sketch *s = &g->m[i];
         if (!s->count)
             continue;
-        jbuf_key(b, store_kind(kind)->metrics[i]);
+        jbuf_key(b, store_layout_kind(kind)->metrics[i]);
         jbuf_open(b, '{');
         jbuf_kv_u64(b, "count", s->count);
         kv_ms(b, "p50", sketch_quantile(s, 0.50));
@@ -172,7 +172,7 @@ int query_groups(const api_ctx *d, enum store_kind kind, const char *app, const 
 {
     static const char *const name_fields[KIND_COUNT] = {
         [KIND_PAGE] = "page", [KIND_STARTUP] = "kind", [KIND_REQUEST] = "pattern", [KIND_SPAN] = "name"};
-    aggs a = {.n_metrics = store_kind(kind)->n_metrics};
+    aggs a = {.n_metrics = store_layout_kind(kind)->n_metrics};
     store_scan_cb cb = {.count = on_count, .sketch = on_sketch, .raw = on_raw, .sketch_encoded = on_sketch_encoded,
                         .ctx = &a};
     int r = store_scan(d->store, kind, app, version, from, to, &cb);

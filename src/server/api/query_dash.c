@@ -1,4 +1,4 @@
-/* The dashboard's reads (api.h, dash_handle; docs/server.md, "The
+/* The dashboard's reads (api.h, query_dash_handle; docs/server.md, "The
  * dashboard's reads"). Each takes the common parameters app (required),
  * version, from, to (unix seconds, [from, to); all time without them),
  * decoded strictly (params.h), plus its own:
@@ -223,7 +223,7 @@ static void histogram(const api_ctx *d, const http_request *rq, http_response *r
         http_error(rs, 400, "%s", err);
         return;
     }
-    const store_kind_desc *kd = store_kind(kind);
+    const store_kind_desc *kd = store_layout_kind(kind);
     size_t m = 0;
     while (metric && m < kd->n_metrics && strcmp(kd->metrics[m], metric) != 0)
         m++;
@@ -319,8 +319,8 @@ static void records(const api_ctx *d, const http_request *rq, http_response *rs)
                                                                              : "required");
         return;
     }
-    enum store_kind kind = store_table(types[t].table)->kind;
-    const store_kind_desc *kd = store_kind(kind);
+    enum store_kind kind = store_layout_table(types[t].table)->kind;
+    const store_kind_desc *kd = store_layout_kind(kind);
     int order = -1;
     if (sort && strcmp(sort, "newest") != 0) {
         for (size_t m = 0; m < kd->n_metrics && order < 0; m++)
@@ -342,7 +342,7 @@ static void records(const api_ctx *d, const http_request *rq, http_response *rs)
     jbuf_kv_str(&b, "sort", order < 0 ? "newest" : kd->metrics[order]);
     jbuf_key(&b, "records");
     jbuf_open(&b, '[');
-    rec_out o = {&b, store_table(types[t].table)->type};
+    rec_out o = {&b, store_layout_table(types[t].table)->type};
     bool truncated = false;
     int r = store_dash_rows(d->store, &q, write_record, &o, &truncated);
     jbuf_close(&b, ']');
@@ -530,7 +530,7 @@ static void flame_add(jank_acc *a, const dash_frame *fr, size_t n, double ms)
 static void on_jank(void *ctx, const store_log_row *row)
 {
     jank_acc *a = ctx;
-    char *text = dash_text_copy(row->body, row->body_len);
+    char *text = dash_parse_copy(row->body, row->body_len);
     dash_jank *j = malloc(sizeof *j);
     if (!text || !j) {
         free(text);
@@ -538,7 +538,7 @@ static void on_jank(void *ctx, const store_log_row *row)
         a->oom = true;
         return;
     }
-    if (dash_jank_read(text, row->body_len, j) < 0)
+    if (dash_parse_jank(text, row->body_len, j) < 0)
         goto done; /* not a jank record pacer wrote: left out */
     double ms = j->duration_ms;
     a->records++;
@@ -555,7 +555,7 @@ static void on_jank(void *ctx, const store_log_row *row)
         if (j->n_frames && (ms > g->longest || !g->stack)) {
             jbuf s;
             jbuf_init(&s);
-            dash_stack_json(&s, j->frames, j->n_frames);
+            dash_parse_stack(&s, j->frames, j->n_frames);
             char *text_stack = jbuf_steal(&s, NULL);
             if (text_stack) {
                 free(g->stack);
@@ -695,7 +695,7 @@ static void jank(const api_ctx *d, const http_request *rq, http_response *rs)
         tallies_json(&b, "versions", "version", g->versions, g->n_versions);
         if (g->stack) {
             jbuf_key(&b, "stack");
-            jbuf_raw(&b, g->stack, strlen(g->stack)); /* dash_stack_json's */
+            jbuf_raw(&b, g->stack, strlen(g->stack)); /* dash_parse_stack's */
             b.need_comma = true;
         }
         jbuf_close(&b, '}');
@@ -814,7 +814,7 @@ static void frames(const api_ctx *d, const http_request *rq, http_response *rs)
     api_answer(rs, &b, r, "the store could not be read");
 }
 
-bool dash_handle(const api_ctx *d, const http_request *rq, http_response *rs)
+bool query_dash_handle(const api_ctx *d, const http_request *rq, http_response *rs)
 {
     static const struct {
         const char *path;

@@ -33,7 +33,7 @@ static void write_row(void *ctx, const store_row *row)
     record_json_write(o->b, o->type, row, false);
 }
 
-void samples_handle(const api_ctx *d, const http_request *rq, http_response *rs)
+void query_samples_handle(const api_ctx *d, const http_request *rq, http_response *rs)
 {
     static const char *const known[] = {"app", "version", "limit", NULL};
     const char *app = NULL, *version = NULL;
@@ -62,7 +62,7 @@ void samples_handle(const api_ctx *d, const http_request *rq, http_response *rs)
     static const enum store_table tables[] = {TABLE_STARTUPS, TABLE_PAGE_LOADS};
     bool truncated = false;
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
-        samples_out o = {&b, store_table(tables[i])->type};
+        samples_out o = {&b, store_layout_table(tables[i])->type};
         bool t = false;
         if (store_version_rows(d->store, tables[i], app, version, (size_t)limit, SCAN_MAX, write_row, &o, &t) < 0) {
             jbuf_free(&b);

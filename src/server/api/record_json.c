@@ -43,7 +43,7 @@ static void hex_json(jbuf *b, const char *key, const store_value *v)
 
 void record_json_write(jbuf *b, const pacer_record_type *type, const store_row *row, bool evidence)
 {
-    const store_table_desc *t = store_table(row->table);
+    const store_table_desc *t = store_layout_table(row->table);
     jbuf_open(b, '{');
     jbuf_kv_str(b, "type", type->name);
     for (size_t i = 0; i < row->n; i++) {
@@ -63,11 +63,11 @@ void record_json_write(jbuf *b, const pacer_record_type *type, const store_row *
         case SRC_SPAN_ID: hex_json(b, "span_id", v); break;
         case SRC_EVENTS:
             if (v->type == SV_TEXT)
-                dash_apis_json(b, v->p, v->n);
+                dash_parse_apis(b, v->p, v->n);
             break;
         case SRC_EXTRA:
             if (v->type == SV_TEXT)
-                dash_extra_json(b, v->p, v->n);
+                dash_parse_extra(b, v->p, v->n);
             break;
         case SRC_PATTERN:
             if (v->type == SV_TEXT) {

@@ -53,7 +53,7 @@ bool schema_api_handle(const api_ctx *d, const http_request *rq, http_response *
     jbuf_key(&b, "groups");
     jbuf_open(&b, '{');
     for (enum store_kind k = 0; k < KIND_COUNT; k++) {
-        const store_kind_desc *kd = store_kind(k);
+        const store_kind_desc *kd = store_layout_kind(k);
         jbuf_key(&b, kd->name);
         jbuf_open(&b, '{');
         jbuf_key(&b, "metrics");

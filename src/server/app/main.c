@@ -22,8 +22,8 @@
  */
 #include "options.h"
 #include "pacerd.h"
-#include "store/clickhouse/store_clickhouse.h"
-#include "store/sqlite/store_sqlite.h"
+#include "store/clickhouse/ch_store.h"
+#include "store/sqlite/sqlite_store.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -153,12 +153,12 @@ static void log_line(void *ctx, const char *msg)
  * connections (issues_db.h). */
 static int state_read(void *ctx, int (*fn)(void *fn_ctx, sqlite3 *db), void *fn_ctx)
 {
-    return store_sqlite_read(ctx, fn, fn_ctx);
+    return sqlite_store_read(ctx, fn, fn_ctx);
 }
 
 static int state_write(void *ctx, int (*fn)(void *fn_ctx, sqlite3 *db), void *fn_ctx)
 {
-    return store_sqlite_write(ctx, fn, fn_ctx);
+    return sqlite_store_write(ctx, fn, fn_ctx);
 }
 
 /* What main holds besides the pacerd, for the clean-up. */
@@ -179,13 +179,13 @@ static void shutdown_all(pacerd *d, held *h)
     store_close(d->store);
     dedupe_free(d->ingest.dedupe);
     if (h->acfg_loaded)
-        ana_config_free(&h->acfg);
+        analysis_config_free(&h->acfg);
     wipe_free(h->github_token);
     wipe_free(h->url);
     free(h->cert);
     wipe_free(h->key);
     auth_free(d->auth);
-    sessions_free(d->sessions);
+    session_set_free(d->sessions);
     web_free(d->web);
     metrics_destroy(&d->metrics);
 }
@@ -199,7 +199,7 @@ static int open_store(const options *o, pacerd *d, held *h)
     so.log = log_line;
     bool clickhouse = o->clickhouse || o->clickhouse_file;
     if (!clickhouse) {
-        d->store = store_sqlite_open(o->db, &so, err, sizeof err);
+        d->store = sqlite_store_open(o->db, &so, err, sizeof err);
         if (!d->store) {
             fprintf(stderr, "pacerd: %s\n", err);
             return -1;
@@ -226,7 +226,7 @@ static int open_store(const options *o, pacerd *d, held *h)
     if (o->clickhouse_file && !(h->url = read_url(o->clickhouse_file)))
         return -1;
     so.submitters = o->http.workers; /* the threads that may submit at once */
-    d->store = store_clickhouse_open(h->url ? h->url : o->clickhouse, &so, err, sizeof err);
+    d->store = ch_store_open(h->url ? h->url : o->clickhouse, &so, err, sizeof err);
     if (!d->store) {
         fprintf(stderr, "pacerd: %s\n", err);
         return -1;
@@ -272,18 +272,18 @@ static int start(const options *o, pacerd *d, held *h)
                             sizeof web_err);
     if (!d->web)
         fprintf(stderr, "pacerd: no dashboard: %s (--web-root DIR; / answers 404)\n", web_err);
-    if (!(d->sessions = sessions_new())) {
+    if (!(d->sessions = session_set_new())) {
         fprintf(stderr, "pacerd: out of memory\n");
         return -1;
     }
     /* the application layer: its settings, its targets */
     if (o->analysis_config) {
-        if (ana_config_load(o->analysis_config, &h->acfg, err, sizeof err) < 0) {
+        if (analysis_config_load(o->analysis_config, &h->acfg, err, sizeof err) < 0) {
             fprintf(stderr, "pacerd: --analysis-config %s\n", err);
             return -1;
         }
     } else {
-        ana_config_defaults(&h->acfg);
+        analysis_config_defaults(&h->acfg);
     }
     h->acfg_loaded = true;
     d->ingest.clean = (clean_limits){h->acfg.max_duration_ms, (int64_t)h->acfg.max_clock_skew_s * 1000000000LL};

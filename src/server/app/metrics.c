@@ -243,7 +243,7 @@ void metrics_render(server_metrics *m, jbuf *b, const metrics_sources *src)
                     (unsigned long long)ss->failures[i]);
     help(b, "pacerd_store_rows_total", "counter", "Rows committed, by table.");
     for (size_t t = 0; t < TABLE_COUNT; t++)
-        jbuf_printf(b, "pacerd_store_rows_total{table=\"%s\"} %llu\n", store_table((enum store_table)t)->name,
+        jbuf_printf(b, "pacerd_store_rows_total{table=\"%s\"} %llu\n", store_layout_table((enum store_table)t)->name,
                     (unsigned long long)ss->rows[t]);
     counter(b, "pacerd_store_duplicate_batches_total", "Batches received again and not stored twice.",
             ss->duplicates);

@@ -299,7 +299,7 @@ void router_handle(void *ctx, const http_request *rq, http_response *rs)
     case ROUTE_TRACES:
     case ROUTE_LOGS:
     case ROUTE_METRICS_INGEST:
-        ingest_handle(&d->ingest, st->id.app, rq, rs, &st->coming);
+        ingest_http_handle(&d->ingest, st->id.app, rq, rs, &st->coming);
         if (rs->status == 429)
             metrics_reject(&d->metrics, MREJ_STORE_QUEUE);
         else if (rs->status == 503)
@@ -307,17 +307,17 @@ void router_handle(void *ctx, const http_request *rq, http_response *rs)
         return;
     case ROUTE_CONFIG:
         if (strcmp(rq->method, "PUT") == 0)
-            config_put(&d->api, st->app, rq, rs);
+            config_api_put(&d->api, st->app, rq, rs);
         else
-            config_get(&d->api, st->app, rq, rs);
+            config_api_get(&d->api, st->app, rq, rs);
         if (rs->status == 503)
             metrics_reject(&d->metrics, MREJ_STORE_FAILED);
         return;
     case ROUTE_QUERY:
         if (strcmp(rq->path, "/api/v1/samples") == 0)
-            samples_handle(&d->api, rq, rs);
+            query_samples_handle(&d->api, rq, rs);
         else if (!issues_api_handle(&d->api, rq, rs) && !read_api_handle(&d->api, rq, rs) &&
-                 !dash_handle(&d->api, rq, rs))
+                 !query_dash_handle(&d->api, rq, rs))
             query_handle(&d->api, rq, rs);
         if (rs->status == 503)
             metrics_reject(&d->metrics, MREJ_STORE_FAILED);
@@ -333,7 +333,7 @@ void router_encode(void *ctx, const http_request *rq, http_response *rs)
     (void)ctx;
     const char *p = rq->path;
     if (p && (strcmp(p, "/v1/traces") == 0 || strcmp(p, "/v1/logs") == 0 || strcmp(p, "/v1/metrics") == 0))
-        ingest_encode_answer(rq, rs);
+        ingest_http_encode(rq, rs);
 }
 
 void router_done(void *ctx, const http_request *rq, const http_response *rs)

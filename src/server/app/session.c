@@ -49,7 +49,7 @@ struct sessions {
     limiter lim[LIMITER_SLOTS];
 };
 
-sessions *sessions_new(void)
+sessions *session_set_new(void)
 {
     sessions *s = calloc(1, sizeof *s);
     if (s)
@@ -57,7 +57,7 @@ sessions *sessions_new(void)
     return s;
 }
 
-void sessions_free(sessions *s)
+void session_set_free(sessions *s)
 {
     if (!s)
         return;

@@ -45,8 +45,8 @@
 
 typedef struct sessions sessions;
 
-sessions *sessions_new(void);
-void sessions_free(sessions *s); /* accepts NULL */
+sessions *session_set_new(void);
+void session_set_free(sessions *s); /* accepts NULL */
 
 /* Whether path is one of /auth/login, /auth/session, /auth/logout. */
 bool session_path(const char *path);

@@ -212,7 +212,7 @@ static enum MHD_Result answer(hreq *h, http_response *rs)
         MHD_add_response_header(r, rs->extra[i].name, rs->extra[i].value); /* copied */
     enum MHD_Result ok = MHD_queue_response(h->mc, rs->status, r);
     MHD_destroy_response(r);
-    conns_phase(&srv->conns, h->conn, PH_SENDING);
+    http_conn_phase(&srv->conns, h->conn, PH_SENDING);
     if (srv->app.done)
         srv->app.done(srv->app.ctx, &h->rq, rs);
     extra_free(rs);
@@ -285,7 +285,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *mc)
     h->target = strdup(uri ? uri : "");
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     h->conn = ci ? ci->socket_context : NULL;
-    conns_request_line(&srv->conns, h->conn);
+    http_conn_request_line(&srv->conns, h->conn);
     return h;
 }
 
@@ -347,7 +347,7 @@ static long long content_length(const hreq *h)
 static enum MHD_Result first_call(hreq *h, const char *method, const char *version)
 {
     http_server *srv = h->srv;
-    conns_phase(&srv->conns, h->conn, PH_BODY);
+    http_conn_phase(&srv->conns, h->conn, PH_BODY);
     h->rq.method = method;
     h->rq.version = version;
     h->rq.path = "";
@@ -361,7 +361,7 @@ static enum MHD_Result first_call(hreq *h, const char *method, const char *versi
         return refuse(h, HTTP_REJ_COUNT, 503, 1, true, "out of memory");
     h->rq.headers = h->hdrs;
     h->rq.n_headers = h->n_hdrs;
-    conns_client_key(h->conn, h->rq.client);
+    http_conn_client_key(h->conn, h->rq.client);
     char err[256];
     const char *t = h->target, *q = strchr(t, '?');
     size_t plen = q ? (size_t)(q - t) : strlen(t);
@@ -401,12 +401,12 @@ static enum MHD_Result first_call(hreq *h, const char *method, const char *versi
     }
     if (h->plan == HTTP_QUEUED) {
         unsigned retry;
-        if (pool_admit(&srv->pool, &retry) < 0)
+        if (http_pool_admit(&srv->pool, &retry) < 0)
             return refuse(h, HTTP_REJ_OVERLOAD, 429, (int)retry, false,
                           "pacerd is busy: requests would wait longer than allowed; retry after %u s", retry);
         h->admitted = true;
     }
-    if (cl > 0 && !pool_body_fits(&srv->pool, (size_t)cl))
+    if (cl > 0 && !http_pool_body_fits(&srv->pool, (size_t)cl))
         return refuse(h, HTTP_REJ_BODY_BUDGET, 429, 1, false,
                       "pacerd is busy: too many request bodies in flight; retry after 1 s");
     h->state = R_BODY;
@@ -418,7 +418,7 @@ static void body_drop(hreq *h)
     free(h->body);
     h->body = NULL;
     h->len = h->cap = 0;
-    pool_body_give(&h->srv->pool, h->taken);
+    http_pool_body_give(&h->srv->pool, h->taken);
     h->taken = 0;
 }
 
@@ -439,14 +439,14 @@ static void body_append(hreq *h, const char *data, size_t n)
         if (cl >= 0 && cap > (size_t)cl + 1)
             cap = (size_t)cl + 1;
         size_t more = cap - h->cap;
-        if (!pool_body_take(&h->srv->pool, more)) {
+        if (!http_pool_body_take(&h->srv->pool, more)) {
             h->over_budget = true;
             body_drop(h);
             return;
         }
         char *b = realloc(h->body, cap);
         if (!b) {
-            pool_body_give(&h->srv->pool, more);
+            http_pool_body_give(&h->srv->pool, more);
             h->over_budget = true;
             body_drop(h);
             return;
@@ -474,7 +474,7 @@ static enum MHD_Result last_call(hreq *h)
         h->body[h->len] = 0;
     h->rq.body = h->body ? h->body : "";
     h->rq.body_len = h->len;
-    conns_phase(&srv->conns, h->conn, PH_SERVER);
+    http_conn_phase(&srv->conns, h->conn, PH_SERVER);
     if (h->plan == HTTP_INLINE) {
         http_response rs = {0};
         srv->app.handle(srv->app.ctx, &h->rq, &rs);
@@ -485,7 +485,7 @@ static enum MHD_Result last_call(hreq *h)
     /* suspended before it is queued: the worker may resume it at once */
     h->state = R_QUEUED;
     MHD_suspend_connection(h->mc);
-    pool_push(&srv->pool, &h->item);
+    http_pool_push(&srv->pool, &h->item);
     return MHD_YES;
 }
 
@@ -548,10 +548,10 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls, e
     if (!h)
         return;
     *con_cls = NULL;
-    conns_phase(&srv->conns, h->conn, PH_IDLE);
+    http_conn_phase(&srv->conns, h->conn, PH_IDLE);
     body_drop(h);
     if (h->admitted)
-        pool_unadmit(&srv->pool);
+        http_pool_unadmit(&srv->pool);
     if (srv->app.release && h->rq.state)
         srv->app.release(srv->app.ctx, &h->rq);
     free(h->rs.body);
@@ -569,13 +569,13 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_co
 {
     http_server *srv = cls;
     if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
-        conns_remove(&srv->conns, *socket_context);
+        http_conn_remove(&srv->conns, *socket_context);
         *socket_context = NULL;
         return;
     }
     const union MHD_ConnectionInfo *fd = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
     const union MHD_ConnectionInfo *ad = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    conn *c = fd ? conns_add(&srv->conns, fd->connect_fd, ad ? ad->client_addr : NULL) : NULL;
+    conn *c = fd ? http_conn_add(&srv->conns, fd->connect_fd, ad ? ad->client_addr : NULL) : NULL;
     if (!c && fd)
         shutdown(fd->connect_fd, SHUT_RDWR); /* out of memory: no connection we cannot bound */
     *socket_context = c;
@@ -584,7 +584,7 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_co
 static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t len)
 {
     http_server *srv = cls;
-    return conns_admit(&srv->conns, addr, len) ? MHD_YES : MHD_NO;
+    return http_conn_admit(&srv->conns, addr, len) ? MHD_YES : MHD_NO;
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
@@ -679,11 +679,11 @@ http_server *http_start(const char *addr, uint16_t port, const http_options *opt
     srv->tls = tls;
     srv->max_discard = o.max_discard_bytes;
     pthread_mutex_init(&srv->log_lock, NULL);
-    if (conns_init(&srv->conns, &o, srv->rejects) < 0) {
+    if (http_conn_init(&srv->conns, &o, srv->rejects) < 0) {
         snprintf(err, err_size, "cannot start the connection reaper");
         goto fail_conns;
     }
-    if (pool_start(&srv->pool, o.workers, o.max_wait_ms, o.max_body_bytes_in_flight, on_work) < 0) {
+    if (http_pool_start(&srv->pool, o.workers, o.max_wait_ms, o.max_body_bytes_in_flight, on_work) < 0) {
         snprintf(err, err_size, "cannot start %u worker threads", o.workers);
         goto fail_pool;
     }
@@ -721,9 +721,9 @@ http_server *http_start(const char *addr, uint16_t port, const http_options *opt
     pthread_mutex_unlock(&srv->log_lock);
     return srv;
 fail_daemon:
-    pool_stop(&srv->pool);
+    http_pool_stop(&srv->pool);
 fail_pool:
-    conns_destroy(&srv->conns);
+    http_conn_destroy(&srv->conns);
 fail_conns:
     pthread_mutex_destroy(&srv->log_lock);
     free(srv);
@@ -777,8 +777,8 @@ size_t http_drain(http_server *srv, unsigned timeout_ms)
     int64_t deadline = mono_ns() + (int64_t)timeout_ms * 1000000LL;
     bool quiet_once = false;
     for (;;) {
-        size_t left = pool_wait_idle(&srv->pool, deadline);
-        unsigned busy = conns_busy(&srv->conns);
+        size_t left = http_pool_wait_idle(&srv->pool, deadline);
+        unsigned busy = http_conn_busy(&srv->conns);
         if (left || mono_ns() >= deadline)
             return left > busy ? left : busy;
         if (!busy && quiet_once)
@@ -795,9 +795,9 @@ void http_stop(http_server *srv)
     __atomic_store_n(&srv->draining, true, __ATOMIC_RELEASE);
     __atomic_store_n(&srv->stopping, true, __ATOMIC_RELEASE);
     /* every suspended connection is resumed before libmicrohttpd stops */
-    pool_stop(&srv->pool);
+    http_pool_stop(&srv->pool);
     MHD_stop_daemon(srv->daemon);
-    conns_destroy(&srv->conns);
+    http_conn_destroy(&srv->conns);
     pthread_mutex_destroy(&srv->log_lock);
     free(srv);
 }

@@ -51,7 +51,7 @@ static void addr_key(const struct sockaddr *sa, unsigned char key[16])
     }
 }
 
-void conns_client_key(const conn *c, unsigned char key[16])
+void http_conn_client_key(const conn *c, unsigned char key[16])
 {
     if (c && c->addr)
         memcpy(key, c->addr->key, 16);
@@ -104,7 +104,7 @@ static void *reaper_main(void *arg)
     return NULL;
 }
 
-int conns_init(conn_table *t, const http_options *o, uint64_t *rejects)
+int http_conn_init(conn_table *t, const http_options *o, uint64_t *rejects)
 {
     memset(t, 0, sizeof *t);
     pthread_mutex_init(&t->lock, NULL);
@@ -125,7 +125,7 @@ int conns_init(conn_table *t, const http_options *o, uint64_t *rejects)
     return 0;
 }
 
-void conns_destroy(conn_table *t)
+void http_conn_destroy(conn_table *t)
 {
     if (t->reaping) {
         pthread_mutex_lock(&t->lock);
@@ -144,7 +144,7 @@ void conns_destroy(conn_table *t)
     pthread_mutex_destroy(&t->lock);
 }
 
-bool conns_admit(conn_table *t, const struct sockaddr *addr, socklen_t len)
+bool http_conn_admit(conn_table *t, const struct sockaddr *addr, socklen_t len)
 {
     unsigned char key[16];
     addr_key(len ? addr : NULL, key);
@@ -164,7 +164,7 @@ bool conns_admit(conn_table *t, const struct sockaddr *addr, socklen_t len)
     return false;
 }
 
-conn *conns_add(conn_table *t, int fd, const struct sockaddr *addr)
+conn *http_conn_add(conn_table *t, int fd, const struct sockaddr *addr)
 {
     conn *c = calloc(1, sizeof *c);
     if (!c)
@@ -195,7 +195,7 @@ conn *conns_add(conn_table *t, int fd, const struct sockaddr *addr)
     return c;
 }
 
-void conns_remove(conn_table *t, conn *c)
+void http_conn_remove(conn_table *t, conn *c)
 {
     if (!c)
         return;
@@ -216,7 +216,7 @@ void conns_remove(conn_table *t, conn *c)
     free(c);
 }
 
-void conns_phase(conn_table *t, conn *c, enum conn_phase p)
+void http_conn_phase(conn_table *t, conn *c, enum conn_phase p)
 {
     if (!c)
         return;
@@ -229,7 +229,7 @@ void conns_phase(conn_table *t, conn *c, enum conn_phase p)
     pthread_mutex_unlock(&t->lock);
 }
 
-void conns_request_line(conn_table *t, conn *c)
+void http_conn_request_line(conn_table *t, conn *c)
 {
     if (!c)
         return;
@@ -243,7 +243,7 @@ void conns_request_line(conn_table *t, conn *c)
     pthread_mutex_unlock(&t->lock);
 }
 
-unsigned conns_busy(conn_table *t)
+unsigned http_conn_busy(conn_table *t)
 {
     unsigned n = 0;
     pthread_mutex_lock(&t->lock);

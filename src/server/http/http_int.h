@@ -59,27 +59,27 @@ typedef struct conn_table {
     bool stopping, reaping;
 } conn_table;
 
-int conns_init(conn_table *t, const http_options *o, uint64_t *rejects);
+int http_conn_init(conn_table *t, const http_options *o, uint64_t *rejects);
 /* Stops the reaper; the entries must be gone (libmicrohttpd stopped). */
-void conns_destroy(conn_table *t);
+void http_conn_destroy(conn_table *t);
 /* At accept: whether the address may open another connection. */
-bool conns_admit(conn_table *t, const struct sockaddr *addr, socklen_t len);
+bool http_conn_admit(conn_table *t, const struct sockaddr *addr, socklen_t len);
 /* Started: a new entry in PH_HEADERS. NULL when out of memory (the
  * connection is then shut down at once). */
-conn *conns_add(conn_table *t, int fd, const struct sockaddr *addr);
-void conns_remove(conn_table *t, conn *c);
+conn *http_conn_add(conn_table *t, int fd, const struct sockaddr *addr);
+void http_conn_remove(conn_table *t, conn *c);
 /* The address key of c's client (IPv4 mapped, or the IPv6 /64); zeros
  * when c is NULL. */
-void conns_client_key(const conn *c, unsigned char key[16]);
+void http_conn_client_key(const conn *c, unsigned char key[16]);
 /* Moves c (NULL: nothing) to phase p, with that phase's deadline counted
  * from now. */
-void conns_phase(conn_table *t, conn *c, enum conn_phase p);
+void http_conn_phase(conn_table *t, conn *c, enum conn_phase p);
 /* A request line arrived on c: it is inside a request; on a keep-alive
  * connection its headers are due header_timeout from now, on a new one the
  * deadline counted from the connection stays. */
-void conns_request_line(conn_table *t, conn *c);
+void http_conn_request_line(conn_table *t, conn *c);
 /* Connections inside a request (request line seen, answer not sent). */
-unsigned conns_busy(conn_table *t);
+unsigned http_conn_busy(conn_table *t);
 
 /* ---- workers and admission (http_pool.c) ---- */
 
@@ -106,24 +106,24 @@ typedef struct pool {
     pool_run_fn run;
 } pool;
 
-int pool_start(pool *p, size_t workers, unsigned max_wait_ms, size_t max_body_bytes, pool_run_fn run);
+int http_pool_start(pool *p, size_t workers, unsigned max_wait_ms, size_t max_body_bytes, pool_run_fn run);
 /* Finishes the running requests, answers the queued ones shed, joins the
  * workers. */
-void pool_stop(pool *p);
+void http_pool_stop(pool *p);
 
 /* Admission of a request whose body is about to be read: 0 (then
- * pool_unadmit when it ends), or -EAGAIN with the seconds to wait. */
-int pool_admit(pool *p, unsigned *ret_retry_s);
-void pool_unadmit(pool *p);
+ * http_pool_unadmit when it ends), or -EAGAIN with the seconds to wait. */
+int http_pool_admit(pool *p, unsigned *ret_retry_s);
+void http_pool_unadmit(pool *p);
 /* Body bytes in flight: whether n more bytes fit (a look, no
  * reservation), take, give back. */
-bool pool_body_fits(pool *p, size_t n);
-bool pool_body_take(pool *p, size_t n);
-void pool_body_give(pool *p, size_t n);
+bool http_pool_body_fits(pool *p, size_t n);
+bool http_pool_body_take(pool *p, size_t n);
+void http_pool_body_give(pool *p, size_t n);
 /* Queues an admitted request whose body is complete. */
-void pool_push(pool *p, pool_item *it);
+void http_pool_push(pool *p, pool_item *it);
 /* Waits until no request is admitted, at most until deadline_ns (mono).
  * Returns how many still are. */
-size_t pool_wait_idle(pool *p, int64_t deadline_ns);
+size_t http_pool_wait_idle(pool *p, int64_t deadline_ns);
 
 #endif

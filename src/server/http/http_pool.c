@@ -70,7 +70,7 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-int pool_start(pool *p, size_t workers, unsigned max_wait_ms, size_t max_body_bytes, pool_run_fn run)
+int http_pool_start(pool *p, size_t workers, unsigned max_wait_ms, size_t max_body_bytes, pool_run_fn run)
 {
     memset(p, 0, sizeof *p);
     pthread_mutex_init(&p->lock, NULL);
@@ -87,7 +87,7 @@ int pool_start(pool *p, size_t workers, unsigned max_wait_ms, size_t max_body_by
     for (size_t i = 0; i < p->n_workers; i++) {
         int r = thread_start(&p->threads[i], "pacerd-worker", worker_main, p);
         if (r < 0) {
-            pool_stop(p);
+            http_pool_stop(p);
             return r;
         }
         p->started++;
@@ -95,7 +95,7 @@ int pool_start(pool *p, size_t workers, unsigned max_wait_ms, size_t max_body_by
     return 0;
 }
 
-void pool_stop(pool *p)
+void http_pool_stop(pool *p)
 {
     pthread_mutex_lock(&p->lock);
     p->stopping = true;
@@ -108,7 +108,7 @@ void pool_stop(pool *p)
     p->started = 0;
 }
 
-int pool_admit(pool *p, unsigned *ret_retry_s)
+int http_pool_admit(pool *p, unsigned *ret_retry_s)
 {
     pthread_mutex_lock(&p->lock);
     int64_t now = mono_ns();
@@ -127,7 +127,7 @@ int pool_admit(pool *p, unsigned *ret_retry_s)
     return r;
 }
 
-void pool_unadmit(pool *p)
+void http_pool_unadmit(pool *p)
 {
     pthread_mutex_lock(&p->lock);
     if (--p->admitted == 0)
@@ -135,7 +135,7 @@ void pool_unadmit(pool *p)
     pthread_mutex_unlock(&p->lock);
 }
 
-bool pool_body_fits(pool *p, size_t n)
+bool http_pool_body_fits(pool *p, size_t n)
 {
     pthread_mutex_lock(&p->lock);
     bool ok = p->body_bytes + n <= p->max_body_bytes;
@@ -143,7 +143,7 @@ bool pool_body_fits(pool *p, size_t n)
     return ok;
 }
 
-bool pool_body_take(pool *p, size_t n)
+bool http_pool_body_take(pool *p, size_t n)
 {
     pthread_mutex_lock(&p->lock);
     bool ok = p->body_bytes + n <= p->max_body_bytes;
@@ -153,7 +153,7 @@ bool pool_body_take(pool *p, size_t n)
     return ok;
 }
 
-void pool_body_give(pool *p, size_t n)
+void http_pool_body_give(pool *p, size_t n)
 {
     if (!n)
         return;
@@ -162,7 +162,7 @@ void pool_body_give(pool *p, size_t n)
     pthread_mutex_unlock(&p->lock);
 }
 
-void pool_push(pool *p, pool_item *it)
+void http_pool_push(pool *p, pool_item *it)
 {
     it->next = NULL;
     it->queued_ns = mono_ns();
@@ -177,7 +177,7 @@ void pool_push(pool *p, pool_item *it)
     pthread_mutex_unlock(&p->lock);
 }
 
-size_t pool_wait_idle(pool *p, int64_t deadline_ns)
+size_t http_pool_wait_idle(pool *p, int64_t deadline_ns)
 {
     pthread_mutex_lock(&p->lock);
     while (p->admitted && cond_wait_until(&p->idle, &p->lock, deadline_ns) != ETIMEDOUT)

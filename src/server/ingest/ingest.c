@@ -771,7 +771,7 @@ static void clean_row(mapper *m, const store_table_desc *t, item *it, store_reco
 static bool map_record(mapper *m, const otlp_span *s, const store_table_desc *t, item *it, store_record *r,
                        const char **bad)
 {
-    const store_kind_desc *kd = store_kind(t->kind);
+    const store_kind_desc *kd = store_layout_kind(t->kind);
     const otlp_kv *found[STORE_MAX_COLS][STORE_MAX_ATTRS];
     memset(found, 0, t->n_cols * sizeof found[0]);
     take_attrs(m, t, &s->attrs, found, &it->extra);
@@ -815,7 +815,7 @@ static bool map_record(mapper *m, const otlp_span *s, const store_table_desc *t,
         if (t->cols[c].source != SRC_PATTERN)
             continue;
         char pattern[1024];
-        size_t n = url_fold(sv_text(&r->cols[t->cols[c].index]), pattern, sizeof pattern);
+        size_t n = urlfold(sv_text(&r->cols[t->cols[c].index]), pattern, sizeof pattern);
         char *p = arena_alloc(&m->arena, n + 1);
         if (!p)
             return false;
@@ -847,8 +847,8 @@ static size_t map_spans(mapper *m, store_record *recs)
     for (size_t i = 0; i < PACER_N_RECORD_TYPES; i++)
         tables[i] = -1;
     for (enum store_table t = 0; t < TABLE_COUNT; t++)
-        if (store_table(t)->type)
-            tables[store_table(t)->type->id] = (int)t;
+        if (store_layout_table(t)->type)
+            tables[store_layout_table(t)->type->id] = (int)t;
     size_t n = 0;
     for (size_t i = 0; i < m->b->n_spans; i++) {
         const otlp_span *s = &m->b->spans[i];
@@ -867,7 +867,7 @@ static size_t map_spans(mapper *m, store_record *recs)
                    .ts = s->start_ns, .span = s, .attrs = &s->attrs};
         const pacer_record_type *rt = type ? pacer_record_type_find(type, strlen(type)) : NULL;
         int tb = rt ? tables[rt->id] : -1;
-        const store_table_desc *t = store_table(tb >= 0 ? (enum store_table)tb : TABLE_SPANS);
+        const store_table_desc *t = store_layout_table(tb >= 0 ? (enum store_table)tb : TABLE_SPANS);
         bool ok = !bad;
         if (ok && tb >= 0) {
             r->table = (enum store_table)tb;
@@ -929,7 +929,7 @@ static enum clean_reason clean_log(mapper *m, const otlp_log *l, const char *typ
 
 static size_t map_logs(mapper *m, store_record *recs)
 {
-    const store_table_desc *t = store_table(TABLE_LOGS);
+    const store_table_desc *t = store_layout_table(TABLE_LOGS);
     size_t n = 0;
     for (size_t i = 0; i < m->b->n_logs; i++) {
         const otlp_log *l = &m->b->logs[i];
@@ -965,7 +965,7 @@ static size_t map_logs(mapper *m, store_record *recs)
 
 static size_t map_points(mapper *m, store_record *recs)
 {
-    const store_table_desc *t = store_table(TABLE_METRIC_POINTS);
+    const store_table_desc *t = store_layout_table(TABLE_METRIC_POINTS);
     size_t n = 0;
     for (size_t i = 0; i < m->b->n_points; i++) {
         const otlp_point *p = &m->b->points[i];

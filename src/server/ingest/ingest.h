@@ -50,15 +50,15 @@ int ingest_batch(const ingest_ctx *ig, const char *app, enum ingest_signal what,
 /* POST /v1/traces, /v1/logs, /v1/metrics (ingest_http.c). app is the app
  * whose key authenticated the request; sets rs->items to the records
  * stored. */
-void ingest_handle(const ingest_ctx *ig, const char *app, const http_request *rq, http_response *rs, bool *coming);
+void ingest_http_handle(const ingest_ctx *ig, const char *app, const http_request *rq, http_response *rs, bool *coming);
 
 /* An error answer (4xx, 5xx) to an ingest request, whoever made it,
  * becomes what OTLP/HTTP asks for: a google.rpc.Status in the request's
  * encoding and with its Content-Type (JSON when the request is in neither),
  * with a google.rpc.BadRequest for a 400, and Retry-After on 429 and 503
- * (1 s when none was set). Success answers are left as ingest_handle made
+ * (1 s when none was set). Success answers are left as ingest_http_handle made
  * them. */
-void ingest_encode_answer(const http_request *rq, http_response *rs);
+void ingest_http_encode(const http_request *rq, http_response *rs);
 
 /* malloc's thresholds for ingest: once, before any thread starts. */
 void ingest_malloc_setup(void);

@@ -8,7 +8,7 @@
  *           rejected items or the skipped unknown fields, in the request's
  *           encoding and with its Content-Type; every error answer of the
  *           route, the HTTP layer's too, becomes a google.rpc.Status in the
- *           request's encoding (ingest_encode_answer)
+ *           request's encoding (ingest_http_encode)
  */
 #include "ingest.h"
 #include "gunzip.h"
@@ -121,10 +121,10 @@ static void bad_part(const char *msg, char *field, size_t field_size, const char
     *ret_why = colon + 2;
 }
 
-void ingest_encode_answer(const http_request *rq, http_response *rs)
+void ingest_http_encode(const http_request *rq, http_response *rs)
 {
     if (rs->status < 400)
-        return; /* ingest_handle wrote its Export…ServiceResponse; OPTIONS has no body */
+        return; /* ingest_http_handle wrote its Export…ServiceResponse; OPTIONS has no body */
     int m = media_of(rq);
     bool proto = m >= 0 && media[m].proto;
     /* a request in neither encoding (415, or a GET) gets JSON */
@@ -183,7 +183,7 @@ static void out_of_memory(http_response *rs)
     http_error(rs, 503, "out of memory");
 }
 
-void ingest_handle(const ingest_ctx *ig, const char *app, const http_request *rq, http_response *rs, bool *coming)
+void ingest_http_handle(const ingest_ctx *ig, const char *app, const http_request *rq, http_response *rs, bool *coming)
 {
     enum ingest_signal what = strcmp(rq->path, "/v1/traces") == 0 ? INGEST_TRACES
                               : strcmp(rq->path, "/v1/logs") == 0 ? INGEST_LOGS

@@ -57,7 +57,7 @@ static bool is_id(const char *s, size_t n)
     return token == n && n >= 20 && digits > 0 && alpha > 0;
 }
 
-/* The path of a URL: see url_fold. Stores its start, returns its length. */
+/* The path of a URL: see urlfold. Stores its start, returns its length. */
 static size_t path_of(const char *url, const char **ret)
 {
     const char *p = url;
@@ -81,7 +81,7 @@ static size_t path_of(const char *url, const char **ret)
     return strcspn(p, "?#");
 }
 
-size_t url_fold(const char *url, char *buf, size_t size)
+size_t urlfold(const char *url, char *buf, size_t size)
 {
     const char *path;
     size_t n = path_of(url ? url : "", &path);

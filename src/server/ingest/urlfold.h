@@ -19,6 +19,6 @@
 /* Writes the pattern of url into buf (NUL-terminated, truncated to size - 1
  * bytes on a segment boundary when too long). Returns the length written.
  * size must be at least 2. */
-size_t url_fold(const char *url, char *buf, size_t size);
+size_t urlfold(const char *url, char *buf, size_t size);
 
 #endif

@@ -40,13 +40,13 @@ void store_get_stats(store *st, store_stats *ret)
 
 int store_config_put(store *st, const char *app, const char *xml, size_t len, int64_t *ret_version)
 {
-    return store_ops(st)->config_put(st, app, xml, len, ret_version);
+    return store_ops(st)->config_api_put(st, app, xml, len, ret_version);
 }
 
 int store_config_get(store *st, const char *app, char **ret_xml, size_t *ret_len, char **ret_etag,
                      int64_t *ret_version)
 {
-    return store_ops(st)->config_get(st, app, ret_xml, ret_len, ret_etag, ret_version);
+    return store_ops(st)->config_api_get(st, app, ret_xml, ret_len, ret_etag, ret_version);
 }
 
 int store_scan(store *st, enum store_kind kind, const char *app, const char *version, int64_t from_ns,

@@ -84,7 +84,7 @@ enum store_kind { KIND_PAGE, KIND_STARTUP, KIND_REQUEST, KIND_SPAN, KIND_COUNT, 
 enum store_source {
     SRC_COMMON,  /* a common field (index: PACER_COMMON_*): the resource, the item's time */
     SRC_FIELD,   /* a field of the record type (index: in its shape): attrs[] */
-    SRC_PATTERN, /* url_fold() of the URL column `index` */
+    SRC_PATTERN, /* urlfold() of the URL column `index` */
     SRC_FAILED,
     SRC_TRACE_ID,
     SRC_SPAN_ID,
@@ -154,12 +154,12 @@ typedef struct store_kind_desc {
 
 /* The descriptions, built from the schema on first use (once, whichever
  * thread asks first); read-only after. */
-const store_table_desc *store_table(enum store_table t);
-const store_kind_desc *store_kind(enum store_kind k);
+const store_table_desc *store_layout_table(enum store_table t);
+const store_kind_desc *store_layout_kind(enum store_kind k);
 
 /* The column list of a table, e.g. "ts, app, version, session, …" (the
  * order of store_record.cols), and how many there are. */
-const char *store_table_columns(enum store_table t, size_t *ret_n);
+const char *store_layout_columns(enum store_table t, size_t *ret_n);
 
 /* The layout index of the column of table t whose source is src (for a
  * common field or a record field: index, the field's index; else -1),
@@ -181,7 +181,7 @@ typedef struct store_value {
     size_t n;
 } store_value;
 
-/* One record: a row of `table` (columns in the order of store_table_columns)
+/* One record: a row of `table` (columns in the order of store_layout_columns)
  * and, when kind != KIND_NONE, its contribution to a rollup group. Strings
  * are borrowed: they must live until the submit call returns. */
 /* A resource or an instrumentation scope, as OTLP JSON; the store keeps
@@ -497,7 +497,7 @@ int store_rows_after(store *st, enum store_table t, enum store_filter filter, in
  * logs and metric points). 0 or negative errno. */
 int store_marks_forget(store *st, enum store_table t, int64_t upto);
 
-/* One raw row of a table: the columns of store_table_columns, borrowed
+/* One raw row of a table: the columns of store_layout_columns, borrowed
  * until the callback returns. */
 typedef struct store_row {
     enum store_table table;

@@ -14,7 +14,7 @@
 
 /* Each operation's type: the contract of the store.h function of the
  * same name. A backend declares its operations with them
- * (`store_scan_fn ch_op_scan;`). */
+ * (`store_scan_fn ch_read_scan;`). */
 typedef void store_close_fn(store *st);
 typedef int store_submit_fn(store *st, const store_batch *b, bool *ret_duplicate);
 typedef int store_tallies_fn(store *st, const char *app,
@@ -55,8 +55,8 @@ typedef struct store_backend {
     store_coming_fn *coming; /* NULL: nothing to do */
     store_health_get_fn *health_get;
     store_get_stats_fn *get_stats;
-    store_config_put_fn *config_put;
-    store_config_get_fn *config_get;
+    store_config_put_fn *config_api_put;
+    store_config_get_fn *config_api_get;
     store_scan_fn *scan;
     store_apps_fn *apps;
     store_trace_fn *trace;

@@ -23,17 +23,17 @@
 
 /* LEB128: reads one at *p (advancing it), false past end or after 10
  * bytes; writes one at p + *o (advancing *o; room for 10 bytes). */
-bool store_get_uvarint(const uint8_t **p, const uint8_t *end, uint64_t *ret);
-void store_put_uvarint(uint8_t *p, size_t *o, uint64_t v);
+bool store_codec_get_uvarint(const uint8_t **p, const uint8_t *end, uint64_t *ret);
+void store_codec_put_uvarint(uint8_t *p, size_t *o, uint64_t v);
 
 /* Calls fn for each sketch of a sub-day group's value: the id of its
  * metric and its encoding. 0, or -EBADMSG. */
-int store_subday_sketches(const uint8_t *blob, size_t len, void (*fn)(void *ctx, int64_t id, const uint8_t *p, size_t n),
+int store_codec_subday_sketches(const uint8_t *blob, size_t len, void (*fn)(void *ctx, int64_t id, const uint8_t *p, size_t n),
                           void *ctx);
 
 /* Calls fn for each entry of a trace_index chunk (whose first key is
  * t_lo) with key t. 0, or -EBADMSG. */
-int store_trace_chunk_find(const uint8_t *data, size_t len, int64_t t_lo, int64_t t,
+int store_codec_trace_chunk_find(const uint8_t *data, size_t len, int64_t t_lo, int64_t t,
                            void (*fn)(void *ctx, int tbl, int64_t rid), void *ctx);
 
 #endif

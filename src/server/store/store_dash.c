@@ -27,7 +27,7 @@
 /* The layout column of table t named name, or -1. */
 static int col_of(enum store_table t, const char *name)
 {
-    const store_table_desc *d = store_table(t);
+    const store_table_desc *d = store_layout_table(t);
     for (size_t i = 0; i < d->n_cols; i++)
         if (strcmp(d->cols[i].name, name) == 0)
             return (int)i;
@@ -109,11 +109,11 @@ static int rows_offer(void *ctx, const store_row *row, int64_t place)
 int store_dash_rows(store *st, const store_rows_query *q, void (*cb)(void *ctx, const store_row *row), void *ctx,
                     bool *ret_truncated)
 {
-    const store_table_desc *t = store_table(q->table);
+    const store_table_desc *t = store_layout_table(q->table);
     *ret_truncated = false;
     if (t->kind == KIND_NONE)
         return -EINVAL;
-    rows_read rr = {.q = q, .kd = store_kind(t->kind), .version_col = col_of(q->table, "version"),
+    rows_read rr = {.q = q, .kd = store_layout_kind(t->kind), .version_col = col_of(q->table, "version"),
                     .ts_col = col_of(q->table, "ts"), .order_col = -1};
     if (q->order_metric >= 0 && (size_t)q->order_metric < rr.kd->n_metrics)
         rr.order_col = rr.kd->metric_cols[q->order_metric]; /* -1: a computed one, by time */

@@ -21,7 +21,7 @@ typedef struct store_rows_query {
     size_t limit, scan_max;
 } store_rows_query;
 
-/* The rows (every column of store_table_columns) of the query, sorted. */
+/* The rows (every column of store_layout_columns) of the query, sorted. */
 int store_dash_rows(store *st, const store_rows_query *q, void (*cb)(void *ctx, const store_row *row), void *ctx,
                     bool *ret_truncated);
 

@@ -21,7 +21,7 @@ bool store_filter_text(const char *hay, const char *needle)
 bool store_filter_row(enum store_table tb, const store_value *cols, const char *text,
                       const store_attr_filter *attrs, size_t n_attrs)
 {
-    const store_table_desc *d = store_table(tb);
+    const store_table_desc *d = store_layout_table(tb);
     const char *body = NULL, *any = NULL, *json = NULL;
     for (size_t i = 0; i < d->n_cols; i++) {
         const store_value *v = &cols[i];

@@ -127,7 +127,7 @@ static void field_attr(jbuf *b, const store_column *col, const store_value *v)
 
 void store_json_span(jbuf *b, enum store_table tb, const store_value *cols, const char *resource, const char *scope)
 {
-    const store_table_desc *t = store_table(tb);
+    const store_table_desc *t = store_layout_table(tb);
     int64_t ts = 0, end = 0;
     bool has_end = false;
     int c_attrs = -1, c_extra = -1;
@@ -257,7 +257,7 @@ static bool shared_member(jbuf *b, const store_column *col, const store_value *v
 
 void store_json_log(jbuf *b, const store_value *cols, const char *resource, const char *scope)
 {
-    const store_table_desc *t = store_table(TABLE_LOGS);
+    const store_table_desc *t = store_layout_table(TABLE_LOGS);
     int c_body = -1, c_any = -1;
     jbuf_open(b, '{');
     for (size_t i = 0; i < t->n_cols; i++) {
@@ -293,7 +293,7 @@ void store_json_log(jbuf *b, const store_value *cols, const char *resource, cons
 
 void store_json_point(jbuf *b, const store_value *cols, const char *resource, const char *scope)
 {
-    const store_table_desc *t = store_table(TABLE_METRIC_POINTS);
+    const store_table_desc *t = store_layout_table(TABLE_METRIC_POINTS);
     jbuf_open(b, '{');
     for (size_t i = 0; i < t->n_cols; i++) {
         const store_column *col = &t->cols[i];

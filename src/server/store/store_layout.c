@@ -446,19 +446,19 @@ static void init(void)
     pthread_once(&once, build);
 }
 
-const store_table_desc *store_table(enum store_table t)
+const store_table_desc *store_layout_table(enum store_table t)
 {
     init();
     return &L.tables[t];
 }
 
-const store_kind_desc *store_kind(enum store_kind k)
+const store_kind_desc *store_layout_kind(enum store_kind k)
 {
     init();
     return &L.kinds[k];
 }
 
-const char *store_table_columns(enum store_table t, size_t *ret_n)
+const char *store_layout_columns(enum store_table t, size_t *ret_n)
 {
     init();
     *ret_n = L.tables[t].n_cols;
@@ -473,7 +473,7 @@ const char *store_layout_error(void)
 
 int store_layout_col(enum store_table t, enum store_source src, long index)
 {
-    const store_table_desc *d = store_table(t);
+    const store_table_desc *d = store_layout_table(t);
     for (size_t c = 0; c < d->n_cols; c++)
         if (d->cols[c].source == src &&
             ((src != SRC_COMMON && src != SRC_FIELD) || d->cols[c].index == index))

@@ -57,7 +57,7 @@ static bool plain_name(const char *s)
     return true;
 }
 
-void ch_url_clear(ch_url *u)
+void ch_client_url_clear(ch_url *u)
 {
     free(u->base);
     free(u->user);
@@ -71,7 +71,7 @@ void ch_url_clear(ch_url *u)
     memset(u, 0, sizeof *u);
 }
 
-int ch_url_parse(const char *url, ch_url *ret, char *err, size_t err_size)
+int ch_client_url_parse(const char *url, ch_url *ret, char *err, size_t err_size)
 {
     memset(ret, 0, sizeof *ret);
     const char *scheme_end = strstr(url, "://");
@@ -145,7 +145,7 @@ int ch_url_parse(const char *url, ch_url *ret, char *err, size_t err_size)
     }
     return 0;
 fail:
-    ch_url_clear(ret);
+    ch_client_url_clear(ret);
     return -EINVAL;
 }
 
@@ -186,7 +186,7 @@ ch_client *ch_client_new(const ch_url *url, long timeout_ms)
     c->url.shown = strdup(url->shown);
     if (!c->url.base || !c->url.database || !c->url.shown || (url->user && !c->url.user) ||
         (url->password && !c->url.password) || (url->cluster && !c->url.cluster)) {
-        ch_url_clear(&c->url);
+        ch_client_url_clear(&c->url);
         free(c);
         return NULL;
     }
@@ -202,7 +202,7 @@ void ch_client_free(ch_client *c)
     for (size_t i = 0; i < c->n_free; i++)
         curl_easy_cleanup(c->free[i]);
     pthread_mutex_destroy(&c->lock);
-    ch_url_clear(&c->url);
+    ch_client_url_clear(&c->url);
     free(c);
 }
 
@@ -384,10 +384,10 @@ static int run(ch_client *c, const char *sql, const void *data, size_t len, cons
     return req_finish(c, &q, curl_easy_perform(q.h));
 }
 
-int ch_query_many(ch_client *c, size_t n, const ch_request *rqs, const char *settings, ch_reply *ret)
+int ch_client_query_many(ch_client *c, size_t n, const ch_request *rqs, const char *settings, ch_reply *ret)
 {
     if (n == 1)
-        return ch_query(c, rqs[0].sql, rqs[0].data, rqs[0].len, settings, &ret[0]);
+        return ch_client_query(c, rqs[0].sql, rqs[0].data, rqs[0].len, settings, &ret[0]);
     req *qs = calloc(n ? n : 1, sizeof *qs);
     CURLM *m = curl_multi_init();
     int r = qs && m ? 0 : -EIO;
@@ -438,24 +438,24 @@ int ch_query_many(ch_client *c, size_t n, const ch_request *rqs, const char *set
     return r;
 }
 
-int ch_query(ch_client *c, const char *sql, const void *data, size_t len, const char *settings, ch_reply *ret)
+int ch_client_query(ch_client *c, const char *sql, const void *data, size_t len, const char *settings, ch_reply *ret)
 {
     return run(c, sql, data, len, settings, true, ret);
 }
 
-int ch_query_nodb(ch_client *c, const char *sql, ch_reply *ret)
+int ch_client_query_nodb(ch_client *c, const char *sql, ch_reply *ret)
 {
     return run(c, sql, NULL, 0, NULL, false, ret);
 }
 
-void ch_reply_free(ch_reply *r)
+void ch_client_reply_free(ch_reply *r)
 {
     free(r->body);
     r->body = NULL;
     r->len = 0;
 }
 
-void ch_quote(jbuf *b, const char *s, size_t n)
+void ch_client_quote(jbuf *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
     char buf[256];
@@ -481,150 +481,4 @@ void ch_quote(jbuf *b, const char *s, size_t n)
     }
     buf[o++] = '\'';
     jbuf_raw(b, buf, o);
-}
-
-/* ---- RowBinary ---- */
-
-void rb_init(rb_buf *b)
-{
-    memset(b, 0, sizeof *b);
-}
-
-void rb_free(rb_buf *b)
-{
-    free(b->p);
-    rb_init(b);
-}
-
-static uint8_t *room(rb_buf *b, size_t n)
-{
-    if (b->failed)
-        return NULL;
-    if (!ARRAY_GROW(b->p, b->cap, b->len + n, 65536)) {
-        b->failed = true;
-        return NULL;
-    }
-    uint8_t *at = b->p + b->len;
-    b->len += n;
-    return at;
-}
-
-static void put_le(rb_buf *b, uint64_t v, int n)
-{
-    uint8_t *p = room(b, (size_t)n);
-    if (p)
-        for (int i = 0; i < n; i++)
-            p[i] = (uint8_t)(v >> (8 * i));
-}
-
-void rb_u8(rb_buf *b, uint8_t v) { put_le(b, v, 1); }
-void rb_u16(rb_buf *b, uint16_t v) { put_le(b, v, 2); }
-void rb_u32(rb_buf *b, uint32_t v) { put_le(b, v, 4); }
-void rb_u64(rb_buf *b, uint64_t v) { put_le(b, v, 8); }
-void rb_i64(rb_buf *b, int64_t v) { put_le(b, (uint64_t)v, 8); }
-
-void rb_f64(rb_buf *b, double v)
-{
-    uint64_t u;
-    memcpy(&u, &v, 8);
-    put_le(b, u, 8);
-}
-
-void rb_varint(rb_buf *b, uint64_t v)
-{
-    do {
-        uint8_t byte = (uint8_t)(v & 0x7f);
-        v >>= 7;
-        rb_u8(b, (uint8_t)(byte | (v ? 0x80 : 0)));
-    } while (v);
-}
-
-void rb_str(rb_buf *b, const void *s, size_t n)
-{
-    rb_varint(b, n);
-    uint8_t *p = room(b, n);
-    if (p && n)
-        memcpy(p, s, n);
-}
-
-void rb_fixed(rb_buf *b, const void *s, size_t n)
-{
-    uint8_t *p = room(b, n);
-    if (p && n)
-        memcpy(p, s, n);
-}
-
-void rb_reader_init(rb_reader *r, const void *p, size_t len)
-{
-    r->p = p;
-    r->len = len;
-    r->pos = 0;
-    r->bad = false;
-}
-
-bool rb_more(const rb_reader *r)
-{
-    return !r->bad && r->pos < r->len;
-}
-
-static const uint8_t *take(rb_reader *r, size_t n)
-{
-    if (r->bad || r->len - r->pos < n) {
-        r->bad = true;
-        return NULL;
-    }
-    const uint8_t *p = r->p + r->pos;
-    r->pos += n;
-    return p;
-}
-
-static uint64_t get_le(rb_reader *r, int n)
-{
-    const uint8_t *p = take(r, (size_t)n);
-    uint64_t v = 0;
-    for (int i = 0; p && i < n; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
-uint8_t rb_get_u8(rb_reader *r) { return (uint8_t)get_le(r, 1); }
-uint16_t rb_get_u16(rb_reader *r) { return (uint16_t)get_le(r, 2); }
-uint32_t rb_get_u32(rb_reader *r) { return (uint32_t)get_le(r, 4); }
-uint64_t rb_get_u64(rb_reader *r) { return get_le(r, 8); }
-int64_t rb_get_i64(rb_reader *r) { return (int64_t)get_le(r, 8); }
-
-double rb_get_f64(rb_reader *r)
-{
-    uint64_t u = get_le(r, 8);
-    double d;
-    memcpy(&d, &u, 8);
-    return d;
-}
-
-uint64_t rb_get_varint(rb_reader *r)
-{
-    uint64_t v = 0;
-    for (unsigned shift = 0; shift < 64; shift += 7) {
-        const uint8_t *p = take(r, 1);
-        if (!p)
-            return 0;
-        v |= (uint64_t)(*p & 0x7f) << shift;
-        if (!(*p & 0x80))
-            return v;
-    }
-    r->bad = true;
-    return 0;
-}
-
-const char *rb_get_str(rb_reader *r, size_t *ret_len)
-{
-    uint64_t n = rb_get_varint(r);
-    const uint8_t *p = n <= r->len ? take(r, (size_t)n) : (r->bad = true, NULL);
-    *ret_len = p ? (size_t)n : 0;
-    return p ? (const char *)p : "";
-}
-
-const uint8_t *rb_get_fixed(rb_reader *r, size_t n)
-{
-    return take(r, n);
 }

@@ -17,7 +17,7 @@
  * for. The partitions outside the range's receive days are skipped (rday
  * is the day of the group's first ins).
  */
-#include "store_ch.h"
+#include "ch_int.h"
 
 #include <pacer/base/clock.h>
 #include <pacer/base/hash.h>
@@ -94,7 +94,7 @@ static uint64_t identity_key(const ch_table *ct, enum store_table t, const ch_ro
 {
     uint8_t tb = (uint8_t)t;
     uint64_t h = fnv1a64(FNV1A64_INIT, &tb, 1);
-    if (store_table(t)->kind == KIND_NONE) {
+    if (store_layout_table(t)->kind == KIND_NONE) {
         h = fnv1a64(h, &row->rid, sizeof row->rid);
     } else {
         int cols[2] = {ct->trace_col, ct->span_col};
@@ -113,45 +113,45 @@ int ch_marks_rows(store *s, enum store_table t, enum store_filter filter, int64_
     ch_store *st = (ch_store *)s;
     if (upto <= after)
         return 0;
-    const ch_table *ct = ch_table_of(t);
-    const char *ident = ch_identity_sql(t);
+    const ch_table *ct = ch_layout_table(t);
+    const char *ident = ch_read_identity_sql(t);
     jbuf q;
     jbuf_init(&q);
     jbuf_printf(&q, "SELECT ins, %s FROM %s WHERE ", ct->columns, ct->name);
     range_where(&q, after, upto, filter);
     jbuf_printf(&q, " ORDER BY ins, %s LIMIT 1 BY %s FORMAT RowBinary", ident, ident);
     ch_reply rep;
-    int r = ch_read_query(st, &q, &rep, "the analysis's rows");
+    int r = ch_store_read_query(st, &q, &rep, "the analysis's rows");
     if (r < 0)
         return r;
     if (!st->seen && !(st->seen = calloc(1, sizeof *st->seen))) {
-        ch_reply_free(&rep);
+        ch_client_reply_free(&rep);
         return -ENOMEM;
     }
     rb_reader rd;
     rb_reader_init(&rd, rep.body, rep.len);
-    const store_table_desc *d = store_table(t);
+    const store_table_desc *d = store_layout_table(t);
     store_mark_row out = {.table = t};
     while (r == 0 && rb_more(&rd)) {
         int64_t ins = rb_get_i64(&rd);
         ch_row row;
-        if (rd.bad || !ch_decode_row(ct, &rd, &row)) {
+        if (rd.bad || !ch_layout_decode_row(ct, &rd, &row)) {
             r = -EIO;
             break;
         }
         if (!seen_fresh(st->seen, identity_key(ct, t, &row), ins)) {
-            ch_row_clear(&row);
+            ch_layout_row_clear(&row);
             continue;
         }
         for (size_t c = 0; c < d->n_cols; c++)
             out.cols[c] = want[c] ? row.row.cols[c] : (store_value){.type = SV_NULL};
         out.mark = ins;
         bool more = cb(ctx, &out);
-        ch_row_clear(&row);
+        ch_layout_row_clear(&row);
         if (!more)
             break;
     }
-    ch_reply_free(&rep);
+    ch_client_reply_free(&rep);
     return r;
 }
 
@@ -183,12 +183,12 @@ int ch_marks_step(store *s, enum store_table t, enum store_filter filter, int64_
         return 0;
     jbuf q;
     jbuf_init(&q);
-    jbuf_printf(&q, "SELECT ins FROM %s WHERE ", ch_table_of(t)->name);
+    jbuf_printf(&q, "SELECT ins FROM %s WHERE ", ch_layout_table(t)->name);
     range_where(&q, a, b, filter);
     jbuf_printf(&q, " ORDER BY ins %s LIMIT 1 OFFSET %ld FORMAT RowBinary", n > 0 ? "" : "DESC",
                 (n > 0 ? n : -n) - 1);
     ch_reply rep;
-    int r = ch_read_query(st, &q, &rep, "the analysis's marks");
+    int r = ch_store_read_query(st, &q, &rep, "the analysis's marks");
     if (r < 0)
         return r;
     if (rep.len >= 8) {
@@ -198,7 +198,7 @@ int ch_marks_step(store *s, enum store_table t, enum store_filter filter, int64_
         if (n < 0)
             (*ret)--; /* the rows after it: that one too */
     }
-    ch_reply_free(&rep);
+    ch_client_reply_free(&rep);
     return 0;
 }
 
@@ -211,16 +211,16 @@ int ch_marks_behind(store *s, enum store_table t, enum store_filter filter, int6
     (void)last;
     jbuf q;
     jbuf_init(&q);
-    jbuf_printf(&q, "SELECT count() FROM %s WHERE ", ch_table_of(t)->name);
+    jbuf_printf(&q, "SELECT count() FROM %s WHERE ", ch_layout_table(t)->name);
     range_where(&q, after, INT64_MAX, filter);
     jbuf_puts(&q, " FORMAT RowBinary");
     ch_reply rep;
     rb_reader rd;
-    int r = ch_read_rows(st, &q, &rep, &rd, "the analysis's marks");
+    int r = ch_store_read_rows(st, &q, &rep, &rd, "the analysis's marks");
     if (r < 0)
         return r;
     *ret = (int64_t)rb_get_u64(&rd);
-    ch_reply_free(&rep);
+    ch_client_reply_free(&rep);
     return 0;
 }
 

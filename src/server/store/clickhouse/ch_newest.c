@@ -9,7 +9,7 @@
  * that values compare as SQLite holds them, not as ClickHouse does (an MS
  * column is held as twice its micro- or nanoseconds, store_ch.h).
  */
-#include "store_ch.h"
+#include "ch_int.h"
 
 #include <pacer/base/json.h>
 
@@ -30,12 +30,12 @@ static bool on_row(void *ctx, ch_row *row)
     newest_read *nr = ctx;
     if (nr->n == nr->max) {
         nr->beyond = true;
-        ch_row_clear(row);
+        ch_layout_row_clear(row);
         return false;
     }
     nr->r = nr->cb(nr->ctx, &row->row, (int64_t)(nr->max - nr->n)); /* the first is the newest */
     nr->n++;
-    ch_row_clear(row);
+    ch_layout_row_clear(row);
     return nr->r == 0;
 }
 
@@ -48,24 +48,24 @@ int ch_newest(store *s, const store_newest_query *q, int (*cb)(void *ctx, const 
         return 0;
     jbuf w;
     jbuf_init(&w);
-    ch_time_where(&w, q->app, q->from_ns, q->to_ns);
+    ch_read_time_where(&w, q->app, q->from_ns, q->to_ns);
     if (q->table == TABLE_METRIC_POINTS && q->name) {
         jbuf_puts(&w, " AND name = ");
-        ch_sql_str(&w, q->name);
+        ch_store_sql_str(&w, q->name);
     }
     if (q->table == TABLE_METRIC_POINTS && q->version) {
         jbuf_puts(&w, " AND version = ");
-        ch_sql_str(&w, q->version);
+        ch_store_sql_str(&w, q->version);
     }
     char order[256];
-    snprintf(order, sizeof order, "ts DESC, %s DESC", ch_rk_sql(q->table));
+    snprintf(order, sizeof order, "ts DESC, %s DESC", ch_read_rk_sql(q->table));
     newest_read nr = {.max = q->scan_max, .cb = cb, .ctx = ctx};
     ch_reply keep;
     memset(&keep, 0, sizeof keep);
     int r = w.failed ? -ENOMEM
-                     : ch_select_rows(st, q->table, w.data, order, q->scan_max + 1, on_row, &nr, "a query", &keep);
+                     : ch_read_select_rows(st, q->table, w.data, order, q->scan_max + 1, on_row, &nr, "a query", &keep);
     jbuf_free(&w);
-    ch_reply_free(&keep);
+    ch_client_reply_free(&keep);
     if (r == 0)
         r = nr.r;
     *ret_truncated = nr.beyond;

@@ -19,7 +19,7 @@
  * A read costs the rows it returns (plus, for sealed rows, the rest of the
  * blocks that hold them), whatever the size of the store.
  */
-#include "store_int.h"
+#include "sqlite_int.h"
 #include "store/store_heap.h"
 
 #include <pacer/base/array.h>
@@ -77,7 +77,7 @@ typedef struct reader {
  * each given as position rowid - off. */
 static int table_rows(sqlite3 *db, reader *rd, enum store_filter filter, int64_t lo, int64_t hi, int64_t off)
 {
-    const store_table_desc *d = store_table(rd->t);
+    const store_table_desc *d = store_layout_table(rd->t);
     char cols[4096] = "rowid";
     size_t o = 5;
     int idx[STORE_MAX_COLS];
@@ -101,7 +101,7 @@ static int table_rows(sqlite3 *db, reader *rd, enum store_filter filter, int64_t
     while ((r = sqlite3_step(s)) == SQLITE_ROW) {
         row.mark = sqlite3_column_int64(s, 0) - off;
         for (size_t k = 0; k < n; k++)
-            row.cols[idx[k]] = store_column_value(s, (int)k + 1);
+            row.cols[idx[k]] = sqlite_store_column_value(s, (int)k + 1);
         if (!rd->cb(rd->ctx, &row)) {
             rd->stopped = true;
             r = SQLITE_DONE;
@@ -130,7 +130,7 @@ static int on_block(void *ctx, size_t n, const store_value *const *rows, const i
 {
     (void)app;
     chunk *c = ctx;
-    size_t n_cols = store_table(c->rd->t)->n_cols;
+    size_t n_cols = store_layout_table(c->rd->t)->n_cols;
     store_value vals[STORE_MAX_COLS];
     for (size_t i = 0; i < n; i++) {
         if (rowids[i] <= c->lo || rowids[i] > c->hi)
@@ -160,12 +160,12 @@ static int sealed_rows(sqlite3 *db, reader *rd, int64_t after, int64_t upto)
 {
     chunk c = {.rd = rd};
     int r = 0;
-    size_t n_cols = store_table(rd->t)->n_cols;
+    size_t n_cols = store_layout_table(rd->t)->n_cols;
     for (int64_t lo = after; lo < upto && r == 0 && !rd->stopped; lo += CHUNK) {
         c.lo = lo;
         c.hi = upto - lo > CHUNK ? lo + CHUNK : upto;
         c.n = 0;
-        r = store_blocks_rowids(db, rd->t, c.lo, c.hi, rd->want, on_block, &c);
+        r = sqlite_seal_blocks_rowids(db, rd->t, c.lo, c.hi, rd->want, on_block, &c);
         if (r == 0)
             qsort(c.rows, c.n, sizeof *c.rows, cmp_held);
         store_mark_row row = {.table = rd->t};
@@ -188,15 +188,15 @@ static int sealed_rows(sqlite3 *db, reader *rd, int64_t after, int64_t upto)
 /* fn's reads in one snapshot of a read connection, told to the health. */
 static int in_snapshot(store *st, int (*fn)(sqlite3 *db, void *ctx), void *ctx, const char *what)
 {
-    sqlite3 *db = store_reader_get(st);
+    sqlite3 *db = sqlite_store_reader_get(st);
     sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
     int r = fn(db, ctx);
     store_error err;
     if (r < 0)
-        store_read_error(db, r, &err);
+        sqlite_store_read_error(db, r, &err);
     sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     health_read(&st->health, r < 0 && r != -EINVAL ? &err : NULL, what);
-    store_reader_put(st, db);
+    sqlite_store_reader_put(st, db);
     return r;
 }
 
@@ -270,7 +270,7 @@ static int last_of(sqlite3 *db, enum store_table t, int64_t *ret)
     int64_t sealed = sealed_mark(db, t, &err);
     if (err)
         return err;
-    char *sql = sqlite3_mprintf("SELECT MAX(rowid) FROM %s", store_table(t)->name);
+    char *sql = sqlite3_mprintf("SELECT MAX(rowid) FROM %s", store_layout_table(t)->name);
     sqlite3_stmt *s;
     int r = prepare_owned(db, sql, &s);
     if (r < 0)
@@ -333,5 +333,5 @@ int sqlite_marks_forget(store *st, enum store_table t, int64_t upto)
     if (!store_has_positions(t) || upto <= 0)
         return 0;
     int64_t a[2] = {t, upto};
-    return store_sqlite_write(st, forget_in, a);
+    return sqlite_store_write(st, forget_in, a);
 }

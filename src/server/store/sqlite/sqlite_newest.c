@@ -12,7 +12,7 @@
  * points through (app, name, ts). A read that reached scan_max says so
  * (*ret_truncated): older rows of the range were not looked at.
  */
-#include "store_int.h"
+#include "sqlite_int.h"
 
 #include <sqlite3.h>
 
@@ -33,7 +33,7 @@ static void bind_opt(sqlite3_stmt *s, int i, const char *v)
 
 static int col_named(enum store_table table, const char *name)
 {
-    const store_table_desc *t = store_table(table);
+    const store_table_desc *t = store_layout_table(table);
     for (size_t c = 0; c < t->n_cols; c++)
         if (strcmp(t->cols[c].name, name) == 0)
             return (int)c;
@@ -85,14 +85,14 @@ static int range_rows(sqlite3 *db, range_read *rr)
     part_marks *parts;
     size_t np;
     sqlite3_stmt *s;
-    int r = store_days_open(db, rr->table, day_of_ts(rr->from), day_of_ts(rr->to - 1), &parts, &np, &s);
+    int r = sqlite_seal_days_open(db, rr->table, day_of_ts(rr->from), day_of_ts(rr->to - 1), &parts, &np, &s);
     if (r < 0)
         return r;
     for (size_t d = 0; d < np && r == 0 && rr->seen <= rr->keep; d++) {
         int64_t day0 = parts[d].day * STORE_DAY_NS;
         rr->lo = rr->from > day0 ? rr->from : day0;
         rr->hi = rr->to < day0 + STORE_DAY_NS ? rr->to : day0 + STORE_DAY_NS;
-        r = store_day_rows(db, s, rr->table, rr->app, &parts[d], rr->lo, rr->hi, rr->want, range_block, rr);
+        r = sqlite_seal_day_rows(db, s, rr->table, rr->app, &parts[d], rr->lo, rr->hi, rr->want, range_block, rr);
     }
     sqlite3_finalize(s);
     free(parts);
@@ -209,7 +209,7 @@ static int emit_row(void *ctx, const store_value *const *rows, size_t i, int64_t
  * all). sqlite3_free it. */
 static char *indexed_sql(enum store_table table, const bool *want)
 {
-    const store_table_desc *t = store_table(table);
+    const store_table_desc *t = store_layout_table(table);
     char cols[4096] = "";
     size_t o = 0;
     for (size_t c = 0; c < t->n_cols && o < sizeof cols; c++)
@@ -232,7 +232,7 @@ typedef struct newest_job {
 static int read_indexed(sqlite3 *db, newest_job *j)
 {
     const store_newest_query *q = j->q;
-    const store_table_desc *t = store_table(q->table);
+    const store_table_desc *t = store_layout_table(q->table);
     char *sql = indexed_sql(q->table, q->want);
     sqlite3_stmt *s = NULL;
     int r = sql && sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK ? 0 : sql ? -EIO : -ENOMEM;
@@ -257,7 +257,7 @@ static int read_indexed(sqlite3 *db, newest_job *j)
         }
         store_row row = {.table = q->table, .n = t->n_cols};
         for (size_t c = 0; c < t->n_cols; c++)
-            row.cols[c] = store_column_value(s, (int)c);
+            row.cols[c] = sqlite_store_column_value(s, (int)c);
         r = j->cb(j->ctx, &row, sqlite3_column_int64(s, (int)t->n_cols));
     }
     if (r == 0 && sr != SQLITE_DONE)
@@ -274,7 +274,7 @@ static int read_newest(void *ctx, sqlite3 *db)
         return read_indexed(db, j);
     if (!store_is_record(q->table))
         return -EINVAL;
-    emit e = {q, store_table(q->table)->n_cols, {0, 0}, j->cb, j->ctx};
+    emit e = {q, store_layout_table(q->table)->n_cols, {0, 0}, j->cb, j->ctx};
     int r = range_cutoff(db, q->table, q->app, q->from_ns, q->to_ns, q->scan_max, &e.cut, &j->truncated);
     if (r < 0)
         return r;
@@ -293,7 +293,7 @@ int sqlite_newest(store *st, const store_newest_query *q, int (*cb)(void *ctx, c
                   void *ctx, bool *ret_truncated)
 {
     newest_job j = {q, cb, ctx, false};
-    int r = store_sqlite_read(st, read_newest, &j);
+    int r = sqlite_store_read(st, read_newest, &j);
     *ret_truncated = j.truncated;
     return r;
 }
@@ -331,8 +331,8 @@ static int explain_all(void *ctx, sqlite3 *db)
     for (size_t t = 0; t < sizeof tables / sizeof tables[0] && r == 0; t++) {
         char name[64];
         bool indexed = tables[t] == TABLE_LOGS || tables[t] == TABLE_METRIC_POINTS;
-        snprintf(name, sizeof name, indexed ? "newest %s" : "rows of %s not sealed", store_table(tables[t])->name);
-        char *sql = indexed ? indexed_sql(tables[t], NULL) : store_unsealed_sql(tables[t]);
+        snprintf(name, sizeof name, indexed ? "newest %s" : "rows of %s not sealed", store_layout_table(tables[t])->name);
+        char *sql = indexed ? indexed_sql(tables[t], NULL) : sqlite_seal_unsealed_sql(tables[t]);
         r = sql ? explain_one(db, name, sql, j) : -ENOMEM;
         sqlite3_free(sql);
     }
@@ -343,5 +343,5 @@ int sqlite_newest_explain(store *st, void (*cb)(void *ctx, const char *name, con
                           void *ctx)
 {
     explain_job j = {cb, ctx};
-    return store_sqlite_read(st, explain_all, &j);
+    return sqlite_store_read(st, explain_all, &j);
 }

@@ -11,6 +11,6 @@
  * "http://[USER[:PASSWORD]@]HOST[:PORT]/[DATABASE][?cluster=NAME]",
  * creating the database and its tables when missing. NULL with a message
  * in err (the password never in it). */
-store *store_clickhouse_open(const char *url, const store_options *opt, char *err, size_t err_size);
+store *ch_store_open(const char *url, const store_options *opt, char *err, size_t err_size);
 
 #endif

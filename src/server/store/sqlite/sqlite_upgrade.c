@@ -27,7 +27,7 @@
  * next open: rows left below part_base(0) have not moved yet, and meta
  * upgrade_at_T says how far table T got.
  */
-#include "store_int.h"
+#include "sqlite_int.h"
 
 #include <pacer/base/clock.h>
 
@@ -74,7 +74,7 @@ static int64_t query_int(sqlite3 *db, const char *sql, const char *text, int64_t
     return r == SQLITE_ROW || r == SQLITE_DONE ? v : INT64_MIN;
 }
 
-int store_upgrade_begin(store *st, char **msg)
+int sqlite_upgrade_begin(store *st, char **msg)
 {
     sqlite3 *db = st->w;
     if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, msg) != SQLITE_OK)
@@ -88,20 +88,20 @@ int store_upgrade_begin(store *st, char **msg)
                 SQLITE_OK)
             return fail_msg(st, msg);
         for (enum store_kind k = 0; k < KIND_COUNT; k++) {
-            const char *table = store_table(store_kind(k)->table)->name;
+            const char *table = store_layout_table(store_layout_kind(k)->table)->name;
             int64_t mark = 0;
             if (marks)
-                mark = query_int(db, "SELECT last_rowid FROM rollup_marks WHERE kind = ?1", store_kind(k)->name, 0);
+                mark = query_int(db, "SELECT last_rowid FROM rollup_marks WHERE kind = ?1", store_layout_kind(k)->name, 0);
             else if (table_exists(db, table)) {
-                char *sql = store_sql("SELECT MAX(rowid) FROM %s", table);
+                char *sql = sqlite_store_sql("SELECT MAX(rowid) FROM %s", table);
                 mark = sql ? query_int(db, sql, NULL, 0) : INT64_MIN;
                 free(sql);
             }
             if (mark == INT64_MIN ||
-                store_exec_owned(db,
-                                 store_sql("INSERT OR REPLACE INTO meta(key, value) VALUES('upgrade_mark_%s', %" PRId64
+                sqlite_store_exec_owned(db,
+                                 sqlite_store_sql("INSERT OR REPLACE INTO meta(key, value) VALUES('upgrade_mark_%s', %" PRId64
                                            ")",
-                                           store_kind(k)->name, mark),
+                                           store_layout_kind(k)->name, mark),
                                  msg) != SQLITE_OK)
                 return fail_msg(st, msg);
         }
@@ -112,13 +112,13 @@ int store_upgrade_begin(store *st, char **msg)
         if (sqlite3_exec(db, drops, NULL, NULL, msg) != SQLITE_OK)
             return fail_msg(st, msg);
         for (enum store_kind k = 0; k < KIND_COUNT; k++) {
-            const char *table = store_table(store_kind(k)->table)->name;
-            if (store_exec_owned(db, store_sql("DROP INDEX IF EXISTS %s_app_ts; DROP INDEX IF EXISTS %s_scan", table, table),
+            const char *table = store_layout_table(store_layout_kind(k)->table)->name;
+            if (sqlite_store_exec_owned(db, sqlite_store_sql("DROP INDEX IF EXISTS %s_app_ts; DROP INDEX IF EXISTS %s_scan", table, table),
                                  msg) != SQLITE_OK)
                 return fail_msg(st, msg);
         }
     }
-    if (store_schema_create(db, msg) != SQLITE_OK || sqlite3_exec(db, "COMMIT", NULL, NULL, msg) != SQLITE_OK)
+    if (sqlite_store_schema_create(db, msg) != SQLITE_OK || sqlite3_exec(db, "COMMIT", NULL, NULL, msg) != SQLITE_OK)
         return fail_msg(st, msg);
     return 0;
 }
@@ -127,7 +127,7 @@ int store_upgrade_begin(store *st, char **msg)
  * held (rowid <= mark), before they move. */
 static int subday_of_chunk(store *st, enum store_kind k, int64_t lo, int64_t hi, int64_t mark)
 {
-    char *sql = store_raw_select(k, "WHERE rowid >= ?1 AND rowid < ?2 AND rowid <= ?3");
+    char *sql = sqlite_store_raw_select(k, "WHERE rowid >= ?1 AND rowid < ?2 AND rowid <= ?3");
     sqlite3_stmt *s;
     int r = sql ? sqlite3_prepare_v2(st->w, sql, -1, &s, NULL) : SQLITE_NOMEM;
     free(sql);
@@ -136,7 +136,7 @@ static int subday_of_chunk(store *st, enum store_kind k, int64_t lo, int64_t hi,
     sqlite3_bind_int64(s, 1, lo);
     sqlite3_bind_int64(s, 2, hi);
     sqlite3_bind_int64(s, 3, mark);
-    size_t nm = store_kind(k)->n_metrics;
+    size_t nm = store_layout_kind(k)->n_metrics;
     int e = 0;
     while (e == 0 && (r = sqlite3_step(s)) == SQLITE_ROW) {
         const char *name = (const char *)sqlite3_column_text(s, 0);
@@ -146,7 +146,7 @@ static int subday_of_chunk(store *st, enum store_kind k, int64_t lo, int64_t hi,
         for (size_t j = 0; j < nm; j++)
             m[j] = sqlite3_column_type(s, 3 + (int)j) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 3 + (int)j);
         int c = 3 + (int)nm;
-        e = store_rollup_row(st, k, (const char *)sqlite3_column_text(s, c + 2),
+        e = sqlite_store_rollup_row(st, k, (const char *)sqlite3_column_text(s, c + 2),
                              (const char *)sqlite3_column_text(s, c + 1), name, sqlite3_column_int64(s, c), false,
                              store_part_levels(false),
                              sqlite3_column_int(s, 1) != 0, sqlite3_column_int(s, 2) != 0, m);
@@ -154,7 +154,7 @@ static int subday_of_chunk(store *st, enum store_kind k, int64_t lo, int64_t hi,
     sqlite3_finalize(s);
     if (e < 0 || (r != SQLITE_DONE && r != SQLITE_ROW))
         return -EIO;
-    return store_groups_write(st);
+    return sqlite_store_groups_write(st);
 }
 
 /* A step's transaction ended: committed when r is SQLITE_OK, the groups
@@ -163,7 +163,7 @@ static int step_done(store *st, sqlite3 *db, int r, char **msg)
 {
     if (r == SQLITE_OK)
         r = sqlite3_exec(db, "COMMIT", NULL, NULL, msg);
-    store_groups_written(st);
+    sqlite_store_groups_written(st);
     return r == SQLITE_OK ? 1 : fail_msg(st, msg);
 }
 
@@ -173,22 +173,22 @@ static int step_done(store *st, sqlite3 *db, int r, char **msg)
 static int record_chunk(store *st, enum store_table t, char **msg)
 {
     sqlite3 *db = st->w;
-    const store_table_desc *td = store_table(t);
-    const char *kind = store_kind(td->kind)->name;
+    const store_table_desc *td = store_layout_table(t);
+    const char *kind = store_layout_kind(td->kind)->name;
     char key[64], mark_key[64];
     snprintf(key, sizeof key, "upgrade_at_%s", td->name);
     snprintf(mark_key, sizeof mark_key, "upgrade_mark_%s", kind);
     int64_t done = query_int(db, "SELECT value FROM meta WHERE key = ?1", key, 0);
     int64_t mark = query_int(db, "SELECT value FROM meta WHERE key = ?1", mark_key, 0);
-    char *sql = store_sql("SELECT MIN(rowid) FROM %s WHERE rowid > %" PRId64, td->name, done);
+    char *sql = sqlite_store_sql("SELECT MIN(rowid) FROM %s WHERE rowid > %" PRId64, td->name, done);
     int64_t lo = sql && done != INT64_MIN && mark != INT64_MIN ? query_int(db, sql, NULL, -1) : INT64_MIN;
     free(sql);
     if (lo == INT64_MIN)
         return fail_msg(st, msg);
     if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, msg) != SQLITE_OK)
         return -EIO;
-    int r = store_exec_owned(db,
-                             store_sql("INSERT OR IGNORE INTO table_marks(tbl, rolled, sealed) VALUES(%d, %" PRId64
+    int r = sqlite_store_exec_owned(db,
+                             sqlite_store_sql("INSERT OR IGNORE INTO table_marks(tbl, rolled, sealed) VALUES(%d, %" PRId64
                                        ", 0)",
                                        (int)t, mark),
                              msg);
@@ -200,8 +200,8 @@ static int record_chunk(store *st, enum store_table t, char **msg)
     int64_t hi = lo + CHUNK;
     const int64_t day = STORE_DAY_NS;
     if (r == SQLITE_OK)
-        r = store_exec_owned(db,
-                             store_sql("INSERT INTO partitions(tbl, day, rolled, sealed, hourly, rows)"
+        r = sqlite_store_exec_owned(db,
+                             sqlite_store_sql("INSERT INTO partitions(tbl, day, rolled, sealed, hourly, rows)"
                                        " SELECT %d, ts / %" PRId64 ", MAX(rowid), 0, NULL, COUNT(*) FROM %s"
                                        " WHERE rowid >= %" PRId64 " AND rowid < %" PRId64 " GROUP BY 2"
                                        " ON CONFLICT(tbl, day) DO UPDATE SET rolled = MAX(rolled, excluded.rolled),"
@@ -211,8 +211,8 @@ static int record_chunk(store *st, enum store_table t, char **msg)
     if (r == SQLITE_OK && subday_of_chunk(st, td->kind, lo, hi, mark) < 0)
         r = SQLITE_ERROR;
     if (r == SQLITE_OK)
-        r = store_exec_owned(db,
-                             store_sql("INSERT OR REPLACE INTO meta(key, value) VALUES('%s', %" PRId64 ")", key,
+        r = sqlite_store_exec_owned(db,
+                             sqlite_store_sql("INSERT OR REPLACE INTO meta(key, value) VALUES('%s', %" PRId64 ")", key,
                                        hi - 1),
                              msg);
     return step_done(st, db, r, msg);
@@ -223,8 +223,8 @@ static int record_chunk(store *st, enum store_table t, char **msg)
 static int move_chunk(store *st, enum store_table t, char **msg)
 {
     sqlite3 *db = st->w;
-    const store_table_desc *td = store_table(t);
-    char *sql = store_sql("SELECT MIN(rowid) FROM %s WHERE rowid < %" PRId64, td->name, part_base(0));
+    const store_table_desc *td = store_layout_table(t);
+    char *sql = sqlite_store_sql("SELECT MIN(rowid) FROM %s WHERE rowid < %" PRId64, td->name, part_base(0));
     int64_t lo = sql ? query_int(db, sql, NULL, -1) : INT64_MIN;
     free(sql);
     if (lo == INT64_MIN)
@@ -237,14 +237,14 @@ static int move_chunk(store *st, enum store_table t, char **msg)
         return -EIO;
     int r = SQLITE_OK;
     if (td->kind != KIND_NONE) {
-        const char *kind = store_kind(td->kind)->name;
+        const char *kind = store_layout_kind(td->kind)->name;
         char key[64];
         snprintf(key, sizeof key, "upgrade_mark_%s", kind);
         int64_t mark = query_int(db, "SELECT value FROM meta WHERE key = ?1", key, 0);
         /* the day's rows the rollups held come first: they set rolled */
-        r = store_exec_owned(
+        r = sqlite_store_exec_owned(
             db,
-            store_sql("INSERT INTO partitions(tbl, day, rolled, sealed, hourly)"
+            sqlite_store_sql("INSERT INTO partitions(tbl, day, rolled, sealed, hourly)"
                       " SELECT %d, ts / %" PRId64 ", MAX(CASE WHEN rowid <= %" PRId64 " THEN (ts / %" PRId64
                       " + 1) * %" PRId64 " + rowid ELSE (ts / %" PRId64 " + 1) * %" PRId64 " END),"
                       " (ts / %" PRId64 " + 1) * %" PRId64 ", NULL FROM %s WHERE rowid >= %" PRId64
@@ -258,8 +258,8 @@ static int move_chunk(store *st, enum store_table t, char **msg)
     /* logs and points keep their order as positions: the old rowids, in
      * runs of one day (store_int.h, "positions") */
     if (r == SQLITE_OK && store_has_positions(t))
-        r = store_exec_owned(db,
-                             store_sql("INSERT INTO arrivals(tbl, pos, n, off)"
+        r = sqlite_store_exec_owned(db,
+                             sqlite_store_sql("INSERT INTO arrivals(tbl, pos, n, off)"
                                        " SELECT %d, MAX(rowid), MAX(rowid) - MIN(rowid) + 1, (d + 1) * %" PRId64
                                        " FROM (SELECT rowid, ts / %" PRId64 " AS d, ROW_NUMBER() OVER (ORDER BY rowid)"
                                        " - ROW_NUMBER() OVER (PARTITION BY ts / %" PRId64 " ORDER BY rowid) AS g"
@@ -268,8 +268,8 @@ static int move_chunk(store *st, enum store_table t, char **msg)
                                        (int)t, base, day, day, td->name, lo, hi),
                              msg);
     if (r == SQLITE_OK)
-        r = store_exec_owned(db,
-                             store_sql("INSERT INTO %s(rowid, %s) SELECT (ts / %" PRId64 " + 1) * %" PRId64
+        r = sqlite_store_exec_owned(db,
+                             sqlite_store_sql("INSERT INTO %s(rowid, %s) SELECT (ts / %" PRId64 " + 1) * %" PRId64
                                        " + rowid, %s FROM %s WHERE rowid >= %" PRId64 " AND rowid < %" PRId64
                                        " ORDER BY rowid;"
                                        "DELETE FROM %s WHERE rowid >= %" PRId64 " AND rowid < %" PRId64,
@@ -279,20 +279,20 @@ static int move_chunk(store *st, enum store_table t, char **msg)
     return step_done(st, db, r, msg);
 }
 
-int store_upgrade_finish(store *st, char **msg)
+int sqlite_upgrade_finish(store *st, char **msg)
 {
     sqlite3 *db = st->w;
     for (enum store_table t = 0; t < TABLE_COUNT; t++) {
         int r;
         while ((r = store_is_record(t) ? record_chunk(st, t, msg) : move_chunk(st, t, msg)) == 1)
-            store_wal_check(st);
+            sqlite_retention_wal_check(st);
         if (r < 0)
             return r;
     }
     /* the plain spans' keys, up to each day's rolled mark */
     part_marks *parts;
     size_t np;
-    if (store_parts_read(db, TABLE_SPANS, 0, INT64_MAX, false, &parts, &np) < 0)
+    if (sqlite_store_parts_read(db, TABLE_SPANS, 0, INT64_MAX, false, &parts, &np) < 0)
         return fail_msg(st, msg);
     for (size_t i = 0; i < np; i++) {
         if (parts[i].rolled == part_base(parts[i].day))
@@ -304,7 +304,7 @@ int store_upgrade_finish(store *st, char **msg)
             sqlite3_bind_int64(fills[f], 2, parts[i].rolled);
             if (f == 1)
                 sqlite3_bind_int64(fills[f], 3, parts[i].day);
-            r = store_step_done(fills[f]);
+            r = sqlite_store_step_done(fills[f]);
         }
         if (r == 0)
             r = sqlite3_exec(db, "COMMIT", NULL, NULL, msg) == SQLITE_OK ? 0 : -EIO;
@@ -312,13 +312,13 @@ int store_upgrade_finish(store *st, char **msg)
             free(parts);
             return fail_msg(st, msg);
         }
-        store_wal_check(st);
+        sqlite_retention_wal_check(st);
     }
     free(parts);
     /* hot: the newest row's day (not past the clock) */
     int64_t newest = 0;
     for (enum store_kind k = 0; k < KIND_COUNT; k++) {
-        char *sql = store_sql("SELECT MAX(ts) FROM %s", store_table(store_kind(k)->table)->name);
+        char *sql = sqlite_store_sql("SELECT MAX(ts) FROM %s", store_layout_table(store_layout_kind(k)->table)->name);
         int64_t v = sql ? query_int(db, sql, NULL, 0) : INT64_MIN;
         free(sql);
         if (v == INT64_MIN)
@@ -330,8 +330,8 @@ int store_upgrade_finish(store *st, char **msg)
         newest = now + 3600LL * 1000000000LL;
     int64_t hot = day_of_ts(newest);
     if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, msg) != SQLITE_OK ||
-        store_exec_owned(db,
-                         store_sql("UPDATE partitions SET hourly = rolled WHERE tbl = %d AND day < %" PRId64
+        sqlite_store_exec_owned(db,
+                         sqlite_store_sql("UPDATE partitions SET hourly = rolled WHERE tbl = %d AND day < %" PRId64
                                    " AND hourly IS NULL;"
                                    "UPDATE partitions SET hourly = (SELECT rolled FROM table_marks AS m"
                                    " WHERE m.tbl = partitions.tbl) WHERE tbl <> %d AND day < %" PRId64

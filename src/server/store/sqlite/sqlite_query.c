@@ -25,7 +25,7 @@
  * attributes follow, and the resource and scope come from their tables.
  */
 #include "store/store_backend.h"
-#include "store_int.h"
+#include "sqlite_int.h"
 #include "store/store_attrs.h"
 #include "store/store_filter.h"
 #include "store/store_json.h"
@@ -70,7 +70,7 @@ static void attr_hash_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
         free(buf);
 }
 
-int64_t store_trace_key(const uint8_t *trace_id, size_t n)
+int64_t sqlite_query_trace_key(const uint8_t *trace_id, size_t n)
 {
     uint32_t k = 0;
     for (size_t i = 0; i < 4 && i < n; i++)
@@ -85,10 +85,10 @@ static void trace_key_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     if (!p || n <= 0)
         sqlite3_result_null(ctx);
     else
-        sqlite3_result_int64(ctx, store_trace_key(p, (size_t)n));
+        sqlite3_result_int64(ctx, sqlite_query_trace_key(p, (size_t)n));
 }
 
-int store_register_functions(sqlite3 *db)
+int sqlite_query_register_functions(sqlite3 *db)
 {
     int r = sqlite3_create_function(db, "pacer_attr_hash", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, attr_hash_fn,
                                     NULL, NULL);
@@ -107,7 +107,7 @@ static int64_t filter_hash(const store_attr_filter *f)
 
 /* ---- writing rows ---- */
 
-/* A row of a table: its columns (store_table_columns), from SQLite or
+/* A row of a table: its columns (store_layout_columns), from SQLite or
  * from a block, with the JSON of its resource and scope. */
 typedef struct rowv {
     const store_value *v;
@@ -128,9 +128,9 @@ static int rv_bytes(const rowv *s, int c)
  * for the table's columns. */
 static rowv rowv_of(sqlite3_stmt *q, enum store_table tb, store_value *vals)
 {
-    int n = (int)store_table(tb)->n_cols;
+    int n = (int)store_layout_table(tb)->n_cols;
     for (int c = 0; c < n; c++)
-        vals[c] = store_column_value(q, c);
+        vals[c] = sqlite_store_column_value(q, c);
     return (rowv){vals, (const char *)sqlite3_column_text(q, n), (const char *)sqlite3_column_text(q, n + 1)};
 }
 
@@ -138,7 +138,7 @@ static rowv rowv_of(sqlite3_stmt *q, enum store_table tb, store_value *vals)
  * and the scope's JSON, then rowid. (malloc'd) */
 static char *row_sql(enum store_table tb, const char *where)
 {
-    const store_table_desc *t = store_table(tb);
+    const store_table_desc *t = store_layout_table(tb);
     char *s = NULL;
     if (asprintf(&s,
                  "SELECT %s, (SELECT json FROM resources WHERE id = resource_id),"
@@ -246,18 +246,18 @@ static stream *stream_pick(stream *a, stream *b)
 
 static int column_of(enum store_table tb, enum store_source src)
 {
-    const store_table_desc *t = store_table(tb);
+    const store_table_desc *t = store_layout_table(tb);
     for (size_t c = 0; c < t->n_cols; c++)
         if (t->cols[c].source == src)
             return (int)c;
     return -1;
 }
 
-int store_sqlite_search_spans(store *st, const store_span_query *q, jbuf *out)
+int sqlite_query_search_spans(store *st, const store_span_query *q, jbuf *out)
 {
     unsigned flags = (q->name ? SQ_NAME : 0) | (q->version ? SQ_VERSION : 0) |
                      (!isnan(q->min_ms) || !isnan(q->max_ms) ? SQ_DURATION : 0) | (q->n_attrs ? SQ_ATTR : 0);
-    sqlite3 *db = store_reader_get(st);
+    sqlite3 *db = sqlite_store_reader_get(st);
     sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
     int r = -EIO;
     stream a = {0}, b = {0};
@@ -272,7 +272,7 @@ int store_sqlite_search_spans(store *st, const store_span_query *q, jbuf *out)
         sqlite3_prepare_v2(db, sb, -1, &b.s, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db, sr, -1, &row, NULL) != SQLITE_OK)
         goto out;
-    if (to > from && store_parts_read(db, TABLE_SPANS, day_of_ts(from), day_of_ts(to - 1), true, &parts, &np) < 0)
+    if (to > from && sqlite_store_parts_read(db, TABLE_SPANS, day_of_ts(from), day_of_ts(to - 1), true, &parts, &np) < 0)
         goto out;
     store_value vals[STORE_MAX_COLS];
     jbuf_key(out, "spans");
@@ -341,7 +341,7 @@ out:
     free(sr);
     free(parts);
     sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-    store_reader_put(st, db);
+    sqlite_store_reader_put(st, db);
     return r;
 }
 
@@ -370,7 +370,7 @@ static int search_rows(store *st, enum store_table tb, char *sql, const char *li
                        int64_t to, const store_cursor *after, size_t limit, int bind6, const char *bind6_text,
                        const char *text, const store_attr_filter *attrs, size_t n_attrs, jbuf *out)
 {
-    sqlite3 *db = store_reader_get(st);
+    sqlite3 *db = sqlite_store_reader_get(st);
     sqlite3_stmt *s = NULL;
     int r = -EIO;
     if (!sql || sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
@@ -381,7 +381,7 @@ static int search_rows(store *st, enum store_table tb, char *sql, const char *li
     else
         sqlite3_bind_int(s, 6, bind6);
     int c_ts = column_of(tb, SRC_COMMON); /* ts is the first common column */
-    int c_row = (int)store_table(tb)->n_cols + 2;
+    int c_row = (int)store_layout_table(tb)->n_cols + 2;
     store_value vals[STORE_MAX_COLS];
     jbuf_key(out, list);
     jbuf_open(out, '[');
@@ -413,17 +413,17 @@ static int search_rows(store *st, enum store_table tb, char *sql, const char *li
 out:
     sqlite3_finalize(s);
     free(sql);
-    store_reader_put(st, db);
+    sqlite_store_reader_put(st, db);
     return r;
 }
 
-int store_sqlite_search_logs(store *st, const store_log_query *q, jbuf *out)
+int sqlite_query_search_logs(store *st, const store_log_query *q, jbuf *out)
 {
     return search_rows(st, TABLE_LOGS, log_sql(), "logs", q->app, q->from_ns, q->to_ns, &q->after, q->limit,
                        q->min_severity, NULL, q->text, NULL, 0, out);
 }
 
-int store_sqlite_search_points(store *st, const store_point_query *q, jbuf *out)
+int sqlite_query_search_points(store *st, const store_point_query *q, jbuf *out)
 {
     return search_rows(st, TABLE_METRIC_POINTS, point_sql(), "points", q->app, q->from_ns, q->to_ns, &q->after,
                        q->limit, 0, q->name, NULL, q->attrs, q->n_attrs, out);
@@ -509,7 +509,7 @@ static char *trace_after_sql(enum store_table t)
 {
     char *s = NULL;
     if (asprintf(&s, "SELECT rowid, ts FROM %s WHERE rowid > ?2 AND rowid < ?3 AND trace_id = ?1",
-                 store_table(t)->name) < 0)
+                 store_layout_table(t)->name) < 0)
         return NULL;
     return s;
 }
@@ -543,7 +543,7 @@ static int on_trace_block(void *ctx, size_t n, const store_value *const *rows, c
 {
     (void)app;
     trace_blocks *tb = ctx;
-    const store_table_desc *t = store_table(tb->table);
+    const store_table_desc *t = store_layout_table(tb->table);
     int c_tid = column_of(tb->table, SRC_TRACE_ID), c_ts = column_of(tb->table, SRC_COMMON);
     int c_res = column_of(tb->table, SRC_RESOURCE_ID), c_scope = column_of(tb->table, SRC_SCOPE_ID);
     for (size_t i = 0; i < n && !tb->set->truncated && !tb->set->oom; i++) {
@@ -585,7 +585,7 @@ static int trace_from_blocks(sqlite3 *db, trace_set *set, enum store_table t, co
         size_t j = i;
         while (j < n && day_of_ts(ts[j]) == day)
             j++;
-        r = store_blocks_read(db, t, NULL, day, ts[i], ts[j - 1] + 1, -1, NULL, on_trace_block, &tb);
+        r = sqlite_seal_blocks_read(db, t, NULL, day, ts[i], ts[j - 1] + 1, -1, NULL, on_trace_block, &tb);
         i = j;
     }
     sqlite3_finalize(tb.origin[0]);
@@ -603,9 +603,9 @@ typedef struct trace_found {
 static void on_trace_entry(void *ctx, int tbl, int64_t rid)
 {
     trace_found *f = ctx;
-    if (f->set->truncated || f->set->oom || store_table((enum store_table)tbl)->kind == KIND_NONE)
+    if (f->set->truncated || f->set->oom || store_layout_table((enum store_table)tbl)->kind == KIND_NONE)
         return;
-    if (store_table((enum store_table)tbl)->type) { /* a record: its time, to find its block */
+    if (store_layout_table((enum store_table)tbl)->type) { /* a record: its time, to find its block */
         if (f->n_times[tbl] == TRACE_MAX_SPANS) {
             f->set->truncated = true;
             return;
@@ -628,9 +628,9 @@ static void on_trace_entry(void *ctx, int tbl, int64_t rid)
         *tr = (trace_row){tbl, rid, 0, NULL, NULL, NULL};
 }
 
-int store_sqlite_trace(store *st, const uint8_t trace_id[16], jbuf *out, size_t *ret_n)
+int sqlite_query_trace(store *st, const uint8_t trace_id[16], jbuf *out, size_t *ret_n)
 {
-    sqlite3 *db = store_reader_get(st);
+    sqlite3 *db = sqlite_store_reader_get(st);
     sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
     int r = -EIO;
     trace_set set = {0};
@@ -644,7 +644,7 @@ int store_sqlite_trace(store *st, const uint8_t trace_id[16], jbuf *out, size_t 
         sqlite3_prepare_v2(db, TRACE_KEYS_SQL, -1, &keys, NULL) != SQLITE_OK)
         goto out;
     trace_found found = {&set, times, n_times, cap_times};
-    int64_t key = store_trace_key(trace_id, 16); /* the row's own trace id is checked below */
+    int64_t key = sqlite_query_trace_key(trace_id, 16); /* the row's own trace id is checked below */
     for (int64_t run = -1; !set.truncated && !set.oom;) {
         sqlite3_bind_int64(runs, 1, run);
         if (sqlite3_step(runs) != SQLITE_ROW)
@@ -654,19 +654,19 @@ int store_sqlite_trace(store *st, const uint8_t trace_id[16], jbuf *out, size_t 
         sqlite3_bind_int64(keys, 1, run);
         sqlite3_bind_int64(keys, 2, key);
         if (sqlite3_step(keys) == SQLITE_ROW &&
-            store_trace_chunk_find(sqlite3_column_blob(keys, 1), (size_t)sqlite3_column_bytes(keys, 1),
+            store_codec_trace_chunk_find(sqlite3_column_blob(keys, 1), (size_t)sqlite3_column_bytes(keys, 1),
                                    sqlite3_column_int64(keys, 0), key, on_trace_entry, &found) < 0)
             goto out;
         sqlite3_reset(keys);
     }
     /* not sealed yet: the rows after each partition's sealed mark, by rowid */
     for (enum store_kind k = 0; k < KIND_COUNT && !set.truncated && !set.oom; k++) {
-        enum store_table t = store_kind(k)->table;
+        enum store_table t = store_layout_kind(k)->table;
         part_marks *parts;
         size_t np;
         char *sql = trace_after_sql(t);
         if (!sql || sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK ||
-            store_parts_read(db, t, 0, INT64_MAX, false, &parts, &np) < 0) {
+            sqlite_store_parts_read(db, t, 0, INT64_MAX, false, &parts, &np) < 0) {
             free(sql);
             goto out;
         }
@@ -695,7 +695,7 @@ int store_sqlite_trace(store *st, const uint8_t trace_id[16], jbuf *out, size_t 
         goto out;
     /* the rows of tables: their times first, to sort */
     for (enum store_kind k = 0; k < KIND_COUNT; k++) {
-        enum store_table tb = store_kind(k)->table;
+        enum store_table tb = store_layout_kind(k)->table;
         char *sql = row_sql(tb, "WHERE rowid = ?1");
         int pr = sql ? sqlite3_prepare_v2(db, sql, -1, &by_table[tb], NULL) : SQLITE_NOMEM;
         free(sql);
@@ -763,7 +763,7 @@ out:
         free(c);
     }
     sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-    store_reader_put(st, db);
+    sqlite_store_reader_put(st, db);
     return r;
 }
 
@@ -795,9 +795,9 @@ static int explain_one(sqlite3 *db, const char *name, const char *sql,
     return 0;
 }
 
-int store_sqlite_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan), void *ctx)
+int sqlite_query_explain(store *st, void (*cb)(void *ctx, const char *name, const char *sql, const char *plan), void *ctx)
 {
-    sqlite3 *db = store_reader_get(st);
+    sqlite3 *db = sqlite_store_reader_get(st);
     static const struct {
         const char *name, *sql;
     } fixed[] = {
@@ -819,20 +819,20 @@ int store_sqlite_explain(store *st, void (*cb)(void *ctx, const char *name, cons
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0] && r == 0; i++)
         r = explain_one(db, fixed[i].name, fixed[i].sql, cb, ctx);
     for (enum store_kind k = 0; k < KIND_COUNT && r == 0; k++) {
-        char name[64], *sql = trace_after_sql(store_kind(k)->table);
-        snprintf(name, sizeof name, "trace: %s after the mark", store_table(store_kind(k)->table)->name);
+        char name[64], *sql = trace_after_sql(store_layout_kind(k)->table);
+        snprintf(name, sizeof name, "trace: %s after the mark", store_layout_table(store_layout_kind(k)->table)->name);
         r = explain_one(db, name, sql, cb, ctx);
         free(sql);
         if (r == 0) {
-            sql = row_sql(store_kind(k)->table, "WHERE rowid = ?1");
-            snprintf(name, sizeof name, "row of %s", store_table(store_kind(k)->table)->name);
+            sql = row_sql(store_layout_kind(k)->table, "WHERE rowid = ?1");
+            snprintf(name, sizeof name, "row of %s", store_layout_table(store_layout_kind(k)->table)->name);
             r = explain_one(db, name, sql, cb, ctx);
             free(sql);
         }
         if (r == 0) {
-            sql = store_raw_select(k, "WHERE rowid > ?5 AND rowid < ?6 AND app = ?1 AND ts >= ?2 AND ts < ?3"
+            sql = sqlite_store_raw_select(k, "WHERE rowid > ?5 AND rowid < ?6 AND app = ?1 AND ts >= ?2 AND ts < ?3"
                                       " AND (?4 IS NULL OR version = ?4)");
-            snprintf(name, sizeof name, "scan: %s after the mark", store_table(store_kind(k)->table)->name);
+            snprintf(name, sizeof name, "scan: %s after the mark", store_layout_table(store_layout_kind(k)->table)->name);
             r = explain_one(db, name, sql, cb, ctx);
             free(sql);
         }
@@ -854,6 +854,6 @@ int store_sqlite_explain(store *st, void (*cb)(void *ctx, const char *name, cons
     if (r == 0)
         r = explain_one(db, "points", sql, cb, ctx);
     free(sql);
-    store_reader_put(st, db);
+    sqlite_store_reader_put(st, db);
     return r;
 }

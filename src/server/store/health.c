@@ -18,7 +18,7 @@
  * sending to this instance.
  *
  * A failure's cause comes from the kind the backend gave it (SQLite's
- * result code: store/sqlite/store_sqlite.c, store_error_capture;
+ * result code: store/sqlite/store_sqlite.c, sqlite_store_error_capture;
  * ClickHouse's error code) and, for an I/O error on the files, from the
  * errno of the system call that failed when SQLite kept it, else from a
  * probe of the database's file system (fs_probe: a file created, written
@@ -33,7 +33,7 @@
  *   corruption, from a write or a read: once; it stays in the health
  *           until the process ends (the file must be repaired).
  */
-#include "store_health.h"
+#include "health.h"
 
 #include <pacer/base/clock.h>
 

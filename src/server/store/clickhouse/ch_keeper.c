@@ -10,7 +10,7 @@
  * instances may do the same slot at once and write the same rows twice:
  * readers keep one per slot.
  */
-#include "store_ch.h"
+#include "ch_int.h"
 
 #include <pacer/base/array.h>
 #include <pacer/base/clock.h>
@@ -90,7 +90,7 @@ static int winners_load(ch_store *st, const char *filter, winners *ws)
                 filter, filter);
     ch_reply rep;
     rb_reader rd;
-    int r = ch_read_rows(st, &q, &rep, &rd, "a query");
+    int r = ch_store_read_rows(st, &q, &rep, &rd, "a query");
     if (r < 0)
         return r;
     while (rb_more(&rd)) {
@@ -107,11 +107,11 @@ static int winners_load(ch_store *st, const char *filter, winners *ws)
         winner_offer(ws, app, batch, att, fresh, at);
     }
     bool bad = rd.bad;
-    ch_reply_free(&rep);
+    ch_client_reply_free(&rep);
     return bad ? -EIO : 0;
 }
 
-int ch_pending_rows(ch_store *st, const char *where,
+int ch_keeper_pending_rows(ch_store *st, const char *where,
                     void (*cb)(void *ctx, const ch_srow *row, uint64_t att, const char *batch, bool fresh,
                                uint32_t at),
                     void *ctx)
@@ -123,7 +123,7 @@ int ch_pending_rows(ch_store *st, const char *where,
     ch_reply rep;
     /* first pass: the batches of retries, whose winners are needed */
     rb_reader rd;
-    int r = ch_read_rows(st, &q, &rep, &rd, "a query");
+    int r = ch_store_read_rows(st, &q, &rep, &rd, "a query");
     if (r < 0)
         return r;
     jbuf filter;
@@ -138,18 +138,18 @@ int ch_pending_rows(ch_store *st, const char *where,
         (void)rb_get_u8(&rd);
         char batch[300];
         snprintf(batch, sizeof batch, "%.*s", (int)bl, b);
-        if (!ch_read_srow(&rd, &row))
+        if (!ch_layout_read_srow(&rd, &row))
             break;
         if (row.kind >= 0 && batch[0]) {
             jbuf_puts(&filter, any ? " OR " : "");
             jbuf_puts(&filter, "(app = ");
-            ch_sql_str(&filter, row.app);
+            ch_store_sql_str(&filter, row.app);
             jbuf_puts(&filter, " AND batch = ");
-            ch_sql_str(&filter, batch);
+            ch_store_sql_str(&filter, batch);
             jbuf_puts(&filter, ")");
             any = true;
         }
-        ch_srow_reset(&row);
+        ch_layout_srow_reset(&row);
     }
     winners ws = {0};
     if (rd.bad || filter.failed)
@@ -166,7 +166,7 @@ int ch_pending_rows(ch_store *st, const char *where,
         bool fresh = rb_get_u8(&rd) != 0;
         char batch[300];
         snprintf(batch, sizeof batch, "%.*s", (int)bl, b);
-        if (!ch_read_srow(&rd, &row)) {
+        if (!ch_layout_read_srow(&rd, &row)) {
             r = -EIO;
             break;
         }
@@ -177,10 +177,10 @@ int ch_pending_rows(ch_store *st, const char *where,
         }
         if (counts)
             cb(ctx, &row, att, batch, fresh, at);
-        ch_srow_reset(&row);
+        ch_layout_srow_reset(&row);
     }
     winners_free(&ws);
-    ch_reply_free(&rep);
+    ch_client_reply_free(&rep);
     return r;
 }
 
@@ -250,7 +250,7 @@ static void cgroups_free(cgroups *g)
     for (size_t b = 0; b < AGG_BUCKETS; b++)
         for (cgroup *c = g->slots[b], *next; c; c = next) {
             next = c->next;
-            ch_srow_reset(&c->row);
+            ch_layout_srow_reset(&c->row);
             free(c->app);
             free(c->version);
             free(c->name);
@@ -269,7 +269,7 @@ static void cgroups_write(const cgroups *g, uint8_t lvl, uint32_t slot, uint32_t
             rb_u8(b, lvl);
             rb_u32(b, slot);
             rb_u32(b, rday);
-            ch_write_srow(b, &c->row);
+            ch_layout_write_srow(b, &c->row);
         }
 }
 
@@ -298,9 +298,9 @@ static int mark_slot(ch_store *st, uint8_t lvl, uint32_t slot)
     char sql[160];
     snprintf(sql, sizeof sql, "INSERT INTO slots (lvl, slot) VALUES (%u, %u)", lvl, slot);
     ch_reply rep;
-    int r = ch_write(st, sql, NULL, 0, &rep);
+    int r = ch_store_write(st, sql, NULL, 0, &rep);
     if (r == 0)
-        ch_reply_free(&rep);
+        ch_client_reply_free(&rep);
     return r;
 }
 
@@ -311,9 +311,9 @@ static int insert_rows(ch_store *st, const char *sql, rb_buf *b)
     if (!b->len)
         return 0;
     ch_reply rep;
-    int r = ch_write(st, sql, b->p, b->len, &rep);
+    int r = ch_store_write(st, sql, b->p, b->len, &rep);
     if (r == 0)
-        ch_reply_free(&rep);
+        ch_client_reply_free(&rep);
     return r;
 }
 
@@ -327,7 +327,7 @@ static int consolidate_unit(ch_store *st, uint32_t u)
     char where[160];
     snprintf(where, sizeof where, "toUInt32(at) >= %" PRIu64 " AND toUInt32(at) < %" PRIu64,
              (uint64_t)u * (uint64_t)st->unit_s, (uint64_t)(u + 1) * (uint64_t)st->unit_s);
-    int r = ch_pending_rows(st, where, on_unit_row, c);
+    int r = ch_keeper_pending_rows(st, where, on_unit_row, c);
     rb_buf b;
     rb_init(&b);
     if (r == 0 && c->g.oom)
@@ -366,12 +366,12 @@ static int consolidate_day(ch_store *st, uint32_t d)
              " ORDER BY kind, app, version, name, grain, t, slot FORMAT RowBinary",
              (uint64_t)d * per, (uint64_t)(d + 1) * per);
     ch_reply rep;
-    int r = ch_read(st, sql, &rep, "consolidation");
+    int r = ch_store_read(st, sql, &rep, "consolidation");
     if (r < 0)
         return r;
     cgroups *g = calloc(1, sizeof *g);
     if (!g) {
-        ch_reply_free(&rep);
+        ch_client_reply_free(&rep);
         return -ENOMEM;
     }
     rb_reader rd;
@@ -384,7 +384,7 @@ static int consolidate_day(ch_store *st, uint32_t d)
     bool have_prev = false;
     while (r == 0 && rb_more(&rd)) {
         uint32_t slot = rb_get_u32(&rd);
-        if (!ch_read_srow(&rd, &row)) {
+        if (!ch_layout_read_srow(&rd, &row)) {
             r = -EIO;
             break;
         }
@@ -406,9 +406,9 @@ static int consolidate_day(ch_store *st, uint32_t d)
         prev.t = row.t;
         prev_slot = slot;
         have_prev = true;
-        ch_srow_reset(&row);
+        ch_layout_srow_reset(&row);
     }
-    ch_reply_free(&rep);
+    ch_client_reply_free(&rep);
     rb_buf b;
     rb_init(&b);
     if (r == 0 && g->oom)
@@ -429,11 +429,11 @@ static int consolidate_day(ch_store *st, uint32_t d)
 static int server_now(ch_store *st, uint64_t *ret)
 {
     ch_reply rep;
-    int r = ch_query(st->ch, "SELECT toUInt32(now()) FORMAT TabSeparated", NULL, 0, NULL, &rep);
+    int r = ch_client_query(st->ch, "SELECT toUInt32(now()) FORMAT TabSeparated", NULL, 0, NULL, &rep);
     if (r < 0)
         return r;
     *ret = strtoull(rep.body, NULL, 10);
-    ch_reply_free(&rep);
+    ch_client_reply_free(&rep);
     return 0;
 }
 
@@ -443,12 +443,12 @@ static int level_slot(ch_store *st, int lvl, const char *fn, int64_t *ret)
     char sql[200];
     snprintf(sql, sizeof sql, "SELECT count(), %s(slot) FROM slots WHERE lvl = %d FORMAT TabSeparated", fn, lvl);
     ch_reply rep;
-    int r = ch_query(st->ch, sql, NULL, 0, NULL, &rep);
+    int r = ch_client_query(st->ch, sql, NULL, 0, NULL, &rep);
     if (r < 0)
         return r;
     long long n = 0, m = 0;
     sscanf(rep.body, "%lld\t%lld", &n, &m);
-    ch_reply_free(&rep);
+    ch_client_reply_free(&rep);
     *ret = n ? m : -1;
     return 0;
 }
@@ -477,11 +477,11 @@ static int keep_once(ch_store *st)
         ch_reply rep;
         char sql[160];
         snprintf(sql, sizeof sql, "SELECT count(), min(toUInt32(at)) FROM pending FORMAT TabSeparated");
-        r = ch_query(st->ch, sql, NULL, 0, NULL, &rep);
+        r = ch_client_query(st->ch, sql, NULL, 0, NULL, &rep);
         if (r == 0) {
             long long n = 0, first = 0;
             sscanf(rep.body, "%lld\t%lld", &n, &first);
-            ch_reply_free(&rep);
+            ch_client_reply_free(&rep);
             if (!n)
                 return 0;
             w1 = first / st->unit_s - 1;
@@ -524,12 +524,12 @@ static void measure(ch_store *st)
     jbuf q;
     jbuf_init(&q);
     jbuf_puts(&q, "SELECT sum(bytes_on_disk) FROM system.parts WHERE active AND database = ");
-    ch_sql_str(&q, ch_client_url(st->ch)->database);
+    ch_store_sql_str(&q, ch_client_url(st->ch)->database);
     jbuf_puts(&q, " FORMAT TabSeparated");
     ch_reply rep;
-    if (!q.failed && ch_query(st->ch, q.data, NULL, 0, NULL, &rep) == 0) {
+    if (!q.failed && ch_client_query(st->ch, q.data, NULL, 0, NULL, &rep) == 0) {
         __atomic_store_n(&st->db_bytes, strtoll(rep.body, NULL, 10), __ATOMIC_RELAXED);
-        ch_reply_free(&rep);
+        ch_client_reply_free(&rep);
     }
     jbuf_free(&q);
 }
@@ -542,16 +542,16 @@ static int drop_partitions(ch_store *st, const char *const *tables, size_t n, ui
     for (size_t k = 0; k < st->n_nodes; k++)
         for (size_t i = 0; i < n; i++) {
             char local[96];
-            ch_table_name(st, tables[i], local, sizeof local, true);
+            ch_store_table_name(st, tables[i], local, sizeof local, true);
             jbuf q;
             jbuf_init(&q);
             jbuf_puts(&q, "SELECT DISTINCT partition FROM system.parts WHERE active AND database = ");
-            ch_sql_str(&q, ch_client_url(st->ch)->database);
+            ch_store_sql_str(&q, ch_client_url(st->ch)->database);
             jbuf_puts(&q, " AND table = ");
-            ch_sql_str(&q, local);
+            ch_store_sql_str(&q, local);
             jbuf_puts(&q, " FORMAT TabSeparated");
             ch_reply rep;
-            if (q.failed || ch_query(st->nodes[k], q.data, NULL, 0, NULL, &rep) < 0) {
+            if (q.failed || ch_client_query(st->nodes[k], q.data, NULL, 0, NULL, &rep) < 0) {
                 jbuf_free(&q);
                 r = -EIO;
                 continue;
@@ -565,15 +565,15 @@ static int drop_partitions(ch_store *st, const char *const *tables, size_t n, ui
                     char sql[200];
                     snprintf(sql, sizeof sql, "ALTER TABLE %s DROP PARTITION %.*s", local, (int)len, p);
                     ch_reply dr;
-                    if (ch_query(st->nodes[k], sql, NULL, 0, NULL, &dr) == 0)
-                        ch_reply_free(&dr);
+                    if (ch_client_query(st->nodes[k], sql, NULL, 0, NULL, &dr) == 0)
+                        ch_client_reply_free(&dr);
                     else
                         r = -EIO;
                 }
                 p += strcspn(p, "\n");
                 p += *p == '\n';
             }
-            ch_reply_free(&rep);
+            ch_client_reply_free(&rep);
         }
     return r;
 }
@@ -584,7 +584,7 @@ static int drop_partitions(ch_store *st, const char *const *tables, size_t n, ui
 static int tidy(ch_store *st)
 {
     int64_t w1, w2;
-    int r = ch_watermarks(st, &w1, &w2);
+    int r = ch_read_watermarks(st, &w1, &w2);
     if (r == 0 && w1 >= 0) {
         static const char *const pend[] = {"pending"};
         int64_t day = (w1 + 1) * st->unit_s / 86400 - 2;
@@ -620,10 +620,10 @@ void *ch_keeper_main(void *arg)
             tidied = mono_ns();
         }
         if (r < 0 && !failing)
-            ch_say(st, "store: consolidating the rollups failed (tried again in %" PRId64 " s; queries stay exact)",
+            ch_store_say(st, "store: consolidating the rollups failed (tried again in %" PRId64 " s; queries stay exact)",
                 tick_ns / INT64_C(1000000000));
         else if (r == 0 && failing)
-            ch_say(st, "store: consolidating the rollups works again");
+            ch_store_say(st, "store: consolidating the rollups works again");
         failing = r < 0;
         pthread_mutex_lock(&st->lock);
         if (!st->stopping)

@@ -7,7 +7,7 @@
  *   wake the submitters → [WAL check] → [a retention step, when one is
  *   due] (store_retention.c).
  * A batch's tallies (store.h) are added to clean_counts with its records;
- * a call job (store_sqlite_write) runs its function in a savepoint of its
+ * a call job (sqlite_store_write) runs its function in a savepoint of its
  * own.
  * Rollup flush, when LAG_ROWS rows wait, the oldest has waited
  * rollup_lag_ms (also without traffic) or the writer stops: move the
@@ -15,7 +15,7 @@
  * plain spans, filling spans_keys and span_attrs up to it) and write the
  * dirty groups — in the transaction of the jobs. Seal, when seal_at rows
  * lie between the sealed and rolled marks: those rows become blocks
- * (record tables) and trace_index chunks (store_seal.c). Any failure
+ * (record tables) and trace_index chunks (sqlite_seal.c). Any failure
  * between BEGIN and COMMIT: ROLLBACK, drop the groups and the parts in
  * memory (they may hold rows that were not committed), fail every job of
  * the group, and rebuild them from the file before the next job
@@ -62,8 +62,8 @@
  */
 #include "store/store.h"
 #include "store/store_backend.h"
-#include "store/store_health.h"
-#include "store_int.h"
+#include "store/health.h"
+#include "sqlite_int.h"
 
 #include <pacer/base/array.h>
 #include <pacer/base/clock.h>
@@ -82,10 +82,10 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
-const int64_t store_subday_width_s[SUBDAY_LEVELS] = {21600, 3600, 600};
+const int64_t sqlite_store_subday_width_s[SUBDAY_LEVELS] = {21600, 3600, 600};
 
 /* The server's own tables; the raw tables are made from the layout
- * (store_schema_create). */
+ * (sqlite_store_schema_create). */
 static const char FIXED_SCHEMA[] =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS batches(app TEXT NOT NULL, id TEXT NOT NULL, endpoint TEXT, received_ns INTEGER,"
@@ -143,7 +143,7 @@ static const char FIXED_SCHEMA[] =
      * per seal (b), its entries sorted by t in chunks of ~256 (t_lo: the
      * first t of a chunk; a t is never split between two), so that a seal
      * writes a few rows, and a lookup reads one chunk per run
-     * (store_seal.c: the chunks' format) */
+     * (sqlite_seal.c: the chunks' format) */
     "CREATE TABLE IF NOT EXISTS trace_index(id INTEGER PRIMARY KEY, b INTEGER NOT NULL, t_lo INTEGER NOT NULL,"
     "  data BLOB NOT NULL);"
     "CREATE INDEX IF NOT EXISTS trace_index_at ON trace_index(b, t_lo);"
@@ -159,7 +159,7 @@ static const char FIXED_SCHEMA[] =
 
 /* ---- SQL helpers ---- */
 
-char *store_sql(const char *fmt, ...)
+char *sqlite_store_sql(const char *fmt, ...)
 {
     char *s;
     va_list ap;
@@ -169,7 +169,7 @@ char *store_sql(const char *fmt, ...)
     return n < 0 ? NULL : s;
 }
 
-int store_exec_owned(sqlite3 *db, char *sql, char **msg)
+int sqlite_store_exec_owned(sqlite3 *db, char *sql, char **msg)
 {
     if (!sql)
         return SQLITE_NOMEM;
@@ -178,7 +178,7 @@ int store_exec_owned(sqlite3 *db, char *sql, char **msg)
     return r;
 }
 
-int store_step_done(sqlite3_stmt *s)
+int sqlite_store_step_done(sqlite3_stmt *s)
 {
     int r = sqlite3_step(s);
     sqlite3_reset(s);
@@ -186,7 +186,7 @@ int store_step_done(sqlite3_stmt *s)
     return r == SQLITE_DONE ? 0 : -EIO;
 }
 
-store_value store_column_value(sqlite3_stmt *s, int c)
+store_value sqlite_store_column_value(sqlite3_stmt *s, int c)
 {
     switch (sqlite3_column_type(s, c)) {
     case SQLITE_INTEGER: return (store_value){.type = SV_INT, .i = sqlite3_column_int64(s, c)};
@@ -211,7 +211,7 @@ static void bind_text(sqlite3_stmt *s, int i, const char *t)
         sqlite3_bind_null(s, i);
 }
 
-void store_error_capture(sqlite3 *db, store_error *ret)
+void sqlite_store_error_capture(sqlite3 *db, store_error *ret)
 {
     int code = db ? sqlite3_extended_errcode(db) : SQLITE_OK;
     ret->sys = db ? sqlite3_system_errno(db) : 0;
@@ -228,14 +228,14 @@ void store_error_capture(sqlite3 *db, store_error *ret)
     snprintf(ret->msg, sizeof ret->msg, "%s", code != SQLITE_OK ? sqlite3_errmsg(db) : "");
 }
 
-void store_read_error(sqlite3 *db, int r, store_error *ret)
+void sqlite_store_read_error(sqlite3 *db, int r, store_error *ret)
 {
     if (r == -EBADMSG) {
         *ret = (store_error){.kind = STORE_ERR_CORRUPT};
         snprintf(ret->msg, sizeof ret->msg, "database disk image is malformed (a block of rows does not decode)");
         return;
     }
-    store_error_capture(db, ret);
+    sqlite_store_error_capture(db, ret);
 }
 
 /* ---- schema ---- */
@@ -244,7 +244,7 @@ void store_read_error(sqlite3 *db, int r, store_error *ret)
  * rollups also an index on (app, ts). */
 static char *table_sql(enum store_table tb)
 {
-    const store_table_desc *t = store_table(tb);
+    const store_table_desc *t = store_layout_table(tb);
     char cols[2048] = "";
     size_t o = 0;
     for (size_t i = 0; i < t->n_cols && o < sizeof cols; i++)
@@ -252,13 +252,13 @@ static char *table_sql(enum store_table tb)
     if (o >= sizeof cols)
         return NULL;
     if (t->kind == KIND_NONE) /* metric points: also by name (the metric query) */
-        return store_sql("CREATE TABLE IF NOT EXISTS %s(%s);"
+        return sqlite_store_sql("CREATE TABLE IF NOT EXISTS %s(%s);"
                          "CREATE INDEX IF NOT EXISTS %s_app_ts ON %s(app, ts);%s",
                          t->name, cols, t->name, t->name,
                          tb == TABLE_METRIC_POINTS
                              ? "CREATE INDEX IF NOT EXISTS metric_points_name ON metric_points(app, name, ts);"
                              : "");
-    return store_sql("CREATE TABLE IF NOT EXISTS %s(%s);", t->name, cols);
+    return sqlite_store_sql("CREATE TABLE IF NOT EXISTS %s(%s);", t->name, cols);
 }
 
 /* Adds to table t of a file made by an earlier pacerd the columns its layout
@@ -267,8 +267,8 @@ static char *table_sql(enum store_table tb)
  * layout is not carried over. */
 static int add_missing_columns(sqlite3 *db, enum store_table tb, char **msg)
 {
-    const store_table_desc *t = store_table(tb);
-    char *sql = store_sql("SELECT name FROM pragma_table_info('%s')", t->name);
+    const store_table_desc *t = store_layout_table(tb);
+    char *sql = sqlite_store_sql("SELECT name FROM pragma_table_info('%s')", t->name);
     sqlite3_stmt *s = NULL;
     int r = sql ? sqlite3_prepare_v2(db, sql, -1, &s, NULL) : SQLITE_NOMEM;
     free(sql);
@@ -290,16 +290,16 @@ static int add_missing_columns(sqlite3 *db, enum store_table tb, char **msg)
         char *nn = strstr(decl, " NOT NULL");
         if (nn)
             *nn = '\0';
-        r = store_exec_owned(db, store_sql("ALTER TABLE %s ADD COLUMN %s %s", t->name, t->cols[c].name, decl), msg);
+        r = sqlite_store_exec_owned(db, sqlite_store_sql("ALTER TABLE %s ADD COLUMN %s %s", t->name, t->cols[c].name, decl), msg);
     }
     return r;
 }
 
-int store_schema_create(sqlite3 *db, char **msg)
+int sqlite_store_schema_create(sqlite3 *db, char **msg)
 {
     int r = sqlite3_exec(db, FIXED_SCHEMA, NULL, NULL, msg);
     for (enum store_table t = 0; t < TABLE_COUNT && r == SQLITE_OK; t++) {
-        r = store_exec_owned(db, table_sql(t), msg);
+        r = sqlite_store_exec_owned(db, table_sql(t), msg);
         if (r == SQLITE_OK)
             r = add_missing_columns(db, t, msg);
     }
@@ -407,7 +407,7 @@ static void groups_drop(store *st)
  * ?5 width ?6 t. Returns the next free parameter. */
 static int bind_group_key(sqlite3_stmt *s, const group *g)
 {
-    bind_text(s, 1, store_kind(g->kind)->name);
+    bind_text(s, 1, store_layout_kind(g->kind)->name);
     bind_text(s, 2, g->app);
     bind_text(s, 3, g->version);
     bind_text(s, 4, g->name);
@@ -429,7 +429,7 @@ typedef struct sub_load {
 static void sub_loaded(void *ctx, int64_t id, const uint8_t *p, size_t n)
 {
     sub_load *ld = ctx;
-    const store_kind_desc *kd = store_kind(ld->g->kind);
+    const store_kind_desc *kd = store_layout_kind(ld->g->kind);
     for (size_t i = 0; i < kd->n_metrics; i++)
         if (ld->st->metric_id[ld->g->kind][i] == id && sketch_decode(&ld->g->m[i], p, n) < 0)
             ld->failed = 1;
@@ -468,7 +468,7 @@ static group *group_get(store *st, enum store_kind kind, const char *app, const 
         g->failed = (uint64_t)sqlite3_column_int64(s, 1);
         if (!day) {
             sub_load ld = {st, g, 0};
-            if (store_subday_sketches(sqlite3_column_blob(s, 2), (size_t)sqlite3_column_bytes(s, 2), sub_loaded, &ld) <
+            if (store_codec_subday_sketches(sqlite3_column_blob(s, 2), (size_t)sqlite3_column_bytes(s, 2), sub_loaded, &ld) <
                     0 ||
                 ld.failed)
                 r = SQLITE_CORRUPT;
@@ -482,9 +482,9 @@ static group *group_get(store *st, enum store_kind kind, const char *app, const 
     /* one primary-key lookup per metric: the key has the metric before the
      * day, so that a lookup by day alone would read every day of the name */
     s = st->st[ST_LOAD_SKETCH];
-    for (size_t m = 0; m < store_kind(kind)->n_metrics && r != SQLITE_CORRUPT; m++) {
+    for (size_t m = 0; m < store_layout_kind(kind)->n_metrics && r != SQLITE_CORRUPT; m++) {
         int p = bind_group_key(s, g);
-        bind_text(s, p, store_kind(kind)->metrics[m]);
+        bind_text(s, p, store_layout_kind(kind)->metrics[m]);
         r = sqlite3_step(s);
         if (r == SQLITE_ROW && sketch_decode(&g->m[m], sqlite3_column_blob(s, 0), (size_t)sqlite3_column_bytes(s, 0)) < 0)
             r = SQLITE_CORRUPT;
@@ -510,7 +510,7 @@ static void group_add(store *st, group *g, bool failed, bool excluded, const dou
     g->count++;
     g->failed += failed;
     if (!excluded)
-        for (size_t i = 0, n = store_kind(g->kind)->n_metrics; i < n; i++)
+        for (size_t i = 0, n = store_layout_kind(g->kind)->n_metrics; i < n; i++)
             if (!isnan(metrics[i]))
                 (void)sketch_add(&g->m[i], metrics[i]); /* negative values are left out */
     if (!g->dirty) {
@@ -520,7 +520,7 @@ static void group_add(store *st, group *g, bool failed, bool excluded, const dou
     }
 }
 
-int store_rollup_row(store *st, enum store_kind kind, const char *app, const char *version, const char *name,
+int sqlite_store_rollup_row(store *st, enum store_kind kind, const char *app, const char *version, const char *name,
                      int64_t ts, bool daily, int subday, bool failed, bool excluded, const double *metrics)
 {
     group *g;
@@ -529,15 +529,15 @@ int store_rollup_row(store *st, enum store_kind kind, const char *app, const cha
             return -EIO;
         group_add(st, g, failed, excluded, metrics);
     }
-    return store_rollup_levels(st, kind, app, version, name, ts, 0, subday, failed, excluded, metrics);
+    return sqlite_store_rollup_levels(st, kind, app, version, name, ts, 0, subday, failed, excluded, metrics);
 }
 
-int store_rollup_levels(store *st, enum store_kind kind, const char *app, const char *version, const char *name,
+int sqlite_store_rollup_levels(store *st, enum store_kind kind, const char *app, const char *version, const char *name,
                         int64_t ts, int from, int to, bool failed, bool excluded, const double *metrics)
 {
     group *g;
     for (int l = from; l < to && l < SUBDAY_LEVELS; l++) {
-        int64_t w = store_subday_width_s[l];
+        int64_t w = sqlite_store_subday_width_s[l];
         g = group_get(st, kind, app, version ? version : "", name, w, ts / (w * 1000000000LL));
         if (!g)
             return -EIO;
@@ -550,7 +550,7 @@ int store_rollup_levels(store *st, enum store_kind kind, const char *app, const 
 /* A sub-day group as one row: its count and its sketches in one value. */
 static int subday_write(store *st, group *g)
 {
-    const store_kind_desc *kd = store_kind(g->kind);
+    const store_kind_desc *kd = store_layout_kind(g->kind);
     uint8_t *enc[STORE_MAX_METRICS] = {NULL};
     size_t len[STORE_MAX_METRICS] = {0}, total = 10, n = 0;
     int r = 0;
@@ -565,11 +565,11 @@ static int subday_write(store *st, group *g)
         r = -ENOMEM;
     size_t o = 0;
     if (r == 0) {
-        store_put_uvarint(blob, &o, n);
+        store_codec_put_uvarint(blob, &o, n);
         for (size_t i = 0; i < kd->n_metrics; i++)
             if (enc[i]) {
-                store_put_uvarint(blob, &o, (uint64_t)st->metric_id[g->kind][i]);
-                store_put_uvarint(blob, &o, len[i]);
+                store_codec_put_uvarint(blob, &o, (uint64_t)st->metric_id[g->kind][i]);
+                store_codec_put_uvarint(blob, &o, len[i]);
                 memcpy(blob + o, enc[i], len[i]);
                 o += len[i];
             }
@@ -583,10 +583,10 @@ static int subday_write(store *st, group *g)
     sqlite3_bind_int64(s, p, (int64_t)g->count);
     sqlite3_bind_int64(s, p + 1, (int64_t)g->failed);
     sqlite3_bind_blob(s, p + 2, blob, (int)o, free);
-    return store_step_done(s);
+    return sqlite_store_step_done(s);
 }
 
-int store_groups_write(store *st)
+int sqlite_store_groups_write(store *st)
 {
     for (group *g = st->dirty; g; g = g->dirty_next) {
         bool day = g->width == DAY_WIDTH_S;
@@ -599,9 +599,9 @@ int store_groups_write(store *st)
         int p = bind_group_key(s, g);
         sqlite3_bind_int64(s, p, (int64_t)g->count);
         sqlite3_bind_int64(s, p + 1, (int64_t)g->failed);
-        if (store_step_done(s) < 0)
+        if (sqlite_store_step_done(s) < 0)
             return -EIO;
-        for (size_t i = 0; i < store_kind(g->kind)->n_metrics; i++) {
+        for (size_t i = 0; i < store_layout_kind(g->kind)->n_metrics; i++) {
             if (!g->m[i].count)
                 continue;
             uint8_t *buf;
@@ -610,16 +610,16 @@ int store_groups_write(store *st)
                 return -ENOMEM;
             s = st->st[ST_SAVE_SKETCH];
             p = bind_group_key(s, g);
-            bind_text(s, p, store_kind(g->kind)->metrics[i]);
+            bind_text(s, p, store_layout_kind(g->kind)->metrics[i]);
             sqlite3_bind_blob(s, p + 1, buf, (int)len, free);
-            if (store_step_done(s) < 0)
+            if (sqlite_store_step_done(s) < 0)
                 return -EIO;
         }
     }
     return 0;
 }
 
-void store_groups_written(store *st)
+void sqlite_store_groups_written(store *st)
 {
     for (group *g = st->dirty, *next; g; g = next) {
         next = g->dirty_next;
@@ -638,7 +638,7 @@ static size_t part_bucket(enum store_table t, int64_t day)
     return ((size_t)day * 31 + (size_t)t) % PART_BUCKETS;
 }
 
-void store_parts_drop(store *st)
+void sqlite_store_parts_drop(store *st)
 {
     for (size_t b = 0; b < PART_BUCKETS; b++) {
         for (part *p = st->parts[b], *next; p; p = next) {
@@ -665,7 +665,7 @@ static int last_rowid_of(store *st, enum store_table t, int64_t day, int64_t *re
     return r == SQLITE_ROW ? 0 : -EIO;
 }
 
-part *store_part_find(store *st, enum store_table t, int64_t day)
+part *sqlite_store_part_find(store *st, enum store_table t, int64_t day)
 {
     for (part *p = st->parts[part_bucket(t, day)]; p; p = p->next)
         if (p->table == t && p->day == day)
@@ -673,7 +673,7 @@ part *store_part_find(store *st, enum store_table t, int64_t day)
     return NULL;
 }
 
-part *store_part_get(store *st, enum store_table t, int64_t day)
+part *sqlite_store_part_get(store *st, enum store_table t, int64_t day)
 {
     part **slot = &st->parts[part_bucket(t, day)];
     for (part *p = *slot; p; p = p->next)
@@ -688,7 +688,7 @@ part *store_part_get(store *st, enum store_table t, int64_t day)
     p->hourly = -1;
     if (!store_is_record(t) && last_rowid_of(st, t, day, &p->last) < 0)
         goto fail;
-    if (store_table(t)->kind != KIND_NONE) {
+    if (store_layout_table(t)->kind != KIND_NONE) {
         sqlite3_stmt *s = st->st[ST_PART_LOAD];
         sqlite3_bind_int64(s, 1, t);
         sqlite3_bind_int64(s, 2, day);
@@ -714,7 +714,7 @@ part *store_part_get(store *st, enum store_table t, int64_t day)
             sqlite3_bind_int64(s, 1, t);
             sqlite3_bind_int64(s, 2, day - 1);
             r = sqlite3_step(s);
-            part *prev = store_part_find(st, t, day - 1); /* its count in memory is newer */
+            part *prev = sqlite_store_part_find(st, t, day - 1); /* its count in memory is newer */
             int64_t before = prev ? prev->rows : r == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
             p->fine = before >= (int64_t)st->fine_at;
             sqlite3_reset(s);
@@ -729,7 +729,7 @@ part *store_part_get(store *st, enum store_table t, int64_t day)
             else
                 sqlite3_bind_null(s, 4);
             sqlite3_bind_int(s, 5, p->fine);
-            if (store_step_done(s) < 0)
+            if (sqlite_store_step_done(s) < 0)
                 goto fail;
         } else if (r != SQLITE_ROW) {
             goto fail;
@@ -753,7 +753,7 @@ static void part_touch(store *st, part *p)
     }
 }
 
-int store_parts_read(sqlite3 *db, enum store_table t, int64_t d_lo, int64_t d_hi, bool desc, part_marks **ret,
+int sqlite_store_parts_read(sqlite3 *db, enum store_table t, int64_t d_lo, int64_t d_hi, bool desc, part_marks **ret,
                      size_t *ret_n)
 {
     *ret = NULL;
@@ -828,7 +828,7 @@ static int groups_flush(store *st)
         sqlite3_bind_int64(s, 1, t);
         sqlite3_bind_int64(s, 2, st->tm[t].last);
         sqlite3_bind_int64(s, 3, st->tm[t].sealed);
-        if (store_step_done(s) < 0)
+        if (sqlite_store_step_done(s) < 0)
             return -EIO;
     }
     for (part *p = st->touched; p; p = p->touched_next) {
@@ -838,7 +838,7 @@ static int groups_flush(store *st)
             if (p->hourly >= 0 && p->late >= (int64_t)st->settle_at && settle_budget > 0) {
                 int64_t late = p->late;
                 bool fine = p->fine;
-                if (store_settle(st, p) < 0)
+                if (sqlite_scan_settle(st, p) < 0)
                     return -EIO;
                 settle_budget -= late - p->late + (p->fine != fine ? p->rows : 0);
             }
@@ -850,7 +850,7 @@ static int groups_flush(store *st)
             sqlite3_bind_int64(s, 2, p->day);
             sqlite3_bind_int64(s, 3, p->last);
             sqlite3_bind_int64(s, 4, p->rows);
-            if (store_step_done(s) < 0)
+            if (sqlite_store_step_done(s) < 0)
                 return -EIO;
             continue;
         }
@@ -863,7 +863,7 @@ static int groups_flush(store *st)
                 sqlite3_bind_int64(fills[f], 2, p->last);
                 if (f == 1)
                     sqlite3_bind_int64(fills[f], 3, p->day);
-                if (store_step_done(fills[f]) < 0)
+                if (sqlite_store_step_done(fills[f]) < 0)
                     return -EIO;
             }
         }
@@ -872,15 +872,15 @@ static int groups_flush(store *st)
         sqlite3_bind_int64(s, 2, p->day);
         sqlite3_bind_int64(s, 3, p->last);
         sqlite3_bind_int64(s, 4, p->rows);
-        if (store_step_done(s) < 0)
+        if (sqlite_store_step_done(s) < 0)
             return -EIO;
     }
-    return store_groups_write(st);
+    return sqlite_store_groups_write(st);
 }
 
 static void groups_flushed(store *st)
 {
-    store_groups_written(st);
+    sqlite_store_groups_written(st);
     for (enum store_table t = 0; t < TABLE_COUNT; t++)
         if (store_is_record(t)) {
             st->seal_rows += (size_t)(st->tm[t].last - st->tm[t].rolled);
@@ -923,7 +923,7 @@ static int64_t origin_id(store *st, int which, const store_origin *o)
         s = st->origin_add[which];
         sqlite3_bind_int64(s, 1, (int64_t)o->hash);
         sqlite3_bind_text(s, 2, o->json, -1, SQLITE_STATIC);
-        if (store_step_done(s) == 0)
+        if (sqlite_store_step_done(s) == 0)
             id = sqlite3_last_insert_rowid(st->w);
     }
     if (id > 0) {
@@ -970,18 +970,18 @@ static int advance_hot(store *st, const job *j, int64_t now_wall)
         sqlite3_bind_int64(s, 1, t);
         sqlite3_bind_int64(s, 2, st->tm[t].last);
         sqlite3_bind_int64(s, 3, hot);
-        if (store_step_done(s) < 0)
+        if (sqlite_store_step_done(s) < 0)
             return -EIO;
     }
     /* plain spans: up to their rolled marks, and the touched ones up to their last row */
     s = st->st[ST_PART_FREEZE];
     sqlite3_bind_int64(s, 1, hot);
     sqlite3_bind_int64(s, 2, TABLE_SPANS);
-    if (store_step_done(s) < 0)
+    if (sqlite_store_step_done(s) < 0)
         return -EIO;
     for (size_t b = 0; b < PART_BUCKETS; b++)
         for (part *p = st->parts[b]; p; p = p->next) {
-            if (p->day >= hot || store_table(p->table)->kind == KIND_NONE)
+            if (p->day >= hot || store_layout_table(p->table)->kind == KIND_NONE)
                 continue;
             if (p->hourly < 0 && store_is_record(p->table)) {
                 p->hourly = st->tm[p->table].last;
@@ -991,7 +991,7 @@ static int advance_hot(store *st, const job *j, int64_t now_wall)
                     sqlite3_bind_int64(s, 1, p->table);
                     sqlite3_bind_int64(s, 2, p->day);
                     sqlite3_bind_int64(s, 3, p->last);
-                    if (store_step_done(s) < 0)
+                    if (sqlite_store_step_done(s) < 0)
                         return -EIO;
                 }
                 p->hourly = p->last;
@@ -1002,7 +1002,7 @@ static int advance_hot(store *st, const job *j, int64_t now_wall)
     s = st->st[ST_META_SET];
     bind_text(s, 1, "hot_day");
     sqlite3_bind_text(s, 2, v, -1, SQLITE_TRANSIENT);
-    if (store_step_done(s) < 0)
+    if (sqlite_store_step_done(s) < 0)
         return -EIO;
     st->hot_day = hot;
     return 0;
@@ -1020,7 +1020,7 @@ static int run_write(store *st, enum store_table t)
     sqlite3_bind_int64(s, 3, u->n);
     sqlite3_bind_int64(s, 4, u->off);
     u->n = 0;
-    return store_step_done(s);
+    return sqlite_store_step_done(s);
 }
 
 /* Every open run, before the transaction commits. */
@@ -1075,11 +1075,11 @@ static int positions_load(store *st)
 static int insert_record(store *st, const store_record *rec, int64_t now_wall)
 {
     sqlite3_stmt *s = st->insert[rec->table];
-    size_t n = store_table(rec->table)->n_cols;
+    size_t n = store_layout_table(rec->table)->n_cols;
     const store_origin *origins[2] = {rec->resource, rec->scope};
     const store_value *tsv = &rec->cols[st->ts_col[rec->table]];
     int64_t ts = tsv->type == SV_INT ? tsv->i : rec->ts_ns;
-    part *p = store_part_get(st, rec->table, day_of_ts(ts));
+    part *p = sqlite_store_part_get(st, rec->table, day_of_ts(ts));
     if (!p)
         return -EIO;
     for (int w = 0; w < 2; w++) {
@@ -1126,15 +1126,15 @@ static int insert_record(store *st, const store_record *rec, int64_t now_wall)
         p->late++;
     part_touch(st, p);
     st->lag_rows++;
-    return store_rollup_row(st, rec->kind, rec->app, rec->version, rec->name, ts, true,
+    return sqlite_store_rollup_row(st, rec->kind, rec->app, rec->version, rec->name, ts, true,
                             p->hourly < 0 ? store_part_levels(p->fine) : 0, rec->failed, rec->excluded, rec->metrics);
 }
 
-char *store_raw_select(enum store_kind kind, const char *where)
+char *sqlite_store_raw_select(enum store_kind kind, const char *where)
 {
-    const store_kind_desc *kd = store_kind(kind);
-    return store_sql("SELECT %s, failed, %s, %s, ts, COALESCE(version, ''), app, rowid FROM %s %s", kd->name_sql,
-                     kd->excluded_sql, kd->metrics_sql, store_table(kd->table)->name, where);
+    const store_kind_desc *kd = store_layout_kind(kind);
+    return sqlite_store_sql("SELECT %s, failed, %s, %s, ts, COALESCE(version, ''), app, rowid FROM %s %s", kd->name_sql,
+                     kd->excluded_sql, kd->metrics_sql, store_layout_table(kd->table)->name, where);
 }
 
 static int meta_int(sqlite3 *db, const char *key, int64_t *ret)
@@ -1184,19 +1184,19 @@ static int table_marks_load(store *st)
     return r == 0 ? positions_load(st) : r;
 }
 
-/* Adds the rows of statement s (store_raw_select's columns, after a
+/* Adds the rows of statement s (sqlite_store_raw_select's columns, after a
  * rolled mark) to the groups: of part p (plain spans), or each of the part
  * of its day (a record table). */
 static int replay_rows(store *st, enum store_kind k, sqlite3_stmt *s, part *p)
 {
-    enum store_table t = store_kind(k)->table;
-    size_t nm = store_kind(k)->n_metrics;
+    enum store_table t = store_layout_kind(k)->table;
+    size_t nm = store_layout_kind(k)->n_metrics;
     int r;
     while ((r = sqlite3_step(s)) == SQLITE_ROW) {
         const char *name = (const char *)sqlite3_column_text(s, 0);
         int c = 3 + (int)nm;
         int64_t ts = sqlite3_column_int64(s, c), rowid = sqlite3_column_int64(s, c + 3);
-        part *rp = p ? p : store_part_get(st, t, day_of_ts(ts));
+        part *rp = p ? p : sqlite_store_part_get(st, t, day_of_ts(ts));
         if (!rp)
             return -EIO;
         rp->rows++;
@@ -1214,7 +1214,7 @@ static int replay_rows(store *st, enum store_kind k, sqlite3_stmt *s, part *p)
         /* in the sub-day groups: the rows of a hot day, and those of a cold
          * one up to its hourly mark */
         int subday = rp->hourly < 0 || rowid <= rp->hourly ? store_part_levels(rp->fine) : 0;
-        if (store_rollup_row(st, k, (const char *)sqlite3_column_text(s, c + 2),
+        if (sqlite_store_rollup_row(st, k, (const char *)sqlite3_column_text(s, c + 2),
                              (const char *)sqlite3_column_text(s, c + 1), name, ts, true, subday,
                              sqlite3_column_int(s, 1) != 0, sqlite3_column_int(s, 2) != 0, m) < 0)
             return -EIO;
@@ -1229,7 +1229,7 @@ static int replay_rows(store *st, enum store_kind k, sqlite3_stmt *s, part *p)
 static int groups_replay(store *st)
 {
     groups_drop(st);
-    store_parts_drop(st);
+    sqlite_store_parts_drop(st);
     memset(st->origin_cache, 0, sizeof st->origin_cache);
     st->lag_rows = st->seal_rows = 0;
     st->lag_since_ns = 0;
@@ -1241,8 +1241,8 @@ static int groups_replay(store *st)
     st->newest_ts = st->hot_day * STORE_DAY_NS;
     int r = 0;
     for (enum store_kind k = 0; k < KIND_COUNT && r == 0; k++) {
-        enum store_table t = store_kind(k)->table;
-        char *sql = store_raw_select(k, "WHERE rowid > ?1 AND rowid < ?2 ORDER BY rowid");
+        enum store_table t = store_layout_kind(k)->table;
+        char *sql = sqlite_store_raw_select(k, "WHERE rowid > ?1 AND rowid < ?2 ORDER BY rowid");
         sqlite3_stmt *s;
         if (!sql || sqlite3_prepare_v2(st->w, sql, -1, &s, NULL) != SQLITE_OK) {
             free(sql);
@@ -1258,7 +1258,7 @@ static int groups_replay(store *st)
         } else {
             part_marks *parts = NULL;
             size_t np = 0;
-            r = store_parts_read(st->w, t, 0, INT64_MAX, false, &parts, &np);
+            r = sqlite_store_parts_read(st->w, t, 0, INT64_MAX, false, &parts, &np);
             for (size_t i = 0; i < np && r == 0; i++) {
                 st->seal_rows += (size_t)(parts[i].rolled - parts[i].sealed);
                 int64_t last;
@@ -1268,7 +1268,7 @@ static int groups_replay(store *st)
                 }
                 if (last <= parts[i].rolled)
                     continue;
-                part *p = store_part_get(st, t, parts[i].day);
+                part *p = sqlite_store_part_get(st, t, parts[i].day);
                 if (!p) {
                     r = -EIO;
                     break;
@@ -1285,7 +1285,7 @@ static int groups_replay(store *st)
     /* the late rows of cold days that are sealed already (about: whole
      * blocks); a day with enough settles at the next flush */
     for (enum store_table t = 0; t < TABLE_COUNT && r == 0; t++) {
-        if (!store_is_record(t) || store_table(t)->kind == KIND_NONE)
+        if (!store_is_record(t) || store_layout_table(t)->kind == KIND_NONE)
             continue;
         sqlite3_stmt *s;
         if (sqlite3_prepare_v2(st->w,
@@ -1299,7 +1299,7 @@ static int groups_replay(store *st)
         sqlite3_bind_int64(s, 1, t);
         int sr;
         while ((sr = sqlite3_step(s)) == SQLITE_ROW) {
-            part *p = store_part_get(st, t, sqlite3_column_int64(s, 0));
+            part *p = sqlite_store_part_get(st, t, sqlite3_column_int64(s, 0));
             if (!p) {
                 sr = SQLITE_ERROR;
                 break;
@@ -1314,7 +1314,7 @@ static int groups_replay(store *st)
     }
     if (r < 0) {
         groups_drop(st);
-        store_parts_drop(st);
+        sqlite_store_parts_drop(st);
         return -EIO;
     }
     if (st->lag_rows)
@@ -1344,7 +1344,7 @@ static int tallies_write(store *st, const job *j)
         bind_text(s, 2, reason);
         sqlite3_bind_int64(s, 3, count);
         sqlite3_bind_int64(s, 4, last);
-        int r = store_step_done(s);
+        int r = sqlite_store_step_done(s);
         if (r < 0)
             return r;
     }
@@ -1390,7 +1390,7 @@ static int run_job(store *st, job *j)
         sqlite3_bind_text(s, 4, j->xml, (int)j->xml_len, SQLITE_STATIC);
         sqlite3_bind_int64(s, 5, wall_ns());
         j->version = v;
-        return store_step_done(s);
+        return sqlite_store_step_done(s);
     }
     case JOB_RECORDS:
         if (j->b->batch_id) {
@@ -1401,7 +1401,7 @@ static int run_job(store *st, job *j)
             sqlite3_bind_int64(s, 4, wall_ns());
             sqlite3_bind_int64(s, 5, (int64_t)j->b->items);
             sqlite3_bind_int64(s, 6, (int64_t)j->b->rejected);
-            if ((r = store_step_done(s)) < 0)
+            if ((r = sqlite_store_step_done(s)) < 0)
                 return r;
             if (sqlite3_changes(st->w) == 0) {
                 j->duplicate = true;
@@ -1504,14 +1504,14 @@ static void *writer_main(void *arg)
             if (st->need_replay && (r = groups_replay(st)) == 0)
                 st->need_replay = false;
             if (r == 0)
-                r = store_step_done(st->st[ST_BEGIN]);
+                r = sqlite_store_step_done(st->st[ST_BEGIN]);
             for (job *j = list; j && r == 0; j = j->next)
                 r = run_job(st, j);
             if (r == 0)
                 r = runs_write(st);
             if (r == 0 && probe) {
                 sqlite3_bind_int64(st->st[ST_PROBE], 1, wall_ns());
-                r = store_step_done(st->st[ST_PROBE]);
+                r = sqlite_store_step_done(st->st[ST_PROBE]);
             }
             if (r == 0 && st->lag_rows && !st->lag_since_ns)
                 st->lag_since_ns = mono_ns();
@@ -1525,12 +1525,12 @@ static void *writer_main(void *arg)
             /* the rows this flush rolls are sealed with it */
             seal = flush && st->seal_rows + rolling >= st->seal_at;
             if (r == 0 && seal)
-                r = store_seal(st);
+                r = sqlite_seal(st);
             if (r == 0)
-                r = store_step_done(st->st[ST_COMMIT]);
+                r = sqlite_store_step_done(st->st[ST_COMMIT]);
             store_error err;
             if (r < 0)
-                store_error_capture(st->w, &err); /* before the ROLLBACK replaces it */
+                sqlite_store_error_capture(st->w, &err); /* before the ROLLBACK replaces it */
             uint64_t rows[TABLE_COUNT] = {0}, duplicates = 0, stored = 0;
             for (job *j = list; j && r == 0; j = j->next) {
                 duplicates += j->duplicate;
@@ -1548,28 +1548,28 @@ static void *writer_main(void *arg)
             health_write(&st->health, r < 0 ? &err : NULL, stored ? HEALTH_BATCH : probe ? HEALTH_PROBE : HEALTH_OTHER,
                          mono_ns() - t0, rows, duplicates, added);
             if (r < 0) {
-                store_step_done(st->st[ST_ROLLBACK]);
+                sqlite_store_step_done(st->st[ST_ROLLBACK]);
                 /* ids of resources and scopes added by it are gone too */
                 memset(st->origin_cache, 0, sizeof st->origin_cache);
                 /* the groups and parts may hold rows of this transaction: rebuild them */
                 groups_drop(st);
-                store_parts_drop(st);
+                sqlite_store_parts_drop(st);
                 st->need_replay = true;
             } else {
                 if (flush)
                     groups_flushed(st);
                 if (seal)
-                    store_seal_done(st);
-                store_wal_check(st);
+                    sqlite_seal_done(st);
+                sqlite_retention_wal_check(st);
             }
         }
         /* a step of retention, when one is due: between groups when nothing
          * waits, else now and then */
         if (!st->need_replay && !stopping && (!list || mono_ns() - last_retention >= RETENTION_EVERY_NS)) {
             last_retention = mono_ns();
-            if (store_retention_step(st) < 0) {
+            if (sqlite_retention_step(st) < 0) {
                 groups_drop(st);
-                store_parts_drop(st);
+                sqlite_store_parts_drop(st);
                 st->need_replay = true;
             }
         }
@@ -1686,7 +1686,7 @@ static void sqlite_get_stats(store *st, store_stats *ret)
     ret->disk_free_bytes = statvfs(st->path, &vfs) == 0 ? (int64_t)vfs.f_bavail * (int64_t)vfs.f_frsize : -1;
 }
 
-int store_sqlite_write(store *st, int (*fn)(void *ctx, sqlite3 *db), void *ctx)
+int sqlite_store_write(store *st, int (*fn)(void *ctx, sqlite3 *db), void *ctx)
 {
     job j = {.type = JOB_CALL, .fn = fn, .fn_ctx = ctx};
     int r = submit(st, &j);
@@ -1709,12 +1709,12 @@ static void read_done(store *st, sqlite3 *db, bool failed, const char *what)
 {
     store_error err;
     if (failed)
-        store_error_capture(db, &err);
+        sqlite_store_error_capture(db, &err);
     health_read(&st->health, failed ? &err : NULL, what);
-    store_reader_put(st, db);
+    sqlite_store_reader_put(st, db);
 }
 
-sqlite3 *store_reader_get(store *st)
+sqlite3 *sqlite_store_reader_get(store *st)
 {
     pthread_mutex_lock(&st->rlock);
     while (!st->n_free)
@@ -1724,7 +1724,7 @@ sqlite3 *store_reader_get(store *st)
     return db;
 }
 
-void store_reader_put(store *st, sqlite3 *db)
+void sqlite_store_reader_put(store *st, sqlite3 *db)
 {
     pthread_mutex_lock(&st->rlock);
     st->free_readers[st->n_free++] = db;
@@ -1735,7 +1735,7 @@ void store_reader_put(store *st, sqlite3 *db)
 static int sqlite_config_get(store *st, const char *app, char **ret_xml, size_t *ret_len, char **ret_etag,
                      int64_t *ret_version)
 {
-    sqlite3 *db = store_reader_get(st);
+    sqlite3 *db = sqlite_store_reader_get(st);
     sqlite3_stmt *s = NULL;
     int r = -EIO;
     if (sqlite3_prepare_v2(db, "SELECT version, etag, xml FROM configs WHERE app = ?1 ORDER BY version DESC LIMIT 1",
@@ -1789,7 +1789,7 @@ static int sqlite_tallies(store *st, const char *app,
             cb(ctx, copy[i].reason, copy[i].count, 0);
         return 0;
     }
-    sqlite3 *db = store_reader_get(st);
+    sqlite3 *db = sqlite_store_reader_get(st);
     sqlite3_stmt *s;
     int r = -EIO;
     if (sqlite3_prepare_v2(db, "SELECT reason, count, last_ns FROM clean_counts WHERE app = ?1 ORDER BY reason", -1,
@@ -1820,17 +1820,17 @@ static int totals_load(store *st)
     return r == SQLITE_DONE ? 0 : -EIO;
 }
 
-int store_sqlite_read(store *st, int (*fn)(void *ctx, sqlite3 *db), void *ctx)
+int sqlite_store_read(store *st, int (*fn)(void *ctx, sqlite3 *db), void *ctx)
 {
-    sqlite3 *db = store_reader_get(st);
+    sqlite3 *db = sqlite_store_reader_get(st);
     sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
     int r = fn(ctx, db);
     store_error err;
     if (r < 0)
-        store_read_error(db, r, &err);
+        sqlite_store_read_error(db, r, &err);
     sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     health_read(&st->health, r < 0 ? &err : NULL, "a query");
-    store_reader_put(st, db);
+    sqlite_store_reader_put(st, db);
     return r;
 }
 
@@ -1899,7 +1899,7 @@ static void close_all(store *st)
     }
     sqlite3_finalize(st->fill_keys);
     sqlite3_finalize(st->fill_attrs);
-    store_wal_stop(st);
+    sqlite_retention_wal_stop(st);
     for (int w = 0; w < 2; w++) {
         sqlite3_finalize(st->origin_find[w]);
         sqlite3_finalize(st->origin_add[w]);
@@ -1912,7 +1912,7 @@ static void close_all(store *st)
     free(st->readers);
     free(st->free_readers);
     groups_drop(st);
-    store_parts_drop(st);
+    sqlite_store_parts_drop(st);
     free(st->path);
     health_destroy(&st->health);
     free(st);
@@ -1922,7 +1922,7 @@ static void close_all(store *st)
  * layout's order), added when new. */
 static int layout_of(store *st, enum store_table t, int64_t *ret)
 {
-    const char *cols = store_table(t)->columns;
+    const char *cols = store_layout_table(t)->columns;
     sqlite3_stmt *s;
     int r = sqlite3_prepare_v2(st->w, "SELECT id FROM block_layouts WHERE tbl = ?1 AND columns = ?2", -1, &s, NULL);
     if (r != SQLITE_OK)
@@ -1957,7 +1957,7 @@ static int metric_ids(store *st)
     if (r == SQLITE_OK)
         r = sqlite3_prepare_v2(st->w, "INSERT INTO subday_metrics(kind, id, metric) VALUES(?1, ?2, ?3)", -1, &add, NULL);
     for (enum store_kind k = 0; k < KIND_COUNT && r == SQLITE_OK; k++) {
-        const store_kind_desc *kd = store_kind(k);
+        const store_kind_desc *kd = store_layout_kind(k);
         for (size_t i = 0; i < kd->n_metrics && r == SQLITE_OK; i++) {
             bind_text(find, 1, kd->name);
             bind_text(find, 2, kd->metrics[i]);
@@ -1973,7 +1973,7 @@ static int metric_ids(store *st)
             bind_text(add, 1, kd->name);
             sqlite3_bind_int64(add, 2, st->metric_id[k][i]);
             bind_text(add, 3, kd->metrics[i]);
-            r = store_step_done(add) == 0 ? SQLITE_OK : SQLITE_ERROR;
+            r = sqlite_store_step_done(add) == 0 ? SQLITE_OK : SQLITE_ERROR;
         }
     }
     sqlite3_finalize(find);
@@ -1984,21 +1984,21 @@ static int metric_ids(store *st)
 
 /* The schema of a new file (or the tables an upgraded one lacks), and
  * the block layouts; one transaction. *ret_upgrading: the file is being
- * upgraded (store_upgrade_finish still to run). */
+ * upgraded (sqlite_upgrade_finish still to run). */
 static int open_schema(store *st, bool *ret_upgrading, char **msg)
 {
     int version;
     int r = file_schema(st->w, &version);
     *ret_upgrading = r == SQLITE_OK && version > 0 && version < 3;
-    if (*ret_upgrading && store_upgrade_begin(st, msg) < 0)
+    if (*ret_upgrading && sqlite_upgrade_begin(st, msg) < 0)
         return SQLITE_ERROR;
     if (r != SQLITE_OK)
         return r;
     r = sqlite3_exec(st->w, "BEGIN IMMEDIATE", NULL, NULL, msg);
     if (r == SQLITE_OK)
-        r = store_schema_create(st->w, msg);
+        r = sqlite_store_schema_create(st->w, msg);
     for (enum store_table t = 0; t < TABLE_COUNT && r == SQLITE_OK; t++)
-        if (store_table(t)->type && layout_of(st, t, &st->layout_id[t]) < 0)
+        if (store_layout_table(t)->type && layout_of(st, t, &st->layout_id[t]) < 0)
             r = SQLITE_ERROR;
     if (r == SQLITE_OK)
         r = metric_ids(st);
@@ -2017,31 +2017,31 @@ static int seal_backlog(store *st)
 {
     while (st->seal_rows >= st->seal_at) {
         size_t before = st->seal_rows;
-        int r = store_step_done(st->st[ST_BEGIN]);
+        int r = sqlite_store_step_done(st->st[ST_BEGIN]);
         if (r == 0)
-            r = store_seal(st);
+            r = sqlite_seal(st);
         if (r == 0)
-            r = store_step_done(st->st[ST_COMMIT]);
+            r = sqlite_store_step_done(st->st[ST_COMMIT]);
         if (r < 0) {
-            store_step_done(st->st[ST_ROLLBACK]);
+            sqlite_store_step_done(st->st[ST_ROLLBACK]);
             return r;
         }
-        store_seal_done(st);
-        store_wal_check(st);
+        sqlite_seal_done(st);
+        sqlite_retention_wal_check(st);
         if (st->seal_rows >= before)
             break;
     }
     return 0;
 }
 
-store *store_sqlite_open(const char *path, const store_options *opt, char *err, size_t err_size)
+store *sqlite_store_open(const char *path, const store_options *opt, char *err, size_t err_size)
 {
     store *st = calloc(1, sizeof *st);
     if (!st) {
         snprintf(err, err_size, "%s: out of memory", path);
         return NULL;
     }
-    st->backend = &store_backend_sqlite;
+    st->backend = &sqlite_store_backend;
     const char *layout = store_layout_error();
     if (layout) {
         snprintf(err, err_size, "%s: the record schema does not fit the store: %s", path, layout);
@@ -2078,15 +2078,15 @@ store *store_sqlite_open(const char *path, const store_options *opt, char *err, 
              " PRAGMA journal_size_limit=%d;",
              opt->sync_full ? "FULL" : "NORMAL", 64 << 20);
     char *msg = NULL;
-    if (store_register_functions(st->w) != SQLITE_OK) {
+    if (sqlite_query_register_functions(st->w) != SQLITE_OK) {
         snprintf(err, err_size, "%s: %s", path, sqlite3_errmsg(st->w));
         goto fail;
     }
     for (enum store_table t = 0; t < TABLE_COUNT; t++) {
         st->ts_col[t] = 0;
         st->origin_col[t][0] = st->origin_col[t][1] = -1;
-        for (size_t c = 0; c < store_table(t)->n_cols; c++) {
-            const store_column *col = &store_table(t)->cols[c];
+        for (size_t c = 0; c < store_layout_table(t)->n_cols; c++) {
+            const store_column *col = &store_layout_table(t)->cols[c];
             if (col->source == SRC_COMMON && col->index == PACER_COMMON_TS)
                 st->ts_col[t] = (int)c;
             if (col->source == SRC_RESOURCE_ID || col->source == SRC_SCOPE_ID)
@@ -2098,7 +2098,7 @@ store *store_sqlite_open(const char *path, const store_options *opt, char *err, 
         sqlite3_free(msg);
         goto fail;
     }
-    if (store_wal_start(st) < 0) {
+    if (sqlite_retention_wal_start(st) < 0) {
         snprintf(err, err_size, "%s: cannot start the checkpointer", path);
         goto fail;
     }
@@ -2116,15 +2116,15 @@ store *store_sqlite_open(const char *path, const store_options *opt, char *err, 
         }
     for (enum store_table t = 0; t < TABLE_COUNT; t++) {
         size_t n;
-        const char *columns = store_table_columns(t, &n);
+        const char *columns = store_layout_columns(t, &n);
         char marks[3 * STORE_MAX_COLS] = "?";
         for (size_t c = 0; c < n; c++)
             strcat(marks, ",?");
         if (prepare_owned(st->w,
-                          store_sql("INSERT INTO %s(rowid, %s) VALUES(%s)", store_table(t)->name, columns, marks),
+                          sqlite_store_sql("INSERT INTO %s(rowid, %s) VALUES(%s)", store_layout_table(t)->name, columns, marks),
                           &st->insert[t]) != SQLITE_OK ||
             prepare_owned(st->w,
-                          store_sql("SELECT MAX(rowid) FROM %s WHERE rowid > ?1 AND rowid < ?2", store_table(t)->name),
+                          sqlite_store_sql("SELECT MAX(rowid) FROM %s WHERE rowid > ?1 AND rowid < ?2", store_layout_table(t)->name),
                           &st->last_rowid[t]) != SQLITE_OK) {
             snprintf(err, err_size, "%s: %s", path, sqlite3_errmsg(st->w));
             goto fail;
@@ -2137,21 +2137,21 @@ store *store_sqlite_open(const char *path, const store_options *opt, char *err, 
     sqlite3_finalize(ps);
     static const char *const origin_tables[2] = {"resources", "scopes"};
     for (int w = 0; w < 2; w++)
-        if (prepare_owned(st->w, store_sql("SELECT id FROM %s WHERE hash = ?1 AND json = ?2", origin_tables[w]),
+        if (prepare_owned(st->w, sqlite_store_sql("SELECT id FROM %s WHERE hash = ?1 AND json = ?2", origin_tables[w]),
                           &st->origin_find[w]) != SQLITE_OK ||
-            prepare_owned(st->w, store_sql("INSERT INTO %s(hash, json) VALUES(?1, ?2)", origin_tables[w]),
+            prepare_owned(st->w, sqlite_store_sql("INSERT INTO %s(hash, json) VALUES(?1, ?2)", origin_tables[w]),
                           &st->origin_add[w]) != SQLITE_OK) {
             snprintf(err, err_size, "%s: %s", path, sqlite3_errmsg(st->w));
             goto fail;
         }
     if (prepare_owned(st->w,
-                      store_sql("INSERT OR IGNORE INTO spans_keys(app, ts, rid, version, name, failed, m0)"
+                      sqlite_store_sql("INSERT OR IGNORE INTO spans_keys(app, ts, rid, version, name, failed, m0)"
                                 " SELECT app, ts, rowid, version, name, failed, %s FROM spans"
                                 " WHERE rowid > ?1 AND rowid <= ?2 ORDER BY app, ts, rowid",
-                                store_kind(KIND_SPAN)->metrics_sql),
+                                store_layout_kind(KIND_SPAN)->metrics_sql),
                       &st->fill_keys) != SQLITE_OK ||
         prepare_owned(st->w,
-                      store_sql("INSERT OR IGNORE INTO span_attrs SELECT app, ?3, h, ts, rid FROM"
+                      sqlite_store_sql("INSERT OR IGNORE INTO span_attrs SELECT app, ?3, h, ts, rid FROM"
                                 " (SELECT s.app AS app, pacer_attr_hash(j.value) AS h, s.ts AS ts, s.rowid AS rid"
                                 "  FROM spans AS s, json_each(CASE WHEN json_valid(s.attributes) THEN s.attributes"
                                 "  END) AS j WHERE s.rowid > ?1 AND s.rowid <= ?2)"
@@ -2160,7 +2160,7 @@ store *store_sqlite_open(const char *path, const store_options *opt, char *err, 
         snprintf(err, err_size, "%s: %s", path, sqlite3_errmsg(st->w));
         goto fail;
     }
-    if (upgrading && store_upgrade_finish(st, &msg) < 0) {
+    if (upgrading && sqlite_upgrade_finish(st, &msg) < 0) {
         snprintf(err, err_size, "%s: cannot convert the file of an earlier pacerd: %s", path,
                  msg ? msg : sqlite3_errmsg(st->w));
         sqlite3_free(msg);
@@ -2191,7 +2191,7 @@ store *store_sqlite_open(const char *path, const store_options *opt, char *err, 
         }
         sqlite3_busy_timeout(st->readers[i], 5000);
         sqlite3_exec(st->readers[i], "PRAGMA cache_size=-16384", NULL, NULL, NULL);
-        store_register_functions(st->readers[i]);
+        sqlite_query_register_functions(st->readers[i]);
         st->free_readers[i] = st->readers[i];
     }
     st->n_readers = st->n_free = nr;
@@ -2223,23 +2223,23 @@ static void sqlite_close(store *st)
     close_all(st);
 }
 
-const store_backend store_backend_sqlite = {
+const store_backend sqlite_store_backend = {
     .name = "sqlite",
     .close = sqlite_close,
     .submit = sqlite_submit,
     .tallies = sqlite_tallies,
     .health_get = sqlite_health_get,
     .get_stats = sqlite_get_stats,
-    .config_put = sqlite_config_put,
-    .config_get = sqlite_config_get,
-    .scan = store_sqlite_scan,
-    .apps = store_sqlite_apps,
-    .trace = store_sqlite_trace,
-    .search_spans = store_sqlite_search_spans,
-    .search_logs = store_sqlite_search_logs,
-    .search_points = store_sqlite_search_points,
-    .explain = store_sqlite_explain,
-    .version_rows = store_sqlite_version_rows,
+    .config_api_put = sqlite_config_put,
+    .config_api_get = sqlite_config_get,
+    .scan = sqlite_scan,
+    .apps = sqlite_scan_apps,
+    .trace = sqlite_query_trace,
+    .search_spans = sqlite_query_search_spans,
+    .search_logs = sqlite_query_search_logs,
+    .search_points = sqlite_query_search_points,
+    .explain = sqlite_query_explain,
+    .version_rows = sqlite_samples_version_rows,
     .newest = sqlite_newest,
     .dash_explain = sqlite_newest_explain,
     .marks_last = sqlite_marks_last,

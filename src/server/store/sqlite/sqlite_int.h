@@ -2,7 +2,7 @@
  *
  *   store_sqlite.c     the writer thread, its jobs, the rollup groups, the
  *                      marks of each partition, the connections
- *   store_seal.c       rows in the rollups → blocks and the trace index;
+ *   sqlite_seal.c       rows in the rollups → blocks and the trace index;
  *                      reading blocks back
  *   store_scan.c       the percentile scan, the apps
  *   store_retention.c  dropping old partitions; keeping the WAL small
@@ -27,7 +27,7 @@
  * while the day is hot — the sub-day rollups hold its rows up to rolled;
  * once cold, the rows up to this rowid (those that came while it was hot,
  * and the late ones of the day up to the sealed mark when it last
- * settled: store_settle).
+ * settled: sqlite_scan_settle).
   */
 #ifndef PACER_SERVER_STORE_INT_H
 #define PACER_SERVER_STORE_INT_H
@@ -35,10 +35,10 @@
 #include "store/store.h"
 #include "store/store_backend.h"
 #include "store/store_dash.h"
-#include "store_sqlite.h"
-#include "store/store_block.h"
+#include "sqlite_store.h"
+#include "store/block.h"
 #include "store/store_codec.h"
-#include "store/store_health.h"
+#include "store/health.h"
 
 #include <pthread.h>
 #include <sqlite3.h>
@@ -65,7 +65,7 @@ static inline bool store_is_record(enum store_table t)
  * that cuts a day reads the buckets it holds whole, then the raw rows of
  * what is left (less than the finest width at each end). */
 #define SUBDAY_LEVELS 3
-extern const int64_t store_subday_width_s[SUBDAY_LEVELS];
+extern const int64_t sqlite_store_subday_width_s[SUBDAY_LEVELS];
 
 /* The sub-day levels of a day: 6 h and 1 h, and 10 min when the day is
  * `fine` (partitions.fine: the day before it was busy). */
@@ -86,7 +86,7 @@ typedef struct part {
     int64_t hourly; /* as committed: -1 for NULL */
     bool fine;      /* with ten-minute rollups (partitions.fine) */
     int64_t rows;   /* rows stored for the day (partitions.rows; in the rollups: as of the last flush) */
-    int64_t late;   /* a cold day of a record table: its rows after hourly, about (store_settle) */
+    int64_t late;   /* a cold day of a record table: its rows after hourly, about (sqlite_scan_settle) */
     bool touched;
 } part;
 
@@ -181,7 +181,7 @@ struct store {
     int64_t lag_since_ns; /* when (mono_ns) the oldest row not in the rollups was committed; 0: none */
     bool need_replay;     /* the groups and parts in memory are lost: rebuild them before the next job */
     int64_t trace_run;    /* trace_index.b of the last run */
-    /* what the running seal did, for store_seal_done after its COMMIT */
+    /* what the running seal did, for sqlite_seal_done after its COMMIT */
     struct seal_mark {
         enum store_table table;
         int64_t day, sealed; /* day -1: a record table's mark */
@@ -216,43 +216,43 @@ struct store {
 /* ---- connections (store_sqlite.c) ---- */
 
 /* A read-only connection of the pool, waiting for a free one; give it back
- * with store_reader_put. Any thread. */
-sqlite3 *store_reader_get(store *st);
-void store_reader_put(store *st, sqlite3 *db);
+ * with sqlite_store_reader_put. Any thread. */
+sqlite3 *sqlite_store_reader_get(store *st);
+void sqlite_store_reader_put(store *st, sqlite3 *db);
 
 /* SQL functions of the store, on every connection:
  * pacer_attr_hash(KEYVALUE_JSON) → store_attrs_hash of it, or NULL for a
  * value that is not a string, integer, double or bool; pacer_trace_key. */
-int store_register_functions(sqlite3 *db);
+int sqlite_query_register_functions(sqlite3 *db);
 
 /* trace_index's key of a trace: its first 4 bytes, as a non-negative
  * integer (pacer_trace_key(BLOB) in SQL). The row's own trace id tells
  * the few that share a key apart. */
-int64_t store_trace_key(const uint8_t *trace_id, size_t n);
+int64_t sqlite_query_trace_key(const uint8_t *trace_id, size_t n);
 
 /* The failure that db saw last, classed (store_health.h). */
-void store_error_capture(sqlite3 *db, store_error *ret);
+void sqlite_store_error_capture(sqlite3 *db, store_error *ret);
 /* What a read that returned r found: a block that does not decode
  * (-EBADMSG) is corruption as much as a page SQLite cannot read. */
-void store_read_error(sqlite3 *db, int r, store_error *ret);
+void sqlite_store_read_error(sqlite3 *db, int r, store_error *ret);
 
 /* Text of one statement (the caller frees it), or NULL when out of memory. */
-char *store_sql(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *sqlite_store_sql(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Runs sql (and frees it); SQLITE_NOMEM for NULL. */
-int store_exec_owned(sqlite3 *db, char *sql, char **msg);
+int sqlite_store_exec_owned(sqlite3 *db, char *sql, char **msg);
 
 /* Steps a statement that returns no row, resets it and clears its
  * bindings. 0 or -EIO. */
-int store_step_done(sqlite3_stmt *s);
+int sqlite_store_step_done(sqlite3_stmt *s);
 
 /* The SELECT of a kind's raw rows: name, failed, excluded, the n metrics,
  * then ts, version ('' for none), app, rowid; `where` follows FROM. */
-char *store_raw_select(enum store_kind kind, const char *where);
+char *sqlite_store_raw_select(enum store_kind kind, const char *where);
 
 /* A column of the current row of s as a store_value (texts and blobs
  * borrowed from s until its next step). */
-store_value store_column_value(sqlite3_stmt *s, int c);
+store_value sqlite_store_column_value(sqlite3_stmt *s, int c);
 
 /* ---- the partitions of a table, as a reader sees them ---- */
 
@@ -265,48 +265,48 @@ typedef struct part_marks {
 /* The partitions of table t with day in [d_lo, d_hi], ascending (newest
  * first when desc), into a malloc'd array; for a record table, rolled and
  * sealed are the table's. 0 or -EIO / -ENOMEM. */
-int store_parts_read(sqlite3 *db, enum store_table t, int64_t d_lo, int64_t d_hi, bool desc, part_marks **ret,
+int sqlite_store_parts_read(sqlite3 *db, enum store_table t, int64_t d_lo, int64_t d_hi, bool desc, part_marks **ret,
                      size_t *ret_n);
 
-/* ---- the writer's steps (store_sqlite.c, store_seal.c, store_retention.c) ---- */
+/* ---- the writer's steps (store_sqlite.c, sqlite_seal.c, store_retention.c) ---- */
 
 /* Moves the rows of every record table between the sealed and rolled
  * marks into blocks, and indexes their traces and those of plain spans,
- * in the writer's open transaction. After its COMMIT: store_seal_done. */
-int store_seal(store *st);
-void store_seal_done(store *st);
+ * in the writer's open transaction. After its COMMIT: sqlite_seal_done. */
+int sqlite_seal(store *st);
+void sqlite_seal_done(store *st);
 
 /* Keeps the parts of days before the retention horizon and the rollups
  * before the rollup horizon shrinking: one bounded step (its own
  * transaction) when anything is due. Writer thread, outside a
  * transaction. 0 or -EIO. */
-int store_retention_step(store *st);
+int sqlite_retention_step(store *st);
 
 /* How often the retention horizons are looked at when nothing is due. */
 #define RETENTION_CHECK_NS (60LL * 1000000000LL)
 
 /* Wakes the checkpointer when the WAL has grown past its bound (writer
  * thread, after a commit). */
-void store_wal_check(store *st);
+void sqlite_retention_wal_check(store *st);
 /* Starts and stops the checkpointer thread (store_open, store_close). */
-int store_wal_start(store *st);
-void store_wal_stop(store *st);
+int sqlite_retention_wal_start(store *st);
+void sqlite_retention_wal_stop(store *st);
 
 /* The part of (t, day) in memory, loaded or added (with its row in
  * partitions) when needed; NULL on failure. Writer thread, in a
  * transaction. */
-part *store_part_get(store *st, enum store_table t, int64_t day);
+part *sqlite_store_part_get(store *st, enum store_table t, int64_t day);
 /* The part of (t, day) when in memory, else NULL. */
-part *store_part_find(store *st, enum store_table t, int64_t day);
+part *sqlite_store_part_find(store *st, enum store_table t, int64_t day);
 /* Forgets the parts in memory (they are loaded again from the file). */
-void store_parts_drop(store *st);
+void sqlite_store_parts_drop(store *st);
 
-/* ---- blocks, as readers see them (store_seal.c) ---- */
+/* ---- blocks, as readers see them (sqlite_seal.c) ---- */
 
 /* The rows of the blocks of table t, app (NULL: any), day, that overlap
  * [from, to) of their time (ts) — each block whole: the caller filters —
  * and, when min_rowid >= 0, hold a row after min_rowid. rows[c][i] is
- * column c of row i, in the table's layout order (store_table_columns),
+ * column c of row i, in the table's layout order (store_layout_columns),
  * rowids[i] its rowid; all borrowed until fn returns. fn returns 0 to go
  * on, anything else stops and is returned. */
 typedef int (*block_rows_fn)(void *ctx, size_t n, const store_value *const *rows, const int64_t *rowids,
@@ -315,48 +315,48 @@ typedef int (*block_rows_fn)(void *ctx, size_t n, const store_value *const *rows
  * up to the table's sealed mark (all of them in blocks), are added to the
  * sub-day groups, and the mark moves there (partitions.hourly, in the
  * writer's transaction; the groups are written by the flush that called
- * it); their blocks are merged (store_blocks_merge). A day that has become
+ * it); their blocks are merged (sqlite_seal_blocks_merge). A day that has become
  * busy since it was made (store_options.fine_day_rows: records that came
  * in no order of time, the day made before its records) gets its
  * ten-minute rollups then, from all its blocks, once. Writer thread; 0 or
  * -EIO, -EBADMSG, -ENOMEM. */
-int store_settle(store *st, part *p);
+int sqlite_scan_settle(store *st, part *p);
 /* The blocks of (t, day) that hold rows after rowid `after` (a cold day's
  * late ones: small, a seal's share of each hour) merged into blocks of one
  * app and hour, sorted, of up to 1 024 rows; left as they are when that
  * would not make fewer, or holds too many rows at once. In the writer's
  * transaction; 0 or -EIO, -EBADMSG, -ENOMEM. */
-int store_blocks_merge(store *st, enum store_table t, int64_t day, int64_t after);
+int sqlite_seal_blocks_merge(store *st, enum store_table t, int64_t day, int64_t after);
 
-int store_blocks_read(sqlite3 *db, enum store_table t, const char *app, int64_t day, int64_t from, int64_t to,
+int sqlite_seal_blocks_read(sqlite3 *db, enum store_table t, const char *app, int64_t day, int64_t from, int64_t to,
                       int64_t min_rowid, const bool *want_cols, block_rows_fn fn, void *ctx);
 
 /* The statement of a record table's rows not sealed yet, of one app and
  * part of a day: a rowid range (at most a seal and a rollup batch of
  * rows), the rest filtered. ?1 the rowid after which to look, ?2 app, ?3
  * from, ?4 to. sqlite3_free it. */
-char *store_unsealed_sql(enum store_table t);
+char *sqlite_seal_unsealed_sql(enum store_table t);
 /* The partitions of record table t with day in [d_lo, d_hi], newest
- * first (store_parts_read), and the statement of their rows not sealed
- * (store_unsealed_sql), for store_day_rows: 0 or -EIO, -ENOMEM; the caller
+ * first (sqlite_store_parts_read), and the statement of their rows not sealed
+ * (sqlite_seal_unsealed_sql), for sqlite_seal_day_rows: 0 or -EIO, -ENOMEM; the caller
  * frees *ret and finalizes *ret_unsealed. */
-int store_days_open(sqlite3 *db, enum store_table t, int64_t d_lo, int64_t d_hi, part_marks **ret, size_t *ret_n,
+int sqlite_seal_days_open(sqlite3 *db, enum store_table t, int64_t d_lo, int64_t d_hi, part_marks **ret, size_t *ret_n,
                     sqlite3_stmt **ret_unsealed);
 /* The rows of record table t of app and of the day of p with ts in [lo,
  * hi): the day's blocks that overlap it (each whole: the caller filters),
  * then its rows not sealed yet (those up to its last row as of the last
  * flush, and any after the rolled mark), one by one; to fn as
- * store_blocks_read gives them. unsealed: store_unsealed_sql's statement.
+ * sqlite_seal_blocks_read gives them. unsealed: sqlite_seal_unsealed_sql's statement.
  * 0, or what fn returned, or -EIO. */
-int store_day_rows(sqlite3 *db, sqlite3_stmt *unsealed, enum store_table t, const char *app, const part_marks *p,
+int sqlite_seal_day_rows(sqlite3 *db, sqlite3_stmt *unsealed, enum store_table t, const char *app, const part_marks *p,
                    int64_t lo, int64_t hi, const bool *want, block_rows_fn fn, void *ctx);
 
 /* The blocks of record table t that hold rows with rowid in (after, upto]
  * — each block whole, its rows in no order of rowid: the caller filters
- * and sorts — through the index blocks_rows. As store_blocks_read. */
+ * and sorts — through the index blocks_rows. As sqlite_seal_blocks_read. */
 #define STORE_BLOCKS_ROWIDS_SQL \
     "SELECT layout, data, app FROM blocks WHERE tbl = ?1 AND r_hi > ?2 AND r_lo <= ?3"
-int store_blocks_rowids(sqlite3 *db, enum store_table t, int64_t after, int64_t upto, const bool *want_cols,
+int sqlite_seal_blocks_rowids(sqlite3 *db, enum store_table t, int64_t after, int64_t upto, const bool *want_cols,
                         block_rows_fn fn, void *ctx);
 
 /* ---- positions: the commit order of logs and metric points ----
@@ -380,17 +380,17 @@ static inline bool store_has_positions(enum store_table t)
 /* The backend's operations (store_backend.h), where store_sqlite.c does
  * not keep them: its scan in store_scan.c, its read APIs in
  * store_query.c, store_samples.c and sqlite_newest.c. */
-extern const store_backend store_backend_sqlite;
+extern const store_backend sqlite_store_backend;
 store_newest_fn sqlite_newest;              /* sqlite_newest.c */
 store_explain_fn sqlite_newest_explain;
-store_trace_fn store_sqlite_trace;          /* store_query.c */
-store_search_spans_fn store_sqlite_search_spans;
-store_search_logs_fn store_sqlite_search_logs;
-store_search_points_fn store_sqlite_search_points;
-store_explain_fn store_sqlite_explain;
-store_version_rows_fn store_sqlite_version_rows; /* store_samples.c */
-store_scan_fn store_sqlite_scan;            /* store_scan.c */
-store_apps_fn store_sqlite_apps;
+store_trace_fn sqlite_query_trace;          /* store_query.c */
+store_search_spans_fn sqlite_query_search_spans;
+store_search_logs_fn sqlite_query_search_logs;
+store_search_points_fn sqlite_query_search_points;
+store_explain_fn sqlite_query_explain;
+store_version_rows_fn sqlite_samples_version_rows; /* store_samples.c */
+store_scan_fn sqlite_scan;            /* store_scan.c */
+store_apps_fn sqlite_scan_apps;
 /* the rows after a mark (sqlite_marks.c): rowids of the record tables,
  * positions of logs and metric points */
 store_marks_last_fn sqlite_marks_last;
@@ -402,29 +402,29 @@ store_marks_forget_fn sqlite_marks_forget;
 /* ---- upgrade (store_upgrade.c) ---- */
 
 /* A file of schema 1 or 2 becomes one of schema 3 (partitions, blocks), in
- * two halves: store_upgrade_begin, before the writer's statements are
+ * two halves: sqlite_upgrade_begin, before the writer's statements are
  * prepared, drops what schema 3 makes anew and creates its tables;
- * store_upgrade_finish then moves the rows into the partitions of their
+ * sqlite_upgrade_finish then moves the rows into the partitions of their
  * days and builds what goes with them. Either may have been cut short (a
  * SIGKILL): the next open goes on. The writer's connection, nothing else
  * open. 0, or -EIO with a message in *msg (sqlite3_free it). */
-int store_upgrade_begin(store *st, char **msg);
-int store_upgrade_finish(store *st, char **msg);
+int sqlite_upgrade_begin(store *st, char **msg);
+int sqlite_upgrade_finish(store *st, char **msg);
 
 /* Adds a row to the rollup groups: its day's when daily, its buckets of
  * the first `subday` sub-day levels (store_sqlite.c). 0 or -EIO. Writer
  * thread. */
-int store_rollup_row(store *st, enum store_kind kind, const char *app, const char *version, const char *name,
+int sqlite_store_rollup_row(store *st, enum store_kind kind, const char *app, const char *version, const char *name,
                      int64_t ts, bool daily, int subday, bool failed, bool excluded, const double *metrics);
 /* The same, into the sub-day levels [from, to) only. */
-int store_rollup_levels(store *st, enum store_kind kind, const char *app, const char *version, const char *name,
+int sqlite_store_rollup_levels(store *st, enum store_kind kind, const char *app, const char *version, const char *name,
                         int64_t ts, int from, int to, bool failed, bool excluded, const double *metrics);
 /* Writes the dirty groups, in the writer's transaction; after its
- * COMMIT, store_groups_written. */
-int store_groups_write(store *st);
-void store_groups_written(store *st);
+ * COMMIT, sqlite_store_groups_written. */
+int sqlite_store_groups_write(store *st);
+void sqlite_store_groups_written(store *st);
 
 /* Creates the tables of schema 3 that are missing (store_sqlite.c). */
-int store_schema_create(sqlite3 *db, char **msg);
+int sqlite_store_schema_create(sqlite3 *db, char **msg);
 
 #endif

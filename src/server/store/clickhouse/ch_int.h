@@ -11,8 +11,8 @@
 #include "store/store.h"
 #include "store/store_backend.h"
 #include "store/store_dash.h"
-#include "store_clickhouse.h"
-#include "store/store_health.h"
+#include "ch_store.h"
+#include "store/health.h"
 
 #include <pthread.h>
 
@@ -98,11 +98,11 @@ typedef struct ch_table {
     int ts_col, trace_col, span_col, attrs_col; /* layout columns, or -1 */
 } ch_table;
 
-const ch_table *ch_table_of(enum store_table t);
+const ch_table *ch_layout_table(enum store_table t);
 
 /* Appends the physical columns of one record (RowBinary) to out; rid is
  * the identity of a log or a point, rday the receive day. */
-void ch_encode_row(const ch_table *t, const store_record *rec, uint64_t rid, uint32_t rday, rb_buf *out);
+void ch_layout_encode_row(const ch_table *t, const store_record *rec, uint64_t rid, uint32_t rday, rb_buf *out);
 
 /* Reads one row of `SELECT <t->columns>` into ret (strings NUL-terminated,
  * in ret->owned; ids borrowed from the reader's buffer). false on a bad
@@ -111,10 +111,10 @@ typedef struct ch_row {
     store_row row;
     uint64_t origin[2];
     uint64_t rid; /* logs, points */
-    char *owned;  /* the strings, one block (freed by ch_row_clear) */
+    char *owned;  /* the strings, one block (freed by ch_layout_row_clear) */
 } ch_row;
-bool ch_decode_row(const ch_table *t, rb_reader *r, ch_row *ret);
-void ch_row_clear(ch_row *r);
+bool ch_layout_decode_row(const ch_table *t, rb_reader *r, ch_row *ret);
+void ch_layout_row_clear(ch_row *r);
 
 /* A span row's span id in SQL: its 8 bytes as a big-endian UInt64 (the
  * order of the bytes), from span_xor and trace_id. */
@@ -135,13 +135,13 @@ static inline int64_t ch_ts_s(int64_t ts)
  * parts of hours): the SELECT list, and one row of it read — the group
  * name (false in *ret_named when a part of it is NULL), failed, excluded
  * and the kind's metrics (NAN: absent). */
-const char *ch_values_columns(enum store_kind k);
-bool ch_decode_values(enum store_kind k, rb_reader *r, char *name, size_t cap, bool *ret_named, bool *ret_failed,
+const char *ch_layout_values_columns(enum store_kind k);
+bool ch_layout_decode_values(enum store_kind k, rb_reader *r, char *name, size_t cap, bool *ret_named, bool *ret_failed,
                       bool *ret_excluded, double *metrics);
 
 /* The record's span-end prediction (ns) for CE_END: the first span-end
  * metric the row has, as nanoseconds. */
-int64_t ch_end_pred(const ch_table *t, const store_value *cols);
+int64_t ch_layout_end_pred(const ch_table *t, const store_value *cols);
 
 /* ---- the store ---- */
 
@@ -166,10 +166,10 @@ typedef struct ch_srow {
     int32_t t;
     uint64_t cnt, failed;
     sketch m[STORE_MAX_METRICS]; /* count 0: no values */
-    char *owned; /* the strings of a row read (ch_srow_reset frees them), or NULL */
+    char *owned; /* the strings of a row read (ch_layout_srow_reset frees them), or NULL */
 } ch_srow;
 
-void ch_srow_reset(ch_srow *row);
+void ch_layout_srow_reset(ch_srow *row);
 
 typedef struct ch_store ch_store;
 
@@ -218,30 +218,30 @@ struct ch_store {
 };
 
 /* A string value as an SQL literal. */
-void ch_sql_str(jbuf *b, const char *s);
+void ch_store_sql_str(jbuf *b, const char *s);
 /* The name of a table as made on each host ("pending", or "pending_local"
  * under a cluster's Distributed "pending" when local), into buf. */
-const char *ch_table_name(const ch_store *st, const char *name, char *buf, size_t size, bool local);
+const char *ch_store_table_name(const ch_store *st, const char *name, char *buf, size_t size, bool local);
 /* One line to the store's log (store_options.log). */
-void ch_say(ch_store *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ch_store_say(ch_store *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The keeper thread (store_ch_keeper.c). */
 void *ch_keeper_main(void *arg);
 
 /* A query whose failure is told to the health (reads). 0 or -EIO. */
-int ch_read(ch_store *st, const char *sql, ch_reply *ret, const char *what);
+int ch_store_read(ch_store *st, const char *sql, ch_reply *ret, const char *what);
 /* The same of the text in q, which is freed; -ENOMEM when q could not be
  * written. */
-int ch_read_query(ch_store *st, jbuf *q, ch_reply *ret, const char *what);
+int ch_store_read_query(ch_store *st, jbuf *q, ch_reply *ret, const char *what);
 /* The same, with rd over the answer's RowBinary rows. */
-int ch_read_rows(ch_store *st, jbuf *q, ch_reply *ret, rb_reader *rd, const char *what);
+int ch_store_read_rows(ch_store *st, jbuf *q, ch_reply *ret, rb_reader *rd, const char *what);
 /* A write statement; the failure is told to the health by the caller. */
-int ch_write(ch_store *st, const char *sql, const void *data, size_t len, ch_reply *ret);
+int ch_store_write(ch_store *st, const char *sql, const void *data, size_t len, ch_reply *ret);
 /* The health's view of a failed request. */
-void ch_error_of(const ch_reply *r, store_error *ret);
+void ch_store_error_of(const ch_reply *r, store_error *ret);
 
 /* The tiers (store_ch_read.c): the last commit hour consolidated into
  * level 1 and the last commit day into level 2; -1 when none. */
-int ch_watermarks(ch_store *st, int64_t *ret_hour, int64_t *ret_day);
+int ch_read_watermarks(ch_store *st, int64_t *ret_hour, int64_t *ret_day);
 
 /* Reads rollup rows of kind, app and version (NULL: all): those of the
  * consolidated tiers (once per slot) and of the committed attempts after
@@ -254,42 +254,42 @@ typedef struct ch_rollup_query {
     int64_t h_lo, h_hi, h2_lo, h2_hi; /* … these hours by hour (the cut days' ends), … */
     int64_t s_lo, s_hi, s2_lo, s2_hi; /* … these slots by slot (the cut hours' ends) */
 } ch_rollup_query;
-int ch_rollups(ch_store *st, const ch_rollup_query *q, void (*cb)(void *ctx, const ch_srow *row), void *ctx);
+int ch_read_rollups(ch_store *st, const ch_rollup_query *q, void (*cb)(void *ctx, const ch_srow *row), void *ctx);
 
 /* The committed rows of pending that match `where` and count (fresh rows;
  * a retry's when its attempt wins), each to cb; manifests (kind -1) too. */
-int ch_pending_rows(ch_store *st, const char *where,
+int ch_keeper_pending_rows(ch_store *st, const char *where,
                     void (*cb)(void *ctx, const ch_srow *row, uint64_t att, const char *batch, bool fresh,
                                uint32_t at),
                     void *ctx);
 
 /* The read operations (store_ch_read.c). */
-store_scan_fn ch_op_scan;
-store_apps_fn ch_op_apps;
-store_trace_fn ch_op_trace;
-store_search_spans_fn ch_op_search_spans;
-store_search_logs_fn ch_op_search_logs;
-store_search_points_fn ch_op_search_points;
-store_version_rows_fn ch_op_version_rows;
+store_scan_fn ch_read_scan;
+store_apps_fn ch_read_apps;
+store_trace_fn ch_read_trace;
+store_search_spans_fn ch_read_search_spans;
+store_search_logs_fn ch_read_search_logs;
+store_search_points_fn ch_read_search_points;
+store_version_rows_fn ch_read_version_rows;
 
 /* Rows of table tb matching `where`, sorted by `order` (or NULL), one per
  * identity (trace and span id; rid), at most limit (0: all), each to cb
  * until it returns false; the rows borrow from *keep (the caller frees
  * it, also after a failure). 0 or -EIO. */
-int ch_select_rows(ch_store *st, enum store_table tb, const char *where, const char *order, size_t limit,
+int ch_read_select_rows(ch_store *st, enum store_table tb, const char *where, const char *order, size_t limit,
                    bool (*cb)(void *ctx, ch_row *row), void *ctx, const char *what, ch_reply *keep);
 /* "app = … AND ts >= from AND ts < to" and the hours, which the primary
  * key can use. */
-void ch_time_where(jbuf *q, const char *app, int64_t from, int64_t to);
+void ch_read_time_where(jbuf *q, const char *app, int64_t from, int64_t to);
 /* In SQL, of a row of table tb: its row key's order (the span id's, or
  * rid's, top 63 bits), and what makes it the same record (trace_id,
  * span_xor; or rid) for LIMIT 1 BY (store_ch_read.c). */
-const char *ch_rk_sql(enum store_table tb);
-const char *ch_identity_sql(enum store_table tb);
+const char *ch_read_rk_sql(enum store_table tb);
+const char *ch_read_identity_sql(enum store_table tb);
 /* " AND ts >= from AND ts < to", and the same bounds on ts_s and its hour,
  * which the primary key and the parts' min and max can use (18.16 sees
  * through neither the ALIAS ts nor intDiv(ts_s, …) to ts_s). */
-void ch_ts_where(jbuf *q, int64_t from, int64_t to);
+void ch_read_ts_where(jbuf *q, int64_t from, int64_t to);
 
 /* The rows after a mark (ch_marks.c; store.h). */
 store_marks_last_fn ch_marks_last;
@@ -304,10 +304,10 @@ store_newest_fn ch_newest;
 store_explain_fn ch_newest_explain;
 
 /* A rollup row in RowBinary (the columns CH_SKETCH_COLUMNS), both ways;
- * a row read holds sketches and strings of its own (ch_srow_reset frees
+ * a row read holds sketches and strings of its own (ch_layout_srow_reset frees
  * them, also after a failed read). */
 #define CH_SKETCH_COLUMNS "kind, app, version, name, grain, t, cnt, failed, sk"
-bool ch_read_srow(rb_reader *r, ch_srow *ret);
-void ch_write_srow(rb_buf *b, const ch_srow *row);
+bool ch_layout_read_srow(rb_reader *r, ch_srow *ret);
+void ch_layout_write_srow(rb_buf *b, const ch_srow *row);
 
 #endif

@@ -9,12 +9,12 @@
  * its rows (sealed, rolled] → blocks of at most BLOCK_ROWS rows of one app
  * and hour, each sorted by (ts, rowid) → table blocks; the rows deleted;
  * the mark moved. The late blocks of a cold day are merged when it settles
- * (store_blocks_merge). Per partition of plain spans: the trace entries only. All the
+ * (sqlite_seal_blocks_merge). Per partition of plain spans: the trace entries only. All the
  * entries of one seal, sorted, are one run of trace_index, in chunks of
  * about CHUNK_ENTRIES (store_codec.h), about 12 bytes an entry: a seal of
  * 32 000 rows writes ~130 rows of trace_index.
  */
-#include "store_int.h"
+#include "sqlite_int.h"
 
 #include <pacer/base/array.h>
 
@@ -119,12 +119,12 @@ static int trace_run_write(store *st, int64_t b, const entries *es)
         while (j < es->n && es->e[j].t == es->e[j - 1].t && j - i < CHUNK_ENTRIES + 64)
             j++;
         size_t o = 0;
-        store_put_uvarint(buf, &o, j - i);
+        store_codec_put_uvarint(buf, &o, j - i);
         int64_t prev = es->e[i].t;
         for (size_t k = i; k < j; k++) {
-            store_put_uvarint(buf, &o, (uint64_t)(es->e[k].t - prev));
+            store_codec_put_uvarint(buf, &o, (uint64_t)(es->e[k].t - prev));
             prev = es->e[k].t;
-            store_put_uvarint(buf, &o, (uint64_t)es->e[k].tbl);
+            store_codec_put_uvarint(buf, &o, (uint64_t)es->e[k].tbl);
             for (int x = 0; x < 8; x++)
                 buf[o++] = (uint8_t)((uint64_t)es->e[k].rid >> (8 * x));
         }
@@ -132,7 +132,7 @@ static int trace_run_write(store *st, int64_t b, const entries *es)
         sqlite3_bind_int64(s, 1, b);
         sqlite3_bind_int64(s, 2, es->e[i].t);
         sqlite3_bind_blob(s, 3, buf, (int)o, SQLITE_STATIC);
-        r = store_step_done(s);
+        r = sqlite_store_step_done(s);
         i = j;
     }
     free(buf);
@@ -225,7 +225,7 @@ static int block_write(sealer *z, pending *pd)
             r_hi = rid > r_hi ? rid : r_hi;
             const store_value *tid = &row[1 + z->trace_col];
             if (z->trace && tid->type == SV_BLOB && tid->n)
-                r = entry_add(z->trace, store_trace_key(tid->p, tid->n), (int)z->table, ts, pd->day);
+                r = entry_add(z->trace, sqlite_query_trace_key(tid->p, tid->n), (int)z->table, ts, pd->day);
         }
         uint8_t *data;
         size_t len;
@@ -244,7 +244,7 @@ static int block_write(sealer *z, pending *pd)
         sqlite3_bind_int64(s, 8, (int64_t)m);
         sqlite3_bind_int64(s, 9, z->st->layout_id[z->table]);
         sqlite3_bind_blob(s, 10, data, (int)len, free);
-        r = store_step_done(s);
+        r = sqlite_store_step_done(s);
     }
     free(keys);
     pd->n = 0;
@@ -343,7 +343,7 @@ static pending *pending_of(sealer *z, int64_t ts, const char *app, int *ret)
  * after a failure): 0 or -ENOMEM. */
 static int sealer_init(sealer *z, store *st, enum store_table t)
 {
-    const store_table_desc *td = store_table(t);
+    const store_table_desc *td = store_layout_table(t);
     *z = (sealer){.st = st, .table = t, .n_cols = td->n_cols, .trace_col = -1, .ts_col = st->ts_col[t]};
     for (size_t c = 0; c < td->n_cols; c++)
         if (td->cols[c].source == SRC_TRACE_ID)
@@ -381,7 +381,7 @@ static int sealer_finish(sealer *z, int r, bool write)
  * their day settles. */
 static int seal_records(store *st, enum store_table t, int64_t lo, int64_t hi, entries *trace)
 {
-    const store_table_desc *td = store_table(t);
+    const store_table_desc *td = store_layout_table(t);
     sealer z;
     int r = sealer_init(&z, st, t);
     z.trace = trace;
@@ -389,7 +389,7 @@ static int seal_records(store *st, enum store_table t, int64_t lo, int64_t hi, e
     for (size_t c = 0; c < td->n_cols; c++)
         if (td->cols[c].source == SRC_COMMON && td->cols[c].index == PACER_COMMON_APP)
             app_col = (int)c;
-    char *sql = store_sql("SELECT rowid, %s FROM %s WHERE rowid > ?1 AND rowid <= ?2", td->columns, td->name);
+    char *sql = sqlite_store_sql("SELECT rowid, %s FROM %s WHERE rowid > ?1 AND rowid <= ?2", td->columns, td->name);
     sqlite3_stmt *s = NULL;
     if (r == 0 && (!sql || app_col < 0 || z.trace_col < 0 || sqlite3_prepare_v2(st->w, sql, -1, &s, NULL) != SQLITE_OK))
         r = -EIO;
@@ -407,7 +407,7 @@ static int seal_records(store *st, enum store_table t, int64_t lo, int64_t hi, e
             break;
         store_value *row = pd->vals + pd->n * w;
         for (size_t c = 0; c < w && r == 0; c++) {
-            store_value v = store_column_value(s, (int)c);
+            store_value v = sqlite_store_column_value(s, (int)c);
             if ((v.type == SV_TEXT || v.type == SV_BLOB) && !(v.p = pool_copy(&pd->texts, v.p, v.n)))
                 r = -ENOMEM;
             row[c] = v;
@@ -422,7 +422,7 @@ static int seal_records(store *st, enum store_table t, int64_t lo, int64_t hi, e
     sqlite3_finalize(s);
     s = NULL;
     if (r == 0) {
-        sql = store_sql("DELETE FROM %s WHERE rowid > ?1 AND rowid <= ?2", td->name);
+        sql = sqlite_store_sql("DELETE FROM %s WHERE rowid > ?1 AND rowid <= ?2", td->name);
         if (!sql || sqlite3_prepare_v2(st->w, sql, -1, &s, NULL) != SQLITE_OK) {
             r = -EIO;
         } else {
@@ -464,7 +464,7 @@ static int on_merge(void *ctx, size_t n, const store_value *const *rows, const i
     return r;
 }
 
-int store_blocks_merge(store *st, enum store_table t, int64_t day, int64_t after)
+int sqlite_seal_blocks_merge(store *st, enum store_table t, int64_t day, int64_t after)
 {
     sqlite3_stmt *q;
     if (sqlite3_prepare_v2(st->w,
@@ -488,7 +488,7 @@ int store_blocks_merge(store *st, enum store_table t, int64_t day, int64_t after
     if (r == 0 && z.trace_col < 0)
         r = -EIO;
     if (r == 0)
-        r = store_blocks_read(st->w, t, NULL, day, day * STORE_DAY_NS, (day + 1) * STORE_DAY_NS, after, NULL, on_merge,
+        r = sqlite_seal_blocks_read(st->w, t, NULL, day, day * STORE_DAY_NS, (day + 1) * STORE_DAY_NS, after, NULL, on_merge,
                               &z);
     bool write = r == 0;
     if (r == -EAGAIN)
@@ -550,10 +550,10 @@ static int seal_mark(store *st, enum store_table t, int64_t day, int64_t sealed,
         sqlite3_bind_int64(s, 2, day);
         sqlite3_bind_int64(s, 3, sealed);
     }
-    return store_step_done(s);
+    return sqlite_store_step_done(s);
 }
 
-int store_seal(store *st)
+int sqlite_seal(store *st)
 {
     st->n_seal_marks = 0;
     st->seal_count = 0;
@@ -578,7 +578,7 @@ int store_seal(store *st)
     size_t budget = SEAL_BUDGET;
     for (size_t i = 0; i < n && r == 0 && budget; i++) {
         enum store_table t = (enum store_table)todo[i].t;
-        if (t < 0 || t >= TABLE_COUNT || store_table(t)->kind == KIND_NONE || (todo[i].day < 0) != store_is_record(t))
+        if (t < 0 || t >= TABLE_COUNT || store_layout_table(t)->kind == KIND_NONE || (todo[i].day < 0) != store_is_record(t))
             continue;
         int64_t hi = todo[i].rolled;
         if ((uint64_t)(hi - todo[i].sealed) > budget)
@@ -597,7 +597,7 @@ int store_seal(store *st)
             sqlite3_stmt *s = st->st[ST_TRACE_RUN];
             sqlite3_bind_int64(s, 1, st->trace_run + 1);
             sqlite3_bind_int64(s, 2, trace.day_hi);
-            r = store_step_done(s);
+            r = sqlite_store_step_done(s);
         }
     }
     free(trace.e);
@@ -607,7 +607,7 @@ int store_seal(store *st)
     return r;
 }
 
-void store_seal_done(store *st)
+void sqlite_seal_done(store *st)
 {
     for (size_t i = 0; i < st->n_seal_marks; i++) {
         const struct seal_mark *m = &st->seal_marks[i];
@@ -615,7 +615,7 @@ void store_seal_done(store *st)
             st->tm[m->table].sealed = m->sealed;
             continue;
         }
-        part *p = store_part_find(st, m->table, m->day);
+        part *p = sqlite_store_part_find(st, m->table, m->day);
         if (p)
             p->sealed = m->sealed;
     }
@@ -645,7 +645,7 @@ static int layout_load(sqlite3 *db, enum store_table t, int64_t id, layout_map *
     int r = sqlite3_step(s) == SQLITE_ROW ? 0 : -EIO;
     m->id = id;
     m->n = 0;
-    const store_table_desc *td = store_table(t);
+    const store_table_desc *td = store_layout_table(t);
     if (r == 0) {
         const char *p = (const char *)sqlite3_column_text(s, 0);
         while (p && *p && m->n < BLOCK_MAX_COLS - 1) {
@@ -666,7 +666,7 @@ static int layout_load(sqlite3 *db, enum store_table t, int64_t id, layout_map *
 static int blocks_decode(sqlite3 *db, sqlite3_stmt *s, enum store_table t, const bool *want_cols, block_rows_fn fn,
                          void *ctx);
 
-int store_blocks_read(sqlite3 *db, enum store_table t, const char *app, int64_t day, int64_t from, int64_t to,
+int sqlite_seal_blocks_read(sqlite3 *db, enum store_table t, const char *app, int64_t day, int64_t from, int64_t to,
                       int64_t min_rowid, const bool *want_cols, block_rows_fn fn, void *ctx)
 {
     sqlite3_stmt *s;
@@ -697,7 +697,7 @@ int store_blocks_read(sqlite3 *db, enum store_table t, const char *app, int64_t 
     return blocks_decode(db, s, t, want_cols, fn, ctx);
 }
 
-int store_blocks_rowids(sqlite3 *db, enum store_table t, int64_t after, int64_t upto, const bool *want_cols,
+int sqlite_seal_blocks_rowids(sqlite3 *db, enum store_table t, int64_t after, int64_t upto, const bool *want_cols,
                         block_rows_fn fn, void *ctx)
 {
     sqlite3_stmt *s;
@@ -714,7 +714,7 @@ int store_blocks_rowids(sqlite3 *db, enum store_table t, int64_t after, int64_t 
 static int blocks_decode(sqlite3 *db, sqlite3_stmt *s, enum store_table t, const bool *want_cols, block_rows_fn fn,
                          void *ctx)
 {
-    const store_table_desc *td = store_table(t);
+    const store_table_desc *td = store_layout_table(t);
     layout_map map = {.id = -1};
     store_value *vals = NULL, *rowv = NULL, *nulls = NULL;
     const store_value *rows[STORE_MAX_COLS];
@@ -781,21 +781,21 @@ static int blocks_decode(sqlite3 *db, sqlite3_stmt *s, enum store_table t, const
     return r;
 }
 
-char *store_unsealed_sql(enum store_table t)
+char *sqlite_seal_unsealed_sql(enum store_table t)
 {
-    const store_table_desc *d = store_table(t);
+    const store_table_desc *d = store_layout_table(t);
     return sqlite3_mprintf("SELECT %s, rowid FROM %s WHERE rowid > ?1 AND app = ?2 AND ts >= ?3 AND ts < ?4",
                            d->columns, d->name);
 }
 
-int store_days_open(sqlite3 *db, enum store_table t, int64_t d_lo, int64_t d_hi, part_marks **ret, size_t *ret_n,
+int sqlite_seal_days_open(sqlite3 *db, enum store_table t, int64_t d_lo, int64_t d_hi, part_marks **ret, size_t *ret_n,
                     sqlite3_stmt **ret_unsealed)
 {
     *ret_unsealed = NULL;
-    int r = store_parts_read(db, t, d_lo, d_hi, true, ret, ret_n);
+    int r = sqlite_store_parts_read(db, t, d_lo, d_hi, true, ret, ret_n);
     if (r < 0)
         return r;
-    char *sql = store_unsealed_sql(t);
+    char *sql = sqlite_seal_unsealed_sql(t);
     if (!sql || sqlite3_prepare_v2(db, sql, -1, ret_unsealed, NULL) != SQLITE_OK) {
         sqlite3_free(sql);
         free(*ret);
@@ -806,10 +806,10 @@ int store_days_open(sqlite3 *db, enum store_table t, int64_t d_lo, int64_t d_hi,
     return 0;
 }
 
-int store_day_rows(sqlite3 *db, sqlite3_stmt *unsealed, enum store_table t, const char *app, const part_marks *p,
+int sqlite_seal_day_rows(sqlite3 *db, sqlite3_stmt *unsealed, enum store_table t, const char *app, const part_marks *p,
                    int64_t lo, int64_t hi, const bool *want, block_rows_fn fn, void *ctx)
 {
-    int r = store_blocks_read(db, t, app, p->day, lo, hi, -1, want, fn, ctx);
+    int r = sqlite_seal_blocks_read(db, t, app, p->day, lo, hi, -1, want, fn, ctx);
     if (r)
         return r;
     /* the day's rows not sealed: those up to its last row as of the last
@@ -818,7 +818,7 @@ int store_day_rows(sqlite3 *db, sqlite3_stmt *unsealed, enum store_table t, cons
     sqlite3_bind_text(unsealed, 2, app, -1, SQLITE_STATIC);
     sqlite3_bind_int64(unsealed, 3, lo);
     sqlite3_bind_int64(unsealed, 4, hi);
-    size_t n_cols = store_table(t)->n_cols;
+    size_t n_cols = store_layout_table(t)->n_cols;
     store_value vals[STORE_MAX_COLS];
     const store_value *cols[STORE_MAX_COLS];
     for (size_t c = 0; c < n_cols; c++)
@@ -826,7 +826,7 @@ int store_day_rows(sqlite3 *db, sqlite3_stmt *unsealed, enum store_table t, cons
     int sr;
     while (r == 0 && (sr = sqlite3_step(unsealed)) == SQLITE_ROW) {
         for (size_t c = 0; c < n_cols; c++)
-            vals[c] = store_column_value(unsealed, (int)c);
+            vals[c] = sqlite_store_column_value(unsealed, (int)c);
         int64_t rowid = sqlite3_column_int64(unsealed, (int)n_cols);
         r = fn(ctx, 1, cols, &rowid, app);
     }

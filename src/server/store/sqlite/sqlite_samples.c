@@ -8,7 +8,7 @@
  * or scan_max rows of the app were looked at. The cost is bounded by
  * scan_max (plus a day) whatever the size of the store.
  */
-#include "store_int.h"
+#include "sqlite_int.h"
 #include "store/store_heap.h"
 #include "store/store_backend.h"
 
@@ -40,7 +40,7 @@ static void offer(version_rows *v, const store_value *const *rows, size_t i, int
     store_heap_key k = {.has = true, .ts = ts->i, .place = rowid};
     if (!store_heap_wants(&v->heap, k))
         return;
-    size_t n_cols = store_table(v->table)->n_cols;
+    size_t n_cols = store_layout_table(v->table)->n_cols;
     store_value vals[STORE_MAX_COLS];
     for (size_t c = 0; c < n_cols; c++)
         vals[c] = rows[c][i];
@@ -60,7 +60,7 @@ static int on_block(void *ctx, size_t n, const store_value *const *rows, const i
 static int read_rows(void *ctx, sqlite3 *db)
 {
     version_rows *v = ctx;
-    const store_table_desc *t = store_table(v->table);
+    const store_table_desc *t = store_layout_table(v->table);
     if (!t->type)
         return -EINVAL;
     for (size_t c = 0; c < t->n_cols; c++) {
@@ -72,7 +72,7 @@ static int read_rows(void *ctx, sqlite3 *db)
     part_marks *parts;
     size_t np;
     sqlite3_stmt *s;
-    int r = store_days_open(db, v->table, 0, INT64_MAX, &parts, &np, &s);
+    int r = sqlite_seal_days_open(db, v->table, 0, INT64_MAX, &parts, &np, &s);
     if (r < 0)
         return r;
     size_t emitted = 0;
@@ -86,7 +86,7 @@ static int read_rows(void *ctx, sqlite3 *db)
         store_heap_free(&v->heap);
         if ((r = store_heap_init(&v->heap, v->limit + 1 - emitted)) < 0)
             break;
-        r = store_day_rows(db, s, v->table, v->app, &parts[d], parts[d].day * STORE_DAY_NS,
+        r = sqlite_seal_day_rows(db, s, v->table, v->app, &parts[d], parts[d].day * STORE_DAY_NS,
                            (parts[d].day + 1) * STORE_DAY_NS, NULL, on_block, v);
         if (v->oom)
             r = -ENOMEM;
@@ -112,12 +112,12 @@ static int read_rows(void *ctx, sqlite3 *db)
     return r;
 }
 
-int store_sqlite_version_rows(store *st, enum store_table table, const char *app, const char *version, size_t limit,
+int sqlite_samples_version_rows(store *st, enum store_table table, const char *app, const char *version, size_t limit,
                        size_t scan_max, void (*cb)(void *ctx, const store_row *row), void *ctx, bool *ret_truncated)
 {
     version_rows v = {.table = table, .app = app, .version = version, .limit = limit, .scan_max = scan_max,
                       .cb = cb, .ctx = ctx};
-    int r = store_sqlite_read(st, read_rows, &v);
+    int r = sqlite_store_read(st, read_rows, &v);
     *ret_truncated = v.truncated;
     return r;
 }

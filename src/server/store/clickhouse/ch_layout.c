@@ -17,7 +17,7 @@
  * name the SDK gave is left out and made again on reading; a NULL one is
  * an explicit NULL.
  */
-#include "store_ch.h"
+#include "ch_int.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -44,7 +44,7 @@ static const char *keep(const char *s)
 
 static bool is_span_table(enum store_table tb)
 {
-    return store_table(tb)->kind != KIND_NONE;
+    return store_layout_table(tb)->kind != KIND_NONE;
 }
 
 static ch_col *add(ch_table *t, const char *name, const char *type, enum ch_enc enc, int logical)
@@ -80,9 +80,9 @@ static bool is_ms(const store_column *c)
 /* A span table's columns of their own (the rest are packed). */
 static bool own_column(enum store_table tb, size_t i)
 {
-    const store_table_desc *d = store_table(tb);
+    const store_table_desc *d = store_layout_table(tb);
     const store_column *c = &d->cols[i];
-    const store_kind_desc *kd = store_kind(d->kind);
+    const store_kind_desc *kd = store_layout_kind(d->kind);
     for (size_t k = 0; k < kd->n_name_cols; k++)
         if (kd->name_cols[k] == (int)i)
             return true;
@@ -125,7 +125,7 @@ static void set_key(ch_table *t, const store_table_desc *d, int col)
 
 static void build_table(enum store_table tb)
 {
-    const store_table_desc *d = store_table(tb);
+    const store_table_desc *d = store_layout_table(tb);
     ch_table *t = &tables[tb];
     t->name = d->name;
     t->aliases = "";
@@ -222,10 +222,10 @@ static void build(void)
     for (enum store_table tb = 0; tb < TABLE_COUNT; tb++)
         build_table(tb);
     for (enum store_kind k = 0; k < KIND_COUNT; k++)
-        lean_list(&tables[store_kind(k)->table], k, lean[k], sizeof lean[k]);
+        lean_list(&tables[store_layout_kind(k)->table], k, lean[k], sizeof lean[k]);
 }
 
-const ch_table *ch_table_of(enum store_table t)
+const ch_table *ch_layout_table(enum store_table t)
 {
     pthread_once(&once, build);
     return &tables[t];
@@ -244,7 +244,7 @@ static bool value_double(const store_value *v, double *ret)
     return true;
 }
 
-int64_t ch_end_pred(const ch_table *t, const store_value *cols)
+int64_t ch_layout_end_pred(const ch_table *t, const store_value *cols)
 {
     for (size_t i = 0; t->end_metric[i] >= 0; i++) {
         double d;
@@ -324,7 +324,7 @@ static int64_t unzigzag(rb_reader *r)
 static int64_t end_residual(const ch_table *t, const store_value *cols, const store_value *v)
 {
     int64_t ts = cols[t->ts_col].type == SV_INT ? cols[t->ts_col].i : 0;
-    return (int64_t)((uint64_t)(v->type == SV_INT ? v->i : ts) - (uint64_t)ts - (uint64_t)ch_end_pred(t, cols));
+    return (int64_t)((uint64_t)(v->type == SV_INT ? v->i : ts) - (uint64_t)ts - (uint64_t)ch_layout_end_pred(t, cols));
 }
 
 static uint64_t origin_id(const store_origin *o)
@@ -342,7 +342,7 @@ static void tag(rb_buf *b, const ch_table *t, size_t col, int wt)
 /* One layout column into rest: nothing when NULL. */
 static void pack(const ch_table *t, const store_record *rec, size_t i, rb_buf *b)
 {
-    const store_table_desc *d = store_table(rec->table);
+    const store_table_desc *d = store_layout_table(rec->table);
     const store_column *c = &d->cols[i];
     const store_value *v = &rec->cols[i];
     double dv;
@@ -406,9 +406,9 @@ static void span_xor(const store_value *trace, const store_value *span, uint8_t 
                            (trace->type == SV_BLOB && trace->n == 16 ? ((const uint8_t *)trace->p)[8 + i] : 0));
 }
 
-void ch_encode_row(const ch_table *t, const store_record *rec, uint64_t rid, uint32_t rday, rb_buf *out)
+void ch_layout_encode_row(const ch_table *t, const store_record *rec, uint64_t rid, uint32_t rday, rb_buf *out)
 {
-    const store_table_desc *d = store_table(rec->table);
+    const store_table_desc *d = store_layout_table(rec->table);
     const store_value *cols = rec->cols;
     for (size_t i = 0; i < t->n_cols; i++) {
         const ch_col *c = &t->cols[i];
@@ -611,10 +611,10 @@ static bool unpack(const ch_table *t, const store_table_desc *d, const char *s, 
     return true;
 }
 
-bool ch_decode_row(const ch_table *t, rb_reader *r, ch_row *ret)
+bool ch_layout_decode_row(const ch_table *t, rb_reader *r, ch_row *ret)
 {
     enum store_table tb = (enum store_table)(t - tables);
-    const store_table_desc *d = store_table(tb);
+    const store_table_desc *d = store_layout_table(tb);
     store_row *row = &ret->row;
     row->table = tb;
     row->n = d->n_cols;
@@ -703,7 +703,7 @@ bool ch_decode_row(const ch_table *t, rb_reader *r, ch_row *ret)
     if (end_col >= 0 && end_has) {
         int64_t ts = row->cols[t->ts_col].i;
         row->cols[end_col] = (store_value){
-            .type = SV_INT, .i = (int64_t)((uint64_t)ts + (uint64_t)end_res + (uint64_t)ch_end_pred(t, row->cols))};
+            .type = SV_INT, .i = (int64_t)((uint64_t)ts + (uint64_t)end_res + (uint64_t)ch_layout_end_pred(t, row->cols))};
     }
     /* the span id and the strings, NUL-terminated, in one block */
     size_t total = span ? 8 : 0;
@@ -744,7 +744,7 @@ bool ch_decode_row(const ch_table *t, rb_reader *r, ch_row *ret)
     return true;
 }
 
-void ch_row_clear(ch_row *r)
+void ch_layout_row_clear(ch_row *r)
 {
     free(r->owned);
     r->owned = NULL;
@@ -754,8 +754,8 @@ void ch_row_clear(ch_row *r)
 
 static void lean_list(const ch_table *t, enum store_kind k, char *out, size_t size)
 {
-    const store_kind_desc *kd = store_kind(k);
-    const store_table_desc *d = store_table(kd->table);
+    const store_kind_desc *kd = store_layout_kind(k);
+    const store_table_desc *d = store_layout_table(kd->table);
     size_t o = 0;
     for (size_t i = 0; i < kd->n_name_cols; i++)
         o += (size_t)snprintf(out + o, size - o, "%s%s", i ? ", " : "", d->cols[kd->name_cols[i]].name);
@@ -793,7 +793,7 @@ static void lean_list(const ch_table *t, enum store_kind k, char *out, size_t si
     }
 }
 
-const char *ch_values_columns(enum store_kind k)
+const char *ch_layout_values_columns(enum store_kind k)
 {
     pthread_once(&once, build);
     return lean[k];
@@ -814,12 +814,12 @@ static void read_name_col(const ch_table *t, int logical, rb_reader *r, const ch
     *ret = rb_get_str(r, ret_len);
 }
 
-bool ch_decode_values(enum store_kind k, rb_reader *r, char *name, size_t cap, bool *ret_named, bool *ret_failed,
+bool ch_layout_decode_values(enum store_kind k, rb_reader *r, char *name, size_t cap, bool *ret_named, bool *ret_failed,
                       bool *ret_excluded, double *metrics)
 {
-    const store_kind_desc *kd = store_kind(k);
-    const ch_table *t = ch_table_of(kd->table);
-    const store_table_desc *d = store_table(kd->table);
+    const store_kind_desc *kd = store_layout_kind(k);
+    const ch_table *t = ch_layout_table(kd->table);
+    const store_table_desc *d = store_layout_table(kd->table);
     size_t o = 0;
     bool named = true;
     for (size_t i = 0; i < kd->n_name_cols; i++) {
@@ -886,7 +886,7 @@ bool ch_decode_values(enum store_kind k, rb_reader *r, char *name, size_t cap, b
 
 /* ---- rollup rows ---- */
 
-void ch_srow_reset(ch_srow *row)
+void ch_layout_srow_reset(ch_srow *row)
 {
     for (size_t i = 0; i < STORE_MAX_METRICS; i++)
         sketch_reset(&row->m[i]);
@@ -894,7 +894,7 @@ void ch_srow_reset(ch_srow *row)
     row->owned = NULL;
 }
 
-void ch_write_srow(rb_buf *b, const ch_srow *row)
+void ch_layout_write_srow(rb_buf *b, const ch_srow *row)
 {
     rb_u8(b, (uint8_t)row->kind);
     rb_str(b, row->app, strlen(row->app));
@@ -906,7 +906,7 @@ void ch_write_srow(rb_buf *b, const ch_srow *row)
     rb_u64(b, row->failed);
     rb_buf sk;
     rb_init(&sk);
-    for (size_t i = 0; row->kind >= 0 && i < store_kind((enum store_kind)row->kind)->n_metrics; i++) {
+    for (size_t i = 0; row->kind >= 0 && i < store_layout_kind((enum store_kind)row->kind)->n_metrics; i++) {
         uint8_t *enc;
         size_t len;
         if (!row->m[i].count)
@@ -925,7 +925,7 @@ void ch_write_srow(rb_buf *b, const ch_srow *row)
     rb_free(&sk);
 }
 
-bool ch_read_srow(rb_reader *r, ch_srow *ret)
+bool ch_layout_read_srow(rb_reader *r, ch_srow *ret)
 {
     const char **dst[3] = {&ret->app, &ret->version, &ret->name};
     for (size_t i = 0; i < STORE_MAX_METRICS; i++)
@@ -955,18 +955,18 @@ bool ch_read_srow(rb_reader *r, ch_srow *ret)
     size_t sk_len;
     const char *sk = rb_get_str(r, &sk_len);
     if (r->bad) {
-        ch_srow_reset(ret);
+        ch_layout_srow_reset(ret);
         return false;
     }
     rb_reader sr;
     rb_reader_init(&sr, sk, sk_len);
-    size_t n_metrics = ret->kind >= 0 && ret->kind < KIND_COUNT ? store_kind((enum store_kind)ret->kind)->n_metrics : 0;
+    size_t n_metrics = ret->kind >= 0 && ret->kind < KIND_COUNT ? store_layout_kind((enum store_kind)ret->kind)->n_metrics : 0;
     while (rb_more(&sr)) {
         uint8_t i = rb_get_u8(&sr);
         size_t len;
         const char *enc = rb_get_str(&sr, &len);
         if (sr.bad || i >= n_metrics || sketch_decode(&ret->m[i], (const uint8_t *)enc, len) < 0) {
-            ch_srow_reset(ret);
+            ch_layout_srow_reset(ret);
             return false;
         }
     }

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void config_get(const api_ctx *d, const char *app, const http_request *rq, http_response *rs)
+void config_api_get(const api_ctx *d, const char *app, const http_request *rq, http_response *rs)
 {
     char *xml = NULL, *etag = NULL;
     size_t len = 0;
@@ -45,7 +45,7 @@ void config_get(const api_ctx *d, const char *app, const http_request *rq, http_
     free(etag);
 }
 
-void config_put(const api_ctx *d, const char *app, const http_request *rq, http_response *rs)
+void config_api_put(const api_ctx *d, const char *app, const http_request *rq, http_response *rs)
 {
     if (rq->body_len > d->max_config_bytes) {
         http_error(rs, 413, "a config is limited to %zu bytes", d->max_config_bytes);

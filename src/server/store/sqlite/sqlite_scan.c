@@ -15,13 +15,13 @@
  * A row of a cut day that the sub-day rollups do not hold (it came after
  * the day was cold: rowid > hourly) is read from the rows too, inside the
  * buckets as well (at most about half a seal of them per day: the day
- * then settles, store_settle below). Everything comes from one read
+ * then settles, sqlite_scan_settle below). Everything comes from one read
  * transaction: the rollups, the marks and the rows agree.
  *
  * A query over a month of 50 million page loads reads ~40 sketches per
  * (page, version) and a few thousand rows, whatever the size of the store.
  */
-#include "store_int.h"
+#include "sqlite_int.h"
 
 #include <errno.h>
 #include <math.h>
@@ -50,7 +50,7 @@ static void cover(cut *c, int64_t a, int64_t b, int level, int levels)
         c->p[c->n++] = (piece){a, b, -1};
         return;
     }
-    int64_t w = store_subday_width_s[level] * 1000000000LL;
+    int64_t w = sqlite_store_subday_width_s[level] * 1000000000LL;
     int64_t lo = a / w + (a % w != 0), hi = b / w;
     if (lo >= hi) {
         cover(c, a, b, level + 1, levels);
@@ -128,7 +128,7 @@ static bool give_sketch(const scan *sc, const char *name, size_t m, const uint8_
 static void on_sub_sketch(void *ctx, int64_t id, const uint8_t *p, size_t n)
 {
     sub_read *rd = ctx;
-    for (size_t m = 0; m < store_kind(rd->sc->kind)->n_metrics; m++)
+    for (size_t m = 0; m < store_layout_kind(rd->sc->kind)->n_metrics; m++)
         if (rd->ids[m] == id && !give_sketch(rd->sc, rd->name, m, p, n, rd->sk))
             rd->bad = true;
 }
@@ -136,7 +136,7 @@ static void on_sub_sketch(void *ctx, int64_t id, const uint8_t *p, size_t n)
 /* The ids of the kind's metrics in the sub-day rollups. */
 static int metric_ids(sqlite3 *db, enum store_kind k, int64_t *ids)
 {
-    const store_kind_desc *kd = store_kind(k);
+    const store_kind_desc *kd = store_layout_kind(k);
     for (size_t m = 0; m < STORE_MAX_METRICS; m++)
         ids[m] = -1;
     sqlite3_stmt *s;
@@ -164,7 +164,7 @@ static int scan_rollups(sqlite3 *db, const scan *sc, int level, int64_t lo, int6
     };
     static const char sub_sql[] = "SELECT name, count, failed, sketches FROM subday WHERE kind = ?1 AND app = ?2"
                                   " AND width = ?6 AND t >= ?4 AND t < ?5 AND (?3 IS NULL OR version = ?3)";
-    const store_kind_desc *kd = store_kind(sc->kind);
+    const store_kind_desc *kd = store_layout_kind(sc->kind);
     sketch sk;
     sketch_init(&sk);
     int64_t ids[STORE_MAX_METRICS];
@@ -183,7 +183,7 @@ static int scan_rollups(sqlite3 *db, const scan *sc, int level, int64_t lo, int6
         sqlite3_bind_int64(s, 4, lo);
         sqlite3_bind_int64(s, 5, hi);
         if (level >= 0)
-            sqlite3_bind_int64(s, 6, store_subday_width_s[level]);
+            sqlite3_bind_int64(s, 6, sqlite_store_subday_width_s[level]);
         int r;
         while ((r = sqlite3_step(s)) == SQLITE_ROW) {
             const char *name = (const char *)sqlite3_column_text(s, 0);
@@ -191,7 +191,7 @@ static int scan_rollups(sqlite3 *db, const scan *sc, int level, int64_t lo, int6
                 sc->cb->count(sc->cb->ctx, name, (uint64_t)sqlite3_column_int64(s, 1),
                               (uint64_t)sqlite3_column_int64(s, 2));
                 sub_read rd = {sc, name, ids, &sk, false};
-                if (store_subday_sketches(sqlite3_column_blob(s, 3), (size_t)sqlite3_column_bytes(s, 3), on_sub_sketch,
+                if (store_codec_subday_sketches(sqlite3_column_blob(s, 3), (size_t)sqlite3_column_bytes(s, 3), on_sub_sketch,
                                           &rd) < 0 ||
                     rd.bad) {
                     r = SQLITE_CORRUPT;
@@ -246,7 +246,7 @@ static const part_marks *marks_of(const part_marks *parts, size_t n, int64_t day
 static int scan_table(sqlite3 *db, const scan *sc, const part_marks *parts, size_t np, int64_t after, int64_t end,
                       int64_t lo, int64_t hi)
 {
-    char *sql = store_raw_select(sc->kind, "WHERE rowid > ?5 AND rowid < ?6 AND app = ?1 AND ts >= ?2 AND ts < ?3"
+    char *sql = sqlite_store_raw_select(sc->kind, "WHERE rowid > ?5 AND rowid < ?6 AND app = ?1 AND ts >= ?2 AND ts < ?3"
                                            " AND (?4 IS NULL OR version = ?4)");
     sqlite3_stmt *s;
     int pr = sql ? sqlite3_prepare_v2(db, sql, -1, &s, NULL) : SQLITE_NOMEM;
@@ -262,7 +262,7 @@ static int scan_table(sqlite3 *db, const scan *sc, const part_marks *parts, size
         sqlite3_bind_null(s, 4);
     sqlite3_bind_int64(s, 5, after);
     sqlite3_bind_int64(s, 6, end);
-    size_t n = store_kind(sc->kind)->n_metrics;
+    size_t n = store_layout_kind(sc->kind)->n_metrics;
     double m[STORE_MAX_METRICS];
     int r;
     while ((r = sqlite3_step(s)) == SQLITE_ROW) {
@@ -350,7 +350,7 @@ static bool block_row_name(const scan *sc, const store_value *const *rows, size_
 static int on_block(void *ctx, size_t n, const store_value *const *rows, const int64_t *rowids, const char *app)
 {
     scan *sc = ctx;
-    const store_kind_desc *kd = store_kind(sc->kind);
+    const store_kind_desc *kd = store_layout_kind(sc->kind);
     char name[2048];
     double m[STORE_MAX_METRICS];
     (void)app;
@@ -388,7 +388,7 @@ static int scan_blocks(sqlite3 *db, scan *sc, const part_marks *pm, const cut *c
         cut one = {.day = c->day, .lo = p->lo, .hi = p->hi, .n = 1};
         one.p[0] = *p;
         sc->cur = &one;
-        r = store_blocks_read(db, store_kind(sc->kind)->table, sc->app, c->day, p->lo, p->hi,
+        r = sqlite_seal_blocks_read(db, store_layout_kind(sc->kind)->table, sc->app, c->day, p->lo, p->hi,
                               p->level < 0 ? -1 : pm->hourly, sc->want, on_block, sc);
     }
     return r;
@@ -405,8 +405,8 @@ static int column_of(const store_table_desc *t, enum store_source src)
 /* The columns a block row of sc's kind is read from. */
 static void scan_columns(scan *sc)
 {
-    const store_kind_desc *kd = store_kind(sc->kind);
-    const store_table_desc *td = store_table(kd->table);
+    const store_kind_desc *kd = store_layout_kind(sc->kind);
+    const store_table_desc *td = store_layout_table(kd->table);
     sc->n_name_cols = kd->n_name_cols;
     memcpy(sc->name_cols, kd->name_cols, sizeof sc->name_cols);
     for (size_t c = 0; c < td->n_cols; c++)
@@ -429,11 +429,11 @@ static void scan_columns(scan *sc)
             sc->want[sc->metric_cols[i]] = true;
 }
 
-int store_sqlite_scan(store *st, enum store_kind kind, const char *app, const char *version, int64_t from_ns,
+int sqlite_scan(store *st, enum store_kind kind, const char *app, const char *version, int64_t from_ns,
                int64_t to_ns, const store_scan_cb *cb)
 {
-    const store_kind_desc *kd = store_kind(kind);
-    const store_table_desc *td = store_table(kd->table);
+    const store_kind_desc *kd = store_layout_kind(kind);
+    const store_table_desc *td = store_layout_table(kd->table);
     scan sc = {.kind = kind, .app = app, .version = version, .from = from_ns, .to = to_ns, .cb = cb};
     scan_columns(&sc);
     /* whole days [d_lo, d_hi) from the daily rollups; the days cut by from
@@ -454,14 +454,14 @@ int store_sqlite_scan(store *st, enum store_kind kind, const char *app, const ch
         c->hi = to_ns;
     }
 
-    sqlite3 *db = store_reader_get(st);
+    sqlite3 *db = sqlite_store_reader_get(st);
     int r = 0;
     /* one read transaction: rollups, marks and rows from the same snapshot */
     sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
     part_marks *parts = NULL;
     size_t np = 0;
     bool unsealed = false;
-    r = store_parts_read(db, kd->table, d_first, d_last, false, &parts, &np);
+    r = sqlite_store_parts_read(db, kd->table, d_first, d_last, false, &parts, &np);
     /* the pieces of each cut day, from the sub-day levels it has */
     for (size_t i = 0; i < sc.n_cuts && r == 0; i++) {
         const part_marks *pm = marks_of(parts, np, sc.cuts[i].day);
@@ -475,7 +475,7 @@ int store_sqlite_scan(store *st, enum store_kind kind, const char *app, const ch
         if (c) {
             for (size_t k = 0; k < c->n && r == 0; k++)
                 if (c->p[k].level >= 0) {
-                    int64_t w = store_subday_width_s[c->p[k].level] * 1000000000LL;
+                    int64_t w = sqlite_store_subday_width_s[c->p[k].level] * 1000000000LL;
                     r = scan_rollups(db, &sc, c->p[k].level, c->p[k].lo / w, c->p[k].hi / w);
                 }
             if (r == 0)
@@ -498,10 +498,10 @@ int store_sqlite_scan(store *st, enum store_kind kind, const char *app, const ch
     free(parts);
     store_error err;
     if (r < 0)
-        store_read_error(db, r, &err); /* before the COMMIT replaces it */
+        sqlite_store_read_error(db, r, &err); /* before the COMMIT replaces it */
     sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     health_read(&st->health, r < 0 ? &err : NULL, "a query");
-    store_reader_put(st, db);
+    sqlite_store_reader_put(st, db);
     return r;
 }
 
@@ -520,7 +520,7 @@ static int on_settle(void *ctx, size_t n, const store_value *const *rows, const 
 {
     settle *z = ctx;
     const scan *sc = &z->sc;
-    const store_kind_desc *kd = store_kind(sc->kind);
+    const store_kind_desc *kd = store_layout_kind(sc->kind);
     char name[2048];
     double m[STORE_MAX_METRICS];
     for (size_t i = 0; i < n; i++) {
@@ -530,12 +530,12 @@ static int on_settle(void *ctx, size_t n, const store_value *const *rows, const 
             continue;
         z->fed += !old;
         if (!block_row_name(sc, rows, i, name, sizeof name))
-            continue; /* no group's: in no rollup (as store_raw_select's NULL name) */
+            continue; /* no group's: in no rollup (as sqlite_store_raw_select's NULL name) */
         const store_value *v = &rows[sc->version_col][i];
         for (size_t k = 0; k < kd->n_metrics; k++)
             m[k] = value_double(&rows[sc->metric_cols[k]][i]);
         bool excluded = sc->excluded_col >= 0 && value_true(&rows[sc->excluded_col][i]);
-        if (store_rollup_levels(z->st, sc->kind, app, v->type == SV_TEXT ? v->p : "", name, ts->i,
+        if (sqlite_store_rollup_levels(z->st, sc->kind, app, v->type == SV_TEXT ? v->p : "", name, ts->i,
                                 old ? z->only : 0, old ? z->only + 1 : z->levels,
                                 value_true(&rows[sc->failed_col][i]), excluded, m) < 0)
             return -EIO;
@@ -543,7 +543,7 @@ static int on_settle(void *ctx, size_t n, const store_value *const *rows, const 
     return 0;
 }
 
-int store_settle(store *st, part *p)
+int sqlite_scan_settle(store *st, part *p)
 {
     int64_t upto = st->tm[p->table].sealed;
     if (p->hourly < 0 || upto <= p->hourly)
@@ -552,18 +552,18 @@ int store_settle(store *st, part *p)
     /* busy now: the ten-minute level of the rows before too */
     bool fine = p->fine || p->rows >= (int64_t)st->fine_at;
     for (enum store_kind k = 0; k < KIND_COUNT; k++) {
-        if (store_kind(k)->table != p->table)
+        if (store_layout_kind(k)->table != p->table)
             continue;
         settle z = {.sc = {.kind = k}, .st = st, .after = p->hourly, .upto = upto,
                     .levels = store_part_levels(fine), .only = fine && !p->fine ? store_part_levels(true) - 1 : -1};
         scan_columns(&z.sc);
-        int r = store_blocks_read(st->w, p->table, NULL, p->day, p->day * STORE_DAY_NS, (p->day + 1) * STORE_DAY_NS,
+        int r = sqlite_seal_blocks_read(st->w, p->table, NULL, p->day, p->day * STORE_DAY_NS, (p->day + 1) * STORE_DAY_NS,
                                   z.only >= 0 ? INT64_MIN : p->hourly, z.sc.want, on_settle, &z);
         if (r < 0)
             return r;
         fed = z.fed;
     }
-    int r = store_blocks_merge(st, p->table, p->day, p->hourly);
+    int r = sqlite_seal_blocks_merge(st, p->table, p->day, p->hourly);
     if (r < 0)
         return r;
     sqlite3_stmt *s;
@@ -586,28 +586,28 @@ int store_settle(store *st, part *p)
 
 /* store_apps: the apps and versions of the rollups, and of the rows they do
  * not hold yet. */
-int store_sqlite_apps(store *st, void (*cb)(void *ctx, const char *app, const char *version), void *ctx)
+int sqlite_scan_apps(store *st, void (*cb)(void *ctx, const char *app, const char *version), void *ctx)
 {
     char sql[4096];
     size_t o = (size_t)snprintf(sql, sizeof sql, "SELECT app, version FROM rollup_counts");
     for (enum store_kind k = 0; k < KIND_COUNT && o < sizeof sql; k++) {
-        enum store_table t = store_kind(k)->table;
+        enum store_table t = store_layout_kind(k)->table;
         if (store_is_record(t))
             o += (size_t)snprintf(sql + o, sizeof sql - o,
                                   " UNION SELECT app, COALESCE(version, '') FROM %s WHERE rowid >"
                                   " (SELECT COALESCE(MAX(rolled), 0) FROM table_marks WHERE tbl = %d)",
-                                  store_table(t)->name, (int)t);
+                                  store_layout_table(t)->name, (int)t);
         else
             o += (size_t)snprintf(sql + o, sizeof sql - o,
                                   " UNION SELECT t.app, COALESCE(t.version, '') FROM partitions AS p CROSS JOIN %s AS t"
                                   " ON t.rowid > p.rolled AND t.rowid < ((p.day + 2) << %d) WHERE p.tbl = %d",
-                                  store_table(t)->name, PART_SHIFT, (int)t);
+                                  store_layout_table(t)->name, PART_SHIFT, (int)t);
     }
     if (o < sizeof sql)
         o += (size_t)snprintf(sql + o, sizeof sql - o, " ORDER BY 1, 2");
     if (o >= sizeof sql)
         return -ENOMEM;
-    sqlite3 *db = store_reader_get(st);
+    sqlite3 *db = sqlite_store_reader_get(st);
     sqlite3_stmt *s;
     int r = -EIO;
     if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK) {
@@ -619,8 +619,8 @@ int store_sqlite_apps(store *st, void (*cb)(void *ctx, const char *app, const ch
     }
     store_error err;
     if (r < 0)
-        store_error_capture(db, &err);
+        sqlite_store_error_capture(db, &err);
     health_read(&st->health, r < 0 ? &err : NULL, "a query");
-    store_reader_put(st, db);
+    sqlite_store_reader_put(st, db);
     return r;
 }

@@ -22,7 +22,7 @@
  * the WAL passes WAL_RESTART_PAGES, the checkpointer waits for them
  * (RESTART), so that the WAL stays bounded.
  */
-#include "store_int.h"
+#include "sqlite_int.h"
 
 #include <pacer/base/clock.h>
 #include <pacer/base/thread.h>
@@ -80,7 +80,7 @@ static int64_t drop_step(store *st, int64_t horizon, int64_t rollup_horizon)
     if (horizon != INT64_MIN) {
         /* blocks of the record tables */
         for (enum store_table t = 0; t < TABLE_COUNT && n == 0; t++)
-            if (store_table(t)->type)
+            if (store_layout_table(t)->type)
                 n = exec_changes(db,
                                  "DELETE FROM blocks WHERE id IN (SELECT id FROM blocks WHERE tbl = ?1 AND day < ?2"
                                  " LIMIT 256)",
@@ -93,7 +93,7 @@ static int64_t drop_step(store *st, int64_t horizon, int64_t rollup_horizon)
             char sql[256];
             snprintf(sql, sizeof sql,
                      "DELETE FROM %s WHERE rowid IN (SELECT rowid FROM %s WHERE rowid > ?1 AND ts < ?2 LIMIT %d)",
-                     store_table(t)->name, store_table(t)->name, STEP_ROWS);
+                     store_layout_table(t)->name, store_layout_table(t)->name, STEP_ROWS);
             n = exec_changes(db, sql, st->tm[t].sealed, horizon * STORE_DAY_NS, NULL);
         }
         /* rows of the tables cut by day: one range of rowids */
@@ -102,7 +102,7 @@ static int64_t drop_step(store *st, int64_t horizon, int64_t rollup_horizon)
                 continue;
             char sql[200];
             snprintf(sql, sizeof sql, "DELETE FROM %s WHERE rowid IN (SELECT rowid FROM %s WHERE rowid <= ?1 LIMIT %d)",
-                     store_table(t)->name, store_table(t)->name, STEP_ROWS);
+                     store_layout_table(t)->name, store_layout_table(t)->name, STEP_ROWS);
             n = exec_changes(db, sql, part_base(horizon), INT64_MIN, NULL);
         }
         /* plain spans' keys and attributes, per app */
@@ -135,8 +135,8 @@ static int64_t drop_step(store *st, int64_t horizon, int64_t rollup_horizon)
                              INT64_MIN, horizon, NULL);
         /* sub-day rollups */
         for (size_t l = 0; l < SUBDAY_LEVELS && n == 0; l++) {
-            int64_t t = horizon * DAY_WIDTH_S / store_subday_width_s[l];
-            n = exec_changes(db, "DELETE FROM subday WHERE width = ?1 AND t < ?2", store_subday_width_s[l], t, NULL);
+            int64_t t = horizon * DAY_WIDTH_S / sqlite_store_subday_width_s[l];
+            n = exec_changes(db, "DELETE FROM subday WHERE width = ?1 AND t < ?2", sqlite_store_subday_width_s[l], t, NULL);
         }
         if (n == 0)
             n = exec_changes(db, "DELETE FROM partitions WHERE day < ?2", INT64_MIN, horizon, NULL);
@@ -149,7 +149,7 @@ static int64_t drop_step(store *st, int64_t horizon, int64_t rollup_horizon)
     return n;
 }
 
-int store_retention_step(store *st)
+int sqlite_retention_step(store *st)
 {
     if (!st->retention_days && !st->rollup_retention_days)
         return 0;
@@ -164,17 +164,17 @@ int store_retention_step(store *st)
     int64_t rollup_horizon = st->rollup_retention_days ? today - (int64_t)st->rollup_retention_days : INT64_MIN;
     int64_t t0 = mono_ns();
     st->txn_since_ns = t0;
-    if (store_step_done(st->st[ST_BEGIN]) < 0)
+    if (sqlite_store_step_done(st->st[ST_BEGIN]) < 0)
         return -EIO;
     int64_t n = drop_step(st, horizon, rollup_horizon);
-    int r = n < 0 ? -EIO : store_step_done(st->st[ST_COMMIT]);
+    int r = n < 0 ? -EIO : sqlite_store_step_done(st->st[ST_COMMIT]);
     store_error err;
     if (r < 0)
-        store_error_capture(st->w, &err);
+        sqlite_store_error_capture(st->w, &err);
     health_write(&st->health, r < 0 ? &err : NULL, HEALTH_OTHER, mono_ns() - t0, NULL, 0, 0);
     st->txn_since_ns = 0;
     if (r < 0) {
-        store_step_done(st->st[ST_ROLLBACK]);
+        sqlite_store_step_done(st->st[ST_ROLLBACK]);
         return r;
     }
     st->retention_due = n > 0;
@@ -190,7 +190,7 @@ int store_retention_step(store *st)
                 pp = &p->next;
             }
         }
-    store_wal_check(st);
+    sqlite_retention_wal_check(st);
     return 0;
 }
 
@@ -208,7 +208,7 @@ static int wal_hook(void *ctx, sqlite3 *db, const char *name, int frames)
     return SQLITE_OK;
 }
 
-void store_wal_check(store *st)
+void sqlite_retention_wal_check(store *st)
 {
     if (__atomic_load_n(&st->wal_frames, __ATOMIC_RELAXED) < WAL_CHECKPOINT_PAGES || !st->ckpt_db)
         return;
@@ -243,7 +243,7 @@ static void *checkpointer_main(void *arg)
     return NULL;
 }
 
-int store_wal_start(store *st)
+int sqlite_retention_wal_start(store *st)
 {
     sqlite3_wal_hook(st->w, wal_hook, st);
     if (sqlite3_open_v2(st->path, &st->ckpt_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
@@ -263,7 +263,7 @@ int store_wal_start(store *st)
     return 0;
 }
 
-void store_wal_stop(store *st)
+void sqlite_retention_wal_stop(store *st)
 {
     if (!st->ckpt_running)
         return;

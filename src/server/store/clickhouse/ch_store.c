@@ -68,7 +68,7 @@
  *
  * Retention drops whole rday partitions; nothing is ever rewritten.
  */
-#include "store_ch.h"
+#include "ch_int.h"
 
 #include <pacer/base/clock.h>
 #include <pacer/base/hash.h>
@@ -100,18 +100,18 @@ typedef struct ch_job {
     bool retry; /* its batch id was begun by another attempt */
 } ch_job;
 
-const char *ch_table_name(const ch_store *st, const char *name, char *buf, size_t size, bool local)
+const char *ch_store_table_name(const ch_store *st, const char *name, char *buf, size_t size, bool local)
 {
     snprintf(buf, size, "%s%s", name, local && st->cluster ? "_local" : "");
     return buf;
 }
 
-void ch_sql_str(jbuf *b, const char *s)
+void ch_store_sql_str(jbuf *b, const char *s)
 {
-    ch_quote(b, s ? s : "", s ? strlen(s) : 0);
+    ch_client_quote(b, s ? s : "", s ? strlen(s) : 0);
 }
 
-void ch_error_of(const ch_reply *r, store_error *ret)
+void ch_store_error_of(const ch_reply *r, store_error *ret)
 {
     memset(ret, 0, sizeof *ret);
     /* ClickHouse's codes: 243 NOT_ENOUGH_SPACE, 164 READONLY */
@@ -124,37 +124,37 @@ static const char *settings(const ch_store *st)
     return st->cluster ? "insert_distributed_sync=1" : NULL;
 }
 
-int ch_write(ch_store *st, const char *sql, const void *data, size_t len, ch_reply *ret)
+int ch_store_write(ch_store *st, const char *sql, const void *data, size_t len, ch_reply *ret)
 {
-    return ch_query(st->ch, sql, data, len, settings(st), ret);
+    return ch_client_query(st->ch, sql, data, len, settings(st), ret);
 }
 
-int ch_read_query(ch_store *st, jbuf *q, ch_reply *ret, const char *what)
+int ch_store_read_query(ch_store *st, jbuf *q, ch_reply *ret, const char *what)
 {
-    int r = q->failed ? -ENOMEM : ch_read(st, q->data, ret, what);
+    int r = q->failed ? -ENOMEM : ch_store_read(st, q->data, ret, what);
     jbuf_free(q);
     return r < 0 && r != -ENOMEM ? -EIO : r;
 }
 
-int ch_read_rows(ch_store *st, jbuf *q, ch_reply *ret, rb_reader *rd, const char *what)
+int ch_store_read_rows(ch_store *st, jbuf *q, ch_reply *ret, rb_reader *rd, const char *what)
 {
-    int r = ch_read_query(st, q, ret, what);
+    int r = ch_store_read_query(st, q, ret, what);
     if (r == 0)
         rb_reader_init(rd, ret->body, ret->len);
     return r;
 }
 
-int ch_read(ch_store *st, const char *sql, ch_reply *ret, const char *what)
+int ch_store_read(ch_store *st, const char *sql, ch_reply *ret, const char *what)
 {
-    int r = ch_query(st->ch, sql, NULL, 0, NULL, ret);
+    int r = ch_client_query(st->ch, sql, NULL, 0, NULL, ret);
     store_error err;
     if (r < 0)
-        ch_error_of(ret, &err);
+        ch_store_error_of(ret, &err);
     health_read(&st->health, r < 0 ? &err : NULL, what);
     return r;
 }
 
-void ch_say(ch_store *st, const char *fmt, ...)
+void ch_store_say(ch_store *st, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -206,10 +206,10 @@ static const ddl fixed_tables[] = {
 static int exec_on(ch_client *c, const char *sql, char *err, size_t err_size)
 {
     ch_reply r;
-    int rc = ch_query(c, sql, NULL, 0, NULL, &r);
+    int rc = ch_client_query(c, sql, NULL, 0, NULL, &r);
     if (rc < 0)
         snprintf(err, err_size, "%s", r.error);
-    ch_reply_free(&r);
+    ch_client_reply_free(&r);
     return rc;
 }
 
@@ -225,19 +225,19 @@ static size_t def_len(const char *cols)
 }
 
 /* The names of table `local`'s columns (TabSeparated, one a line) that
- * match `where` (SQL, may be ""), in *ret (ch_reply_free it); 0 or
+ * match `where` (SQL, may be ""), in *ret (ch_client_reply_free it); 0 or
  * negative errno with the reason in err. */
 static int columns_of(ch_client *c, const char *local, const char *where, ch_reply *ret, char *err, size_t err_size)
 {
     jbuf q;
     jbuf_init(&q);
     jbuf_puts(&q, "SELECT name FROM system.columns WHERE database = ");
-    ch_sql_str(&q, ch_client_url(c)->database);
+    ch_store_sql_str(&q, ch_client_url(c)->database);
     jbuf_puts(&q, " AND table = ");
-    ch_sql_str(&q, local);
+    ch_store_sql_str(&q, local);
     jbuf_puts(&q, where);
     jbuf_puts(&q, " FORMAT TabSeparated");
-    int rc = q.failed ? -ENOMEM : ch_query(c, q.data, NULL, 0, NULL, ret);
+    int rc = q.failed ? -ENOMEM : ch_client_query(c, q.data, NULL, 0, NULL, ret);
     jbuf_free(&q);
     if (rc < 0)
         snprintf(err, err_size, "%s", q.failed ? "out of memory" : ret->error);
@@ -275,7 +275,7 @@ static int add_missing(ch_client *c, const char *name, const char *cols, char *e
         }
         p += n + (p[n] == ',');
     }
-    ch_reply_free(&r);
+    ch_client_reply_free(&r);
     return rc;
 }
 
@@ -283,7 +283,7 @@ static int create_table(ch_store *st, ch_client *c, const char *name, const char
                         const char *shard_key, char *err, size_t err_size)
 {
     char local[96], sql[8192];
-    ch_table_name(st, name, local, sizeof local, true);
+    ch_store_table_name(st, name, local, sizeof local, true);
     snprintf(sql, sizeof sql, "CREATE TABLE IF NOT EXISTS %s (%s) ENGINE = %s", local, cols, engine);
     int r = exec_on(c, sql, err, err_size);
     if (r == 0)
@@ -316,7 +316,7 @@ static int refuse_old_layout(ch_client *c, const char *local, const char *old, c
                  old);
         rc = -EEXIST;
     }
-    ch_reply_free(&r);
+    ch_client_reply_free(&r);
     return rc;
 }
 
@@ -325,17 +325,17 @@ static int create_schema(ch_store *st, ch_client *c, char *err, size_t err_size)
     char sql[256];
     ch_reply r;
     snprintf(sql, sizeof sql, "CREATE DATABASE IF NOT EXISTS %s", ch_client_url(c)->database);
-    if (ch_query_nodb(c, sql, &r) < 0) {
+    if (ch_client_query_nodb(c, sql, &r) < 0) {
         snprintf(err, err_size, "%s", r.error);
         return -EIO;
     }
-    ch_reply_free(&r);
+    ch_client_reply_free(&r);
     char local[96];
-    ch_table_name(st, "trace_index", local, sizeof local, true);
+    ch_store_table_name(st, "trace_index", local, sizeof local, true);
     if (refuse_old_layout(c, local, "t", err, err_size) < 0)
         return -EIO;
     for (enum store_table tb = 0; tb < TABLE_COUNT; tb++) {
-        ch_table_name(st, ch_table_of(tb)->name, local, sizeof local, true);
+        ch_store_table_name(st, ch_layout_table(tb)->name, local, sizeof local, true);
         if (refuse_old_layout(c, local, "ts", err, err_size) < 0)
             return -EIO;
     }
@@ -345,7 +345,7 @@ static int create_schema(ch_store *st, ch_client *c, char *err, size_t err_size)
             return -EIO;
     }
     for (enum store_table tb = 0; tb < TABLE_COUNT; tb++) {
-        const ch_table *t = ch_table_of(tb);
+        const ch_table *t = ch_layout_table(tb);
         char cols[8192], engine[512];
         size_t o = 0;
         for (size_t i = 0; i < t->n_cols && o < sizeof cols; i++)
@@ -420,7 +420,7 @@ static void aggs_free(aggs *a)
     for (size_t b = 0; b < AGG_BUCKETS; b++)
         for (agg *g = a->slots[b], *next; g; g = next) {
             next = g->next;
-            ch_srow_reset(&g->row);
+            ch_layout_srow_reset(&g->row);
             free(g);
         }
     memset(a, 0, sizeof *a);
@@ -439,7 +439,7 @@ static void agg_add(aggs *a, const store_record *rec, const char *batch)
     g->row.failed += rec->failed;
     if (rec->excluded)
         return;
-    for (size_t i = 0, n = store_kind(rec->kind)->n_metrics; i < n; i++)
+    for (size_t i = 0, n = store_layout_kind(rec->kind)->n_metrics; i < n; i++)
         if (!isnan(rec->metrics[i]) && sketch_add(&g->row.m[i], rec->metrics[i]) == -ENOMEM)
             a->oom = true; /* negative values are left out, as SQLite's rollups do */
 }
@@ -460,7 +460,7 @@ static void aggs_write(const aggs *a, uint64_t att, uint32_t rday, rb_buf *b)
     for (size_t k = 0; k < AGG_BUCKETS; k++)
         for (const agg *g = a->slots[k]; g; g = g->next) {
             pending_head(b, att, rday, g->batch, !g->batch[0]);
-            ch_write_srow(b, &g->row);
+            ch_layout_write_srow(b, &g->row);
         }
 }
 
@@ -520,9 +520,9 @@ static bool batch_filter(jbuf *q, ch_job *list, bool only_retries)
             continue;
         jbuf_puts(q, any ? " OR " : "");
         jbuf_puts(q, "(app = ");
-        ch_sql_str(q, j->app);
+        ch_store_sql_str(q, j->app);
         jbuf_puts(q, " AND batch = ");
-        ch_sql_str(q, j->batch_id);
+        ch_store_sql_str(q, j->batch_id);
         jbuf_puts(q, ")");
         any = true;
     }
@@ -554,7 +554,7 @@ static int check(ch_store *st, ch_job *list, uint64_t att, ch_reply *rep)
     jbuf_printf(&q, "SELECT app, batch FROM attempts WHERE att != %" PRIu64 " AND ", att);
     batch_filter(&q, list, false);
     jbuf_puts(&q, " GROUP BY app, batch FORMAT RowBinary");
-    r = q.failed ? -ENOMEM : ch_query(st->ch, q.data, NULL, 0, NULL, rep);
+    r = q.failed ? -ENOMEM : ch_client_query(st->ch, q.data, NULL, 0, NULL, rep);
     jbuf_free(&q);
     if (r < 0)
         return r;
@@ -568,7 +568,7 @@ static int check(ch_store *st, ch_job *list, uint64_t att, ch_reply *rep)
         if (j)
             retries = j->retry = true;
     }
-    ch_reply_free(rep);
+    ch_client_reply_free(rep);
     if (rd.bad) {
         snprintf(rep->error, sizeof rep->error, "%s: a bad answer to the batch check", ch_client_url(st->ch)->shown);
         return -EIO;
@@ -582,7 +582,7 @@ static int check(ch_store *st, ch_job *list, uint64_t att, ch_reply *rep)
     jbuf_puts(&q, " UNION ALL SELECT app, batch FROM pending WHERE kind = -1 AND ");
     batch_filter(&q, list, true);
     jbuf_puts(&q, " FORMAT RowBinary");
-    r = q.failed ? -ENOMEM : ch_query(st->ch, q.data, NULL, 0, NULL, rep);
+    r = q.failed ? -ENOMEM : ch_client_query(st->ch, q.data, NULL, 0, NULL, rep);
     jbuf_free(&q);
     if (r < 0)
         return r;
@@ -594,7 +594,7 @@ static int check(ch_store *st, ch_job *list, uint64_t att, ch_reply *rep)
         if (j)
             j->duplicate = true;
     }
-    ch_reply_free(rep);
+    ch_client_reply_free(rep);
     return 0;
 }
 
@@ -634,8 +634,8 @@ static int write_rows(ch_store *st, ch_job *list, uint64_t att, uint32_t rday, i
         }
         for (size_t i = 0; i < j->n; i++) {
             const store_record *rec = &j->recs[i];
-            const ch_table *t = ch_table_of(rec->table);
-            ch_encode_row(t, rec, rid_of(j, att, ji, i), rday, &rows[rec->table]);
+            const ch_table *t = ch_layout_table(rec->table);
+            ch_layout_encode_row(t, rec, rid_of(j, att, ji, i), rday, &rows[rec->table]);
             rb_i64(&rows[rec->table], ins++);
             const store_origin *os[2] = {rec->resource, rec->scope};
             for (int w = 0; w < 2; w++) {
@@ -647,7 +647,7 @@ static int write_rows(ch_store *st, ch_job *list, uint64_t att, uint32_t rday, i
                 rb_str(&origins, os[w]->json, strlen(os[w]->json));
                 rb_u32(&origins, rday);
             }
-            if (t->trace_col >= 0 && store_table(rec->table)->kind != KIND_NONE) {
+            if (t->trace_col >= 0 && store_layout_table(rec->table)->kind != KIND_NONE) {
                 const store_value *tv = &rec->cols[t->trace_col];
                 const uint8_t *tid = tv->type == SV_BLOB && tv->n == 16 ? tv->p : NULL;
                 if (tid) {
@@ -678,8 +678,8 @@ static int write_rows(ch_store *st, ch_job *list, uint64_t att, uint32_t rday, i
         rq[n++] = (ch_request){"INSERT INTO origins (which, id, json, rday) FORMAT RowBinary", origins.p, origins.len};
     for (enum store_table t = 0; t < TABLE_COUNT; t++)
         if (rows[t].len) {
-            snprintf(sqls[t], sizeof sqls[t], "INSERT INTO %s (%s, ins) FORMAT RowBinary", ch_table_of(t)->name,
-                     ch_table_of(t)->columns);
+            snprintf(sqls[t], sizeof sqls[t], "INSERT INTO %s (%s, ins) FORMAT RowBinary", ch_layout_table(t)->name,
+                     ch_layout_table(t)->columns);
             rq[n++] = (ch_request){sqls[t], rows[t].p, rows[t].len};
         }
     if (tix.len)
@@ -689,11 +689,11 @@ static int write_rows(ch_store *st, ch_job *list, uint64_t att, uint32_t rday, i
                                cleaned.len};
     ch_reply reps[TABLE_COUNT + 4];
     if (r == 0 && n) {
-        r = ch_query_many(st->ch, n, rq, settings(st), reps);
+        r = ch_client_query_many(st->ch, n, rq, settings(st), reps);
         for (size_t i = 0; i < n; i++) {
             if (r < 0 && reps[i].error[0] && !rep->error[0])
                 *rep = reps[i]; /* the first failure's reason */
-            ch_reply_free(&reps[i]);
+            ch_client_reply_free(&reps[i]);
         }
         if (r < 0 && origins.len)
             origin_forget(st);
@@ -725,7 +725,7 @@ static int commit(ch_store *st, ch_job *list, uint64_t att, uint32_t rday, ch_re
         if (j->batch_id) {
             pending_head(&b, att, rday, j->batch_id, !j->retry);
             ch_srow m = {.kind = -1, .app = j->app, .version = "", .name = "", .cnt = j->items};
-            ch_write_srow(&b, &m);
+            ch_layout_write_srow(&b, &m);
         }
         const char *scope = j->retry ? j->batch_id : "";
         for (size_t i = 0; i < j->n; i++)
@@ -735,9 +735,9 @@ static int commit(ch_store *st, ch_job *list, uint64_t att, uint32_t rday, ch_re
     aggs_write(a, att, rday, &b);
     int r = a->oom || b.failed ? -ENOMEM : 0;
     if (r == 0 && b.len)
-        r = ch_write(st, "INSERT INTO pending (" PENDING_COLUMNS ") FORMAT RowBinary", b.p, b.len, rep);
+        r = ch_store_write(st, "INSERT INTO pending (" PENDING_COLUMNS ") FORMAT RowBinary", b.p, b.len, rep);
     if (r == 0 && b.len)
-        ch_reply_free(rep);
+        ch_client_reply_free(rep);
     aggs_free(a);
     free(a);
     rb_free(&b);
@@ -846,7 +846,7 @@ static void *writer_main(void *arg)
         int r = run_group(st, list, &rep);
         store_error err;
         if (r < 0)
-            ch_error_of(&rep, &err);
+            ch_store_error_of(&rep, &err);
         uint64_t rows[TABLE_COUNT] = {0}, duplicates = 0;
         for (ch_job *j = list; j && r == 0; j = j->next) {
             duplicates += j->duplicate;
@@ -924,18 +924,18 @@ static void ch_health_get(store *s, unsigned wait_ms, store_health *ret)
     jbuf q;
     jbuf_init(&q);
     jbuf_puts(&q, "INSERT INTO probes (who) VALUES (");
-    ch_sql_str(&q, st->who);
+    ch_store_sql_str(&q, st->who);
     jbuf_puts(&q, ")");
     ch_reply rep = {.error = "out of memory"};
     int64_t t0 = mono_ns();
-    int r = probe && !q.failed ? ch_query(probe, q.data, NULL, 0, settings(st), &rep) : -ENOMEM;
+    int r = probe && !q.failed ? ch_client_query(probe, q.data, NULL, 0, settings(st), &rep) : -ENOMEM;
     jbuf_free(&q);
     if (r == 0)
-        ch_reply_free(&rep);
+        ch_client_reply_free(&rep);
     ch_client_free(probe);
     store_error err;
     if (r < 0)
-        ch_error_of(&rep, &err);
+        ch_store_error_of(&rep, &err);
     health_write(&st->health, r < 0 ? &err : NULL, HEALTH_PROBE, mono_ns() - t0, NULL, 0, 0);
     health_snapshot(&st->health, ret, &last_ok);
 }
@@ -959,15 +959,15 @@ static int ch_config_put(store *s, const char *app, const char *xml, size_t len,
     jbuf q;
     jbuf_init(&q);
     jbuf_puts(&q, "SELECT max(version) FROM configs WHERE app = ");
-    ch_sql_str(&q, app);
+    ch_store_sql_str(&q, app);
     jbuf_puts(&q, " FORMAT TabSeparated");
     ch_reply rep;
-    int r = q.failed ? -ENOMEM : ch_query(st->ch, q.data, NULL, 0, NULL, &rep);
+    int r = q.failed ? -ENOMEM : ch_client_query(st->ch, q.data, NULL, 0, NULL, &rep);
     jbuf_free(&q);
     int64_t v = 1;
     if (r == 0) {
         v = strtoll(rep.body, NULL, 10) + 1;
-        ch_reply_free(&rep);
+        ch_client_reply_free(&rep);
         uint64_t h = fnv1a64(FNV1A64_INIT, xml, len);
         char etag[64];
         snprintf(etag, sizeof etag, "\"%" PRId64 "-%016" PRIx64 "\"", v, h);
@@ -979,15 +979,15 @@ static int ch_config_put(store *s, const char *app, const char *xml, size_t len,
         rb_str(&b, xml, len);
         rb_i64(&b, wall_ns());
         r = b.failed ? -ENOMEM
-                     : ch_write(st, "INSERT INTO configs (app, version, etag, xml, created) FORMAT RowBinary", b.p,
+                     : ch_store_write(st, "INSERT INTO configs (app, version, etag, xml, created) FORMAT RowBinary", b.p,
                                 b.len, &rep);
         rb_free(&b);
         if (r == 0)
-            ch_reply_free(&rep);
+            ch_client_reply_free(&rep);
     }
     store_error err;
     if (r < 0)
-        ch_error_of(&rep, &err);
+        ch_store_error_of(&rep, &err);
     health_write(&st->health, r < 0 ? &err : NULL, HEALTH_OTHER, 0, NULL, 0, 0);
     if (r < 0)
         return -EIO;
@@ -1002,27 +1002,27 @@ static int ch_config_get(store *s, const char *app, char **ret_xml, size_t *ret_
     jbuf q;
     jbuf_init(&q);
     jbuf_puts(&q, "SELECT version, etag, xml FROM configs WHERE app = ");
-    ch_sql_str(&q, app);
+    ch_store_sql_str(&q, app);
     jbuf_puts(&q, " ORDER BY version DESC, created DESC LIMIT 1 FORMAT RowBinary");
     ch_reply rep;
     rb_reader rd;
-    int r = ch_read_rows(st, &q, &rep, &rd, "a config read");
+    int r = ch_store_read_rows(st, &q, &rep, &rd, "a config read");
     if (r < 0)
         return r;
     if (!rb_more(&rd)) {
-        ch_reply_free(&rep);
+        ch_client_reply_free(&rep);
         return -ENOENT;
     }
     int64_t v = rb_get_i64(&rd);
     size_t el, xl;
     const char *etag = rb_get_str(&rd, &el), *xml = rb_get_str(&rd, &xl);
     if (rd.bad) {
-        ch_reply_free(&rep);
+        ch_client_reply_free(&rep);
         return -EIO;
     }
     *ret_xml = strndup(xml, xl);
     *ret_etag = strndup(etag, el);
-    ch_reply_free(&rep);
+    ch_client_reply_free(&rep);
     if (!*ret_xml || !*ret_etag) {
         free(*ret_xml);
         free(*ret_etag);
@@ -1070,10 +1070,10 @@ static int tallies_query(ch_store *st, const char *app, ch_reply *rep)
     jbuf_puts(&q, "SELECT reason, uniqExact(rid), max(ts) FROM cleaned");
     if (app) {
         jbuf_puts(&q, " WHERE app = ");
-        ch_sql_str(&q, app);
+        ch_store_sql_str(&q, app);
     }
     jbuf_puts(&q, " GROUP BY reason ORDER BY reason FORMAT RowBinary");
-    return ch_read_query(st, &q, rep, "the cleaning counts");
+    return ch_store_read_query(st, &q, rep, "the cleaning counts");
 }
 
 static int ch_tallies(store *s, const char *app,
@@ -1098,7 +1098,7 @@ static int ch_tallies(store *s, const char *app,
         name[n] = 0;
         cb(ctx, name, count, last);
     }
-    ch_reply_free(&rep);
+    ch_client_reply_free(&rep);
     return rd.bad ? -EIO : 0;
 }
 
@@ -1110,16 +1110,16 @@ static const store_backend store_backend_clickhouse = {
     .coming = ch_coming,
     .health_get = ch_health_get,
     .get_stats = ch_get_stats,
-    .config_put = ch_config_put,
-    .config_get = ch_config_get,
-    .scan = ch_op_scan,
-    .apps = ch_op_apps,
-    .trace = ch_op_trace,
-    .search_spans = ch_op_search_spans,
-    .search_logs = ch_op_search_logs,
-    .search_points = ch_op_search_points,
+    .config_api_put = ch_config_put,
+    .config_api_get = ch_config_get,
+    .scan = ch_read_scan,
+    .apps = ch_read_apps,
+    .trace = ch_read_trace,
+    .search_spans = ch_read_search_spans,
+    .search_logs = ch_read_search_logs,
+    .search_points = ch_read_search_points,
     .explain = ch_explain,
-    .version_rows = ch_op_version_rows,
+    .version_rows = ch_read_version_rows,
     .newest = ch_newest,
     .dash_explain = ch_newest_explain,
     .marks_last = ch_marks_last,
@@ -1160,7 +1160,7 @@ static int split_nodes(const char *url, char ***ret, size_t *ret_n)
     return 0;
 }
 
-store *store_clickhouse_open(const char *url, const store_options *opt, char *err, size_t err_size)
+store *ch_store_open(const char *url, const store_options *opt, char *err, size_t err_size)
 {
     const char *layout = store_layout_error();
     if (layout) {
@@ -1177,7 +1177,7 @@ store *store_clickhouse_open(const char *url, const store_options *opt, char *er
     ch_url u = {0};
     char why[512];
     int r = st ? 0 : -ENOMEM;
-    if (r == 0 && ch_url_parse(nodes[0], &u, why, sizeof why) < 0) {
+    if (r == 0 && ch_client_url_parse(nodes[0], &u, why, sizeof why) < 0) {
         snprintf(err, err_size, "--clickhouse: %s", why);
         r = -EINVAL;
     }
@@ -1214,7 +1214,7 @@ store *store_clickhouse_open(const char *url, const store_options *opt, char *er
     for (size_t i = 0; r == 0 && i < n_nodes; i++) {
         ch_url nu;
         ch_client *c = NULL;
-        if (ch_url_parse(nodes[i], &nu, why, sizeof why) < 0) {
+        if (ch_client_url_parse(nodes[i], &nu, why, sizeof why) < 0) {
             snprintf(err, err_size, "--clickhouse: %s", why);
             r = -EINVAL;
             break;
@@ -1226,9 +1226,9 @@ store *store_clickhouse_open(const char *url, const store_options *opt, char *er
             snprintf(err, err_size, "%s: cannot create the schema: %s", nu.shown, c ? why : "out of memory");
             r = -EIO;
         }
-        ch_url_clear(&nu);
+        ch_client_url_clear(&nu);
     }
-    ch_url_clear(&u);
+    ch_client_url_clear(&u);
     for (size_t i = 0; i < n_nodes; i++)
         free(nodes[i]);
     free(nodes);

@@ -1,5 +1,5 @@
 /* Blocks: rows column by column (store_block.h). */
-#include "store_block.h"
+#include "block.h"
 
 #include <pacer/base/array.h>
 

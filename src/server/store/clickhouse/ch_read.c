@@ -16,7 +16,7 @@
  * rid), halved to fit the cursor's 63 bits: items of the same nanosecond
  * come in that order, not in the order they were stored.
  */
-#include "store_ch.h"
+#include "ch_int.h"
 #include "store/store_filter.h"
 #include "store/store_json.h"
 
@@ -42,10 +42,10 @@ static int64_t ceil_div(int64_t a, int64_t b)
 
 /* ---- rollups ---- */
 
-int ch_watermarks(ch_store *st, int64_t *ret_hour, int64_t *ret_day)
+int ch_read_watermarks(ch_store *st, int64_t *ret_hour, int64_t *ret_day)
 {
     ch_reply rep;
-    int r = ch_read(st, "SELECT lvl, max(slot) FROM slots GROUP BY lvl FORMAT TabSeparated", &rep, "a query");
+    int r = ch_store_read(st, "SELECT lvl, max(slot) FROM slots GROUP BY lvl FORMAT TabSeparated", &rep, "a query");
     if (r < 0)
         return r;
     *ret_hour = *ret_day = -1;
@@ -61,19 +61,19 @@ int ch_watermarks(ch_store *st, int64_t *ret_hour, int64_t *ret_day)
         p += strcspn(p, "\n");
         p += *p == '\n';
     }
-    ch_reply_free(&rep);
+    ch_client_reply_free(&rep);
     return 0;
 }
 
 static void filter_common(jbuf *q, const ch_rollup_query *rq)
 {
     jbuf_puts(q, "app = ");
-    ch_sql_str(q, rq->app);
+    ch_store_sql_str(q, rq->app);
     if (rq->kind >= 0)
         jbuf_printf(q, " AND kind = %d", rq->kind);
     if (rq->version) {
         jbuf_puts(q, " AND version = ");
-        ch_sql_str(q, rq->version);
+        ch_store_sql_str(q, rq->version);
     }
 }
 
@@ -115,7 +115,7 @@ static int read_tier(ch_store *st, const char *where, void (*cb)(void *ctx, cons
                 where);
     ch_reply rep;
     rb_reader rd;
-    int r = ch_read_rows(st, &q, &rep, &rd, "a query");
+    int r = ch_store_read_rows(st, &q, &rep, &rd, "a query");
     if (r < 0)
         return r;
     char pa[1100] = "", pv[1100] = "", pn[1100] = "";
@@ -125,7 +125,7 @@ static int read_tier(ch_store *st, const char *where, void (*cb)(void *ctx, cons
     ch_srow row;
     while (rb_more(&rd)) {
         uint32_t slot = rb_get_u32(&rd);
-        if (!ch_read_srow(&rd, &row)) {
+        if (!ch_layout_read_srow(&rd, &row)) {
             r = -EIO;
             break;
         }
@@ -139,16 +139,16 @@ static int read_tier(ch_store *st, const char *where, void (*cb)(void *ctx, cons
         prev.t = row.t;
         prev_slot = slot;
         have = true;
-        ch_srow_reset(&row);
+        ch_layout_srow_reset(&row);
     }
-    ch_reply_free(&rep);
+    ch_client_reply_free(&rep);
     return r;
 }
 
-int ch_rollups(ch_store *st, const ch_rollup_query *rq, void (*cb)(void *ctx, const ch_srow *row), void *ctx)
+int ch_read_rollups(ch_store *st, const ch_rollup_query *rq, void (*cb)(void *ctx, const ch_srow *row), void *ctx)
 {
     int64_t w1, w2;
-    int r = ch_watermarks(st, &w1, &w2);
+    int r = ch_read_watermarks(st, &w1, &w2);
     if (r < 0)
         return r;
     int64_t per = st->day_s / st->unit_s;
@@ -196,7 +196,7 @@ int ch_rollups(ch_store *st, const ch_rollup_query *rq, void (*cb)(void *ctx, co
     jbuf_puts(&q, " AND ");
     range(&q, all_lo, all_hi);
     rollup_ctx c = {cb, ctx};
-    r = q.failed ? -ENOMEM : ch_pending_rows(st, q.data, on_pending, &c);
+    r = q.failed ? -ENOMEM : ch_keeper_pending_rows(st, q.data, on_pending, &c);
     jbuf_free(&q);
     return r;
 }
@@ -207,7 +207,7 @@ int ch_rollups(ch_store *st, const ch_rollup_query *rq, void (*cb)(void *ctx, co
  * or its rid, halved. */
 static int64_t row_key(const ch_table *t, const ch_row *row)
 {
-    if (t->span_col >= 0 && store_table(row->row.table)->kind != KIND_NONE) {
+    if (t->span_col >= 0 && store_layout_table(row->row.table)->kind != KIND_NONE) {
         const store_value *v = &row->row.cols[t->span_col];
         uint64_t k = 0;
         for (size_t i = 0; v->type == SV_BLOB && i < 8 && i < v->n; i++)
@@ -217,40 +217,40 @@ static int64_t row_key(const ch_table *t, const ch_row *row)
     return (int64_t)(row->rid >> 1);
 }
 
-const char *ch_rk_sql(enum store_table tb)
+const char *ch_read_rk_sql(enum store_table tb)
 {
-    return store_table(tb)->kind != KIND_NONE ? "bitShiftRight(" CH_SPAN_ID_SQL ", 1)"
+    return store_layout_table(tb)->kind != KIND_NONE ? "bitShiftRight(" CH_SPAN_ID_SQL ", 1)"
                                               : "bitShiftRight(rid, 1)";
 }
 
-const char *ch_identity_sql(enum store_table tb)
+const char *ch_read_identity_sql(enum store_table tb)
 {
-    return store_table(tb)->kind != KIND_NONE ? "trace_id, span_xor" : "rid";
+    return store_layout_table(tb)->kind != KIND_NONE ? "trace_id, span_xor" : "rid";
 }
 
 /* Rows of table tb matching `tail` ("WHERE … ORDER BY …"), deduplicated,
  * each to cb until it returns false. */
-int ch_select_rows(ch_store *st, enum store_table tb, const char *where, const char *order, size_t limit,
+int ch_read_select_rows(ch_store *st, enum store_table tb, const char *where, const char *order, size_t limit,
                        bool (*cb)(void *ctx, ch_row *row), void *ctx, const char *what, ch_reply *keep)
 {
-    const ch_table *t = ch_table_of(tb);
+    const ch_table *t = ch_layout_table(tb);
     jbuf q;
     jbuf_init(&q);
     jbuf_printf(&q, "SELECT %s FROM %s WHERE %s", t->columns, t->name, where);
     if (order)
         jbuf_printf(&q, " ORDER BY %s", order);
-    jbuf_printf(&q, " LIMIT 1 BY %s", ch_identity_sql(tb));
+    jbuf_printf(&q, " LIMIT 1 BY %s", ch_read_identity_sql(tb));
     if (limit)
         jbuf_printf(&q, " LIMIT %zu", limit);
     jbuf_puts(&q, " FORMAT RowBinary");
-    int r = ch_read_query(st, &q, keep, what);
+    int r = ch_store_read_query(st, &q, keep, what);
     if (r < 0)
         return r;
     rb_reader rd;
     rb_reader_init(&rd, keep->body, keep->len);
     while (rb_more(&rd)) {
         ch_row row;
-        if (!ch_decode_row(t, &rd, &row))
+        if (!ch_layout_decode_row(t, &rd, &row))
             return -EIO;
         if (!cb(ctx, &row))
             break;
@@ -258,7 +258,7 @@ int ch_select_rows(ch_store *st, enum store_table tb, const char *where, const c
     return 0;
 }
 
-void ch_ts_where(jbuf *q, int64_t from, int64_t to)
+void ch_read_ts_where(jbuf *q, int64_t from, int64_t to)
 {
     int64_t s0 = ch_ts_s(from), s1 = ch_ts_s(to > INT64_MIN ? to - 1 : to);
     jbuf_printf(q,
@@ -268,11 +268,11 @@ void ch_ts_where(jbuf *q, int64_t from, int64_t to)
 }
 
 /* app and [from, to). */
-void ch_time_where(jbuf *q, const char *app, int64_t from, int64_t to)
+void ch_read_time_where(jbuf *q, const char *app, int64_t from, int64_t to)
 {
     jbuf_puts(q, "app = ");
-    ch_sql_str(q, app);
-    ch_ts_where(q, from, to);
+    ch_store_sql_str(q, app);
+    ch_read_ts_where(q, from, to);
 }
 
 #define MAX_WINDOWS 16
@@ -307,7 +307,7 @@ static int scan_windows(ch_store *st, enum store_table tb, const char *app, int6
                         bool (*cb)(void *ctx, ch_row *row), void *ctx, ch_reply *keeps)
 {
     char order[256];
-    snprintf(order, sizeof order, "ts DESC, %s DESC", ch_rk_sql(tb));
+    snprintf(order, sizeof order, "ts DESC, %s DESC", ch_read_rk_sql(tb));
     int64_t hi = to;
     if (after->set && after->ts < INT64_MAX && after->ts + 1 < hi)
         hi = after->ts + 1;
@@ -319,14 +319,14 @@ static int scan_windows(ch_store *st, enum store_table tb, const char *app, int6
             lo = from;
         jbuf q;
         jbuf_init(&q);
-        ch_time_where(&q, app, lo, hi);
+        ch_read_time_where(&q, app, lo, hi);
         if (after->set)
             jbuf_printf(&q, " AND (ts < %" PRId64 " OR (ts = %" PRId64 " AND %s < %" PRId64 "))", after->ts, after->ts,
-                        ch_rk_sql(tb), after->row);
+                        ch_read_rk_sql(tb), after->row);
         jbuf_puts(&q, filters);
         counting cc = {cb, ctx, 0, false};
         int r = q.failed ? -ENOMEM
-                         : ch_select_rows(st, tb, q.data, order, cap - given, on_counted, &cc, "a query", &keeps[k]);
+                         : ch_read_select_rows(st, tb, q.data, order, cap - given, on_counted, &cc, "a query", &keeps[k]);
         jbuf_free(&q);
         if (r < 0)
             return r;
@@ -346,33 +346,33 @@ static int scan_raw(ch_store *st, enum store_kind kind, const char *app, const c
 {
     if (from >= to)
         return 0;
-    const store_kind_desc *kd = store_kind(kind);
+    const store_kind_desc *kd = store_layout_kind(kind);
     jbuf q;
     jbuf_init(&q);
-    jbuf_printf(&q, "SELECT %s FROM %s WHERE ", ch_values_columns(kind), store_table(kd->table)->name);
-    ch_time_where(&q, app, from, to);
+    jbuf_printf(&q, "SELECT %s FROM %s WHERE ", ch_layout_values_columns(kind), store_layout_table(kd->table)->name);
+    ch_read_time_where(&q, app, from, to);
     if (version) {
         jbuf_puts(&q, " AND version = ");
-        ch_sql_str(&q, version);
+        ch_store_sql_str(&q, version);
     }
-    jbuf_printf(&q, " LIMIT 1 BY %s FORMAT RowBinary", ch_identity_sql(kd->table));
+    jbuf_printf(&q, " LIMIT 1 BY %s FORMAT RowBinary", ch_read_identity_sql(kd->table));
     ch_reply rep;
     rb_reader rd;
-    int r = ch_read_rows(st, &q, &rep, &rd, "a query");
+    int r = ch_store_read_rows(st, &q, &rep, &rd, "a query");
     if (r < 0)
         return r;
     char name[4200];
     double m[STORE_MAX_METRICS];
     while (rb_more(&rd)) {
         bool named, failed, excluded;
-        if (!ch_decode_values(kind, &rd, name, sizeof name, &named, &failed, &excluded, m)) {
+        if (!ch_layout_decode_values(kind, &rd, name, sizeof name, &named, &failed, &excluded, m)) {
             r = -EIO;
             break;
         }
         if (named)
             cb->raw(cb->ctx, name, failed, excluded, m);
     }
-    ch_reply_free(&rep);
+    ch_client_reply_free(&rep);
     return r;
 }
 
@@ -384,12 +384,12 @@ static void on_rollup(void *ctx, const ch_srow *row)
 {
     const store_scan_cb *cb = ((scan_ctx *)ctx)->cb;
     cb->count(cb->ctx, row->name, row->cnt, row->failed);
-    for (size_t i = 0; i < store_kind((enum store_kind)row->kind)->n_metrics; i++)
+    for (size_t i = 0; i < store_layout_kind((enum store_kind)row->kind)->n_metrics; i++)
         if (row->m[i].count)
             cb->sketch(cb->ctx, row->name, i, &row->m[i]);
 }
 
-int ch_op_scan(store *s, enum store_kind kind, const char *app, const char *version, int64_t from_ns, int64_t to_ns,
+int ch_read_scan(store *s, enum store_kind kind, const char *app, const char *version, int64_t from_ns, int64_t to_ns,
                const store_scan_cb *cb)
 {
     ch_store *st = (ch_store *)s;
@@ -426,7 +426,7 @@ int ch_op_scan(store *s, enum store_kind kind, const char *app, const char *vers
         rq.s_hi = s_hi;
     }
     scan_ctx c = {cb};
-    int r = ch_rollups(st, &rq, on_rollup, &c);
+    int r = ch_read_rollups(st, &rq, on_rollup, &c);
     if (r == 0)
         r = scan_raw(st, kind, app, version, from_ns, s_lo * CH_SLOT_NS, cb);
     if (r == 0 && (to_ns != INT64_MAX || s_hi < MAX_SLOT))
@@ -436,11 +436,11 @@ int ch_op_scan(store *s, enum store_kind kind, const char *app, const char *vers
 
 /* ---- apps ---- */
 
-int ch_op_apps(store *s, void (*cb)(void *ctx, const char *app, const char *version), void *ctx)
+int ch_read_apps(store *s, void (*cb)(void *ctx, const char *app, const char *version), void *ctx)
 {
     ch_store *st = (ch_store *)s;
     ch_reply rep;
-    int r = ch_read(st,
+    int r = ch_store_read(st,
                     "SELECT app, version FROM (SELECT app, version FROM rollups WHERE kind >= 0"
                     " UNION ALL SELECT app, version FROM pending WHERE kind >= 0)"
                     " GROUP BY app, version ORDER BY app, version FORMAT RowBinary",
@@ -460,7 +460,7 @@ int ch_op_apps(store *s, void (*cb)(void *ctx, const char *app, const char *vers
         cb(ctx, app, version);
     }
     r = rd.bad ? -EIO : 0;
-    ch_reply_free(&rep);
+    ch_client_reply_free(&rep);
     return r;
 }
 
@@ -504,7 +504,7 @@ static int origin_fetch(ch_store *st, origin_map *m)
     jbuf_puts(&q, " GROUP BY which, id FORMAT RowBinary");
     ch_reply rep;
     rb_reader rd;
-    int r = ch_read_rows(st, &q, &rep, &rd, "a query");
+    int r = ch_store_read_rows(st, &q, &rep, &rd, "a query");
     if (r < 0)
         return r;
     while (rb_more(&rd)) {
@@ -518,7 +518,7 @@ static int origin_fetch(ch_store *st, origin_map *m)
             if (m->ids[w][i] == id && !m->json[w][i])
                 m->json[w][i] = strndup(j, n);
     }
-    ch_reply_free(&rep);
+    ch_client_reply_free(&rep);
     return rd.bad ? -EIO : 0;
 }
 
@@ -563,10 +563,10 @@ typedef struct page {
 static bool on_item(void *ctx, ch_row *row)
 {
     page *p = ctx;
-    const ch_table *t = ch_table_of(p->tb);
+    const ch_table *t = ch_layout_table(p->tb);
     if (p->n == p->limit || p->examined == STORE_MAX_EXAMINED || p->bytes > STORE_MAX_ANSWER) {
         p->more = true;
-        ch_row_clear(row);
+        ch_layout_row_clear(row);
         return false;
     }
     p->examined++;
@@ -575,14 +575,14 @@ static bool on_item(void *ctx, ch_row *row)
     p->last_rk = rk;
     bool ok = store_filter_row(p->tb, row->row.cols, p->text, p->attrs, p->n_attrs);
     if (!ok) {
-        ch_row_clear(row);
+        ch_layout_row_clear(row);
         return true;
     }
     kept *k = &p->rows[p->n++];
     k->row = *row;
     k->ts = ts;
     k->rk = rk;
-    for (size_t i = 0; i < store_table(p->tb)->n_cols; i++)
+    for (size_t i = 0; i < store_layout_table(p->tb)->n_cols; i++)
         if (row->row.cols[i].type == SV_TEXT || row->row.cols[i].type == SV_BLOB)
             p->bytes += row->row.cols[i].n + 16;
     return true;
@@ -610,7 +610,7 @@ static void attr_prefilter(jbuf *w, const store_attr_filter *attrs, size_t n)
         char pat[1200];
         snprintf(pat, sizeof pat, "\"key\":\"%s\"", k);
         jbuf_puts(w, " AND position(ifNull(attributes, ''), ");
-        ch_sql_str(w, pat);
+        ch_store_sql_str(w, pat);
         jbuf_puts(w, ") > 0");
     }
 }
@@ -653,11 +653,11 @@ static int run_page(ch_store *st, page *p, const char *app, int64_t from, int64_
         r = out->failed ? -ENOMEM : 0;
     }
     for (size_t i = 0; i < p->n; i++)
-        ch_row_clear(&p->rows[i].row);
+        ch_layout_row_clear(&p->rows[i].row);
     free(p->rows);
     origin_free(om);
     for (int k = 0; k < MAX_WINDOWS; k++)
-        ch_reply_free(&keeps[k]);
+        ch_client_reply_free(&keeps[k]);
     free(keeps);
     return r;
 }
@@ -671,7 +671,7 @@ static int run_filtered(ch_store *st, page *p, const char *app, int64_t from, in
     return r;
 }
 
-int ch_op_search_spans(store *s, const store_span_query *q, jbuf *out)
+int ch_read_search_spans(store *s, const store_span_query *q, jbuf *out)
 {
     ch_store *st = (ch_store *)s;
     jbuf w;
@@ -679,11 +679,11 @@ int ch_op_search_spans(store *s, const store_span_query *q, jbuf *out)
     jbuf_puts(&w, "");
     if (q->name) {
         jbuf_puts(&w, " AND name = ");
-        ch_sql_str(&w, q->name);
+        ch_store_sql_str(&w, q->name);
     }
     if (q->version) {
         jbuf_puts(&w, " AND version = ");
-        ch_sql_str(&w, q->version);
+        ch_store_sql_str(&w, q->version);
     }
     /* the duration as SQLite computes it: (end_ts - ts) / 1e6; end_ts is
      * stored as end_ts - ts here */
@@ -695,7 +695,7 @@ int ch_op_search_spans(store *s, const store_span_query *q, jbuf *out)
     return run_filtered(st, &p, q->app, q->from_ns, q->to_ns, &q->after, &w, out, "spans");
 }
 
-int ch_op_search_logs(store *s, const store_log_query *q, jbuf *out)
+int ch_read_search_logs(store *s, const store_log_query *q, jbuf *out)
 {
     ch_store *st = (ch_store *)s;
     jbuf w;
@@ -707,13 +707,13 @@ int ch_op_search_logs(store *s, const store_log_query *q, jbuf *out)
     return run_filtered(st, &p, q->app, q->from_ns, q->to_ns, &q->after, &w, out, "logs");
 }
 
-int ch_op_search_points(store *s, const store_point_query *q, jbuf *out)
+int ch_read_search_points(store *s, const store_point_query *q, jbuf *out)
 {
     ch_store *st = (ch_store *)s;
     jbuf w;
     jbuf_init(&w);
     jbuf_puts(&w, " AND name = ");
-    ch_sql_str(&w, q->name);
+    ch_store_sql_str(&w, q->name);
     attr_prefilter(&w, q->attrs, q->n_attrs);
     page p = {.tb = TABLE_METRIC_POINTS, .attrs = q->attrs, .n_attrs = q->n_attrs, .limit = q->limit};
     return run_filtered(st, &p, q->app, q->from_ns, q->to_ns, &q->after, &w, out, "points");
@@ -735,10 +735,10 @@ static bool on_trace_row(void *ctx, ch_row *row)
     trace_ctx *c = ctx;
     if (c->n == TRACE_MAX_SPANS) {
         c->truncated = true;
-        ch_row_clear(row);
+        ch_layout_row_clear(row);
         return false;
     }
-    const ch_table *t = ch_table_of(c->tb);
+    const ch_table *t = ch_layout_table(c->tb);
     c->rows[c->n].row = *row;
     c->rows[c->n].ts = row->row.cols[t->ts_col].i;
     c->rows[c->n].rk = row_key(t, row);
@@ -756,7 +756,7 @@ static int cmp_trace(const void *x, const void *y)
     return a->rk < b->rk ? -1 : a->rk > b->rk;
 }
 
-int ch_op_trace(store *s, const uint8_t trace_id[16], jbuf *out, size_t *ret_n)
+int ch_read_trace(store *s, const uint8_t trace_id[16], jbuf *out, size_t *ret_n)
 {
     ch_store *st = (ch_store *)s;
     *ret_n = 0;
@@ -772,14 +772,14 @@ int ch_op_trace(store *s, const uint8_t trace_id[16], jbuf *out, size_t *ret_n)
              " ORDER BY tbl, app, hour LIMIT 20000 FORMAT RowBinary",
              (unsigned)(trace_id[0] << 8 | trace_id[1]), (unsigned)trace_id[2]);
     ch_reply idx;
-    if (ch_read(st, sql, &idx, "a query") < 0)
+    if (ch_store_read(st, sql, &idx, "a query") < 0)
         return -EIO;
     trace_ctx c = {.rows = calloc(TRACE_MAX_SPANS, sizeof(kept))};
     ch_reply keeps[TABLE_COUNT];
     memset(keeps, 0, sizeof keeps);
     int r = c.rows ? 0 : -ENOMEM;
     for (enum store_table tb = 0; r == 0 && tb < TABLE_COUNT && !c.truncated; tb++) {
-        if (store_table(tb)->kind == KIND_NONE)
+        if (store_layout_table(tb)->kind == KIND_NONE)
             continue;
         jbuf w;
         jbuf_init(&w);
@@ -795,8 +795,8 @@ int ch_op_trace(store *s, const uint8_t trace_id[16], jbuf *out, size_t *ret_n)
             if (rd.bad || t != (int)tb)
                 continue;
             jbuf_puts(&w, " OR (app = ");
-            ch_quote(&w, a, al);
-            ch_ts_where(&w, (int64_t)h * HOUR_NS, ((int64_t)h + 1) * HOUR_NS);
+            ch_client_quote(&w, a, al);
+            ch_read_ts_where(&w, (int64_t)h * HOUR_NS, ((int64_t)h + 1) * HOUR_NS);
             jbuf_puts(&w, ")");
             any = true;
         }
@@ -804,11 +804,11 @@ int ch_op_trace(store *s, const uint8_t trace_id[16], jbuf *out, size_t *ret_n)
         if (any) {
             c.tb = tb;
             r = w.failed ? -ENOMEM
-                         : ch_select_rows(st, tb, w.data, NULL, TRACE_MAX_SPANS + 1, on_trace_row, &c, "a query", &keeps[tb]);
+                         : ch_read_select_rows(st, tb, w.data, NULL, TRACE_MAX_SPANS + 1, on_trace_row, &c, "a query", &keeps[tb]);
         }
         jbuf_free(&w);
     }
-    ch_reply_free(&idx);
+    ch_client_reply_free(&idx);
     origin_map *om = calloc(1, sizeof *om);
     if (r == 0 && !om)
         r = -ENOMEM;
@@ -837,12 +837,12 @@ int ch_op_trace(store *s, const uint8_t trace_id[16], jbuf *out, size_t *ret_n)
         r = out->failed ? -ENOMEM : 0;
     }
     for (size_t i = 0; c.rows && i < c.n; i++)
-        ch_row_clear(&c.rows[i].row);
+        ch_layout_row_clear(&c.rows[i].row);
     free(c.rows);
     if (om)
         origin_free(om);
     for (int t = 0; t < TABLE_COUNT; t++)
-        ch_reply_free(&keeps[t]);
+        ch_client_reply_free(&keeps[t]);
     return r;
 }
 
@@ -885,19 +885,19 @@ static bool on_version_row(void *ctx, ch_row *row)
     vrow_ctx *c = ctx;
     if (c->n++ == c->limit) {
         c->truncated = true;
-        ch_row_clear(row);
+        ch_layout_row_clear(row);
         return false;
     }
     c->cb(c->ctx, &row->row);
-    ch_row_clear(row);
+    ch_layout_row_clear(row);
     return true;
 }
 
-int ch_op_version_rows(store *s, enum store_table table, const char *app, const char *version, size_t limit,
+int ch_read_version_rows(store *s, enum store_table table, const char *app, const char *version, size_t limit,
                        size_t scan_max, void (*cb)(void *ctx, const store_row *row), void *ctx, bool *ret_truncated)
 {
     ch_store *st = (ch_store *)s;
-    const store_table_desc *t = store_table(table);
+    const store_table_desc *t = store_layout_table(table);
     *ret_truncated = false;
     if (t->kind == KIND_NONE)
         return -EINVAL;
@@ -906,25 +906,25 @@ int ch_op_version_rows(store *s, enum store_table table, const char *app, const 
     jbuf w;
     jbuf_init(&w);
     jbuf_puts(&w, "app = ");
-    ch_sql_str(&w, app);
+    ch_store_sql_str(&w, app);
     char sql[512];
     snprintf(sql, sizeof sql, "SELECT count() FROM (SELECT 1 FROM %s WHERE %s LIMIT %zu) FORMAT TabSeparated",
              t->name, w.data ? w.data : "0", scan_max + 1);
     ch_reply rep;
-    int r = w.failed ? -ENOMEM : ch_read(st, sql, &rep, "a query");
+    int r = w.failed ? -ENOMEM : ch_store_read(st, sql, &rep, "a query");
     if (r < 0) {
         jbuf_free(&w);
         return -EIO;
     }
     size_t total = (size_t)strtoull(rep.body, NULL, 10);
-    ch_reply_free(&rep);
+    ch_client_reply_free(&rep);
     int64_t ts_min = 0;
     if (total > scan_max) {
         *ret_truncated = true;
         count_ctx cc = {0};
         ch_rollup_query rq = {.kind = (int8_t)t->kind, .app = app, .a_lo = 0, .a_hi = MAX_SLOT, .s_lo = 0,
                               .s_hi = MAX_SLOT};
-        r = ch_rollups(st, &rq, on_count_row, &cc);
+        r = ch_read_rollups(st, &rq, on_count_row, &cc);
         int64_t start_hour = 0, need = (int64_t)scan_max;
         if (r == 0 && !cc.oom) {
             /* newest slots first until they hold scan_max rows */
@@ -954,21 +954,21 @@ int ch_op_version_rows(store *s, enum store_table table, const char *app, const 
         jbuf q;
         jbuf_init(&q);
         jbuf_printf(&q, "SELECT ts FROM %s WHERE ", t->name);
-        ch_time_where(&q, app, start_hour * CH_SLOT_NS, INT64_MAX);
+        ch_read_time_where(&q, app, start_hour * CH_SLOT_NS, INT64_MAX);
         jbuf_printf(&q, " ORDER BY ts DESC LIMIT 1 OFFSET %" PRId64 " FORMAT TabSeparated", (int64_t)scan_max - 1);
-        r = q.failed ? -ENOMEM : ch_read(st, q.data, &rep, "a query");
+        r = q.failed ? -ENOMEM : ch_store_read(st, q.data, &rep, "a query");
         jbuf_free(&q);
         if (r < 0) {
             jbuf_free(&w);
             return -EIO;
         }
         ts_min = rep.len ? strtoll(rep.body, NULL, 10) : start_hour * CH_SLOT_NS;
-        ch_reply_free(&rep);
+        ch_client_reply_free(&rep);
     }
     jbuf_free(&w);
     jbuf_init(&w);
     jbuf_puts(&w, " AND version = ");
-    ch_sql_str(&w, version);
+    ch_store_sql_str(&w, version);
     vrow_ctx vc = {cb, ctx, limit, 0, false};
     ch_reply *keeps = calloc(MAX_WINDOWS, sizeof *keeps);
     store_cursor none = {.set = false};
@@ -976,7 +976,7 @@ int ch_op_version_rows(store *s, enum store_table table, const char *app, const 
                            : scan_windows(st, table, app, ts_min, INT64_MAX, &none, w.data, limit + 1, on_version_row, &vc,
                                           keeps);
     for (int k = 0; keeps && k < MAX_WINDOWS; k++)
-        ch_reply_free(&keeps[k]);
+        ch_client_reply_free(&keeps[k]);
     free(keeps);
     jbuf_free(&w);
     if (vc.truncated)
