@@ -300,31 +300,24 @@ static const char *const status_codes[] = {"STATUS_CODE_UNSET", "STATUS_CODE_OK"
 
 /* ---- the decoder: batch, marks, rejections ---- */
 
-static bool grow(void *arr, size_t n, size_t *cap, size_t size)
-{
-    return array_grow(arr, cap, n + 1, size, 64);
-}
-
 typedef struct decoder {
+    otlp_out o;  /* first: the batch being filled */
     jread r;     /* over the batch's copy of the body; r.src is the body */
-    otlp_batch *b;
-    size_t cap_res, cap_items, cap_kvs, cap_scopes, cap_events, cap_links, cap_exemplars;
-    bool oom;
     char ignore_msg[256]; /* the first unknown field skipped */
     bool has_ignore;
     const char *shape; /* the first wrong shape of a list (whole request) */
     char shape_buf[160];
-    char msg[512];     /* the first rejection's reason */
-    bool has_msg;
 } decoder;
 
-otlp_mark otlp_mark_take(const otlp_batch *b, bool has_msg)
+otlp_mark otlp_out_mark(const otlp_out *o)
 {
-    return (otlp_mark){b->n_spans + b->n_logs + b->n_points, b->rejected, has_msg}; /* one kind per batch */
+    const otlp_batch *b = o->b;
+    return (otlp_mark){b->n_spans + b->n_logs + b->n_points, b->rejected, o->has_msg}; /* one kind per batch */
 }
 
-bool otlp_mark_restore(otlp_batch *b, otlp_mark m)
+void otlp_out_restore(otlp_out *o, otlp_mark m)
 {
+    otlp_batch *b = o->b;
     if (b->spans)
         b->n_spans = m.items;
     else if (b->logs)
@@ -332,38 +325,74 @@ bool otlp_mark_restore(otlp_batch *b, otlp_mark m)
     else if (b->points)
         b->n_points = m.items;
     b->rejected = m.rejected;
-    return m.has_msg;
+    o->has_msg = m.has_msg;
 }
 
-void otlp_vreject(otlp_batch *b, bool *has_msg, char *msg, size_t msg_size, const char *fmt, va_list ap)
+void otlp_out_reject(otlp_out *o, const char *fmt, ...)
 {
-    b->rejected++;
-    if (*has_msg)
+    o->b->rejected++;
+    if (o->has_msg)
         return;
-    vsnprintf(msg, msg_size, fmt, ap);
-    *has_msg = true;
-}
-
-/* Where to roll back to. */
-typedef otlp_mark mark;
-
-static mark mark_take(const decoder *d)
-{
-    return otlp_mark_take(d->b, d->has_msg);
-}
-
-static void mark_restore(decoder *d, mark m)
-{
-    d->has_msg = otlp_mark_restore(d->b, m);
-}
-
-static void reject(decoder *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void reject(decoder *d, const char *fmt, ...)
-{
     va_list ap;
     va_start(ap, fmt);
-    otlp_vreject(d->b, &d->has_msg, d->msg, sizeof d->msg, fmt, ap);
+    vsnprintf(o->msg, sizeof o->msg, fmt, ap);
     va_end(ap);
+    o->has_msg = true;
+}
+
+bool otlp_out_room(otlp_out *o, void *arr, size_t n, size_t *cap, size_t size)
+{
+    if (!array_grow(arr, cap, n + 1, size, 64))
+        o->oom = true;
+    return !o->oom;
+}
+
+void otlp_out_why(const char **why, const char *w)
+{
+    if (w && !*why)
+        *why = w;
+}
+
+static void point_attrs(otlp_batch *b, otlp_attrs *a)
+{
+    a->kv = a->n ? b->kvs + a->first : NULL;
+}
+
+int otlp_out_end(otlp_out *o, const char *bad, const char *ignored, char *err, size_t err_size)
+{
+    otlp_batch *b = o->b;
+    if (o->oom)
+        goto oom;
+    if (bad) {
+        snprintf(err, err_size, "%s", bad);
+        otlp_batch_clear(b);
+        return -EBADMSG;
+    }
+    for (size_t x = 0; x < b->n_resources; x++)
+        point_attrs(b, &b->resources[x].attrs);
+    for (size_t x = 0; x < b->n_scopes; x++)
+        point_attrs(b, &b->scopes[x].attrs);
+    for (size_t x = 0; x < b->n_spans; x++)
+        point_attrs(b, &b->spans[x].attrs);
+    for (size_t x = 0; x < b->n_events; x++)
+        point_attrs(b, &b->events[x].attrs);
+    for (size_t x = 0; x < b->n_links; x++)
+        point_attrs(b, &b->links[x].attrs);
+    for (size_t x = 0; x < b->n_logs; x++)
+        point_attrs(b, &b->logs[x].attrs);
+    for (size_t x = 0; x < b->n_points; x++)
+        point_attrs(b, &b->points[x].attrs);
+    for (size_t x = 0; x < b->n_exemplars; x++)
+        point_attrs(b, &b->exemplars[x].attrs);
+    if (o->has_msg && !(b->reject_message = strdup(o->msg)))
+        goto oom;
+    if (ignored && !(b->ignore_message = strdup(ignored)))
+        goto oom;
+    return 0;
+oom:
+    otlp_batch_clear(b);
+    snprintf(err, err_size, "out of memory");
+    return -ENOMEM;
 }
 
 struct otlp_chunk {
@@ -459,7 +488,7 @@ typedef struct object_kind {
  * counted, so that the answer says what was not stored. */
 static void ignored(decoder *d, const char *what, const char *key, size_t kl)
 {
-    d->b->ignored++;
+    d->o.b->ignored++;
     if (d->has_ignore)
         return;
     snprintf(d->ignore_msg, sizeof d->ignore_msg, "unknown field \"%.*s\" of a %s", (int)(kl > 100 ? 100 : kl),
@@ -523,22 +552,6 @@ static int read_array(decoder *d, element_fn *each, void *ctx)
     return read_array_at(d, each, ctx, &start);
 }
 
-/* Room for one more entry in *arr; false (out of memory, noted) if none. */
-static bool room(decoder *d, void *arr, size_t n, size_t *cap, size_t size)
-{
-    if (grow(arr, n, cap, size))
-        return true;
-    d->oom = true;
-    return false;
-}
-
-/* Keeps the first reason. */
-static void first_why(const char **why, const char *w)
-{
-    if (w && !*why)
-        *why = w;
-}
-
 /* ---- attribute values ---- */
 
 static bool parse_kvs(decoder *d, bool keep, otlp_attrs *ret, const char **why);
@@ -559,7 +572,7 @@ static bool any_element(decoder *d, void *ctx, size_t index)
     (void)index;
     if (!parse_any(d, &e, &w))
         return false;
-    first_why(l->bad, w);
+    otlp_out_why(l->bad, w);
     return true;
 }
 
@@ -569,7 +582,7 @@ static int any_list_member(decoder *d, void *ctx, const char *key, size_t kl)
     if (!key_is(key, kl, "values"))
         return 0;
     if (jread_peek(&d->r) != JT_ARRAY) {
-        first_why(l->bad, l->shape);
+        otlp_out_why(l->bad, l->shape);
         return skip(&d->r) ? 1 : -1;
     }
     if (l->kv) {
@@ -577,7 +590,7 @@ static int any_list_member(decoder *d, void *ctx, const char *key, size_t kl)
         const char *w = NULL;
         if (!parse_kvs(d, false, &nested, &w))
             return -1;
-        first_why(l->bad, w);
+        otlp_out_why(l->bad, w);
         return 1;
     }
     return read_array(d, any_element, l) < 0 ? -1 : 1;
@@ -604,7 +617,7 @@ static int any_member(decoder *d, void *ctx, const char *key, size_t kl)
         if (r < 0)
             return -1;
         if (r == 0)
-            first_why(&in->bad, l.shape);
+            otlp_out_why(&in->bad, l.shape);
     } else {
         jv x;
         if (!read_value(&d->r, &x))
@@ -639,7 +652,7 @@ static int any_member(decoder *d, void *ctx, const char *key, size_t kl)
             ignored(d, "value (AnyValue)", key, kl); /* already read */
             return 1;
         }
-        first_why(&in->bad, w);
+        otlp_out_why(&in->bad, w);
     }
     in->kinds |= 1u << t;
     out->type = t;
@@ -660,12 +673,12 @@ static bool parse_any(decoder *d, otlp_value *out, const char **why)
     if (r < 0)
         return false;
     if (r == 0) {
-        first_why(why, "a value must be an object (AnyValue)");
+        otlp_out_why(why, "a value must be an object (AnyValue)");
         return true;
     }
     if (!in.bad && (in.kinds & (in.kinds - 1)))
         in.bad = "a value holds more than one of stringValue, intValue, …";
-    first_why(why, in.bad);
+    otlp_out_why(why, in.bad);
     out->json = p->src + start;
     out->json_len = p->pos - start;
     return true;
@@ -702,7 +715,7 @@ static bool kvs_element(decoder *d, void *ctx, size_t index)
     static const object_kind kind = {fields, N_OF(fields), kv_member, "attribute (KeyValue)"};
     kvs_in *l = ctx;
     jread *p = &d->r;
-    otlp_batch *b = d->b;
+    otlp_batch *b = d->o.b;
     (void)index;
     size_t start;
     kv_in in = {0};
@@ -713,12 +726,12 @@ static bool kvs_element(decoder *d, void *ctx, size_t index)
                       : in.key.len > OTLP_MAX_NAME ? "an attribute key is longer than 1024 bytes"
                                                    : in.vwhy;
     if (bad) {
-        first_why(l->why, bad);
+        otlp_out_why(l->why, bad);
         return true;
     }
     if (!l->keep || *l->why)
         return true;
-    if (!room(d, &b->kvs, b->n_kvs, &d->cap_kvs, sizeof *b->kvs))
+    if (!otlp_out_room(&d->o, &b->kvs, b->n_kvs, &d->o.cap_kvs, sizeof *b->kvs))
         return false;
     b->kvs[b->n_kvs++] = (otlp_kv){
         .key = in.key.s,
@@ -738,17 +751,17 @@ static bool parse_kvs(decoder *d, bool keep, otlp_attrs *ret, const char **why)
 {
     jread *p = &d->r;
     memset(ret, 0, sizeof *ret);
-    ret->first = d->b->n_kvs;
+    ret->first = d->o.b->n_kvs;
     size_t start;
     kvs_in l = {keep, why};
     int r = read_array_at(d, kvs_element, &l, &start);
     if (r < 0)
         return false;
     if (r == 0) {
-        first_why(why, "attributes must be an array of {\"key\",\"value\"}");
+        otlp_out_why(why, "attributes must be an array of {\"key\",\"value\"}");
         return true;
     }
-    ret->n = d->b->n_kvs - ret->first;
+    ret->n = d->o.b->n_kvs - ret->first;
     ret->json = p->src + start;
     ret->json_len = p->pos - start;
     return true;
@@ -1060,8 +1073,8 @@ static bool span_event(decoder *d, void *ctx, size_t index)
         return true;
     }
     out->name = in.name.t ? in.name.s : "";
-    otlp_batch *b = d->b;
-    if (!room(d, &b->events, b->n_events, &d->cap_events, sizeof *b->events))
+    otlp_batch *b = d->o.b;
+    if (!otlp_out_room(&d->o, &b->events, b->n_events, &d->o.cap_events, sizeof *b->events))
         return false;
     b->events[b->n_events++] = *out;
     return true;
@@ -1118,8 +1131,8 @@ static bool span_link(decoder *d, void *ctx, size_t index)
         return true;
     }
     out->trace_state = in.state.t && in.state.len ? in.state.s : NULL;
-    otlp_batch *b = d->b;
-    if (!room(d, &b->links, b->n_links, &d->cap_links, sizeof *b->links))
+    otlp_batch *b = d->o.b;
+    if (!otlp_out_room(&d->o, &b->links, b->n_links, &d->o.cap_links, sizeof *b->links))
         return false;
     b->links[b->n_links++] = *out;
     return true;
@@ -1180,7 +1193,7 @@ static bool parse_span(decoder *d, size_t i, size_t j, size_t k)
         FIELD(span_in, "droppedLinksCount", dropped_links), FIELD(span_in, "dropped_links_count", dropped_links),
     };
     static const object_kind kind = {fields, N_OF(fields), span_member, "span"};
-    otlp_batch *b = d->b;
+    otlp_batch *b = d->o.b;
     span_in in = {.status_obj = true};
     size_t first_event = b->n_events, first_link = b->n_links;
     int r = read_object(d, &kind, &in);
@@ -1239,7 +1252,7 @@ static bool parse_span(decoder *d, size_t i, size_t j, size_t k)
     if (bad) {
         b->n_events = first_event;
         b->n_links = first_link;
-        reject(d, "resourceSpans[%zu].scopeSpans[%zu].spans[%zu].%s", i, j, k, bad);
+        otlp_out_reject(&d->o, "resourceSpans[%zu].scopeSpans[%zu].spans[%zu].%s", i, j, k, bad);
         return true;
     }
     out->name = in.name.s;
@@ -1249,7 +1262,7 @@ static bool parse_span(decoder *d, size_t i, size_t j, size_t k)
     out->n_events = b->n_events - first_event;
     out->first_link = first_link;
     out->n_links = b->n_links - first_link;
-    if (!room(d, &b->spans, b->n_spans, &d->cap_items, sizeof *b->spans))
+    if (!otlp_out_room(&d->o, &b->spans, b->n_spans, &d->o.cap_items, sizeof *b->spans))
         return false;
     b->spans[b->n_spans++] = *out;
     return true;
@@ -1321,14 +1334,14 @@ static bool parse_log(decoder *d, size_t i, size_t j, size_t k)
     else
         bad = in.body_why ? in.body_why : in.attrs_why;
     if (bad) {
-        reject(d, "resourceLogs[%zu].scopeLogs[%zu].logRecords[%zu].%s", i, j, k, bad);
+        otlp_out_reject(&d->o, "resourceLogs[%zu].scopeLogs[%zu].logRecords[%zu].%s", i, j, k, bad);
         return true;
     }
     out->observed_ns = o;
     out->severity_text = in.text.t ? in.text.s : NULL;
     out->event_name = in.event_name.t && in.event_name.len ? in.event_name.s : NULL;
-    otlp_batch *b = d->b;
-    if (!room(d, &b->logs, b->n_logs, &d->cap_items, sizeof *b->logs))
+    otlp_batch *b = d->o.b;
+    if (!otlp_out_room(&d->o, &b->logs, b->n_logs, &d->o.cap_items, sizeof *b->logs))
         return false;
     b->logs[b->n_logs++] = *out;
     return true;
@@ -1366,7 +1379,7 @@ static bool num_element(decoder *d, void *ctx, size_t index)
     if (!read_value(&d->r, &x))
         return false;
     if (!(l->doubles ? ARRAY_GROW(l->f, l->cap, l->n + 1, 16) : ARRAY_GROW(l->u, l->cap, l->n + 1, 16))) {
-        d->oom = true;
+        d->o.oom = true;
         return false;
     }
     int64_t v;
@@ -1392,9 +1405,9 @@ static int read_nums(decoder *d, bool doubles, const void **ret, size_t *ret_n)
     int r = read_array(d, num_element, &l);
     void *tmp = doubles ? (void *)l.f : (void *)l.u;
     if (r > 0 && !l.bad && l.n) {
-        void *p = otlp_batch_alloc(d->b, l.n * 8);
+        void *p = otlp_batch_alloc(d->o.b, l.n * 8);
         if (!p) {
-            d->oom = true;
+            d->o.oom = true;
             r = -1;
         } else {
             memcpy(p, tmp, l.n * 8);
@@ -1455,7 +1468,7 @@ static bool quantile_element(decoder *d, void *ctx, size_t index)
         return true;
     }
     if (!ARRAY_GROW(l->q, l->cap, l->n + 1, 8)) {
-        d->oom = true;
+        d->o.oom = true;
         return false;
     }
     l->q[l->n++] = q;
@@ -1515,8 +1528,8 @@ static bool point_exemplar(decoder *d, void *ctx, size_t index)
         }
         return true;
     }
-    otlp_batch *b = d->b;
-    if (!room(d, &b->exemplars, b->n_exemplars, &d->cap_exemplars, sizeof *b->exemplars))
+    otlp_batch *b = d->o.b;
+    if (!otlp_out_room(&d->o, &b->exemplars, b->n_exemplars, &d->o.cap_exemplars, sizeof *b->exemplars))
         return false;
     b->exemplars[b->n_exemplars++] = *out;
     return true;
@@ -1579,7 +1592,7 @@ static bool parse_point(decoder *d, size_t kind, size_t i, size_t j, size_t k, s
         FIELD(point_in, "zeroThreshold", zero_threshold), FIELD(point_in, "zero_threshold", zero_threshold),
     };
     static const object_kind point = {fields, N_OF(fields), point_member, "data point"};
-    otlp_batch *b = d->b;
+    otlp_batch *b = d->o.b;
     size_t first_exemplar = b->n_exemplars;
     point_in in = {0};
     int r = read_object(d, &point, &in);
@@ -1655,7 +1668,7 @@ static bool parse_point(decoder *d, size_t kind, size_t i, size_t j, size_t k, s
     if (bad) {
         free(in.quantiles.q);
         b->n_exemplars = first_exemplar;
-        reject(d, "resourceMetrics[%zu].scopeMetrics[%zu].metrics[%zu].%s.dataPoints[%zu].%s", i, j, k,
+        otlp_out_reject(&d->o, "resourceMetrics[%zu].scopeMetrics[%zu].metrics[%zu].%s.dataPoints[%zu].%s", i, j, k,
                metric_kinds[kind].field, m, bad);
         return true;
     }
@@ -1663,7 +1676,7 @@ static bool parse_point(decoder *d, size_t kind, size_t i, size_t j, size_t k, s
         otlp_quantile *q = otlp_batch_alloc(b, in.quantiles.n * sizeof *q);
         if (!q) {
             free(in.quantiles.q);
-            d->oom = true;
+            d->o.oom = true;
             return false;
         }
         memcpy(q, in.quantiles.q, in.quantiles.n * sizeof *q);
@@ -1675,7 +1688,7 @@ static bool parse_point(decoder *d, size_t kind, size_t i, size_t j, size_t k, s
     out->temporality = out->monotonic = -1;
     out->first_exemplar = first_exemplar;
     out->n_exemplars = b->n_exemplars - first_exemplar;
-    if (!room(d, &b->points, b->n_points, &d->cap_items, sizeof *b->points))
+    if (!otlp_out_room(&d->o, &b->points, b->n_points, &d->o.cap_items, sizeof *b->points))
         return false;
     b->points[b->n_points++] = *out;
     return true;
@@ -1683,7 +1696,7 @@ static bool parse_point(decoder *d, size_t kind, size_t i, size_t j, size_t k, s
 
 typedef struct metric_in {
     size_t i, j, k;
-    mark m0;
+    otlp_mark m0;
     jv name, unit, description;
     jv temporality, monotonic; /* of the data kind that counts */
     long kind; /* index in metric_kinds, or -1 */
@@ -1725,7 +1738,7 @@ static int metric_member(decoder *d, void *ctx, const char *key, size_t kl)
         return 0;
     if (in->kind >= 0)
         in->several = true; /* rejected at the end: which one was meant? */
-    mark_restore(d, in->m0);
+    otlp_out_restore(&d->o, in->m0);
     in->kind = kd;
     in->data_bad = false;
     in->temporality.t = in->monotonic.t = 0;
@@ -1746,43 +1759,43 @@ static bool parse_metric(decoder *d, size_t i, size_t j, size_t k)
     static const field fields[] = {FIELD(metric_in, "name", name), FIELD(metric_in, "unit", unit),
                                    FIELD(metric_in, "description", description)};
     static const object_kind metric = {fields, N_OF(fields), metric_member, "metric"};
-    metric_in in = {.i = i, .j = j, .k = k, .m0 = mark_take(d), .kind = -1};
+    metric_in in = {.i = i, .j = j, .k = k, .m0 = otlp_out_mark(&d->o), .kind = -1};
     int r = read_object(d, &metric, &in);
     if (r < 0)
         return false;
     int temporality = -1, monotonic = -1;
     if (r == 0 || in.name.t != 's' || in.name.len > OTLP_MAX_NAME || (in.unit.t && in.unit.t != 's') ||
         (in.description.t && in.description.t != 's')) {
-        mark_restore(d, in.m0);
-        reject(d, "resourceMetrics[%zu].scopeMetrics[%zu].metrics[%zu]: expected a string name (at most 1024 "
+        otlp_out_restore(&d->o, in.m0);
+        otlp_out_reject(&d->o, "resourceMetrics[%zu].scopeMetrics[%zu].metrics[%zu]: expected a string name (at most 1024 "
                   "bytes), unit and description", i, j, k);
         return true;
     }
     if (in.kind < 0 || in.data_bad || in.several) {
-        mark_restore(d, in.m0);
-        reject(d, "resourceMetrics[%zu].scopeMetrics[%zu].metrics[%zu]: expected %s of gauge, sum, "
+        otlp_out_restore(&d->o, in.m0);
+        otlp_out_reject(&d->o, "resourceMetrics[%zu].scopeMetrics[%zu].metrics[%zu]: expected %s of gauge, sum, "
                   "histogram, exponentialHistogram, summary with a \"dataPoints\" array", i, j, k,
                in.several ? "only one" : "one");
         return true;
     }
     if ((in.kind == MK_SUM || in.kind == MK_HISTOGRAM || in.kind == MK_EXPONENTIAL) &&
         !(in.temporality.t ? parse_enum(&in.temporality, temporalities, 2, &temporality) : (temporality = 0, true))) {
-        mark_restore(d, in.m0);
-        reject(d, "resourceMetrics[%zu].scopeMetrics[%zu].metrics[%zu].%s.aggregationTemporality: expected 0-2 or an "
+        otlp_out_restore(&d->o, in.m0);
+        otlp_out_reject(&d->o, "resourceMetrics[%zu].scopeMetrics[%zu].metrics[%zu].%s.aggregationTemporality: expected 0-2 or an "
                   "AGGREGATION_TEMPORALITY_* name", i, j, k, metric_kinds[in.kind].field);
         return true;
     }
     if (in.kind == MK_SUM) {
         if (in.monotonic.t && in.monotonic.t != 'b') {
-            mark_restore(d, in.m0);
-            reject(d, "resourceMetrics[%zu].scopeMetrics[%zu].metrics[%zu].sum.isMonotonic: expected true or false",
+            otlp_out_restore(&d->o, in.m0);
+            otlp_out_reject(&d->o, "resourceMetrics[%zu].scopeMetrics[%zu].metrics[%zu].sum.isMonotonic: expected true or false",
                    i, j, k);
             return true;
         }
         monotonic = in.monotonic.t ? in.monotonic.b : 0;
     }
-    for (size_t x = in.m0.items; x < d->b->n_points; x++) {
-        otlp_point *p = &d->b->points[x];
+    for (size_t x = in.m0.items; x < d->o.b->n_points; x++) {
+        otlp_point *p = &d->o.b->points[x];
         p->name = in.name.s;
         p->unit = in.unit.t && in.unit.len ? in.unit.s : NULL;
         p->description = in.description.t && in.description.len ? in.description.s : NULL;
@@ -1792,10 +1805,8 @@ static bool parse_metric(decoder *d, size_t i, size_t j, size_t k)
     return true;
 }
 
-/* Sets the resource and the scope of items [from, now). */
-static void set_owner(decoder *d, size_t from, long resource, long scope, const char *scope_name)
+void otlp_batch_set_owner(otlp_batch *b, size_t from, long resource, long scope, const char *scope_name)
 {
-    otlp_batch *b = d->b;
     for (size_t x = from; x < b->n_spans; x++) {
         if (resource >= 0)
             b->spans[x].resource = (uint32_t)resource;
@@ -1872,8 +1883,8 @@ static int scope_member(decoder *d, void *ctx, const char *key, size_t kl)
 static bool parse_scope(decoder *d, const signal *sg, size_t i, size_t j, size_t *count)
 {
     static const object_kind kind = {NULL, 0, scope_member, "scope entry"};
-    otlp_batch *b = d->b;
-    mark m0 = mark_take(d);
+    otlp_batch *b = d->o.b;
+    otlp_mark m0 = otlp_out_mark(&d->o);
     scope_in in = {.sg = sg, .i = i, .j = j, .count = count};
     int r = read_object(d, &kind, &in);
     if (r < 0)
@@ -1893,22 +1904,22 @@ static bool parse_scope(decoder *d, const signal *sg, size_t i, size_t j, size_t
     else
         bad = in.attrs_why;
     if (bad) {
-        mark_restore(d, m0);
+        otlp_out_restore(&d->o, m0);
         if (r == 0 || in.items_bad)
-            reject(d, "%s[%zu].%s[%zu]: expected an object with a \"%s\" array", sg->list, i, sg->scopes, j,
+            otlp_out_reject(&d->o, "%s[%zu].%s[%zu]: expected an object with a \"%s\" array", sg->list, i, sg->scopes, j,
                    sg->items);
         else
-            reject(d, "%s[%zu].%s[%zu].%s", sg->list, i, sg->scopes, j, bad);
+            otlp_out_reject(&d->o, "%s[%zu].%s[%zu].%s", sg->list, i, sg->scopes, j, bad);
         return true;
     }
     sc.name = in.name.t && in.name.len ? in.name.s : NULL;
     sc.version = in.version.t && in.version.len ? in.version.s : NULL;
     sc.schema_url = in.schema_url.t && in.schema_url.len ? in.schema_url.s : NULL;
     sc.attrs = in.attrs;
-    if (!room(d, &b->scopes, b->n_scopes, &d->cap_scopes, sizeof *b->scopes))
+    if (!otlp_out_room(&d->o, &b->scopes, b->n_scopes, &d->o.cap_scopes, sizeof *b->scopes))
         return false;
     b->scopes[b->n_scopes] = sc;
-    set_owner(d, m0.items, -1, (long)b->n_scopes++, sc.name);
+    otlp_batch_set_owner(d->o.b, m0.items, -1, (long)b->n_scopes++, sc.name);
     return true;
 }
 
@@ -1951,7 +1962,7 @@ static int entry_member(decoder *d, void *ctx, const char *key, size_t kl)
     if (key_is(key, kl, "resource")) {
         r = read_object(d, &resource, in);
         if (r == 0)
-            first_why(&in->why, "resource must be an object");
+            otlp_out_why(&in->why, "resource must be an object");
     } else if (key_is2(key, kl, sg->scopes, sg->scopes_snake) ||
                key_is2(key, kl, sg->old_scopes, sg->old_scopes_snake)) {
         r = read_array(d, entry_scope, in);
@@ -1968,8 +1979,8 @@ static int entry_member(decoder *d, void *ctx, const char *key, size_t kl)
 static bool parse_entry(decoder *d, const signal *sg, size_t i)
 {
     static const object_kind kind = {NULL, 0, entry_member, "resource entry"};
-    otlp_batch *b = d->b;
-    mark m0 = mark_take(d);
+    otlp_batch *b = d->o.b;
+    otlp_mark m0 = otlp_out_mark(&d->o);
     entry_in in = {.sg = sg, .i = i, .attrs.first = b->n_kvs};
     int r = read_object(d, &kind, &in);
     if (r < 0)
@@ -1978,22 +1989,22 @@ static bool parse_entry(decoder *d, const signal *sg, size_t i)
     if (r == 0)
         in.why = "must be an object"; /* nothing under it: rejected once */
     else if (in.dropped.t && !jv_u32(&in.dropped, &dropped))
-        first_why(&in.why, "resource.droppedAttributesCount: expected a 32-bit unsigned integer");
+        otlp_out_why(&in.why, "resource.droppedAttributesCount: expected a 32-bit unsigned integer");
     else if (in.schema_url.t && in.schema_url.t != 's')
-        first_why(&in.why, "schemaUrl: expected a string");
+        otlp_out_why(&in.why, "schemaUrl: expected a string");
     if (in.why) {
-        mark_restore(d, m0);
+        otlp_out_restore(&d->o, m0);
         size_t n = sg->reject_each && in.count ? in.count : 1;
         for (size_t x = 0; x < n; x++)
-            reject(d, "%s[%zu]: %s", sg->list, i, in.why);
+            otlp_out_reject(&d->o, "%s[%zu]: %s", sg->list, i, in.why);
         return true;
     }
     if (in.scopes_bad) {
-        mark_restore(d, m0);
-        reject(d, "%s[%zu].%s must be an array", sg->list, i, sg->scopes);
+        otlp_out_restore(&d->o, m0);
+        otlp_out_reject(&d->o, "%s[%zu].%s must be an array", sg->list, i, sg->scopes);
         return true;
     }
-    if (!room(d, &b->resources, b->n_resources, &d->cap_res, sizeof *b->resources))
+    if (!otlp_out_room(&d->o, &b->resources, b->n_resources, &d->o.cap_res, sizeof *b->resources))
         return false;
     otlp_resource *rs = &b->resources[b->n_resources];
     memset(rs, 0, sizeof *rs);
@@ -2004,13 +2015,8 @@ static bool parse_entry(decoder *d, const signal *sg, size_t i)
     otlp_value_string(otlp_attr(&rs->attrs, "service.name"), &rs->service_name);
     otlp_value_string(otlp_attr(&rs->attrs, "service.version"), &rs->service_version);
     otlp_value_string(otlp_attr(&rs->attrs, "pacer.session"), &rs->session);
-    set_owner(d, m0.items, (long)b->n_resources++, -1, NULL);
+    otlp_batch_set_owner(d->o.b, m0.items, (long)b->n_resources++, -1, NULL);
     return true;
-}
-
-static void fix_attrs(otlp_batch *b, otlp_attrs *a)
-{
-    a->kv = a->n ? b->kvs + a->first : NULL;
 }
 
 static bool top_entry(decoder *d, void *ctx, size_t index)
@@ -2035,16 +2041,18 @@ static int top_member(decoder *d, void *ctx, const char *key, size_t kl)
 static int decode(const char *body, size_t len, otlp_batch *b, const signal *sg, char *err, size_t err_size)
 {
     static const object_kind top = {NULL, 0, top_member, "request"};
+    decoder d = {.o = {.b = b}};
     b->text = malloc(len + 1);
-    if (!b->text)
-        goto oom;
+    if (!b->text) {
+        d.o.oom = true;
+        return otlp_out_end(&d.o, NULL, NULL, err, err_size);
+    }
     memcpy(b->text, body, len);
-    decoder d = {.b = b};
     jread *r = &d.r;
     jread_init(r, b->text, len, body, JREAD_NO_NUL | JREAD_NUMBERS_IN_RANGE);
     jtype t = jread_peek(r);
     if (t == JT_OBJECT) {
-        read_object(&d, &top, (void *)sg); /* a failure is in r or d.oom */
+        read_object(&d, &top, (void *)sg); /* a failure is in r or d.o.oom */
     } else if (t == JT_ARRAY) {
         skip(r);
         snprintf(d.shape_buf, sizeof d.shape_buf, "the request body must be a JSON object with \"%s\"", sg->list);
@@ -2052,9 +2060,9 @@ static int decode(const char *body, size_t len, otlp_batch *b, const signal *sg,
     } else {
         jread_fail(r, r->pos, r->pos >= len ? "expected '[' or '{', not the end of the input" : "expected '[' or '{'");
     }
-    if (!d.oom)
+    if (!d.o.oom)
         jread_end(r, "top-level value");
-    if (r->failed || d.oom) {
+    if (r->failed || d.o.oom) {
         size_t deep = json_depth_exceeded(body, len, OTLP_MAX_DEPTH);
         if (deep != (size_t)-1) {
             snprintf(err, err_size, "JSON nested deeper than %d levels at byte %zu", OTLP_MAX_DEPTH, deep);
@@ -2062,43 +2070,12 @@ static int decode(const char *body, size_t len, otlp_batch *b, const signal *sg,
             return -EBADMSG;
         }
     }
-    if (d.oom)
-        goto oom;
-    if (r->failed) {
+    if (r->failed && !d.o.oom) {
         snprintf(err, err_size, "invalid JSON at byte %zu: %s", r->error_at, r->message);
         otlp_batch_clear(b);
         return -EBADMSG;
     }
-    if (d.shape) {
-        snprintf(err, err_size, "%s", d.shape);
-        otlp_batch_clear(b);
-        return -EBADMSG;
-    }
-    for (size_t x = 0; x < b->n_resources; x++)
-        fix_attrs(b, &b->resources[x].attrs);
-    for (size_t x = 0; x < b->n_spans; x++)
-        fix_attrs(b, &b->spans[x].attrs);
-    for (size_t x = 0; x < b->n_logs; x++)
-        fix_attrs(b, &b->logs[x].attrs);
-    for (size_t x = 0; x < b->n_points; x++)
-        fix_attrs(b, &b->points[x].attrs);
-    for (size_t x = 0; x < b->n_scopes; x++)
-        fix_attrs(b, &b->scopes[x].attrs);
-    for (size_t x = 0; x < b->n_events; x++)
-        fix_attrs(b, &b->events[x].attrs);
-    for (size_t x = 0; x < b->n_links; x++)
-        fix_attrs(b, &b->links[x].attrs);
-    for (size_t x = 0; x < b->n_exemplars; x++)
-        fix_attrs(b, &b->exemplars[x].attrs);
-    if (d.has_msg && !(b->reject_message = strdup(d.msg)))
-        goto oom;
-    if (d.has_ignore && !(b->ignore_message = strdup(d.ignore_msg)))
-        goto oom;
-    return 0;
-oom:
-    otlp_batch_clear(b);
-    snprintf(err, err_size, "out of memory");
-    return -ENOMEM;
+    return otlp_out_end(&d.o, d.shape, d.has_ignore ? d.ignore_msg : NULL, err, err_size);
 }
 
 int otlp_decode_traces(const char *body, size_t len, otlp_batch *b, char *err, size_t err_size)

@@ -304,24 +304,47 @@ void otlp_write_double(jbuf *b, double d);
  * otlp_write_value; in otlp_proto.c. */
 void otlp_proto_write_list(jbuf *b, otlp_value_type type, const uint8_t *p, size_t len);
 
-/* For the decoders: where to roll a batch back to when a part is rejected
- * after some of its items were added, and the count of rejected items
- * with the first one's reason (in msg, msg_size bytes; *has_msg once
- * set). */
+/* What a decoder fills (otlp.c's and otlp_proto.c's, each struct starts
+ * with one): the batch, the room of its arrays, and the count of rejected
+ * items with the first one's reason. */
+typedef struct otlp_out {
+    otlp_batch *b;
+    size_t cap_res, cap_items, cap_kvs, cap_scopes, cap_events, cap_links, cap_exemplars;
+    bool oom;
+    char msg[512]; /* the first rejection's reason */
+    bool has_msg;
+} otlp_out;
+
+/* Room in the array *arr (of elements of size bytes, n in use, room
+ * *cap) for one more: false when out of memory (o->oom set). */
+bool otlp_out_room(otlp_out *o, void *arr, size_t n, size_t *cap, size_t size);
+
+/* Where to roll the batch back to when a part is rejected after some of
+ * its items were added. */
 typedef struct otlp_mark {
     size_t items, rejected;
     bool has_msg;
 } otlp_mark;
-otlp_mark otlp_mark_take(const otlp_batch *b, bool has_msg);
-/* Rolls b back to m; returns m.has_msg, the decoder's flag to restore. */
-bool otlp_mark_restore(otlp_batch *b, otlp_mark m);
-void otlp_vreject(otlp_batch *b, bool *has_msg, char *msg, size_t msg_size, const char *fmt, va_list ap)
-    __attribute__((format(printf, 5, 0)));
+otlp_mark otlp_out_mark(const otlp_out *o);
+void otlp_out_restore(otlp_out *o, otlp_mark m);
+/* One more item rejected; the first one's reason is kept. */
+void otlp_out_reject(otlp_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* *why keeps the first reason given. */
+void otlp_out_why(const char **why, const char *w);
+/* The end of a decode: out of memory (-ENOMEM) or the request refused
+ * for `bad` (-EBADMSG; the reason in err) clear the batch; otherwise each
+ * attribute list points into the batch's key-value array (which may have
+ * moved while it grew) and the first rejection's reason and `ignored`
+ * (when not NULL) are kept in the batch: 0. */
+int otlp_out_end(otlp_out *o, const char *bad, const char *ignored, char *err, size_t err_size);
 
 /* Memory that lives as long as the batch (aligned for any type); NULL when
  * out of memory. For the decoders. */
 void *otlp_batch_alloc(otlp_batch *batch, size_t n);
 
+/* Sets the resource and the scope (each when >= 0) of the items of b
+ * from index `from` on, of every signal (both decoders). */
+void otlp_batch_set_owner(otlp_batch *b, size_t from, long resource, long scope, const char *scope_name);
 /* Frees what a batch holds and zeroes it. Accepts an empty batch. */
 void otlp_batch_clear(otlp_batch *batch);
 

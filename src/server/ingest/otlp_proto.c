@@ -102,13 +102,10 @@ static double as_double(uint64_t bits)
 /* ---- the decoder ---- */
 
 typedef struct pdec {
-    otlp_batch *b;
+    otlp_out o; /* first: the batch being filled */
     const uint8_t *base;
-    size_t cap_res, cap_items, cap_kvs, cap_scopes, cap_events, cap_links, cap_exemplars;
-    bool oom, bad;
+    bool bad;
     char err[200];
-    char msg[512];
-    bool has_msg;
     char ign[160];
     bool has_ign;
 } pdec;
@@ -131,7 +128,7 @@ static void fail(pdec *d, const uint8_t *at, const char *fmt, ...)
  * (d->bad is set). */
 static int next(pdec *d, msg *m, pf *f)
 {
-    if (d->bad || d->oom)
+    if (d->bad || d->o.oom)
         return -1;
     if (m->p >= m->end)
         return 0;
@@ -206,45 +203,11 @@ static msg sub(const pf *f)
 
 static void ignored(pdec *d, const char *what, const pf *f)
 {
-    d->b->ignored++;
+    d->o.b->ignored++;
     if (d->has_ign)
         return;
     snprintf(d->ign, sizeof d->ign, "unknown field %u of a %s", f->num, what);
     d->has_ign = true;
-}
-
-static bool room(pdec *d, void *arr, size_t n, size_t *cap, size_t size)
-{
-    if (!array_grow(arr, cap, n + 1, size, 64))
-        d->oom = true;
-    return !d->oom;
-}
-
-typedef otlp_mark mark;
-
-static mark mark_take(const pdec *d)
-{
-    return otlp_mark_take(d->b, d->has_msg);
-}
-
-static void mark_restore(pdec *d, mark m)
-{
-    d->has_msg = otlp_mark_restore(d->b, m);
-}
-
-static void reject(pdec *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void reject(pdec *d, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    otlp_vreject(d->b, &d->has_msg, d->msg, sizeof d->msg, fmt, ap);
-    va_end(ap);
-}
-
-static void first_why(const char **why, const char *w)
-{
-    if (w && !*why)
-        *why = w;
 }
 
 /* ---- strings, ids, values ---- */
@@ -255,16 +218,16 @@ static bool text_ok(const uint8_t *p, size_t n)
 }
 
 /* A string field: checked, copied into the pool with a NUL. NULL with *why
- * set when it is not valid text, or with d->oom. */
+ * set when it is not valid text, or with d->o.oom. */
 static const char *string_of(pdec *d, const pf *f, const char *what, const char **why)
 {
     if (!text_ok(f->data, f->len)) {
-        first_why(why, what);
+        otlp_out_why(why, what);
         return NULL;
     }
-    char *s = otlp_batch_alloc(d->b, f->len + 1);
+    char *s = otlp_batch_alloc(d->o.b, f->len + 1);
     if (!s) {
-        d->oom = true;
+        d->o.oom = true;
         return NULL;
     }
     memcpy(s, f->data, f->len);
@@ -331,13 +294,13 @@ static bool any_value(pdec *d, msg m, otlp_value *out, bool copy, int depth, con
                 return false;
             out->type = f.num == 1 ? OTLP_STRING : OTLP_BYTES;
             if (f.num == 1 && !text_ok(f.data, f.len)) {
-                first_why(why, "stringValue: invalid UTF-8 or a NUL");
+                otlp_out_why(why, "stringValue: invalid UTF-8 or a NUL");
                 out->s = "";
                 out->len = 0;
             } else if (copy) {
-                char *s = otlp_batch_alloc(d->b, f.len + 1);
+                char *s = otlp_batch_alloc(d->o.b, f.len + 1);
                 if (!s) {
-                    d->oom = true;
+                    d->o.oom = true;
                     return false;
                 }
                 memcpy(s, f.data, f.len);
@@ -395,9 +358,9 @@ static bool key_value(pdec *d, msg m, otlp_kv *out, bool copy, int depth, const 
             if (!want(d, &f, WT_LEN))
                 return false;
             if (!text_ok(f.data, f.len))
-                first_why(why, "an attribute key is not valid UTF-8, or has a NUL");
+                otlp_out_why(why, "an attribute key is not valid UTF-8, or has a NUL");
             else if (f.len > OTLP_MAX_NAME)
-                first_why(why, "an attribute key is longer than 1024 bytes");
+                otlp_out_why(why, "an attribute key is longer than 1024 bytes");
             out->key = (const char *)f.data;
             out->key_len = f.len;
         } else if (f.num == 2) {
@@ -446,7 +409,7 @@ static bool check_list(pdec *d, otlp_value_type type, msg m, int depth, const ch
  * out of memory. */
 static bool attrs_of(pdec *d, msg m, uint32_t num, otlp_attrs *ret, const char **why)
 {
-    otlp_batch *b = d->b;
+    otlp_batch *b = d->o.b;
     memset(ret, 0, sizeof *ret);
     ret->first = b->n_kvs;
     pf f;
@@ -461,10 +424,10 @@ static bool attrs_of(pdec *d, msg m, uint32_t num, otlp_attrs *ret, const char *
         if (!key_value(d, sub(&f), &kv, true, 1, &w))
             return false;
         if (w) {
-            first_why(why, w);
+            otlp_out_why(why, w);
             continue;
         }
-        if (!room(d, &b->kvs, b->n_kvs, &d->cap_kvs, sizeof *b->kvs))
+        if (!otlp_out_room(&d->o, &b->kvs, b->n_kvs, &d->o.cap_kvs, sizeof *b->kvs))
             return false;
         b->kvs[b->n_kvs++] = kv;
     }
@@ -509,14 +472,14 @@ static bool parse_event(pdec *d, msg m, size_t index, sub_why *sw)
             if (!want(d, &f, WT_I64))
                 return false;
             if (!time_of(&f, &ev.time_ns))
-                first_why(&why, "timeUnixNano: past the signed 64-bit range");
+                otlp_out_why(&why, "timeUnixNano: past the signed 64-bit range");
             break;
         case 2:
             if (!want(d, &f, WT_LEN))
                 return false;
             if (f.len > OTLP_MAX_NAME)
-                first_why(&why, "name: longer than 1024 bytes");
-            else if (!(ev.name = string_of(d, &f, "name: invalid UTF-8 or a NUL", &why)) && d->oom)
+                otlp_out_why(&why, "name: longer than 1024 bytes");
+            else if (!(ev.name = string_of(d, &f, "name: invalid UTF-8 or a NUL", &why)) && d->o.oom)
                 return false;
             break;
         case 3: break;
@@ -524,7 +487,7 @@ static bool parse_event(pdec *d, msg m, size_t index, sub_why *sw)
             if (!want(d, &f, WT_VARINT))
                 return false;
             if (!u32_of(&f, &ev.dropped_attributes))
-                first_why(&why, "droppedAttributesCount: past 32 bits");
+                otlp_out_why(&why, "droppedAttributesCount: past 32 bits");
             break;
         default: ignored(d, "span event", &f); break;
         }
@@ -537,8 +500,8 @@ static bool parse_event(pdec *d, msg m, size_t index, sub_why *sw)
     }
     if (!ev.name)
         ev.name = "";
-    otlp_batch *b = d->b;
-    if (!room(d, &b->events, b->n_events, &d->cap_events, sizeof *b->events))
+    otlp_batch *b = d->o.b;
+    if (!otlp_out_room(&d->o, &b->events, b->n_events, &d->o.cap_events, sizeof *b->events))
         return false;
     b->events[b->n_events++] = ev;
     return true;
@@ -567,7 +530,7 @@ static bool parse_link(pdec *d, msg m, size_t index, sub_why *sw)
         case 3:
             if (!want(d, &f, WT_LEN))
                 return false;
-            if (f.len && !(ln.trace_state = string_of(d, &f, "traceState: invalid UTF-8 or a NUL", &why)) && d->oom)
+            if (f.len && !(ln.trace_state = string_of(d, &f, "traceState: invalid UTF-8 or a NUL", &why)) && d->o.oom)
                 return false;
             break;
         case 4: break;
@@ -575,7 +538,7 @@ static bool parse_link(pdec *d, msg m, size_t index, sub_why *sw)
             if (!want(d, &f, WT_VARINT))
                 return false;
             if (!u32_of(&f, &ln.dropped_attributes))
-                first_why(&why, "droppedAttributesCount: past 32 bits");
+                otlp_out_why(&why, "droppedAttributesCount: past 32 bits");
             break;
         case 6:
             if (!want(d, &f, WT_I32))
@@ -589,15 +552,15 @@ static bool parse_link(pdec *d, msg m, size_t index, sub_why *sw)
     if (r < 0)
         return false;
     if (!has_trace)
-        first_why(&why, "traceId: expected 16 bytes, not all zero");
+        otlp_out_why(&why, "traceId: expected 16 bytes, not all zero");
     else if (!has_span)
-        first_why(&why, "spanId: expected 8 bytes, not all zero");
+        otlp_out_why(&why, "spanId: expected 8 bytes, not all zero");
     if (why) {
         sub_reject(sw, "links", index, why);
         return true;
     }
-    otlp_batch *b = d->b;
-    if (!room(d, &b->links, b->n_links, &d->cap_links, sizeof *b->links))
+    otlp_batch *b = d->o.b;
+    if (!otlp_out_room(&d->o, &b->links, b->n_links, &d->o.cap_links, sizeof *b->links))
         return false;
     b->links[b->n_links++] = ln;
     return true;
@@ -611,13 +574,13 @@ static bool parse_status(pdec *d, msg m, otlp_span *out, const char **why)
         if (f.num == 2) {
             if (!want(d, &f, WT_LEN))
                 return false;
-            if (!(out->status_message = string_of(d, &f, "status.message: invalid UTF-8 or a NUL", why)) && d->oom)
+            if (!(out->status_message = string_of(d, &f, "status.message: invalid UTF-8 or a NUL", why)) && d->o.oom)
                 return false;
         } else if (f.num == 3) {
             if (!want(d, &f, WT_VARINT))
                 return false;
             if (f.v > 2)
-                first_why(why, "status.code: expected 0-2");
+                otlp_out_why(why, "status.code: expected 0-2");
             else
                 out->status_code = (int)f.v;
         } else {
@@ -629,7 +592,7 @@ static bool parse_status(pdec *d, msg m, otlp_span *out, const char **why)
 
 static bool parse_span(pdec *d, msg m, where w, size_t k)
 {
-    otlp_batch *b = d->b;
+    otlp_batch *b = d->o.b;
     otlp_span s = {0};
     const char *why = NULL;
     bool has_trace = false, has_span = false;
@@ -653,19 +616,19 @@ static bool parse_span(pdec *d, msg m, where w, size_t k)
             else if (f.num == 2)
                 has_span = id_of(&f, s.span_id, 8);
             else if (!optional_id_of(&f, s.parent_span_id, 8, &s.has_parent))
-                first_why(&why, "parentSpanId: expected 8 bytes");
+                otlp_out_why(&why, "parentSpanId: expected 8 bytes");
             break;
         case 3:
         case 5:
             if (!want(d, &f, WT_LEN))
                 return false;
             if (f.num == 5 && f.len > OTLP_MAX_NAME) {
-                first_why(&why, "name: longer than 1024 bytes");
+                otlp_out_why(&why, "name: longer than 1024 bytes");
             } else if (f.num == 5) {
-                if (!(s.name = string_of(d, &f, "name: invalid UTF-8 or a NUL", &why)) && d->oom)
+                if (!(s.name = string_of(d, &f, "name: invalid UTF-8 or a NUL", &why)) && d->o.oom)
                     return false;
             } else if (f.len && !(s.trace_state = string_of(d, &f, "traceState: invalid UTF-8 or a NUL", &why)) &&
-                       d->oom) {
+                       d->o.oom) {
                 return false;
             }
             break;
@@ -673,7 +636,7 @@ static bool parse_span(pdec *d, msg m, where w, size_t k)
             if (!want(d, &f, WT_VARINT))
                 return false;
             if (f.v > 5)
-                first_why(&why, "kind: expected 0-5");
+                otlp_out_why(&why, "kind: expected 0-5");
             else
                 s.kind = (int)f.v;
             break;
@@ -682,7 +645,7 @@ static bool parse_span(pdec *d, msg m, where w, size_t k)
             if (!want(d, &f, WT_I64))
                 return false;
             if (!time_of(&f, f.num == 7 ? &s.start_ns : &s.end_ns))
-                first_why(&why, f.num == 7 ? "startTimeUnixNano: past the signed 64-bit range"
+                otlp_out_why(&why, f.num == 7 ? "startTimeUnixNano: past the signed 64-bit range"
                                            : "endTimeUnixNano: past the signed 64-bit range");
             break;
         case 9: break;
@@ -692,7 +655,7 @@ static bool parse_span(pdec *d, msg m, where w, size_t k)
             if (!want(d, &f, WT_VARINT))
                 return false;
             if (!u32_of(&f, f.num == 10 ? &s.dropped_attributes : f.num == 12 ? &s.dropped_events : &s.dropped_links))
-                first_why(&why, "dropped…Count: past 32 bits");
+                otlp_out_why(&why, "dropped…Count: past 32 bits");
             break;
         case 11:
             if (!want(d, &f, WT_LEN) || !parse_event(d, sub(&f), n_ev++, &sw))
@@ -725,7 +688,7 @@ static bool parse_span(pdec *d, msg m, where w, size_t k)
     if (bad) {
         b->n_events = first_event;
         b->n_links = first_link;
-        reject(d, "resourceSpans[%zu].scopeSpans[%zu].spans[%zu].%s", w.i, w.j, k, bad);
+        otlp_out_reject(&d->o, "resourceSpans[%zu].scopeSpans[%zu].spans[%zu].%s", w.i, w.j, k, bad);
         return true;
     }
     if (!s.name)
@@ -734,7 +697,7 @@ static bool parse_span(pdec *d, msg m, where w, size_t k)
     s.n_events = b->n_events - first_event;
     s.first_link = first_link;
     s.n_links = b->n_links - first_link;
-    if (!room(d, &b->spans, b->n_spans, &d->cap_items, sizeof *b->spans))
+    if (!otlp_out_room(&d->o, &b->spans, b->n_spans, &d->o.cap_items, sizeof *b->spans))
         return false;
     b->spans[b->n_spans++] = s;
     return true;
@@ -758,13 +721,13 @@ static bool parse_log(pdec *d, msg m, where w, size_t k)
             if (!want(d, &f, WT_I64))
                 return false;
             if (!time_of(&f, f.num == 1 ? &t : &o))
-                first_why(&why, "timeUnixNano: past the signed 64-bit range");
+                otlp_out_why(&why, "timeUnixNano: past the signed 64-bit range");
             break;
         case 2:
             if (!want(d, &f, WT_VARINT))
                 return false;
             if (f.v > 24)
-                first_why(&why, "severityNumber: expected 0-24");
+                otlp_out_why(&why, "severityNumber: expected 0-24");
             else
                 l.severity_number = (int)f.v;
             break;
@@ -773,10 +736,10 @@ static bool parse_log(pdec *d, msg m, where w, size_t k)
             if (!want(d, &f, WT_LEN))
                 return false;
             if (f.num == 12 && f.len > OTLP_MAX_NAME)
-                first_why(&why, "eventName: longer than 1024 bytes");
+                otlp_out_why(&why, "eventName: longer than 1024 bytes");
             else if (f.len && !(*(f.num == 3 ? &l.severity_text : &l.event_name) =
                                     string_of(d, &f, "severityText, eventName: invalid UTF-8 or a NUL", &why)) &&
-                     d->oom)
+                     d->o.oom)
                 return false;
             break;
         case 5:
@@ -789,7 +752,7 @@ static bool parse_log(pdec *d, msg m, where w, size_t k)
             if (!want(d, &f, WT_VARINT))
                 return false;
             if (!u32_of(&f, &l.dropped_attributes))
-                first_why(&why, "droppedAttributesCount: past 32 bits");
+                otlp_out_why(&why, "droppedAttributesCount: past 32 bits");
             break;
         case 8:
             if (!want(d, &f, WT_I32))
@@ -803,7 +766,7 @@ static bool parse_log(pdec *d, msg m, where w, size_t k)
                 return false;
             if (f.num == 9 ? !optional_id_of(&f, l.trace_id, 16, &l.has_trace_id)
                            : !optional_id_of(&f, l.span_id, 8, &l.has_span_id))
-                first_why(&why, f.num == 9 ? "traceId: expected 16 bytes, not all zero"
+                otlp_out_why(&why, f.num == 9 ? "traceId: expected 16 bytes, not all zero"
                                            : "spanId: expected 8 bytes, not all zero");
             break;
         default: ignored(d, "log record", &f); break;
@@ -812,14 +775,14 @@ static bool parse_log(pdec *d, msg m, where w, size_t k)
     if (r < 0)
         return false;
     if (!(l.time_ns = t ? t : o))
-        first_why(&why, "timeUnixNano: missing (and no observedTimeUnixNano)");
+        otlp_out_why(&why, "timeUnixNano: missing (and no observedTimeUnixNano)");
     if (why) {
-        reject(d, "resourceLogs[%zu].scopeLogs[%zu].logRecords[%zu].%s", w.i, w.j, k, why);
+        otlp_out_reject(&d->o, "resourceLogs[%zu].scopeLogs[%zu].logRecords[%zu].%s", w.i, w.j, k, why);
         return true;
     }
     l.observed_ns = o;
-    otlp_batch *b = d->b;
-    if (!room(d, &b->logs, b->n_logs, &d->cap_items, sizeof *b->logs))
+    otlp_batch *b = d->o.b;
+    if (!otlp_out_room(&d->o, &b->logs, b->n_logs, &d->o.cap_items, sizeof *b->logs))
         return false;
     b->logs[b->n_logs++] = l;
     return true;
@@ -840,7 +803,7 @@ typedef struct nums {
 static bool nums_add(pdec *d, nums *a, uint64_t v)
 {
     if (!ARRAY_GROW(a->v, a->cap, a->n + 1, 16)) {
-        d->oom = true;
+        d->o.oom = true;
         return false;
     }
     a->v[a->n++] = v;
@@ -881,9 +844,9 @@ static const void *nums_keep(pdec *d, nums *a, size_t *ret_n)
     *ret_n = a->n;
     if (!a->n)
         return NULL;
-    void *p = otlp_batch_alloc(d->b, a->n * 8);
+    void *p = otlp_batch_alloc(d->o.b, a->n * 8);
     if (!p)
-        d->oom = true;
+        d->o.oom = true;
     else
         memcpy(p, a->v, a->n * 8);
     return p;
@@ -903,7 +866,7 @@ static bool parse_buckets(pdec *d, msg m, otlp_buckets *out, nums *counts, const
             if (!want(d, &f, WT_VARINT))
                 return false;
             if (f.v > UINT32_MAX)
-                first_why(why, "offset: past 32 bits");
+                otlp_out_why(why, "offset: past 32 bits");
             out->offset = zigzag32(f.v);
         } else if (f.num == 2) {
             if (!nums_field(d, &f, WT_VARINT, counts))
@@ -929,7 +892,7 @@ static bool parse_exemplar(pdec *d, msg m, size_t index, sub_why *sw)
             if (!want(d, &f, WT_I64))
                 return false;
             if (!time_of(&f, &e.time_ns))
-                first_why(&why, "timeUnixNano: past the signed 64-bit range");
+                otlp_out_why(&why, "timeUnixNano: past the signed 64-bit range");
             break;
         case 3:
         case 6:
@@ -945,7 +908,7 @@ static bool parse_exemplar(pdec *d, msg m, size_t index, sub_why *sw)
                 return false;
             if (f.num == 5 ? !optional_id_of(&f, e.trace_id, 16, &e.has_trace_id)
                            : !optional_id_of(&f, e.span_id, 8, &e.has_span_id))
-                first_why(&why, "traceId, spanId: expected 16 and 8 bytes");
+                otlp_out_why(&why, "traceId, spanId: expected 16 and 8 bytes");
             break;
         case 7: break;
         default: ignored(d, "exemplar", &f); break;
@@ -957,8 +920,8 @@ static bool parse_exemplar(pdec *d, msg m, size_t index, sub_why *sw)
         sub_reject(sw, "exemplars", index, why);
         return true;
     }
-    otlp_batch *b = d->b;
-    if (!room(d, &b->exemplars, b->n_exemplars, &d->cap_exemplars, sizeof *b->exemplars))
+    otlp_batch *b = d->o.b;
+    if (!otlp_out_room(&d->o, &b->exemplars, b->n_exemplars, &d->o.cap_exemplars, sizeof *b->exemplars))
         return false;
     b->exemplars[b->n_exemplars++] = e;
     return true;
@@ -1007,7 +970,7 @@ static bool parse_quantile(pdec *d, msg m, nums *q, const char **why)
     if (r < 0)
         return false;
     if (!(quantile >= 0 && quantile <= 1))
-        first_why(why, "quantileValues: a quantile outside [0, 1]");
+        otlp_out_why(why, "quantileValues: a quantile outside [0, 1]");
     uint64_t qb, vb;
     memcpy(&qb, &quantile, 8);
     memcpy(&vb, &value, 8);
@@ -1017,7 +980,7 @@ static bool parse_quantile(pdec *d, msg m, nums *q, const char **why)
 static bool parse_point(pdec *d, msg m, int kind, where w, size_t k, size_t index)
 {
     const point_fields *pl = &point_layout[kind];
-    otlp_batch *b = d->b;
+    otlp_batch *b = d->o.b;
     otlp_point p = {0};
     const char *why = NULL;
     bool has_value = false;
@@ -1040,12 +1003,12 @@ static bool parse_point(pdec *d, msg m, int kind, where w, size_t k, size_t inde
             if (!want(d, &f, WT_I64))
                 goto broken;
             if (!time_of(&f, n == 2 ? &p.start_ns : &p.time_ns))
-                first_why(&why, "timeUnixNano: past the signed 64-bit range");
+                otlp_out_why(&why, "timeUnixNano: past the signed 64-bit range");
         } else if (n == pl->flags) {
             if (!want(d, &f, WT_VARINT))
                 goto broken;
             if (!u32_of(&f, &p.flags))
-                first_why(&why, "flags: past 32 bits");
+                otlp_out_why(&why, "flags: past 32 bits");
         } else if (pl->exemplars && n == pl->exemplars) {
             if (!want(d, &f, WT_LEN) || !parse_exemplar(d, sub(&f), n_ex++, &sw))
                 goto broken;
@@ -1060,7 +1023,7 @@ static bool parse_point(pdec *d, msg m, int kind, where w, size_t k, size_t inde
             if (!want(d, &f, WT_I64))
                 goto broken;
             if (f.v > INT64_MAX)
-                first_why(&why, "count: past the signed 64-bit range");
+                otlp_out_why(&why, "count: past the signed 64-bit range");
             p.count = (int64_t)f.v;
         } else if (hist && (n == pl->sum || (pl->min && n == pl->min) || (pl->max && n == pl->max))) {
             if (!want(d, &f, WT_I64))
@@ -1084,7 +1047,7 @@ static bool parse_point(pdec *d, msg m, int kind, where w, size_t k, size_t inde
                 goto broken;
             p.scale = zigzag32(f.v);
             if (f.v > UINT32_MAX || p.scale < -128 || p.scale > 128)
-                first_why(&why, "scale: expected an integer in [-128, 128]");
+                otlp_out_why(&why, "scale: expected an integer in [-128, 128]");
         } else if (kind == MK_EXPONENTIAL && n == 7) {
             if (!want(d, &f, WT_I64))
                 goto broken;
@@ -1121,7 +1084,7 @@ static bool parse_point(pdec *d, msg m, int kind, where w, size_t k, size_t inde
     if (why) {
         point_bufs_free(&pb);
         b->n_exemplars = first_exemplar;
-        reject(d, "resourceMetrics[%zu].scopeMetrics[%zu].metrics[%zu].%s.dataPoints[%zu].%s", w.i, w.j, k,
+        otlp_out_reject(&d->o, "resourceMetrics[%zu].scopeMetrics[%zu].metrics[%zu].%s.dataPoints[%zu].%s", w.i, w.j, k,
                kind_fields[kind], index, why);
         return true;
     }
@@ -1135,13 +1098,13 @@ static bool parse_point(pdec *d, msg m, int kind, where w, size_t k, size_t inde
     p.quantiles = nums_keep(d, &pb.quantiles, &nq);
     p.n_quantiles = nq / 2;
     point_bufs_free(&pb);
-    if (d->oom)
+    if (d->o.oom)
         return false;
     p.type = kind_names[kind];
     p.temporality = p.monotonic = -1;
     p.first_exemplar = first_exemplar;
     p.n_exemplars = b->n_exemplars - first_exemplar;
-    if (!room(d, &b->points, b->n_points, &d->cap_items, sizeof *b->points))
+    if (!otlp_out_room(&d->o, &b->points, b->n_points, &d->o.cap_items, sizeof *b->points))
         return false;
     b->points[b->n_points++] = p;
     return true;
@@ -1180,7 +1143,7 @@ static bool parse_data(pdec *d, msg m, int kind, where w, size_t k, int *tempora
 
 static bool parse_metric(pdec *d, msg m, where w, size_t k)
 {
-    mark m0 = mark_take(d);
+    otlp_mark m0 = otlp_out_mark(&d->o);
     const char *name = "", *unit = NULL, *description = NULL, *why = NULL;
     int kind = -1, temporality = -1, monotonic = -1;
     pf f;
@@ -1193,11 +1156,11 @@ static bool parse_metric(pdec *d, msg m, where w, size_t k)
             if (!want(d, &f, WT_LEN))
                 return false;
             if (f.num == 1 && f.len > OTLP_MAX_NAME) {
-                first_why(&why, "name: longer than 1024 bytes");
+                otlp_out_why(&why, "name: longer than 1024 bytes");
                 break;
             }
             const char *s = string_of(d, &f, "name, description, unit: invalid UTF-8 or a NUL", &why);
-            if (!s && d->oom)
+            if (!s && d->o.oom)
                 return false;
             if (f.num == 1)
                 name = s ? s : "";
@@ -1214,7 +1177,7 @@ static bool parse_metric(pdec *d, msg m, where w, size_t k)
         case 11:
             if (!want(d, &f, WT_LEN))
                 return false;
-            mark_restore(d, m0); /* a oneof: the last one wins */
+            otlp_out_restore(&d->o, m0); /* a oneof: the last one wins */
             kind = f.num == 5 ? MK_GAUGE : f.num == 7 ? MK_SUM : f.num == 9 ? MK_HISTOGRAM
                    : f.num == 10 ? MK_EXPONENTIAL : MK_SUMMARY;
             if (!parse_data(d, sub(&f), kind, w, k, &temporality, &monotonic))
@@ -1230,12 +1193,12 @@ static bool parse_metric(pdec *d, msg m, where w, size_t k)
     if (!why && temporality > 2)
         why = "aggregationTemporality: expected 0-2";
     if (why) {
-        mark_restore(d, m0);
-        reject(d, "resourceMetrics[%zu].scopeMetrics[%zu].metrics[%zu]: %s", w.i, w.j, k, why);
+        otlp_out_restore(&d->o, m0);
+        otlp_out_reject(&d->o, "resourceMetrics[%zu].scopeMetrics[%zu].metrics[%zu]: %s", w.i, w.j, k, why);
         return true;
     }
-    for (size_t x = m0.items; x < d->b->n_points; x++) {
-        otlp_point *p = &d->b->points[x];
+    for (size_t x = m0.items; x < d->o.b->n_points; x++) {
+        otlp_point *p = &d->o.b->points[x];
         p->name = name;
         p->unit = unit;
         p->description = description;
@@ -1253,31 +1216,6 @@ typedef struct signal {
     bool (*item)(pdec *d, msg m, where w, size_t k);
 } signal;
 
-static void set_owner(pdec *d, size_t from, long resource, long scope, const char *scope_name)
-{
-    otlp_batch *b = d->b;
-    for (size_t x = from; x < b->n_spans; x++) {
-        if (resource >= 0)
-            b->spans[x].resource = (uint32_t)resource;
-        if (scope >= 0) {
-            b->spans[x].scope = (uint32_t)scope;
-            b->spans[x].scope_name = scope_name;
-        }
-    }
-    for (size_t x = from; x < b->n_logs; x++) {
-        if (resource >= 0)
-            b->logs[x].resource = (uint32_t)resource;
-        if (scope >= 0)
-            b->logs[x].scope = (uint32_t)scope;
-    }
-    for (size_t x = from; x < b->n_points; x++) {
-        if (resource >= 0)
-            b->points[x].resource = (uint32_t)resource;
-        if (scope >= 0)
-            b->points[x].scope = (uint32_t)scope;
-    }
-}
-
 /* InstrumentationScope (or the deprecated InstrumentationLibrary, which has
  * the same first two fields). */
 static bool parse_scope_msg(pdec *d, msg m, otlp_scope *sc, const char **why)
@@ -1291,14 +1229,14 @@ static bool parse_scope_msg(pdec *d, msg m, otlp_scope *sc, const char **why)
             if (!want(d, &f, WT_LEN))
                 return false;
             const char *s = f.len ? string_of(d, &f, "scope: invalid UTF-8 or a NUL in its name or version", why) : NULL;
-            if (!s && d->oom)
+            if (!s && d->o.oom)
                 return false;
             *(f.num == 1 ? &sc->name : &sc->version) = s;
         } else if (f.num == 4) {
             if (!want(d, &f, WT_VARINT))
                 return false;
             if (!u32_of(&f, &sc->dropped_attributes))
-                first_why(why, "scope.droppedAttributesCount: past 32 bits");
+                otlp_out_why(why, "scope.droppedAttributesCount: past 32 bits");
         } else if (f.num != 3) {
             ignored(d, "scope", &f);
         }
@@ -1308,8 +1246,8 @@ static bool parse_scope_msg(pdec *d, msg m, otlp_scope *sc, const char **why)
 
 static bool parse_scope(pdec *d, const signal *sg, msg m, size_t i, size_t j, size_t *count)
 {
-    otlp_batch *b = d->b;
-    mark m0 = mark_take(d);
+    otlp_batch *b = d->o.b;
+    otlp_mark m0 = otlp_out_mark(&d->o);
     otlp_scope sc = {0};
     const char *why = NULL;
     size_t k = 0;
@@ -1326,7 +1264,7 @@ static bool parse_scope(pdec *d, const signal *sg, msg m, size_t i, size_t j, si
         } else if (f.num == 3) {
             if (!want(d, &f, WT_LEN))
                 return false;
-            if (f.len && !(sc.schema_url = string_of(d, &f, "schemaUrl: invalid UTF-8 or a NUL", &why)) && d->oom)
+            if (f.len && !(sc.schema_url = string_of(d, &f, "schemaUrl: invalid UTF-8 or a NUL", &why)) && d->o.oom)
                 return false;
         } else {
             ignored(d, "scope entry", &f);
@@ -1335,14 +1273,14 @@ static bool parse_scope(pdec *d, const signal *sg, msg m, size_t i, size_t j, si
     if (r < 0)
         return false;
     if (why) {
-        mark_restore(d, m0);
-        reject(d, "%s[%zu].%s[%zu].%s", sg->list, i, sg->scopes, j, why);
+        otlp_out_restore(&d->o, m0);
+        otlp_out_reject(&d->o, "%s[%zu].%s[%zu].%s", sg->list, i, sg->scopes, j, why);
         return true;
     }
-    if (!room(d, &b->scopes, b->n_scopes, &d->cap_scopes, sizeof *b->scopes))
+    if (!otlp_out_room(&d->o, &b->scopes, b->n_scopes, &d->o.cap_scopes, sizeof *b->scopes))
         return false;
     b->scopes[b->n_scopes] = sc;
-    set_owner(d, m0.items, -1, (long)b->n_scopes++, sc.name);
+    otlp_batch_set_owner(d->o.b, m0.items, -1, (long)b->n_scopes++, sc.name);
     return true;
 }
 
@@ -1357,7 +1295,7 @@ static bool parse_resource_msg(pdec *d, msg m, otlp_resource *rs, const char **w
             if (!want(d, &f, WT_VARINT))
                 return false;
             if (!u32_of(&f, &rs->dropped_attributes))
-                first_why(why, "resource.droppedAttributesCount: past 32 bits");
+                otlp_out_why(why, "resource.droppedAttributesCount: past 32 bits");
         } else if (f.num != 1) {
             ignored(d, "resource", &f);
         }
@@ -1367,8 +1305,8 @@ static bool parse_resource_msg(pdec *d, msg m, otlp_resource *rs, const char **w
 
 static bool parse_entry(pdec *d, const signal *sg, msg m, size_t i)
 {
-    otlp_batch *b = d->b;
-    mark m0 = mark_take(d);
+    otlp_batch *b = d->o.b;
+    otlp_mark m0 = otlp_out_mark(&d->o);
     otlp_resource rs = {0};
     const char *why = NULL;
     size_t count = 0, j = 0;
@@ -1385,7 +1323,7 @@ static bool parse_entry(pdec *d, const signal *sg, msg m, size_t i)
                 return false;
             if (has_resource && rs.attrs.n) {
                 if (more.attrs.n && rs.attrs.first + rs.attrs.n != more.attrs.first)
-                    first_why(&why, "resource: given twice, with attributes between the two");
+                    otlp_out_why(&why, "resource: given twice, with attributes between the two");
                 more.attrs.first = rs.attrs.first;
                 more.attrs.n += rs.attrs.n;
             }
@@ -1399,7 +1337,7 @@ static bool parse_entry(pdec *d, const signal *sg, msg m, size_t i)
         } else if (f.num == 3) {
             if (!want(d, &f, WT_LEN))
                 return false;
-            if (f.len && !(rs.schema_url = string_of(d, &f, "schemaUrl: invalid UTF-8 or a NUL", &why)) && d->oom)
+            if (f.len && !(rs.schema_url = string_of(d, &f, "schemaUrl: invalid UTF-8 or a NUL", &why)) && d->o.oom)
                 return false;
         } else {
             ignored(d, "resource entry", &f);
@@ -1408,31 +1346,26 @@ static bool parse_entry(pdec *d, const signal *sg, msg m, size_t i)
     if (r < 0)
         return false;
     if (why) {
-        mark_restore(d, m0);
+        otlp_out_restore(&d->o, m0);
         size_t n = sg->reject_each && count ? count : 1;
         for (size_t x = 0; x < n; x++)
-            reject(d, "%s[%zu]: %s", sg->list, i, why);
+            otlp_out_reject(&d->o, "%s[%zu]: %s", sg->list, i, why);
         return true;
     }
-    if (!room(d, &b->resources, b->n_resources, &d->cap_res, sizeof *b->resources))
+    if (!otlp_out_room(&d->o, &b->resources, b->n_resources, &d->o.cap_res, sizeof *b->resources))
         return false;
     rs.attrs.kv = rs.attrs.n ? b->kvs + rs.attrs.first : NULL; /* for the lookups below; set again at the end */
     otlp_value_string(otlp_attr(&rs.attrs, "service.name"), &rs.service_name);
     otlp_value_string(otlp_attr(&rs.attrs, "service.version"), &rs.service_version);
     otlp_value_string(otlp_attr(&rs.attrs, "pacer.session"), &rs.session);
     b->resources[b->n_resources] = rs;
-    set_owner(d, m0.items, (long)b->n_resources++, -1, NULL);
+    otlp_batch_set_owner(d->o.b, m0.items, (long)b->n_resources++, -1, NULL);
     return true;
-}
-
-static void fix_attrs(otlp_batch *b, otlp_attrs *a)
-{
-    a->kv = a->n ? b->kvs + a->first : NULL;
 }
 
 static int decode(const uint8_t *body, size_t len, otlp_batch *b, const signal *sg, char *err, size_t err_size)
 {
-    pdec d = {.b = b, .base = body};
+    pdec d = {.o = {.b = b}, .base = body};
     msg m = {body, body + len};
     pf f;
     int r;
@@ -1445,38 +1378,7 @@ static int decode(const uint8_t *body, size_t len, otlp_batch *b, const signal *
             ignored(&d, "request", &f);
         }
     }
-    if (d.oom)
-        goto oom;
-    if (d.bad) {
-        snprintf(err, err_size, "%s", d.err);
-        otlp_batch_clear(b);
-        return -EBADMSG;
-    }
-    for (size_t x = 0; x < b->n_resources; x++)
-        fix_attrs(b, &b->resources[x].attrs);
-    for (size_t x = 0; x < b->n_scopes; x++)
-        fix_attrs(b, &b->scopes[x].attrs);
-    for (size_t x = 0; x < b->n_spans; x++)
-        fix_attrs(b, &b->spans[x].attrs);
-    for (size_t x = 0; x < b->n_events; x++)
-        fix_attrs(b, &b->events[x].attrs);
-    for (size_t x = 0; x < b->n_links; x++)
-        fix_attrs(b, &b->links[x].attrs);
-    for (size_t x = 0; x < b->n_logs; x++)
-        fix_attrs(b, &b->logs[x].attrs);
-    for (size_t x = 0; x < b->n_points; x++)
-        fix_attrs(b, &b->points[x].attrs);
-    for (size_t x = 0; x < b->n_exemplars; x++)
-        fix_attrs(b, &b->exemplars[x].attrs);
-    if (d.has_msg && !(b->reject_message = strdup(d.msg)))
-        goto oom;
-    if (d.has_ign && !(b->ignore_message = strdup(d.ign)))
-        goto oom;
-    return 0;
-oom:
-    otlp_batch_clear(b);
-    snprintf(err, err_size, "out of memory");
-    return -ENOMEM;
+    return otlp_out_end(&d.o, d.bad ? d.err : NULL, d.has_ign ? d.ign : NULL, err, err_size);
 }
 
 int otlp_proto_decode_traces(const uint8_t *body, size_t len, otlp_batch *b, char *err, size_t err_size)
@@ -1502,9 +1404,9 @@ int otlp_proto_decode_metrics(const uint8_t *body, size_t len, otlp_batch *b, ch
 void otlp_proto_write_list(jbuf *b, otlp_value_type type, const uint8_t *p, size_t len)
 {
     /* the bytes were checked when decoded: a failure here only stops early */
-    pdec d = {.b = NULL, .base = p};
+    pdec d = {.base = p};
     otlp_batch scratch = {0};
-    d.b = &scratch;
+    d.o.b = &scratch;
     msg m = {p, p + len};
     pf f;
     jbuf_open(b, '[');

@@ -310,4 +310,25 @@ store_explain_fn ch_newest_explain;
 bool ch_layout_read_srow(rb_reader *r, ch_srow *ret);
 void ch_layout_write_srow(rb_buf *b, const ch_srow *row);
 
+/* Rollup rows read with their slot first (SELECT slot, CH_SKETCH_COLUMNS
+ * … ORDER BY kind, app, version, name, grain, t, slot), one copy of each:
+ * a slot consolidated twice has its rows twice, and sorted the copies are
+ * neighbours. Not to be moved once begun (prev points into it). */
+typedef struct ch_srows {
+    rb_reader rd;
+    ch_srow row; /* the row ch_layout_srows_next found */
+    uint32_t slot;
+    bool held; /* row holds a row read */
+    /* the previous row's key (its strings copied: each row read frees its own) */
+    char app[1100], version[1100], name[1100];
+    ch_srow prev;
+    uint32_t prev_slot;
+    bool have;
+} ch_srows;
+void ch_layout_srows_begin(ch_srows *s, const void *body, size_t len);
+/* 1: s->row is the next row that is no copy (valid until the next call);
+ * 0: no more; -EIO: a row did not read. */
+int ch_layout_srows_next(ch_srows *s);
+void ch_layout_srows_end(ch_srows *s);
+
 #endif

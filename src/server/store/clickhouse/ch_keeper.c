@@ -351,12 +351,6 @@ static int consolidate_unit(ch_store *st, uint32_t u)
  * of each (a slot consolidated twice has its rows twice: sorted by key
  * and slot, the copies are neighbours), merged by 10 minutes, hour and day
  * of data. */
-static bool same_key(const ch_srow *a, uint32_t sa, const ch_srow *b, uint32_t sb)
-{
-    return sa == sb && a->kind == b->kind && a->grain == b->grain && a->t == b->t && strcmp(a->name, b->name) == 0 &&
-           strcmp(a->app, b->app) == 0 && strcmp(a->version, b->version) == 0;
-}
-
 static int consolidate_day(ch_store *st, uint32_t d)
 {
     uint64_t per = (uint64_t)(st->day_s / st->unit_s);
@@ -374,40 +368,22 @@ static int consolidate_day(ch_store *st, uint32_t d)
         ch_client_reply_free(&rep);
         return -ENOMEM;
     }
-    rb_reader rd;
-    rb_reader_init(&rd, rep.body, rep.len);
-    ch_srow row;
-    /* the previous row's key (its strings copied: each row read frees its own) */
-    char prev_app[1100] = "", prev_version[1100] = "", prev_name[1100] = "";
-    ch_srow prev = {.app = prev_app, .version = prev_version, .name = prev_name};
-    uint32_t prev_slot = 0;
-    bool have_prev = false;
-    while (r == 0 && rb_more(&rd)) {
-        uint32_t slot = rb_get_u32(&rd);
-        if (!ch_layout_read_srow(&rd, &row)) {
-            r = -EIO;
-            break;
-        }
-        if (!have_prev || !same_key(&row, slot, &prev, prev_slot)) {
-            cgroups_add(g, &row); /* by 10 minutes of data */
-            ch_srow coarse = row;
-            coarse.grain = CH_GRAIN_HOUR;
-            coarse.t = row.t / CH_SLOTS_PER_HOUR; /* t >= 0: slots since the epoch */
-            cgroups_add(g, &coarse);
-            coarse.grain = CH_GRAIN_DAY;
-            coarse.t = row.t / CH_SLOTS_PER_DAY;
-            cgroups_add(g, &coarse);
-        }
-        snprintf(prev_app, sizeof prev_app, "%s", row.app);
-        snprintf(prev_version, sizeof prev_version, "%s", row.version);
-        snprintf(prev_name, sizeof prev_name, "%s", row.name);
-        prev.kind = row.kind;
-        prev.grain = row.grain;
-        prev.t = row.t;
-        prev_slot = slot;
-        have_prev = true;
-        ch_layout_srow_reset(&row);
+    ch_srows s;
+    ch_layout_srows_begin(&s, rep.body, rep.len);
+    int got;
+    while ((got = ch_layout_srows_next(&s)) > 0) {
+        cgroups_add(g, &s.row); /* by 10 minutes of data */
+        ch_srow coarse = s.row;
+        coarse.grain = CH_GRAIN_HOUR;
+        coarse.t = s.row.t / CH_SLOTS_PER_HOUR; /* t >= 0: slots since the epoch */
+        cgroups_add(g, &coarse);
+        coarse.grain = CH_GRAIN_DAY;
+        coarse.t = s.row.t / CH_SLOTS_PER_DAY;
+        cgroups_add(g, &coarse);
     }
+    ch_layout_srows_end(&s);
+    if (got < 0)
+        r = got;
     ch_client_reply_free(&rep);
     rb_buf b;
     rb_init(&b);

@@ -19,6 +19,7 @@
  */
 #include "ch_int.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -973,3 +974,51 @@ bool ch_layout_read_srow(rb_reader *r, ch_srow *ret)
     return true;
 }
 
+
+void ch_layout_srows_begin(ch_srows *s, const void *body, size_t len)
+{
+    rb_reader_init(&s->rd, body, len);
+    s->held = s->have = false;
+    s->app[0] = s->version[0] = s->name[0] = 0;
+    s->prev = (ch_srow){.app = s->app, .version = s->version, .name = s->name};
+    s->prev_slot = 0;
+}
+
+static bool same_key(const ch_srow *a, uint32_t sa, const ch_srow *b, uint32_t sb)
+{
+    return sa == sb && a->kind == b->kind && a->grain == b->grain && a->t == b->t && strcmp(a->name, b->name) == 0 &&
+           strcmp(a->app, b->app) == 0 && strcmp(a->version, b->version) == 0;
+}
+
+int ch_layout_srows_next(ch_srows *s)
+{
+    for (;;) {
+        if (s->held) {
+            snprintf(s->app, sizeof s->app, "%s", s->row.app);
+            snprintf(s->version, sizeof s->version, "%s", s->row.version);
+            snprintf(s->name, sizeof s->name, "%s", s->row.name);
+            s->prev.kind = s->row.kind;
+            s->prev.grain = s->row.grain;
+            s->prev.t = s->row.t;
+            s->prev_slot = s->slot;
+            s->have = true;
+            ch_layout_srow_reset(&s->row);
+            s->held = false;
+        }
+        if (!rb_more(&s->rd))
+            return 0;
+        s->slot = rb_get_u32(&s->rd);
+        if (!ch_layout_read_srow(&s->rd, &s->row))
+            return -EIO;
+        s->held = true;
+        if (!s->have || !same_key(&s->row, s->slot, &s->prev, s->prev_slot))
+            return 1;
+    }
+}
+
+void ch_layout_srows_end(ch_srows *s)
+{
+    if (s->held)
+        ch_layout_srow_reset(&s->row);
+    s->held = false;
+}

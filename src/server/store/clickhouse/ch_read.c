@@ -98,12 +98,6 @@ static void on_pending(void *ctx, const ch_srow *row, uint64_t att, const char *
         c->cb(c->ctx, row);
 }
 
-static bool same_key(const ch_srow *a, uint32_t sa, const ch_srow *b, uint32_t sb)
-{
-    return sa == sb && a->kind == b->kind && a->grain == b->grain && a->t == b->t && strcmp(a->name, b->name) == 0 &&
-           strcmp(a->app, b->app) == 0 && strcmp(a->version, b->version) == 0;
-}
-
 /* One tier of rollups: rows of `where`, each once per slot. */
 static int read_tier(ch_store *st, const char *where, void (*cb)(void *ctx, const ch_srow *row), void *ctx)
 {
@@ -118,29 +112,14 @@ static int read_tier(ch_store *st, const char *where, void (*cb)(void *ctx, cons
     int r = ch_store_read_rows(st, &q, &rep, &rd, "a query");
     if (r < 0)
         return r;
-    char pa[1100] = "", pv[1100] = "", pn[1100] = "";
-    ch_srow prev = {.app = pa, .version = pv, .name = pn};
-    uint32_t prev_slot = 0;
-    bool have = false;
-    ch_srow row;
-    while (rb_more(&rd)) {
-        uint32_t slot = rb_get_u32(&rd);
-        if (!ch_layout_read_srow(&rd, &row)) {
-            r = -EIO;
-            break;
-        }
-        if (!have || !same_key(&row, slot, &prev, prev_slot))
-            cb(ctx, &row);
-        snprintf(pa, sizeof pa, "%s", row.app);
-        snprintf(pv, sizeof pv, "%s", row.version);
-        snprintf(pn, sizeof pn, "%s", row.name);
-        prev.kind = row.kind;
-        prev.grain = row.grain;
-        prev.t = row.t;
-        prev_slot = slot;
-        have = true;
-        ch_layout_srow_reset(&row);
-    }
+    ch_srows s;
+    ch_layout_srows_begin(&s, rep.body, rep.len);
+    int got;
+    while ((got = ch_layout_srows_next(&s)) > 0)
+        cb(ctx, &s.row);
+    ch_layout_srows_end(&s);
+    if (got < 0)
+        r = got;
     ch_client_reply_free(&rep);
     return r;
 }

@@ -346,30 +346,25 @@ out:
 }
 
 /* The candidate statement of logs (by (app, ts)) and of points (by (app,
- * name, ts)), with the whole row. */
-static char *log_sql(void)
+ * name, ts)), with the whole row: `filter` is what ?6 asks of each. */
+static char *search_sql(enum store_table tb, const char *filter)
 {
     char range[256];
     snprintf(range, sizeof range, RANGE_SQL, "rowid");
     char where[512];
-    snprintf(where, sizeof where, "WHERE %s AND (?6 = 0 OR severity_number >= ?6) ORDER BY ts DESC, rowid DESC", range);
-    return row_sql(TABLE_LOGS, where);
+    snprintf(where, sizeof where, "WHERE %s AND %s ORDER BY ts DESC, rowid DESC", range, filter);
+    return row_sql(tb, where);
 }
-
-static char *point_sql(void)
-{
-    char range[256];
-    snprintf(range, sizeof range, RANGE_SQL, "rowid");
-    char where[512];
-    snprintf(where, sizeof where, "WHERE %s AND name = ?6 ORDER BY ts DESC, rowid DESC", range);
-    return row_sql(TABLE_METRIC_POINTS, where);
-}
+#define LOG_FILTER "(?6 = 0 OR severity_number >= ?6)"
+#define POINT_FILTER "name = ?6"
 
 /* Logs and points: one statement, filters in C, bounded. */
-static int search_rows(store *st, enum store_table tb, char *sql, const char *list, const char *app, int64_t from,
-                       int64_t to, const store_cursor *after, size_t limit, int bind6, const char *bind6_text,
-                       const char *text, const store_attr_filter *attrs, size_t n_attrs, jbuf *out)
+static int search_rows(store *st, enum store_table tb, const char *app, int64_t from, int64_t to,
+                       const store_cursor *after, size_t limit, int bind6, const char *bind6_text, const char *text,
+                       const store_attr_filter *attrs, size_t n_attrs, jbuf *out)
 {
+    char *sql = search_sql(tb, tb == TABLE_LOGS ? LOG_FILTER : POINT_FILTER);
+    const char *list = tb == TABLE_LOGS ? "logs" : "points";
     sqlite3 *db = sqlite_store_reader_get(st);
     sqlite3_stmt *s = NULL;
     int r = -EIO;
@@ -419,14 +414,14 @@ out:
 
 int sqlite_query_search_logs(store *st, const store_log_query *q, jbuf *out)
 {
-    return search_rows(st, TABLE_LOGS, log_sql(), "logs", q->app, q->from_ns, q->to_ns, &q->after, q->limit,
-                       q->min_severity, NULL, q->text, NULL, 0, out);
+    return search_rows(st, TABLE_LOGS, q->app, q->from_ns, q->to_ns, &q->after, q->limit, q->min_severity, NULL,
+                       q->text, NULL, 0, out);
 }
 
 int sqlite_query_search_points(store *st, const store_point_query *q, jbuf *out)
 {
-    return search_rows(st, TABLE_METRIC_POINTS, point_sql(), "points", q->app, q->from_ns, q->to_ns, &q->after,
-                       q->limit, 0, q->name, NULL, q->attrs, q->n_attrs, out);
+    return search_rows(st, TABLE_METRIC_POINTS, q->app, q->from_ns, q->to_ns, &q->after, q->limit, 0, q->name, NULL,
+                       q->attrs, q->n_attrs, out);
 }
 
 /* ---- a trace ---- */
@@ -846,11 +841,11 @@ int sqlite_query_explain(store *st, void (*cb)(void *ctx, const char *name, cons
             r = explain_one(db, name, sql, cb, ctx);
             free(sql);
         }
-    char *sql = log_sql();
+    char *sql = search_sql(TABLE_LOGS, LOG_FILTER);
     if (r == 0)
         r = explain_one(db, "logs", sql, cb, ctx);
     free(sql);
-    sql = point_sql();
+    sql = search_sql(TABLE_METRIC_POINTS, POINT_FILTER);
     if (r == 0)
         r = explain_one(db, "points", sql, cb, ctx);
     free(sql);
