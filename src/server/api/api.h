@@ -56,7 +56,7 @@ bool schema_api_handle(const api_ctx *d, const http_request *rq, http_response *
 /* /api/v1/issues, /api/v1/issues/{id} (GET, PATCH), /api/v1/cleaning
  * (issues_api.c). True when the path is one of them (and the answer is set). */
 bool issues_api_handle(const api_ctx *d, const http_request *rq, http_response *rs);
-/* GET, PUT /v1/config/{app} (config_service.c). */
+/* GET, PUT /v1/config/{app} (config_api.c). */
 void config_api_get(const api_ctx *d, const char *app, const http_request *rq, http_response *rs);
 void config_api_put(const api_ctx *d, const char *app, const http_request *rq, http_response *rs);
 

@@ -1,4 +1,4 @@
-/* Blocks: rows column by column (store_block.h). */
+/* Blocks: rows column by column (block.h). */
 #include "block.h"
 
 #include <pacer/base/array.h>

@@ -1,4 +1,4 @@
-/* Blocks: many rows of one table, column by column (store_block.c).
+/* Blocks: many rows of one table, column by column (block.c).
  *
  * The store keeps the rows of pacer's record tables (page loads, start-ups,
  * requests) in blocks once they are in the rollups: the rows of one app and

@@ -1,4 +1,4 @@
-/* The store's health and figures (store_health.h, store.h).
+/* The store's health and figures (health.h, store.h).
  *
  * The health says whether ingest can commit. States of the writes:
  *   ok      → failing  a write transaction fails (any: a batch, the probe,
@@ -18,7 +18,7 @@
  * sending to this instance.
  *
  * A failure's cause comes from the kind the backend gave it (SQLite's
- * result code: store/sqlite/store_sqlite.c, sqlite_store_error_capture;
+ * result code: store/sqlite/sqlite_store.c, sqlite_store_error_capture;
  * ClickHouse's error code) and, for an I/O error on the files, from the
  * errno of the system call that failed when SQLite kept it, else from a
  * probe of the database's file system (fs_probe: a file created, written

@@ -1,6 +1,6 @@
-/* What the store's writes and reads found (store_health.c), for
- * store_health_get and store_get_stats. Used by the stores (store_sqlite.c,
- * store_clickhouse.c); every function may be called from any thread. */
+/* What the store's writes and reads found (health.c), for
+ * store_health_get and store_get_stats. Used by the stores (sqlite_store.c,
+ * ch_store.c); every function may be called from any thread. */
 #ifndef PACER_SERVER_STORE_HEALTH_H
 #define PACER_SERVER_STORE_HEALTH_H
 

@@ -1,7 +1,7 @@
 /* pacerd's storage. Two backends serve this interface (store.c hands each
  * call to the one that opened the store): SQLite, described here, and
  * ClickHouse, for several pacerd instances sharing one database
- * (store_clickhouse.c: its schema, and how batches stay exactly once
+ * (ch_store.c: its schema, and how batches stay exactly once
  * without a single writer). Both give the same answers on the same data.
  *
  * On SQLite: raw records (each resource and scope once,
@@ -210,7 +210,7 @@ typedef struct store_options {
     size_t max_queued_items; /* records waiting for the writer before submits get -EAGAIN */
     size_t readers;          /* read connections */
     size_t rollup_lag_ms;    /* longest a committed record waits to be added to the rollups (0: none) */
-    /* SQLite (store_sqlite.c): days of raw records kept (0: all): the partitions of older UTC days
+    /* SQLite (sqlite_store.c): days of raw records kept (0: all): the partitions of older UTC days
      * are dropped, with the sub-day rollups; days of the daily rollups
      * kept (0: all, else at least retention_days) */
     unsigned retention_days, rollup_retention_days;
@@ -220,7 +220,7 @@ typedef struct store_options {
     /* records of a day from which the next day gets ten-minute rollups
      * (0: 500000) */
     size_t fine_day_rows;
-    /* ClickHouse (store_clickhouse.c), 0 for the defaults: the commit hour
+    /* ClickHouse (ch_store.c), 0 for the defaults: the commit hour
      * consolidated into the rollups (3600 s), the span of level 2 (86400),
      * how long after an hour ends it is (360; an attempt commits within
      * half of it or not at all), writer threads (2) */
@@ -238,8 +238,8 @@ typedef struct store_options {
     void *log_ctx;
 } store_options;
 
-/* A store is opened by its backend (store/sqlite/store_sqlite.h,
- * store/clickhouse/store_clickhouse.h); everything else goes through
+/* A store is opened by its backend (store/sqlite/sqlite_store.h,
+ * store/clickhouse/ch_store.h); everything else goes through
  * this interface. */
 /* The backend that serves the store: "sqlite" or "clickhouse". */
 const char *store_backend_name(store *st);
@@ -288,7 +288,7 @@ int store_tallies(store *st, const char *app,
  * (ClickHouse: --clickhouse-gather); SQLite ignores it. Any thread. */
 void store_coming(store *st, int delta);
 
-/* ---- health and figures (store_health.c) ----
+/* ---- health and figures (health.c) ----
  *
  * The health says whether an ingest batch can commit. Every write
  * transaction and every read reports its outcome. A failed write makes
@@ -358,7 +358,7 @@ typedef struct store_scan_cb {
 int store_scan(store *st, enum store_kind kind, const char *app, const char *version, int64_t from_ns,
                int64_t to_ns, const store_scan_cb *cb);
 
-/* ---- reading rows back (store_query.c) ----
+/* ---- reading rows back (sqlite_query.c) ----
  *
  * Every answer is JSON written into a jbuf, bounded: at most `limit` items
  * and about STORE_MAX_ANSWER bytes, and at most STORE_MAX_EXAMINED rows
@@ -507,7 +507,7 @@ typedef struct store_row {
 
 /* The rows of a rollup kind's table (TABLE_PAGE_LOADS, TABLE_STARTUPS) of
  * app and version, newest first (by ts), at most limit, among the newest
- * scan_max rows of the app (store_samples.c). *ret_truncated: there may be
+ * scan_max rows of the app (sqlite_samples.c). *ret_truncated: there may be
  * more. 0 or negative errno. */
 int store_version_rows(store *st, enum store_table table, const char *app, const char *version, size_t limit,
                        size_t scan_max, void (*cb)(void *ctx, const store_row *row), void *ctx, bool *ret_truncated);

@@ -1,5 +1,5 @@
 /* The values the store keeps in formats of its own, beside SQLite's (and
- * the blocks: store_block.h, the sketches: sketch.h). Each reader checks
+ * the blocks: block.h, the sketches: sketch.h). Each reader checks
  * every length against its buffer: a damaged value is -EBADMSG, never a
  * read outside it (tests/fuzz/fuzz-store-codec.c).
  *

@@ -1,7 +1,7 @@
 /* Rows of the read APIs as OTLP JSON with pacerd's members (docs/server.md,
  * "Reading data back"), from the columns of a row in its table's layout
  * order: the one writer of both backends' read APIs (SQLite's
- * store_query.c, ClickHouse's store_ch_read.c). resource and scope: the
+ * sqlite_query.c, ClickHouse's ch_read.c). resource and scope: the
  * JSON of the row's resource and scope, or NULL. Texts of the row are
  * NUL-terminated. */
 #ifndef PACER_SERVER_STORE_JSON_H

@@ -1,5 +1,5 @@
 /* A client of ClickHouse's HTTP interface (libcurl), for the ClickHouse
- * store (store_clickhouse.c), and the RowBinary format both ways.
+ * store (ch_store.c), and the RowBinary format both ways.
  *
  * Queries go as POST bodies; an INSERT's rows (RowBinary) go as the body,
  * its text in the URL. Every answer is read whole into memory, bounded

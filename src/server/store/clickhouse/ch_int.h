@@ -1,9 +1,10 @@
-/* What the ClickHouse store's files share (store_clickhouse.c: open, the
- * schema, the writers, health, configs; store_ch_keeper.c: consolidation,
- * partitions, the winners of retried batches; store_ch_read.c: the
- * queries; store_ch_dash.c: the dashboard's reads; store_ch_source.c: the
- * application layer's reads; store_ch_layout.c: the tables' columns and
- * rows in RowBinary). */
+/* What the ClickHouse store's files share: ch_store.c (open, the schema,
+ * health, configs), ch_writer.c (the writer threads: inserts in attempts),
+ * ch_keeper.c (consolidation, partitions, the winners of retried
+ * batches), ch_read.c (the read APIs' queries, the rollups), ch_newest.c
+ * (the dashboard's newest rows), ch_marks.c (the rows after a mark, for
+ * the analysis), ch_layout.c (the tables' columns and rows in RowBinary),
+ * ch_client.c (the HTTP client) and rb.c (RowBinary). */
 #ifndef PACER_SERVER_STORE_CH_H
 #define PACER_SERVER_STORE_CH_H
 
@@ -16,14 +17,14 @@
 
 #include <pthread.h>
 
-/* ---- physical columns (store_ch_layout.c) ----
+/* ---- physical columns (ch_layout.c) ----
  *
  * A table of pacer's records or of plain spans keeps as columns of their
  * own what queries filter, sort or aggregate on — ts, app, version,
  * session, the group name's fields, the metrics, failed, the ids; a plain
  * span's name, end and attributes — and every other column of the layout
  * (store.h, "the rows") packed into one String, `rest` (each value tagged
- * by its column, store_ch_layout.c): ClickHouse writes two files per
+ * by its column, ch_layout.c): ClickHouse writes two files per
  * column for every insert, and a pacer span's thirty columns made each
  * insert of a thousand rows five times dearer than one of ten. Logs and metric points keep a column
  * each. What differs from SQLite is only how a value is held, never what
@@ -87,7 +88,7 @@ typedef struct ch_table {
     size_t n_cols;
     ch_col cols[CH_MAX_COLS];
     bool packed[STORE_MAX_COLS]; /* the layout's columns that go into rest */
-    uint16_t key[STORE_MAX_COLS];  /* rest's key of a packed or MS column (store_ch_layout.c) */
+    uint16_t key[STORE_MAX_COLS];  /* rest's key of a packed or MS column (ch_layout.c) */
     size_t n_keyed;
     int keyed[STORE_MAX_COLS]; /* the layout columns with a key */
     bool sdk_names;              /* span_name: nothing when the SDK's */
@@ -224,7 +225,12 @@ void ch_store_sql_str(jbuf *b, const char *s);
 const char *ch_store_table_name(const ch_store *st, const char *name, char *buf, size_t size, bool local);
 /* One line to the store's log (store_options.log). */
 void ch_store_say(ch_store *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The keeper thread (store_ch_keeper.c). */
+/* The writer threads and what they take (ch_writer.c). */
+void *ch_writer_main(void *arg);
+store_submit_fn ch_writer_submit;
+store_coming_fn ch_writer_coming;
+
+/* The keeper thread (ch_keeper.c). */
 void *ch_keeper_main(void *arg);
 
 /* A query whose failure is told to the health (reads). 0 or -EIO. */
@@ -234,12 +240,14 @@ int ch_store_read(ch_store *st, const char *sql, ch_reply *ret, const char *what
 int ch_store_read_query(ch_store *st, jbuf *q, ch_reply *ret, const char *what);
 /* The same, with rd over the answer's RowBinary rows. */
 int ch_store_read_rows(ch_store *st, jbuf *q, ch_reply *ret, rb_reader *rd, const char *what);
+/* The settings of an insert (on a cluster: each insert waits for its shards). */
+const char *ch_store_settings(const ch_store *st);
 /* A write statement; the failure is told to the health by the caller. */
 int ch_store_write(ch_store *st, const char *sql, const void *data, size_t len, ch_reply *ret);
 /* The health's view of a failed request. */
 void ch_store_error_of(const ch_reply *r, store_error *ret);
 
-/* The tiers (store_ch_read.c): the last commit hour consolidated into
+/* The tiers (ch_read.c): the last commit hour consolidated into
  * level 1 and the last commit day into level 2; -1 when none. */
 int ch_read_watermarks(ch_store *st, int64_t *ret_hour, int64_t *ret_day);
 
@@ -263,7 +271,7 @@ int ch_keeper_pending_rows(ch_store *st, const char *where,
                                uint32_t at),
                     void *ctx);
 
-/* The read operations (store_ch_read.c). */
+/* The read operations (ch_read.c). */
 store_scan_fn ch_read_scan;
 store_apps_fn ch_read_apps;
 store_trace_fn ch_read_trace;
@@ -283,7 +291,7 @@ int ch_read_select_rows(ch_store *st, enum store_table tb, const char *where, co
 void ch_read_time_where(jbuf *q, const char *app, int64_t from, int64_t to);
 /* In SQL, of a row of table tb: its row key's order (the span id's, or
  * rid's, top 63 bits), and what makes it the same record (trace_id,
- * span_xor; or rid) for LIMIT 1 BY (store_ch_read.c). */
+ * span_xor; or rid) for LIMIT 1 BY (ch_read.c). */
 const char *ch_read_rk_sql(enum store_table tb);
 const char *ch_read_identity_sql(enum store_table tb);
 /* " AND ts >= from AND ts < to", and the same bounds on ts_s and its hour,

@@ -1,10 +1,10 @@
-/* The ClickHouse store's keeper (store_ch.h), a thread of every instance:
+/* The ClickHouse store's keeper (ch_int.h), a thread of every instance:
  * it consolidates settled commit hours of `pending` into level-1 rollups
- * and finished commit days into level 2 (store_clickhouse.c's top says
+ * and finished commit days into level 2 (ch_store.c's top says
  * why that keeps each batch counted once), drops what retention and the
  * tiers no longer need, and measures the database for /metrics. Also
  * here: the winners of retried batches and the reading of pending's rows,
- * which queries (store_ch_read.c) share with consolidation.
+ * which queries (ch_read.c) share with consolidation.
  *
  * Slots are done in order (a level's watermark is its largest slot); two
  * instances may do the same slot at once and write the same rows twice:
@@ -27,7 +27,7 @@
 
 
 /* Winners: per batch named by pending rows of a retry, the attempt whose
- * rows count (store_clickhouse.c's top). */
+ * rows count (ch_store.c's top). */
 typedef struct winner {
     char *app, *batch;
     uint64_t att;

@@ -1,4 +1,4 @@
-/* The ClickHouse tables' physical columns (store_ch.h), built once from
+/* The ClickHouse tables' physical columns (ch_int.h), built once from
  * the layout (store_layout.c), and a record's row in RowBinary both ways.
  *
  * Every encoding here is exact: a value read back is the value written,

@@ -13,7 +13,7 @@
  * reads keep out the identities they handed on in the last cycles.
  *
  * A range of ins of one raw table, the rows decoded as the read APIs
- * decode them (store_ch_layout.c) and handed on with the columns asked
+ * decode them (ch_layout.c) and handed on with the columns asked
  * for. The partitions outside the range's receive days are skipped (rday
  * is the day of the group's first ins).
  */

@@ -5,9 +5,9 @@
  * One query: the rows of the app in [from, to) (metric points: of the
  * name and version too), one per identity, newest first (ties by row
  * key), one more than scan_max to know whether the range holds more. The
- * rows come decoded as the read APIs decode them (store_ch_layout.c), so
+ * rows come decoded as the read APIs decode them (ch_layout.c), so
  * that values compare as SQLite holds them, not as ClickHouse does (an MS
- * column is held as twice its micro- or nanoseconds, store_ch.h).
+ * column is held as twice its micro- or nanoseconds, ch_int.h).
  */
 #include "ch_int.h"
 

@@ -1,4 +1,4 @@
-/* The ClickHouse store's queries (store.h; the tables: store_clickhouse.c).
+/* The ClickHouse store's queries (store.h; the tables: ch_store.c).
  *
  * Percentiles (store_scan) read the rollup tiers: level 2 up to its
  * watermark (by day for whole days, by hour for the hours of days a range

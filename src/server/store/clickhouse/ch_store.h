@@ -1,6 +1,6 @@
 /* The ClickHouse backend's own call: opening it. Everything else goes
  * through the store's interface (store/store.h), which it serves
- * (store_clickhouse.c: its schema, and how batches stay exactly once
+ * (ch_store.c: its schema, and how batches stay exactly once
  * without a single writer). */
 #ifndef PACER_SERVER_STORE_CLICKHOUSE_H
 #define PACER_SERVER_STORE_CLICKHOUSE_H

@@ -1,13 +1,16 @@
-/* What the store's files share beyond store.h.
+/* What the SQLite store's files share beyond store.h.
  *
- *   store_sqlite.c     the writer thread, its jobs, the rollup groups, the
- *                      marks of each partition, the connections
+ *   sqlite_store.c      open, the writer thread, its jobs, the rollup
+ *                       groups, the marks of each partition, the
+ *                       connections
  *   sqlite_seal.c       rows in the rollups → blocks and the trace index;
- *                      reading blocks back
- *   store_scan.c       the percentile scan, the apps
- *   store_retention.c  dropping old partitions; keeping the WAL small
- *   store_upgrade.c    files of earlier schemas
- *   store_query.c      the read APIs; store_samples.c the samples
+ *                       reading blocks back
+ *   sqlite_scan.c       the percentile scan, the apps
+ *   sqlite_retention.c  dropping old partitions; keeping the WAL small
+ *   sqlite_upgrade.c    files of earlier schemas
+ *   sqlite_query.c      the read APIs; sqlite_samples.c the samples
+ *   sqlite_newest.c     the dashboard's newest rows
+ *   sqlite_marks.c      the rows after a mark, for the analysis
  *
  * Partitions: the rows of a UTC day. What a table keeps, and its marks
  * (rowids up to which the rows are somewhere else too):
@@ -90,7 +93,7 @@ typedef struct part {
     bool touched;
 } part;
 
-/* The marks of a record table (store_int.h, "partitions"). */
+/* The marks of a record table (sqlite_int.h, "partitions"). */
 typedef struct table_marks {
     int64_t last, rolled, sealed;
 } table_marks;
@@ -155,17 +158,17 @@ struct store {
         uint64_t count;
     } totals[32];
     size_t n_totals;
-    /* positions (store_int.h, "positions"): the last handed out, as
+    /* positions (sqlite_int.h, "positions"): the last handed out, as
      * committed after each transaction, and the transaction's open run */
     int64_t pos[TABLE_COUNT];
     struct pos_run {
         int64_t pos, n, off;
     } run[TABLE_COUNT];
-    /* rollup groups (store_sqlite.c) */
+    /* rollup groups (sqlite_store.c) */
     group *groups[GROUP_BUCKETS];
     size_t n_groups;
     group *dirty;
-    /* partitions (store_sqlite.c) */
+    /* partitions (sqlite_store.c) */
     table_marks tm[TABLE_COUNT]; /* of the record tables */
     part *parts[PART_BUCKETS];
     size_t n_parts;
@@ -188,7 +191,7 @@ struct store {
     } *seal_marks;
     size_t n_seal_marks, cap_seal_marks, seal_count;
     bool seal_run_used;
-    /* retention (store_retention.c) */
+    /* retention (sqlite_retention.c) */
     int64_t retention_checked_ns; /* mono: when the horizon was last looked at */
     bool retention_due;           /* there is something older than the horizons to drop */
     /* health (store_health_get): a probe row is committed when asked */
@@ -197,7 +200,7 @@ struct store {
     uint64_t probe_gen; /* probes done */
     pthread_cond_t probed;
     int64_t txn_since_ns; /* mono: when the writer's running transaction began; 0: none */
-    /* the WAL: a checkpointer thread copies it back when it grows (store_retention.c) */
+    /* the WAL: a checkpointer thread copies it back when it grows (sqlite_retention.c) */
     int wal_frames; /* after the writer's last commit (atomic) */
     int page_bytes; /* the database's page size */
     pthread_t ckpt;
@@ -213,7 +216,7 @@ struct store {
     sqlite3 **free_readers;
 };
 
-/* ---- connections (store_sqlite.c) ---- */
+/* ---- connections (sqlite_store.c) ---- */
 
 /* A read-only connection of the pool, waiting for a free one; give it back
  * with sqlite_store_reader_put. Any thread. */
@@ -230,7 +233,7 @@ int sqlite_query_register_functions(sqlite3 *db);
  * the few that share a key apart. */
 int64_t sqlite_query_trace_key(const uint8_t *trace_id, size_t n);
 
-/* The failure that db saw last, classed (store_health.h). */
+/* The failure that db saw last, classed (health.h). */
 void sqlite_store_error_capture(sqlite3 *db, store_error *ret);
 /* What a read that returned r found: a block that does not decode
  * (-EBADMSG) is corruption as much as a page SQLite cannot read. */
@@ -268,7 +271,7 @@ typedef struct part_marks {
 int sqlite_store_parts_read(sqlite3 *db, enum store_table t, int64_t d_lo, int64_t d_hi, bool desc, part_marks **ret,
                      size_t *ret_n);
 
-/* ---- the writer's steps (store_sqlite.c, sqlite_seal.c, store_retention.c) ---- */
+/* ---- the writer's steps (sqlite_store.c, sqlite_seal.c, sqlite_retention.c) ---- */
 
 /* Moves the rows of every record table between the sealed and rolled
  * marks into blocks, and indexes their traces and those of plain spans,
@@ -377,19 +380,19 @@ static inline bool store_has_positions(enum store_table t)
 }
 #define STORE_ARRIVALS_SQL "SELECT pos, n, off FROM arrivals WHERE tbl = ?1 AND pos > ?2 ORDER BY pos"
 
-/* The backend's operations (store_backend.h), where store_sqlite.c does
- * not keep them: its scan in store_scan.c, its read APIs in
- * store_query.c, store_samples.c and sqlite_newest.c. */
+/* The backend's operations (store_backend.h), where sqlite_store.c does
+ * not keep them: its scan in sqlite_scan.c, its read APIs in
+ * sqlite_query.c, sqlite_samples.c and sqlite_newest.c. */
 extern const store_backend sqlite_store_backend;
 store_newest_fn sqlite_newest;              /* sqlite_newest.c */
 store_explain_fn sqlite_newest_explain;
-store_trace_fn sqlite_query_trace;          /* store_query.c */
+store_trace_fn sqlite_query_trace;          /* sqlite_query.c */
 store_search_spans_fn sqlite_query_search_spans;
 store_search_logs_fn sqlite_query_search_logs;
 store_search_points_fn sqlite_query_search_points;
 store_explain_fn sqlite_query_explain;
-store_version_rows_fn sqlite_samples_version_rows; /* store_samples.c */
-store_scan_fn sqlite_scan;            /* store_scan.c */
+store_version_rows_fn sqlite_samples_version_rows; /* sqlite_samples.c */
+store_scan_fn sqlite_scan;            /* sqlite_scan.c */
 store_apps_fn sqlite_scan_apps;
 /* the rows after a mark (sqlite_marks.c): rowids of the record tables,
  * positions of logs and metric points */
@@ -399,7 +402,7 @@ store_marks_behind_fn sqlite_marks_behind;
 store_rows_after_fn sqlite_marks_rows;
 store_marks_forget_fn sqlite_marks_forget;
 
-/* ---- upgrade (store_upgrade.c) ---- */
+/* ---- upgrade (sqlite_upgrade.c) ---- */
 
 /* A file of schema 1 or 2 becomes one of schema 3 (partitions, blocks), in
  * two halves: sqlite_upgrade_begin, before the writer's statements are
@@ -412,7 +415,7 @@ int sqlite_upgrade_begin(store *st, char **msg);
 int sqlite_upgrade_finish(store *st, char **msg);
 
 /* Adds a row to the rollup groups: its day's when daily, its buckets of
- * the first `subday` sub-day levels (store_sqlite.c). 0 or -EIO. Writer
+ * the first `subday` sub-day levels (sqlite_store.c). 0 or -EIO. Writer
  * thread. */
 int sqlite_store_rollup_row(store *st, enum store_kind kind, const char *app, const char *version, const char *name,
                      int64_t ts, bool daily, int subday, bool failed, bool excluded, const double *metrics);
@@ -424,7 +427,7 @@ int sqlite_store_rollup_levels(store *st, enum store_kind kind, const char *app,
 int sqlite_store_groups_write(store *st);
 void sqlite_store_groups_written(store *st);
 
-/* Creates the tables of schema 3 that are missing (store_sqlite.c). */
+/* Creates the tables of schema 3 that are missing (sqlite_store.c). */
 int sqlite_store_schema_create(sqlite3 *db, char **msg);
 
 #endif

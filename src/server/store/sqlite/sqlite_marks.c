@@ -2,7 +2,7 @@
  * came after a mark"): the application layer's reads of the record tables.
  *
  * The rows after a mark, in the order they came, whatever the store did
- * with them since (store_int.h):
+ * with them since (sqlite_int.h):
  *   page loads, start-ups, requests: rowids are the commit order. The rows
  *     up to the table's sealed mark live in blocks (each names the lowest
  *     and highest rowid it holds: blocks_rows finds those of a range), the

@@ -3,7 +3,7 @@
  *
  * The rows of a record table (page loads, start-ups, requests) live in
  * blocks per app and day, and those not sealed yet in the table
- * (store_int.h): a read takes the days of the range newest first, each
+ * (sqlite_int.h): a read takes the days of the range newest first, each
  * whole — its blocks overlapping the range and its rows not sealed, a
  * rowid range — until scan_max rows were seen; a first pass over the
  * time column alone finds the oldest of the newest scan_max (a min-heap

@@ -1,4 +1,4 @@
-/* Retention and the WAL (store_int.h).
+/* Retention and the WAL (sqlite_int.h).
  *
  * --retention-days N keeps the raw records of the last N UTC days (and of
  * today): the partitions of older days are dropped — their blocks, their

@@ -2,7 +2,7 @@
  *
  * What `pacer bench --baseline server:VERSION` compares with. The rows of
  * a record table live in blocks per app and day, and those not sealed yet
- * in the table (store_int.h): the app's days are read newest first, each
+ * in the table (sqlite_int.h): the app's days are read newest first, each
  * whole — its blocks and its rows in the table — keeping the version's
  * newest rows (at most the limit, in a heap), until the limit is reached
  * or scan_max rows of the app were looked at. The cost is bounded by

@@ -1,9 +1,9 @@
 /* Sealing: the rows of the record tables that are in the rollups become
  * blocks; the traces of every span row that is in the rollups go into
- * trace_index (store_int.h). And reading blocks back.
+ * trace_index (sqlite_int.h). And reading blocks back.
  *
  * A seal runs in the writer's transaction, after a rollup flush, once
- * SEAL_ROWS rows wait between the sealed and rolled marks (store_sqlite.c),
+ * SEAL_ROWS rows wait between the sealed and rolled marks (sqlite_store.c),
  * at most SEAL_BUDGET rows at once (a file upgraded from an earlier schema
  * is sealed in such steps when it opens). Per partition of a record table:
  * its rows (sealed, rolled] → blocks of at most BLOCK_ROWS rows of one app

@@ -5,7 +5,7 @@
  *   / probe / config / call; rows appended, groups in memory updated) →
  *   [rollup flush [→ seal]] → COMMIT → [the tallies' totals] →
  *   wake the submitters → [WAL check] → [a retention step, when one is
- *   due] (store_retention.c).
+ *   due] (sqlite_retention.c).
  * A batch's tallies (store.h) are added to clean_counts with its records;
  * a call job (sqlite_store_write) runs its function in a savepoint of its
  * own.
@@ -21,7 +21,7 @@
  * the group, and rebuild them from the file before the next job
  * (groups_replay).
  *
- * Invariants (the marks: store_int.h, "partitions"):
+ * Invariants (the marks: sqlite_int.h, "partitions"):
  *  1. Rowids grow with commit order: a record table's over all its rows
  *     (which it keeps only after its sealed mark, the rest being in
  *     blocks); the other tables' within the range of each day (part_base).
@@ -34,7 +34,7 @@
  *     rolled marks; on open (e.g. after a SIGKILL) they are rebuilt from
  *     the file: rollups + those rows, each into the sub-day groups when
  *     its day is hot or its rowid at most the day's hourly mark.
- * A query (store_scan.c) reads, in one snapshot: the whole days from the
+ * A query (sqlite_scan.c) reads, in one snapshot: the whole days from the
  * daily rollups, the whole sub-day buckets of a cut day from the sub-day
  * rollups, the rest of a cut day from blocks and the tables, and the rows
  * after the rolled marks from the tables (rowid ranges: at most ~LAG_ROWS
@@ -111,12 +111,12 @@ static const char FIXED_SCHEMA[] =
     "CREATE TABLE IF NOT EXISTS configs(app TEXT NOT NULL, version INTEGER NOT NULL, etag TEXT NOT NULL,"
     "  xml TEXT NOT NULL, created_ns INTEGER, PRIMARY KEY(app, version)) WITHOUT ROWID;"
     /* the marks of the record tables and of each (table, day) of the
-     * rollup kinds (store_int.h) */
+     * rollup kinds (sqlite_int.h) */
     "CREATE TABLE IF NOT EXISTS table_marks(tbl INTEGER PRIMARY KEY, rolled INTEGER NOT NULL, sealed INTEGER NOT NULL);"
     "CREATE TABLE IF NOT EXISTS partitions(tbl INTEGER NOT NULL, day INTEGER NOT NULL, rolled INTEGER NOT NULL,"
     "  sealed INTEGER NOT NULL, hourly INTEGER, fine INTEGER NOT NULL DEFAULT 0, rows INTEGER NOT NULL DEFAULT 0,"
     "  PRIMARY KEY(tbl, day)) WITHOUT ROWID;"
-    /* rows of a record table, one app and day, as a block (store_block.h);
+    /* rows of a record table, one app and day, as a block (block.h);
      * r_lo, r_hi: the lowest and highest rowid in it; layout names the
      * columns (block_layouts), so that a file keeps reading its blocks
      * after the schema gained a column */
@@ -126,9 +126,9 @@ static const char FIXED_SCHEMA[] =
     /* which blocks a range needs, decided in the index alone */
     "CREATE INDEX IF NOT EXISTS blocks_at ON blocks(tbl, day, app, t_lo, t_hi, r_hi);"
     /* which blocks hold a range of rowids (the application layer reads the
-     * rows that came after its marks, store_int.h) */
+     * rows that came after its marks, sqlite_int.h) */
     "CREATE INDEX IF NOT EXISTS blocks_rows ON blocks(tbl, r_hi, r_lo);"
-    /* logs and metric points in commit order (store_int.h, "positions") */
+    /* logs and metric points in commit order (sqlite_int.h, "positions") */
     "CREATE TABLE IF NOT EXISTS arrivals(tbl INTEGER NOT NULL, pos INTEGER NOT NULL, n INTEGER NOT NULL,"
     "  off INTEGER NOT NULL, PRIMARY KEY(tbl, pos)) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS block_layouts(id INTEGER PRIMARY KEY, tbl INTEGER NOT NULL, columns TEXT NOT NULL);"
@@ -1008,7 +1008,7 @@ static int advance_hot(store *st, const job *j, int64_t now_wall)
     return 0;
 }
 
-/* Writes the open run of positions of table t (store_int.h, "positions"). */
+/* Writes the open run of positions of table t (sqlite_int.h, "positions"). */
 static int run_write(store *st, enum store_table t)
 {
     struct pos_run *u = &st->run[t];

@@ -2,7 +2,7 @@
  * store's interface (store/store.h), which it serves.
  *
  * One file in WAL mode; all writes go through one writer thread, which
- * group-commits (store_sqlite.c). Another layer may keep tables of its
+ * group-commits (sqlite_store.c). Another layer may keep tables of its
  * own in the same file (the application layer's: analysis/issues_db.h):
  * sqlite_store_read and sqlite_store_write lend it a connection. */
 #ifndef PACER_SERVER_STORE_SQLITE_H

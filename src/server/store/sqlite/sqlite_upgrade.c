@@ -1,10 +1,10 @@
-/* Files of earlier schemas (store_int.h, "upgrade").
+/* Files of earlier schemas (sqlite_int.h, "upgrade").
  *
  * Schema 1: rollups in step with every row, a covering index per raw
  * table. Schema 2: one table per kind in commit order (rowids from 1),
  * rollups up to a mark per kind (rollup_marks), *_keys tables, trace_keys
  * and span_attr_keys keyed by those rowids. Schema 3 (this pacerd):
- * partitions (store_int.h).
+ * partitions (sqlite_int.h).
  *
  *   begin   (one transaction) the old marks kept in meta (upgrade_mark_K;
  *           schema 1: every row), the tables and indexes of the old rowids
@@ -256,7 +256,7 @@ static int move_chunk(store *st, enum store_table t, char **msg)
             r = SQLITE_ERROR;
     }
     /* logs and points keep their order as positions: the old rowids, in
-     * runs of one day (store_int.h, "positions") */
+     * runs of one day (sqlite_int.h, "positions") */
     if (r == SQLITE_OK && store_has_positions(t))
         r = sqlite_store_exec_owned(db,
                              sqlite_store_sql("INSERT INTO arrivals(tbl, pos, n, off)"
