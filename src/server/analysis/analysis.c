@@ -30,9 +30,6 @@
 #define BUCKETS 4096
 #define MAX_CANDIDATES 10000 /* per app: beyond, new candidates are not followed */
 #define MAX_OPEN 2000        /* open issues of an app judged again per cycle */
-#define SAMPLES 10000        /* raw values per version and type for a regression test */
-#define SAMPLES_SCAN 1000000
-#define RETEST_NS (60LL * 1000000000LL) /* a pair compared is tested again a minute later at the earliest */
 #define MAX_SESSIONS_PER_DELTA 100000
 #define PRUNE_CYCLES 1000 /* retention (issues_db_prune) every this many cycles */
 
@@ -602,437 +599,58 @@ static int write_cycle(void *ctx, sqlite3 *db)
     return r;
 }
 
-/* ---- regressions ---- */
-
-typedef struct sample_set {
-    /* per (name, metric): values; per name: sessions */
-    struct series {
-        char name[257];
-        const char *metric;
-        double *v;
-        size_t n, cap;
-        int64_t first_ns, last_ns;
-    } *s;
-    size_t n, cap;
-    struct named_sessions {
-        char name[257];
-        hset seen;
-        int64_t n;
-    } *sessions;
-    size_t n_sessions, cap_sessions;
-    bool oom;
-} sample_set;
-
-static const long page_metrics[] = {PACER_PAGE_INITIAL_DRAW_MS, PACER_PAGE_API_LOAD_MS, PACER_PAGE_FINAL_DRAW_MS,
-                                    PACER_PAGE_TOTAL_MS};
-static const long startup_metrics[] = {PACER_STARTUP_COLD_MS, PACER_STARTUP_FIRST_SCREEN_MS,
-                                       PACER_STARTUP_APP_COST_MS, PACER_STARTUP_FULL_DISPLAY_MS,
-                                       PACER_STARTUP_WARM_MS};
-
-static void sample_add(sample_set *set, const char *name, const char *metric, double v, int64_t ts)
-{
-    struct series *x = NULL;
-    for (size_t i = 0; i < set->n && !x; i++)
-        if (set->s[i].metric == metric && strcmp(set->s[i].name, name) == 0)
-            x = &set->s[i];
-    if (!x) {
-        if (!ARRAY_GROW(set->s, set->cap, set->n + 1, 16)) {
-            set->oom = true;
-            return;
-        }
-        x = &set->s[set->n++];
-        memset(x, 0, sizeof *x);
-        snprintf(x->name, sizeof x->name, "%s", name);
-        x->metric = metric;
-    }
-    if (!ARRAY_GROW(x->v, x->cap, x->n + 1, 64)) {
-        set->oom = true;
-        return;
-    }
-    x->v[x->n++] = v;
-    if (!x->first_ns || ts < x->first_ns)
-        x->first_ns = ts;
-    if (ts > x->last_ns)
-        x->last_ns = ts;
-}
-
-static void sample_session(sample_set *set, const char *name, const char *session)
-{
-    if (!session)
-        return;
-    struct named_sessions *x = NULL;
-    for (size_t i = 0; i < set->n_sessions && !x; i++)
-        if (strcmp(set->sessions[i].name, name) == 0)
-            x = &set->sessions[i];
-    if (!x) {
-        if (!ARRAY_GROW(set->sessions, set->cap_sessions, set->n_sessions + 1, 16)) {
-            set->oom = true;
-            return;
-        }
-        x = &set->sessions[set->n_sessions++];
-        memset(x, 0, sizeof *x);
-        snprintf(x->name, sizeof x->name, "%s", name);
-    }
-    if (hset_add(&x->seen, hash_strs(session, "", "")))
-        x->n++;
-}
-
-static void sample_free(sample_set *set)
-{
-    for (size_t i = 0; i < set->n; i++)
-        free(set->s[i].v);
-    free(set->s);
-    for (size_t i = 0; i < set->n_sessions; i++)
-        free(set->sessions[i].seen.slots);
-    free(set->sessions);
-    memset(set, 0, sizeof *set);
-}
-
-static const char *metric_name(enum store_table t, long f)
-{
-    return pacer_record_type_get(t == TABLE_PAGE_LOADS ? PACER_RECORD_PAGE : PACER_RECORD_STARTUP)
-        ->shape->fields[f].name;
-}
-
-typedef struct sample_ctx {
-    sample_set *set;
-    enum store_table table;
-} sample_ctx;
-
-static void on_sample(void *ctx, const store_row *row)
-{
-    sample_ctx *sc = ctx;
-    enum store_table t = sc->table;
-    int ct = store_layout_col(t, SRC_COMMON, PACER_COMMON_TS), cs = store_layout_col(t, SRC_COMMON, PACER_COMMON_SESSION);
-    int64_t ts = ct >= 0 && row->cols[ct].type == SV_INT ? row->cols[ct].i : 0;
-    const char *session = cs >= 0 && row->cols[cs].type == SV_TEXT ? row->cols[cs].p : NULL;
-    const long *metrics;
-    size_t nm;
-    int cn;
-    if (t == TABLE_PAGE_LOADS) {
-        int st = store_layout_col(t, SRC_FIELD, PACER_PAGE_STATUS);
-        if (st < 0 || row->cols[st].type != SV_TEXT || strcmp(row->cols[st].p, "complete") != 0)
-            return;
-        cn = store_layout_col(t, SRC_FIELD, PACER_PAGE_CLASS);
-        metrics = page_metrics;
-        nm = sizeof page_metrics / sizeof *page_metrics;
-    } else {
-        int out = store_layout_col(t, SRC_FIELD, PACER_STARTUP_OUTLIER);
-        if (out >= 0 && row->cols[out].type == SV_INT && row->cols[out].i)
-            return;
-        cn = store_layout_col(t, SRC_FIELD, PACER_STARTUP_KIND);
-        metrics = startup_metrics;
-        nm = sizeof startup_metrics / sizeof *startup_metrics;
-    }
-    if (cn < 0 || row->cols[cn].type != SV_TEXT)
-        return;
-    const char *name = row->cols[cn].p;
-    if (t == TABLE_STARTUPS && strcmp(name, "cold") != 0 && strcmp(name, "warm") != 0)
-        return;
-    bool any = false;
-    for (size_t k = 0; k < nm; k++) {
-        int c = store_layout_col(t, SRC_FIELD, metrics[k]);
-        if (c < 0 || row->cols[c].type != SV_REAL)
-            continue;
-        sample_add(sc->set, name, metric_name(t, metrics[k]), row->cols[c].d, ts);
-        any = true;
-    }
-    if (any)
-        sample_session(sc->set, name, session);
-}
-
-static int fetch(store *st, const char *app, const char *version, sample_set *pages, sample_set *starts)
-{
-    bool truncated;
-    sample_ctx p = {pages, TABLE_PAGE_LOADS}, s = {starts, TABLE_STARTUPS};
-    int r = store_version_rows(st, TABLE_PAGE_LOADS, app, version, SAMPLES, SAMPLES_SCAN, on_sample, &p, &truncated);
-    if (r == 0)
-        r = store_version_rows(st, TABLE_STARTUPS, app, version, SAMPLES, SAMPLES_SCAN, on_sample, &s, &truncated);
-    return r < 0 ? r : pages->oom || starts->oom ? -ENOMEM : 0;
-}
-
-static const struct series *series_of(const sample_set *set, const char *name, const char *metric)
-{
-    for (size_t i = 0; i < set->n; i++)
-        if (set->s[i].metric == metric && strcmp(set->s[i].name, name) == 0)
-            return &set->s[i];
-    return NULL;
-}
-
-static int64_t sessions_of(const sample_set *set, const char *name)
-{
-    for (size_t i = 0; i < set->n_sessions; i++)
-        if (strcmp(set->sessions[i].name, name) == 0)
-            return set->sessions[i].n;
-    return 0;
-}
-
-/* The outcome of one name (a page class, a start-up kind) as a delta. */
-static int regression_delta(cycle *cy, const char *app, const char *base, const char *cur, const char *kind,
-                            const char *name, regress_case *cases, size_t n, const sample_set *cur_set,
-                            const ana_thresholds *t, int64_t n_base_records, int64_t n_cur_records)
-{
-    bool flagged = false, compared = false;
-    double shift = 0;
-    int64_t n_cur = 0, n_base = 0, first = 0, last = 0;
-    const regress_case *worst = NULL;
-    for (size_t k = 0; k < n; k++) {
-        regress_case *c = &cases[k];
-        if (strcmp(c->name, name) != 0 || !c->compared)
-            continue;
-        compared = true;
-        if ((int64_t)c->n_cur > n_cur)
-            n_cur = (int64_t)c->n_cur;
-        if ((int64_t)c->n_base > n_base)
-            n_base = (int64_t)c->n_base;
-        if (c->flagged) {
-            flagged = true;
-            if (!worst || c->p50_cur - c->p50_base > shift) {
-                shift = c->p50_cur - c->p50_base;
-                worst = c;
-            }
-        }
-        const struct series *s = series_of(cur_set, name, c->metric);
-        if (s) {
-            if (!first || s->first_ns < first)
-                first = s->first_ns;
-            if (s->last_ns > last)
-                last = s->last_ns;
-        }
-    }
-    if (!compared)
-        return 0;
-    if (!worst) /* the largest shift, for the figures shown */
-        for (size_t k = 0; k < n; k++)
-            if (cases[k].compared && strcmp(cases[k].name, name) == 0 &&
-                (!worst || cases[k].p50_cur - cases[k].p50_base > worst->p50_cur - worst->p50_base))
-                worst = &cases[k];
-    char id[ISSUE_ID_LEN + 1];
-    issues_db_id(app, kind, name, id);
-    delta *d = delta_get(cy, id, app, kind, name, cur);
-    if (!d)
-        return -ENOMEM;
-    d->replace = true;
-    d->qualifies = flagged;
-    d->count = n_cur;
-    d->total = n_base;
-    d->affected = sessions_of(cur_set, name);
-    d->lost_ms = flagged && shift > 0 ? shift * (double)n_cur : 0;
-    d->first_ns = first;
-    d->last_ns = last;
-    d->check_a = n_base_records;
-    d->check_b = n_cur_records;
-    jbuf b;
-    jbuf_init(&b);
-    jbuf_open(&b, '{');
-    jbuf_kv_str(&b, kind[0] == 'p' ? "page" : "kind", name);
-    jbuf_kv_str(&b, "baseline", base);
-    jbuf_kv_str(&b, "version", cur);
-    jbuf_kv_bool(&b, "flagged", flagged);
-    jbuf_kv_str(&b, "metric", worst->metric);
-    jbuf_kv_double(&b, "p50_baseline", worst->p50_base);
-    jbuf_kv_double(&b, "p50", worst->p50_cur);
-    jbuf_kv_str(&b, "test", "one-sided Mann-Whitney U on the stored raw values, Holm-adjusted over the pair's cases");
-    jbuf_kv_double(&b, "alpha", t->regression_alpha);
-    jbuf_kv_double(&b, "min_percent", t->regression_min_percent);
-    jbuf_kv_double(&b, "min_ms", t->regression_min_ms);
-    jbuf_key(&b, "metrics");
-    jbuf_open(&b, '[');
-    for (size_t k = 0; k < n; k++) {
-        regress_case *c = &cases[k];
-        if (strcmp(c->name, name) != 0 || !c->compared)
-            continue;
-        jbuf_open(&b, '{');
-        jbuf_kv_str(&b, "metric", c->metric);
-        jbuf_kv_i64(&b, "n_baseline", (int64_t)c->n_base);
-        jbuf_kv_i64(&b, "n", (int64_t)c->n_cur);
-        jbuf_kv_double(&b, "p50_baseline", c->p50_base);
-        jbuf_kv_double(&b, "p50", c->p50_cur);
-        jbuf_kv_double(&b, "p90_baseline", c->p90_base);
-        jbuf_kv_double(&b, "p90", c->p90_cur);
-        jbuf_kv_double(&b, "shift_p50_ms", c->p50_cur - c->p50_base);
-        jbuf_kv_double(&b, "shift_p90_ms", c->p90_cur - c->p90_base);
-        jbuf_kv_double(&b, "p", c->p);
-        jbuf_kv_double(&b, "p_adjusted", c->p_adjusted);
-        jbuf_kv_bool(&b, "flagged", c->flagged);
-        jbuf_close(&b, '}');
-    }
-    jbuf_close(&b, ']');
-    jbuf_close(&b, '}');
-    if (!b.failed)
-        issue_details_example(&d->det, b.data, 1);
-    if (flagged)
-        issue_details_count(d->det.pages, &d->det.n_pages, name, 1);
-    jbuf_free(&b);
-    return 0;
-}
-
-typedef struct pair {
-    char app[257], base[257], cur[257];
-    int64_t n_base, n_cur; /* records of each version now */
-} pair;
-
-typedef struct pair_list {
-    pair *p;
-    size_t n, cap;
-} pair_list;
+/* ---- regressions (regress.c) ---- */
 
 typedef struct pair_find {
     cycle *cy;
     const ana_config *cfg;
-    pair_list *out;
+    regress_pairs *out;
 } pair_find;
 
-static void add_pair(pair_list *l, const char *app, const char *base, const char *cur, int64_t n_base,
-                     int64_t n_cur)
-{
-    for (size_t i = 0; i < l->n; i++)
-        if (strcmp(l->p[i].app, app) == 0 && strcmp(l->p[i].base, base) == 0 && strcmp(l->p[i].cur, cur) == 0)
-            return;
-    if (!ARRAY_GROW(l->p, l->cap, l->n + 1, 8))
-        return;
-    pair *p = &l->p[l->n++];
-    snprintf(p->app, sizeof p->app, "%s", app);
-    snprintf(p->base, sizeof p->base, "%s", base);
-    snprintf(p->cur, sizeof p->cur, "%s", cur);
-    p->n_base = n_base;
-    p->n_cur = n_cur;
-}
-
-/* The pairs to test: each version with new page loads or start-ups, with
- * the version before it and the one after it (in the app's order), when
- * nothing could be compared yet, or either version doubled its records
- * since the pair's last test and RETEST_NS passed: a test on every cycle
- * would look again and again at the same data as it grows (each look a
- * chance of a false alarm), and a test reads up to SAMPLES raw values of
- * each version. */
+/* The pairs to test: those of each version with new page loads or
+ * start-ups. */
 static int find_pairs(void *ctx, sqlite3 *db)
 {
     pair_find *pf = ctx;
-    pair_list all = {0};
     int r = 0;
     for (size_t b = 0; b < BUCKETS && r == 0; b++)
-        for (vdelta *v = pf->cy->versions[b]; v && r == 0; v = v->next) {
-            if (!v->pages)
-                continue;
-            iss_version *vs;
-            size_t n;
-            if ((r = issues_db_versions(db, v->app, &vs, &n)) < 0)
-                break;
-            const ana_thresholds *t = analysis_config_app(pf->cfg, v->app);
-            const iss_version *me = NULL, *prev = NULL, *next = NULL;
-            for (size_t k = 0; k < n; k++)
-                if (strcmp(vs[k].version, v->version) == 0)
-                    me = &vs[k];
-            int64_t rank = me ? analysis_config_version_rank(t, me->version, me->seq) : 0;
-            for (size_t k = 0; me && k < n; k++) {
-                int64_t rk = analysis_config_version_rank(t, vs[k].version, vs[k].seq);
-                if (rk < rank && (!prev || rk > analysis_config_version_rank(t, prev->version, prev->seq)))
-                    prev = &vs[k];
-                if (rk > rank && (!next || rk < analysis_config_version_rank(t, next->version, next->seq)))
-                    next = &vs[k];
-            }
-            if (prev)
-                add_pair(&all, v->app, prev->version, me->version, prev->records, me->records);
-            if (next)
-                add_pair(&all, v->app, me->version, next->version, me->records, next->records);
-            free(vs);
-        }
-    int64_t now = wall_ns();
-    for (size_t i = 0; i < all.n && r == 0; i++) {
-        pair *p = &all.p[i];
-        int64_t a, b, tested;
-        if ((r = issues_db_pair_get(db, p->app, p->base, p->cur, &a, &b, &tested)) < 0)
-            break;
-        bool untested = !a && !b, grown = p->n_base >= 2 * a || p->n_cur >= 2 * b;
-        if (untested || (grown && now - tested >= RETEST_NS))
-            add_pair(pf->out, p->app, p->base, p->cur, p->n_base, p->n_cur);
-    }
-    free(all.p);
+        for (vdelta *v = pf->cy->versions[b]; v && r == 0; v = v->next)
+            if (v->pages)
+                r = regress_pairs_due(db, pf->cfg, v->app, v->version, pf->out);
     return r;
 }
-
-typedef struct pairs_done {
-    const pair_list *l;
-} pairs_done;
 
 static int save_pairs(void *ctx, sqlite3 *db)
 {
-    pairs_done *pd = ctx;
-    for (size_t i = 0; i < pd->l->n; i++) {
-        const pair *p = &pd->l->p[i];
-        if (issues_db_pair_set(db, p->app, p->base, p->cur, p->n_base, p->n_cur, wall_ns()) < 0)
-            return -EIO;
-    }
+    return regress_pairs_save(db, ctx);
+}
+
+/* A name's outcome (regress_test) as a delta that replaces the version's
+ * figures. */
+static int on_outcome(void *ctx, const regress_outcome *o)
+{
+    cycle *cy = ctx;
+    const regress_pair *p = o->pair;
+    char id[ISSUE_ID_LEN + 1];
+    issues_db_id(p->app, o->kind, o->name, id);
+    delta *d = delta_get(cy, id, p->app, o->kind, o->name, p->cur);
+    if (!d)
+        return -ENOMEM;
+    d->replace = true;
+    d->qualifies = o->flagged;
+    d->count = o->n_cur;
+    d->total = o->n_base;
+    d->affected = o->affected;
+    d->lost_ms = o->lost_ms;
+    d->first_ns = o->first_ns;
+    d->last_ns = o->last_ns;
+    d->check_a = p->n_base;
+    d->check_b = p->n_cur;
+    if (o->evidence)
+        issue_details_example(&d->det, o->evidence, 1);
+    if (o->flagged)
+        issue_details_count(d->det.pages, &d->det.n_pages, o->name, 1);
     return 0;
-}
-
-/* The cases of one kind (pages, start-ups) of a pair: each (name, metric)
- * both versions have, into cases from *n. */
-static void add_cases(const sample_set *base, const sample_set *cur, regress_case *cases, size_t *n)
-{
-    for (size_t k = 0; k < base->n; k++) {
-        const struct series *b = &base->s[k], *c = series_of(cur, b->name, b->metric);
-        if (c)
-            cases[(*n)++] = (regress_case){.name = b->name, .metric = b->metric, .base = b->v, .cur = c->v,
-                                           .n_base = b->n, .n_cur = c->n};
-    }
-}
-
-/* One delta per name (a page class, a start-up kind) that has cases. */
-static int kind_deltas(cycle *cy, const pair *p, const char *kind, regress_case *cases, size_t n,
-                       const sample_set *cur, const ana_thresholds *t)
-{
-    int r = 0;
-    for (size_t k = 0; k < n && r == 0; k++) {
-        bool first = true;
-        for (size_t m = 0; m < k && first; m++)
-            first = strcmp(cases[m].name, cases[k].name) != 0;
-        if (first)
-            r = regression_delta(cy, p->app, p->base, p->cur, kind, cases[k].name, cases, n, cur, t, p->n_base,
-                                 p->n_cur);
-    }
-    return r;
-}
-
-/* Tests a pair. When no case had enough values on both sides, the pair's
- * record counts are set to 0: it is tested again as soon as either grows. */
-static int test_pair(analysis *a, cycle *cy, pair *p)
-{
-    const ana_thresholds *t = analysis_config_app(a->cfg, p->app);
-    sample_set bp = {0}, bs = {0}, cp = {0}, cs = {0};
-    int r = fetch(a->records, p->app, p->base, &bp, &bs);
-    if (r == 0)
-        r = fetch(a->records, p->app, p->cur, &cp, &cs);
-    regress_case *cases = NULL;
-    size_t n_pages = 0, n_starts = 0;
-    if (r == 0 && bp.n + bs.n && !(cases = calloc(bp.n + bs.n, sizeof *cases)))
-        r = -ENOMEM;
-    if (r == 0 && cases) {
-        /* pages first, then start-ups: one family, one Holm adjustment */
-        add_cases(&bp, &cp, cases, &n_pages);
-        n_starts = n_pages;
-        add_cases(&bs, &cs, cases, &n_starts);
-        n_starts -= n_pages;
-        regress_limits lim = {(size_t)t->regression_min_samples, t->regression_min_percent, t->regression_min_ms,
-                              t->regression_alpha};
-        r = regress_run(cases, n_pages + n_starts, &lim);
-        bool compared = false;
-        for (size_t k = 0; k < n_pages + n_starts; k++)
-            compared |= cases[k].compared;
-        if (!compared)
-            p->n_base = p->n_cur = 0; /* nothing to compare yet: look again at the next growth */
-        if (r == 0)
-            r = kind_deltas(cy, p, "page_regression", cases, n_pages, &cp, t);
-        if (r == 0)
-            r = kind_deltas(cy, p, "startup_regression", cases + n_pages, n_starts, &cs, t);
-    }
-    free(cases);
-    sample_free(&bp);
-    sample_free(&bs);
-    sample_free(&cp);
-    sample_free(&cs);
-    return r;
 }
 
 /* ---- a cycle ---- */
@@ -1058,20 +676,20 @@ static void run_cycle(analysis *a)
         store_marks_forget(a->records, sources[s].table, cy.marks[s] - (int64_t)a->cfg->dedupe_records);
     uint64_t rows = cy.rows;
     int64_t behind = cy.behind;
-    pair_list pairs = {0};
+    regress_pairs pairs = {0};
     if (r == 0) {
         pair_find pf = {&cy, a->cfg, &pairs};
         cycle cy2 = {.cfg = a->cfg};
         if (issues_db_read(a->db, find_pairs, &pf) == 0 && pairs.n) {
             int rr = 0;
             for (size_t i = 0; i < pairs.n && rr == 0; i++)
-                rr = test_pair(a, &cy2, &pairs.p[i]);
+                rr = regress_test(a->records, analysis_config_app(a->cfg, pairs.p[i].app), &pairs.p[i], on_outcome,
+                                  &cy2);
             writing w2 = {.a = a, .cy = &cy2, .regression = true};
             if (rr == 0)
                 rr = issues_db_write(a->db, write_cycle, &w2);
-            pairs_done pd = {&pairs};
             if (rr == 0)
-                rr = issues_db_write(a->db, save_pairs, &pd);
+                rr = issues_db_write(a->db, save_pairs, &pairs);
             w.transitions += w2.transitions;
             if (w2.counted) {
                 memcpy(w.issues, w2.issues, sizeof w.issues);
