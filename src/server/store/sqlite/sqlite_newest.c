@@ -14,6 +14,8 @@
  */
 #include "sqlite_int.h"
 
+#include <pacer/base/array.h>
+
 #include <sqlite3.h>
 
 #include <errno.h>
@@ -140,14 +142,8 @@ static int cutoff_offer(void *ctx, const store_value *const *rows, size_t i, int
         }
         return 0;
     }
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? 2 * c->cap : 1024;
-        rkey *h = realloc(c->heap, cap * sizeof *h);
-        if (!h)
-            return -ENOMEM;
-        c->heap = h;
-        c->cap = cap;
-    }
+    if (!ARRAY_GROW(c->heap, c->cap, c->n + 1, 1024))
+        return -ENOMEM;
     size_t j = c->n++; /* sift up */
     c->heap[j] = k;
     while (j && rkey_older(c->heap[j], c->heap[(j - 1) / 2])) {

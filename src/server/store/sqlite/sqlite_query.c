@@ -605,15 +605,9 @@ static void on_trace_entry(void *ctx, int tbl, int64_t rid)
             f->set->truncated = true;
             return;
         }
-        if (f->n_times[tbl] == f->cap_times[tbl]) {
-            size_t cap = f->cap_times[tbl] ? f->cap_times[tbl] * 2 : 16;
-            int64_t *p = realloc(f->times[tbl], cap * sizeof *p);
-            if (!p) {
-                f->set->oom = true;
-                return;
-            }
-            f->times[tbl] = p;
-            f->cap_times[tbl] = cap;
+        if (!ARRAY_GROW(f->times[tbl], f->cap_times[tbl], f->n_times[tbl] + 1, 16)) {
+            f->set->oom = true;
+            return;
         }
         f->times[tbl][f->n_times[tbl]++] = rid;
         return;

@@ -529,14 +529,8 @@ static int seal_spans(store *st, int64_t day, int64_t lo, int64_t hi, entries *t
 
 static int seal_mark(store *st, enum store_table t, int64_t day, int64_t sealed, int64_t rolled)
 {
-    if (st->n_seal_marks == st->cap_seal_marks) {
-        size_t cap = st->cap_seal_marks ? st->cap_seal_marks * 2 : 64;
-        struct seal_mark *q = realloc(st->seal_marks, cap * sizeof *q);
-        if (!q)
-            return -ENOMEM;
-        st->seal_marks = q;
-        st->cap_seal_marks = cap;
-    }
+    if (!ARRAY_GROW(st->seal_marks, st->cap_seal_marks, st->n_seal_marks + 1, 64))
+        return -ENOMEM;
     st->seal_marks[st->n_seal_marks++] = (struct seal_mark){t, day, sealed};
     sqlite3_stmt *s;
     if (day < 0) {
