@@ -240,6 +240,9 @@ int ch_store_read(ch_store *st, const char *sql, ch_reply *ret, const char *what
 int ch_store_read_query(ch_store *st, jbuf *q, ch_reply *ret, const char *what);
 /* The same, with rd over the answer's RowBinary rows. */
 int ch_store_read_rows(ch_store *st, jbuf *q, ch_reply *ret, rb_reader *rd, const char *what);
+/* The same of a query text made as printf does. */
+int ch_store_read_rowsf(ch_store *st, ch_reply *ret, rb_reader *rd, const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 /* The settings of an insert (on a cluster: each insert waits for its shards). */
 const char *ch_store_settings(const ch_store *st);
 /* A write statement; the failure is told to the health by the caller. */

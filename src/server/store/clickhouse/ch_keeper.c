@@ -82,15 +82,12 @@ static void winner_offer(winners *ws, const char *app, const char *batch, uint64
  * text), from every manifest: pending's and commits'. */
 static int winners_load(ch_store *st, const char *filter, winners *ws)
 {
-    jbuf q;
-    jbuf_init(&q);
-    jbuf_printf(&q,
-                "SELECT app, batch, att, fresh, toUInt32(at) FROM pending WHERE kind = -1 AND (%s)"
-                " UNION ALL SELECT app, batch, att, fresh, at FROM commits WHERE (%s) FORMAT RowBinary",
-                filter, filter);
     ch_reply rep;
     rb_reader rd;
-    int r = ch_store_read_rows(st, &q, &rep, &rd, "a query");
+    int r = ch_store_read_rowsf(st, &rep, &rd, "a query",
+                                "SELECT app, batch, att, fresh, toUInt32(at) FROM pending WHERE kind = -1 AND (%s)"
+                                " UNION ALL SELECT app, batch, att, fresh, at FROM commits WHERE (%s) FORMAT RowBinary",
+                                filter, filter);
     if (r < 0)
         return r;
     while (rb_more(&rd)) {
@@ -116,14 +113,13 @@ int ch_keeper_pending_rows(ch_store *st, const char *where,
                                uint32_t at),
                     void *ctx)
 {
-    jbuf q;
-    jbuf_init(&q);
-    jbuf_printf(&q, "SELECT att, toUInt32(at), batch, fresh, " CH_SKETCH_COLUMNS " FROM pending WHERE %s FORMAT RowBinary",
-                where);
-    ch_reply rep;
     /* first pass: the batches of retries, whose winners are needed */
+    ch_reply rep;
     rb_reader rd;
-    int r = ch_store_read_rows(st, &q, &rep, &rd, "a query");
+    int r = ch_store_read_rowsf(st, &rep, &rd, "a query",
+                                "SELECT att, toUInt32(at), batch, fresh, " CH_SKETCH_COLUMNS
+                                " FROM pending WHERE %s FORMAT RowBinary",
+                                where);
     if (r < 0)
         return r;
     jbuf filter;

@@ -101,15 +101,12 @@ static void on_pending(void *ctx, const ch_srow *row, uint64_t att, const char *
 /* One tier of rollups: rows of `where`, each once per slot. */
 static int read_tier(ch_store *st, const char *where, void (*cb)(void *ctx, const ch_srow *row), void *ctx)
 {
-    jbuf q;
-    jbuf_init(&q);
-    jbuf_printf(&q,
-                "SELECT slot, " CH_SKETCH_COLUMNS " FROM rollups WHERE %s"
-                " ORDER BY kind, app, version, name, grain, t, slot FORMAT RowBinary",
-                where);
     ch_reply rep;
     rb_reader rd;
-    int r = ch_store_read_rows(st, &q, &rep, &rd, "a query");
+    int r = ch_store_read_rowsf(st, &rep, &rd, "a query",
+                                "SELECT slot, " CH_SKETCH_COLUMNS " FROM rollups WHERE %s"
+                                " ORDER BY kind, app, version, name, grain, t, slot FORMAT RowBinary",
+                                where);
     if (r < 0)
         return r;
     ch_srows s;

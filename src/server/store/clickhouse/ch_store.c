@@ -100,6 +100,23 @@ int ch_store_read_rows(ch_store *st, jbuf *q, ch_reply *ret, rb_reader *rd, cons
     return r;
 }
 
+int ch_store_read_rowsf(ch_store *st, ch_reply *ret, rb_reader *rd, const char *what, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *sql;
+    int n = vasprintf(&sql, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return -ENOMEM;
+    int r = ch_store_read(st, sql, ret, what);
+    free(sql);
+    if (r < 0)
+        return r == -ENOMEM ? r : -EIO;
+    rb_reader_init(rd, ret->body, ret->len);
+    return 0;
+}
+
 int ch_store_read(ch_store *st, const char *sql, ch_reply *ret, const char *what)
 {
     int r = ch_client_query(st->ch, sql, NULL, 0, NULL, ret);
