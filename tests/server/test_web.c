@@ -34,6 +34,8 @@ static const char *served(const web_assets *w, const char *path)
     web_serve(w, "", &rq, &rs);
     snprintf(body, sizeof body, "%.*s", rs.status == 200 ? (int)rs.len : 0, rs.body ? rs.body : "");
     free(rs.body);
+    for (size_t i = 0; i < rs.n_extra; i++) /* what the HTTP layer frees once it sent them */
+        free(rs.extra[i].value);
     return body;
 }
 
