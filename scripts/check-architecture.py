@@ -69,6 +69,7 @@ LIBRARIES = {
                 "xcb/", "X11/", "GL/", "EGL/", "vulkan/"],
     "soup": ["libsoup/"],
     "microhttpd": ["microhttpd.h"],
+    "nghttp2": ["nghttp2/"],
     "gnutls": ["gnutls/"],
     "jansson": ["jansson.h"],
 }

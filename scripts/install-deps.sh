@@ -8,6 +8,10 @@ packages=(
   # build
   gcc make pkg-config meson ninja-build
   libexpat1-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev zlib1g-dev
+  # pacerd's OTLP/gRPC front: HTTP/2 (libnghttp2), TLS (GnuTLS, as
+  # libmicrohttpd's HTTPS); python3-h2 is the raw HTTP/2 client of its
+  # hostile-client tests
+  libnghttp2-dev libgnutls28-dev python3-h2
   # tests: unit tests, sanitizers, fuzzers, CLI tests; pacerd's TLS and
   # fault tests (a certificate, a tmpfs, an ext4 image on a loop device)
   libcmocka-dev clang libclang-rt-14-dev python3

@@ -31,8 +31,9 @@ class Pacerd:
     test process's server."""
 
     def __init__(self, extra_args=(), db=None, keys_text=None, scheme="http", backend=None, clickhouse=None,
-                 database=None, store_args=None, state=False, binary=None, env=None):
-        """binary, env: another pacerd than PACERD, and its environment."""
+                 database=None, store_args=None, state=False, binary=None, env=None, grpc=False):
+        """binary, env: another pacerd than PACERD, and its environment;
+        grpc: also serve OTLP/gRPC (--grpc-listen), at grpc_base."""
         global _databases
         self.binary = binary or PACERD
         self.env = env
@@ -68,6 +69,8 @@ class Pacerd:
                 for app, key in KEYS.items():
                     f.write("%s %s\n" % (app, key))
         self.extra_args = list(extra_args)
+        self.grpc = grpc
+        self.grpc_port = 0
         self.proc = None
         try:
             self.start()
@@ -75,12 +78,13 @@ class Pacerd:
             shutil.rmtree(self.dir, ignore_errors=True)
             raise
 
-    def start(self, port=0):
+    def start(self, port=0, grpc_port=0):
         self.stderr_path = os.path.join(self.dir, "stderr.%d" % time.monotonic_ns())
         self.stderr = open(self.stderr_path, "w")
+        grpc_args = ["--grpc-listen", "127.0.0.1:%d" % grpc_port] if self.grpc else []
         self.proc = subprocess.Popen(
-            [self.binary, "--listen", "127.0.0.1:%d" % port] + self.store_args + ["--admin-token-file", self.admin_file,
-             "--keys-file", self.keys_file] + self.extra_args,
+            [self.binary, "--listen", "127.0.0.1:%d" % port] + grpc_args + self.store_args +
+            ["--admin-token-file", self.admin_file, "--keys-file", self.keys_file] + self.extra_args,
             stdout=subprocess.PIPE, stderr=self.stderr, text=True, env=self.env)
         line = self.proc.stdout.readline()
         if not line.startswith("pacerd: listening on %s://127.0.0.1:" % self.scheme):
@@ -92,6 +96,12 @@ class Pacerd:
                 raise RuntimeError("pacerd did not start: %r; stderr: %s" % (line, f.read()))
         self.port = int(line.rsplit(":", 1)[1])
         self.base = "%s://127.0.0.1:%d" % (self.scheme, self.port)
+        if self.grpc:
+            line = self.proc.stdout.readline()
+            if not line.startswith("pacerd: OTLP/gRPC on %s://127.0.0.1:" % self.scheme):
+                raise RuntimeError("pacerd did not say where it serves OTLP/gRPC: %r" % line)
+            self.grpc_port = int(line.rsplit(":", 1)[1])
+            self.grpc_base = "%s://127.0.0.1:%d" % (self.scheme, self.grpc_port)
 
     def kill(self, sig=9):
         self.proc.send_signal(sig)

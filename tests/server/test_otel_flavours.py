@@ -1,6 +1,7 @@
 """The OpenTelemetry JS SDK's own OTLP exporters (npm: exporter-{trace,logs,
-metrics}-otlp-proto and -otlp-http) send traces, logs and metrics to pacerd
-in each flavour — protobuf and JSON, with and without gzip — and every
+metrics}-otlp-proto, -otlp-http and -otlp-grpc) send traces, logs and
+metrics to pacerd in each flavour — OTLP/HTTP protobuf and JSON, OTLP/gRPC
+(pacerd --grpc-listen), each with and without gzip — and every
 attribute, event, link and bucket they were handed comes back through
 pacerd's read APIs: /api/v1/traces/{id}, /api/v1/spans/search,
 /api/v1/logs and /api/v1/metrics. The exporters' own success callbacks
@@ -22,7 +23,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 from pacerd_harness import KEYS, Pacerd, scrape  # noqa: E402
 
 OTEL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "otel")
-FLAVOURS = [("proto", "gzip"), ("proto", "none"), ("json", "gzip"), ("json", "none")]
+FLAVOURS = [("proto", "gzip"), ("proto", "none"), ("json", "gzip"), ("json", "none"), ("grpc", "gzip"),
+            ("grpc", "none")]
 
 
 def any_value(v):
@@ -52,12 +54,13 @@ def attrs(lst):
 class Flavours(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.d = Pacerd(extra_args=["--rollup-lag", "3600000"])  # rows stay after the mark until the restart
+        # rows stay after the mark until the restart
+        cls.d = Pacerd(extra_args=["--rollup-lag", "3600000"], grpc=True)
         cls.sent = {}
         for proto, comp in FLAVOURS:
             tag = proto + comp
-            out = subprocess.run(["node", os.path.join(OTEL_DIR, "export-all.js"), cls.d.base, KEYS["shop"], proto,
-                                  comp, tag], capture_output=True, text=True, timeout=120, cwd=OTEL_DIR)
+            url = cls.d.grpc_base if proto == "grpc" else cls.d.base
+            out = subprocess.run(["node", os.path.join(OTEL_DIR, "export-all.js"), url, KEYS["shop"], proto, comp, tag], capture_output=True, text=True, timeout=120, cwd=OTEL_DIR)
             if out.returncode != 0:
                 raise AssertionError("%s/%s: %s" % (proto, comp, out.stderr))
             cls.sent[tag] = json.loads(out.stdout)
@@ -219,8 +222,15 @@ class Flavours(unittest.TestCase):
 
     def test_everything_comes_back(self):
         # every span counted as stored (/metrics, and the key's quota), whatever the flavour
-        self.assertEqual(scrape(self.d)['pacerd_ingest_records_total{signal="traces"}'],
+        figures = scrape(self.d)
+        self.assertEqual(figures['pacerd_ingest_records_total{signal="traces"}'],
                          sum(len(sent["spans"]) for sent in self.sent.values()))
+        # and those of the gRPC front apart, per signal
+        grpc = [sent for tag, sent in self.sent.items() if tag.startswith("grpc")]
+        self.assertEqual(figures['pacerd_grpc_records_total{signal="traces"}'], sum(len(s["spans"]) for s in grpc))
+        self.assertEqual(figures['pacerd_grpc_records_total{signal="logs"}'], sum(len(s["logs"]) for s in grpc))
+        self.assertGreater(figures['pacerd_grpc_records_total{signal="metrics"}'], 0)
+        self.assertEqual(figures.get('pacerd_grpc_calls_total{code="UNAUTHENTICATED"}', 0), 0)
         # read while the rows wait for the rollup batch, then from the indexes
         for round_ in ("raw rows", "indexes"):
             with self.subTest(round_):

@@ -103,12 +103,12 @@ static char *read_url(const char *path)
 
 /* Open files: every connection is one. The soft limit goes up to the hard
  * one; when even that is short, fewer connections are allowed. */
-static void fit_fd_limit(http_options *h)
+static void fit_fd_limit(http_options *h, unsigned listeners)
 {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
         return;
-    rlim_t want = (rlim_t)h->max_connections + FDS_BESIDE_CONNECTIONS + 4 * h->io_threads;
+    rlim_t want = (rlim_t)h->max_connections * listeners + FDS_BESIDE_CONNECTIONS + 4 * h->io_threads;
     if (rl.rlim_cur < want) {
         rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
@@ -116,7 +116,7 @@ static void fit_fd_limit(http_options *h)
     }
     if (rl.rlim_cur < want) {
         rlim_t room = rl.rlim_cur > FDS_BESIDE_CONNECTIONS + 4 * h->io_threads + 16
-                          ? rl.rlim_cur - FDS_BESIDE_CONNECTIONS - 4 * h->io_threads
+                          ? (rl.rlim_cur - FDS_BESIDE_CONNECTIONS - 4 * h->io_threads) / listeners
                           : 16;
         fprintf(stderr, "pacerd: the open file limit (%llu) allows %llu connections, not --max-connections %u\n",
                 (unsigned long long)rl.rlim_cur, (unsigned long long)room, h->max_connections);
@@ -172,6 +172,7 @@ typedef struct held {
  * pacerd started only in part. */
 static void shutdown_all(pacerd *d, held *h)
 {
+    grpc_stop(d->grpc);
     http_stop(d->http);
     analysis_stop(d->analysis);
     deliver_stop(d->deliver);
@@ -320,8 +321,27 @@ static int start(const options *o, pacerd *d, held *h)
     ho.tls_key_pem = h->key;
     http_app app = {.preflight = router_preflight, .handle = router_handle, .encode = router_encode,
                     .done = router_done, .release = router_release, .ctx = d};
-    d->http = http_start(o->addr, o->port, &ho, &app, err, sizeof err);
-    free(h->cert); /* libmicrohttpd keeps its own copies */
+    d->http = http_start(o->listen.addr, o->listen.port, &ho, &app, err, sizeof err);
+    if (d->http && o->grpc_listen.text) {
+        /* the same limits as HTTP, counted apart */
+        grpc_options go = {.workers = o->http.workers, .max_connections = o->http.max_connections,
+                           .max_per_address = o->http.max_per_address, .max_streams = o->grpc_max_streams,
+                           .header_timeout_s = o->http.header_timeout_s, .body_timeout_s = o->http.body_timeout_s,
+                           .idle_timeout_s = o->http.idle_timeout_s, .max_message = o->grpc_max_message,
+                           .max_bytes_in_flight = o->http.max_body_bytes_in_flight, .tls_cert_pem = h->cert,
+                           .tls_key_pem = h->key};
+        grpc_app gapp = {.preflight = grpc_router_preflight, .handle = grpc_router_handle,
+                         .done = grpc_router_done, .release = grpc_router_release, .ctx = d};
+        d->grpc = grpc_start(o->grpc_listen.addr, o->grpc_listen.port, &go, &gapp, err, sizeof err);
+        if (!d->grpc) {
+            fprintf(stderr, "pacerd: --grpc-listen %s\n", err);
+            free(h->cert);
+            wipe_free(h->key);
+            h->cert = h->key = NULL;
+            return -1;
+        }
+    }
+    free(h->cert); /* libmicrohttpd and GnuTLS keep their own copies */
     wipe_free(h->key);
     h->cert = h->key = NULL;
     if (!d->http) {
@@ -349,7 +369,7 @@ int main(int argc, char **argv)
     sigaddset(&sigs, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
-    fit_fd_limit(&o.http);
+    fit_fd_limit(&o.http, o.grpc_listen.text ? 2 : 1);
 
     pacerd d = {.ingest = {.max_body = o.max_body, .retention_days = o.store.retention_days},
                 .api = {.max_config_bytes = 1 << 20}};
@@ -359,9 +379,14 @@ int main(int argc, char **argv)
         shutdown_all(&d, &h);
         return 1;
     }
-    bool v6 = strchr(o.addr, ':') != NULL;
-    printf("pacerd: listening on %s://%s%s%s:%u\n", d.tls ? "https" : "http", v6 ? "[" : "", o.addr,
+    bool v6 = strchr(o.listen.addr, ':') != NULL;
+    printf("pacerd: listening on %s://%s%s%s:%u\n", d.tls ? "https" : "http", v6 ? "[" : "", o.listen.addr,
            v6 ? "]" : "", http_port(d.http));
+    if (d.grpc) {
+        v6 = strchr(o.grpc_listen.addr, ':') != NULL;
+        printf("pacerd: OTLP/gRPC on %s://%s%s%s:%u\n", grpc_tls(d.grpc) ? "https" : "http", v6 ? "[" : "",
+               o.grpc_listen.addr, v6 ? "]" : "", grpc_port(d.grpc));
+    }
     fflush(stdout);
 
     int sig = 0;
@@ -381,7 +406,11 @@ int main(int argc, char **argv)
     http_get_stats(d.http, &hs);
     fprintf(stderr, "pacerd: %s: stopping; %zu requests in flight\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
             hs.admitted);
+    if (d.grpc)
+        grpc_drain(d.grpc, 0); /* both fronts refuse new calls while the admitted ones finish */
     size_t left = http_drain(d.http, o.drain_timeout_s * 1000);
+    if (d.grpc)
+        left += grpc_drain(d.grpc, o.drain_timeout_s * 1000);
     if (left)
         fprintf(stderr, "pacerd: %zu requests still in flight after %u s; closing them\n", left, o.drain_timeout_s);
     shutdown_all(&d, &h);

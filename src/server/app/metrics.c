@@ -58,12 +58,13 @@ void metrics_reject(server_metrics *m, enum metrics_reject why)
     pthread_mutex_unlock(&m->lock);
 }
 
-void metrics_stored(server_metrics *m, enum route r, uint64_t n)
+static void stored(server_metrics *m, int signal, uint64_t n, bool grpc)
 {
-    int signal = r == ROUTE_TRACES ? 0 : r == ROUTE_LOGS ? 1 : 2;
     int64_t sec = mono_ns() / 1000000000LL;
     pthread_mutex_lock(&m->lock);
     m->records[signal] += n;
+    if (grpc)
+        m->grpc_records[signal] += n;
     if (signal == 0) {
         size_t slot = (size_t)(sec % METRICS_WINDOW_S);
         if (m->window_s[slot] != sec) {
@@ -73,6 +74,16 @@ void metrics_stored(server_metrics *m, enum route r, uint64_t n)
         m->window_spans[slot] += n;
     }
     pthread_mutex_unlock(&m->lock);
+}
+
+void metrics_stored(server_metrics *m, enum route r, uint64_t n)
+{
+    stored(m, r == ROUTE_TRACES ? 0 : r == ROUTE_LOGS ? 1 : 2, n, false);
+}
+
+void metrics_grpc_stored(server_metrics *m, int signal, uint64_t n)
+{
+    stored(m, signal, n, true);
 }
 
 void metrics_reload(server_metrics *m, bool ok)
@@ -212,6 +223,32 @@ void metrics_render(server_metrics *m, jbuf *b, const metrics_sources *src)
             spans += c.window_spans[i];
     gauge(b, "pacerd_ingest_spans_per_second", "Spans stored per second over the last 10 whole seconds.",
           (double)spans / METRICS_WINDOW_S);
+
+    const grpc_stats *gs = src->grpc;
+    if (gs) {
+        static const char *const codes[GRPC_CODE_COUNT] = {
+            "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",
+            "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+            "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
+        help(b, "pacerd_grpc_calls_total", "counter", "OTLP/gRPC calls answered, by grpc-status.");
+        for (size_t i = 0; i < GRPC_CODE_COUNT; i++)
+            if (gs->calls[i])
+                jbuf_printf(b, "pacerd_grpc_calls_total{code=\"%s\"} %llu\n", codes[i],
+                            (unsigned long long)gs->calls[i]);
+        help(b, "pacerd_grpc_rejects_total", "counter", "OTLP/gRPC clients and calls turned away by the gRPC layer, by reason.");
+        for (size_t i = 0; i < GRPC_REJ_COUNT; i++)
+            jbuf_printf(b, "pacerd_grpc_rejects_total{reason=\"%s\"} %llu\n", grpc_reject_names[i],
+                        (unsigned long long)gs->rejects[i]);
+        help(b, "pacerd_grpc_records_total", "counter", "Records the OTLP/gRPC front stored (of pacerd_ingest_records_total).");
+        for (size_t i = 0; i < 3; i++)
+            jbuf_printf(b, "pacerd_grpc_records_total{signal=\"%s\"} %llu\n", signals[i],
+                        (unsigned long long)c.grpc_records[i]);
+        gauge(b, "pacerd_grpc_connections", "Open OTLP/gRPC connections.", gs->connections_open);
+        counter(b, "pacerd_grpc_connections_total", "OTLP/gRPC connections accepted.", gs->connections_total);
+        gauge(b, "pacerd_grpc_message_bytes_in_flight", "Bytes of OTLP/gRPC messages held in memory.",
+              (double)gs->bytes_in_flight);
+        gauge(b, "pacerd_grpc_calls_queued", "OTLP/gRPC calls waiting for a worker.", (double)gs->queued);
+    }
 
     gauge(b, "pacerd_http_connections", "Open connections.", hs->connections_open);
     counter(b, "pacerd_http_connections_total", "Connections accepted.", hs->connections_total);

@@ -14,6 +14,7 @@
 
 #include "analysis/analysis.h"
 #include "analysis/deliver.h"
+#include "grpc/grpc.h"
 #include "http/http.h"
 #include "ingest/clean.h"
 #include "store/store.h"
@@ -58,7 +59,8 @@ typedef struct server_metrics {
     pthread_mutex_t lock;
     uint64_t requests[ROUTE_COUNT][METRICS_STATUSES];
     uint64_t rejects[MREJ_COUNT];
-    uint64_t records[3]; /* spans, log records, data points */
+    uint64_t records[3]; /* spans, log records, data points: both fronts */
+    uint64_t grpc_records[3]; /* of which the OTLP/gRPC front stored */
     uint64_t reloads, reload_failures;
     /* spans stored in each of the last seconds (mono second) */
     int64_t window_s[METRICS_WINDOW_S];
@@ -72,11 +74,15 @@ void metrics_request(server_metrics *m, enum route r, unsigned status);
 void metrics_reject(server_metrics *m, enum metrics_reject why);
 /* records stored by an ingest route */
 void metrics_stored(server_metrics *m, enum route r, uint64_t n);
+/* records stored by the OTLP/gRPC front: signal 0 spans, 1 log records,
+ * 2 data points */
+void metrics_grpc_stored(server_metrics *m, int signal, uint64_t n);
 void metrics_reload(server_metrics *m, bool ok);
 
 /* What a scrape reads from the figures' owners. */
 typedef struct metrics_sources {
     const http_stats *http;
+    const grpc_stats *grpc; /* NULL: no OTLP/gRPC front */
     const store_stats *store;
     const store_health *health;
     size_t n_keys;

@@ -13,6 +13,10 @@
 const option_def options_table[] = {
     {"listen", "ADDR:PORT", "address to serve on (127.0.0.1:4318, [::1]:4318; port 0: any free port)",
      .type = OPT_LISTEN, .offset = O(listen)},
+    {"grpc-listen", "ADDR:PORT",
+     "also serve OTLP/gRPC there (4317 is its port by convention): HTTP/2 without TLS by prior knowledge, or with "
+     "--tls-cert TLS with ALPN h2; the same keys, limits and store as OTLP/HTTP (default: not served)",
+     .type = OPT_LISTEN, .offset = O(grpc_listen)},
     {"db", "FILE", "SQLite database (created when missing)", .type = OPT_TEXT, .offset = O(db)},
     {"clickhouse", "URL",
      "store in ClickHouse instead: http://[USER[:PASSWORD]@]HOST[:PORT]/[DATABASE] (database pacer by default, "
@@ -41,11 +45,15 @@ const option_def options_table[] = {
     {"max-body", "BYTES", "largest ingest body, also once a gzip body is inflated", "16777216",
      .group = "limits (every client may be hostile):", .type = OPT_SIZE, .offset = O(max_body), .min = 1024,
      .max = (size_t)1 << 30, .unit = " bytes"},
+    {"grpc-max-message", "BYTES", "largest OTLP/gRPC message, also once inflated", "4194304", .type = OPT_SIZE,
+     .offset = O(grpc_max_message), .min = 1024, .max = (size_t)1 << 30, .unit = " bytes"},
+    {"grpc-max-streams", "N", "OTLP/gRPC calls at once on one connection (SETTINGS_MAX_CONCURRENT_STREAMS)", "100",
+     .type = OPT_UINT, .offset = O(grpc_max_streams), .min = 1, .max = 10000},
     {"max-inflight-bytes", "N", "all request bodies held in memory at once", "268435456", .type = OPT_SIZE,
      .offset = O(http.max_body_bytes_in_flight), .min = 1 << 16, .max = (size_t)1 << 36, .unit = " bytes"},
-    {"max-connections", "N", "open connections in all", "4096", .type = OPT_UINT, .offset = O(http.max_connections),
+    {"max-connections", "N", "open connections in all, on each listener (HTTP, gRPC)", "4096", .type = OPT_UINT, .offset = O(http.max_connections),
      .min = 16, .max = 1000000},
-    {"max-per-address", "N", "open connections from one address or IPv6 /64", "64", .type = OPT_UINT,
+    {"max-per-address", "N", "open connections from one address or IPv6 /64, on each listener", "64", .type = OPT_UINT,
      .offset = O(http.max_per_address), .min = 1, .max = 1000000},
     {"header-timeout", "S",
      "a request's headers must be complete within S s of the connection or the previous answer", "10",
@@ -181,7 +189,7 @@ static int parse_size(const char *s, size_t min, size_t max, size_t *ret)
     return 0;
 }
 
-static int parse_listen(options *o, const char *s)
+static int parse_listen(listen_at *l, const char *s)
 {
     const char *colon = strrchr(s, ':');
     if (!colon)
@@ -192,14 +200,15 @@ static int parse_listen(options *o, const char *s)
         host++;
         hlen -= 2;
     }
-    if (hlen == 0 || hlen >= sizeof o->addr)
+    if (hlen == 0 || hlen >= sizeof l->addr)
         return -EINVAL;
-    memcpy(o->addr, host, hlen);
-    o->addr[hlen] = 0;
+    memcpy(l->addr, host, hlen);
+    l->addr[hlen] = 0;
     size_t port;
     if (parse_size(colon + 1, 0, 65535, &port) < 0)
         return -EINVAL;
-    o->port = (uint16_t)port;
+    l->port = (uint16_t)port;
+    l->text = s;
     return 0;
 }
 
@@ -220,10 +229,10 @@ int options_set(options *o, const option_def *d, const char *value, char *err, s
     switch (d->type) {
     case OPT_TEXT: *(const char **)at = value; return 0;
     case OPT_LISTEN:
-        *(const char **)at = value;
-        if (parse_listen(o, value) == 0)
+        if (parse_listen(at, value) == 0)
             return 0;
-        snprintf(err, err_size, "--%s %s: expected ADDR:PORT, e.g. 127.0.0.1:4318", d->name, value);
+        snprintf(err, err_size, "--%s %s: expected ADDR:PORT, e.g. %s", d->name, value,
+                 d->offset == O(grpc_listen) ? "127.0.0.1:4317" : "127.0.0.1:4318");
         return -EINVAL;
     case OPT_URL:
         if (url_ok(value)) {
@@ -293,7 +302,7 @@ static const char *check(options *o, char *err, size_t err_size)
         o->http.workers = ncpu > 2 ? (unsigned)(4 * ncpu) : 8;
     if (stores > 1)
         return "give one of --db, --clickhouse, --clickhouse-file";
-    const char *missing = !o->listen        ? "--listen"
+    const char *missing = !o->listen.text   ? "--listen"
                           : !stores         ? "--db (or --clickhouse)"
                           : !o->admin_file  ? "--admin-token-file"
                           : !o->keys_file   ? "--keys-file"
@@ -333,6 +342,11 @@ static const char *check(options *o, char *err, size_t err_size)
         snprintf(err, err_size, "--rollup-retention-days %u: the rollups answer the days whose records are gone, so "
                                 "they are kept at least as long: give --retention-days too, at most %u",
                  o->store.rollup_retention_days, o->store.rollup_retention_days);
+        return err;
+    }
+    if (o->grpc_listen.text && o->grpc_max_message > o->http.max_body_bytes_in_flight) {
+        snprintf(err, err_size, "--grpc-max-message %zu is larger than --max-inflight-bytes %zu", o->grpc_max_message,
+                 o->http.max_body_bytes_in_flight);
         return err;
     }
     if (o->max_body > o->http.max_body_bytes_in_flight) {

@@ -18,16 +18,24 @@
 
 #define OPTIONS_MAX_WEBHOOKS 15
 
+/* An address to serve on: --listen's, --grpc-listen's. */
+typedef struct listen_at {
+    const char *text; /* as given; NULL when not given */
+    char addr[64];
+    uint16_t port;
+} listen_at;
+
 /* What the options say, once read and checked. */
 typedef struct options {
-    const char *listen, *db, *state, *admin_file, *keys_file, *tls_cert, *tls_key, *web_root, *clickhouse,
+    listen_at listen, grpc_listen;
+    const char *db, *state, *admin_file, *keys_file, *tls_cert, *tls_key, *web_root, *clickhouse,
         *clickhouse_file;
     const char *analysis_config, *github_url, *github_token_file;
     const char *webhooks[OPTIONS_MAX_WEBHOOKS];
     size_t n_webhooks;
-    char addr[64]; /* --listen's address */
-    uint16_t port; /* and port */
     size_t max_body;
+    size_t grpc_max_message;
+    unsigned grpc_max_streams;
     unsigned drain_timeout_s;
     bool threads_given;
     http_options http;
@@ -37,7 +45,7 @@ typedef struct options {
 /* How an option's value is read into its place in `options`. */
 enum option_type {
     OPT_TEXT,   /* const char *, as given */
-    OPT_LISTEN, /* ADDR:PORT into listen, addr and port */
+    OPT_LISTEN, /* ADDR:PORT into a listen_at */
     OPT_URL,    /* const char *: http:// or https://, a host */
     OPT_URLS,   /* a list (webhooks, n_webhooks): the option may be given again */
     OPT_SIZE,   /* size_t in [min, max] */

@@ -12,6 +12,7 @@
 #include "analysis/issues_db.h"
 #include "api/api.h"
 #include "auth.h"
+#include "grpc/grpc.h"
 #include "http/http.h"
 #include "ingest/ingest.h"
 #include "metrics.h"
@@ -24,6 +25,7 @@ typedef struct pacerd {
     auth *auth;
     server_metrics metrics;
     http_server *http;  /* for /metrics */
+    grpc_server *grpc;  /* the OTLP/gRPC front, or NULL */
     ingest_ctx ingest;  /* /v1/traces, /v1/logs, /v1/metrics */
     api_ctx api;        /* /api/v1/..., /v1/config/{app} */
     /* the dashboard */
@@ -50,5 +52,17 @@ void router_handle(void *ctx, const http_request *rq, http_response *rs);
 void router_encode(void *ctx, const http_request *rq, http_response *rs);
 void router_done(void *ctx, const http_request *rq, const http_response *rs);
 void router_release(void *ctx, const http_request *rq);
+
+/* The OTLP/gRPC front's callbacks (grpc_router.c; grpc_app): ctx is the
+ * pacerd.
+ *   preflight: the method, the key and its limits, from the headers;
+ *   handle:    the Export, through the one ingest path;
+ *   done:      charges a key what it stored, counts it;
+ *   release:   a call that never reached the store is no longer on its
+ *              way (store_coming). */
+int grpc_router_preflight(void *ctx, grpc_call *call, grpc_reply *r);
+void grpc_router_handle(void *ctx, const grpc_call *call, const uint8_t *msg, size_t len, grpc_reply *r);
+void grpc_router_done(void *ctx, const grpc_call *call, const grpc_reply *r);
+void grpc_router_release(void *ctx, grpc_call *call);
 
 #endif

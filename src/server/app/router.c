@@ -258,7 +258,10 @@ static void metrics_page(pacerd *d, http_response *rs)
     http_get_stats(d->http, &hs);
     store_get_stats(d->store, &ss);
     store_health_get(d->store, 0, &h);
-    metrics_sources src = {&hs, &ss, &h, auth_n_keys(d->auth), NULL, NULL, NULL};
+    grpc_stats gs;
+    if (d->grpc)
+        grpc_get_stats(d->grpc, &gs);
+    metrics_sources src = {&hs, d->grpc ? &gs : NULL, &ss, &h, auth_n_keys(d->auth), NULL, NULL, NULL};
     uint64_t cleaned[CLEAN_COUNT] = {0};
     analysis_stats as;
     deliver_stats ds;

@@ -1009,6 +1009,18 @@ static int64_t record_ts(const store_record *r)
     return c >= 0 && r->cols[c].type == SV_INT ? r->cols[c].i : r->ts_ns;
 }
 
+bool ingest_batch_id_ok(const char *id)
+{
+    size_t n = strlen(id);
+    if (n == 0 || n > INGEST_MAX_BATCH_ID)
+        return false;
+    for (; *id; id++)
+        if (!((*id >= 'a' && *id <= 'z') || (*id >= 'A' && *id <= 'Z') || (*id >= '0' && *id <= '9') ||
+              *id == '-' || *id == '_' || *id == '.' || *id == ':'))
+            return false;
+    return true;
+}
+
 int ingest_batch(const ingest_ctx *ig, const char *app, enum ingest_signal what, bool proto, const char *body,
                  size_t body_len, const char *batch_id, const char *endpoint, bool *coming, ingest_outcome *ret,
                  char *err, size_t err_size)

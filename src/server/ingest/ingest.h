@@ -2,8 +2,8 @@
  * them. One path for all (ingest.c): decode (OTLP protobuf or JSON) → map
  * each item to a row of the store's layout → clean (clean.h) → keep out
  * copies of stored records (dedupe.h) → store_submit. The OTLP/HTTP front
- * (ingest_http.c) checks, inflates and answers around it; another front
- * (OTLP/gRPC) calls ingest_batch with the message it received.
+ * (ingest_http.c) checks, inflates and answers around it; the OTLP/gRPC
+ * front (grpc/grpc_otlp.c) calls ingest_batch with the message it received.
  */
 #ifndef PACER_SERVER_INGEST_H
 #define PACER_SERVER_INGEST_H
@@ -34,6 +34,11 @@ typedef struct ingest_outcome {
     char message[768]; /* why the first was refused, and what was ignored; "" when nothing */
     bool duplicate;    /* the batch id was stored before: nothing is stored again (items, rejected 0) */
 } ingest_outcome;
+
+/* A batch id (X-Pacer-Batch-Id, the x-pacer-batch-id metadata): 1 to
+ * INGEST_MAX_BATCH_ID of A-Z a-z 0-9 - _ . : */
+#define INGEST_MAX_BATCH_ID 128
+bool ingest_batch_id_ok(const char *id);
 
 /* Decodes an export request body of signal what (protobuf when proto,
  * else JSON; inflated already), maps, cleans and stores it under app,

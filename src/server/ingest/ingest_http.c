@@ -22,20 +22,6 @@
 #include <string.h>
 #include <strings.h>
 
-#define MAX_BATCH_ID 128
-
-static bool batch_id_ok(const char *id)
-{
-    size_t n = strlen(id);
-    if (n == 0 || n > MAX_BATCH_ID)
-        return false;
-    for (; *id; id++)
-        if (!((*id >= 'a' && *id <= 'z') || (*id >= 'A' && *id <= 'Z') || (*id >= '0' && *id <= '9') ||
-              *id == '-' || *id == '_' || *id == '.' || *id == ':'))
-            return false;
-    return true;
-}
-
 /* The media types OTLP/HTTP bodies come in, and the encoding of each;
  * an answer carries the request's own (OTLP/HTTP: "the same
  * Content-Type in the response as it received in the request"). */
@@ -203,8 +189,8 @@ void ingest_http_handle(const ingest_ctx *ig, const char *app, const http_reques
         return;
     }
     const char *batch_id = http_header(rq, "X-Pacer-Batch-Id");
-    if (batch_id && !batch_id_ok(batch_id)) {
-        http_error(rs, 400, "X-Pacer-Batch-Id: expected 1-%d characters of A-Z a-z 0-9 - _ . :", MAX_BATCH_ID);
+    if (batch_id && !ingest_batch_id_ok(batch_id)) {
+        http_error(rs, 400, "X-Pacer-Batch-Id: expected 1-%d characters of A-Z a-z 0-9 - _ . :", INGEST_MAX_BATCH_ID);
         return;
     }
 

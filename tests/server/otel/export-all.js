@@ -2,7 +2,10 @@
 // its own OTLP exporters, in one flavour:
 //
 //   node export-all.js URL KEY PROTOCOL COMPRESSION TAG [CAPTURE_DIR]
-//     PROTOCOL     proto (exporter-*-otlp-proto) or json (exporter-*-otlp-http)
+//     PROTOCOL     proto (exporter-*-otlp-proto), json (exporter-*-otlp-http)
+//                  or grpc (exporter-*-otlp-grpc: URL is then the gRPC
+//                  endpoint, http://HOST:PORT, and the key goes as the
+//                  authorization metadata)
 //     COMPRESSION  gzip or none
 //     TAG          goes into service.version and every name, so runs differ
 //     CAPTURE_DIR  also write each request body the exporters sent there
@@ -20,8 +23,8 @@ const http = require('http');
 const zlib = require('zlib');
 
 const [url, key, protocol, compression, tag, captureDir] = process.argv.slice(2);
-if (!url || !key || !['proto', 'json'].includes(protocol) || !['gzip', 'none'].includes(compression) || !tag) {
-  console.error('usage: node export-all.js URL KEY proto|json gzip|none TAG [CAPTURE_DIR]');
+if (!url || !key || !['proto', 'json', 'grpc'].includes(protocol) || !['gzip', 'none'].includes(compression) || !tag) {
+  console.error('usage: node export-all.js URL KEY proto|json|grpc gzip|none TAG [CAPTURE_DIR]');
   process.exit(2);
 }
 
@@ -55,13 +58,19 @@ const { SpanKind, SpanStatusCode, context, trace } = require('@opentelemetry/api
 const { SeverityNumber } = require('@opentelemetry/api-logs');
 const { ExportResultCode } = require('@opentelemetry/core');
 
-const flavour = protocol === 'proto' ? 'proto' : 'http';
+const flavour = protocol === 'json' ? 'http' : protocol;
 const { OTLPTraceExporter } = require(`@opentelemetry/exporter-trace-otlp-${flavour}`);
 const { OTLPLogExporter } = require(`@opentelemetry/exporter-logs-otlp-${flavour}`);
 const { OTLPMetricExporter } = require(`@opentelemetry/exporter-metrics-otlp-${flavour}`);
 
 const headers = { Authorization: 'Bearer ' + key };
-const opts = (p) => ({ url: url + p, headers, compression });
+let opts = (p) => ({ url: url + p, headers, compression });
+if (protocol === 'grpc') {
+  const { Metadata } = require('@grpc/grpc-js');
+  const metadata = new Metadata();
+  metadata.set('authorization', 'Bearer ' + key);
+  opts = () => ({ url, metadata, compression });
+}
 const resource = new Resource({
   'service.name': 'shop', 'service.version': 'otel-' + tag, 'deployment.environment': 'test-' + tag,
   'host.cores': 2, 'host.load': 0.5, 'feature.on': true, 'region.list': ['eu', 'us'],

@@ -1,0 +1,201 @@
+"""pacerd's OTLP/gRPC front (--grpc-listen) as a raw HTTP/2 client sees it
+(grpc_client.py, on python3-h2): the key is checked on the call's headers
+before any of its message is read (UNAUTHENTICATED, PERMISSION_DENIED) and
+a refused call stores nothing; an Export's spans are stored and read back
+through the read APIs, a rejected one named in partial_success; a batch id
+sent twice is stored once; gzip; the limits (a message announced or
+inflating over --grpc-max-message: RESOURCE_EXHAUSTED without RetryInfo,
+not to be retried; a key's rate: RESOURCE_EXHAUSTED with a RetryInfo);
+grpc-timeout (DEADLINE_EXCEEDED); what is not gRPC (415) or not an OTLP
+method (UNIMPLEMENTED); /metrics counts the front's calls by status;
+SIGTERM answers a call not yet complete UNAVAILABLE with a RetryInfo,
+then GOAWAY."""
+import gzip
+import os
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from pacerd_harness import ADMIN, KEYS, Pacerd, scrape  # noqa: E402
+import grpc_client as g  # noqa: E402
+
+T0 = 1_700_006_400 * 10**9
+MAX_MESSAGE = 65536
+
+
+def tid(i):
+    return bytes.fromhex("%032x" % (0xABC000 + i))
+
+
+def sid(i):
+    return bytes.fromhex("%016x" % (0xDEF000 + i))
+
+
+class Grpc(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        keys = "shop %s\nother %s\nlimited limited-key-1 rate=1/s burst=1\n" % (KEYS["shop"], KEYS["other"])
+        cls.d = Pacerd(grpc=True, keys_text=keys, extra_args=["--grpc-max-message", str(MAX_MESSAGE)])
+        cls.port = cls.d.grpc_port
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.close()
+
+    def spans_named(self, app, prefix):
+        got = self.d.query("/api/v1/spans/search?app=%s&limit=1000" % app)["spans"]
+        return sorted((s for s in got if s["name"].startswith(prefix)), key=lambda s: s["name"])
+
+    def test_refused_on_the_headers_before_any_message(self):
+        for key, want in ((None, "UNAUTHENTICATED"), ("wrong-key", "UNAUTHENTICATED"), (ADMIN, "PERMISSION_DENIED")):
+            with self.subTest(key=key):
+                c = g.Conn(self.port)
+                try:
+                    s = c.start("traces", key)  # headers only: no message, the stream stays open
+                    a = c.wait(s, 10)
+                    self.assertTrue(a.ended, "no answer on the headers alone")
+                    self.assertEqual(a.headers.get(":status"), "200")
+                    self.assertEqual(a.status, want)
+                    self.assertIn("key" if key != ADMIN else "admin token", a.message)
+                    self.assertIsNone(a.details())  # not to be retried: no RetryInfo
+                finally:
+                    c.close()
+        # a whole call with a wrong key: nothing stored
+        msg = g.traces_request([g.span(tid(1), sid(1), "unauth-1", T0, 10**6)], service="unauth")
+        a = g.call(self.port, "traces", msg, "wrong-key")
+        self.assertEqual(a.status, "UNAUTHENTICATED")
+        self.assertEqual(self.d.query("/api/v1/spans/search?app=unauth")["spans"], [])
+        self.assertEqual(self.d.sql("SELECT count(*) FROM batches WHERE app = 'unauth'")[0][0], 0)
+        self.assertEqual(scrape(self.d)['pacerd_grpc_calls_total{code="UNAUTHENTICATED"}'], 3)
+        self.assertEqual(scrape(self.d)['pacerd_grpc_calls_total{code="PERMISSION_DENIED"}'], 1)
+
+    def test_export_stored_read_back_and_partial_success(self):
+        spans = [g.span(tid(10 + i), sid(10 + i), "export-%d" % i, T0 + i * 10**9, (i + 1) * 7 * 10**6,
+                        [("route", "/r%d" % i)]) for i in range(5)]
+        spans.append(g.span(b"\x01\x02\x03", sid(99), "export-bad", T0, 10**6))  # a trace id of 3 bytes
+        before = scrape(self.d).get('pacerd_grpc_records_total{signal="traces"}', 0)
+        a = g.call(self.port, "traces", g.traces_request(spans), KEYS["shop"])
+        self.assertEqual(a.status, "OK", a.message)
+        self.assertEqual(a.headers.get("content-type"), "application/grpc")
+        rejected, why = a.rejected()
+        self.assertEqual(rejected, 1)
+        self.assertIn("trace", why.lower())
+        got = self.spans_named("shop", "export-")
+        self.assertEqual([s["name"] for s in got], ["export-%d" % i for i in range(5)])
+        for i, s in enumerate(got):
+            self.assertAlmostEqual(s["durationMs"], (i + 1) * 7.0)
+            self.assertEqual(s["traceId"], tid(10 + i).hex())
+            self.assertEqual(s["attributes"], [{"key": "route", "value": {"stringValue": "/r%d" % i}}])
+        self.assertEqual(scrape(self.d)['pacerd_grpc_records_total{signal="traces"}'] - before, 5)
+
+    def test_a_batch_id_twice_is_stored_once_and_gzip(self):
+        msg = g.traces_request([g.span(tid(200 + i), sid(200 + i), "twice-%d" % i, T0, 10**6) for i in range(3)])
+        for compressed in (False, True):
+            a = g.call(self.port, "traces", msg, KEYS["shop"], extra=[("x-pacer-batch-id", "grpc-twice-1")],
+                       compressed=compressed)
+            self.assertEqual(a.status, "OK", a.message)
+        self.assertEqual(len(self.spans_named("shop", "twice-")), 3)
+        a = g.call(self.port, "traces", msg, KEYS["shop"], extra=[("x-pacer-batch-id", "bad id!")])
+        self.assertEqual(a.status, "INVALID_ARGUMENT")
+        self.assertIn("x-pacer-batch-id", a.message)
+        gz = g.traces_request([g.span(tid(300), sid(300), "gzip-1", T0, 3 * 10**6)])
+        a = g.call(self.port, "traces", gz, KEYS["shop"], compressed=True)
+        self.assertEqual(a.status, "OK", a.message)
+        self.assertEqual([s["durationMs"] for s in self.spans_named("shop", "gzip-")], [3.0])
+
+    def test_messages_over_the_limit(self):
+        # announced over the limit: refused on its prefix, before the rest is sent
+        c = g.Conn(self.port)
+        try:
+            s = c.start("traces", KEYS["shop"])
+            c.send(s, b"\x00" + (MAX_MESSAGE + 1).to_bytes(4, "big") + b"\x0a", end=False)
+            a = c.wait(s)
+            self.assertEqual(a.status, "RESOURCE_EXHAUSTED")
+            self.assertIsNone(a.details())  # without RetryInfo: the client must not retry it
+        finally:
+            c.close()
+        # a gzip bomb: small as sent, over the limit inflated
+        bomb = gzip.compress(b"\x0a\x00" * (4 * MAX_MESSAGE))
+        self.assertLess(len(bomb), MAX_MESSAGE)
+        c = g.Conn(self.port)
+        try:
+            s = c.start("traces", KEYS["shop"], encoding="gzip")
+            c.send(s, b"\x01" + len(bomb).to_bytes(4, "big") + bomb)
+            a = c.wait(s)
+            self.assertEqual(a.status, "RESOURCE_EXHAUSTED")
+            self.assertIn("inflates", a.message)
+        finally:
+            c.close()
+        self.assertGreaterEqual(scrape(self.d)['pacerd_grpc_rejects_total{reason="too_large"}'], 2)
+
+    def test_bad_calls(self):
+        a = g.call(self.port, "traces", b"\xff\xff\xff", KEYS["shop"])
+        self.assertEqual(a.status, "INVALID_ARGUMENT")
+        c = g.Conn(self.port)
+        try:
+            s = c.start(path="/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export",
+                        key=KEYS["shop"], end=True)
+            self.assertEqual(c.wait(s).status, "UNIMPLEMENTED")
+            s = c.start("traces", KEYS["shop"], content_type="application/json", end=True)
+            a = c.wait(s)
+            self.assertEqual(a.headers.get(":status"), "415")
+            s = c.start("traces", KEYS["shop"])  # flagged compressed without grpc-encoding
+            c.send(s, g.lpm(g.traces_request([]), compressed=True))
+            self.assertEqual(c.wait(s).status, "INTERNAL")
+            s = c.start("traces", KEYS["shop"], encoding="zstd", end=True)
+            self.assertEqual(c.wait(s).status, "UNIMPLEMENTED")
+            s = c.start("traces", KEYS["shop"])  # two messages in a unary call
+            c.send(s, g.lpm(g.traces_request([])) * 2)
+            self.assertEqual(c.wait(s).status, "INTERNAL")
+        finally:
+            c.close()
+
+    def test_the_keys_rate_is_resource_exhausted_with_retryinfo(self):
+        # 5 records against a burst of 1 at 1/s: some 4 s in debt
+        msg = g.traces_request([g.span(tid(400 + i), sid(400 + i), "limited-%d" % i, T0, 10**6) for i in range(5)],
+                               service="limited")
+        first = g.call(self.port, "traces", msg, "limited-key-1")
+        self.assertEqual(first.status, "OK", first.message)
+        second = g.call(self.port, "traces", msg, "limited-key-1")
+        self.assertEqual(second.status, "RESOURCE_EXHAUSTED")
+        code, _, retry = second.details()
+        self.assertEqual(code, 8)  # the Status's code is grpc-status's
+        self.assertGreaterEqual(retry, 1)
+
+    def test_grpc_timeout_is_deadline_exceeded(self):
+        c = g.Conn(self.port)
+        try:
+            s = c.start("traces", KEYS["shop"], extra=[("grpc-timeout", "300m")])
+            c.send(s, b"\x00\x00\x00\x01", end=False)  # part of a prefix, then nothing
+            a = c.wait(s, 10)
+            self.assertEqual(a.status, "DEADLINE_EXCEEDED")
+            s = c.start("traces", KEYS["shop"], extra=[("grpc-timeout", "soon")], end=True)
+            self.assertEqual(c.wait(s).status, "INTERNAL")
+        finally:
+            c.close()
+
+    def test_zz_sigterm_refuses_new_calls(self):
+        c = g.Conn(self.port)
+        try:
+            c.call("traces", g.traces_request([]), KEYS["shop"])  # the connection is up
+            s = c.start("traces", KEYS["shop"])  # a call that is not complete when the drain starts
+            time.sleep(0.2)
+            self.d.proc.send_signal(15)
+            a = c.wait(s, 10)
+            self.assertTrue(a.ended)
+            self.assertIsNone(a.reset)
+            self.assertEqual(a.status, "UNAVAILABLE")
+            self.assertGreaterEqual(a.details()[2], 1)  # RetryInfo: come back
+            deadline = time.monotonic() + 10
+            while c.goaway is None and time.monotonic() < deadline and c.pump(0.5):
+                pass
+            self.assertEqual(c.goaway, 0)  # then GOAWAY, NO_ERROR
+            self.d.proc.wait(timeout=30)
+            self.assertEqual(self.d.proc.returncode, 0)
+        finally:
+            c.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
