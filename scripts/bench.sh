@@ -21,6 +21,7 @@ benchmarks=(
   "server-scale|pacerd at scale: 1 M vs 50 M stored page spans (ingest, cut-range query, bytes), RSS through 10 minutes of ingest|bench/server/scale.sh $dir"
   "server-clickhouse|pacerd: ClickHouse beside SQLite: ingest spans/s, bytes per span, page query over 100 M vs 50 M page loads|bench/server/clickhouse.py $dir"
   "web|dashboard: page load time in chromium over a store of 1,000,000 page loads|bench/web/run.py $dir"
+  "server-grpc|pacerd: the same spans over OTLP/gRPC and OTLP/HTTP protobuf: spans/s and pacerd CPU per span|/usr/bin/python3 bench/server/grpc.py $dir"
   "server-hostile|pacerd: /healthz under 1000 slow connections, latency under open-loop overload|bench/server/hostile.py $dir"
   "server-analysis|pacerd: the application layer's cost and how fast it keeps up|bench/server/analysis.sh $dir"
   "trace|trace: CPU per traced call (the writer included), pacer vs floor vs uftrace, on a micro benchmark and on SQLite's shell|bench/trace/run.py $dir"
