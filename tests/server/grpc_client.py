@@ -163,8 +163,11 @@ class Answer:
 class Conn:
     """One HTTP/2 connection by prior knowledge."""
 
-    def __init__(self, port, settings=None, timeout=10):
+    def __init__(self, port, settings=None, timeout=10, tls=None):
+        """tls: an ssl.SSLContext (its ALPN set by the caller) for TLS."""
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        if tls:
+            self.sock = tls.wrap_socket(self.sock, server_hostname="127.0.0.1")
         self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
         self.h2.initiate_connection()
         if settings:
@@ -270,9 +273,9 @@ class Conn:
             pass
 
 
-def call(port, method, message, key=None, **kw):
+def call(port, method, message, key=None, tls=None, **kw):
     """One call on a connection of its own."""
-    c = Conn(port)
+    c = Conn(port, tls=tls)
     try:
         return c.call(method, message, key, **kw)
     finally:

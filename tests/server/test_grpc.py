@@ -9,9 +9,16 @@ not to be retried; a key's rate: RESOURCE_EXHAUSTED with a RetryInfo);
 grpc-timeout (DEADLINE_EXCEEDED); what is not gRPC (415) or not an OTLP
 method (UNIMPLEMENTED); /metrics counts the front's calls by status;
 SIGTERM answers a call not yet complete UNAVAILABLE with a RetryInfo,
-then GOAWAY."""
+then GOAWAY. Over TLS (--tls-cert): ALPN h2, a client that offers only
+http/1.1 is refused, and pacer's own uploader (pacer replay
+--otlp-protocol grpc) verifies the certificate and delivers."""
 import gzip
+import json
 import os
+import shutil
+import ssl
+import subprocess
+import tempfile
 import sys
 import time
 import unittest
@@ -19,6 +26,10 @@ import unittest
 sys.path.insert(0, os.path.dirname(__file__))
 from pacerd_harness import ADMIN, KEYS, Pacerd, scrape  # noqa: E402
 import grpc_client as g  # noqa: E402
+from test_tls import make_certificate  # noqa: E402
+
+PACER = os.environ.get("PACER")
+ROOT = os.environ.get("PACER_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
 
 T0 = 1_700_006_400 * 10**9
 MAX_MESSAGE = 65536
@@ -62,11 +73,12 @@ class Grpc(unittest.TestCase):
                 finally:
                     c.close()
         # a whole call with a wrong key: nothing stored
-        msg = g.traces_request([g.span(tid(1), sid(1), "unauth-1", T0, 10**6)], service="unauth")
+        before = scrape(self.d).get('pacerd_grpc_records_total{signal="traces"}', 0)
+        msg = g.traces_request([g.span(tid(1), sid(1), "unauth-1", T0, 10**6)])
         a = g.call(self.port, "traces", msg, "wrong-key")
         self.assertEqual(a.status, "UNAUTHENTICATED")
-        self.assertEqual(self.d.query("/api/v1/spans/search?app=unauth")["spans"], [])
-        self.assertEqual(self.d.sql("SELECT count(*) FROM batches WHERE app = 'unauth'")[0][0], 0)
+        self.assertEqual(self.spans_named("shop", "unauth-"), [])
+        self.assertEqual(scrape(self.d).get('pacerd_grpc_records_total{signal="traces"}', 0), before)
         self.assertEqual(scrape(self.d)['pacerd_grpc_calls_total{code="UNAUTHENTICATED"}'], 3)
         self.assertEqual(scrape(self.d)['pacerd_grpc_calls_total{code="PERMISSION_DENIED"}'], 1)
 
@@ -195,6 +207,69 @@ class Grpc(unittest.TestCase):
             self.assertEqual(self.d.proc.returncode, 0)
         finally:
             c.close()
+
+
+class GrpcTls(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="pacerd-grpc-tls-")
+        cls.cert, cls.key = make_certificate(cls.tmp)
+        cls.d = Pacerd(["--tls-cert", cls.cert, "--tls-key", cls.key], scheme="https", grpc=True)
+        cls.d.ssl_context = ssl.create_default_context(cafile=cls.cert)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.close()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def context(self, alpn):
+        ctx = ssl.create_default_context(cafile=self.cert)
+        ctx.set_alpn_protocols(alpn)
+        return ctx
+
+    def test_alpn_h2(self):
+        self.assertTrue(self.d.grpc_base.startswith("https://"))
+        msg = g.traces_request([g.span(tid(500), sid(500), "tls-1", T0, 4 * 10**6)])
+        a = g.call(self.d.grpc_port, "traces", msg, KEYS["shop"], tls=self.context(["h2"]))
+        self.assertEqual(a.status, "OK", a.message)
+        self.assertEqual(a.rejected(), (0, ""))
+        got = [s for s in self.d.query("/api/v1/spans/search?app=shop")["spans"] if s["name"] == "tls-1"]
+        self.assertEqual([s["durationMs"] for s in got], [4.0])
+        before = scrape(self.d)['pacerd_grpc_rejects_total{reason="protocol"}']
+        with self.assertRaises((ssl.SSLError, OSError)):
+            c = g.Conn(self.d.grpc_port, tls=self.context(["http/1.1"]))  # no h2: refused in the handshake
+            try:
+                c.call("traces", msg, KEYS["shop"])
+                raise OSError("answered without h2") if c.closed else AssertionError("served without ALPN h2")
+            finally:
+                c.close()
+        self.assertEqual(scrape(self.d)['pacerd_grpc_rejects_total{reason="protocol"}'] - before, 1)
+
+    def test_the_uploader_verifies_and_delivers(self):
+        if not PACER:
+            self.skipTest("PACER is not set")
+        spool = os.path.join(self.tmp, "spool.db")
+        events = os.path.join(ROOT, "examples", "events", "shop-events.jsonl")
+        config = os.path.join(ROOT, "tests", "data", "shop.xml")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PACER_OTLP_", "PACER_CONFIG_SERVER"))}
+        env["PACER_KEY"] = KEYS["shop"]
+
+        def replay(*extra):
+            return subprocess.run([PACER, "replay", "--config", config, "--app", "shop", "--app-version", "grpc-tls",
+                                   "--server", self.d.grpc_base, "--otlp-protocol", "grpc", "--spool", spool] +
+                                  list(extra) + [events], capture_output=True, text=True, timeout=60, env=env)
+
+        def stored():
+            return sum(p["count"] for p in self.d.query("/api/v1/pages?app=shop&version=grpc-tls")["pages"])
+
+        p = replay()  # the system's CAs do not know this certificate
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(stored(), 0)
+        p = replay("--ca", self.cert)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        pages = [r for r in map(json.loads, p.stdout.splitlines()) if r["type"] == "page"]
+        self.assertTrue(pages)
+        self.assertEqual(stored(), 2 * len(pages))  # this run's and the previous run's, from the spool
 
 
 if __name__ == "__main__":
