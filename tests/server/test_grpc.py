@@ -209,6 +209,61 @@ class Grpc(unittest.TestCase):
             c.close()
 
 
+class GrpcFullDisk(unittest.TestCase):
+    """The store's file system fills: an Export is UNAVAILABLE with a
+    RetryInfo (retried by OTLP clients), /healthz says so; with room again
+    the same calls store, and nothing acknowledged is lost. Needs root (a
+    tmpfs), as test_faults."""
+
+    def test_full_disk_is_unavailable_with_retryinfo(self):
+        if os.geteuid() != 0:
+            if os.environ.get("CI"):
+                raise AssertionError("a tmpfs needs root (CI runs make test as root)")
+            self.skipTest("a tmpfs needs root")
+        mnt = tempfile.mkdtemp(prefix="pacerd-grpc-full-")
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", mnt], check=True)
+        d = None
+        try:
+            d = Pacerd(db=os.path.join(mnt, "pacer.db"), grpc=True)
+
+            def export(k):
+                msg = g.traces_request([g.span(tid(1000 * k + i), sid(1000 * k + i), "full-%d-%d" % (k, i), T0,
+                                               (i + 1) * 10**6) for i in range(200)])
+                return g.call(d.grpc_port, "traces", msg, KEYS["shop"], extra=[("x-pacer-batch-id", "full-%d" % k)])
+
+            for k in range(2):
+                self.assertEqual(export(k).status, "OK")
+            fd = os.open(os.path.join(mnt, "filler"), os.O_WRONLY | os.O_CREAT, 0o600)
+            try:
+                while True:
+                    os.write(fd, b"\0" * 65536)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+            for k in range(2, 5):
+                a = export(k)
+                self.assertEqual(a.status, "UNAVAILABLE", a.message)
+                code, _, retry = a.details()
+                self.assertEqual((code, retry), (14, 5))
+            status, _, body = d.request("GET", "/healthz")
+            self.assertEqual(status, 503)
+            self.assertEqual(json.loads(body)["status"], "disk_full")
+            self.assertGreaterEqual(scrape(d)['pacerd_grpc_calls_total{code="UNAVAILABLE"}'], 3)
+            os.unlink(os.path.join(mnt, "filler"))
+            for k in range(2, 5):
+                self.assertEqual(export(k).status, "OK")
+            got = d.query("/api/v1/spans/search?app=shop&limit=1000")["spans"]
+            self.assertEqual(len([s for s in got if s["name"].startswith("full-")]), 5 * 200)
+        finally:
+            try:
+                if d:
+                    d.close()
+            finally:
+                subprocess.run(["umount", "-l", mnt], capture_output=True)
+                os.rmdir(mnt)
+
+
 class GrpcTls(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
