@@ -453,6 +453,9 @@ static void take_answers(grpc_server *s)
 
 /* ---- HTTP/2 callbacks ---- */
 
+/* set by the I/O thread before a session runs: the server of the callbacks */
+static __thread grpc_server *current;
+
 static char *copy(const uint8_t *v, size_t n)
 {
     char *p = malloc(n + 1);
@@ -473,6 +476,8 @@ static int on_begin_headers(nghttp2_session *h2, const nghttp2_frame *f, void *u
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     st->c = c;
     st->id = f->hd.stream_id;
+    /* its header block (CONTINUATION frames included) within header_timeout */
+    st->deadline_ns = mono_ns() + (int64_t)current->o.header_timeout_s * 1000000000LL;
     st->next = c->streams;
     if (c->streams)
         c->streams->prev = st;
@@ -482,9 +487,6 @@ static int on_begin_headers(nghttp2_session *h2, const nghttp2_frame *f, void *u
     nghttp2_session_set_stream_user_data(h2, st->id, st);
     return 0;
 }
-
-/* set by the I/O thread before a session runs: the server of the callbacks */
-static __thread grpc_server *current;
 
 static int on_header(nghttp2_session *h2, const nghttp2_frame *f, const uint8_t *name, size_t namelen,
                      const uint8_t *value, size_t valuelen, uint8_t flags, void *user)
@@ -879,6 +881,8 @@ static int conn_read(grpc_server *s, conn *c)
             n = gnutls_record_recv(c->tls, buf, sizeof buf);
             if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED)
                 return 0;
+            if (n == GNUTLS_E_PREMATURE_TERMINATION)
+                return -1; /* closed without close_notify: as most clients do */
             if (n < 0) {
                 count(s, GRPC_REJ_PROTOCOL);
                 return -1;
@@ -917,6 +921,10 @@ static void reap(grpc_server *s, int64_t now)
         for (stream *st = c->streams; st && !late; st = st->next) {
             if (!st->deadline_ns || now <= st->deadline_ns || st->phase == S_WORKER)
                 continue;
+            if (st->phase == S_HEADERS) {
+                late = true; /* a header block left open: the connection can do nothing else */
+                break;
+            }
             count(s, GRPC_REJ_TIMEOUT);
             if (st->phase == S_BODY) {
                 refuse(s, st, GRPC_DEADLINE_EXCEEDED, 0, "the message did not arrive in time");
