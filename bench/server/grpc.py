@@ -4,7 +4,7 @@ protobuf (make bench).
 
   bench/server/grpc.py BUILD_DIR
 
-RUNS (default 5) pairs of fresh databases, alternating: 100,000 spans in
+RUNS (default 5) pairs of fresh databases, alternating: 200,000 spans in
 requests of 1,000 (the same Export…ServiceRequest bytes on both fronts,
 without compression), 4 connections each with one call or request at a
 time, on loopback. Prints every run, then the medians of spans/s and of
@@ -30,7 +30,7 @@ import grpc_client as g  # noqa: E402
 BUILD = sys.argv[1] if len(sys.argv) > 1 else "build-bench"
 PACERD = os.path.join(BUILD, "src", "server", "pacerd")
 RUNS = int(os.environ.get("RUNS", "5"))
-REQUESTS = 100
+REQUESTS = int(os.environ.get("REQUESTS", "200"))
 BATCH = 1000
 CONNS = 4
 HZ = os.sysconf("SC_CLK_TCK")

@@ -33,7 +33,7 @@
 
 #define MAX_PATH 256
 #define ADDR_BUCKETS 1024
-#define READ_CHUNK 16384
+#define READ_CHUNK 65536
 
 const char *const grpc_reject_names[GRPC_REJ_COUNT] = {
     "connections", "per_address", "timeout", "protocol", "flood", "headers", "too_large", "overload", "draining",
