@@ -74,6 +74,7 @@ struct conn {
     nghttp2_session *h2;
     gnutls_session_t tls;
     bool handshaken, closing, want_out;
+    bool lingering; /* the session is over and its last bytes sent: reading what comes until EOF or the deadline */
     stream *streams;
     unsigned n_streams;
     int64_t deadline_ns;  /* the connection's own: handshake and preface, or idle */
@@ -814,7 +815,7 @@ static void conn_accept(grpc_server *s)
  * connection is to close. */
 static int conn_flush(grpc_server *s, conn *c)
 {
-    if (!c->handshaken)
+    if (!c->handshaken || c->lingering)
         return 0;
     for (;;) {
         if (!c->pend_len) {
@@ -854,14 +855,32 @@ static int conn_flush(grpc_server *s, conn *c)
         struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | (want_out ? EPOLLOUT : 0), .data.ptr = c};
         epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
     }
-    if (!c->pend_len && (c->closing || (!nghttp2_session_want_read(c->h2) && !nghttp2_session_want_write(c->h2))))
-        return -1;
+    if (!c->pend_len && (c->closing || (!nghttp2_session_want_read(c->h2) && !nghttp2_session_want_write(c->h2)))) {
+        /* A close with the client's bytes unread would be a TCP reset,
+         * which may overtake the GOAWAY just sent: send FIN instead, and
+         * drop what the client still sends, for a second at most. */
+        if (shutdown(c->fd, SHUT_WR) < 0)
+            return -1;
+        c->lingering = true;
+        c->deadline_ns = mono_ns() + 1000000000LL;
+    }
     return 0;
 }
 
 /* Reads what the socket has and feeds nghttp2. -1: the connection is to close. */
 static int conn_read(grpc_server *s, conn *c)
 {
+    if (c->lingering) {
+        char sink[READ_CHUNK];
+        for (int rounds = 0; rounds < 16; rounds++) {
+            ssize_t n = recv(c->fd, sink, sizeof sink, 0);
+            if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+                return -1;
+            if (n < 0)
+                return 0;
+        }
+        return 0;
+    }
     if (c->tls && !c->handshaken) {
         int r = gnutls_handshake(c->tls);
         if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED)
@@ -914,6 +933,11 @@ static void reap(grpc_server *s, int64_t now)
 {
     for (conn *c = s->conns, *next; c; c = next) {
         next = c->next;
+        if (c->lingering) {
+            if (now > c->deadline_ns)
+                conn_free(s, c);
+            continue;
+        }
         bool late = (c->deadline_ns && now > c->deadline_ns) ||
                     (c->blocked_ns && now - c->blocked_ns > (int64_t)s->o.body_timeout_s * 1000000000LL);
         if (!c->n_streams && !c->deadline_ns)
