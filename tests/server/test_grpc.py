@@ -209,6 +209,30 @@ class Grpc(unittest.TestCase):
             c.close()
 
 
+class GrpcConnections(unittest.TestCase):
+    def test_connections_in_all_are_bounded(self):
+        d = Pacerd(["--max-connections", "16"], grpc=True)
+        conns = []
+        try:
+            conns = [g.Conn(d.grpc_port) for _ in range(20)]
+            deadline = time.monotonic() + 5
+            while sum(c.closed for c in conns) < 4 and time.monotonic() < deadline:
+                for c in conns:
+                    c.pump(0.02)
+            self.assertEqual(sum(c.closed for c in conns), 4)  # closed at accept
+            self.assertEqual(scrape(d)['pacerd_grpc_rejects_total{reason="connections"}'], 4)
+            self.assertEqual(scrape(d)["pacerd_grpc_connections"], 16)
+            for c in conns[:4]:
+                c.close()
+            time.sleep(0.5)
+            a = g.call(d.grpc_port, "traces", g.traces_request([]), KEYS["shop"])  # room again
+            self.assertEqual(a.status, "OK", a.message)
+        finally:
+            for c in conns:
+                c.close()
+            d.close()
+
+
 class GrpcFullDisk(unittest.TestCase):
     """The store's file system fills: an Export is UNAVAILABLE with a
     RetryInfo (retried by OTLP clients), /healthz says so; with room again
