@@ -3,7 +3,8 @@ python3-h2, loopback, each attack bounded in count and time): streams
 opened and never sent on, connections that never send the preface, a
 SETTINGS and a PING flood, a header block whose HPACK references expand
 past the header limit, a client that holds its window at zero, thousands of
-RST_STREAM (rapid reset), more connections from one address than allowed.
+RST_STREAM (rapid reset), more connections from one address than allowed,
+streams held open with large headers past --max-inflight-bytes.
 Through every attack /healthz keeps answering, an honest call keeps being
 served, and pacerd's resident memory (VmRSS, /proc/PID/status) stays
 bounded."""
@@ -217,6 +218,51 @@ class Hostile(unittest.TestCase):
         self.assertGreaterEqual(scrape(self.d)['pacerd_grpc_rejects_total{reason="per_address"}'] - before, 6)
         time.sleep(0.5)  # the closes reach pacerd
         self.assert_still_serving()
+
+
+class HeldInMemory(unittest.TestCase):
+    """Streams held open with large header values on every connection a client
+    may have: their bytes count among --max-inflight-bytes, so in all they
+    stay under it; the streams past it are reset."""
+    LIMIT = 1 << 20
+
+    def test_streams_and_headers_count_in_flight(self):
+        d = Pacerd(grpc=True, extra_args=[
+            "--max-inflight-bytes", str(self.LIMIT), "--grpc-max-message", "262144", "--max-body", "262144",
+            "--header-timeout", "5", "--body-timeout", "5"])
+        conns = []
+        try:
+            # a content type the front accepts (application/grpc+…), 12 kB long: kept until the call ends
+            ctype = "application/grpc+" + "x" * 12000
+            for _ in range(3):
+                c = g.Conn(d.grpc_port)
+                conns.append(c)
+                ids = [c.start("traces", KEYS["shop"], content_type=ctype) for _ in range(40)]
+                c.pump(0.2)
+            for c in conns:
+                c.pump(0.2)
+            m = scrape(d)
+            held = m["pacerd_grpc_message_bytes_in_flight"]
+            self.assertLessEqual(held, self.LIMIT)
+            self.assertGreater(held, self.LIMIT // 2)  # the streams that fit are held, counted
+            self.assertGreaterEqual(m['pacerd_grpc_rejects_total{reason="overload"}'], 120 - self.LIMIT // 12000)
+            reset = sum(1 for c in conns for a in c.answers.values() if a.reset is not None)
+            self.assertGreaterEqual(reset, 120 - self.LIMIT // 12000)
+            del ids
+        finally:
+            for c in conns:
+                c.close()
+        try:
+            # the connections gone, their bytes are given back and calls are served
+            deadline = time.monotonic() + 10
+            while scrape(d)["pacerd_grpc_message_bytes_in_flight"] and time.monotonic() < deadline:
+                time.sleep(0.1)
+            self.assertEqual(scrape(d)["pacerd_grpc_message_bytes_in_flight"], 0)
+            a = g.call(d.grpc_port, "traces", g.traces_request([g.span(bytes.fromhex("%032x" % 0x7001),
+                       bytes.fromhex("%016x" % 0x7002), "honest", T0, 10**6)]), KEYS["shop"])
+            self.assertEqual(a.status, "OK", a.message)
+        finally:
+            d.close()
 
 
 if __name__ == "__main__":

@@ -245,7 +245,7 @@ void metrics_render(server_metrics *m, jbuf *b, const metrics_sources *src)
                         (unsigned long long)c.grpc_records[i]);
         gauge(b, "pacerd_grpc_connections", "Open OTLP/gRPC connections.", gs->connections_open);
         counter(b, "pacerd_grpc_connections_total", "OTLP/gRPC connections accepted.", gs->connections_total);
-        gauge(b, "pacerd_grpc_message_bytes_in_flight", "Bytes of OTLP/gRPC messages held in memory.",
+        gauge(b, "pacerd_grpc_message_bytes_in_flight", "Bytes of OTLP/gRPC calls held in memory: their messages, streams and kept headers.",
               (double)gs->bytes_in_flight);
         gauge(b, "pacerd_grpc_calls_queued", "OTLP/gRPC calls waiting for a worker.", (double)gs->queued);
     }

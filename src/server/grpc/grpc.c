@@ -57,6 +57,7 @@ typedef struct stream {
     enum phase phase;
     int64_t deadline_ns;
     size_t header_bytes;
+    size_t kept; /* the stream and its kept header values, counted in bytes_in_flight */
     char *method, *path, *content_type, *encoding, *timeout, *auth, *batch_id;
     bool preflighted, counted; /* counted: among the admitted calls */
     grpc_call call;
@@ -169,11 +170,22 @@ static void addr_drop(grpc_server *s, const unsigned char key[16])
 
 /* ---- streams ---- */
 
+/* Counts n more bytes in flight; false, and nothing counted, when that
+ * would pass --max-inflight-bytes. */
+static bool hold(grpc_server *s, size_t n)
+{
+    size_t now = __atomic_add_fetch(&s->st.bytes_in_flight, n, __ATOMIC_RELAXED);
+    if (now <= s->o.max_bytes_in_flight)
+        return true;
+    __atomic_fetch_sub(&s->st.bytes_in_flight, n, __ATOMIC_RELAXED);
+    return false;
+}
+
 static void stream_free(grpc_server *s, stream *st)
 {
     if (st->preflighted && s->app.release)
         s->app.release(s->app.ctx, &st->call);
-    __atomic_fetch_sub(&s->st.bytes_in_flight, st->held, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&s->st.bytes_in_flight, st->held + st->kept, __ATOMIC_RELAXED);
     free(st->method);
     free(st->path);
     free(st->content_type);
@@ -472,9 +484,19 @@ static int on_begin_headers(nghttp2_session *h2, const nghttp2_frame *f, void *u
     conn *c = user;
     if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0;
+    /* A stream and the header values it keeps count among the bytes in
+     * flight like messages do, so that streams opened by every connection
+     * allowed are bounded in all, not only per connection. */
+    if (!hold(current, sizeof(stream))) {
+        count(current, GRPC_REJ_OVERLOAD);
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* the stream is reset */
+    }
     stream *st = calloc(1, sizeof *st);
-    if (!st)
+    if (!st) {
+        __atomic_fetch_sub(&current->st.bytes_in_flight, sizeof(stream), __ATOMIC_RELAXED);
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
+    st->kept = sizeof(stream);
     st->c = c;
     st->id = f->hd.stream_id;
     /* its header block (CONTINUATION frames included) within header_timeout */
@@ -517,6 +539,11 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *f, const uint8_t 
             char **at = (char **)((char *)st + kept[i].off);
             if (*at)
                 return 0; /* the first counts */
+            if (!hold(s, valuelen + 1)) {
+                count(s, GRPC_REJ_OVERLOAD);
+                return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+            }
+            st->kept += valuelen + 1;
             if (!(*at = copy(value, valuelen)))
                 return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
             return 0;
@@ -616,9 +643,7 @@ static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t id, const u
         if (cap > limit)
             cap = limit;
         size_t more = cap - st->cap;
-        size_t now = __atomic_add_fetch(&s->st.bytes_in_flight, more, __ATOMIC_RELAXED);
-        if (now > s->o.max_bytes_in_flight) {
-            __atomic_fetch_sub(&s->st.bytes_in_flight, more, __ATOMIC_RELAXED);
+        if (!hold(s, more)) {
             count(s, GRPC_REJ_OVERLOAD);
             refuse(s, st, GRPC_RESOURCE_EXHAUSTED, 1, "pacerd holds too many messages: retry after 1 s");
             return 0;
