@@ -4,8 +4,8 @@
 The rules are the table between the "architecture rules" markers of that
 file: per component, its folder, the public headers it owns, the
 components whose public headers it may include and the outside libraries
-whose headers it may include. For every .c and .h file in a component's
-folder:
+whose headers it may include. For every .c, .h and .cpp file in a
+component's folder:
 
   - #include "x.h" must name a file of that same folder, or, in a part of
     a component (a row whose folder lies inside another row's folder: the
@@ -68,6 +68,7 @@ LIBRARIES = {
     "display": ["wayland-client.h", "wayland-client-core.h", "wayland-client-protocol.h", "wayland-egl.h",
                 "xcb/", "X11/", "GL/", "EGL/", "vulkan/"],
     "soup": ["libsoup/"],
+    "qt": ["QtCore/", "QtGui/", "QtWidgets/", "QtNetwork/", "QtQml/", "QtQuick/"],
     "microhttpd": ["microhttpd.h"],
     "nghttp2": ["nghttp2/"],
     "gnutls": ["gnutls/"],
@@ -275,7 +276,7 @@ def check(root):
                         if re.search(r"include_directories\([^)]*['\"]\.\.", line):
                             problems.append("%s:%d: a component's build sees include/ and its own folder only" % (rel, n))
                     continue
-                if not entry.endswith((".c", ".h")):
+                if not entry.endswith((".c", ".h", ".cpp")):
                     continue
                 if folders is not None and sub not in folders:
                     problems.append("%s: %s/ is not a folder of the %s rules in docs/architecture.md"

@@ -39,6 +39,7 @@
 #define PACER_AGENT_ADAPTER_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 /* What an adapter measures beyond the neutral part. */
 enum {
@@ -59,10 +60,18 @@ typedef struct agent_adapter {
     /* The page visible now (an interned class name) or NULL. Any thread,
      * lock-free: the watchdog asks while the main thread is stuck. */
     const char *(*visible_page)(void);
+    /* For an adapter whose windows' frames the display times (no
+     * ADAPTER_FRAMES; both may be NULL): a frame was queued on a top-level
+     * surface by the main thread (`kind`: display.h's surface_kind), and
+     * a top-level surface's frame reached the display at t (any thread,
+     * the display's lock held). The adapter tells its windows' draws. */
+    void (*frame_queued)(int kind, uint64_t handle);
+    void (*frame_presented)(int kind, uint64_t handle, int64_t t);
 } agent_adapter;
 
 /* The adapters built into the agent, in the order agent.c notices them. */
 extern const agent_adapter agent_adapter_gtk4, agent_adapter_gtk3;
+extern const agent_adapter agent_adapter_qt6, agent_adapter_qt5; /* qt/qt.c */
 
 /* The adapter in force, or NULL (none noticed yet, or none for this
  * program). Any thread. */

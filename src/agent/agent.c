@@ -87,7 +87,8 @@ static const char *unmeasured; /* why this process is not measured, for the run 
 
 /* ---- adapters (adapter.h) ---- */
 
-static const agent_adapter *const adapters[] = {&agent_adapter_gtk4, &agent_adapter_gtk3};
+static const agent_adapter *const adapters[] = {&agent_adapter_gtk4, &agent_adapter_gtk3, &agent_adapter_qt6,
+                                                 &agent_adapter_qt5};
 #define N_ADAPTERS (sizeof(adapters) / sizeof(adapters[0]))
 
 static _Atomic(const agent_adapter *) in_force;

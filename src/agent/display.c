@@ -5,8 +5,8 @@
  * a frame is handed to the display on one. From that:
  *
  *   the first frame presented   the process's first frame on a top-level
- *        surface, when no toolkit adapter is in force: the start-up's
- *        first and main frame (a `first_frame` event with its source);
+ *        surface (a `first_frame` event with its source): the start-up's
+ *        first and main frame when no toolkit adapter's page drew first;
  *   frames records              per top-level surface (frames.c grades
  *        and writes them), unless the adapter in force times its windows'
  *        frames itself (ADAPTER_FRAMES);
@@ -50,6 +50,11 @@
  * refresh interval is the outputs' (refresh_source "output"), as the
  * program learned it from the display (display_output_refresh), when all
  * outputs of the surface's family agree; else 60 Hz ("default").
+ *
+ * An adapter without a frame clock of its own (Qt) hears of every frame
+ * its main thread queues on a top-level (frame_queued: it knows which
+ * window is painting) and of every top-level's frame presented
+ * (frame_presented), and tells its pages' draws from them.
  *
  * A toolkit adapter whose toolkit hands its frames over after the frame
  * clock's after-paint (GTK 3 flushes at its next event-loop wait) asks to
@@ -371,6 +376,9 @@ static bool count(surface *s, display_source source, int64_t t, int64_t busy)
     }
     s->prev_gap = s->prev_end ? t - s->prev_end : 0;
     s->prev_end = t;
+    const agent_adapter *a = agent_adapter_in_force();
+    if (a && a->frame_presented) /* its pages' draws */
+        a->frame_presented(s->kind, s->handle, t);
     return !atomic_load_explicit(&first_done, memory_order_relaxed) && !atomic_exchange(&first_done, true);
 }
 
@@ -409,10 +417,13 @@ void display_frame(surface_kind kind, uint64_t handle, display_source source)
     surface *s = find(kind, handle);
     if (main_thread && s && s->toplevel)
         main_queued = true;
-    if (agent_adapter_in_force()) {
+    const agent_adapter *a = agent_adapter_in_force();
+    if (a && !counts_frames()) {
         unlock();
         return; /* the toolkit's pages and frame clock say what a frame is */
     }
+    if (a && a->frame_queued && main_thread && s && s->toplevel)
+        a->frame_queued(kind, handle); /* which window this frame is */
     if (s && s->toplevel && !s->outer_owned && !s->pending) {
         s->pending_main = main_thread;
         s->pending_source = source;
@@ -501,7 +512,7 @@ void display_outer_end(surface_kind kind, uint64_t handle, int64_t t)
         return;
     loop_present_end();
     bool main_thread = agent_on_main_thread();
-    if (agent_adapter_in_force()) {
+    if (!counts_frames()) {
         if (main_thread && !loop_glib_mode())
             loop_present_boundary(t);
         return;

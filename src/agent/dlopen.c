@@ -12,6 +12,11 @@
  * toolkit's functions with dlsym; a failed look-up's message is cleared, as
  * the app's dlopen succeeded and its dlerror() must say nothing.
  *
+ * Not before the agent's constructor ran (neither waiting nor active then):
+ * a library's initialiser may dlopen before the preloaded agent's own
+ * initialiser runs, while the libraries mapped at start are not all
+ * initialised; the constructor checks those itself.
+ *
  * Cost: one atomic load per dlopen, and a walk of the loaded objects per
  * successful one while there is something to notice (an agent waiting, or
  * active: loop_wait.c's libraries).
@@ -22,6 +27,7 @@
 
 typedef void *(*dlopen_fn)(const char *, int);
 static dlopen_fn real_dlopen;
+static __thread int dlopen_depth __attribute__((tls_model("initial-exec")));
 
 AGENT_EXPORT void *dlopen(const char *file, int mode)
 {
@@ -30,8 +36,13 @@ AGENT_EXPORT void *dlopen(const char *file, int mode)
         if (!real_dlopen)
             return NULL;
     }
+    dlopen_depth++;
     void *h = real_dlopen(file, mode);
-    if (!h || agent_in_hook || (!agent_waiting() && !agent_active()))
+    dlopen_depth--;
+    /* A dlopen made by the initialiser of a library another dlopen is
+     * loading sees libraries whose initialisers have not run yet (QtCore,
+     * libstdc++): the outermost call checks, once they all have. */
+    if (!h || agent_in_hook || dlopen_depth || (!agent_waiting() && !agent_active()))
         return h;
     agent_in_hook++;
     agent_on_libraries_loaded();

@@ -1,0 +1,567 @@
+/* The Qt adapter's core (qt_adapter.h): QtCore's hook table, the objects
+ * of the main thread by class, the application's start, pages and their
+ * draws. Links QtCore only.
+ *
+ * Getting in: QtCore exports `qtHookData`, a versioned table of callbacks
+ * meant for tools (the one GammaRay uses): [0] its version, [1] its size,
+ * [2] QT_VERSION, [3] AddQObject (called in QObject's constructor), [4]
+ * RemoveQObject (in its destructor), [5] Startup (inside QCoreApplication's
+ * construction). The adapter writes its callbacks there and calls the
+ * previous ones (another tool's). No symbol of Qt is interposed and no
+ * private header is needed.
+ *
+ * Class names: in QObject's constructor an object is a QObject still (its
+ * subclass's constructor has not run), so the adapter keeps the pointer and
+ * the time, and resolves the class at the next turn of the event loop (a
+ * posted call; a posted call is no QObject, so posting from the hook
+ * creates none). An object destroyed before then is dropped. The time kept
+ * is the page's creation, whenever it is reported.
+ *
+ * Draws: the display tells which top-level surface the main thread queued a
+ * frame on (frame_queued) while the adapter knows which window is painting
+ * (the last Expose, UpdateRequest or Paint event the application's event
+ * filter saw for one of its windows), so each surface is bound to its
+ * window; when that surface's frame reaches the display (frame_presented)
+ * the window and its visible pages draw. As in the GTK adapters, a page
+ * reports its first draw and then one draw per request end in the process
+ * (the host's epoch): the initial draw and the final draw.
+ */
+#include "qt_adapter.h"
+
+#include <QtCore/QCoreApplication>
+#include <QtCore/QEvent>
+#include <QtCore/QMetaObject>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <dlfcn.h>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+extern "C" quintptr qtHookData[]; /* QtCore's, exported for tools */
+
+namespace pacer_qt {
+
+namespace {
+
+enum { HOOK_VERSION = 0, HOOK_SIZE = 1, HOOK_QT_VERSION = 2, HOOK_ADD = 3, HOOK_REMOVE = 4, HOOK_STARTUP = 5 };
+
+typedef void (*object_hook)(QObject *);
+typedef void (*startup_hook)();
+
+const pacer_qt_host *the_host;
+object_hook prev_add, prev_remove;
+startup_hook prev_startup;
+std::atomic<bool> stopped{false};
+
+/* Objects of the main thread whose class is not known yet (main thread). */
+struct Pending {
+    QObject *obj; /* NULL: destroyed before its turn */
+    int64_t t;
+};
+std::vector<Pending> pending;
+bool flush_posted;
+QObject *context; /* the main thread's: posted resolutions run on it */
+int64_t app_t;    /* the application object's construction */
+
+const WidgetsPart *widgets;
+const NetworkPart *network;
+bool widgets_tried, network_tried;
+
+} // namespace
+
+struct Page {
+    uint64_t id;
+    const char *cls;
+    bool window;
+    QObject *obj;
+    Page *win;          /* a page's window, a window itself */
+    QObject *qwindow;   /* a window's QWindow */
+    bool shown, visible, drawn, destroyed;
+    uint64_t drawn_epoch;
+    /* windows: a frame painted, waiting for its hand-over */
+    bool frame_pending;
+    uint64_t paint_epoch;
+};
+
+namespace {
+
+std::mutex mu; /* pages, surfaces: the display calls from any thread */
+std::unordered_map<const QObject *, Page *> pages;
+std::unordered_map<const QObject *, Page *> qwindows;
+std::unordered_map<uint64_t, Page *> surfaces; /* (kind, handle) → window */
+std::vector<Page *> live;                      /* every page not destroyed */
+uint64_t last_id;
+Page *painting;                                /* main thread */
+std::atomic<const char *> visible_now{nullptr};
+
+uint64_t surface_key(int kind, uint64_t handle)
+{
+    return handle * 8 + (uint64_t)kind;
+}
+
+void submit(pacer_event_type type, const Page *p, int64_t t, const char *cls = nullptr)
+{
+    pacer_event ev{};
+    ev.type = type;
+    ev.t_ns = t;
+    ev.page = p->id;
+    ev.class_name = cls;
+    ev.kind = p->window ? PACER_PAGE_WINDOW : PACER_PAGE_PAGE;
+    the_host->submit(&ev);
+}
+
+/* The directory of this library, with a trailing '/'. */
+std::string own_dir()
+{
+    Dl_info info;
+    if (!dladdr((void *)&own_dir, &info) || !info.dli_fname)
+        return std::string();
+    std::string p(info.dli_fname);
+    size_t slash = p.rfind('/');
+    return slash == std::string::npos ? std::string() : p.substr(0, slash + 1);
+}
+
+void *load_part(const char *part, const char *what)
+{
+    std::string path = own_dir() + "libpacer-qt" + std::to_string(the_host->major) + "-" + part + ".so";
+    void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        std::string text = std::string(what) + " are not measured: " + dlerror();
+        the_host->note(part, text.c_str());
+    }
+    return h;
+}
+
+const WidgetsPart *widgets_part()
+{
+    if (!widgets_tried) {
+        widgets_tried = true;
+        if (void *h = load_part("widgets", "Qt Widgets' pages")) {
+            auto fn = (const WidgetsPart *(*)())dlsym(h, "pacer_qt_widgets_part");
+            widgets = fn ? fn() : nullptr;
+        }
+        (void)dlerror();
+    }
+    return widgets;
+}
+
+const NetworkPart *network_part()
+{
+    if (!network_tried) {
+        network_tried = true;
+        if (void *h = load_part("network", "QNetworkAccessManager's requests")) {
+            auto fn = (const NetworkPart *(*)())dlsym(h, "pacer_qt_network_part");
+            network = fn ? fn() : nullptr;
+        }
+        (void)dlerror();
+    }
+    return network;
+}
+
+/* One object of the main thread, its class now known. */
+void resolve(QObject *obj, int64_t t)
+{
+    if (obj->isWidgetType()) {
+        if (const WidgetsPart *w = widgets_part())
+            w->resolve(obj, obj->metaObject()->className(), t);
+    } else if (obj->inherits("QNetworkReply")) {
+        if (const NetworkPart *n = network_part())
+            n->resolve(obj, t);
+    }
+}
+
+void flush()
+{
+    flush_posted = false;
+    if (stopped.load(std::memory_order_relaxed)) {
+        pending.clear();
+        return;
+    }
+    std::vector<Pending> batch;
+    batch.swap(pending);
+    for (const Pending &p : batch)
+        if (p.obj)
+            resolve(p.obj, p.t);
+}
+
+/* An event concerns an object whose class is not resolved yet (a window
+ * shown in the turn it was made): every object waiting is resolved now, in
+ * the order they were made, so that its page exists before the event is
+ * told and the events of the others keep their order. */
+void resolve_early(const QObject *obj)
+{
+    size_t n = pending.size();
+    while (n > 0 && pending[n - 1].obj != obj)
+        n--;
+    if (n == 0)
+        return; /* not waiting: nothing to tell early */
+    n = pending.size();
+    for (size_t i = 0; i < n; i++) {
+        Pending p = pending[i];
+        pending[i].obj = nullptr;
+        if (p.obj)
+            resolve(p.obj, p.t);
+    }
+}
+
+void post_flush()
+{
+    if (flush_posted || !context)
+        return;
+    flush_posted = true;
+    QMetaObject::invokeMethod(context, [] { QTA_GUARD(flush()); }, Qt::QueuedConnection);
+}
+
+/* ---- the hooks (QtCore calls them; any thread) ---- */
+
+void on_add(QObject *obj)
+{
+    if (!stopped.load(std::memory_order_relaxed) && the_host->on_main_thread()) {
+        QTA_GUARD({
+            pending.push_back(Pending{obj, the_host->now_ns()});
+            post_flush();
+        });
+    }
+    if (prev_add)
+        prev_add(obj);
+}
+
+void page_gone(Page *p, int64_t t)
+{
+    p->destroyed = true;
+    submit(PACER_EV_PAGE_DESTROY, p, t);
+    for (Page *q : live)
+        if (q->win == p)
+            q->win = nullptr;
+    for (auto it = surfaces.begin(); it != surfaces.end();)
+        it = it->second == p ? surfaces.erase(it) : std::next(it);
+    for (size_t i = 0; i < live.size(); i++)
+        if (live[i] == p) {
+            live[i] = live.back();
+            live.pop_back();
+            break;
+        }
+    if (painting == p)
+        painting = nullptr;
+    if (p->qwindow)
+        qwindows.erase(p->qwindow);
+    const char *v = p->cls;
+    visible_now.compare_exchange_strong(v, nullptr);
+    delete p;
+}
+
+void on_remove(QObject *obj)
+{
+    if (the_host->on_main_thread()) {
+        QTA_GUARD({
+            for (size_t i = pending.size(); i-- > 0;)
+                if (pending[i].obj == obj) {
+                    pending[i].obj = nullptr;
+                    break;
+                }
+            std::lock_guard<std::mutex> g(mu);
+            if (!qwindows.empty()) {
+                auto w = qwindows.find(obj);
+                if (w != qwindows.end()) {
+                    w->second->qwindow = nullptr;
+                    qwindows.erase(w);
+                }
+            }
+            if (!pages.empty()) {
+                auto it = pages.find(obj);
+                if (it != pages.end()) {
+                    Page *p = it->second;
+                    pages.erase(it);
+                    if (!stopped.load(std::memory_order_relaxed))
+                        page_gone(p, the_host->now_ns());
+                }
+            }
+        });
+    }
+    if (prev_remove)
+        prev_remove(obj);
+}
+
+/* The window a paint event is for (Expose and UpdateRequest go to a
+ * QWindow, Paint to each widget painted). */
+Page *window_of_paint(QObject *obj)
+{
+    if (obj->isWindowType()) {
+        auto it = qwindows.find(obj);
+        return it == qwindows.end() ? nullptr : it->second;
+    }
+    if (obj->isWidgetType() && widgets) {
+        auto it = pages.find(widgets->top(obj));
+        return it == pages.end() || !it->second->window ? nullptr : it->second;
+    }
+    return nullptr;
+}
+
+/* On the application: sees every event of the main thread's objects. */
+class Filter : public QObject {
+  public:
+    bool eventFilter(QObject *obj, QEvent *ev) override
+    {
+        QEvent::Type type = ev->type();
+        if (type != QEvent::Show && type != QEvent::Hide && type != QEvent::Expose && type != QEvent::UpdateRequest &&
+            type != QEvent::Paint)
+            return false;
+        if (stopped.load(std::memory_order_relaxed))
+            return false;
+        QTA_GUARD(seen(obj, type));
+        return false;
+    }
+
+  private:
+    void seen(QObject *obj, QEvent::Type type)
+    {
+        if (type == QEvent::Show || type == QEvent::Hide) {
+            if (type == QEvent::Show && !pending.empty())
+                resolve_early(obj);
+            Page *p;
+            {
+                std::lock_guard<std::mutex> g(mu);
+                auto it = pages.find(obj);
+                if (it == pages.end())
+                    return;
+                p = it->second;
+                p->visible = type == QEvent::Show;
+                if (type == QEvent::Hide || p->shown)
+                    return;
+                p->shown = true;
+                submit(PACER_EV_PAGE_SHOW, p, the_host->now_ns());
+            }
+            if (widgets)
+                widgets->shown(obj, p); /* its window, its QWindow */
+            return;
+        }
+        std::lock_guard<std::mutex> g(mu);
+        if (Page *w = window_of_paint(obj))
+            painting = w;
+    }
+};
+
+Filter *filter;
+
+void on_startup()
+{
+    if (prev_startup)
+        prev_startup();
+    if (stopped.load(std::memory_order_relaxed))
+        return;
+    QTA_GUARD({
+        QCoreApplication *app = QCoreApplication::instance();
+        for (const Pending &p : pending)
+            if (p.obj == app) {
+                app_t = p.t;
+                break;
+            }
+        pacer_event ev{};
+        ev.type = PACER_EV_APP_CREATED;
+        ev.t_ns = app_t ? app_t : the_host->now_ns();
+        the_host->submit(&ev);
+        /* Synchronously: a filter installed a turn later misses the first
+         * window's Show. */
+        context = new QObject;
+        filter = new Filter;
+        app->installEventFilter(filter);
+        post_flush();
+    });
+}
+
+/* ---- what the agent calls ---- */
+
+void frame_queued(int kind, uint64_t handle)
+{
+    QTA_GUARD({
+        std::lock_guard<std::mutex> g(mu);
+        uint64_t key = surface_key(kind, handle);
+        Page *w = painting;
+        if (w)
+            surfaces[key] = w;
+        else {
+            auto it = surfaces.find(key);
+            w = it == surfaces.end() ? nullptr : it->second;
+        }
+        if (w) {
+            w->frame_pending = true;
+            w->paint_epoch = the_host->net_epoch();
+        }
+    });
+}
+
+void draw(Page *p, uint64_t epoch, int64_t t)
+{
+    if (p->destroyed || !p->visible || (p->drawn && p->drawn_epoch == epoch))
+        return;
+    p->drawn = true;
+    p->drawn_epoch = epoch;
+    submit(PACER_EV_PAGE_DRAW, p, t);
+}
+
+void frame_presented(int kind, uint64_t handle, int64_t t)
+{
+    if (stopped.load(std::memory_order_relaxed))
+        return;
+    QTA_GUARD({
+        std::lock_guard<std::mutex> g(mu);
+        auto it = surfaces.find(surface_key(kind, handle));
+        if (it == surfaces.end() || !it->second->frame_pending)
+            return;
+        Page *w = it->second;
+        w->frame_pending = false;
+        draw(w, w->paint_epoch, t);
+        const char *vis = w->cls;
+        for (Page *p : live)
+            if (p->win == w && p != w && p->visible) {
+                draw(p, w->paint_epoch, t);
+                vis = p->cls;
+            }
+        visible_now.store(vis, std::memory_order_relaxed);
+    });
+}
+
+const char *visible_page()
+{
+    return visible_now.load(std::memory_order_relaxed);
+}
+
+void stop()
+{
+    stopped.store(true);
+}
+
+} // namespace
+
+/* ---- for the parts ---- */
+
+const pacer_qt_host &host()
+{
+    return *the_host;
+}
+
+const char *intern(const char *s)
+{
+    static std::mutex imu;
+    static std::unordered_set<std::string> names;
+    std::lock_guard<std::mutex> g(imu);
+    return names.insert(s ? s : "").first->c_str();
+}
+
+long page_configured(const char *class_name)
+{
+    long i = the_host->page_configured(class_name);
+    if (i >= 0)
+        return i;
+    const char *qml = strstr(class_name, "_QML");
+    if (!qml || qml == class_name)
+        return -1;
+    std::string bare(class_name, (size_t)(qml - class_name));
+    return the_host->page_configured(bare.c_str());
+}
+
+Page *page_new(QObject *obj, const char *class_name, bool window, int64_t t)
+{
+    std::lock_guard<std::mutex> g(mu);
+    if (pages.count(obj))
+        return pages[obj];
+    Page *p = new Page{};
+    p->id = ++last_id;
+    p->cls = intern(class_name);
+    p->window = window;
+    p->obj = obj;
+    p->win = window ? p : nullptr;
+    pages[obj] = p;
+    live.push_back(p);
+    submit(PACER_EV_PAGE_CREATE, p, t, p->cls);
+    /* Its widgets exist with it (a window's child, a page in its stack). */
+    submit(PACER_EV_PAGE_VIEW_CREATED, p, t);
+    return p;
+}
+
+Page *page_of(const QObject *obj)
+{
+    std::lock_guard<std::mutex> g(mu);
+    auto it = pages.find(obj);
+    return it == pages.end() ? nullptr : it->second;
+}
+
+void page_selected(Page *p, int64_t t)
+{
+    std::lock_guard<std::mutex> g(mu);
+    /* A stack shows its current page at once: selected and scrolled to
+     * are the same moment, as for GTK's stacks. */
+    submit(PACER_EV_PAGE_SELECT, p, t);
+    submit(PACER_EV_PAGE_SCROLL, p, t);
+}
+
+void page_set_window(Page *p, Page *window)
+{
+    std::lock_guard<std::mutex> g(mu);
+    if (!p->window)
+        p->win = window;
+}
+
+bool page_is_window(const Page *p)
+{
+    return p->window;
+}
+
+void window_set_qwindow(Page *window, QObject *qwindow)
+{
+    std::lock_guard<std::mutex> g(mu);
+    if (window->qwindow == qwindow)
+        return;
+    if (window->qwindow)
+        qwindows.erase(window->qwindow);
+    window->qwindow = qwindow;
+    if (qwindow)
+        qwindows[qwindow] = window;
+}
+
+} // namespace pacer_qt
+
+using namespace pacer_qt;
+
+extern "C" QTA_API int pacer_qt_adapter_init(const pacer_qt_host *h, pacer_qt_ops *ops, const char **why)
+{
+    try {
+        if (!h || h->version < 1 || h->size < sizeof(pacer_qt_host)) {
+            *why = "an agent of the same version as its Qt adapter";
+            return -EINVAL;
+        }
+        if (qtHookData[HOOK_VERSION] < 1 || qtHookData[HOOK_SIZE] < 6) {
+            *why = "QtCore's hook table (qtHookData) of version 1 with 6 slots";
+            return -ENOTSUP;
+        }
+        if ((int)(qtHookData[HOOK_QT_VERSION] >> 16) != QT_VERSION_MAJOR || h->major != QT_VERSION_MAJOR) {
+            *why = "an adapter built for its Qt major version";
+            return -ENOTSUP;
+        }
+        if (QCoreApplication::instance()) {
+            *why = "an adapter loaded before its application object was made";
+            return -EALREADY;
+        }
+        the_host = h;
+        pending.reserve(256);
+        prev_add = (object_hook)qtHookData[HOOK_ADD];
+        prev_remove = (object_hook)qtHookData[HOOK_REMOVE];
+        prev_startup = (startup_hook)qtHookData[HOOK_STARTUP];
+        qtHookData[HOOK_ADD] = (quintptr)&on_add;
+        qtHookData[HOOK_REMOVE] = (quintptr)&on_remove;
+        qtHookData[HOOK_STARTUP] = (quintptr)&on_startup;
+        ops->frame_queued = frame_queued;
+        ops->frame_presented = frame_presented;
+        ops->visible_page = visible_page;
+        ops->stop = stop;
+        return 0;
+    } catch (...) {
+        *why = "memory";
+        return -ENOMEM;
+    }
+}
