@@ -46,6 +46,8 @@ enum {
     ADAPTER_PAGES = 1 << 0,    /* page records of its windows and pages */
     ADAPTER_FRAMES = 1 << 1,   /* frames records of its windows, from its frame clock (the display's are off) */
     ADAPTER_REQUESTS = 1 << 2, /* requests of its own HTTP library (with libcurl's) */
+    ADAPTER_NEEDS_DISPLAY = 1 << 3, /* its library alone (QtCore) does not make a program that shows
+                                       windows: attached at once, measured once a display library is in */
 };
 
 typedef struct agent_adapter {

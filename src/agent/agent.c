@@ -146,6 +146,16 @@ static const agent_adapter *notice_adapter(void)
     return NULL;
 }
 
+/* Whether the program is one the agent measures now: a toolkit that
+ * shows windows, or a display library, is loaded. The adapter of a
+ * toolkit whose core library also serves programs without windows (QtCore)
+ * is attached at once, but waits for a display library. */
+static bool measurable(void)
+{
+    const agent_adapter *a = notice_adapter();
+    return (a && !(a->measures & ADAPTER_NEEDS_DISPLAY)) || display_loaded();
+}
+
 /* Says which adapter measures the pages (the startup record's toolkit). */
 static void submit_toolkit(const agent_adapter *a)
 {
@@ -574,7 +584,7 @@ void agent_on_libraries_loaded(void)
     }
     if (!agent_waiting())
         return;
-    if (!notice_adapter() && !display_loaded())
+    if (!measurable())
         return;
     bool expected = true;
     if (!atomic_compare_exchange_strong(&waiting, &expected, false))
@@ -606,7 +616,7 @@ __attribute__((constructor)) static void agent_ctor(void)
     if (claimed && strtol(claimed, NULL, 10) != (long)getpid())
         return;
     agent_main_thread_tls = true; /* the constructor runs on the thread that enters main() */
-    if (!notice_adapter() && !display_loaded()) {
+    if (!measurable()) {
         /* no window yet: dlopen.c watches for a toolkit or a display */
         atomic_store(&waiting, true);
         return;

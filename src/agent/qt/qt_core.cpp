@@ -58,12 +58,18 @@ object_hook prev_add, prev_remove;
 startup_hook prev_startup;
 std::atomic<bool> stopped{false};
 
-/* Objects of the main thread whose class is not known yet (main thread). */
+/* Objects made on the main thread whose class is not known yet. An object
+ * may be moved to another thread and destroyed there (Qt's HTTP thread
+ * does so) before its turn: removals from any thread drop it, under pmu,
+ * which the main thread also holds while it resolves a batch. Lock order:
+ * pmu, then mu. */
 struct Pending {
     QObject *obj; /* NULL: destroyed before its turn */
     int64_t t;
 };
+std::recursive_mutex pmu;
 std::vector<Pending> pending;
+std::vector<Pending> *resolving; /* the batch being resolved */
 bool flush_posted;
 QObject *context; /* the main thread's: posted resolutions run on it */
 int64_t app_t;    /* the application object's construction */
@@ -175,6 +181,27 @@ void resolve(QObject *obj, int64_t t)
     }
 }
 
+/* Resolves a batch taken from `pending` (resolving points to it). pmu is
+ * not held while Qt is called: a thread destroying an object may hold
+ * Qt's own locks. */
+void resolve_batch(std::vector<Pending> &batch)
+{
+    for (size_t i = 0;; i++) {
+        Pending p;
+        {
+            std::lock_guard<std::recursive_mutex> g(pmu);
+            if (i >= batch.size()) {
+                resolving = nullptr;
+                break;
+            }
+            p = batch[i];
+            batch[i].obj = nullptr;
+        }
+        if (p.obj)
+            resolve(p.obj, p.t);
+    }
+}
+
 void flush()
 {
     flush_posted = false;
@@ -183,10 +210,12 @@ void flush()
         return;
     }
     std::vector<Pending> batch;
-    batch.swap(pending);
-    for (const Pending &p : batch)
-        if (p.obj)
-            resolve(p.obj, p.t);
+    {
+        std::lock_guard<std::recursive_mutex> g(pmu);
+        batch.swap(pending);
+        resolving = &batch;
+    }
+    resolve_batch(batch);
 }
 
 /* An event concerns an object whose class is not resolved yet (a window
@@ -195,18 +224,18 @@ void flush()
  * told and the events of the others keep their order. */
 void resolve_early(const QObject *obj)
 {
-    size_t n = pending.size();
-    while (n > 0 && pending[n - 1].obj != obj)
-        n--;
-    if (n == 0)
-        return; /* not waiting: nothing to tell early */
-    n = pending.size();
-    for (size_t i = 0; i < n; i++) {
-        Pending p = pending[i];
-        pending[i].obj = nullptr;
-        if (p.obj)
-            resolve(p.obj, p.t);
+    std::vector<Pending> batch;
+    {
+        std::lock_guard<std::recursive_mutex> g(pmu);
+        size_t n = pending.size();
+        while (n > 0 && pending[n - 1].obj != obj)
+            n--;
+        if (n == 0 || resolving)
+            return; /* not waiting (or inside a batch): nothing to tell early */
+        batch.swap(pending);
+        resolving = &batch;
     }
+    resolve_batch(batch);
 }
 
 void post_flush()
@@ -223,7 +252,10 @@ void on_add(QObject *obj)
 {
     if (!stopped.load(std::memory_order_relaxed) && the_host->on_main_thread()) {
         QTA_GUARD({
-            pending.push_back(Pending{obj, the_host->now_ns()});
+            {
+                std::lock_guard<std::recursive_mutex> g(pmu);
+                pending.push_back(Pending{obj, the_host->now_ns()});
+            }
             post_flush();
         });
     }
@@ -255,15 +287,26 @@ void page_gone(Page *p, int64_t t)
     delete p;
 }
 
+/* Drops a destroyed object from those waiting for their class. */
+void drop_pending(std::vector<Pending> &v, const QObject *obj)
+{
+    for (size_t i = v.size(); i-- > 0;)
+        if (v[i].obj == obj) {
+            v[i].obj = nullptr;
+            break;
+        }
+}
+
 void on_remove(QObject *obj)
 {
+    QTA_GUARD({
+        std::lock_guard<std::recursive_mutex> g(pmu);
+        drop_pending(pending, obj);
+        if (resolving)
+            drop_pending(*resolving, obj);
+    });
     if (the_host->on_main_thread()) {
         QTA_GUARD({
-            for (size_t i = pending.size(); i-- > 0;)
-                if (pending[i].obj == obj) {
-                    pending[i].obj = nullptr;
-                    break;
-                }
             std::lock_guard<std::mutex> g(mu);
             if (!qwindows.empty()) {
                 auto w = qwindows.find(obj);
