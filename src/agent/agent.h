@@ -30,6 +30,7 @@
  *                taken; `jank` records are written from there;
  *   stack.c      capture of the stuck main thread's stack, unwinding;
  *   jank.c       the `jank` record: symbols, fingerprint;
+ *   demangle.c   C++ names of stack frames, readable;
  *   frames.c     `frames` records: counting, grading and writing frames,
  *                whoever timed them (an adapter's frame clock, the
  *                display);
@@ -327,6 +328,12 @@ int stack_capture(stack_trace *ret, int timeout_ms, const char **ret_method);
  * was visible (NULL: none known). */
 void jank_emit(const loop_span *span, int64_t hang_ns, const stack_trace *st, const char *stack_status,
                const char *stack_method, const char *page, bool ongoing);
+
+/* ---- demangle.c ---- */
+/* A C++ symbol's readable name (malloc'd, the caller frees), or NULL when
+ * `name` is not a mangled C++ name or libstdc++ is not in the process. Not
+ * async-signal-safe. */
+char *agent_demangle(const char *name);
 
 /* ---- heap.c / heap_stub.c (leaks.h has the rest) ---- */
 /* At exit (--leaks=native): the mark phase and the native `leak` records. */

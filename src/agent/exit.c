@@ -77,6 +77,7 @@ static pthread_t flusher;
 static _Atomic bool flusher_ready;
 #define EXIT_CALL (-1)    /* `requested` by _exit or _Exit */
 static _Atomic int requested; /* the signal being handled, EXIT_CALL, 0: none */
+static _Atomic bool flushed;  /* the exit sequence ran */
 static _Atomic bool on_main_thread; /* the caller runs on it: its state holds still */
 
 static long slot_of(int signo)
@@ -140,8 +141,18 @@ void exit_on_exit_call(void)
 {
     int none = 0;
     if (atomic_load(&flusher_ready) && agent_active() && agent_is_owner() &&
-        atomic_compare_exchange_strong(&requested, &none, EXIT_CALL))
+        atomic_compare_exchange_strong(&requested, &none, EXIT_CALL)) {
         flush_and_wait();
+        return;
+    }
+    /* Two threads that both saw the display go call _exit (Qt 5 on
+     * Wayland): the second waits for the first one's flush, which its
+     * _exit would otherwise cut short. */
+    if (atomic_load(&requested) == EXIT_CALL && agent_is_owner()) {
+        struct timespec tick = {0, 1000000};
+        for (int i = 0; i < FLUSH_WAIT_S * 1000 && !atomic_load(&flushed); i++)
+            nanosleep(&tick, NULL);
+    }
 }
 
 /* The exit sequence may run on a damaged process: abort() from glibc's
@@ -210,6 +221,7 @@ static void *flusher_main(void *arg)
     install_fault_net();
     agent_finish(atomic_load(&on_main_thread));
     restore_faults();
+    atomic_store(&flushed, true);
     sem_post(&done_sem);
     return NULL;
 }

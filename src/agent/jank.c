@@ -220,7 +220,9 @@ void jank_emit(const loop_span *span, int64_t hang_ns, const stack_trace *st, co
                 snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)s->offset);
                 pacer_record_set_str(f, PACER_STACK_OFFSET, hex);
             }
-            pacer_record_set_str(f, PACER_STACK_FUNCTION, s->name);
+            char *readable = agent_demangle(s->name); /* C++ */
+            pacer_record_set_str(f, PACER_STACK_FUNCTION, readable ? readable : s->name);
+            free(readable);
             if (s->file) {
                 pacer_record_set_str(f, PACER_STACK_FILE, s->file);
                 pacer_record_set_int(f, PACER_STACK_LINE, s->line);
