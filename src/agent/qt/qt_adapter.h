@@ -39,10 +39,10 @@
 
 /* Runs a statement, swallowing any exception: Qt and C callers must never
  * see one. */
-#define QTA_GUARD(stmt) \
+#define QTA_GUARD(...)  \
     do {                \
         try {           \
-            stmt;       \
+            __VA_ARGS__;\
         } catch (...) { \
         }               \
     } while (0)

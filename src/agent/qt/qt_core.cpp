@@ -31,11 +31,14 @@
 #include <QtCore/QCoreApplication>
 #include <QtCore/QEvent>
 #include <QtCore/QMetaObject>
+#include <QtCore/QMetaProperty>
+#include <QtCore/QVariant>
 
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <dlfcn.h>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -92,6 +95,7 @@ struct Page {
     /* windows: a frame painted, waiting for its hand-over */
     bool frame_pending;
     uint64_t paint_epoch;
+    bool quick;         /* a Qt Quick window, or an item page in one */
 };
 
 namespace {
@@ -169,10 +173,14 @@ const NetworkPart *network_part()
     return network;
 }
 
+void quick_resolve(QObject *obj, const char *cls, int64_t t);
+
 /* One object of the main thread, its class now known. */
 void resolve(QObject *obj, int64_t t)
 {
-    if (obj->isWidgetType()) {
+    if (obj->isWindowType() || obj->inherits("QQuickItem")) {
+        quick_resolve(obj, obj->metaObject()->className(), t);
+    } else if (obj->isWidgetType()) {
         if (const WidgetsPart *w = widgets_part())
             w->resolve(obj, obj->metaObject()->className(), t);
     } else if (obj->inherits("QNetworkReply")) {
@@ -345,6 +353,8 @@ Page *window_of_paint(QObject *obj)
     return nullptr;
 }
 
+void quick_frame(Page *w);
+
 /* On the application: sees every event of the main thread's objects. */
 class Filter : public QObject {
   public:
@@ -383,9 +393,15 @@ class Filter : public QObject {
                 widgets->shown(obj, p); /* its window, its QWindow */
             return;
         }
-        std::lock_guard<std::mutex> g(mu);
-        if (Page *w = window_of_paint(obj))
-            painting = w;
+        Page *w;
+        {
+            std::lock_guard<std::mutex> g(mu);
+            w = window_of_paint(obj);
+            if (w)
+                painting = w;
+        }
+        if (w && w->quick && type != QEvent::Paint)
+            quick_frame(w);
     }
 };
 
@@ -454,7 +470,20 @@ void frame_presented(int kind, uint64_t handle, int64_t t)
     QTA_GUARD({
         std::lock_guard<std::mutex> g(mu);
         auto it = surfaces.find(surface_key(kind, handle));
-        if (it == surfaces.end() || !it->second->frame_pending)
+        if (it == surfaces.end()) {
+            /* A Qt Quick window renders through GL or Vulkan, often on its
+             * render thread: no paint event is seen around its frames.
+             * Bound to its surface when it is the one shown. */
+            Page *only = nullptr;
+            int n = 0;
+            for (Page *p : live)
+                if (p->window && p->quick && p->shown && !p->destroyed)
+                    only = p, n++;
+            if (n != 1)
+                return;
+            it = surfaces.emplace(surface_key(kind, handle), only).first;
+        }
+        if (!it->second->frame_pending)
             return;
         Page *w = it->second;
         w->frame_pending = false;
@@ -467,6 +496,125 @@ void frame_presented(int kind, uint64_t handle, int64_t t)
             }
         visible_now.store(vis, std::memory_order_relaxed);
     });
+}
+
+/* ---- Qt Quick, by names: QtCore's meta-objects only ----
+ *
+ * Windows: every QQuickWindow (the `Window` of QML; its class is
+ * QQuickWindowQmlImpl). Pages: items of a configured type (QML's
+ * "Name_QMLTYPE_N" matches "Name"), in the window made last; visible while
+ * their `visible` property is true; selected when a StackView or SwipeView
+ * (any object with a `currentItem` property) makes them current, or at
+ * creation when they were current then. Their draws: a frame of the window
+ * that reached the display after its UpdateRequest or Expose, which is
+ * when the window's pages' visibility is read. The signals are received by
+ * a small object whose qt_metacall is the slot (no moc needed). */
+
+/* Calls fn when `signal` (a method index of obj's) is emitted, on obj's
+ * thread. Lives as long as obj. */
+class Watch : public QObject {
+  public:
+    Watch(QObject *obj, int signal, std::function<void()> fn) : fn_(std::move(fn))
+    {
+        QMetaObject::connect(obj, signal, this, QObject::staticMetaObject.methodCount(), Qt::DirectConnection);
+        QObject::connect(obj, &QObject::destroyed, this, [this]() { deleteLater(); });
+    }
+    int qt_metacall(QMetaObject::Call c, int id, void **args) override
+    {
+        id = QObject::qt_metacall(c, id, args);
+        if (id < 0 || c != QMetaObject::InvokeMetaMethod)
+            return id;
+        if (id == 0 && !stopped.load(std::memory_order_relaxed))
+            QTA_GUARD(fn_());
+        return -1;
+    }
+
+  private:
+    std::function<void()> fn_;
+};
+
+int notify_of(const QObject *obj, const char *property)
+{
+    const QMetaObject *mo = obj->metaObject();
+    int i = mo->indexOfProperty(property);
+    return i < 0 ? -1 : mo->property(i).notifySignalIndex();
+}
+
+/* The class name a report uses: QML's run-time suffix cut. */
+std::string bare_class(const char *cls)
+{
+    const char *qml = strstr(cls, "_QML");
+    return qml && qml != cls ? std::string(cls, (size_t)(qml - cls)) : std::string(cls);
+}
+
+Page *last_quick_window; /* main thread */
+
+void container_current(QObject *container, int64_t t)
+{
+    QObject *item = container->property("currentItem").value<QObject *>();
+    if (!item)
+        return;
+    resolve_early(item);
+    if (Page *p = page_of(item))
+        page_selected(p, t);
+}
+
+void quick_resolve(QObject *obj, const char *cls, int64_t t)
+{
+    if (obj->isWindowType()) {
+        if (!obj->inherits("QQuickWindow"))
+            return; /* a widget's window (QWidgetWindow), a plain QWindow */
+        Page *p = page_new(obj, bare_class(cls).c_str(), true, t);
+        {
+            std::lock_guard<std::mutex> g(mu);
+            p->quick = true;
+        }
+        window_set_qwindow(p, obj);
+        last_quick_window = p;
+        return;
+    }
+    int current = notify_of(obj, "currentItem");
+    if (current >= 0 && obj->property("currentItem").isValid())
+        new Watch(obj, current, [obj]() { container_current(obj, the_host->now_ns()); });
+    if (page_configured(cls) < 0)
+        return;
+    Page *p = page_new(obj, bare_class(cls).c_str(), false, t);
+    {
+        std::lock_guard<std::mutex> g(mu);
+        p->quick = true;
+        p->win = last_quick_window;
+    }
+    QObject *parent = obj->property("parent").value<QObject *>();
+    if (parent && parent->property("currentItem").value<QObject *>() == obj)
+        page_selected(p, t);
+}
+
+/* A Qt Quick window is about to make a frame (main thread): which of its
+ * pages it shows. */
+void quick_frame(Page *w)
+{
+    std::vector<std::pair<Page *, QObject *>> items;
+    {
+        std::lock_guard<std::mutex> g(mu);
+        w->frame_pending = true;
+        w->paint_epoch = the_host->net_epoch();
+        for (Page *p : live)
+            if (p->win == w && p != w)
+                items.emplace_back(p, p->obj);
+    }
+    int64_t now = the_host->now_ns();
+    for (auto &it : items) {
+        bool visible = it.second->property("visible").toBool();
+        std::lock_guard<std::mutex> g(mu);
+        Page *p = it.first;
+        if (p->destroyed)
+            continue;
+        p->visible = visible;
+        if (visible && !p->shown) {
+            p->shown = true;
+            submit(PACER_EV_PAGE_SHOW, p, now);
+        }
+    }
 }
 
 const char *visible_page()

@@ -4,8 +4,9 @@
  * QtNetwork; loaded by the core when it first resolves a reply.
  *
  * Start: the reply's construction (inside get(), post(), …), the time the
- * core kept. End: its finished() signal (connected when the class became
- * known, so after the application's own slots). Phases Qt tells: the
+ * core kept. End: its finished() signal, or readChannelFinished() just
+ * before it (connected when the class became known, so after the
+ * application's own slots, which may disconnect everything). Phases Qt tells: the
  * response headers (metaDataChanged: the first byte); with Qt 6.3 and
  * later, a new connection's connecting (socketStartedConnecting) up to the
  * request sent (requestSent): connect and TLS together. Qt counts no
@@ -109,6 +110,10 @@ void resolve(QObject *obj, int64_t t)
             q->sent = host().now_ns();
     });
 #endif
+    /* readChannelFinished comes right before finished: QML's
+     * XMLHttpRequest disconnects everything from its reply in its own
+     * finished slot, which runs before one connected this late. */
+    QObject::connect(r, &QIODevice::readChannelFinished, r, [r, q]() { QTA_GUARD(ended(r, q)); });
     QObject::connect(r, &QNetworkReply::finished, r, [r, q]() { QTA_GUARD(ended(r, q)); });
     if (r->isFinished())
         ended(r, q); /* finished before its class was known */
