@@ -11,7 +11,8 @@
  *                       from the type system, GApplication, libsoup, the
  *                       frame clock, GObject leaks.
  *   src/agent/gtk4/,    one folder per toolkit adapter, joined to the
- *   src/agent/gtk3/     neutral part by adapter.h alone.
+ *   src/agent/gtk3/,    neutral part by adapter.h alone (the Qt adapter's
+ *   src/agent/qt/       C++ is a library of its own, qt/qt_host.h).
  *
  * Files of the neutral part, one job each:
  *   agent.c      life cycle: activation, the features table (install at

@@ -10,8 +10,10 @@ stack. On Xvfb and on a headless weston:
   start whose first frame came from the display, one `jank` of the stall
   (the app's own measure the ground truth) with that function in its
   stack, the frames the app presented, one of them frozen;
-- qterminal (Debian's, Qt 5, no adapter yet) on both: its cold start and
-  frames, and it ends by SIGTERM as without pacer;
+- qterminal (Debian's, Qt 5) on both: its frames as the display got them,
+  its cold start (the Qt adapter's since Qt has one: the first frame is its
+  main window's first draw, taken at the same display hand-over), and it
+  ends by SIGTERM as without pacer;
 - every first frame is within 2 ms of an observer outside the program: the
   X server's DAMAGE events on the new top-level (bench/agent/xfirstpaint,
   after its map), weston's own timeline (core_commit_damage on a top-level
@@ -68,11 +70,18 @@ def end_with_sigterm(test, argv, env, run_s):
 
 
 class Checks(unittest.TestCase):
-    def check_cold(self, records, source, app):
+    def check_cold(self, records, source, app, toolkit=None):
         cold = of_type(records, "startup", kind="cold")
         self.assertEqual(len(cold), 1, records)
         s = cold[0]
         self.assertEqual(s["app"], app)
+        if toolkit:  # the main window's first draw: the first frame its window presented
+            self.assertEqual((s["toolkit"], s["frame_source"]), (toolkit, "page"), s)
+            self.assertTrue(of_type(records, "page", page=s["main_page"]), records)
+            ph = s["phases"]
+            self.assertLessEqual(ph["main"], ph["first_frame"])
+            self.assertEqual(s["first_screen_ms"], s["cold_ms"])
+            return s
         self.assertEqual(s["frame_source"], source)
         self.assertNotIn("toolkit", s)
         self.assertNotIn("main_page", s)
@@ -174,7 +183,7 @@ class OnXvfb(Checks):
                 paint, skipped = watch.result()
             self.assertEqual(status, bare, err)
             records = read_jsonl(out)
-            s = self.check_cold(records, "x11_image", "qterminal")
+            s = self.check_cold(records, "x11_image", "qterminal", toolkit="qt5")
             return s["phases"]["first_frame"], paint, skipped, records
         records = assert_first_frame_seen(self, attempt)
         frames = of_type(records, "frames", window="qterminal")
@@ -225,7 +234,7 @@ class OnWeston(Checks):
                                                QT_RUN_S)
             self.assertEqual(status, -signal.SIGTERM, err)
             records = read_jsonl(out)
-            s = self.check_cold(records, "wayland", "qterminal")
+            s = self.check_cold(records, "wayland", "qterminal", toolkit="qt5")
             return s["phases"]["first_frame"], timeline.first_toplevel_commit(), (), records
         records = assert_first_frame_seen(self, attempt)
         frames = of_type(records, "frames", window="qterminal")

@@ -72,6 +72,8 @@ struct Pending {
 };
 std::recursive_mutex pmu;
 std::vector<Pending> pending;
+const size_t MAX_PENDING = 1 << 16;
+bool pending_full;
 std::vector<Pending> *resolving; /* the batch being resolved */
 bool flush_posted;
 QObject *context; /* the main thread's: posted resolutions run on it */
@@ -262,7 +264,15 @@ void on_add(QObject *obj)
         QTA_GUARD({
             {
                 std::lock_guard<std::recursive_mutex> g(pmu);
-                pending.push_back(Pending{obj, the_host->now_ns()});
+                /* bounded: a program that makes objects and never runs its
+                 * event loop (no turn resolves them) */
+                if (pending.size() < MAX_PENDING)
+                    pending.push_back(Pending{obj, the_host->now_ns()});
+                else if (!pending_full) {
+                    pending_full = true;
+                    the_host->note("qt-objects", "more Qt objects than can wait for the event loop's next turn: "
+                                                 "the classes of later ones are not looked at");
+                }
             }
             post_flush();
         });
