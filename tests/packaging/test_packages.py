@@ -52,7 +52,7 @@ import rootfs  # noqa: E402
 from agentlib import APP_ENV, SHOP_APP, SHOP_CONFIG, ApiServer, Xvfb, read_jsonl, skip_unless  # noqa: E402
 import manpages  # noqa: E402
 
-PACKAGES = ["libpacer0", "libpacer-trace0", "libpacer-dev", "pacer", "pacerd"]
+PACKAGES = ["libpacer0", "libpacer-trace0", "libpacer-dev", "pacer", "pacer-qt", "pacerd"]
 DELAYS = {"/api/config": 200, "/api/list": 300, "/api/test1": 300}
 TRIPLET = subprocess.run(["dpkg-architecture", "-qDEB_HOST_MULTIARCH"], capture_output=True, text=True,
                          check=True).stdout.strip()
@@ -139,6 +139,8 @@ class Packages(unittest.TestCase):
             "pacer": ["/usr/bin/pacer", LIBDIR + "/pacer/libpacer-agent.so", LIBDIR + "/pacer/libpacer-agent-heap.so",
                       LIBDIR + "/pacer/libpacer-agent-refs.so", "/usr/share/man/man1/pacer.1.gz",
                       "/usr/share/man/man1/pacer-run.1.gz", "/usr/share/doc/pacer/records.md.gz"],
+            "pacer-qt": [LIBDIR + "/pacer/libpacer-qt%s.so" % part for part in
+                         ("6", "6-widgets", "6-network", "5", "5-widgets", "5-network")],
             "pacerd": ["/usr/bin/pacerd", "/usr/share/pacer/web/index.html", "/usr/share/pacer/web/app.js",
                        "/usr/share/pacer/web/app.css", UNIT, "/usr/lib/sysusers.d/pacerd.conf"],
         }
@@ -173,6 +175,10 @@ class Packages(unittest.TestCase):
         # what the tools link: computed by dpkg-shlibdeps
         self.assertIn("libpacer0", depends("pacer"))
         self.assertIn("libpacer0", depends("pacerd"))
+        # the Qt adapter's libraries link Qt; the agent's package does not
+        self.assertIn("pacer", depends("pacer-qt"))
+        self.assertTrue({"libqt6core6", "libqt5core5a"} <= depends("pacer-qt"), depends("pacer-qt"))
+        self.assertFalse([d for d in depends("pacer") if d.startswith("libqt")], depends("pacer"))
         self.assertIn("libmicrohttpd12", depends("pacerd"))
         self.assertIn("libzstd1", depends("libpacer-trace0"))
         self.assertEqual(depends("libpacer-dev") & {"libpacer0", "libpacer-trace0"}, {"libpacer0", "libpacer-trace0"})
@@ -189,6 +195,11 @@ class Packages(unittest.TestCase):
             with open(f, encoding="utf-8") as src:
                 text = src.read()
             flags = re.findall(r"\bdlopen\(\s*\w+\s*,\s*([^)]*)\)", text)
+            if f.endswith("src/agent/qt/qt.c"):
+                # the one library it loads is pacer's own Qt adapter (package
+                # pacer-qt, which it may do without), found beside the agent
+                self.assertIn('"libpacer-qt%d.so"', text)
+                flags = flags[1:]
             self.assertFalse([f for f in flags if "RTLD_NOLOAD" not in f],
                              "%s loads a library itself: its package belongs in the Depends" % f)
         self.assertIn("libcurl.so.4", sonames)
