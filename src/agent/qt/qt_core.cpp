@@ -64,13 +64,12 @@ std::atomic<bool> stopped{false};
 /* Objects made on the main thread whose class is not known yet. An object
  * may be moved to another thread and destroyed there (Qt's HTTP thread
  * does so) before its turn: removals from any thread drop it, under pmu,
- * which the main thread also holds while it resolves a batch. Lock order:
- * pmu, then mu. */
+ * which is never held while Qt is called. Lock order: pmu, then mu. */
 struct Pending {
     QObject *obj; /* NULL: destroyed before its turn */
     int64_t t;
 };
-std::recursive_mutex pmu;
+std::mutex pmu;
 std::vector<Pending> pending;
 const size_t MAX_PENDING = 1 << 16;
 bool pending_full;
@@ -110,6 +109,7 @@ std::vector<Page *> live;                      /* every page not destroyed */
 uint64_t last_id;
 Page *painting;                                /* main thread */
 std::atomic<const char *> visible_now{nullptr};
+std::atomic<bool> any_tracked{false}; /* a page or window was ever tracked */
 
 uint64_t surface_key(int kind, uint64_t handle)
 {
@@ -199,7 +199,7 @@ void resolve_batch(std::vector<Pending> &batch)
     for (size_t i = 0;; i++) {
         Pending p;
         {
-            std::lock_guard<std::recursive_mutex> g(pmu);
+            std::lock_guard<std::mutex> g(pmu);
             if (i >= batch.size()) {
                 resolving = nullptr;
                 break;
@@ -221,7 +221,7 @@ void flush()
     }
     std::vector<Pending> batch;
     {
-        std::lock_guard<std::recursive_mutex> g(pmu);
+        std::lock_guard<std::mutex> g(pmu);
         batch.swap(pending);
         resolving = &batch;
     }
@@ -236,7 +236,7 @@ void resolve_early(const QObject *obj)
 {
     std::vector<Pending> batch;
     {
-        std::lock_guard<std::recursive_mutex> g(pmu);
+        std::lock_guard<std::mutex> g(pmu);
         size_t n = pending.size();
         while (n > 0 && pending[n - 1].obj != obj)
             n--;
@@ -263,7 +263,7 @@ void on_add(QObject *obj)
     if (!stopped.load(std::memory_order_relaxed) && the_host->on_main_thread()) {
         QTA_GUARD({
             {
-                std::lock_guard<std::recursive_mutex> g(pmu);
+                std::lock_guard<std::mutex> g(pmu);
                 /* bounded: a program that makes objects and never runs its
                  * event loop (no turn resolves them) */
                 if (pending.size() < MAX_PENDING)
@@ -318,12 +318,12 @@ void drop_pending(std::vector<Pending> &v, const QObject *obj)
 void on_remove(QObject *obj)
 {
     QTA_GUARD({
-        std::lock_guard<std::recursive_mutex> g(pmu);
+        std::lock_guard<std::mutex> g(pmu);
         drop_pending(pending, obj);
         if (resolving)
             drop_pending(*resolving, obj);
     });
-    if (the_host->on_main_thread()) {
+    if (the_host->on_main_thread() && any_tracked.load(std::memory_order_relaxed)) {
         QTA_GUARD({
             std::lock_guard<std::mutex> g(mu);
             if (!qwindows.empty()) {
@@ -679,6 +679,7 @@ Page *page_new(QObject *obj, const char *class_name, bool window, int64_t t)
     p->win = window ? p : nullptr;
     pages[obj] = p;
     live.push_back(p);
+    any_tracked.store(true, std::memory_order_relaxed);
     submit(PACER_EV_PAGE_CREATE, p, t, p->cls);
     /* Its widgets exist with it (a window's child, a page in its stack). */
     submit(PACER_EV_PAGE_VIEW_CREATED, p, t);
