@@ -281,9 +281,13 @@ void on_add(QObject *obj)
         prev_add(obj);
 }
 
+Page *last_quick_window; /* main thread: the Qt Quick window made last */
+
 void page_gone(Page *p, int64_t t)
 {
     p->destroyed = true;
+    if (last_quick_window == p)
+        last_quick_window = nullptr;
     submit(PACER_EV_PAGE_DESTROY, p, t);
     for (Page *q : live)
         if (q->win == p)
@@ -556,8 +560,6 @@ std::string bare_class(const char *cls)
     const char *qml = strstr(cls, "_QML");
     return qml && qml != cls ? std::string(cls, (size_t)(qml - cls)) : std::string(cls);
 }
-
-Page *last_quick_window; /* main thread */
 
 void container_current(QObject *container, int64_t t)
 {
