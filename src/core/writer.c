@@ -5,7 +5,10 @@
  * list operation, and make no system call: the writer thread wakes on its
  * own every WRITER_LATENCY_MS (so a record reaches the file within that
  * time), or earlier when WRITER_WAKE_BATCH lines are waiting, a flush is
- * requested or the writer stops. It takes the whole list at once, writes it
+ * requested or the writer stops. A wake that found nothing to write makes
+ * the next wait idle: no wake of its own (but the tick's), and the first
+ * line pushed wakes the thread — one system call per burst after a quiet
+ * period, so that an app with nothing to record pays no periodic wakes. It takes the whole list at once, writes it
  * with one write(2) per file and batch (no stdio buffer: a child that
  * forks from the app and calls exit() has nothing of ours to flush twice)
  * and calls the record callback.
@@ -56,6 +59,7 @@ struct writer {
     uint64_t pushed, done;
     bool stopping;
     bool flush_requested;
+    bool idle; /* the thread waits with no deadline of its own: a push wakes it */
 
     int records_fd;         /* -1: none */
     bool records_owned;     /* false for stdout */
@@ -132,15 +136,21 @@ static void *writer_main(void *arg)
     struct timespec next_write, next_tick, now;
     timespec_in_ms(&next_tick, w->opts.tick_ms);
 
+    bool quiet = false; /* the last wake had nothing to write */
     pthread_mutex_lock(&w->mu);
     for (;;) {
         timespec_in_ms(&next_write, WRITER_LATENCY_MS);
-        if (w->opts.tick_ms && reached(&next_write, &next_tick))
+        bool idle = quiet && !w->head;
+        if (idle || (w->opts.tick_ms && reached(&next_write, &next_tick)))
             next_write = next_tick;
-        while (!w->stopping && !w->flush_requested && w->queued < WRITER_WAKE_BATCH) {
-            if (pthread_cond_timedwait(&w->wake, &w->mu, &next_write) == ETIMEDOUT)
+        w->idle = idle;
+        while (!w->stopping && !w->flush_requested && w->queued < WRITER_WAKE_BATCH && !(idle && w->head)) {
+            int rc = idle && !w->opts.tick_ms ? pthread_cond_wait(&w->wake, &w->mu)
+                                              : pthread_cond_timedwait(&w->wake, &w->mu, &next_write);
+            if (rc == ETIMEDOUT)
                 break;
         }
+        w->idle = false;
         wline *batch = w->head;
         uint64_t n = w->queued;
         w->head = w->tail = NULL;
@@ -149,6 +159,7 @@ static void *writer_main(void *arg)
         bool stopping = w->stopping;
         pthread_mutex_unlock(&w->mu);
 
+        quiet = !batch;
         uint64_t errors = batch ? write_batch(w, batch) : 0;
         while (batch) {
             wline *next = batch->next;
@@ -289,8 +300,10 @@ static bool push(writer *w, writer_stream stream, pacer_record *rec, char *line,
     w->tail = l;
     w->queued++;
     w->pushed++;
-    if (w->queued == WRITER_WAKE_BATCH)
+    if (w->queued == WRITER_WAKE_BATCH || w->idle) {
+        w->idle = false;
         pthread_cond_signal(&w->wake);
+    }
     pthread_mutex_unlock(&w->mu);
     return true;
 }

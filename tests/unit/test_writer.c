@@ -156,6 +156,35 @@ static void test_appends(void **state)
     unlink(rec);
 }
 
+/* After a quiet period the thread waits with no wake of its own: a line
+ * pushed then still reaches the file without a flush, and so does the next
+ * one after another quiet period. */
+static void test_quiet_then_pushed_reaches_the_file(void **state)
+{
+    (void)state;
+    char rec[] = "/tmp/pacer-writer-quiet-XXXXXX";
+    close(mkstemp(rec));
+    writer_options o = {.records_path = rec};
+    assert_int_equal(writer_new(&o, &W, NULL), 0);
+    for (int round = 1; round <= 2; round++) {
+        usleep(350000); /* several periods with nothing to write */
+        writer_push(W, WRITER_RECORD, strdup("{}"), 2);
+        size_t n = 0;
+        for (int i = 0; i < 500 && n < (size_t)round; i++) { /* up to 5 s: liveness, not timing */
+            usleep(10000);
+            FILE *f = fopen(rec, "r");
+            assert_non_null(f);
+            n = 0;
+            for (int c; (c = fgetc(f)) != EOF;)
+                n += c == '\n';
+            fclose(f);
+        }
+        assert_int_equal(n, round);
+    }
+    writer_free(W);
+    unlink(rec);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -163,6 +192,7 @@ int main(void)
         cmocka_unit_test(test_queue_limit_drops_and_counts),
         cmocka_unit_test(test_open_failure_names_file),
         cmocka_unit_test(test_appends),
+        cmocka_unit_test(test_quiet_then_pushed_reaches_the_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
