@@ -182,6 +182,38 @@ static void test_keys_file(void **state)
     memset(longline, 'a', sizeof longline - 1);
     longline[sizeof longline - 1] = 0;
     keys_bad(longline, "keys:1: line longer than 4096 bytes");
+    /* a comment of any number of words is skipped, indented or not */
+    keys_ok("# one two three four five six seven eight nine ten\n  # a b c d e f g h i j\nshop k1\n");
+    keys_bad("shop k1 # a comment after a key is a field\n", "keys:1: too many fields");
+}
+
+/* The keys file docs/server.md shows ("The keys file: one key per line"),
+ * as it is written there. */
+static void test_keys_file_documented(void **state)
+{
+    (void)state;
+    char path[4096];
+    const char *root = getenv("PACER_SOURCE_ROOT");
+    snprintf(path, sizeof path, "%s/docs/server.md", root ? root : ".");
+    FILE *f = fopen(path, "r");
+    if (!f)
+        fail_msg("%s: %s", path, strerror(errno));
+    static char doc[1 << 20];
+    size_t n = fread(doc, 1, sizeof doc - 1, f);
+    fclose(f);
+    doc[n] = 0;
+    const char *intro = strstr(doc, "The keys file: one key per line");
+    assert_non_null(intro);
+    const char *start = strstr(intro, "```\n");
+    assert_non_null(start);
+    start += 4;
+    const char *stop = strstr(start, "```");
+    assert_non_null(stop);
+    char err[256];
+    if (auth_check_keys(start, (size_t)(stop - start), "docs/server.md", "the-admin", err, sizeof err) != 0)
+        fail_msg("the documented keys file: %s", err);
+    /* its comment line is longer than the eight fields a key line may have */
+    assert_true(start[0] == '#');
 }
 
 int main(void)
@@ -189,6 +221,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decoding), cmocka_unit_test(test_refusals), cmocka_unit_test(test_numbers),
         cmocka_unit_test(test_paths),    cmocka_unit_test(test_keys_file),
+        cmocka_unit_test(test_keys_file_documented),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -189,6 +189,12 @@ static int parse_keys(creds *c, char *text, size_t len, const char *file, char *
         }
         *line_end = 0;
         char *next = nl ? nl + 1 : end;
+        /* a comment is skipped whole, before its words could count as fields */
+        char *first = p + strspn(p, " \t\r");
+        if (!*first || *first == '#') {
+            p = next;
+            continue;
+        }
         /* fields separated by spaces and tabs; a trailing \r is a space */
         char *fields[8];
         size_t n = 0;
@@ -209,8 +215,6 @@ static int parse_keys(creds *c, char *text, size_t len, const char *file, char *
                 *s++ = 0;
         }
         p = next;
-        if (n == 0 || fields[0][0] == '#')
-            continue;
         if (n < 2 || strlen(fields[0]) > MAX_APP || !token_chars_ok(fields[0]) || strlen(fields[1]) > MAX_TOKEN ||
             !token_chars_ok(fields[1])) {
             snprintf(err, err_size, "%s:%u: expected \"APP KEY\" (the key: 1-%d printable characters, no spaces)",
