@@ -331,10 +331,27 @@ auth *auth_load(const char *admin_file, const char *keys_file, char *err, size_t
 
 int auth_reload(auth *a, char *err, size_t err_size)
 {
+    return auth_reload_files(a, a->admin_file, a->keys_file, err, err_size);
+}
+
+int auth_reload_files(auth *a, const char *admin_file, const char *keys_file, char *err, size_t err_size)
+{
     creds c;
-    int r = load(&c, a->admin_file, a->keys_file, err, err_size);
+    int r = load(&c, admin_file, keys_file, err, err_size);
     if (r < 0)
         return r;
+    char *new_admin_file = strdup(admin_file), *new_keys_file = strdup(keys_file);
+    if (!new_admin_file || !new_keys_file) {
+        free(new_admin_file);
+        free(new_keys_file);
+        creds_clear(&c);
+        snprintf(err, err_size, "out of memory");
+        return -ENOMEM;
+    }
+    free(a->admin_file); /* only the main thread reads and reloads them */
+    free(a->keys_file);
+    a->admin_file = new_admin_file;
+    a->keys_file = new_keys_file;
     pthread_mutex_lock(&a->lock);
     /* the counts of the keys that stay go on */
     for (size_t i = 0; i < c.n_keys; i++)

@@ -33,6 +33,9 @@ auth *auth_load(const char *admin_token_file, const char *keys_file, char *err, 
 /* Reads both files again. On an error (returned as -EINVAL or -ENOMEM,
  * "FILE:LINE: reason" in err) the credentials in use stay. */
 int auth_reload(auth *a, char *err, size_t err_size);
+/* The same from other files (a reloaded config file named them): on
+ * success they are the files a later auth_reload reads. */
+int auth_reload_files(auth *a, const char *admin_token_file, const char *keys_file, char *err, size_t err_size);
 void auth_free(auth *a); /* accepts NULL */
 /* How many keys are loaded. */
 size_t auth_n_keys(auth *a);

@@ -2,14 +2,19 @@
  *
  *   pacerd --listen ADDR:PORT --db FILE --admin-token-file FILE --keys-file FILE [options]
  *   pacerd --listen ADDR:PORT --clickhouse URL|--clickhouse-file FILE --admin-token-file FILE …
+ *   pacerd --config FILE [options]
  *
  * Start: credentials → the application layer's settings → store (schema,
  * writer thread) and the application layer's tables → deliveries →
  * analysis → HTTP → prints "pacerd: listening on http://ADDR:PORT" (https
- * with --tls-cert) on stdout. Signals, taken by the main thread only (sigwait):
- *   SIGHUP           reads the admin token and keys files again; a file
- *                    with an error is reported and the credentials in use
- *                    stay;
+ * with --tls-cert) on stdout, and READY=1 to the service manager (notify.h).
+ * Signals, taken by the main thread only (sigwait):
+ *   SIGHUP           reads the config file (--config) again, then the
+ *                    admin token and keys files it names: the options a
+ *                    reload applies (options.c: .reload) take their new
+ *                    values, a change to another one is logged as waiting
+ *                    for a restart; a file with an error is logged and
+ *                    every setting in use stays;
  *   SIGTERM, SIGINT  drain: stop accepting, answer new requests on open
  *                    connections 503, wait (at most --drain-timeout) until
  *                    every admitted request has been answered; then stop
@@ -20,6 +25,8 @@
  * Credentials are read from files, not from the command line, which every
  * user of the machine can read in /proc.
  */
+#include "logger.h"
+#include "notify.h"
 #include "options.h"
 #include "pacerd.h"
 #include "store/clickhouse/ch_store.h"
@@ -53,7 +60,7 @@ static char *read_pem(const char *path, const char *what)
 {
     FILE *f = fopen(path, "re");
     if (!f) {
-        fprintf(stderr, "pacerd: %s %s: %s\n", what, path, strerror(errno));
+        logger_printf(LOGGER_ERROR, "%s %s: %s", what, path, strerror(errno));
         return NULL;
     }
     size_t cap = 1 << 20;
@@ -62,7 +69,7 @@ static char *read_pem(const char *path, const char *what)
     bool bad = !buf || ferror(f) || n > cap || !memmem(buf, n, "-----BEGIN ", 11);
     fclose(f);
     if (bad) {
-        fprintf(stderr, "pacerd: %s %s: %s\n", what, path,
+        logger_printf(LOGGER_ERROR, "%s %s: %s", what, path,
                 !buf ? "out of memory" : n > cap ? "larger than 1 MiB" : "not a PEM file (no -----BEGIN line)");
         free(buf);
         return NULL;
@@ -85,7 +92,7 @@ static char *read_url(const char *path)
 {
     FILE *f = fopen(path, "re");
     if (!f) {
-        fprintf(stderr, "pacerd: --clickhouse-file %s: %s\n", path, strerror(errno));
+        logger_printf(LOGGER_ERROR, "--clickhouse-file %s: %s", path, strerror(errno));
         return NULL;
     }
     char line[4096];
@@ -93,7 +100,7 @@ static char *read_url(const char *path)
     fclose(f);
     line[strcspn(line, "\r\n")] = 0;
     if (!ok || !line[0]) {
-        fprintf(stderr, "pacerd: --clickhouse-file %s: expected the URL on the first line\n", path);
+        logger_printf(LOGGER_ERROR, "--clickhouse-file %s: expected the URL on the first line", path);
         return NULL;
     }
     char *url = strdup(line);
@@ -118,7 +125,7 @@ static void fit_fd_limit(http_options *h, unsigned listeners)
         rlim_t room = rl.rlim_cur > FDS_BESIDE_CONNECTIONS + 4 * h->io_threads + 16
                           ? (rl.rlim_cur - FDS_BESIDE_CONNECTIONS - 4 * h->io_threads) / listeners
                           : 16;
-        fprintf(stderr, "pacerd: the open file limit (%llu) allows %llu connections, not --max-connections %u\n",
+        logger_printf(LOGGER_WARNING, "the open file limit (%llu) allows %llu connections, not --max-connections %u",
                 (unsigned long long)rl.rlim_cur, (unsigned long long)room, h->max_connections);
         h->max_connections = (unsigned)room;
     }
@@ -129,7 +136,7 @@ static char *read_token(const char *path, const char *what)
 {
     FILE *f = fopen(path, "re");
     if (!f) {
-        fprintf(stderr, "pacerd: %s %s: %s\n", what, path, strerror(errno));
+        logger_printf(LOGGER_ERROR, "%s %s: %s", what, path, strerror(errno));
         return NULL;
     }
     char line[4096];
@@ -140,13 +147,13 @@ static char *read_token(const char *path, const char *what)
     char *token = n && !strpbrk(line, " \t") ? strdup(line) : NULL;
     memset(line, 0, sizeof line);
     if (!token)
-        fprintf(stderr, "pacerd: %s %s: expected the token on the first line, without spaces\n", what, path);
+        logger_printf(LOGGER_ERROR, "%s %s: expected the token on the first line, without spaces", what, path);
     return token;
 }
 
 static void log_line(void *ctx, const char *msg)
 {
-    fprintf(stderr, "pacerd: %s\n", msg);
+    logger_printf(LOGGER_ERROR, "%s", msg); /* the store's faults and their end */
 }
 
 /* The application layer's tables in the SQLite store's file, through its
@@ -202,14 +209,14 @@ static int open_store(const options *o, pacerd *d, held *h)
     if (!clickhouse) {
         d->store = sqlite_store_open(o->db, &so, err, sizeof err);
         if (!d->store) {
-            fprintf(stderr, "pacerd: %s\n", err);
+            logger_printf(LOGGER_ERROR, "%s", err);
             return -1;
         }
         /* the application layer's tables beside the records, written in
          * the writer's transactions */
         issues_db_host host = {state_read, state_write, d->store};
         if (!(d->issues = issues_db_open_in(&host, err, sizeof err))) {
-            fprintf(stderr, "pacerd: %s\n", err);
+            logger_printf(LOGGER_ERROR, "%s", err);
             return -1;
         }
         /* one instance sees every record: copies sent without a batch id
@@ -219,7 +226,7 @@ static int open_store(const options *o, pacerd *d, held *h)
         int r;
         if (!(d->ingest.dedupe = dedupe_new((size_t)h->acfg.dedupe_records)) ||
             ((r = dedupe_fill(d->ingest.dedupe, d->store)) == -ENOMEM)) {
-            fprintf(stderr, "pacerd: cannot read the newest records' ids: out of memory\n");
+            logger_printf(LOGGER_ERROR, "cannot read the newest records' ids: out of memory");
             return -1;
         }
         return 0;
@@ -229,18 +236,18 @@ static int open_store(const options *o, pacerd *d, held *h)
     so.submitters = o->http.workers; /* the threads that may submit at once */
     d->store = ch_store_open(h->url ? h->url : o->clickhouse, &so, err, sizeof err);
     if (!d->store) {
-        fprintf(stderr, "pacerd: %s\n", err);
+        logger_printf(LOGGER_ERROR, "%s", err);
         return -1;
     }
     if (!o->state) {
-        fprintf(stderr, "pacerd: ClickHouse store: the application layer runs on the instance given --state: "
+        logger_printf(LOGGER_INFO, "ClickHouse store: the application layer runs on the instance given --state: "
                         "records are cleaned on ingest (--analysis-config); /api/v1/issues and "
-                        "/api/v1/cleaning answer 501 here\n");
+                        "/api/v1/cleaning answer 501 here");
         return 0;
     }
     /* the application layer's tables in a SQLite file of their own */
     if (!(d->issues = issues_db_open(o->state, err, sizeof err))) {
-        fprintf(stderr, "pacerd: --state: %s\n", err);
+        logger_printf(LOGGER_ERROR, "--state: %s", err);
         return -1;
     }
     return 0;
@@ -254,7 +261,7 @@ static int start(const options *o, pacerd *d, held *h)
         return -1;
     d->auth = auth_load(o->admin_file, o->keys_file, err, sizeof err);
     if (!d->auth) {
-        fprintf(stderr, "pacerd: %s\n", err);
+        logger_printf(LOGGER_ERROR, "%s", err);
         return -1;
     }
     /* the dashboard: without its files pacerd serves everything else */
@@ -272,15 +279,15 @@ static int start(const options *o, pacerd *d, held *h)
     d->web = web_load_first(web_dirs, n_web_dirs, &web_dir, d->web_looked, sizeof d->web_looked, web_err,
                             sizeof web_err);
     if (!d->web)
-        fprintf(stderr, "pacerd: no dashboard: %s (--web-root DIR; / answers 404)\n", web_err);
+        logger_printf(LOGGER_WARNING, "no dashboard: %s (--web-root DIR; / answers 404)", web_err);
     if (!(d->sessions = session_set_new())) {
-        fprintf(stderr, "pacerd: out of memory\n");
+        logger_printf(LOGGER_ERROR, "out of memory");
         return -1;
     }
     /* the application layer: its settings, its targets */
     if (o->analysis_config) {
         if (analysis_config_load(o->analysis_config, &h->acfg, err, sizeof err) < 0) {
-            fprintf(stderr, "pacerd: --analysis-config %s\n", err);
+            logger_printf(LOGGER_ERROR, "--analysis-config %s", err);
             return -1;
         }
     } else {
@@ -310,7 +317,7 @@ static int start(const options *o, pacerd *d, held *h)
         d->deliver = n_targets ? deliver_start(d->issues, targets, n_targets, &h->acfg) : NULL;
         d->analysis = analysis_start(d->issues, d->store, &h->acfg, kinds, n_targets, deliver_kick, d->deliver);
         if ((n_targets && !d->deliver) || !d->analysis) {
-            fprintf(stderr, "pacerd: cannot start the analysis or the deliveries (out of memory, or libcurl)\n");
+            logger_printf(LOGGER_ERROR, "cannot start the analysis or the deliveries (out of memory, or libcurl)");
             return -1;
         }
     }
@@ -334,7 +341,7 @@ static int start(const options *o, pacerd *d, held *h)
                          .done = grpc_router_done, .release = grpc_router_release, .ctx = d};
         d->grpc = grpc_start(o->grpc_listen.addr, o->grpc_listen.port, &go, &gapp, err, sizeof err);
         if (!d->grpc) {
-            fprintf(stderr, "pacerd: --grpc-listen %s\n", err);
+            logger_printf(LOGGER_ERROR, "--grpc-listen %s", err);
             free(h->cert);
             wipe_free(h->key);
             h->cert = h->key = NULL;
@@ -345,19 +352,103 @@ static int start(const options *o, pacerd *d, held *h)
     wipe_free(h->key);
     h->cert = h->key = NULL;
     if (!d->http) {
-        fprintf(stderr, "pacerd: %s\n", err);
+        logger_printf(LOGGER_ERROR, "%s", err);
         return -1;
     }
     d->tls = http_tls(d->http);
     return 0;
 }
 
+/* SIGHUP: the config file and the credentials again; what a reload
+ * applies is applied, the rest waits for a restart. o: the settings in
+ * use, updated to what was applied; its paths to the credentials are kept
+ * in paths (freed by the caller). */
+static void reload(int argc, char **argv, options *o, pacerd *d, char *paths[2])
+{
+    char err[1024];
+    notify_reloading();
+    options n;
+    if (!o->config) {
+        /* no config file: the credentials alone */
+        int r = auth_reload(d->auth, err, sizeof err);
+        metrics_reload(&d->metrics, r == 0);
+        if (r == 0)
+            logger_printf(LOGGER_INFO, "SIGHUP: reloaded the admin token and %zu keys", auth_n_keys(d->auth));
+        else
+            logger_printf(LOGGER_ERROR, "SIGHUP: %s; the credentials in use stay", err);
+        notify_send("READY=1");
+        return;
+    }
+    if (options_reload(argc, argv, &n, err, sizeof err) < 0) {
+        metrics_reload(&d->metrics, false);
+        logger_printf(LOGGER_ERROR, "SIGHUP: %s; the settings in use stay", err);
+        options_free(&n);
+        notify_send("READY=1");
+        return;
+    }
+    /* the credentials first: when they fail, nothing changes */
+    if (auth_reload_files(d->auth, n.admin_file, n.keys_file, err, sizeof err) < 0) {
+        metrics_reload(&d->metrics, false);
+        logger_printf(LOGGER_ERROR, "SIGHUP: %s; the settings in use stay", err);
+        options_free(&n);
+        notify_send("READY=1");
+        return;
+    }
+    metrics_reload(&d->metrics, true);
+    size_t applied = 0, waiting = 0;
+    for (const option_def *od = options_table; od->name; od++) {
+        if (options_same(o, &n, od))
+            continue;
+        if (od->reload) {
+            applied++;
+            logger_printf(LOGGER_DEBUG, "SIGHUP: applied a new %s", od->name);
+        } else {
+            waiting++;
+            logger_printf(LOGGER_WARNING, "SIGHUP: %s changed in %s: it needs a restart (systemctl restart pacerd); "
+                          "the running value stays until then", od->name, o->config);
+        }
+    }
+    logger_set_level(n.log_level);
+    http_options ho = n.http;
+    ho.max_discard_bytes = n.max_body;
+    http_set_limits(d->http, &ho);
+    __atomic_store_n(&d->ingest.max_body, n.max_body, __ATOMIC_RELAXED);
+    /* what is in use now, for the next reload's comparison */
+    char *admin = strdup(n.admin_file), *keys = strdup(n.keys_file);
+    if (admin && keys) {
+        free(paths[0]);
+        free(paths[1]);
+        paths[0] = admin;
+        paths[1] = keys;
+        o->admin_file = admin;
+        o->keys_file = keys;
+    } else {
+        free(admin);
+        free(keys);
+    }
+    o->log_level = n.log_level;
+    o->max_body = n.max_body;
+    o->http.max_per_address = n.http.max_per_address;
+    o->http.header_timeout_s = n.http.header_timeout_s;
+    o->http.body_timeout_s = n.http.body_timeout_s;
+    o->http.max_wait_ms = n.http.max_wait_ms;
+    o->http.max_body_bytes_in_flight = n.http.max_body_bytes_in_flight;
+    options_free(&n);
+    logger_printf(LOGGER_INFO, "SIGHUP: reloaded %s, the admin token and %zu keys; %zu settings changed%s", o->config,
+                  auth_n_keys(d->auth), applied,
+                  waiting ? ", others wait for a restart (above)" : "");
+    notify_send("READY=1");
+}
+
 int main(int argc, char **argv)
 {
     options o;
     int parsed = options_parse(argc, argv, &o);
-    if (parsed != 0)
+    if (parsed != 0) {
+        options_free(&o);
         return parsed > 0 ? 0 : 2; /* --help: 0 */
+    }
+    logger_set_level(o.log_level);
     ingest_malloc_setup();
 
     /* Every thread started from here on inherits the blocked set; only
@@ -377,42 +468,52 @@ int main(int argc, char **argv)
     metrics_init(&d.metrics);
     if (start(&o, &d, &h) < 0) {
         shutdown_all(&d, &h);
+        options_free(&o);
         return 1;
     }
     bool v6 = strchr(o.listen.addr, ':') != NULL;
-    printf("pacerd: listening on %s://%s%s%s:%u\n", d.tls ? "https" : "http", v6 ? "[" : "", o.listen.addr,
-           v6 ? "]" : "", http_port(d.http));
+    char where[128];
+    snprintf(where, sizeof where, "%s://%s%s%s:%u", d.tls ? "https" : "http", v6 ? "[" : "", o.listen.addr,
+             v6 ? "]" : "", http_port(d.http));
+    printf("pacerd: listening on %s\n", where);
     if (d.grpc) {
         v6 = strchr(o.grpc_listen.addr, ':') != NULL;
         printf("pacerd: OTLP/gRPC on %s://%s%s%s:%u\n", grpc_tls(d.grpc) ? "https" : "http", v6 ? "[" : "",
                o.grpc_listen.addr, v6 ? "]" : "", grpc_port(d.grpc));
     }
     fflush(stdout);
+    /* the socket listens (http_start returned): the service manager may
+     * start what needs pacerd */
+    char state[192];
+    snprintf(state, sizeof state, "READY=1\nSTATUS=listening on %s", where);
+    int nr = notify_send(state);
+    if (nr < 0)
+        logger_printf(LOGGER_WARNING, "cannot notify the service manager ($NOTIFY_SOCKET): %s", strerror(-nr));
 
     int sig = 0;
-    char err[512];
+    char *paths[2] = {NULL, NULL};
     for (;;) {
         sigwait(&sigs, &sig);
         if (sig != SIGHUP)
             break;
-        int r = auth_reload(d.auth, err, sizeof err);
-        metrics_reload(&d.metrics, r == 0);
-        if (r == 0)
-            fprintf(stderr, "pacerd: SIGHUP: reloaded the admin token and %zu keys\n", auth_n_keys(d.auth));
-        else
-            fprintf(stderr, "pacerd: SIGHUP: %s; the credentials in use stay\n", err);
+        reload(argc, argv, &o, &d, paths);
     }
+    notify_send("STOPPING=1");
     http_stats hs;
     http_get_stats(d.http, &hs);
-    fprintf(stderr, "pacerd: %s: stopping; %zu requests in flight\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
-            hs.admitted);
+    logger_printf(LOGGER_INFO, "%s: stopping; %zu requests in flight", sig == SIGINT ? "SIGINT" : "SIGTERM",
+                  hs.admitted);
     if (d.grpc)
         grpc_drain(d.grpc, 0); /* both fronts refuse new calls while the admitted ones finish */
     size_t left = http_drain(d.http, o.drain_timeout_s * 1000);
     if (d.grpc)
         left += grpc_drain(d.grpc, o.drain_timeout_s * 1000);
     if (left)
-        fprintf(stderr, "pacerd: %zu requests still in flight after %u s; closing them\n", left, o.drain_timeout_s);
+        logger_printf(LOGGER_WARNING, "%zu requests still in flight after %u s; closing them", left,
+                      o.drain_timeout_s);
     shutdown_all(&d, &h);
+    free(paths[0]);
+    free(paths[1]);
+    options_free(&o);
     return 0;
 }

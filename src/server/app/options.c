@@ -1,9 +1,11 @@
 /* pacerd's options (options.h): the table, --help from it, and the
  * reading of the command line. */
 #include "options.h"
+#include "logger.h"
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,6 +13,10 @@
 #define O(field) offsetof(options, field)
 
 const option_def options_table[] = {
+    {"config", "FILE",
+     "read options from FILE, one \"NAME = VALUE\" per line (pacerd.conf(5)); the command line overrides it; "
+     "SIGHUP reads it again",
+     .type = OPT_CONFIG, .offset = O(config)},
     {"listen", "ADDR:PORT", "address to serve on (127.0.0.1:4318, [::1]:4318; port 0: any free port)",
      .type = OPT_LISTEN, .offset = O(listen)},
     {"grpc-listen", "ADDR:PORT",
@@ -30,10 +36,10 @@ const option_def options_table[] = {
      "SQLite file; one instance of those sharing a database (docs/server.md, \"Scaling out\")",
      .type = OPT_TEXT, .offset = O(state)},
     {"admin-token-file", "FILE", "the admin token (first line): config changes, queries, /metrics",
-     .type = OPT_TEXT, .offset = O(admin_file)},
+     .type = OPT_TEXT, .offset = O(admin_file), .reload = true},
     {"keys-file", "FILE",
      "ingest keys, one \"APP KEY [rate=N/s] [burst=N] [daily=N]\" per line (SIGHUP reads both files again)",
-     .type = OPT_TEXT, .offset = O(keys_file)},
+     .type = OPT_TEXT, .offset = O(keys_file), .reload = true},
     {"tls-cert", "FILE", "serve HTTPS with this certificate (PEM; with --tls-key)", .type = OPT_TEXT,
      .offset = O(tls_cert)},
     {"tls-key", "FILE", "the certificate's private key (PEM)", .type = OPT_TEXT, .offset = O(tls_key)},
@@ -41,29 +47,34 @@ const option_def options_table[] = {
      "the dashboard's files, served on / (default %s; run from its build tree, pacerd serves the build's web/ "
      "first)",
      PACER_WEB_DIR, true, .type = OPT_TEXT, .offset = O(web_root)},
+    {"log-level", "error|warning|info|debug",
+     "the least grave messages logged: errors (pacerd cannot do what it should), warnings (it does less), "
+     "info (start, reloads, stop) or debug (each setting a reload applies)",
+     "info", .type = OPT_LEVEL, .offset = O(log_level), .reload = true},
 
     {"max-body", "BYTES", "largest ingest body, also once a gzip body is inflated", "16777216",
      .group = "limits (every client may be hostile):", .type = OPT_SIZE, .offset = O(max_body), .min = 1024,
-     .max = (size_t)1 << 30, .unit = " bytes"},
+     .max = (size_t)1 << 30, .unit = " bytes", .reload = true},
     {"grpc-max-message", "BYTES", "largest OTLP/gRPC message, also once inflated", "4194304", .type = OPT_SIZE,
      .offset = O(grpc_max_message), .min = 1024, .max = (size_t)1 << 30, .unit = " bytes"},
     {"grpc-max-streams", "N", "OTLP/gRPC calls at once on one connection (SETTINGS_MAX_CONCURRENT_STREAMS)", "100",
      .type = OPT_UINT, .offset = O(grpc_max_streams), .min = 1, .max = 10000},
     {"max-inflight-bytes", "N", "all request bodies held in memory at once", "268435456", .type = OPT_SIZE,
-     .offset = O(http.max_body_bytes_in_flight), .min = 1 << 16, .max = (size_t)1 << 36, .unit = " bytes"},
-    {"max-connections", "N", "open connections in all, on each listener (HTTP, gRPC)", "4096", .type = OPT_UINT, .offset = O(http.max_connections),
-     .min = 16, .max = 1000000},
-    {"max-per-address", "N", "open connections from one address or IPv6 /64, on each listener", "64", .type = OPT_UINT,
-     .offset = O(http.max_per_address), .min = 1, .max = 1000000},
+     .offset = O(http.max_body_bytes_in_flight), .min = 1 << 16, .max = (size_t)1 << 36, .unit = " bytes",
+     .reload = true},
+    {"max-connections", "N", "open connections in all, on each listener (HTTP, gRPC)", "4096", .type = OPT_UINT,
+     .offset = O(http.max_connections), .min = 16, .max = 1000000},
+    {"max-per-address", "N", "open connections from one address or IPv6 /64, on each listener", "64",
+     .type = OPT_UINT, .offset = O(http.max_per_address), .min = 1, .max = 1000000, .reload = true},
     {"header-timeout", "S",
      "a request's headers must be complete within S s of the connection or the previous answer", "10",
-     .type = OPT_UINT, .offset = O(http.header_timeout_s), .min = 1, .max = 3600, .unit = " s"},
+     .type = OPT_UINT, .offset = O(http.header_timeout_s), .min = 1, .max = 3600, .unit = " s", .reload = true},
     {"body-timeout", "S", "its body within S s of the headers; an answer must be taken within S s", "60",
-     .type = OPT_UINT, .offset = O(http.body_timeout_s), .min = 1, .max = 3600, .unit = " s"},
+     .type = OPT_UINT, .offset = O(http.body_timeout_s), .min = 1, .max = 3600, .unit = " s", .reload = true},
     {"idle-timeout", "S", "keep-alive connections idle longer are closed", "30", .type = OPT_UINT,
      .offset = O(http.idle_timeout_s), .min = 1, .max = 3600, .unit = " s"},
     {"max-wait", "MS", "longest a request may wait for a worker: beyond, 429 with Retry-After", "1000",
-     .type = OPT_UINT, .offset = O(http.max_wait_ms), .min = 1, .max = 600000, .unit = " ms"},
+     .type = OPT_UINT, .offset = O(http.max_wait_ms), .min = 1, .max = 600000, .unit = " ms", .reload = true},
     {"max-queue", "N", "records waiting for the writer before ingest answers 429", "200000", .type = OPT_SIZE,
      .offset = O(store.max_queued_items), .min = 1, .max = 100000000},
 
@@ -222,16 +233,20 @@ static bool url_ok(const char *s)
     return rest && *rest && *rest != '/';
 }
 
-int options_set(options *o, const option_def *d, const char *value, char *err, size_t err_size)
+/* Reads value into o as d says: 0, or -EINVAL with why (without the
+ * option's name) in why. */
+static int set_value(options *o, const option_def *d, const char *value, char *why, size_t why_size)
 {
     void *at = (char *)o + d->offset;
     size_t v;
+    int level;
     switch (d->type) {
-    case OPT_TEXT: *(const char **)at = value; return 0;
+    case OPT_TEXT:
+    case OPT_CONFIG: *(const char **)at = value; return 0;
     case OPT_LISTEN:
         if (parse_listen(at, value) == 0)
             return 0;
-        snprintf(err, err_size, "--%s %s: expected ADDR:PORT, e.g. %s", d->name, value,
+        snprintf(why, why_size, "expected ADDR:PORT, e.g. %s",
                  d->offset == O(grpc_listen) ? "127.0.0.1:4317" : "127.0.0.1:4318");
         return -EINVAL;
     case OPT_URL:
@@ -239,16 +254,15 @@ int options_set(options *o, const option_def *d, const char *value, char *err, s
             *(const char **)at = value;
             return 0;
         }
-        snprintf(err, err_size, "--%s %s: expected the repository's API URL, https://api.github.com/repos/OWNER/REPO",
-                 d->name, value);
+        snprintf(why, why_size, "expected the repository's API URL, https://api.github.com/repos/OWNER/REPO");
         return -EINVAL;
     case OPT_URLS:
         if (!url_ok(value)) {
-            snprintf(err, err_size, "--%s %s: expected an http:// or https:// URL", d->name, value);
+            snprintf(why, why_size, "expected an http:// or https:// URL");
             return -EINVAL;
         }
         if (o->n_webhooks == OPTIONS_MAX_WEBHOOKS) {
-            snprintf(err, err_size, "--%s: at most %d", d->name, OPTIONS_MAX_WEBHOOKS);
+            snprintf(why, why_size, "at most %d", OPTIONS_MAX_WEBHOOKS);
             return -EINVAL;
         }
         o->webhooks[o->n_webhooks++] = value;
@@ -256,8 +270,7 @@ int options_set(options *o, const option_def *d, const char *value, char *err, s
     case OPT_SIZE:
     case OPT_UINT:
         if (parse_size(value, d->min, d->max, &v) < 0) {
-            snprintf(err, err_size, "--%s %s: expected %zu to %zu%s", d->name, value, d->min, d->max,
-                     d->unit ? d->unit : "");
+            snprintf(why, why_size, "expected %zu to %zu%s", d->min, d->max, d->unit ? d->unit : "");
             return -EINVAL;
         }
         if (d->type == OPT_SIZE)
@@ -267,20 +280,36 @@ int options_set(options *o, const option_def *d, const char *value, char *err, s
         return 0;
     case OPT_SYNC:
         if (strcmp(value, "full") != 0 && strcmp(value, "normal") != 0) {
-            snprintf(err, err_size, "--%s %s: expected normal or full", d->name, value);
+            snprintf(why, why_size, "expected normal or full");
             return -EINVAL;
         }
         o->store.sync_full = strcmp(value, "full") == 0;
+        return 0;
+    case OPT_LEVEL:
+        if ((level = logger_level_parse(value)) < 0) {
+            snprintf(why, why_size, "expected error, warning, info or debug");
+            return -EINVAL;
+        }
+        *(int *)at = level;
         return 0;
     case OPT_HELP: return 0;
     }
     return -EINVAL;
 }
 
+int options_set(options *o, const option_def *d, const char *value, char *err, size_t err_size)
+{
+    char why[256];
+    if (set_value(o, d, value, why, sizeof why) == 0)
+        return 0;
+    snprintf(err, err_size, "--%s%s%s: %s", d->name, value ? " " : "", value ? value : "", why);
+    return -EINVAL;
+}
+
 /* The defaults: the table's, then those computed. */
 static void defaults(options *o)
 {
-    char err[256];
+    char err[1024];
     for (const option_def *d = options_table; d->name; d++)
         if (d->def && !d->computed && d->type != OPT_TEXT)
             options_set(o, d, d->def, err, sizeof err);
@@ -357,11 +386,136 @@ static const char *check(options *o, char *err, size_t err_size)
     return NULL;
 }
 
-int options_parse(int argc, char **argv, options *o)
+/* Keeps p (malloc'd) for as long as o: NULL when out of memory (p freed). */
+static char *own(options *o, char *p)
 {
-    memset(o, 0, sizeof *o);
-    defaults(o);
-    char err[512];
+    char **grown = p ? realloc(o->owned, (o->n_owned + 1) * sizeof *grown) : NULL;
+    if (!grown) {
+        free(p);
+        return NULL;
+    }
+    o->owned = grown;
+    o->owned[o->n_owned++] = p;
+    return p;
+}
+
+void options_free(options *o)
+{
+    for (size_t i = 0; i < o->n_owned; i++)
+        free(o->owned[i]);
+    free(o->owned);
+    o->owned = NULL;
+    o->n_owned = 0;
+}
+
+static const option_def *find(const char *name, size_t len)
+{
+    for (const option_def *d = options_table; d->name; d++)
+        if (strlen(d->name) == len && strncmp(d->name, name, len) == 0)
+            return d;
+    return NULL;
+}
+
+#define CONFIG_MAX_BYTES (1 << 20)
+
+int options_read_file(options *o, const char *path, char *err, size_t err_size)
+{
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        snprintf(err, err_size, "%s: %s", path, strerror(errno));
+        return -EINVAL;
+    }
+    char *text = own(o, malloc(CONFIG_MAX_BYTES + 1));
+    size_t len = text ? fread(text, 1, CONFIG_MAX_BYTES + 1, f) : 0;
+    bool failed = !text || ferror(f);
+    fclose(f);
+    if (failed || len > CONFIG_MAX_BYTES) {
+        snprintf(err, err_size, "%s: %s", path, !text ? "out of memory" : failed ? strerror(errno)
+                                                                             : "larger than 1 MiB");
+        return -EINVAL;
+    }
+    text[len] = 0;
+    if (strlen(text) != len) {
+        snprintf(err, err_size, "%s: contains a NUL byte", path);
+        return -EINVAL;
+    }
+    /* a relative FILE or DIR is relative to the file's folder */
+    const char *slash = strrchr(path, '/');
+    size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
+    unsigned given_at[sizeof options_table / sizeof options_table[0]] = {0};
+    char *p = text;
+    for (unsigned lineno = 1; *p; lineno++) {
+        char *line = p, *nl = strchr(p, '\n');
+        p = nl ? nl + 1 : p + strlen(p);
+        if (nl)
+            *nl = 0;
+        while (*line == ' ' || *line == '\t')
+            line++;
+        char *end = line + strlen(line);
+        while (end > line && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
+            *--end = 0;
+        if (!*line || *line == '#')
+            continue;
+        char *eq = strchr(line, '=');
+        if (!eq) {
+            snprintf(err, err_size, "%s:%u: expected NAME = VALUE (or a comment starting with #)", path, lineno);
+            return -EINVAL;
+        }
+        char *name_end = eq;
+        while (name_end > line && (name_end[-1] == ' ' || name_end[-1] == '\t'))
+            name_end--;
+        char *value = eq + 1;
+        while (*value == ' ' || *value == '\t')
+            value++;
+        *name_end = 0;
+        const option_def *d = find(line, strlen(line));
+        if (!d) {
+            snprintf(err, err_size, "%s:%u: %.64s%s: no such option (pacerd.conf(5) lists them)", path, lineno, line,
+                     strlen(line) > 64 ? "…" : "");
+            return -EINVAL;
+        }
+        if (d->type == OPT_HELP || d->type == OPT_CONFIG) {
+            snprintf(err, err_size, "%s:%u: %s: on the command line only", path, lineno, d->name);
+            return -EINVAL;
+        }
+        if (!*value) {
+            snprintf(err, err_size, "%s:%u: %s: expected a value after '=' (%s)", path, lineno, d->name, d->arg);
+            return -EINVAL;
+        }
+        size_t at = (size_t)(d - options_table);
+        if (given_at[at] && d->type != OPT_URLS) {
+            snprintf(err, err_size, "%s:%u: %s is given again (first on line %u)", path, lineno, d->name,
+                     given_at[at]);
+            return -EINVAL;
+        }
+        given_at[at] = lineno;
+        bool is_path = strcmp(d->arg, "FILE") == 0 || strcmp(d->arg, "DIR") == 0;
+        if (is_path && value[0] != '/' && dir_len) {
+            char *joined = malloc(dir_len + strlen(value) + 1);
+            if (!own(o, joined)) {
+                snprintf(err, err_size, "%s: out of memory", path);
+                return -EINVAL;
+            }
+            memcpy(joined, path, dir_len);
+            strcpy(joined + dir_len, value);
+            value = joined;
+        }
+        char why[256];
+        if (set_value(o, d, value, why, sizeof why) < 0) {
+            snprintf(err, err_size, "%s:%u: %s = %.200s: %s", path, lineno, d->name, value, why);
+            return -EINVAL;
+        }
+        o->threads_given |= strcmp(d->name, "threads") == 0;
+    }
+    return 0;
+}
+
+/* The command line's options into o. config_only: --config alone (the
+ * first pass, the file is read before the others); otherwise all but it.
+ * 0; 1 for --help; -EINVAL with the reason in err. */
+static int read_args(int argc, char **argv, options *o, bool config_only, char *err, size_t err_size)
+{
+    bool webhooks_given = false;
     int i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
@@ -372,35 +526,96 @@ int options_parse(int argc, char **argv, options *o)
         if (a[0] != '-')
             break;
         const char *name = a + 2, *eq = strchr(name, '=');
-        size_t len = eq ? (size_t)(eq - name) : strlen(name);
-        const option_def *d = options_table;
-        while (d->name && !(strlen(d->name) == len && strncmp(d->name, name, len) == 0))
-            d++;
+        const option_def *d = a[1] == '-' ? find(name, eq ? (size_t)(eq - name) : strlen(name)) : NULL;
         const char *value = eq ? eq + 1 : NULL;
-        if (d->name && d->arg && !value && i + 1 < argc)
+        if (d && d->arg && !value && i + 1 < argc)
             value = argv[++i];
-        if (!d->name || (d->arg && !value) || (!d->arg && value)) {
-            fprintf(stderr, "pacerd: %s: unknown option or missing value (see pacerd --help)\n", a);
+        if (!d || (d->arg && !value) || (!d->arg && value)) {
+            snprintf(err, err_size, "%s: unknown option or missing value (see pacerd --help)", a);
             return -EINVAL;
         }
-        if (d->type == OPT_HELP) {
-            options_usage(stdout);
+        if (config_only != (d->type == OPT_CONFIG))
+            continue;
+        if (d->type == OPT_HELP)
             return 1;
+        if (d->type == OPT_URLS && !webhooks_given) {
+            o->n_webhooks = 0; /* the command line's list replaces the file's */
+            webhooks_given = true;
         }
-        if (options_set(o, d, value, err, sizeof err) < 0) {
-            fprintf(stderr, "pacerd: %s\n", err);
+        if (options_set(o, d, value, err, err_size) < 0)
             return -EINVAL;
-        }
         o->threads_given |= strcmp(d->name, "threads") == 0;
     }
     if (i < argc) {
-        fprintf(stderr, "pacerd: unexpected argument %s (see pacerd --help)\n", argv[i]);
-        return -EINVAL;
-    }
-    const char *why = check(o, err, sizeof err);
-    if (why) {
-        fprintf(stderr, "pacerd: %s\n", why);
+        snprintf(err, err_size, "unexpected argument %s (see pacerd --help)", argv[i]);
         return -EINVAL;
     }
     return 0;
+}
+
+/* The defaults, the file, the command line, the checks. */
+static int load(int argc, char **argv, options *o, char *err, size_t err_size)
+{
+    memset(o, 0, sizeof *o);
+    defaults(o);
+    int r = read_args(argc, argv, o, true, err, err_size);
+    if (r == 0 && o->config)
+        r = options_read_file(o, o->config, err, err_size);
+    if (r == 0)
+        r = read_args(argc, argv, o, false, err, err_size);
+    if (r != 0)
+        return r;
+    const char *why = check(o, err, err_size);
+    if (why) {
+        if (why != err)
+            snprintf(err, err_size, "%s", why);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int options_parse(int argc, char **argv, options *o)
+{
+    char err[1024];
+    int r = load(argc, argv, o, err, sizeof err);
+    if (r == 1)
+        options_usage(stdout);
+    else if (r < 0)
+        fprintf(stderr, "pacerd: %s\n", err);
+    return r;
+}
+
+int options_reload(int argc, char **argv, options *o, char *err, size_t err_size)
+{
+    int r = load(argc, argv, o, err, err_size);
+    return r == 1 ? 0 : r;
+}
+
+static bool text_same(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+bool options_same(const options *a, const options *b, const option_def *d)
+{
+    const char *pa = (const char *)a + d->offset, *pb = (const char *)b + d->offset;
+    switch (d->type) {
+    case OPT_TEXT:
+    case OPT_LISTEN:
+    case OPT_URL:
+    case OPT_CONFIG: return text_same(*(const char *const *)pa, *(const char *const *)pb);
+    case OPT_URLS:
+        if (a->n_webhooks != b->n_webhooks)
+            return false;
+        for (size_t i = 0; i < a->n_webhooks; i++)
+            if (!text_same(a->webhooks[i], b->webhooks[i]))
+                return false;
+        return true;
+    case OPT_SIZE: return *(const size_t *)pa == *(const size_t *)pb;
+    case OPT_UINT: return *(const unsigned *)pa == *(const unsigned *)pb;
+    case OPT_SYNC: return a->store.sync_full == b->store.sync_full;
+    case OPT_LEVEL: return *(const int *)pa == *(const int *)pb;
+    case OPT_HELP: return true;
+    }
+    return true;
 }

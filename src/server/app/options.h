@@ -1,10 +1,17 @@
 /* pacerd's options: one table (options.c), each entry an option's long
- * name, its argument's name, its help text and its default, from which
- * `pacerd --help` is written (options_usage) and the command line is read
- * (options_parse). Reading a value (options_set) is apart from the
- * command line, so that another source of options — a config file, one
- * "name = value" per option — gives the same errors for the same values;
- * and the table holds all a manual page needs. */
+ * name, its argument's name, its help text, its default and whether a
+ * reload applies it, from which `pacerd --help` is written
+ * (options_usage), the command line and the config file are read
+ * (options_parse, options_reload) and the manual pages pacerd(8) and
+ * pacerd.conf(5) and the default pacerd.conf are made (pacerd-man).
+ *
+ * The config file (--config FILE, pacerd.conf(5)): one "NAME = VALUE" per
+ * line, NAME an option's long name without "--"; blank lines and lines
+ * whose first non-blank character is '#' are skipped; spaces around NAME
+ * and VALUE do not count; a relative FILE or DIR is relative to the
+ * file's folder. Each option at most once (webhook may repeat). The
+ * command line overrides the file: an option given there replaces the
+ * file's value (webhooks given there replace the file's list). */
 #ifndef PACER_SERVER_OPTIONS_H
 #define PACER_SERVER_OPTIONS_H
 
@@ -31,6 +38,8 @@ typedef struct options {
     const char *db, *state, *admin_file, *keys_file, *tls_cert, *tls_key, *web_root, *clickhouse,
         *clickhouse_file;
     const char *analysis_config, *github_url, *github_token_file;
+    const char *config; /* --config FILE, or NULL */
+    int log_level;      /* enum logger_level */
     const char *webhooks[OPTIONS_MAX_WEBHOOKS];
     size_t n_webhooks;
     size_t max_body;
@@ -40,6 +49,10 @@ typedef struct options {
     bool threads_given;
     http_options http;
     store_options store;
+    /* what the values above may point into besides argv: the config
+     * file's text and paths made absolute (options_free frees them) */
+    char **owned;
+    size_t n_owned;
 } options;
 
 /* How an option's value is read into its place in `options`. */
@@ -51,7 +64,9 @@ enum option_type {
     OPT_SIZE,   /* size_t in [min, max] */
     OPT_UINT,   /* unsigned in [min, max] */
     OPT_SYNC,   /* normal|full into store.sync_full */
-    OPT_HELP,   /* no value: prints the help, exits 0 */
+    OPT_LEVEL,  /* error|warning|info|debug into log_level */
+    OPT_CONFIG, /* const char *: the config file (command line only) */
+    OPT_HELP,   /* no value: prints the help, exits 0 (command line only) */
 };
 
 typedef struct option_def {
@@ -65,6 +80,7 @@ typedef struct option_def {
     size_t offset;     /* where in struct options */
     size_t min, max;   /* OPT_SIZE, OPT_UINT */
     const char *unit;  /* their unit in errors: " bytes", " s", … */
+    bool reload;       /* SIGHUP applies a new value from the config file (else: at the next start) */
 } option_def;
 
 /* The table, ended by an entry without a name. */
@@ -78,9 +94,26 @@ void options_usage(FILE *f);
  * o: 0, or -EINVAL with "--NAME VALUE: why" in err. */
 int options_set(options *o, const option_def *d, const char *value, char *err, size_t err_size);
 
-/* The command line into o: the defaults, each option, then the checks
- * across options. 0; 1 when --help was given (the help printed); -EINVAL
- * with the reason on stderr. */
+/* The command line into o: the defaults, the config file when --config
+ * is given, each option of the command line, then the checks across
+ * options. 0; 1 when --help was given (the help printed); -EINVAL with
+ * the reason ("FILE:LINE: why" for the file's lines) on stderr. o holds
+ * what options_free frees, whatever the outcome. */
 int options_parse(int argc, char **argv, options *o);
+
+/* The same, again (SIGHUP): the file as it is now, then the same command
+ * line; nothing printed. 0, or -EINVAL with the reason in err. */
+int options_reload(int argc, char **argv, options *o, char *err, size_t err_size);
+
+/* Reads the config file path into o, over what o holds (options_reload's
+ * and options_parse's step): 0, or -EINVAL with "FILE:LINE: why" (or
+ * "FILE: why") in err. */
+int options_read_file(options *o, const char *path, char *err, size_t err_size);
+
+/* Whether option d has the same value in a and b. */
+bool options_same(const options *a, const options *b, const option_def *d);
+
+/* Frees what o owns (not o). */
+void options_free(options *o);
 
 #endif

@@ -175,7 +175,7 @@ http_plan router_preflight(void *ctx, http_request *rq, http_response *rs, size_
             http_error(rs, 429, "%s: retry after %u s", why, retry);
             return HTTP_ANSWERED;
         }
-        *ret_max_body = d->ingest.max_body;
+        *ret_max_body = __atomic_load_n(&d->ingest.max_body, __ATOMIC_RELAXED); /* a reload may change it */
         st->coming = true;
         store_coming(d->store, 1);
         break;

@@ -244,7 +244,7 @@ static enum MHD_Result finish(hreq *h, http_response *rs)
     bool chunked = header_count(h, MHD_HTTP_HEADER_TRANSFER_ENCODING, NULL) > 0;
     const char *expect = NULL;
     header_count(h, MHD_HTTP_HEADER_EXPECT, &expect);
-    size_t cap = rs->status == 429 ? h->srv->max_discard : DISCARD_SMALL;
+    size_t cap = rs->status == 429 ? __atomic_load_n(&h->srv->max_discard, __ATOMIC_RELAXED) : DISCARD_SMALL;
     bool body = cl > 0 || chunked;
     if (body && ((expect && strcasecmp(expect, "100-continue") == 0) || cl > (long long)cap ||
                  (chunked && rs->status != 429) || rs->status == 413))
@@ -728,6 +728,28 @@ fail_conns:
     pthread_mutex_destroy(&srv->log_lock);
     free(srv);
     return NULL;
+}
+
+void http_set_limits(http_server *srv, const http_options *o)
+{
+    conn_table *t = &srv->conns;
+    pthread_mutex_lock(&t->lock);
+    if (o->max_per_address)
+        t->max_per_address = o->max_per_address;
+    if (o->header_timeout_s)
+        t->header_ns = (int64_t)o->header_timeout_s * 1000000000LL;
+    if (o->body_timeout_s)
+        t->body_ns = (int64_t)o->body_timeout_s * 1000000000LL;
+    pthread_mutex_unlock(&t->lock);
+    pool *p = &srv->pool;
+    pthread_mutex_lock(&p->lock);
+    if (o->max_wait_ms)
+        p->max_wait_ns = (int64_t)o->max_wait_ms * 1000000LL;
+    if (o->max_body_bytes_in_flight)
+        p->max_body_bytes = o->max_body_bytes_in_flight;
+    pthread_mutex_unlock(&p->lock);
+    if (o->max_discard_bytes)
+        __atomic_store_n(&srv->max_discard, o->max_discard_bytes, __ATOMIC_RELAXED);
 }
 
 uint16_t http_port(const http_server *srv)

@@ -206,6 +206,12 @@ typedef struct http_server http_server;
 http_server *http_start(const char *addr, uint16_t port, const http_options *opt, const http_app *app, char *err,
                         size_t err_size);
 /* The port bound. */
+/* Applies new limits to a running server (a reload): max_per_address,
+ * header_timeout_s and body_timeout_s (for the deadlines set from now
+ * on), max_body_bytes_in_flight, max_wait_ms and max_discard_bytes; 0
+ * leaves one as it is. The others hold until the server is started again. */
+void http_set_limits(http_server *srv, const http_options *o);
+
 uint16_t http_port(const http_server *srv);
 /* Whether it serves TLS. */
 bool http_tls(const http_server *srv);

@@ -21,7 +21,7 @@ typedef struct ingest_ctx {
     store *store;
     dedupe *dedupe;          /* or NULL: copies are not looked for (ClickHouse: no instance sees every record) */
     clean_limits clean;
-    size_t max_body;         /* a gzip body's limit once inflated (--max-body) */
+    size_t max_body;         /* a gzip body's limit once inflated (--max-body; read atomically: a reload sets it) */
     unsigned retention_days; /* what the store would drop at once is refused (--retention-days) */
 } ingest_ctx;
 

@@ -199,7 +199,8 @@ void ingest_http_handle(const ingest_ctx *ig, const char *app, const http_reques
     char *inflated = NULL;
     char err[512];
     if (gzip) {
-        int g = gunzip(rq->body, rq->body_len, ig->max_body, &inflated, &body_len, err, sizeof err);
+        int g = gunzip(rq->body, rq->body_len, __atomic_load_n(&ig->max_body, __ATOMIC_RELAXED), &inflated, &body_len,
+                       err, sizeof err);
         if (g == -EFBIG) {
             http_error(rs, 413, "%s", err);
             return;
