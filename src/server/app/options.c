@@ -165,26 +165,38 @@ static void wrap(FILE *f, const char *text, size_t at)
     fputc('\n', f);
 }
 
+const char options_synopsis[] =
+    "pacerd --listen ADDR:PORT --db FILE --admin-token-file FILE --keys-file FILE [options]\n"
+    "pacerd --listen ADDR:PORT --clickhouse URL --admin-token-file FILE --keys-file FILE [options]\n"
+    "pacerd --config FILE [options]\n";
+
+void options_help(const option_def *d, char *out, size_t size)
+{
+    /* the default where the help says (%s), else after it */
+    if (strstr(d->help, "%s"))
+        snprintf(out, size, d->help, d->def ? d->def : "");
+    else if (d->def)
+        snprintf(out, size, "%s (default%s %s)", d->help, d->computed ? ":" : "", d->def);
+    else
+        snprintf(out, size, "%s", d->help);
+}
+
 void options_usage(FILE *f)
 {
-    fputs("usage: pacerd --listen ADDR:PORT --db FILE --admin-token-file FILE --keys-file FILE [options]\n"
-          "       pacerd --listen ADDR:PORT --clickhouse URL --admin-token-file FILE --keys-file FILE [options]\n"
-          "\n",
-          f);
+    for (const char *line = options_synopsis; *line;) {
+        size_t n = strcspn(line, "\n");
+        fprintf(f, "%s%.*s\n", line == options_synopsis ? "usage: " : "       ", (int)n, line);
+        line += n + (line[n] == '\n');
+    }
+    fputc('\n', f);
     for (const option_def *d = options_table; d->name; d++) {
         if (d->group)
             fprintf(f, "\n%s%s", d->group, *d->group ? "\n" : "");
         char lead[64];
         int n = snprintf(lead, sizeof lead, "  --%s%s%s", d->name, d->arg ? " " : "", d->arg ? d->arg : "");
         fprintf(f, "%-*s ", HELP_COLUMN - 1, lead);
-        /* the default where the help says (%s), else after it */
         char text[1024];
-        if (strstr(d->help, "%s"))
-            snprintf(text, sizeof text, d->help, d->def ? d->def : "");
-        else if (d->def)
-            snprintf(text, sizeof text, "%s (default%s %s)", d->help, d->computed ? ":" : "", d->def);
-        else
-            snprintf(text, sizeof text, "%s", d->help);
+        options_help(d, text, sizeof text);
         wrap(f, text, (size_t)(n < HELP_COLUMN - 1 ? HELP_COLUMN : n + 1));
     }
 }

@@ -86,6 +86,12 @@ typedef struct option_def {
 /* The table, ended by an entry without a name. */
 extern const option_def options_table[];
 
+/* The usage lines, one per line, without "usage: ". */
+extern const char options_synopsis[];
+
+/* d's help text as --help gives it: with its default. */
+void options_help(const option_def *d, char *out, size_t size);
+
 /* `pacerd --help`: the usage lines, then each option with its help and
  * default, grouped. */
 void options_usage(FILE *f);
