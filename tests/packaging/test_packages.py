@@ -10,7 +10,8 @@ deb`'s), checked by lintian, installed with dpkg into a throwaway root
 - pacerd's postinst: the user pacerd, /etc/pacer with a fresh admin token
   and a keys file readable by pacerd only, the unit enabled; purge removes
   them, and a new installation makes another token;
-- the manual pages against the installed pacer's help;
+- the manual pages against the installed pacer's and pacerd's help, the
+  installed pacerd.conf against pacerd's options;
 - the unit: `systemd-analyze verify`, and `systemd-analyze security` at
   2.5 or better;
 - the SDK and the trace runtime: programs built with pkg-config against
@@ -18,9 +19,12 @@ deb`'s), checked by lintian, installed with dpkg into a throwaway root
 - the installed pacer runs the demo app with the installed agent (on a
   private Xvfb, against the demo API server), and sends its records to the
   installed pacerd — run as its unit runs it: as the user pacerd, with the
-  unit's options, its files in /etc/pacer and /var/lib/pacerd — which
-  serves the dashboard from its installed files and answers with the
-  records' numbers.
+  unit's command line (the installed /etc/pacer/pacerd.conf, a free port
+  given on the command line over it), its files in /etc/pacer and
+  /var/lib/pacerd, a notification socket as systemd's (READY=1 once it
+  listens) — which serves the dashboard from its installed files, takes a
+  new key from a reload (SIGHUP) of its config file and refuses the old
+  one, and answers with the records' numbers.
 
 Environment: PACER_SOURCE_ROOT, PACKAGING_WORK (a directory of the build
 for the packages and the root), SHOP_APP, SHOP_API_SERVER, SHOP_CONFIG.
@@ -34,6 +38,7 @@ import re
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -48,9 +53,11 @@ WORK = os.environ.get("PACKAGING_WORK", os.path.join(tempfile.gettempdir(), "pac
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(SOURCE, "tests", "agent"))
 sys.path.insert(0, os.path.join(SOURCE, "tests", "cli"))
+sys.path.insert(0, os.path.join(SOURCE, "tests", "server"))
 import rootfs  # noqa: E402
 from agentlib import APP_ENV, SHOP_APP, SHOP_CONFIG, ApiServer, Xvfb, read_jsonl, skip_unless  # noqa: E402
 import manpages  # noqa: E402
+import pacerd_manpages  # noqa: E402
 
 PACKAGES = ["libpacer0", "libpacer-trace0", "libpacer-dev", "pacer", "pacer-qt", "pacerd"]
 DELAYS = {"/api/config": 200, "/api/list": 300, "/api/test1": 300}
@@ -58,6 +65,7 @@ TRIPLET = subprocess.run(["dpkg-architecture", "-qDEB_HOST_MULTIARCH"], capture_
                          check=True).stdout.strip()
 LIBDIR = "/usr/lib/" + TRIPLET
 UNIT = "/lib/systemd/system/pacerd.service"
+CONF = "/etc/pacer/pacerd.conf"
 
 debs = {}      # package → .deb path
 changes = None
@@ -142,7 +150,8 @@ class Packages(unittest.TestCase):
             "pacer-qt": [LIBDIR + "/pacer/libpacer-qt%s.so" % part for part in
                          ("6", "6-widgets", "6-network", "5", "5-widgets", "5-network")],
             "pacerd": ["/usr/bin/pacerd", "/usr/share/pacer/web/index.html", "/usr/share/pacer/web/app.js",
-                       "/usr/share/pacer/web/app.css", UNIT, "/usr/lib/sysusers.d/pacerd.conf"],
+                       "/usr/share/pacer/web/app.css", UNIT, "/usr/lib/sysusers.d/pacerd.conf", CONF,
+                       "/usr/share/man/man8/pacerd.8.gz", "/usr/share/man/man5/pacerd.conf.5.gz"],
         }
         for p, paths in want.items():
             for path in paths:
@@ -151,13 +160,21 @@ class Packages(unittest.TestCase):
         for p in ("libpacer0", "libpacer-trace0"):
             others = [f for f in files[p] if not f.startswith((LIBDIR + "/lib", "/usr/share/doc/", "/usr/share/lintian/"))]
             self.assertEqual(others, [], p)
-        # no file in two packages, no credentials in any
+        # no file in two packages, no credentials in any: of /etc/pacer,
+        # pacerd ships its config file alone, as a conffile (an admin's
+        # changes survive an upgrade)
         seen = {}
         for p, fs in files.items():
             for f in fs:
                 self.assertNotIn(f, seen, "%s is in %s and %s" % (f, seen.get(f), p))
                 seen[f] = p
-                self.assertFalse(f.startswith("/etc/pacer"), "%s ships %s" % (p, f))
+                if f.startswith("/etc/pacer"):
+                    self.assertEqual((p, f), ("pacerd", CONF))
+        control = subprocess.run(["dpkg-deb", "--ctrl-tarfile", debs["pacerd"]], capture_output=True,
+                                 check=True).stdout
+        conffiles = subprocess.run(["tar", "-xO", "./conffiles"], input=control, capture_output=True,
+                                   check=True).stdout.decode().split()
+        self.assertIn(CONF, conffiles)
 
     def test_libraries_named_after_their_soname(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -238,9 +255,14 @@ class Installed(unittest.TestCase):
         self.assertEqual(user[5], "/var/lib/pacerd")
         self.assertTrue(user[6].endswith("nologin"), user)
         stat = root.run(["stat", "-c", "%n %a %U %G", "/etc/pacer", "/etc/pacer/admin-token",
-                         "/etc/pacer/keys"]).stdout.split("\n")
-        self.assertEqual(stat[:3], ["/etc/pacer 750 root pacerd", "/etc/pacer/admin-token 640 root pacerd",
-                                    "/etc/pacer/keys 640 root pacerd"])
+                         "/etc/pacer/keys", CONF]).stdout.split("\n")
+        self.assertEqual(stat[:4], ["/etc/pacer 750 root pacerd", "/etc/pacer/admin-token 640 root pacerd",
+                                    "/etc/pacer/keys 640 root pacerd", CONF + " 644 root root"])
+        # the config file names the credentials beside it, and the state directory
+        conf = root.read(CONF).decode()
+        self.assertEqual(re.findall(r"^([a-z-]+) = (.*)$", conf, re.M),
+                         [("listen", "127.0.0.1:4318"), ("db", "/var/lib/pacerd/pacer.db"),
+                          ("admin-token-file", "/etc/pacer/admin-token"), ("keys-file", "/etc/pacer/keys")])
         token = root.read("/etc/pacer/admin-token").decode()
         self.assertRegex(token, r"^[A-Za-z0-9+/=]{40,}\n$")
         keys = root.read("/etc/pacer/keys").decode()
@@ -253,12 +275,13 @@ class Installed(unittest.TestCase):
         before = root.read("/etc/pacer/admin-token")
         root.run(["install", "-d", "-o", "pacerd", "-g", "pacerd", "/var/lib/pacerd"])
         root.run(["dpkg", "--purge", "pacerd"])
-        for path in ("/etc/pacer/admin-token", "/etc/pacer/keys", "/var/lib/pacerd", UNIT):
+        for path in ("/etc/pacer/admin-token", "/etc/pacer/keys", CONF, "/var/lib/pacerd", UNIT):
             self.assertFalse(root.exists(path), "%s is still there after purge" % path)
         root.run(["dpkg", "-i", debs["pacerd"]], timeout=120)
         after = root.read("/etc/pacer/admin-token")
         self.assertNotEqual(before, after)
         self.assertTrue(root.exists(UNIT))
+        self.assertTrue(root.exists(CONF))
 
     def test_libraries_resolve_to_the_packages(self):
         for exe in ("/usr/bin/pacer", "/usr/bin/pacerd"):
@@ -279,11 +302,23 @@ class Installed(unittest.TestCase):
         # man finds them by name
         r = root.run(["man", "-w", "pacer-run"])
         self.assertEqual(r.stdout.strip(), "/usr/share/man/man1/pacer-run.1.gz")
+        # pacerd's, and its installed config file
+        found = pacerd_manpages.problems("/usr/bin/pacerd", "/usr/share/man/man8/pacerd.8.gz",
+                                         "/usr/share/man/man5/pacerd.conf.5.gz", CONF, prefix=root.prefix(),
+                                         exists=root.exists, read=root.read)
+        self.assertEqual(found, [])
+        self.assertEqual(root.run(["man", "-w", "pacerd.conf"]).stdout.strip(), "/usr/share/man/man5/pacerd.conf.5.gz")
+        self.assertEqual(root.run(["man", "-w", "8", "pacerd"]).stdout.strip(), "/usr/share/man/man8/pacerd.8.gz")
 
     def test_unit_verifies_and_is_sandboxed(self):
         r = root.run(["systemd-analyze", "verify", UNIT], check=False)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertNotIn("pacerd.service", r.stdout + r.stderr)
+        # readiness told, reload by SIGHUP, the options in the config file
+        unit = root.read(UNIT).decode()
+        self.assertRegex(unit, r"(?m)^Type=notify$")
+        self.assertRegex(unit, r"(?m)^ExecReload=/bin/kill -HUP \$MAINPID$")
+        self.assertRegex(unit, r"(?m)^ExecStart=/usr/bin/pacerd --config /etc/pacer/pacerd.conf$")
         r = root.run(["systemd-analyze", "security", "--offline=true", UNIT], check=False)
         m = re.search(r"Overall exposure level for pacerd\.service: (\d+\.\d+)", r.stdout)
         self.assertTrue(m, r.stdout + r.stderr)
@@ -325,17 +360,27 @@ class Installed(unittest.TestCase):
         # with the state directory systemd would make; on a free port
         unit = root.read(UNIT).decode()
         exec_start = shlex.split(re.search(r"^ExecStart=(.*)$", unit, re.M).group(1))
-        self.assertEqual(exec_start[0], "/usr/bin/pacerd")
-        args = exec_start[1:]
-        args[args.index("--listen") + 1] = "127.0.0.1:0"
-        self.assertIn("/var/lib/pacerd/pacer.db", args)
+        self.assertEqual(exec_start, ["/usr/bin/pacerd", "--config", CONF])
+        # a free port over the file's 4318: the command line wins
+        args = exec_start[1:] + ["--listen", "127.0.0.1:0"]
         root.run(["install", "-d", "-m", "0700", "-o", "pacerd", "-g", "pacerd", "/var/lib/pacerd"])
+        notify_dir = tempfile.mkdtemp(dir="/tmp", prefix="pacerd-notify-")
+        self.addCleanup(shutil.rmtree, notify_dir, ignore_errors=True)
+        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.addCleanup(notify.close)
+        notify.bind(os.path.join(notify_dir, "notify"))
+        os.chmod(notify_dir, 0o755)
+        os.chmod(os.path.join(notify_dir, "notify"), 0o777)  # as systemd's, for the user pacerd
+        notify.settimeout(60)
         d = root.popen(["setpriv", "--reuid=pacerd", "--regid=pacerd", "--init-groups", "--", "/usr/bin/pacerd", *args],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       env={"NOTIFY_SOCKET": os.path.join(notify_dir, "notify")})
         try:
             line = d.stdout.readline()
             self.assertIn("listening on ", line, d.stderr.read() if d.poll() is not None else line)
             base = line.split("listening on ", 1)[1].strip()
+            ready = notify.recv(4096).decode()
+            self.assertEqual(ready, "READY=1\nSTATUS=listening on " + base)
             admin = root.read("/etc/pacer/admin-token").decode().strip()
 
             # the dashboard, from the installed files
@@ -349,14 +394,25 @@ class Installed(unittest.TestCase):
             keys_before = root.read("/etc/pacer/keys")
             self.addCleanup(root.run, ["sh", "-c", 'printf "%s" "$1" > /etc/pacer/keys', "sh",
                                        keys_before.decode()])
+            old_key = "pkg-old-" + os.urandom(12).hex()
+            self.assertEqual(self.status(base + "/v1/config/shop", old_key), 401)
+            root.run(["sh", "-c", 'echo "shop $1" >> /etc/pacer/keys', "sh", old_key])
+            self.reload(d, notify)
+            self.assertNotIn(self.status(base + "/v1/config/shop", old_key), (401, 403))
+            # a key changed as an admin may do it through the config file:
+            # keys-file names another file, holding another key; the reload
+            # takes the new one and refuses the old one
+            conf_before = root.read(CONF)
+            self.addCleanup(root.run, ["sh", "-c", 'printf "%s" "$1" > ' + CONF, "sh", conf_before.decode()])
+            self.addCleanup(root.run, ["rm", "-f", "/etc/pacer/keys.new"])
             key = "pkg-" + os.urandom(12).hex()
+            root.run(["sh", "-c", 'umask 027; echo "shop $1" > /etc/pacer/keys.new; chgrp pacerd /etc/pacer/keys.new',
+                      "sh", key])
+            root.run(["sed", "-i", "s|^keys-file = .*|keys-file = keys.new|", CONF])
             self.assertEqual(self.status(base + "/v1/config/shop", key), 401)
-            root.run(["sh", "-c", 'echo "shop $1" >> /etc/pacer/keys', "sh", key])
-            os.kill(self.pacerd_pid(d), signal.SIGHUP)
-            deadline = time.monotonic() + 10
-            while self.status(base + "/v1/config/shop", key) in (401, 403):
-                self.assertLess(time.monotonic(), deadline, "the new key is refused after SIGHUP")
-                time.sleep(0.1)
+            self.reload(d, notify)
+            self.assertNotIn(self.status(base + "/v1/config/shop", key), (401, 403))
+            self.assertEqual(self.status(base + "/v1/config/shop", old_key), 401)
 
             with tempfile.TemporaryDirectory(dir="/tmp") as tmp:
                 key_file = os.path.join(tmp, "shop.key")
@@ -405,6 +461,13 @@ class Installed(unittest.TestCase):
             self.assertEqual(owner[0], "pacerd")
         finally:
             self.stop(d)
+
+    def reload(self, d, notify):
+        """SIGHUP, as ExecReload sends it; returns once pacerd told it is
+        ready again (RELOADING=1, then READY=1)."""
+        os.kill(self.pacerd_pid(d), signal.SIGHUP)
+        self.assertTrue(notify.recv(4096).decode().startswith("RELOADING=1\n"))
+        self.assertEqual(notify.recv(4096).decode(), "READY=1")
 
     @staticmethod
     def pacerd_pid(d):
