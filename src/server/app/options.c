@@ -437,20 +437,33 @@ int options_read_file(options *o, const char *path, char *err, size_t err_size)
         snprintf(err, err_size, "%s: %s", path, strerror(errno));
         return -EINVAL;
     }
-    char *text = own(o, malloc(CONFIG_MAX_BYTES + 1));
+    char *text = malloc(CONFIG_MAX_BYTES + 1);
     size_t len = text ? fread(text, 1, CONFIG_MAX_BYTES + 1, f) : 0;
     bool failed = !text || ferror(f);
     fclose(f);
-    if (failed || len > CONFIG_MAX_BYTES) {
+    int r = -EINVAL;
+    if (failed || len > CONFIG_MAX_BYTES)
         snprintf(err, err_size, "%s: %s", path, !text ? "out of memory" : failed ? strerror(errno)
-                                                                             : "larger than 1 MiB");
-        return -EINVAL;
-    }
-    text[len] = 0;
-    if (strlen(text) != len) {
+                                                                         : "larger than 1 MiB");
+    else
+        r = options_read_text(o, path, text, len, err, err_size);
+    free(text);
+    return r;
+}
+
+int options_read_text(options *o, const char *path, const char *data, size_t len, char *err, size_t err_size)
+{
+    if (memchr(data, 0, len)) {
         snprintf(err, err_size, "%s: contains a NUL byte", path);
         return -EINVAL;
     }
+    char *text = own(o, malloc(len + 1));
+    if (!text) {
+        snprintf(err, err_size, "%s: out of memory", path);
+        return -EINVAL;
+    }
+    memcpy(text, data, len);
+    text[len] = 0;
     /* a relative FILE or DIR is relative to the file's folder */
     const char *slash = strrchr(path, '/');
     size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;

@@ -116,6 +116,10 @@ int options_reload(int argc, char **argv, options *o, char *err, size_t err_size
  * "FILE: why") in err. */
 int options_read_file(options *o, const char *path, char *err, size_t err_size);
 
+/* The same from the text of such a file (len bytes; path names it in
+ * messages and gives the folder of relative paths). For the fuzzer too. */
+int options_read_text(options *o, const char *path, const char *text, size_t len, char *err, size_t err_size);
+
 /* Whether option d has the same value in a and b. */
 bool options_same(const options *a, const options *b, const option_def *d);
 
