@@ -240,10 +240,10 @@ class Readiness(unittest.TestCase):
         msg = self.receive()
         # the first message is READY=1; at that moment the port accepts
         self.assertEqual(msg.split("\n")[0], "READY=1", msg)
-        self.assertIn("STATUS=listening on http://127.0.0.1:%d" % port, msg)
         with socket.create_connection(("127.0.0.1", port), timeout=5) as c:
             c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             self.assertTrue(c.recv(100).startswith(b"HTTP/1.1 200"))
+        self.assertIn("STATUS=listening on http://127.0.0.1:%d" % port, msg)
         # a reload: RELOADING=1 with the monotonic time, then READY=1
         before = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
         self.server.p.send_signal(signal.SIGHUP)
