@@ -168,11 +168,16 @@ static int state_write(void *ctx, int (*fn)(void *fn_ctx, sqlite3 *db), void *fn
     return sqlite_store_write(ctx, fn, fn_ctx);
 }
 
-/* What main holds besides the pacerd, for the clean-up. */
+/* What main holds besides the pacerd, for the clean-up, and what the
+ * threads read for as long as they run (the deliveries' targets, the
+ * analysis's kinds of them: deliver_start and analysis_start keep the
+ * arrays, not copies). */
 typedef struct held {
     char *cert, *key, *github_token, *url;
     ana_config acfg;
     bool acfg_loaded;
+    deliver_target targets[MAX_TARGETS];
+    enum target_kind kinds[MAX_TARGETS];
 } held;
 
 /* Stops and frees everything started, in the reverse order; accepts a
@@ -295,8 +300,8 @@ static int start(const options *o, pacerd *d, held *h)
     }
     h->acfg_loaded = true;
     d->ingest.clean = (clean_limits){h->acfg.max_duration_ms, (int64_t)h->acfg.max_clock_skew_s * 1000000000LL};
-    deliver_target targets[MAX_TARGETS];
-    enum target_kind kinds[MAX_TARGETS];
+    deliver_target *targets = h->targets;
+    enum target_kind *kinds = h->kinds;
     size_t n_targets = 0;
     for (size_t i = 0; i < o->n_webhooks; i++) {
         targets[n_targets] = (deliver_target){TARGET_KIND_WEBHOOK, (char *)o->webhooks[i], NULL};
