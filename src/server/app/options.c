@@ -1,5 +1,5 @@
 /* pacerd's options (options.h): the table, --help from it, and the
- * reading of the command line. */
+ * reading of the command line and of the config file. */
 #include "options.h"
 #include "logger.h"
 
