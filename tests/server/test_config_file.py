@@ -188,6 +188,48 @@ class ConfigFile(unittest.TestCase):
         s.p.send_signal(signal.SIGHUP)
         s.wait_stderr(r"SIGHUP: applied a new max-body")
 
+    def test_reload_applies_the_limits_to_the_grpc_front_too(self):
+        conf = self.conf("grpc-listen = 127.0.0.1:0\n")
+        s = self.start("--config", conf).wait_listening()
+        line = s.p.stdout.readline()
+        self.assertIn("OTLP/gRPC on", line)
+        grpc_port = int(line.rsplit(":", 1)[1])
+
+        def closed_at_accept(n):
+            socks = [socket.create_connection(("127.0.0.1", grpc_port), timeout=5) for _ in range(n)]
+            closed = 0
+            try:
+                for c in socks:
+                    try:
+                        closed += c.recv(65536) == b""  # open: pacerd's SETTINGS come
+                    except ConnectionResetError:
+                        closed += 1
+            finally:
+                for c in socks:
+                    c.close()
+            return closed
+
+        self.assertEqual(closed_at_accept(4), 0)
+        self.conf("grpc-listen = 127.0.0.1:0\nmax-per-address = 2\n")
+        s.p.send_signal(signal.SIGHUP)
+        s.wait_stderr(r"SIGHUP: reloaded .*; 1 settings changed")
+        # the four closed above counted off by pacerd (liveness, up to 10 s)
+        deadline = time.monotonic() + 10
+        while self.open_grpc_connections(s) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(self.open_grpc_connections(s), 0)
+        # the I/O thread takes the new limits before it accepts what came after them
+        self.assertEqual(closed_at_accept(4), 2)
+
+    def open_grpc_connections(self, s):
+        c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=10)
+        c.request("GET", "/metrics", headers={"Authorization": "Bearer " + ADMIN})
+        r = c.getresponse()
+        body = r.read().decode()
+        c.close()
+        self.assertEqual(r.status, 200, body[:300])
+        return float(re.search(r"^pacerd_grpc_connections (\S+)$", body, re.M).group(1))
+
     def test_bad_reload_keeps_every_setting(self):
         conf = self.conf()
         s = self.start("--config", conf).wait_listening()

@@ -417,6 +417,11 @@ static void reload(int argc, char **argv, options *o, pacerd *d, char *paths[2])
     http_options ho = n.http;
     ho.max_discard_bytes = n.max_body;
     http_set_limits(d->http, &ho);
+    if (d->grpc)
+        grpc_set_limits(d->grpc, &(grpc_options){.max_per_address = n.http.max_per_address,
+                                                 .header_timeout_s = n.http.header_timeout_s,
+                                                 .body_timeout_s = n.http.body_timeout_s,
+                                                 .max_bytes_in_flight = n.http.max_body_bytes_in_flight});
     __atomic_store_n(&d->ingest.max_body, n.max_body, __ATOMIC_RELAXED);
     /* what is in use now, for the next reload's comparison */
     char *admin = strdup(n.admin_file), *keys = strdup(n.keys_file);

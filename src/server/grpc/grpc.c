@@ -114,6 +114,8 @@ struct grpc_server {
     pthread_t *workers;
     unsigned n_workers;
     bool stopping, draining, drain_started; /* drain_started: GOAWAY sent, the calls not admitted answered */
+    grpc_options next; /* under lock: limits grpc_set_limits gave, for the I/O thread to take */
+    bool next_set;
     /* figures: atomics */
     grpc_stats st;
 };
@@ -992,6 +994,21 @@ static void reap(grpc_server *s, int64_t now)
     }
 }
 
+/* The limits grpc_set_limits left, taken on the I/O thread, the only one
+ * that reads them: a stream or connection started from now on gets them. */
+static void take_limits(grpc_server *s)
+{
+    pthread_mutex_lock(&s->lock);
+    if (s->next_set) {
+        s->o.max_per_address = s->next.max_per_address;
+        s->o.header_timeout_s = s->next.header_timeout_s;
+        s->o.body_timeout_s = s->next.body_timeout_s;
+        s->o.max_bytes_in_flight = s->next.max_bytes_in_flight;
+        s->next_set = false;
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
 static void *io_loop(void *arg)
 {
     grpc_server *s = arg;
@@ -1002,6 +1019,7 @@ static void *io_loop(void *arg)
         int n = epoll_wait(s->epfd, evs, 64, 250);
         if (__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE))
             break;
+        take_limits(s);
         for (int i = 0; i < n; i++) {
             void *p = evs[i].data.ptr;
             if (p == &s->listen_fd) {
@@ -1189,6 +1207,22 @@ grpc_server *grpc_start(const char *addr, uint16_t port, const grpc_options *opt
     }
     s->io_started = true;
     return s;
+}
+
+void grpc_set_limits(grpc_server *s, const grpc_options *o)
+{
+    pthread_mutex_lock(&s->lock);
+    s->next = s->o;
+    if (o->max_per_address)
+        s->next.max_per_address = o->max_per_address;
+    if (o->header_timeout_s)
+        s->next.header_timeout_s = o->header_timeout_s;
+    if (o->body_timeout_s)
+        s->next.body_timeout_s = o->body_timeout_s;
+    if (o->max_bytes_in_flight)
+        s->next.max_bytes_in_flight = o->max_bytes_in_flight;
+    s->next_set = true;
+    pthread_mutex_unlock(&s->lock);
 }
 
 uint16_t grpc_port(const grpc_server *s)

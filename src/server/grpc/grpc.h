@@ -145,6 +145,11 @@ typedef struct grpc_server grpc_server;
  * NULL with "ADDR:PORT: reason" in err. */
 grpc_server *grpc_start(const char *addr, uint16_t port, const grpc_options *opt, const grpc_app *app, char *err,
                         size_t err_size);
+/* What a reload may change, for the streams and connections started from
+ * now on: max_per_address, header_timeout_s, body_timeout_s and
+ * max_bytes_in_flight of o (0: unchanged); the rest of o is not read. Taken
+ * by the I/O thread within its next turn (250 ms at most). */
+void grpc_set_limits(grpc_server *s, const grpc_options *o);
 uint16_t grpc_port(const grpc_server *s);
 bool grpc_tls(const grpc_server *s);
 void grpc_get_stats(grpc_server *s, grpc_stats *ret);
