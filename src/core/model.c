@@ -510,6 +510,11 @@ void model_tick(model *m, int64_t now_ns)
     advance(m, now_ns);
 }
 
+int64_t model_next_deadline(const model *m)
+{
+    return m->next_deadline;
+}
+
 void model_finish(model *m)
 {
     check_deadlines(m);

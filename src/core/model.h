@@ -41,6 +41,10 @@ int model_submit(model *m, const pacer_event *ev);
 
 /* Advances the clock without an event (live deadlines). */
 void model_tick(model *m, int64_t now_ns);
+/* When the earliest deadline of a measuring page falls (model clock ns;
+ * INT64_MAX: none). It may be earlier than the real one (a page that
+ * finished since), never later. */
+int64_t model_next_deadline(const model *m);
 
 /* End of data: every page still measuring is reported as deadline_exceeded
  * (deadline passed by the latest time seen) or incomplete; the cold start

@@ -6,7 +6,10 @@
  * formatting of one record — and never for I/O: records leave the model
  * through writer_push(), which only links a node into the writer's queue.
  * The writer thread takes `mu` only from its tick (live deadlines), never
- * while holding its own queue lock, so the two locks have one order.
+ * while holding its own queue lock, so the two locks have one order. The
+ * tick is due at the model's next page deadline, none while no page
+ * measures: an event that brings the deadline forward tells the writer
+ * (writer_tick_at, under `mu`: instance → queue as above).
  *
  * Upload: with a server, the writer thread also encodes each record as OTLP,
  * appends it to the spool (its own SQLite connection; otlp.c, spool.c) and
@@ -53,6 +56,7 @@ struct pacer {
     void *user_data;
     bool raw_events;
     bool explicit_times;
+    int64_t tick_asked; /* under mu: the deadline the writer's tick is due at, at the latest */
     uint64_t events;
     _Atomic uint64_t config_generation;
     bool finished;
@@ -88,13 +92,29 @@ static void on_server_config(pacer_config *cfg, void *user_data)
     pacer_set_config(user_data, cfg);
 }
 
-static void on_writer_tick(void *user_data)
+static int64_t on_writer_tick(void *user_data)
 {
     pacer_t *p = user_data;
+    int64_t next = INT64_MAX;
     pthread_mutex_lock(&p->mu);
-    if (!p->finished)
+    if (!p->finished) {
         model_tick(p->model, pacer_now_ns());
+        next = model_next_deadline(p->model);
+    }
+    p->tick_asked = next;
     pthread_mutex_unlock(&p->mu);
+    return next;
+}
+
+/* Under mu, after an event: a page deadline earlier than the writer's
+ * next tick brings the tick forward. */
+static void ask_tick(pacer_t *p)
+{
+    int64_t d = model_next_deadline(p->model);
+    if (d < p->tick_asked) {
+        p->tick_asked = d;
+        writer_tick_at(p->writer, d);
+    }
 }
 
 static char *error_printf(const char *fmt, const char *a, const char *b)
@@ -403,6 +423,7 @@ PACER_API int pacer_submit(pacer_t *p, const pacer_event *ev)
     int r = p->finished ? -ESHUTDOWN : model_submit(p->model, &e);
     if (r == 0) {
         p->events++;
+        ask_tick(p);
         if (p->raw_events) {
             size_t len;
             char *line = format_event(&e, &len);

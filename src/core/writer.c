@@ -17,8 +17,10 @@
  * lines written or failed by the thread; writer_flush() waits for done ≥ the
  * pushed count it saw.
  *
- * The thread also runs on_tick every tick_ms (live page deadlines) without
- * holding the queue lock, so the tick may push lines itself.
+ * The thread also runs on_tick (live page deadlines) when it is due, without
+ * holding the queue lock, so the tick may push lines itself; the tick says
+ * when it is due next, writer_tick_at brings it forward, and with nothing
+ * due and nothing to write the thread sleeps until a push or a tick asks.
  */
 #include "writer.h"
 
@@ -60,6 +62,7 @@ struct writer {
     bool stopping;
     bool flush_requested;
     bool idle; /* the thread waits with no deadline of its own: a push wakes it */
+    int64_t tick_due; /* CLOCK_MONOTONIC ns; INT64_MAX: none */
 
     int records_fd;         /* -1: none */
     bool records_owned;     /* false for stdout */
@@ -69,15 +72,16 @@ struct writer {
     uint64_t written, dropped, errors; /* under mu */
 };
 
-static void timespec_in_ms(struct timespec *ts, unsigned ms)
+static int64_t mono_now_ns(void)
 {
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000;
-    if (ts->tv_nsec >= 1000000000) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000;
-    }
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static struct timespec timespec_at(int64_t ns)
+{
+    return (struct timespec){.tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000};
 }
 
 static bool write_all(int fd, const char *p, size_t n)
@@ -124,29 +128,24 @@ static uint64_t write_batch(writer *w, wline *batch)
     return errors;
 }
 
-static bool reached(const struct timespec *now, const struct timespec *t)
-{
-    return now->tv_sec > t->tv_sec || (now->tv_sec == t->tv_sec && now->tv_nsec >= t->tv_nsec);
-}
-
 static void *writer_main(void *arg)
 {
     writer *w = arg;
     clock_mark_internal_thread();
-    struct timespec next_write, next_tick, now;
-    timespec_in_ms(&next_tick, w->opts.tick_ms);
-
+    const int64_t tick_gap = (int64_t)w->opts.tick_ms * 1000000;
     bool quiet = false; /* the last wake had nothing to write */
     pthread_mutex_lock(&w->mu);
     for (;;) {
-        timespec_in_ms(&next_write, WRITER_LATENCY_MS);
         bool idle = quiet && !w->head;
-        if (idle || (w->opts.tick_ms && reached(&next_write, &next_tick)))
-            next_write = next_tick;
+        int64_t due = idle ? INT64_MAX : mono_now_ns() + (int64_t)WRITER_LATENCY_MS * 1000000;
+        if (w->tick_due < due)
+            due = w->tick_due;
         w->idle = idle;
-        while (!w->stopping && !w->flush_requested && w->queued < WRITER_WAKE_BATCH && !(idle && w->head)) {
-            int rc = idle && !w->opts.tick_ms ? pthread_cond_wait(&w->wake, &w->mu)
-                                              : pthread_cond_timedwait(&w->wake, &w->mu, &next_write);
+        while (!w->stopping && !w->flush_requested && w->queued < WRITER_WAKE_BATCH && !(idle && w->head) &&
+               w->tick_due >= due) {
+            struct timespec at = timespec_at(due);
+            int rc = due == INT64_MAX ? pthread_cond_wait(&w->wake, &w->mu)
+                                      : pthread_cond_timedwait(&w->wake, &w->mu, &at);
             if (rc == ETIMEDOUT)
                 break;
         }
@@ -157,6 +156,10 @@ static void *writer_main(void *arg)
         w->queued = 0;
         w->flush_requested = false;
         bool stopping = w->stopping;
+        int64_t now = mono_now_ns();
+        bool tick = tick_gap && !stopping && now >= w->tick_due;
+        if (tick)
+            w->tick_due = INT64_MAX; /* what writer_tick_at asks meanwhile stays */
         pthread_mutex_unlock(&w->mu);
 
         quiet = !batch;
@@ -169,15 +172,16 @@ static void *writer_main(void *arg)
             batch = next;
         }
 
-        if (w->opts.tick_ms && !stopping) {
-            clock_gettime(CLOCK_MONOTONIC, &now);
-            if (reached(&now, &next_tick)) {
-                w->opts.on_tick(w->opts.tick_data);
-                timespec_in_ms(&next_tick, w->opts.tick_ms);
-            }
+        int64_t next_tick = INT64_MAX;
+        if (tick) {
+            next_tick = w->opts.on_tick(w->opts.tick_data);
+            if (next_tick < now + tick_gap)
+                next_tick = now + tick_gap;
         }
 
         pthread_mutex_lock(&w->mu);
+        if (next_tick < w->tick_due)
+            w->tick_due = next_tick;
         w->done += n;
         w->written += n - (errors > n ? n : errors);
         w->errors += errors;
@@ -187,6 +191,18 @@ static void *writer_main(void *arg)
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
+}
+
+void writer_tick_at(writer *w, int64_t t_ns)
+{
+    if (!w->opts.tick_ms)
+        return;
+    pthread_mutex_lock(&w->mu);
+    if (t_ns < w->tick_due) {
+        w->tick_due = t_ns;
+        pthread_cond_signal(&w->wake);
+    }
+    pthread_mutex_unlock(&w->mu);
 }
 
 static int open_append(const char *path)
@@ -204,6 +220,7 @@ int writer_new(const writer_options *opts, writer **ret, const char **ret_path_f
         w->opts.queue_limit = 65536;
     if (!w->opts.on_tick)
         w->opts.tick_ms = 0;
+    w->tick_due = w->opts.tick_ms ? mono_now_ns() + (int64_t)w->opts.tick_ms * 1000000 : INT64_MAX;
     int r;
     w->records_fd = w->events_fd = -1;
     if (opts->records_path && strcmp(opts->records_path, "-") == 0) {

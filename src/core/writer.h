@@ -18,16 +18,20 @@ typedef enum writer_stream {
 
 /* A record written (line: its JSON text), on the writer thread. */
 typedef void (*writer_record_fn)(const pacer_record *rec, const char *line, size_t len, void *user_data);
-typedef void (*writer_tick_fn)(void *user_data);
+/* The tick, on the writer thread, without the queue's lock: returns when
+ * it is next due (CLOCK_MONOTONIC ns; INT64_MAX: not until writer_tick_at
+ * asks for it). */
+typedef int64_t (*writer_tick_fn)(void *user_data);
 
 typedef struct writer_options {
     const char *records_path;   /* "-" = stdout, NULL = none */
     const char *events_path;    /* NULL = none */
     writer_record_fn on_record; /* called on the writer thread for each record */
     void *user_data;
-    writer_tick_fn on_tick;     /* called on the writer thread every tick_ms */
+    writer_tick_fn on_tick;     /* called on the writer thread when due */
     void *tick_data;
-    unsigned tick_ms;           /* 0 = no tick */
+    unsigned tick_ms;           /* 0 = no tick; else the first is due tick_ms after the start, and ticks come at
+                                 * least tick_ms apart */
     size_t queue_limit;         /* lines waiting; beyond, new lines are dropped */
 } writer_options;
 
@@ -46,6 +50,10 @@ bool writer_push(writer *w, writer_stream stream, char *line, size_t len);
 /* Queues a record, taking ownership; the writer thread formats it. Same
  * rules as writer_push. */
 bool writer_push_record(writer *w, pacer_record *rec);
+
+/* Brings the next tick forward to t_ns (CLOCK_MONOTONIC) when it was due
+ * later (or not at all); any thread. Nothing when there is no tick. */
+void writer_tick_at(writer *w, int64_t t_ns);
 
 /* Waits until every line pushed before the call has been written. Must not
  * be called from the writer thread (a tick callback). */

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -147,10 +148,52 @@ static void test_requests_from_many_threads(void **state)
     pacer_config_unref(CFG);
 }
 
+/* Live deadlines: a page that gets no event after it was shown is reported
+ * deadline_exceeded by the writer's tick alone, and so is one made after a
+ * quiet second in which no page measured (the tick then sleeps until an
+ * event brings it forward). Liveness, up to 5 s each: no timing asserted. */
+static void test_live_deadline_without_further_events(void **state)
+{
+    (void)state;
+    static const char xml[] = "<pacer><page id=\"Slow\"/><thresholds page-deadline-ms=\"300\"/></pacer>";
+    char *err = NULL;
+    pacer_config *cfg = pacer_config_parse(xml, sizeof xml - 1, &err);
+    if (!cfg)
+        fail_msg("config: %s", err);
+    rec_capture c;
+    rec_capture_init(&c);
+    pacer_options o = {.app_name = "live", .on_record = rec_capture_fn, .user_data = &c, .live_deadlines = true};
+    assert_int_equal(pacer_new(&o, &P, NULL), 0);
+    pacer_set_config(P, cfg);
+    for (uint64_t page = 1; page <= 2; page++) {
+        if (page == 2)
+            usleep(1000000); /* no page measures: the tick has nothing due */
+        submit_ok(pacer_page_create(P, page, "Slow", PACER_PAGE_WINDOW));
+        submit_ok(pacer_page_view_created(P, page));
+        size_t n = 0;
+        for (int i = 0; i < 500 && n < page; i++) {
+            usleep(10000);
+            pthread_mutex_lock(&c.mu);
+            n = rec_count(&c, "page");
+            pthread_mutex_unlock(&c.mu);
+        }
+        assert_int_equal(n, page);
+        pthread_mutex_lock(&c.mu);
+        json_t *r = rec_find(&c, "page", NULL, NULL, page - 1);
+        const char *status = rec_str(r, "status");
+        pthread_mutex_unlock(&c.mu);
+        assert_string_equal(status, "deadline_exceeded");
+    }
+    pacer_free(P);
+    pacer_config_unref(cfg);
+    rec_capture_clear(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_requests_from_many_threads),
+        cmocka_unit_test(test_live_deadline_without_further_events),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

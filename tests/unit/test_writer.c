@@ -37,10 +37,11 @@ static void on_line(const pacer_record *rec, const char *line, size_t len, void 
     atomic_fetch_add(&callbacks, 1);
 }
 
-static void on_tick(void *ud)
+static int64_t on_tick(void *ud)
 {
     (void)ud;
     atomic_fetch_add(&ticks, 1);
+    return 0; /* due again as soon as tick_ms allows */
 }
 
 static void *pusher(void *arg)
