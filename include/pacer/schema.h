@@ -196,7 +196,15 @@ extern "C" {
     X(SOURCE, "source", STRING, PACER_FIELD_DIMENSION, NULL, "frame_clock|wayland|x11_present|x11_image|glx|egl|vulkan", \
       NULL, NULL, NONE, "where the frames were timed: the toolkit's frame clock, or the display path")              \
     X(SPAN_MS, "span_ms", MS, 0, "ms", NULL, NULL, NULL, NONE, "the time this record covers")                        \
-    X(LEVELS, "levels", OBJECT, 0, NULL, NULL, NULL, NULL, FRAME_LEVELS, "frames per Matrix level")
+    X(LEVELS, "levels", OBJECT, 0, NULL, NULL, NULL, NULL, FRAME_LEVELS, "frames per Matrix level")               \
+    X(PHASES_MS, "phases_ms", OBJECT, 0, NULL, NULL, NULL, NULL, FRAME_PHASES,                                      \
+      "time per phase of a frame, summed over all frames")                                                           \
+    X(SLOW_PHASES_MS, "slow_phases_ms", OBJECT, 0, NULL, NULL, NULL, NULL, FRAME_PHASES,                            \
+      "time per phase of a frame, summed over the slow frames")                                                      \
+    X(FROZEN_FRAMES, "frozen_frames", LIST, 0, NULL, NULL, NULL, NULL, FROZEN_FRAME,                                \
+      "each frozen frame with its phases (the first 8)")                                                             \
+    X(SLOW_WIDGETS, "slow_widgets", LIST, 0, NULL, NULL, NULL, NULL, SLOW_WIDGET,                                   \
+      "--frames=detail: the widget types whose layout or paint took longest in slow frames")
 
 #define PACER_FRAME_LEVELS_FIELDS(X)                                                                                 \
     X(BEST, "best", INT, 0, "count", NULL, NULL, NULL, NONE, "fewer than 3 dropped")                                 \
@@ -204,6 +212,26 @@ extern "C" {
     X(MIDDLE, "middle", INT, 0, "count", NULL, NULL, NULL, NONE, "9 to 23 dropped")                                  \
     X(HIGH, "high", INT, 0, "count", NULL, NULL, NULL, NONE, "24 to 41 dropped")                                     \
     X(FROZEN, "frozen", INT, 0, "count", NULL, NULL, NULL, NONE, "42 or more dropped")
+
+#define PACER_FRAME_PHASES_FIELDS(X)                                                                                 \
+    X(EVENTS, "events", MS, 0, "ms", NULL, NULL, NULL, NONE,                                                         \
+      "from when the frame was due or its cycle began to before-paint: events flushed, the loop held it back")     \
+    X(UPDATE, "update", MS, 0, "ms", NULL, NULL, NULL, NONE, "before-paint and update: tick callbacks, animations")  \
+    X(LAYOUT, "layout", MS, 0, "ms", NULL, NULL, NULL, NONE, "layout: measure and allocate")                         \
+    X(PAINT, "paint", MS, 0, "ms", NULL, NULL, NULL, NONE, "paint: snapshot or draw, and the renderer")              \
+    X(PRESENT, "present", MS, 0, "ms", NULL, NULL, NULL, NONE, "after-paint: the frame handed to the display")
+
+#define PACER_FROZEN_FRAME_FIELDS(X)                                                                                 \
+    X(MS, "ms", MS, PACER_FIELD_REQUIRED, "ms", NULL, NULL, NULL, NONE, "the frame's duration")                      \
+    X(PHASES_MS, "phases_ms", OBJECT, 0, NULL, NULL, NULL, NULL, FRAME_PHASES, "its time per phase")
+
+#define PACER_SLOW_WIDGET_FIELDS(X)                                                                                  \
+    X(TYPE, "type", STRING, PACER_FIELD_REQUIRED, NULL, NULL, NULL, NULL, NONE, "the widget's type (GType name)")    \
+    X(PHASE, "phase", STRING, PACER_FIELD_REQUIRED, NULL, "layout|paint", NULL, NULL, NONE,                         \
+      "layout (its measure and allocate) or paint (its snapshot or draw)")                                          \
+    X(MS, "ms", MS, PACER_FIELD_REQUIRED, "ms", NULL, NULL, NULL, NONE,                                              \
+      "its own time in that phase over the slow frames, without its children's")                                     \
+    X(CALLS, "calls", INT, 0, "count", NULL, NULL, NULL, NONE, "its calls in that phase over the slow frames")
 
 /* ---- leak (DESIGN §3.5, seed 001: LeakCanary, KOOM) ---- */
 #define PACER_LEAK_FIELDS(X)                                                                                         \
@@ -326,6 +354,9 @@ typedef struct pacer_record_type {
 #define PACER__ROW_STACK_FRAME(ID, ...) PACER_STACK_##ID,
 #define PACER__ROW_FRAMES(ID, ...) PACER_FRAMES_##ID,
 #define PACER__ROW_FRAME_LEVELS(ID, ...) PACER_LEVEL_##ID,
+#define PACER__ROW_FRAME_PHASES(ID, ...) PACER_FPHASE_##ID,
+#define PACER__ROW_FROZEN_FRAME(ID, ...) PACER_FROZEN_##ID,
+#define PACER__ROW_SLOW_WIDGET(ID, ...) PACER_SWIDGET_##ID,
 #define PACER__ROW_LEAK(ID, ...) PACER_LEAK_##ID,
 #define PACER__ROW_LEAK_TYPE(ID, ...) PACER_LEAKTYPE_##ID,
 #define PACER__ROW_LEAK_OBJECT(ID, ...) PACER_LEAKOBJ_##ID,
@@ -341,6 +372,9 @@ enum { PACER_JANK_FIELDS(PACER__ROW_JANK) PACER_JANK_N_FIELDS };
 enum { PACER_STACK_FRAME_FIELDS(PACER__ROW_STACK_FRAME) PACER_STACK_N_FIELDS };
 enum { PACER_FRAMES_FIELDS(PACER__ROW_FRAMES) PACER_FRAMES_N_FIELDS };
 enum { PACER_FRAME_LEVELS_FIELDS(PACER__ROW_FRAME_LEVELS) PACER_LEVEL_N_FIELDS };
+enum { PACER_FRAME_PHASES_FIELDS(PACER__ROW_FRAME_PHASES) PACER_FPHASE_N_FIELDS };
+enum { PACER_FROZEN_FRAME_FIELDS(PACER__ROW_FROZEN_FRAME) PACER_FROZEN_N_FIELDS };
+enum { PACER_SLOW_WIDGET_FIELDS(PACER__ROW_SLOW_WIDGET) PACER_SWIDGET_N_FIELDS };
 enum { PACER_LEAK_FIELDS(PACER__ROW_LEAK) PACER_LEAK_N_FIELDS };
 enum { PACER_LEAK_TYPE_FIELDS(PACER__ROW_LEAK_TYPE) PACER_LEAKTYPE_N_FIELDS };
 enum { PACER_LEAK_OBJECT_FIELDS(PACER__ROW_LEAK_OBJECT) PACER_LEAKOBJ_N_FIELDS };

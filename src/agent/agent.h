@@ -217,6 +217,32 @@ void frames_begin_at(frame_stats *f, int64_t t);
  * "output"; ignored when refresh_ns is 0: "default"). Writes a record when
  * frames-interval-ms has passed since the last one. */
 void frames_add(frame_stats *f, int64_t start, int64_t end, int64_t refresh_ns, const char *refresh_from);
+/* Where a frame's time went (the records' phases_ms): the frame clock's
+ * phases, or what the display path can tell. */
+enum { FRAME_EVENTS, FRAME_UPDATE, FRAME_LAYOUT, FRAME_PAINT, FRAME_PRESENT, FRAME_N_PHASES };
+/* --frames=detail: a widget type's own time in one phase of one frame
+ * (its children's taken out). `type` lives as long as the process. */
+typedef struct frame_widget_time {
+    const char *type;
+    int phase; /* FRAME_LAYOUT or FRAME_PAINT */
+    unsigned calls;
+    int64_t ns;
+} frame_widget_time;
+/* One frame as frames_add() counts it, with what else the caller knows:
+ * its phases (has_phases; they add up to end − start) and the widget
+ * types' times in it (counted when the frame is slow). */
+typedef struct frame_info {
+    int64_t start, end, refresh_ns;
+    const char *refresh_from;
+    bool has_phases;
+    int64_t phases[FRAME_N_PHASES];
+    const frame_widget_time *widgets;
+    size_t n_widgets;
+} frame_info;
+void frames_add_info(frame_stats *f, const frame_info *fi);
+/* PACER_FRAMES (pacer run --frames) names detail: the adapters time
+ * widget types' layout and paint. Any thread. */
+bool frames_detail(void);
 /* When the record's span began: frames start no earlier. */
 int64_t frames_since(const frame_stats *f);
 /* Writes what was counted since the last record (`final`: the window

@@ -99,6 +99,7 @@ typedef struct surface {
     bool pending_main;    /* made on the main thread */
     display_source pending_source;
     int64_t pending_busy; /* the main loop's iteration start then */
+    int64_t pending_at;   /* when it was queued: the frame's phases */
 } surface;
 
 /* A spin lock: the critical sections are a few loads and stores (a
@@ -147,6 +148,7 @@ typedef struct outer_state {
     bool inner;
     surface_kind kind;
     uint64_t handle;
+    int64_t began; /* when the outermost present began */
 } outer_state;
 static __thread outer_state outer __attribute__((tls_model("initial-exec")));
 
@@ -249,7 +251,7 @@ static void set_pending(surface *s)
 }
 
 /* Defined below: counting a frame, and what follows it. */
-static bool count(surface *s, display_source source, int64_t t, int64_t busy);
+static bool count(surface *s, display_source source, int64_t t, int64_t busy, int64_t queued);
 static void counted(bool first, display_source source, int64_t t, bool main_thread);
 
 void display_gone(surface_kind kind, uint64_t handle)
@@ -264,7 +266,7 @@ void display_gone(surface_kind kind, uint64_t handle)
             /* queued before the destroy, it reaches the display with it */
             clear_pending(s);
             source = s->pending_source;
-            first = count(s, source, t, s->pending_busy);
+            first = count(s, source, t, s->pending_busy, s->pending_at);
         }
         agent_in_hook++;
         frames_free(s->stats);
@@ -341,8 +343,10 @@ void display_output_refresh(surface_kind family, uint64_t output, int64_t refres
 
 /* A frame on a surface reached the display at t: counted. `busy` is the
  * main loop's iteration start when the main thread made it (0: another
- * thread did). Lock held; returns whether it was the process's first. */
-static bool count(surface *s, display_source source, int64_t t, int64_t busy)
+ * thread did); `queued` when the program queued it (0: unknown). Its
+ * phases: `paint` from its start to when it was queued, `present` from
+ * then to t. Lock held; returns whether it was the process's first. */
+static bool count(surface *s, display_source source, int64_t t, int64_t busy, int64_t queued)
 {
     if (!s->stats && counts_frames()) {
         s->stats = frames_new(s->name, s->number, source_names[source]);
@@ -370,8 +374,12 @@ static bool count(surface *s, display_source source, int64_t t, int64_t busy)
         }
         if (!start || start < frames_since(s->stats))
             start = frames_since(s->stats);
+        frame_info fi = {.start = start, .end = t, .refresh_ns = output, .refresh_from = "output", .has_phases = true};
+        int64_t q = queued < start ? start : queued > t ? t : queued;
+        fi.phases[FRAME_PAINT] = q - start;
+        fi.phases[FRAME_PRESENT] = t - q;
         agent_in_hook++;
-        frames_add(s->stats, start, t, output, "output");
+        frames_add_info(s->stats, &fi);
         agent_in_hook--;
     }
     s->prev_gap = s->prev_end ? t - s->prev_end : 0;
@@ -428,6 +436,7 @@ void display_frame(surface_kind kind, uint64_t handle, display_source source)
         s->pending_main = main_thread;
         s->pending_source = source;
         s->pending_busy = main_thread ? mainloop_busy_since() : 0;
+        s->pending_at = mono_ns();
         set_pending(s);
     }
     unlock();
@@ -465,7 +474,7 @@ __attribute__((noinline)) static void handover_pending(surface_kind family, int6
             continue;
         }
         clear_pending(s); /* the last pending takes slot i */
-        if (count(s, s->pending_source, t, s->pending_busy)) {
+        if (count(s, s->pending_source, t, s->pending_busy, s->pending_at)) {
             first = true;
             first_source = s->pending_source;
         }
@@ -502,6 +511,7 @@ void display_outer_begin(display_source source)
     if (outer.depth++ == 0) {
         outer.source = source;
         outer.inner = false;
+        outer.began = mono_ns();
         loop_present_begin();
     }
 }
@@ -527,7 +537,7 @@ void display_outer_end(surface_kind kind, uint64_t handle, int64_t t)
     bool first = false;
     if (s && s->toplevel) {
         clear_pending(s); /* what the driver queued inside is this frame */
-        first = count(s, outer.source, t, busy);
+        first = count(s, outer.source, t, busy, outer.began);
     }
     unlock();
     if (s)

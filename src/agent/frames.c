@@ -22,6 +22,13 @@
  * rest when the window unmaps (closed or hidden) or at exit, with the
  * counts of the frames since the series' previous record.
  *
+ * Phases (a caller that knows them: frame_info.phases, adding up to the
+ * frame's duration): summed over all frames (phases_ms) and over the slow
+ * ones (slow_phases_ms); each frozen frame keeps its own (the first
+ * MAX_FROZEN of a record). With --frames=detail the caller also gives the
+ * widget types' own times in each frame: those of slow frames are summed
+ * per type and phase, and the record names the MAX_WIDGETS_OUT longest.
+ *
  * Cost: a few compares and adds per frame, no allocation; the record is
  * built and submitted (the pacer instance's lock) at most once per
  * interval. A series is used by one thread at a time (its caller's lock
@@ -32,6 +39,7 @@
 #include <pacer/base/clock.h>
 
 #include <stdlib.h>
+#include <string.h>
 
 #define FROZEN_NS 700000000
 #define DEFAULT_REFRESH_NS 16666667
@@ -40,6 +48,19 @@ enum { BEST, NORMAL, MIDDLE, HIGH, FROZEN, N_LEVELS };
 static const int level_min[N_LEVELS] = {0, 3, 9, 24, 42};
 static const unsigned level_field[N_LEVELS] = {PACER_LEVEL_BEST, PACER_LEVEL_NORMAL, PACER_LEVEL_MIDDLE,
                                                PACER_LEVEL_HIGH, PACER_LEVEL_FROZEN};
+
+#define MAX_FROZEN 8
+#define MAX_WIDGETS 32
+#define MAX_WIDGETS_OUT 5
+
+static const unsigned phase_field[FRAME_N_PHASES] = {PACER_FPHASE_EVENTS, PACER_FPHASE_UPDATE, PACER_FPHASE_LAYOUT,
+                                                     PACER_FPHASE_PAINT, PACER_FPHASE_PRESENT};
+
+struct frozen_frame {
+    int64_t ns;
+    bool has_phases;
+    int64_t phases[FRAME_N_PHASES];
+};
 
 struct frame_stats {
     const char *window; /* interned */
@@ -50,6 +71,12 @@ struct frame_stats {
     /* since the last record */
     uint64_t frames, slow, frozen, dropped, levels[N_LEVELS];
     int64_t delay_ns, max_ns, since;
+    bool has_phases;
+    int64_t phases[FRAME_N_PHASES], slow_phases[FRAME_N_PHASES];
+    unsigned n_frozen;
+    struct frozen_frame frozen_list[MAX_FROZEN];
+    unsigned n_widgets;
+    frame_widget_time widgets[MAX_WIDGETS];
     int64_t interval;     /* the record interval, as last read */
     unsigned until_check; /* frames before the interval is read again */
 };
@@ -77,6 +104,78 @@ static int64_t interval_ns(void)
     return c;
 }
 
+static void set_phases(pacer_record *r, unsigned field, const int64_t *phases)
+{
+    pacer_record *o = pacer_record_add(r, field);
+    for (int i = 0; o && i < FRAME_N_PHASES; i++)
+        pacer_record_set_ms(o, phase_field[i], phases[i]);
+}
+
+static int widget_longer(const void *a, const void *b)
+{
+    int64_t x = ((const frame_widget_time *)a)->ns, y = ((const frame_widget_time *)b)->ns;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The phases, frozen frames and widget types of a record. */
+static void emit_phases(frame_stats *f, pacer_record *r)
+{
+    if (!f->has_phases)
+        return;
+    set_phases(r, PACER_FRAMES_PHASES_MS, f->phases);
+    if (f->slow)
+        set_phases(r, PACER_FRAMES_SLOW_PHASES_MS, f->slow_phases);
+    for (unsigned i = 0; i < f->n_frozen; i++) {
+        pacer_record *e = pacer_record_add(r, PACER_FRAMES_FROZEN_FRAMES);
+        if (!e)
+            break;
+        pacer_record_set_ms(e, PACER_FROZEN_MS, f->frozen_list[i].ns);
+        if (f->frozen_list[i].has_phases)
+            set_phases(e, PACER_FROZEN_PHASES_MS, f->frozen_list[i].phases);
+    }
+    qsort(f->widgets, f->n_widgets, sizeof(f->widgets[0]), widget_longer);
+    for (unsigned i = 0; i < f->n_widgets && i < MAX_WIDGETS_OUT; i++) {
+        pacer_record *e = pacer_record_add(r, PACER_FRAMES_SLOW_WIDGETS);
+        if (!e)
+            break;
+        pacer_record_set_str(e, PACER_SWIDGET_TYPE, f->widgets[i].type);
+        pacer_record_set_str(e, PACER_SWIDGET_PHASE, f->widgets[i].phase == FRAME_PAINT ? "paint" : "layout");
+        pacer_record_set_ms(e, PACER_SWIDGET_MS, f->widgets[i].ns);
+        pacer_record_set_int(e, PACER_SWIDGET_CALLS, (int64_t)f->widgets[i].calls);
+    }
+}
+
+/* A slow frame's widget times, summed per type and phase (a type that
+ * finds no room is left out: the table keeps the first MAX_WIDGETS). */
+static void add_widgets(frame_stats *f, const frame_widget_time *w, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned k = 0;
+        while (k < f->n_widgets && !(f->widgets[k].type == w[i].type && f->widgets[k].phase == w[i].phase))
+            k++;
+        if (k == f->n_widgets) {
+            if (k == MAX_WIDGETS)
+                continue;
+            f->widgets[k] = (frame_widget_time){w[i].type, w[i].phase, 0, 0};
+            f->n_widgets++;
+        }
+        f->widgets[k].calls += w[i].calls;
+        f->widgets[k].ns += w[i].ns;
+    }
+}
+
+bool frames_detail(void)
+{
+    static _Atomic int detail = -1;
+    int d = atomic_load_explicit(&detail, memory_order_relaxed);
+    if (d < 0) {
+        const char *v = getenv("PACER_FRAMES");
+        d = v && strcmp(v, "detail") == 0;
+        atomic_store_explicit(&detail, d, memory_order_relaxed);
+    }
+    return d;
+}
+
 void frames_emit(frame_stats *f, bool final)
 {
     if (!f || f->frames == 0)
@@ -99,6 +198,7 @@ void frames_emit(frame_stats *f, bool final)
         pacer_record_set_ms(r, PACER_FRAMES_SPAN_MS, mono_ns() - f->since);
         for (int i = 0; i < N_LEVELS; i++)
             pacer_record_set_int(lv, level_field[i], (int64_t)f->levels[i]);
+        emit_phases(f, r);
         agent_in_hook++;
         agent_submit_record(r);
         agent_in_hook--;
@@ -109,6 +209,10 @@ void frames_emit(frame_stats *f, bool final)
     for (int i = 0; i < N_LEVELS; i++)
         f->levels[i] = 0;
     f->delay_ns = f->max_ns = 0;
+    f->has_phases = false;
+    for (int i = 0; i < FRAME_N_PHASES; i++)
+        f->phases[i] = f->slow_phases[i] = 0;
+    f->n_frozen = f->n_widgets = 0;
     f->since = mono_ns();
 }
 
@@ -144,8 +248,16 @@ int64_t frames_since(const frame_stats *f)
 
 void frames_add(frame_stats *f, int64_t start, int64_t end, int64_t refresh_ns, const char *refresh_from)
 {
+    frame_info fi = {.start = start, .end = end, .refresh_ns = refresh_ns, .refresh_from = refresh_from};
+    frames_add_info(f, &fi);
+}
+
+void frames_add_info(frame_stats *f, const frame_info *fi)
+{
     if (!f)
         return;
+    int64_t start = fi->start, end = fi->end, refresh_ns = fi->refresh_ns;
+    const char *refresh_from = fi->refresh_from;
     int64_t refresh = refresh_ns > 0 ? refresh_ns : DEFAULT_REFRESH_NS;
     f->refresh_ns = refresh;
     f->refresh_from = refresh_ns > 0 ? refresh_from : "default";
@@ -157,12 +269,29 @@ void frames_add(frame_stats *f, int64_t start, int64_t end, int64_t refresh_ns, 
     f->frames++;
     f->levels[level]++;
     f->dropped += (uint64_t)dropped;
+    if (fi->has_phases) {
+        f->has_phases = true;
+        for (int i = 0; i < FRAME_N_PHASES; i++)
+            f->phases[i] += fi->phases[i];
+    }
     if (d > refresh) {
         f->slow++;
         f->delay_ns += d - refresh;
+        if (fi->has_phases)
+            for (int i = 0; i < FRAME_N_PHASES; i++)
+                f->slow_phases[i] += fi->phases[i];
+        add_widgets(f, fi->widgets, fi->n_widgets);
     }
-    if (d > FROZEN_NS)
+    if (d > FROZEN_NS) {
         f->frozen++;
+        if (f->n_frozen < MAX_FROZEN) {
+            struct frozen_frame *z = &f->frozen_list[f->n_frozen++];
+            z->ns = d;
+            z->has_phases = fi->has_phases;
+            for (int i = 0; i < FRAME_N_PHASES; i++)
+                z->phases[i] = fi->has_phases ? fi->phases[i] : 0;
+        }
+    }
     if (d > f->max_ns)
         f->max_ns = d;
     /* the interval (a config lookup) is read again every 64 frames and

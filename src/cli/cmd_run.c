@@ -20,7 +20,7 @@ static const char usage[] =
     "                 [--raw-events FILE] [--server URL [--key-file FILE] [--ca FILE]\n"
     "                 [--spool FILE] [--otlp-protocol protobuf|json|grpc]\n"
     "                 [--otlp-compression gzip|none] [--config-server URL]]\n"
-    "                 [--leaks=refs|native|refs,native|off]\n"
+    "                 [--leaks=refs|native|refs,native|off] [--frames=phases|detail]\n"
     "                 -- PROGRAM [ARGS...]\n"
     "\n"
     "Runs PROGRAM with the pacer agent preloaded; it needs no change. Any\n"
@@ -65,6 +65,10 @@ static const char usage[] =
     "                        native  malloc'd memory nothing points to at exit\n"
     "                                (sampled allocation stacks, a mark phase)\n"
     "                      off turns leak detection off\n"
+    "  --frames=MODE       frames records carry each window's time per frame phase\n"
+    "                      (events, update, layout, paint, present) without this\n"
+    "                      (phases); detail also names the widget types whose\n"
+    "                      layout or paint took longest in slow frames (GTK 4)\n"
     "\n"
     "Environment: PACER_AGENT_LIB overrides where libpacer-agent.so is found.\n";
 
@@ -72,6 +76,7 @@ static int run(int argc, char **argv)
 {
     const char *config = NULL, *out = "pacer.jsonl", *app = NULL, *version = NULL, *raw = NULL;
     const char *server = NULL, *key_file = NULL, *ca = NULL, *spool = NULL, *leaks = NULL;
+    const char *frames = NULL;
     const char *protocol = NULL, *compression = NULL, *config_server = NULL;
     int i = 1;
     for (; i < argc; i++) {
@@ -106,6 +111,11 @@ static int run(int argc, char **argv)
         } else if (strncmp(a, "--leaks=", 8) == 0) {
             leaks = a + 8;
             continue;
+        } else if (strcmp(a, "--frames") == 0) {
+            slot = &frames;
+        } else if (strncmp(a, "--frames=", 9) == 0) {
+            frames = a + 9;
+            continue;
         } else if (strcmp(a, "--otlp-protocol") == 0) {
             slot = &protocol;
         } else if (strcmp(a, "--otlp-compression") == 0) {
@@ -137,7 +147,7 @@ static int run(int argc, char **argv)
     launch_options lo = {.config = config, .out = out, .raw = raw, .app = app, .version = version,
                          .server = server, .key = key, .ca = ca, .spool = spool, .protocol = protocol,
                          .compression = compression, .config_server = config_server, .leaks = leaks,
-                         .summary = true};
+                         .frames = frames, .summary = true};
     char *agent = NULL;
     int r = launch_check("pacer run", &lo, &agent) < 0 || launch_set_env("pacer run", &lo, agent) < 0 ? -1 : 0;
     cli_key_free(key);

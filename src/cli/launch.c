@@ -145,6 +145,10 @@ int launch_check(const char *cmd, const launch_options *o, char **ret_agent)
                 o->leaks);
         return -1;
     }
+    if (o->frames && strcmp(o->frames, "phases") != 0 && strcmp(o->frames, "detail") != 0) {
+        fprintf(stderr, "%s: --frames wants phases or detail, not '%s'\n", cmd, o->frames);
+        return -1;
+    }
     if (o->config) {
         char *err = NULL;
         pacer_config *cfg = pacer_config_load(o->config, &err);
@@ -284,6 +288,7 @@ int launch_set_env(const char *cmd, const launch_options *o, const char *agent)
     if (o->leaks && leaks_valid(o->leaks, &native, &refs) && native)
         setenv("G_SLICE", "always-malloc", 0);
     set_or_unset("PACER_LEAKS", o->leaks);
+    set_or_unset("PACER_FRAMES", o->frames);
     /* without an app the agent names the app: the program, or the script
      * an interpreter runs (python3 app.py: "app") */
     set_or_unset("PACER_APP", o->app);

@@ -21,6 +21,8 @@
  *   PACER_LEAKS        the leak modes (only with leaks); with native also
  *                      G_SLICE=always-malloc, so GLib's slices are blocks of
  *                      their own that the mark can see
+ *   PACER_FRAMES       the frames mode (only with frames): detail names
+ *                      the widget types of slow frames
  *   LD_PRELOAD         the agent, prepended to any value already set
  * Paths are made absolute, since the program may change directory.
  *
@@ -60,6 +62,7 @@ typedef struct launch_options {
     const char *compression; /* "gzip" or "none", or NULL */
     const char *config_server; /* the config service's URL, or NULL (the core's default) */
     const char *leaks;       /* leak modes (refs,native,off), or NULL */
+    const char *frames;      /* frames mode (phases, detail), or NULL */
     bool summary;            /* the agent prints its one-line summary at exit */
 } launch_options;
 

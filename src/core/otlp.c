@@ -493,8 +493,16 @@ static void log_item(const enc *e, const pacer_record *r, const char *line, size
     pb_fixed64(b, LOG_OBSERVED, ts); /* last: fields in number order */
 }
 
+/* A list element a point belongs to: its list's name, its index, the
+ * element (whose strings name the point). */
+typedef struct point_of {
+    const char *list;
+    size_t index;
+    const pacer_record *el;
+} point_of;
+
 static void metric(const enc *e, const pacer_record *r, const char *name, const pacer_field *f,
-                   const pacer_record *holder, unsigned i)
+                   const pacer_record *holder, unsigned i, const point_of *of)
 {
     pbuf *b = e->b;
     size_t m = pb_open(b, SCOPE_ITEMS);
@@ -509,37 +517,65 @@ static void metric(const enc *e, const pacer_record *r, const char *name, const 
     else
         pb_fixed64(b, POINT_INT, (uint64_t)pacer_record_int(holder, i));
     attrs_of_fields(e, POINT_ATTRS, r, 1);
+    if (of) {
+        char key[256];
+        attr_name(key, sizeof(key), of->list, "index");
+        attr_int(b, POINT_ATTRS, key, (int64_t)of->index);
+        const pacer_shape *es = pacer_record_shape(of->el);
+        for (unsigned k = 0; k < es->n_fields; k++)
+            if (pacer_record_has(of->el, k) && es->fields[k].type == PACER_TYPE_STRING)
+                attr_field(e, POINT_ATTRS, of->el, k, of->list);
+    }
     pb_close(b, point);
     pb_close(b, gauge);
     pb_close(b, m);
 }
 
-/* A metrics record: a gauge per numeric field that is not a dimension (and
- * per numeric field of its objects), with the dimensions as attributes. */
-static void metrics_item(const enc *e, const pacer_record *r)
+/* The gauges of the numbers of `holder` (the record, or an element of one
+ * of its lists: `of`) and of its objects, named <prefix>.<field>. */
+static void metrics_of(const enc *e, const pacer_record *r, const char *prefix, const pacer_record *holder,
+                       const point_of *of)
 {
-    const char *type = pacer_record_type_name(r);
-    const pacer_shape *sh = pacer_record_shape(r);
+    const pacer_shape *sh = pacer_record_shape(holder);
     for (unsigned i = 0; i < sh->n_fields; i++) {
         const pacer_field *f = &sh->fields[i];
-        if (!pacer_record_has(r, i) || (f->flags & PACER_FIELD_DIMENSION))
+        if (!pacer_record_has(holder, i) || (f->flags & PACER_FIELD_DIMENSION))
             continue;
         char name[256];
         if (f->type == PACER_TYPE_INT || f->type == PACER_TYPE_MS) {
-            snprintf(name, sizeof(name), "pacer.%s.%s", type, f->name);
-            metric(e, r, name, f, r, i);
+            snprintf(name, sizeof(name), "%s.%s", prefix, f->name);
+            metric(e, r, name, f, holder, i, of);
         } else if (f->type == PACER_TYPE_OBJECT) {
-            const pacer_record *o = pacer_record_child(r, i);
+            const pacer_record *o = pacer_record_child(holder, i);
             const pacer_shape *os = pacer_record_shape(o);
             for (unsigned k = 0; k < os->n_fields; k++) {
-                const pacer_field *of = &os->fields[k];
-                if (!pacer_record_has(o, k) || (of->type != PACER_TYPE_INT && of->type != PACER_TYPE_MS))
+                const pacer_field *of_f = &os->fields[k];
+                if (!pacer_record_has(o, k) || (of_f->type != PACER_TYPE_INT && of_f->type != PACER_TYPE_MS))
                     continue;
-                snprintf(name, sizeof(name), "pacer.%s.%s.%s", type, f->name, of->name);
-                metric(e, r, name, of, o, k);
+                snprintf(name, sizeof(name), "%s.%s.%s", prefix, f->name, of_f->name);
+                metric(e, r, name, of_f, o, k, of);
+            }
+        } else if (f->type == PACER_TYPE_LIST && !of) {
+            snprintf(name, sizeof(name), "%s.%s", prefix, f->name);
+            size_t n = 0;
+            for (const pacer_record *el = pacer_record_child(holder, i); el; el = pacer_record_next(el), n++) {
+                point_of at = {f->name, n, el};
+                metrics_of(e, r, name, el, &at);
             }
         }
     }
+}
+
+/* A metrics record: a gauge per numeric field that is not a dimension (and
+ * per numeric field of its objects), with the dimensions as attributes; a
+ * list's elements: a gauge per number of each (pacer.<type>.<list>.<field>),
+ * its point named by the element's index (pacer.<list>.index) and its
+ * strings (pacer.<list>.<field>). */
+static void metrics_item(const enc *e, const pacer_record *r)
+{
+    char prefix[128];
+    snprintf(prefix, sizeof(prefix), "pacer.%s", pacer_record_type_name(r));
+    metrics_of(e, r, prefix, r, NULL);
 }
 
 /* The item of record r as `signal` (the batch's, which is r's own for a

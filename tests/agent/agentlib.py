@@ -305,16 +305,16 @@ def read_jsonl(path):
     return out
 
 
-def pacer_run(display, program, args=(), config=None, timeout=60, extra_env=None, workdir=None):
-    """Runs PROGRAM under `pacer run` to completion. Returns
-    (returncode, records, events, stderr)."""
+def pacer_run(display, program, args=(), config=None, timeout=60, extra_env=None, workdir=None, run_args=()):
+    """Runs PROGRAM under `pacer run` (with run_args, pacer's options) to
+    completion. Returns (returncode, records, events, stderr)."""
     workdir = workdir or tempfile.mkdtemp(prefix="pacer-agent-test-")
     out = os.path.join(workdir, "records.jsonl")
     raw = os.path.join(workdir, "events.jsonl")
     cmd = [PACER, "run", "--out", out, "--raw-events", raw]
     if config:
         cmd += ["--config", config]
-    cmd += ["--", program] + list(args)
+    cmd += list(run_args) + ["--", program] + list(args)
     env = dict(os.environ, DISPLAY=display, **APP_ENV, **(extra_env or {}))
     env.pop("WAYLAND_DISPLAY", None)
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

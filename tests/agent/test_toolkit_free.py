@@ -122,6 +122,17 @@ class Checks(unittest.TestCase):
         longest = max(f["max_frame_ms"] for f in frames)
         self.assertGreaterEqual(longest, stalled - 16.667)
         self.assertLessEqual(longest, stalled + SLACK_MS)
+        # its phases: the display path sees the frame queued (paint: the
+        # stall came before it) and reaching the display (present) only
+        frozen = [z for f in frames for z in f.get("frozen_frames", [])]
+        self.assertEqual(len(frozen), 1, frames)
+        ph = frozen[0]["phases_ms"]
+        self.assertEqual((ph["events"], ph["update"], ph["layout"]), (0, 0, 0), ph)
+        self.assertAlmostEqual(ph["paint"] + ph["present"], frozen[0]["ms"], delta=0.01)
+        self.assertGreaterEqual(ph["paint"], stalled - 16.667, ph)
+        for f in frames:
+            self.assertAlmostEqual(sum(f["phases_ms"].values()),
+                                   f["phases_ms"]["paint"] + f["phases_ms"]["present"], delta=0.002)
         self.assertTrue(frames[-1]["final"])
         assert_documented(self, records, ["startup", "jank", "frames"])
 

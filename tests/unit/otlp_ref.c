@@ -440,8 +440,15 @@ static void write_log(jbuf *b, const pacer_record *r, const char *line)
     jbuf_close(b, '}');
 }
 
+/* A point of a list's element: the list, the element's index, the element. */
+typedef struct element_of {
+    const char *list;
+    size_t index;
+    const pacer_record *el;
+} element_of;
+
 static void write_point(jbuf *b, const pacer_record *r, const char *metric, const pacer_field *f,
-                        const pacer_record *holder, unsigned i, const char *ts)
+                        const pacer_record *holder, unsigned i, const char *ts, const element_of *of)
 {
     jbuf_open(b, '{');
     jbuf_kv_str(b, "name", metric);
@@ -463,6 +470,15 @@ static void write_point(jbuf *b, const pacer_record *r, const char *metric, cons
     jbuf_key(b, "attributes");
     jbuf_open(b, '[');
     attrs_of_fields(b, r, 1);
+    if (of) {
+        char key[256];
+        attr_name(key, sizeof(key), of->list, "index");
+        attr_int(b, key, NULL, (int64_t)of->index);
+        const pacer_shape *es = pacer_record_shape(of->el);
+        for (unsigned k = 0; k < es->n_fields; k++)
+            if (pacer_record_has(of->el, k) && es->fields[k].type == PACER_TYPE_STRING)
+                attr_field(b, of->el, k, of->list);
+    }
     jbuf_close(b, ']');
     jbuf_close(b, '}');
     jbuf_close(b, ']');
@@ -470,34 +486,50 @@ static void write_point(jbuf *b, const pacer_record *r, const char *metric, cons
     jbuf_close(b, '}');
 }
 
-/* A metrics record: a gauge per numeric field that is not a dimension (and
- * per numeric field of its objects), with the dimensions as attributes. */
-static void write_metrics(jbuf *b, const pacer_record *r)
+/* The points of `holder`'s numbers (the record's, or of an element of
+ * one of its lists) and of its objects' numbers, named <prefix>.<field>. */
+static void write_points(jbuf *b, const pacer_record *r, const char *prefix, const pacer_record *holder,
+                         const char *ts, const element_of *of)
 {
-    char ts[24];
-    snprintf(ts, sizeof(ts), "%" PRId64, pacer_record_ts(r));
-    const char *type = pacer_record_type_name(r);
-    const pacer_shape *sh = pacer_record_shape(r);
+    const pacer_shape *sh = pacer_record_shape(holder);
     for (unsigned i = 0; i < sh->n_fields; i++) {
         const pacer_field *f = &sh->fields[i];
-        if (!pacer_record_has(r, i) || (f->flags & PACER_FIELD_DIMENSION))
+        if (!pacer_record_has(holder, i) || (f->flags & PACER_FIELD_DIMENSION))
             continue;
         char name[256];
         if (f->type == PACER_TYPE_INT || f->type == PACER_TYPE_MS) {
-            snprintf(name, sizeof(name), "pacer.%s.%s", type, f->name);
-            write_point(b, r, name, f, r, i, ts);
+            snprintf(name, sizeof(name), "%s.%s", prefix, f->name);
+            write_point(b, r, name, f, holder, i, ts, of);
         } else if (f->type == PACER_TYPE_OBJECT) {
-            const pacer_record *o = pacer_record_child(r, i);
+            const pacer_record *o = pacer_record_child(holder, i);
             const pacer_shape *os = pacer_record_shape(o);
             for (unsigned k = 0; k < os->n_fields; k++) {
-                const pacer_field *of = &os->fields[k];
-                if (!pacer_record_has(o, k) || (of->type != PACER_TYPE_INT && of->type != PACER_TYPE_MS))
+                const pacer_field *objf = &os->fields[k];
+                if (!pacer_record_has(o, k) || (objf->type != PACER_TYPE_INT && objf->type != PACER_TYPE_MS))
                     continue;
-                snprintf(name, sizeof(name), "pacer.%s.%s.%s", type, f->name, of->name);
-                write_point(b, r, name, of, o, k, ts);
+                snprintf(name, sizeof(name), "%s.%s.%s", prefix, f->name, objf->name);
+                write_point(b, r, name, objf, o, k, ts, of);
+            }
+        } else if (f->type == PACER_TYPE_LIST && !of) {
+            snprintf(name, sizeof(name), "%s.%s", prefix, f->name);
+            size_t n = 0;
+            for (const pacer_record *el = pacer_record_child(holder, i); el; el = pacer_record_next(el), n++) {
+                element_of at = {f->name, n, el};
+                write_points(b, r, name, el, ts, &at);
             }
         }
     }
+}
+
+/* A metrics record: a gauge per numeric field that is not a dimension (and
+ * per numeric field of its objects, and of its lists' elements), with the
+ * dimensions as attributes. */
+static void write_metrics(jbuf *b, const pacer_record *r)
+{
+    char ts[24], prefix[128];
+    snprintf(ts, sizeof(ts), "%" PRId64, pacer_record_ts(r));
+    snprintf(prefix, sizeof(prefix), "pacer.%s", pacer_record_type_name(r));
+    write_points(b, r, prefix, r, ts, NULL);
 }
 
 static void write_resource(jbuf *b, const pacer_record *r, int64_t spool_dropped)

@@ -353,6 +353,24 @@ static void test_every_field_has_its_place(void **state)
                         if (!has_metric(items, key))
                             fail_msg("%s: no gauge %s", t->name, key);
                     }
+                } else if (f->type == PACER_TYPE_LIST) {
+                    /* a gauge per number of its elements (and of their
+                     * objects), the element's index on its point */
+                    for (size_t k = 0; k < f->shape->n_fields; k++) {
+                        const pacer_field *ef = &f->shape->fields[k];
+                        if (ef->type == PACER_TYPE_INT || ef->type == PACER_TYPE_MS) {
+                            snprintf(key, sizeof key, "pacer.%s.%s.%s", t->name, f->name, ef->name);
+                            if (!has_metric(items, key))
+                                fail_msg("%s: no gauge %s", t->name, key);
+                        } else if (ef->type == PACER_TYPE_OBJECT) {
+                            for (size_t j = 0; j < ef->shape->n_fields; j++) {
+                                snprintf(key, sizeof key, "pacer.%s.%s.%s.%s", t->name, f->name, ef->name,
+                                         ef->shape->fields[j].name);
+                                if (!has_metric(items, key))
+                                    fail_msg("%s: no gauge %s", t->name, key);
+                            }
+                        }
+                    }
                 } else {
                     fail_msg("%s: field %s is neither a dimension nor a number: it has no place in OTLP metrics",
                              t->name, f->name);

@@ -10,6 +10,16 @@
  * Each signal reads the monotonic clock once and calls the listeners in the
  * order they started listening.
  *
+ * Where a cycle's time goes: emission hooks on the clock's before-paint,
+ * update, layout, paint and after-paint (they run before every handler of
+ * the emission, GDK's own included, so each marks when its phase began)
+ * write the cycle's phase marks into the clock's hub; listeners read them
+ * at after-paint (frameclock_marks). A phase the cycle skipped (nothing
+ * asked for an update or a layout) has no mark. Cost: a clock read and a
+ * qdata lookup per phase per cycle (a phase emitted again in the same cycle
+ * — GDK repeats layout while it is asked for — keeps its first mark), of every frame clock once the first
+ * listener started.
+ *
  * A listener holds a reference to its clock while listening, so the clock
  * (and its hub) outlives every listener. Main thread only.
  */
@@ -23,6 +33,7 @@ typedef struct hub {
     GObject *clock; /* not a reference: the hub is the clock's qdata */
     clock_listener *first;
     gulong ids[4];
+    int64_t marks[CLOCK_N_MARKS];
 } hub;
 
 static GQuark hub_quark;
@@ -68,6 +79,51 @@ static void on_after_paint(GObject *clock, gpointer data)
     }
 }
 
+/* The phase marks: an emission hook per phase, its mark as the data. */
+static gboolean on_phase(GSignalInvocationHint *hint, guint n, const GValue *params, gpointer data)
+{
+    GObject *clock = n > 0 ? g_value_get_object(&params[0]) : NULL;
+    hub *h = clock ? g_object_get_qdata(clock, hub_quark) : NULL;
+    if (h) {
+        int mark = (int)(intptr_t)data;
+        int64_t now = mono_ns();
+        if (mark == CLOCK_BEFORE_PAINT)
+            for (int i = 0; i < CLOCK_N_MARKS; i++)
+                h->marks[i] = 0;
+        if (!h->marks[mark]) /* the first emission: GDK runs layout up to 4 times a cycle */
+            h->marks[mark] = now;
+    }
+    return TRUE; /* keep the hook */
+}
+
+static void hook_phases(GObject *clock)
+{
+    static bool done;
+    static const char *const names[CLOCK_N_MARKS] = {"before-paint", "update", "layout", "paint", "after-paint"};
+    if (done)
+        return;
+    done = true;
+    for (int i = 0; i < CLOCK_N_MARKS; i++) {
+        guint id = g_signal_lookup(names[i], G_OBJECT_TYPE(clock));
+        if (!id || !g_signal_add_emission_hook(id, 0, on_phase, (gpointer)(intptr_t)i, NULL))
+            agent_note_once("frame-phases", "the frame clock's phases cannot be followed; frames records come "
+                                            "without phases_ms");
+    }
+}
+
+void frameclock_mark(GObject *clock, int mark)
+{
+    hub *h = clock && hub_quark ? g_object_get_qdata(clock, hub_quark) : NULL;
+    if (h && h->marks[CLOCK_BEFORE_PAINT] && !h->marks[CLOCK_AFTER_PAINT] && !h->marks[mark])
+        h->marks[mark] = mono_ns();
+}
+
+const int64_t *frameclock_marks(GObject *clock)
+{
+    hub *h = clock && hub_quark ? g_object_get_qdata(clock, hub_quark) : NULL;
+    return h ? h->marks : NULL;
+}
+
 static void connect(hub *h)
 {
     static const char *const names[4] = {"before-paint", "update", "paint", "after-paint"};
@@ -106,6 +162,7 @@ bool frameclock_listen(clock_listener *l, GObject *clock)
     }
     if (!h->first)
         connect(h);
+    hook_phases(clock);
     l->clock = g_object_ref(clock);
     l->next = NULL;
     clock_listener **tail = &h->first;
@@ -133,4 +190,25 @@ void frameclock_unlisten(clock_listener *l)
     l->clock = NULL;
     l->next = NULL;
     g_object_unref(clock);
+}
+
+bool frameclock_phases(const int64_t *marks, int64_t start, int64_t end, int64_t phases[FRAME_N_PHASES])
+{
+    if (!marks || !marks[CLOCK_BEFORE_PAINT] || end < start)
+        return false;
+    /* each phase begins at its mark (update: at before-paint), a skipped
+     * one is empty; walked from the end so they tile [start, end] */
+    const int64_t begins[FRAME_N_PHASES] = {start, marks[CLOCK_BEFORE_PAINT], marks[CLOCK_LAYOUT], marks[CLOCK_PAINT],
+                                            marks[CLOCK_AFTER_PAINT]};
+    int64_t next = end;
+    for (int i = FRAME_N_PHASES - 1; i >= 0; i--) {
+        int64_t b = begins[i] ? begins[i] : next;
+        if (b > next)
+            b = next;
+        if (b < start)
+            b = start;
+        phases[i] = next - b;
+        next = b;
+    }
+    return true;
 }

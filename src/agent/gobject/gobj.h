@@ -49,6 +49,8 @@
     X(AGENT_LIBGOBJECT, g_type_is_a)               \
     X(AGENT_LIBGOBJECT, g_type_from_name)          \
     X(AGENT_LIBGOBJECT, g_type_class_ref)          \
+    X(AGENT_LIBGOBJECT, g_type_class_peek)         \
+    X(AGENT_LIBGOBJECT, g_type_parent)             \
     X(AGENT_LIBGOBJECT, g_signal_lookup)           \
     X(AGENT_LIBGOBJECT, g_signal_add_emission_hook) \
     X(AGENT_LIBGOBJECT, g_signal_connect_data)     \
@@ -103,6 +105,8 @@ bool gobj_api_load(const char **ret_missing);
 #define g_type_is_a (*gobj_fn.g_type_is_a)
 #define g_type_from_name (*gobj_fn.g_type_from_name)
 #define g_type_class_ref (*gobj_fn.g_type_class_ref)
+#define g_type_class_peek (*gobj_fn.g_type_class_peek)
+#define g_type_parent (*gobj_fn.g_type_parent)
 #define g_signal_lookup (*gobj_fn.g_signal_lookup)
 #define g_signal_add_emission_hook (*gobj_fn.g_signal_add_emission_hook)
 #define g_signal_connect_data (*gobj_fn.g_signal_connect_data)
@@ -164,6 +168,20 @@ struct clock_listener {
 bool frameclock_listen(clock_listener *l, GObject *clock);
 /* Stops listening; does nothing when not listening. Main thread. */
 void frameclock_unlisten(clock_listener *l);
+/* When each phase of the clock's cycle in progress (at after-paint: the
+ * cycle ending) began, CLOCK_MONOTONIC ns, 0 for a phase the cycle
+ * skipped; NULL for a clock nobody listens to. Main thread. */
+enum { CLOCK_BEFORE_PAINT, CLOCK_UPDATE, CLOCK_LAYOUT, CLOCK_PAINT, CLOCK_AFTER_PAINT, CLOCK_N_MARKS };
+const int64_t *frameclock_marks(GObject *clock);
+/* A phase begins now in the clock's cycle in progress, though its signal
+ * comes later (GDK's X11 toplevels compute their size, measuring every
+ * widget, at the end of update): kept unless the phase began already. */
+void frameclock_mark(GObject *clock, int mark);
+/* A frame's phases (FRAME_*) from start to end, given the marks of its
+ * cycle (NULL: none known, false returned); they add up to end − start.
+ * Before the cycle's before-paint is `events` (the frame was due, the
+ * loop held it back); before-paint and update are `update`. */
+bool frameclock_phases(const int64_t *marks, int64_t start, int64_t end, int64_t phases[FRAME_N_PHASES]);
 
 /* ---- calls.c ---- */
 /* What the GTK adapter in force does with the app's calls. */

@@ -17,6 +17,9 @@
  * span / refresh. A window that stopped animating and starts again later
  * waited in between, so no false delay is counted.
  *
+ * A frame's phases (frames.c sums them): from the clock's phase marks
+ * (gobject/frameclock.c, frameclock_phases).
+ *
  * The refresh interval is the one gdk_frame_clock_get_refresh_info()
  * reports (the output's, as GDK knows it), else 60 Hz.
  *
@@ -96,7 +99,9 @@ static void on_after_paint(clock_listener *l, GObject *clock, int64_t end)
     f->prev_begin = f->begin;
     f->prev_update = f->update;
     f->prev_end = end;
-    frames_add(f->stats, start, end, refresh, "frame_clock");
+    frame_info fi = {.start = start, .end = end, .refresh_ns = refresh, .refresh_from = "frame_clock"};
+    fi.has_phases = frameclock_phases(frameclock_marks(clock), start, end, fi.phases);
+    frames_add_info(f->stats, &fi);
 }
 
 window_frames *gtk3_frames_new(const char *class_name, uint64_t instance)

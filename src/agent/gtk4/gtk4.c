@@ -18,11 +18,19 @@ static const gobj_gtk_calls calls = {
     .stack_add = gtk4_pages_on_stack_add,
 };
 
+/* A widget's construction: its type's layout and paint timed
+ * (--frames=detail), then is it a page. */
+static void on_construct(GTypeInstance *instance, GType type)
+{
+    gtk4_widget_times_on_construct(type);
+    gtk4_pages_on_construct(instance, type);
+}
+
 static int gtk4_attach(const char **ret_missing)
 {
     if (!gobj_api_load(ret_missing) || !gtk4_api_load(ret_missing))
         return -ENOENT;
-    gobj_types_watch_widgets(gtk4_pages_on_construct);
+    gobj_types_watch_widgets(on_construct);
     gobj_calls_set(&calls);
     gobj_leaks_set_walk(&gtk4_leak_walk);
     gobj_types_check();

@@ -38,6 +38,8 @@
     X(GTK4_LIB, gtk_window_get_toplevels)            \
     X(GTK4_LIB, gtk_native_get_surface)              \
     X(GTK4_LIB, gdk_surface_get_type)                \
+    X(GTK4_LIB, gdk_surface_get_frame_clock)         \
+    X(GTK4_LIB, gdk_toplevel_get_type)               \
     X(GTK4_LIB, gdk_frame_clock_get_refresh_info)    \
     X(GTK4_LIB, gdk_frame_clock_get_frame_time)      \
     X(GTK4_LIB, gtk_stack_get_visible_child)         \
@@ -78,6 +80,8 @@ bool gtk4_api_load(const char **ret_missing);
 #define gtk_window_get_toplevels (*gtk4_fn.gtk_window_get_toplevels)
 #define gtk_native_get_surface (*gtk4_fn.gtk_native_get_surface)
 #define gdk_surface_get_type (*gtk4_fn.gdk_surface_get_type)
+#define gdk_surface_get_frame_clock (*gtk4_fn.gdk_surface_get_frame_clock)
+#define gdk_toplevel_get_type (*gtk4_fn.gdk_toplevel_get_type)
 #define gdk_frame_clock_get_refresh_info (*gtk4_fn.gdk_frame_clock_get_refresh_info)
 #define gdk_frame_clock_get_frame_time (*gtk4_fn.gdk_frame_clock_get_frame_time)
 #define gtk_stack_get_visible_child (*gtk4_fn.gtk_stack_get_visible_child)
@@ -116,6 +120,15 @@ void gtk4_frames_on_unmap(window_frames *f);
 void gtk4_frames_free(window_frames *f);
 /* At exit: the frames since their last record, of every window. */
 void gtk4_frames_flush_all(void);
+
+/* ---- widget_times.c: --frames=detail ---- */
+/* A widget of `type` is being constructed: its classes' layout and paint
+ * functions are timed from now on (only with frames_detail()). */
+void gtk4_widget_times_on_construct(GType type);
+/* A frame-clock cycle begins: the widget times start from zero. */
+void gtk4_widget_times_reset(void);
+/* The widget types' own times in the cycle so far (*ret_n of them). */
+const frame_widget_time *gtk4_widget_times(size_t *ret_n);
 
 /* ---- owned.c ---- */
 /* What a GTK 4 page owns, for GObject leaks. */

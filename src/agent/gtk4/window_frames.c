@@ -16,6 +16,11 @@
  * span / refresh. A window that stopped animating and starts again later
  * waited in between, so no false delay is counted.
  *
+ * A frame's phases (frames.c sums them): from the clock's phase marks
+ * (gobject/frameclock.c, frameclock_phases), layout beginning when the
+ * toplevel computes its size if that comes first (on_compute_size); with --frames=detail, the widget
+ * types' own layout and paint times in it (widget_times.c).
+ *
  * The refresh interval is the one gdk_frame_clock_get_refresh_info()
  * reports (the output's, as GDK knows it), else 60 Hz.
  *
@@ -47,6 +52,7 @@ static void on_before_paint(clock_listener *l, int64_t now)
     f->in_frame = true;
     f->update = false;
     f->rendered = false;
+    gtk4_widget_times_reset();
 }
 
 /* GdkSurface::render of every surface (an emission hook: it runs whatever
@@ -77,6 +83,29 @@ static bool watch_renders(void)
         }
     }
     return state > 0;
+}
+
+/* GdkToplevel::compute-size (an emission hook): the toplevel measures its
+ * widgets for its size. GDK's X11 backend asks for it at the end of the
+ * update phase, before layout: that time is layout's. */
+static gboolean on_compute_size(GSignalInvocationHint *hint, guint n, const GValue *params, gpointer data)
+{
+    GObject *surface = n > 0 ? g_value_get_object(&params[0]) : NULL;
+    if (surface)
+        frameclock_mark((GObject *)gdk_surface_get_frame_clock((GdkSurface *)surface), CLOCK_LAYOUT);
+    return TRUE; /* keep the hook */
+}
+
+static void watch_compute_size(void)
+{
+    static bool done;
+    if (done)
+        return;
+    done = true;
+    guint id = g_signal_lookup("compute-size", gdk_toplevel_get_type());
+    if (!id || !g_signal_add_emission_hook(id, 0, on_compute_size, NULL, NULL))
+        agent_note_once("compute-size", "GdkToplevel has no compute-size signal; a toplevel's size computed "
+                                        "before layout counts as update");
 }
 
 static void on_update(clock_listener *l)
@@ -117,7 +146,10 @@ static void on_after_paint(clock_listener *l, GObject *clock, int64_t end)
     f->prev_begin = f->begin;
     f->prev_update = f->update;
     f->prev_end = end;
-    frames_add(f->stats, start, end, refresh, "frame_clock");
+    frame_info fi = {.start = start, .end = end, .refresh_ns = refresh, .refresh_from = "frame_clock"};
+    fi.has_phases = frameclock_phases(frameclock_marks(clock), start, end, fi.phases);
+    fi.widgets = gtk4_widget_times(&fi.n_widgets);
+    frames_add_info(f->stats, &fi);
 }
 
 window_frames *gtk4_frames_new(const char *class_name, uint64_t instance)
@@ -143,6 +175,7 @@ void gtk4_frames_on_map(window_frames *f, GtkWidget *window)
     if (!f || f->listener.clock)
         return;
     if (frameclock_listen(&f->listener, (GObject *)gtk_widget_get_frame_clock(window))) {
+        watch_compute_size();
         frames_begin(f->stats);
         f->in_frame = false;
         f->prev_begin = f->prev_end = 0;
