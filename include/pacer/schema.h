@@ -162,7 +162,14 @@ extern "C" {
       "the fingerprint's algorithm: fingerprints of different versions never match")                                 \
     X(STACK_TRUNCATED, "stack_truncated", BOOL, 0, NULL, NULL, NULL, NULL, NONE,                                     \
       "the unwinding stopped before the outermost frame")                                                            \
-    X(STACK, "stack", LIST, 0, NULL, NULL, NULL, NULL, STACK_FRAME, "the main thread's stack, innermost frame first")
+    X(STACK, "stack", LIST, 0, NULL, NULL, NULL, NULL, STACK_FRAME, "the main thread's stack, innermost frame first") \
+    X(PROFILE_SAMPLES, "profile_samples", INT, 0, "count", NULL, NULL, NULL, NONE,                                  \
+      "samples of the main thread's stack taken while the iteration was busy")                                      \
+    X(PROFILE_INTERVAL_MS, "profile_interval_ms", MS, 0, "ms", NULL, NULL, NULL, NONE,                              \
+      "the wall time each sample stands for")                                                                        \
+    X(PROFILE, "profile", STRING, 0, NULL, NULL, NULL, NULL, NONE,                                                   \
+      "the samples as folded stacks: one line per stack, outermost frame first, frames joined by ';', a space "    \
+      "and the count")
 
 #define PACER_STACK_FRAME_FIELDS(X)                                                                                  \
     X(ADDRESS, "address", STRING, 0, NULL, NULL, NULL, NULL, NONE, "hex; the call site for callers")                 \

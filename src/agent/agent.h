@@ -348,6 +348,11 @@ bool stack_init(void);
  * stack within timeout_ms: the signal not taken, or the thread neither
  * sampled nor steadily asleep), -ENOTSUP (no capture). */
 int stack_capture(stack_trace *ret, int timeout_ms, const char **ret_method);
+/* Watchdog thread, for profiles: as stack_capture, but a running thread's
+ * perf event is left enabled between calls (the next sample is ready at
+ * the next call) until stack_sample_end(). */
+int stack_sample(stack_trace *ret, int timeout_ms, const char **ret_method);
+void stack_sample_end(void);
 
 /* ---- jank.c ---- */
 /* Watchdog thread: writes the `jank` record of one long iteration. `st` is
@@ -361,6 +366,26 @@ void jank_emit(const loop_span *span, int64_t hang_ns, const stack_trace *st, co
  * `name` is not a mangled C++ name or libstdc++ is not in the process. Not
  * async-signal-safe. */
 char *agent_demangle(const char *name);
+
+/* ---- profile.c: wall-clock profiles of long iterations ---- */
+/* Watchdog thread. One round: samples the iteration busy since
+ * `busy_since` (0: the loop waits) when it is due; forgets the samples of
+ * an iteration that ended (drain mainloop_take_long first, so that a long
+ * one gets them). Returns when it wants the next round (INT64_MAX: not
+ * before the next iteration). */
+int64_t profile_round(int64_t busy_since, int64_t now);
+/* The start of the iteration whose samples are kept, or 0. */
+int64_t profile_pending(void);
+/* The newest sample of the iteration that began at `start`: a stack
+ * taken while it was stuck, for its record when the watchdog, busy
+ * sampling, did not capture one at jank-ms. False when there is none. */
+bool profile_last(int64_t start, stack_trace *ret, const char **ret_method);
+/* How long an iteration is busy before it is sampled (0: never). */
+int64_t profile_after_ns(void);
+/* jank.c: the record of the iteration that began at `start` gets the
+ * samples kept for it (profile_samples, profile_interval_ms, profile),
+ * which are then forgotten. */
+void profile_attach(pacer_record *r, int64_t start);
 
 /* ---- heap.c / heap_stub.c (leaks.h has the rest) ---- */
 /* At exit (--leaks=native): the mark phase and the native `leak` records. */

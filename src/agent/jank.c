@@ -230,5 +230,6 @@ void jank_emit(const loop_span *span, int64_t hang_ns, const stack_trace *st, co
             pacer_record_set_bool(f, PACER_STACK_IN_APP, app[i]);
         }
     }
+    profile_attach(r, span->start);
     agent_submit_record(r); /* also at exit, after the agent stopped (ongoing) */
 }

@@ -50,6 +50,12 @@
  * A handler that finds anything but REQUESTED returns at once; while a
  * signal is still pending none other is sent (sent/delivered).
  *
+ * Profiles (stack_sample, profile.c): a sample every few ms of the
+ * iteration, by the same methods; for a running thread the perf event
+ * then stays enabled between samples with a period of 1 ms of its CPU
+ * time, so the newest sample is in the ring when the slot comes, and it is
+ * disabled when the iteration ends (stack_sample_end).
+ *
  * Architectures: x86-64 and aarch64 (register layouts below); elsewhere
  * capture is off and says so.
  */
@@ -432,12 +438,19 @@ static bool read_perf_sample(void)
     return got;
 }
 
+static bool perf_streaming; /* left enabled between profile samples (stack_sample) */
+
 /* 1: a sample was taken; 0: none within timeout_ms (the thread slept); -1:
  * perf does not work here. */
 static int capture_perf(int timeout_ms)
 {
     if (!perf_init())
         return -1;
+    if (perf_streaming) {
+        uint64_t period = PERF_PERIOD_NS;
+        ioctl(perf_fd, PERF_EVENT_IOC_PERIOD, &period);
+        perf_streaming = false;
+    }
     read_perf_sample(); /* drop anything left */
     if (ioctl(perf_fd, PERF_EVENT_IOC_RESET, 0) < 0 || ioctl(perf_fd, PERF_EVENT_IOC_ENABLE, 0) < 0)
         return -1;
@@ -460,6 +473,41 @@ static int capture_perf(int timeout_ms)
     }
     ioctl(perf_fd, PERF_EVENT_IOC_DISABLE, 0);
     return got ? 1 : 0;
+}
+
+/* Profiles (stack_sample): the event stays enabled with a longer period,
+ * so that a running thread's sample is already in the ring at the slot. */
+#define PERF_STREAM_PERIOD_NS 1000000
+
+/* 1: the newest sample of the running thread; 0: none within timeout_ms;
+ * -1: perf does not work here. */
+static int sample_perf(int timeout_ms)
+{
+    if (!perf_init())
+        return -1;
+    if (!perf_streaming) {
+        uint64_t period = PERF_STREAM_PERIOD_NS;
+        read_perf_sample(); /* drop anything left */
+        if (ioctl(perf_fd, PERF_EVENT_IOC_PERIOD, &period) < 0 || ioctl(perf_fd, PERF_EVENT_IOC_RESET, 0) < 0 ||
+            ioctl(perf_fd, PERF_EVENT_IOC_ENABLE, 0) < 0)
+            return -1;
+        perf_streaming = true;
+    }
+    int64_t deadline = mono_ns() + (int64_t)timeout_ms * 1000000;
+    for (;;) {
+        if (read_perf_sample())
+            return 1;
+        int64_t left = (deadline - mono_ns()) / 1000000;
+        if (left <= 0)
+            return 0;
+        long nr;
+        uint64_t sp, pc;
+        if (read_syscall(&nr, &sp, &pc) == 1)
+            return 0; /* it went to sleep */
+        struct pollfd p = {perf_fd, POLLIN, 0};
+        if (poll(&p, 1, (int)(left > 20 ? 20 : left)) < 0 && errno != EINTR)
+            return 0;
+    }
 }
 
 /* ---- "signal" (watchdog thread) ---- */
@@ -655,4 +703,48 @@ int stack_capture(stack_trace *ret, int timeout_ms, const char **ret_method)
         atomic_store_explicit(&snap.state, IDLE, memory_order_release);
     }
     return 0;
+}
+
+/* ---- profiles (watchdog thread) ---- */
+
+int stack_sample(stack_trace *ret, int timeout_ms, const char **ret_method)
+{
+    *ret_method = NULL;
+    if (!ready || capture_off || !stack_bounds())
+        return -ENOTSUP;
+    long nr;
+    uint64_t sp, pc;
+    if (read_syscall(&nr, &sp, &pc) == 1) {
+        if (perf_streaming)
+            read_perf_sample(); /* a sample from before it slept is not now */
+        if (capture_syscall()) {
+            *ret_method = "syscall";
+            unwind(ret);
+            return 0;
+        }
+    }
+    int p = sample_perf(timeout_ms);
+    if (p == 1) {
+        *ret_method = "perf";
+        unwind(ret);
+        return 0;
+    }
+    if (p == 0 && capture_syscall()) {
+        *ret_method = "syscall";
+        unwind(ret);
+        return 0;
+    }
+    if (p < 0)
+        return stack_capture(ret, timeout_ms, ret_method); /* the signal, for a thread seen running */
+    return -EAGAIN;
+}
+
+void stack_sample_end(void)
+{
+    if (!perf_streaming)
+        return;
+    ioctl(perf_fd, PERF_EVENT_IOC_DISABLE, 0);
+    uint64_t period = PERF_PERIOD_NS;
+    ioctl(perf_fd, PERF_EVENT_IOC_PERIOD, &period);
+    perf_streaming = false;
 }

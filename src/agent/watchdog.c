@@ -13,8 +13,13 @@
  *   3. if the iteration running now has been busy ≥ jank_ms and its stack
  *      was not taken yet: stack_capture() (signal, copy, unwind) and keep
  *      the stack until the iteration ends;
- *   4. sleep until the running iteration would reach jank_ms, or half the
- *      threshold (10..250 ms) when the loop is idle. An iteration is seen
+ *   4. profiles (profile.c): once the running iteration has been busy for
+ *      the profile threshold, a sample of its stack every interval until
+ *      it ends; the samples go with its record, or are forgotten when it
+ *      ended below jank_ms;
+ *   5. sleep until the running iteration would reach jank_ms or its next
+ *      sample, or half the threshold (10..250 ms; at most a quarter of the
+ *      profile threshold) when the loop is idle. An iteration is seen
  *      busy at least once before it reaches the threshold, so its stack is
  *      taken within a few ms of it.
  *
@@ -74,6 +79,14 @@ static void read_thresholds(void)
 static void report(const loop_span *s, bool ongoing)
 {
     bool mine = captured_start && s->start == captured_start;
+    static stack_trace sampled;
+    const char *sampled_method;
+    if (!mine && profile_last(s->start, &sampled, &sampled_method)) {
+        /* it ended while the watchdog was taking a sample of it: that
+         * sample, taken while it was stuck, is its stack */
+        jank_emit(s, hang_ns, &sampled, "captured", sampled_method, agent_visible_page(), ongoing);
+        return;
+    }
     jank_emit(s, hang_ns, mine && captured.n ? &captured : NULL, mine ? captured_status : "missed",
               mine ? captured_method : NULL, mine ? captured_page : agent_visible_page(), ongoing);
     if (mine)
@@ -116,11 +129,23 @@ static void *run(void *arg)
             capture(b);
             now = mono_ns();
         }
+        /* profiles: an iteration that ended takes its samples along
+         * (drained first), one still busy gets its next sample */
+        if (profile_pending() && profile_pending() != b)
+            while (mainloop_take_long(&s))
+                report(&s, false);
+        int64_t profile_wake = profile_round(b, now);
+        now = mono_ns();
         int64_t idle = jank_ns / 2;
+        int64_t after = profile_after_ns();
+        if (after > 0 && idle > after / 4)
+            idle = after / 4; /* an iteration is seen in time to be profiled from `after` */
         idle = idle < 10000000 ? 10000000 : idle > 250000000 ? 250000000 : idle;
         int64_t wake = now + idle;
         if (b && b != captured_start && b + jank_ns < wake)
             wake = b + jank_ns;
+        if (profile_wake < wake)
+            wake = profile_wake;
         pthread_mutex_lock(&mu);
         while (!stopping && cond_wait_until(&cond, &mu, wake) != ETIMEDOUT)
             ;

@@ -25,7 +25,11 @@
  *                       result=R", its own measure of the call
  *   --stall a|b         one timeout handler sleeps --block-ms M (usleep) in
  *                       jank_app_stall_a() or jank_app_stall_b(): two stalls
- *                       with the same library frames, different app code
+ *                       with the same library frames, different app code;
+ *                       --stall mixed: M/2 ms busy in jank_app_mixed_busy(),
+ *                       then M/2 ms in usleep in jank_app_mixed_sleep(); it
+ *                       prints "mixed busy ms=B sleep ms=S errno=E
+ *                       result=R", its own measure of both halves
  *   --idle-ms N         the window stays open N ms, drawing nothing new
  *   --handle-term       its own SIGTERM handler (sigaction): prints "handled
  *                       SIGTERM" and exits 3
@@ -178,6 +182,31 @@ static __attribute__((noinline)) void jank_app_stall_b(void)
     fflush(stdout);
 }
 
+static __attribute__((noinline)) double jank_app_mixed_busy(void)
+{
+    double t0 = mono_ms();
+    jank_app_busy_work(opt.block_ms / 2);
+    return mono_ms() - t0;
+}
+
+static __attribute__((noinline)) double jank_app_mixed_sleep(int *ret_errno, int *ret_result)
+{
+    double t0 = mono_ms();
+    errno = 0;
+    *ret_result = usleep(opt.block_ms / 2 * 1000);
+    *ret_errno = errno;
+    return mono_ms() - t0;
+}
+
+static __attribute__((noinline)) void jank_app_stall_mixed(void)
+{
+    int err, result;
+    double busy = jank_app_mixed_busy();
+    double slept = jank_app_mixed_sleep(&err, &result);
+    printf("mixed busy ms=%.1f sleep ms=%.1f errno=%d result=%d\n", busy, slept, err, result);
+    fflush(stdout);
+}
+
 static gboolean finish(gpointer data)
 {
     gtk_window_destroy(window);
@@ -195,6 +224,8 @@ static gboolean one_stall(gpointer data)
 {
     if (strcmp(opt.stall, "a") == 0)
         jank_app_stall_a();
+    else if (strcmp(opt.stall, "mixed") == 0)
+        jank_app_stall_mixed();
     else
         jank_app_stall_b();
     g_timeout_add(300, finish, NULL);

@@ -30,7 +30,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from agentlib import APP_ENV, SHOP_APP, ApiServer, Xvfb, assert_documented, assert_frames_invariants, of_type, pacer_run  # noqa: E402
+from agentlib import APP_ENV, SHOP_APP, ApiServer, Xvfb, assert_documented, assert_frames_invariants, of_type, pacer_run  # noqa: E402,E501
 
 JANK_APP = os.environ["JANK_APP"]
 SHOP_SOURCE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "shop-app.c")
@@ -183,6 +183,67 @@ class Frames(Base):
         self.assertDuration(janks[0], slow_ms)
         funcs = [f["function"] for f in in_app(janks[0]["stack"])]
         self.assertEqual(funcs[:2], ["jank_app_busy_work", "tick"])
+
+
+class Profiles(Base):
+    """A 1200 ms stall, its first half busy (jank_app_mixed_busy), its
+    second asleep in usleep (jank_app_mixed_sleep): the jank record's
+    profile samples both, every 10 ms from 100 ms on, each half in
+    proportion to its time; the usleep keeps its whole length and its
+    result (no EINTR: the app measures and reports both)."""
+
+    def test_profile_of_a_half_busy_half_asleep_stall(self):
+        block_ms = 1200
+        records = self.run_ok(JANK_APP, ["--stall", "mixed", "--block-ms", str(block_ms)])
+        janks = of_type(records, "jank")
+        self.assertEqual(len(janks), 1, janks)
+        j = janks[0]
+        self.assertDuration(j, block_ms)
+        self.assertGreaterEqual(j["profile_samples"], 100, j)
+        self.assertEqual(j["profile_interval_ms"], 10)
+        lines = j["profile"].split("\n")
+        counts = {}
+        for line in lines:
+            stack, _, count = line.rpartition(" ")
+            frames = stack.split(";")
+            self.assertTrue(all(frames), line)
+            self.assertEqual(frames[0], "_start", line)  # outermost first
+            for f in ("jank_app_mixed_busy", "jank_app_mixed_sleep"):
+                if f in frames:
+                    counts[f] = counts.get(f, 0) + int(count)
+        self.assertEqual(sum(int(l.rpartition(" ")[2]) for l in lines), j["profile_samples"])
+        busy, asleep = counts.get("jank_app_mixed_busy", 0), counts.get("jank_app_mixed_sleep", 0)
+        # sampled from 100 ms on: the busy half is sampled for 500 ms, the
+        # asleep half for 600 ms
+        self.assertGreater(busy + asleep, 0.9 * j["profile_samples"], counts)
+        share = busy / (busy + asleep)
+        self.assertAlmostEqual(share, 500 / 1100, delta=0.15, msg=(counts, j["profile"]))
+        sleep_lines = [l for l in lines if "jank_app_mixed_sleep" in l]
+        self.assertTrue(all("usleep" in l for l in sleep_lines), sleep_lines)
+        assert_documented(self, records, ["jank"])
+
+    def test_the_sleep_keeps_its_length(self):
+        block_ms = 1200
+        p = subprocess.run([os.environ["PACER"], "run", "--out", os.path.join(tempfile.mkdtemp(), "r.jsonl"), "--",
+                            JANK_APP, "--stall", "mixed", "--block-ms", str(block_ms)],
+                           env=dict(os.environ, DISPLAY=self.x.display, **APP_ENV), capture_output=True, text=True,
+                           timeout=90)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        m = re.search(r"mixed busy ms=([0-9.]+) sleep ms=([0-9.]+) errno=([0-9]+) result=(-?[0-9]+)", p.stdout)
+        self.assertTrue(m, p.stdout)
+        self.assertGreaterEqual(float(m.group(2)), block_ms / 2, p.stdout)
+        self.assertEqual((m.group(3), m.group(4)), ("0", "0"), p.stdout)
+
+    def test_short_iterations_have_no_profile(self):
+        # 300 ms janks under a 700 ms jank-ms: sampled from 100 ms, never
+        # written; a 900 ms one gets its profile
+        records = self.run_ok(JANK_APP, ["--janks", "3", "--jank-ms", "300"])
+        self.assertFalse(of_type(records, "jank"), records)
+        records = self.run_ok(JANK_APP, ["--janks", "1", "--jank-ms", "900"])
+        janks = of_type(records, "jank")
+        self.assertEqual(len(janks), 1, janks)
+        self.assertGreaterEqual(janks[0]["profile_samples"], 50, janks[0])
+        self.assertIn("jank_app_busy_work", janks[0]["profile"])
 
 
 class Robustness(Base):
