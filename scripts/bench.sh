@@ -32,6 +32,7 @@ benchmarks=(
   "agent-qt-objects|agent: ns of CPU time per QObject made and destroyed, with the Qt adapter vs without the agent (a PyQt6 script)|bench/agent/qt_objects.py $dir"
   "agent-leaks|agent: native leak tracking vs the plain program vs heaptrack, same program|bench/leaks/heap.py $dir"
   "agent-refs|agent: ns per g_object_ref/unref pair, plain vs the agent vs --leaks=refs|bench/agent/refs.py $dir"
+  "agent-profile|agent: CPU per profile sample of a long iteration, idle cost with profiles on vs off, CPU per frame with phases and --frames=detail|bench/agent/profile.py $dir"
 )
 
 selected=",${BENCH:-},"
