@@ -95,21 +95,35 @@ def logs_body(app, version, session, records):
                               "scopeLogs": [{"scope": {"name": "pacer"}, "logRecords": records}]}]}
 
 
-def jank(ts, ms, fingerprint="0123456789abcdef", kind="jank", page_name="HomeWindow", function="app_busy"):
+def jank(ts, ms, fingerprint="0123456789abcdef", kind="jank", page_name="HomeWindow", function="app_busy",
+         profile=None):
     rec = {"type": "jank", "kind": kind, "duration_ms": float(ms), "page": page_name, "stack_status": "captured"}
     if fingerprint:
         rec.update({"fingerprint": fingerprint, "fingerprint_version": 2,
                     "stack": [{"function": function, "module": "app", "in_app": True}]})
+    if profile:
+        rec.update({"profile_samples": sum(int(line.rpartition(" ")[2]) for line in profile.split("\n")),
+                    "profile_interval_ms": 10.0, "profile": profile})
     return log_record(rec, ts)
 
 
-def frames_body(app, version, session, ts, window, frames, frozen, delay_ms, max_ms):
+# A hang's profile as the agent writes it: 600 samples, 400 of them in
+# app_wait's poll, 150 in app_parse, 50 in poll called from elsewhere
+HANG_PROFILE = ("_start;main;g_main_context_dispatch;app_wait;poll 400\n"
+                "_start;main;g_main_context_dispatch;app_wait;app_parse 150\n"
+                "_start;main;g_main_context_dispatch;app_idle;poll 50")
+
+
+def frames_body(app, version, session, ts, window, frames, frozen, delay_ms, max_ms, slow_phases=None):
     dims = [attr("pacer.window", window), attr("pacer.instance", 1), attr("pacer.final", True),
             attr("pacer.refresh_ms", 16.667)]
     values = {"frames": frames, "slow": frozen, "frozen": frozen, "dropped_frames": frozen * 50,
               "delay_ms": float(delay_ms), "max_frame_ms": float(max_ms), "span_ms": 10000.0,
               "levels.best": frames - frozen, "levels.normal": 0, "levels.middle": 0, "levels.high": 0,
               "levels.frozen": frozen}
+    for phase, ms in (slow_phases or {}).items():
+        values["slow_phases_ms." + phase] = float(ms)
+        values["phases_ms." + phase] = float(ms) + 100.0
     metrics = []
     for name, v in values.items():
         point = {"timeUnixNano": str(ts), "attributes": dims}
@@ -205,7 +219,7 @@ class Kinds(Base):
                                        and x["name"] != "page SerialWindow"])
         self.spans(app, v, "s-serial", [x for x in spans if x["name"] == "page SerialWindow"
                                         or x["name"] in ("GET /api/a", "GET /api/b", "GET /api/c")])
-        logs = [jank(t, 6200, kind="hang", fingerprint="00000000000000aa", function="app_wait"),
+        logs = [jank(t, 6200, kind="hang", fingerprint="00000000000000aa", function="app_wait", profile=HANG_PROFILE),
                 jank(t + 1, 900, fingerprint=None, page_name="NoStackWindow"),
                 log_record({"type": "leak", "kind": "object", "signature": "8e72c785a8a38d30", "origin": "app",
                             "page": "LeakWindow", "instance": 1, "page_kind": "window", "retained": 2,
@@ -218,7 +232,9 @@ class Kinds(Base):
                             "count": 20000, "bytes": 4000000, "sampled": 61,
                             "stack": [{"function": "list_push", "module": "app", "in_app": True}]}, t)]
         self.post(app, "/v1/logs", logs_body(app, v, "s-kinds", logs))
-        self.post(app, "/v1/metrics", frames_body(app, v, "s-kinds", t, "FrameWindow", 300, 2, 1900.0, 1200.0))
+        self.post(app, "/v1/metrics", frames_body(app, v, "s-kinds", t, "FrameWindow", 300, 2, 1900.0, 1200.0,
+                                                  {"events": 10, "update": 40, "layout": 1500, "paint": 380,
+                                                   "present": 3}))
         self.post(app, "/v1/metrics", frames_body(app, v, "s-kinds", t + 1, "SmoothWindow", 300, 0, 20.0, 16.0))
         self.settle()
         got = self.by_key(app)
@@ -249,6 +265,9 @@ class Kinds(Base):
         e = got[("frozen_frames", "FrameWindow")]["evidence"]
         self.assertEqual((e["frames"], e["frozen_frames"]), (300, 2))
         self.assertEqual(e["levels"]["frozen"], 2)
+        # where the frozen window's slow frames' time went
+        self.assertEqual(e["example"]["dominant_phase"], "layout")
+        self.assertEqual(e["example"]["slow_phases_ms"]["layout"], 1500)
         e = got[("serial_requests", "SerialWindow GET /api/a, GET /api/b, GET /api/c")]["evidence"]
         self.assertAlmostEqual(e["example"]["saving_ms"], 400)  # 3 × 200 run together: 200
         self.assertEqual([r["pattern"] for r in e["example"]["requests"]], ["/api/a", "/api/b", "/api/c"])
@@ -261,6 +280,12 @@ class Kinds(Base):
         hang = got[("hang", "v2:00000000000000aa")]
         self.assertEqual(hang["fingerprint"], "00000000000000aa")
         self.assertIn("app_wait", hang["title"])
+        # its profile: the functions at the top of the stack, by samples
+        ex = hang["evidence"]["example"]
+        self.assertEqual(ex["profile_samples"], 600)
+        self.assertEqual(ex["profile_top"], [{"function": "poll", "samples": 450},
+                                             {"function": "app_parse", "samples": 150}])
+        self.assertEqual(ex["profile"], HANG_PROFILE)
         self.assertNotIn("fingerprint", got[("jank", "nostack:NoStackWindow")])
         for i in got.values():
             self.assertEqual((i["status"], i["first_version"], i["last_version"]), ("new", v, v))

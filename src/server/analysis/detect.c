@@ -42,7 +42,12 @@ typedef struct frames_rec {
     char *app, *version, *session, *window;
     int64_t ts;
     double frames, frozen, delay_ms, max_frame_ms, levels[5];
+    double slow_phases[5]; /* slow_phases_ms, by phase_names' order */
+    bool has_phases;
 } frames_rec;
+
+/* A frame's phases (the frames record's slow_phases_ms), in the agent's order. */
+static const char *const phase_names[5] = {"events", "update", "layout", "paint", "present"};
 
 struct detector {
     const ana_config *cfg;
@@ -467,6 +472,84 @@ static void stack_json(jbuf *b, const pacer_record *r, unsigned field_index, con
     jbuf_close(b, ']');
 }
 
+#define PROFILE_TOP 5
+#define PROFILE_EXAMPLE_MAX (16 * 1024)
+
+/* The last byte c in p[0..n), or NULL. */
+static const char *last_of(const char *p, char c, size_t n)
+{
+    while (n-- > 0)
+        if (p[n] == c)
+            return p + n;
+    return NULL;
+}
+
+/* The profile of a jank (folded stacks, "f;g;h COUNT" per line): its
+ * samples, the functions that had the most samples at the top of the
+ * stack (profile_top), and the lines themselves, whole lines up to
+ * PROFILE_EXAMPLE_MAX (profile), into the example. */
+static void profile_json(jbuf *b, const pacer_record *rec)
+{
+    const char *text = pacer_record_str(rec, PACER_JANK_PROFILE);
+    if (!text || !*text)
+        return;
+    if (pacer_record_has(rec, PACER_JANK_PROFILE_SAMPLES))
+        jbuf_kv_i64(b, "profile_samples", pacer_record_int(rec, PACER_JANK_PROFILE_SAMPLES));
+    struct {
+        char name[128];
+        int64_t n;
+    } top[64];
+    size_t n_top = 0, cut = 0;
+    for (const char *line = text; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        const char *sp = last_of(line, ' ', len);
+        if (sp) {
+            int64_t count = strtoll(sp + 1, NULL, 10);
+            const char *leaf = last_of(line, ';', (size_t)(sp - line));
+            leaf = leaf ? leaf + 1 : line;
+            size_t ll = (size_t)(sp - leaf);
+            char name[128];
+            utf8_copy(name, sizeof name, leaf, ll);
+            size_t k = 0;
+            while (k < n_top && strcmp(top[k].name, name) != 0)
+                k++;
+            if (k == n_top && n_top < sizeof top / sizeof top[0]) {
+                snprintf(top[k].name, sizeof top[k].name, "%s", name);
+                top[k].n = 0;
+                n_top++;
+            }
+            if (k < n_top && count > 0)
+                top[k].n += count;
+        }
+        size_t upto = (size_t)(line - text) + len;
+        if (upto <= PROFILE_EXAMPLE_MAX)
+            cut = upto;
+        line = end ? end + 1 : line + len;
+    }
+    jbuf_key(b, "profile_top");
+    jbuf_open(b, '[');
+    for (size_t shown = 0; shown < PROFILE_TOP; shown++) {
+        size_t best = n_top;
+        for (size_t k = 0; k < n_top; k++)
+            if (top[k].n > 0 && (best == n_top || top[k].n > top[best].n))
+                best = k;
+        if (best == n_top)
+            break;
+        jbuf_open(b, '{');
+        jbuf_kv_str(b, "function", top[best].name);
+        jbuf_kv_i64(b, "samples", top[best].n);
+        jbuf_close(b, '}');
+        top[best].n = -top[best].n; /* shown */
+    }
+    jbuf_close(b, ']');
+    char *kept = strndup(text, cut);
+    if (kept) {
+        jbuf_kv_str(b, "profile", kept);
+        free(kept);
+    }
+}
+
 static void jank_row(detector *d, const store_mark_row *r, const pacer_record *rec)
 {
     cols c = common_cols(TABLE_LOGS);
@@ -505,6 +588,7 @@ static void jank_row(detector *d, const store_mark_row *r, const pacer_record *r
         jbuf_kv_str(&b, "function", fn);
     if (mod)
         jbuf_kv_str(&b, "module", mod);
+    profile_json(&b, rec);
     o.example_value = ms;
     emit_with(d, &o, &b);
 }
@@ -629,6 +713,20 @@ static void frames_emit(detector *d)
         jbuf_kv_i64(&b, "frozen", (int64_t)f->frozen);
         jbuf_kv_double(&b, "max_frame_ms", f->max_frame_ms);
         jbuf_kv_double(&b, "delay_ms", f->delay_ms);
+        if (f->has_phases) {
+            /* where the slow frames' time went, and the phase that took most */
+            int dom = 0;
+            jbuf_key(&b, "slow_phases_ms");
+            jbuf_open(&b, '{');
+            for (int k = 0; k < 5; k++) {
+                jbuf_kv_double(&b, phase_names[k], f->slow_phases[k]);
+                if (f->slow_phases[k] > f->slow_phases[dom])
+                    dom = k;
+            }
+            jbuf_close(&b, '}');
+            if (f->slow_phases[dom] > 0)
+                jbuf_kv_str(&b, "dominant_phase", phase_names[dom]);
+        }
         o.example_value = f->max_frame_ms;
         emit_with(d, &o, &b);
     } else if (o.total > 0) {
@@ -682,7 +780,13 @@ static void point_row(detector *d, const store_mark_row *r)
         f->delay_ms = v;
     else if (strcmp(m, "max_frame_ms") == 0)
         f->max_frame_ms = v;
-    else
+    else if (strncmp(m, "slow_phases_ms.", 15) == 0) {
+        for (int k = 0; k < 5; k++)
+            if (strcmp(m + 15, phase_names[k]) == 0) {
+                f->slow_phases[k] = v;
+                f->has_phases = true;
+            }
+    } else
         for (int k = 0; k < 5; k++)
             if (strncmp(m, "levels.", 7) == 0 && strcmp(m + 7, levels[k]) == 0)
                 f->levels[k] = v;

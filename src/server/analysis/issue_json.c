@@ -443,6 +443,69 @@ static void md_stack(jbuf *b, const char *example)
     free(buf);
 }
 
+/* Where the time went, from the example: a jank's profile (its top
+ * frames by samples) and a frozen window's dominant phase. */
+static void md_where(jbuf *b, const char *example)
+{
+    if (!example)
+        return;
+    size_t len = strlen(example);
+    char *buf = malloc(len + 1);
+    if (!buf)
+        return;
+    memcpy(buf, example, len + 1);
+    jread r;
+    jread_init(&r, buf, len, NULL, 0);
+    const char *k;
+    size_t kl;
+    int64_t samples = 0;
+    if (jread_enter_object(&r))
+        while (jread_member(&r, &k, &kl) > 0) {
+            if (kl == 11 && memcmp(k, "profile_top", 11) == 0 && jread_peek(&r) == JT_ARRAY) {
+                jread_enter_array(&r);
+                bool any = false;
+                while (jread_element(&r) > 0 && jread_enter_object(&r)) {
+                    char fn[256] = "?";
+                    int64_t n = 0;
+                    const char *fk;
+                    size_t fkl;
+                    while (jread_member(&r, &fk, &fkl) > 0) {
+                        jvalue v;
+                        if (!jread_value(&r, &v))
+                            break;
+                        if (v.type == JT_STRING && fkl == 8 && memcmp(fk, "function", 8) == 0)
+                            utf8_copy(fn, sizeof fn, v.s, v.len);
+                        else if (fkl == 7 && memcmp(fk, "samples", 7) == 0)
+                            jvalue_int64(&v, &n);
+                    }
+                    if (!any)
+                        jbuf_printf(b, "\n**Profile** (%lld samples of its stack while it was stuck): most at the top of "
+                                       "the stack: ", (long long)samples);
+                    jbuf_printf(b, "%s`", any ? ", " : "");
+                    md_text(b, fn);
+                    jbuf_printf(b, "` (%lld)", (long long)n);
+                    any = true;
+                }
+                if (any)
+                    jbuf_raw(b, "\n", 1);
+                continue;
+            }
+            jvalue v;
+            if (!jread_value(&r, &v))
+                break;
+            if (kl == 15 && memcmp(k, "profile_samples", 15) == 0)
+                jvalue_int64(&v, &samples);
+            else if (v.type == JT_STRING && kl == 14 && memcmp(k, "dominant_phase", 14) == 0) {
+                char phase[64];
+                utf8_copy(phase, sizeof phase, v.s, v.len);
+                jbuf_puts(b, "\n**Slow frames' time** went most to `");
+                md_text(b, phase);
+                jbuf_puts(b, "` (frame phases: events, update, layout, paint, present).\n");
+            }
+        }
+    free(buf);
+}
+
 int issue_json_markdown(sqlite3 *db, const ana_config *cfg, const iss_issue *i, jbuf *b)
 {
     vrows rows;
@@ -495,6 +558,7 @@ int issue_json_markdown(sqlite3 *db, const ana_config *cfg, const iss_issue *i, 
         jbuf_raw(b, "\n", 1);
     }
     md_stack(b, det.example);
+    md_where(b, det.example);
     if (det.example) {
         jbuf_puts(b, "\n<details><summary>Representative occurrence</summary>\n\n```json\n");
         jbuf_puts(b, det.example);
