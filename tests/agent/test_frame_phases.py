@@ -9,6 +9,8 @@ private Xvfb, against programs whose slow part is known:
   longest;
 - the same widget spending 40 ms in each snapshot while the window redraws
   every frame: the time lands in `paint`, and detail names its paint;
+- the same two on GTK 3 (tests/agent/phases-app-gtk3.c: a slow size
+  request, a slow draw): `layout`, `paint`; GTK 3 names no widget types;
 - tests/agent/jank-app.c's one 800 ms frame spent in a tick callback: a
   frozen frame, with its own phases, its time in `update`.
 
@@ -26,6 +28,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from agentlib import Xvfb, assert_documented, assert_frames_invariants, of_type, pacer_run  # noqa: E402
 
 PHASES_APP = os.environ["PHASES_APP"]
+PHASES_APP_GTK3 = os.environ["PHASES_APP_GTK3"]
 JANK_APP = os.environ["JANK_APP"]
 PHASES = ["events", "update", "layout", "paint", "present"]
 WORK_MS = 40
@@ -104,6 +107,16 @@ class FramePhases(unittest.TestCase):
         share, slow = self.slow_share(frames, "layout")
         self.assertGreaterEqual(share, 0.6, slow)
         self.assertFalse([f for f in frames if "slow_widgets" in f], frames)
+
+    def test_gtk3_slow_size_request_and_slow_draw(self):
+        for which in ("layout", "paint"):
+            records = self.run_app(PHASES_APP_GTK3, ["--slow", which, "--work-ms", str(WORK_MS)],
+                                   run_args=["--frames=detail"])
+            frames = self.window_frames(records, "PhasesApp3Window")
+            self.assertGreaterEqual(sum(f["slow"] for f in frames), 5, frames)
+            share, slow = self.slow_share(frames, which)
+            self.assertGreaterEqual(share, 0.6, (which, slow))
+            self.assertFalse([f for f in frames if "slow_widgets" in f], frames)
 
     def test_frozen_frame_keeps_its_phases(self):
         slow_ms = 800
