@@ -310,6 +310,36 @@ static void test_details_round_trip(void **state)
     jbuf_free(&b);
 }
 
+/* Jank profiles: each folded line's count goes to its top frame; the
+ * occurrences' profiles add up, through a round trip and a merge; lines
+ * that do not read as folded stacks count for nothing. */
+static void test_details_profiles(void **state)
+{
+    (void)state;
+    iss_details d = {0}, back = {0}, more = {0};
+    issue_details_profile(&d, "main;app_wait;poll 400\nmain;app_wait;app_parse 150\nmain;app_idle;poll 50");
+    issue_details_profile(&d, "main;app_wait;app_parse 100\nnot a line\nmain;y -3\nmain;z 1e3\n");
+    assert_int_equal(d.n_profile_top, 2);
+    assert_string_equal(d.profile_top[0].name, "poll");
+    assert_int_equal(d.profile_top[0].n, 450);
+    assert_string_equal(d.profile_top[1].name, "app_parse");
+    assert_int_equal(d.profile_top[1].n, 250);
+    jbuf b;
+    jbuf_init(&b);
+    issue_details_json(&d, &b);
+    assert_non_null(strstr(b.data, "\"profile_top\":{\"poll\":450,\"app_parse\":250}"));
+    assert_int_equal(issue_details_parse(b.data, &back), 0);
+    issue_details_profile(&more, "main;poll 50");
+    issue_details_merge(&back, &more);
+    assert_int_equal(back.n_profile_top, 2);
+    assert_int_equal(back.profile_top[0].n, 500);
+    assert_int_equal(back.profile_top[1].n, 250);
+    issue_details_free(&d);
+    issue_details_free(&back);
+    issue_details_free(&more);
+    jbuf_free(&b);
+}
+
 /* A name longer than a counter holds is cut on a character boundary, so
  * two names that differ only past the cut are one counter, and the counter
  * reads back as itself. */
@@ -378,6 +408,7 @@ int main(void)
         cmocka_unit_test(test_a_slower_page_is_found_and_only_it),
         cmocka_unit_test(test_too_few_or_too_small),
         cmocka_unit_test(test_details_round_trip),
+        cmocka_unit_test(test_details_profiles),
         cmocka_unit_test(test_details_long_names),
         cmocka_unit_test(test_read_strings_cut_on_a_character),
     };

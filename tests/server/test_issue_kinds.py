@@ -286,6 +286,8 @@ class Kinds(Base):
         self.assertEqual(ex["profile_top"], [{"function": "poll", "samples": 450},
                                              {"function": "app_parse", "samples": 150}])
         self.assertEqual(ex["profile"], HANG_PROFILE)
+        # the occurrences' profiles merged (one here): samples per top frame
+        self.assertEqual(hang["evidence"]["profile_top"], {"poll": 450, "app_parse": 150})
         self.assertNotIn("fingerprint", got[("jank", "nostack:NoStackWindow")])
         for i in got.values():
             self.assertEqual((i["status"], i["first_version"], i["last_version"]), ("new", v, v))

@@ -331,6 +331,27 @@ class Browser(unittest.TestCase):
         self.assertTrue(any("shop_compute_recommendations" in g for g in page["groups"]), page["groups"])
         self.assertIn("shop_compute_recommendations", page["flame"])
         self.assertIn("shop_index_products", page["flame"])  # a generated one
+        # a generated jank's profile: the function only its samples show
+        self.assertIn("shop_parse_catalog", page["flame"])
+
+    def test_frames_page_shows_where_slow_frames_time_went(self):
+        page = self.out["pages"]["frames"]
+        rows = {r["window"]: r for r in page["phases"]}
+        href = "/api/v1/frames?app=shop&from=%d&to=%d" % (self.frm, self.to)
+        answer = {w["window"]: w for w in self.d.query(href)["windows"]}
+        self.assertIn("ShopCartWindow", rows, page["phases"])
+        for window, row in rows.items():
+            ph = answer[window].get("slow_phases_ms") or answer[window]["phases_ms"]
+            total = sum(ph.values())
+            # each segment: its phase's share of the window's bar, as the API sums it
+            for seg in row["segs"]:
+                self.assertAlmostEqual(float(seg["ms"]), ph[seg["phase"]], delta=0.001)
+                self.assertAlmostEqual(float(seg["width"].rstrip("%")), 100 * ph[seg["phase"]] / total, delta=0.01)
+            self.assertAlmostEqual(sum(float(x["width"].rstrip("%")) for x in row["segs"]), 100, delta=0.05)
+        # the generated windows' dominant phases
+        widest = lambda w: max(rows[w]["segs"], key=lambda x: float(x["width"].rstrip("%")))["phase"]  # noqa: E731
+        self.assertEqual(widest("ShopCartWindow"), "paint")
+        self.assertEqual(widest("ShopHomeWindow"), "layout")
 
     def test_config_edit_with_an_error_shows_its_line(self):
         c = self.out["pages"]["config"]

@@ -89,6 +89,12 @@ try {
       }, visit.query);
     }
     if (name === 'pages') current.charts = await page.$$eval('.uplot', (e) => e.length);
+    if (visit.page === 'frames') {
+      current.phases = await page.$$eval('#frames-phases .wf-row', (rows) => rows.map((r) => ({
+        window: r.dataset.window,
+        segs: Array.from(r.querySelectorAll('.wf-seg')).map((x) => ({ phase: x.dataset.phase, ms: x.dataset.ms, width: x.style.width })),
+      })));
+    }
     if (name === 'startup') current.segments = await page.$$eval('#wf-session .wf-seg', (e) => e.map((x) => ({ phase: x.dataset.phase, at: x.dataset.at })));
     await page.screenshot({ path: cfg.shots + '/' + name + '.png', fullPage: true });
     if (visit.page === 'jank') {

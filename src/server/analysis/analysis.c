@@ -284,6 +284,8 @@ static void on_occ(void *ctx, const occ *o)
         issue_details_count(d->det.pages, &d->det.n_pages, o->page, o->count);
     if (o->status)
         issue_details_count(d->det.statuses, &d->det.n_statuses, o->status, o->count);
+    if (o->profile)
+        issue_details_profile(&d->det, o->profile);
     for (int k = 0; k < 5; k++)
         d->det.levels[k] += o->levels[k];
     d->det.bytes += o->bytes;

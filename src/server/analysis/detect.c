@@ -589,6 +589,7 @@ static void jank_row(detector *d, const store_mark_row *r, const pacer_record *r
     if (mod)
         jbuf_kv_str(&b, "module", mod);
     profile_json(&b, rec);
+    o.profile = pacer_record_str(rec, PACER_JANK_PROFILE);
     o.example_value = ms;
     emit_with(d, &o, &b);
 }

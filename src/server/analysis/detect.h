@@ -52,6 +52,7 @@ typedef struct occ {
     const char *status;      /* evidence: counted per outcome, or NULL */
     int64_t levels[5];
     double bytes;
+    const char *profile;     /* a jank's folded stacks: merged into the profile_top, or NULL */
     const char *example;     /* JSON object, or NULL */
     double example_value;
 } occ;

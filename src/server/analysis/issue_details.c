@@ -55,6 +55,30 @@ void issue_details_example(iss_details *d, const char *json, double value)
     d->example_value = value;
 }
 
+void issue_details_profile(iss_details *d, const char *folded)
+{
+    for (const char *line = folded; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        size_t sp = len;
+        while (sp > 0 && line[sp - 1] != ' ')
+            sp--;
+        if (sp > 1) {
+            char *tail;
+            long long count = strtoll(line + sp, &tail, 10);
+            size_t leaf = sp - 1;
+            while (leaf > 0 && line[leaf - 1] != ';')
+                leaf--;
+            if (tail == line + len && count > 0 && count <= 1000000000 && leaf < sp - 1) {
+                char name[ISS_MAX_NAME];
+                utf8_copy(name, sizeof name, line + leaf, sp - 1 - leaf);
+                issue_details_count(d->profile_top, &d->n_profile_top, name, count);
+            }
+        }
+        line = end ? end + 1 : line + len;
+    }
+}
+
 void issue_details_merge(iss_details *dst, const iss_details *src)
 {
     for (size_t i = 0; i < src->n_pages; i++)
@@ -64,6 +88,8 @@ void issue_details_merge(iss_details *dst, const iss_details *src)
     for (int k = 0; k < 5; k++)
         dst->levels[k] += src->levels[k];
     dst->bytes += src->bytes;
+    for (size_t i = 0; i < src->n_profile_top; i++)
+        issue_details_count(dst->profile_top, &dst->n_profile_top, src->profile_top[i].name, src->profile_top[i].n);
     issue_details_example(dst, src->example, src->example_value);
 }
 
@@ -101,6 +127,7 @@ void issue_details_members(const iss_details *d, jbuf *b)
     }
     if (d->bytes > 0)
         jbuf_kv_double(b, "bytes", d->bytes);
+    counters_json(b, "profile_top", d->profile_top, d->n_profile_top);
     if (d->example) {
         jbuf_key(b, "example");
         jbuf_raw(b, d->example, strlen(d->example));
@@ -150,6 +177,8 @@ int issue_details_parse(const char *text, iss_details *d)
             ok = read_counters(&r, d->pages, &d->n_pages);
         } else if (kl == 8 && memcmp(k, "statuses", 8) == 0) {
             ok = read_counters(&r, d->statuses, &d->n_statuses);
+        } else if (kl == 11 && memcmp(k, "profile_top", 11) == 0) {
+            ok = read_counters(&r, d->profile_top, &d->n_profile_top);
         } else if (kl == 6 && memcmp(k, "levels", 6) == 0) {
             ok = jread_enter_object(&r);
             int lm;

@@ -6,6 +6,9 @@
  *   statuses   per outcome of a failed request ("500", "transport failure")
  *   levels     frames per Matrix level (best, normal, middle, high, frozen)
  *   bytes      bytes leaked (native leaks), summed
+ *   profile_top  jank and hang: the functions at the top of the stack in
+ *              the profiles of all occurrences, merged, with their samples
+ *              (at most ISS_MAX_COUNTERS names; the rest under "(other)")
  *   example    the representative occurrence (the one with the largest
  *              value: the longest jank, the slowest load …), a JSON object
  *              the detector wrote, and its value
@@ -37,6 +40,8 @@ typedef struct iss_details {
     size_t n_statuses;
     int64_t levels[5];
     double bytes;
+    iss_counter profile_top[ISS_MAX_COUNTERS + 1];
+    size_t n_profile_top;
     char *example;        /* JSON object text, or NULL */
     double example_value; /* its value; the largest wins */
 } iss_details;
@@ -45,6 +50,11 @@ void issue_details_free(iss_details *d);
 
 /* Adds n to name in the list (a new name past the limit goes to "(other)"). */
 void issue_details_count(iss_counter *list, size_t *n_list, const char *name, int64_t n);
+
+/* A jank's profile (folded stacks, "f;g;h COUNT" per line): each line's
+ * COUNT added to its top frame h in profile_top. Lines that do not read
+ * so are left out. */
+void issue_details_profile(iss_details *d, const char *folded);
 
 /* Merges src into dst (the example of the larger value wins; it is copied). */
 void issue_details_merge(iss_details *dst, const iss_details *src);

@@ -443,9 +443,8 @@ static void md_stack(jbuf *b, const char *example)
     free(buf);
 }
 
-/* Where the time went, from the example: a jank's profile (its top
- * frames by samples) and a frozen window's dominant phase. */
-static void md_where(jbuf *b, const char *example)
+/* A frozen window's dominant phase, from the example. */
+static void md_phase(jbuf *b, const char *example)
 {
     if (!example)
         return;
@@ -458,44 +457,12 @@ static void md_where(jbuf *b, const char *example)
     jread_init(&r, buf, len, NULL, 0);
     const char *k;
     size_t kl;
-    int64_t samples = 0;
     if (jread_enter_object(&r))
         while (jread_member(&r, &k, &kl) > 0) {
-            if (kl == 11 && memcmp(k, "profile_top", 11) == 0 && jread_peek(&r) == JT_ARRAY) {
-                jread_enter_array(&r);
-                bool any = false;
-                while (jread_element(&r) > 0 && jread_enter_object(&r)) {
-                    char fn[256] = "?";
-                    int64_t n = 0;
-                    const char *fk;
-                    size_t fkl;
-                    while (jread_member(&r, &fk, &fkl) > 0) {
-                        jvalue v;
-                        if (!jread_value(&r, &v))
-                            break;
-                        if (v.type == JT_STRING && fkl == 8 && memcmp(fk, "function", 8) == 0)
-                            utf8_copy(fn, sizeof fn, v.s, v.len);
-                        else if (fkl == 7 && memcmp(fk, "samples", 7) == 0)
-                            jvalue_int64(&v, &n);
-                    }
-                    if (!any)
-                        jbuf_printf(b, "\n**Profile** (%lld samples of its stack while it was stuck): most at the top of "
-                                       "the stack: ", (long long)samples);
-                    jbuf_printf(b, "%s`", any ? ", " : "");
-                    md_text(b, fn);
-                    jbuf_printf(b, "` (%lld)", (long long)n);
-                    any = true;
-                }
-                if (any)
-                    jbuf_raw(b, "\n", 1);
-                continue;
-            }
             jvalue v;
             if (!jread_value(&r, &v))
                 break;
-            if (kl == 15 && memcmp(k, "profile_samples", 15) == 0)
-                jvalue_int64(&v, &samples);
-            else if (v.type == JT_STRING && kl == 14 && memcmp(k, "dominant_phase", 14) == 0) {
+            if (v.type == JT_STRING && kl == 14 && memcmp(k, "dominant_phase", 14) == 0) {
                 char phase[64];
                 utf8_copy(phase, sizeof phase, v.s, v.len);
                 jbuf_puts(b, "\n**Slow frames' time** went most to `");
@@ -558,7 +525,29 @@ int issue_json_markdown(sqlite3 *db, const ana_config *cfg, const iss_issue *i, 
         jbuf_raw(b, "\n", 1);
     }
     md_stack(b, det.example);
-    md_where(b, det.example);
+    md_phase(b, det.example);
+    if (det.n_profile_top) {
+        /* the occurrences' profiles merged: the functions most often at
+         * the top of the stack, most first */
+        int64_t all = 0;
+        bool shown[ISS_MAX_COUNTERS + 1] = {false};
+        for (size_t k = 0; k < det.n_profile_top; k++)
+            all += det.profile_top[k].n;
+        jbuf_printf(b, "\n**Profile** (%lld samples of the stack while it was stuck, all occurrences): most at "
+                       "the top of the stack: ", (long long)all);
+        for (size_t n = 0; n < 5 && n < det.n_profile_top; n++) {
+            size_t best = det.n_profile_top;
+            for (size_t k = 0; k < det.n_profile_top; k++)
+                if (!shown[k] && (best == det.n_profile_top || det.profile_top[k].n > det.profile_top[best].n))
+                    best = k;
+            shown[best] = true;
+            jbuf_printf(b, "%s`", n ? ", " : "");
+            md_text(b, det.profile_top[best].name);
+            jbuf_printf(b, "` (%lld, %.0f %%)", (long long)det.profile_top[best].n,
+                        all ? 100.0 * (double)det.profile_top[best].n / (double)all : 0.0);
+        }
+        jbuf_raw(b, "\n", 1);
+    }
     if (det.example) {
         jbuf_puts(b, "\n<details><summary>Representative occurrence</summary>\n\n```json\n");
         jbuf_puts(b, det.example);

@@ -160,6 +160,7 @@ int dash_parse_jank(char *buf, size_t len, dash_jank *ret)
 {
     memset(ret, 0, sizeof *ret);
     ret->duration_ms = NAN;
+    ret->profile_interval_ms = NAN;
     jread r;
     jread_init(&r, buf, len, NULL, JREAD_NO_NUL);
     if (!jread_enter_object(&r))
@@ -203,6 +204,10 @@ int dash_parse_jank(char *buf, size_t len, dash_jank *ret)
             ret->kind = v.s;
         else if (strcmp(k, "duration_ms") == 0 && !jvalue_double(&v, &ret->duration_ms))
             ret->duration_ms = NAN;
+        else if (strcmp(k, "profile") == 0 && v.type == JT_STRING)
+            ret->profile = v.s;
+        else if (strcmp(k, "profile_interval_ms") == 0 && !jvalue_double(&v, &ret->profile_interval_ms))
+            ret->profile_interval_ms = NAN;
     }
     if (m != 0 || r.failed || isnan(ret->duration_ms) || ret->duration_ms < 0) {
         memset(ret, 0, sizeof *ret);

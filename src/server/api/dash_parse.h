@@ -41,7 +41,9 @@ typedef struct dash_frame {
  * into the buffer given to dash_parse_jank. */
 typedef struct dash_jank {
     const char *fingerprint, *page, *kind; /* or NULL */
+    const char *profile;                   /* folded stacks ("f;g;h COUNT" per line), or NULL */
     double duration_ms;
+    double profile_interval_ms;            /* NAN when absent */
     size_t n_frames; /* the first DASH_MAX_FRAMES of the stack, innermost first */
     bool more_frames;
     dash_frame frames[DASH_MAX_FRAMES];

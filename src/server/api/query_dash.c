@@ -18,7 +18,8 @@
  *                      the longest one's stack, and every stack merged
  *                      into one call tree (a flame graph's data)
  *   /api/v1/frames     per window: frames, slow, frozen, dropped, Matrix's
- *                      levels
+ *                      levels, the time per frame phase (all frames, slow
+ *                      frames) when the records had phases
  *
  * The last four read single rows, bounded (SCAN_MAX of the range, newest
  * first: "truncated": true says older ones were not looked at).
@@ -30,6 +31,7 @@
 
 #include <pacer/base/json.h>
 #include <pacer/base/strmap.h>
+#include <pacer/base/utf8.h>
 
 #include <errno.h>
 #include <inttypes.h>
@@ -419,6 +421,7 @@ typedef struct fnode {
     bool in_app;
     double ms;
     uint64_t count;
+    uint64_t seen; /* the jank that counted here last: a jank counts once per node */
     struct fnode *child, *next;
 } fnode;
 
@@ -487,12 +490,16 @@ static bool same_str(const char *a, const char *b)
 }
 
 /* Adds a stack (innermost first) to the call tree, outermost at the root:
- * the same function of the same module under the same caller is one node. */
-static void flame_add(jank_acc *a, const dash_frame *fr, size_t n, double ms)
+ * the same function of the same module under the same caller is one node.
+ * `ms` of jank number `jank` (a jank with a profile adds each of its
+ * stacks: it counts once in each node it passed). */
+static void flame_add(jank_acc *a, const dash_frame *fr, size_t n, double ms, uint64_t jank)
 {
     fnode *node = &a->root;
     node->ms += ms;
-    node->count++;
+    if (node->seen != jank)
+        node->count++;
+    node->seen = jank;
     for (size_t i = n; i-- > 0;) {
         const dash_frame *f = &fr[i];
         const char *fn = f->function ? f->function : "?";
@@ -522,9 +529,70 @@ static void flame_add(jank_acc *a, const dash_frame *fr, size_t n, double ms)
             a->n_nodes++;
         }
         c->ms += ms;
-        c->count++;
+        if (c->seen != jank)
+            c->count++;
+        c->seen = jank;
         node = c;
     }
+}
+
+/* A jank's profile into the call tree: each line's stack ("f;g;h COUNT",
+ * outermost first), COUNT × the interval in ms. The frames are named by
+ * function only; one the jank's stack also shows takes its module and
+ * in_app from there (so that it is the same node as the stacks'). Lines past DASH_MAX_FRAMES frames keep the outermost.
+ * Returns whether any line was added. */
+static bool flame_add_profile(jank_acc *a, const dash_jank *j, uint64_t jank)
+{
+    /* a sender's numbers: an interval of more than an hour, or more than
+     * a billion samples on a line, is no profile pacer wrote */
+    double interval = isnan(j->profile_interval_ms) || j->profile_interval_ms <= 0 ||
+                              j->profile_interval_ms > 3600000 ? 0 : j->profile_interval_ms;
+    if (!interval)
+        return false;
+    dash_frame fr[DASH_MAX_FRAMES];
+    const char *names[DASH_MAX_FRAMES];
+    size_t lens[DASH_MAX_FRAMES];
+    char namebuf[DASH_MAX_FRAMES][128];
+    bool any = false;
+    for (const char *line = j->profile; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        const char *sp = NULL;
+        for (size_t i = len; i-- > 0;)
+            if (line[i] == ' ') {
+                sp = line + i;
+                break;
+            }
+        long long count = sp ? strtoll(sp + 1, NULL, 10) : 0;
+        if (sp && count > 0 && count <= 1000000000) {
+            size_t n = 0;
+            for (const char *f = line; f < sp && n < DASH_MAX_FRAMES;) {
+                const char *semi = memchr(f, ';', (size_t)(sp - f));
+                size_t fl = semi ? (size_t)(semi - f) : (size_t)(sp - f);
+                names[n] = f;
+                lens[n++] = fl;
+                f = semi ? semi + 1 : sp;
+            }
+            for (size_t i = 0; i < n; i++) { /* innermost first */
+                dash_frame *d = &fr[n - 1 - i];
+                utf8_copy(namebuf[i], sizeof namebuf[i], names[i], lens[i]);
+                *d = (dash_frame){.function = namebuf[i], .line = -1};
+                for (size_t k = 0; k < j->n_frames; k++)
+                    if (j->frames[k].function && strncmp(j->frames[k].function, namebuf[i], strlen(namebuf[i])) == 0 &&
+                        strchr(".@", j->frames[k].function[strlen(namebuf[i])]) != NULL) {
+                        d->in_app = j->frames[k].in_app;
+                        d->module = j->frames[k].module;
+                        break;
+                    }
+            }
+            if (n) {
+                flame_add(a, fr, n, (double)count * interval, jank);
+                any = true;
+            }
+        }
+        line = end ? end + 1 : line + len;
+    }
+    return any;
 }
 
 static void on_jank(void *ctx, const store_log_row *row)
@@ -569,8 +637,10 @@ static void on_jank(void *ctx, const store_log_row *row)
         tally_add(&g->pages, &g->n_pages, j->page ? j->page : "", &a->oom);
         tally_add(&g->versions, &g->n_versions, row->version ? row->version : "", &a->oom);
     }
-    if (j->n_frames)
-        flame_add(a, j->frames, j->n_frames, ms);
+    /* the flame graph: the jank's profile when it has one (where its time
+     * went), else its one stack for the whole duration */
+    if (!(j->profile && flame_add_profile(a, j, a->records)) && j->n_frames)
+        flame_add(a, j->frames, j->n_frames, ms, a->records);
 done:
     free(j);
     free(text);
@@ -717,14 +787,21 @@ static void jank(const api_ctx *d, const http_request *rq, http_response *rs)
 static const char *const frame_metrics[] = {
     "pacer.frames.frames", "pacer.frames.slow", "pacer.frames.frozen", "pacer.frames.dropped_frames",
     "pacer.frames.levels.best", "pacer.frames.levels.normal", "pacer.frames.levels.middle",
-    "pacer.frames.levels.high", "pacer.frames.levels.frozen", NULL,
+    "pacer.frames.levels.high", "pacer.frames.levels.frozen",
+    /* where the time went (records that carry phases) */
+    "pacer.frames.phases_ms.events", "pacer.frames.phases_ms.update", "pacer.frames.phases_ms.layout",
+    "pacer.frames.phases_ms.paint", "pacer.frames.phases_ms.present", "pacer.frames.slow_phases_ms.events",
+    "pacer.frames.slow_phases_ms.update", "pacer.frames.slow_phases_ms.layout", "pacer.frames.slow_phases_ms.paint",
+    "pacer.frames.slow_phases_ms.present", NULL,
 };
-#define N_FRAME_METRICS 9
+#define N_FRAME_METRICS 19
+#define FIRST_PHASE 9 /* phases_ms, then slow_phases_ms: 5 each */
 #define MAX_WINDOWS 256
 
 typedef struct window_sums {
     char *window;
     double v[N_FRAME_METRICS];
+    uint64_t points[N_FRAME_METRICS];
     uint64_t records;
 } window_sums;
 
@@ -757,6 +834,7 @@ static void on_sum(void *ctx, const char *name, const char *group, double sum, u
         a->n++;
     }
     a->w[i].v[m] += sum;
+    a->w[i].points[m] += points;
     if (m == 0)
         a->w[i].records += points; /* one frames point per record */
 }
@@ -803,6 +881,23 @@ static void frames(const api_ctx *d, const http_request *rq, http_response *rs)
         for (size_t k = 0; k < 5; k++)
             jbuf_kv_u64(&b, levels[k], (uint64_t)llround(w->v[4 + k]));
         jbuf_close(&b, '}');
+        /* the frames' time per phase, over all frames and over the slow
+         * ones, summed over the records that had phases */
+        static const char *const phases[] = {"events", "update", "layout", "paint", "present"};
+        static const char *const sets[] = {"phases_ms", "slow_phases_ms"};
+        for (size_t set = 0; set < 2; set++) {
+            size_t first = FIRST_PHASE + 5 * set;
+            uint64_t n = 0;
+            for (size_t k = 0; k < 5; k++)
+                n += w->points[first + k];
+            if (!n)
+                continue;
+            jbuf_key(&b, sets[set]);
+            jbuf_open(&b, '{');
+            for (size_t k = 0; k < 5; k++)
+                jbuf_kv_double(&b, phases[k], round(w->v[first + k] * 1000) / 1000);
+            jbuf_close(&b, '}');
+        }
         jbuf_close(&b, '}');
     }
     jbuf_close(&b, ']');

@@ -1,6 +1,7 @@
 // Frames per window: slow (longer than a refresh) and frozen (over 700
 // ms) percentages, dropped frames, and Matrix's levels of ⌊duration /
-// refresh⌋: best < 3 ≤ normal < 9 ≤ middle < 24 ≤ high < 42 ≤ frozen.
+// refresh⌋: best < 3 ≤ normal < 9 ≤ middle < 24 ≤ high < 42 ≤ frozen;
+// and where the slow frames' time went, per phase of the frame.
 
 import { h, card, table, message } from '../dom.js';
 import { num, pct } from '../format.js';
@@ -8,6 +9,7 @@ import { COLORS } from '../chart.js';
 import { query } from './common.js';
 
 const LEVELS = ['best', 'normal', 'middle', 'high', 'frozen'];
+const PHASES = ['events', 'update', 'layout', 'paint', 'present'];
 
 export async function render(root, ctx) {
   const f = await query(ctx, '/api/v1/frames');
@@ -38,4 +40,28 @@ export async function render(root, ctx) {
       return h('div', { class: 'wf-row' }, h('div', { class: 'wf-label' }, w.window), track, h('div', { class: 'wf-total' }, w.frames + ' frames'));
     }));
   root.appendChild(bars);
+  // where the frames' time went: the slow frames' time per phase (all
+  // frames' when none was slow), per window
+  const phased = ws.filter((w) => w.slow_phases_ms || w.phases_ms);
+  if (phased.length) {
+    const phases = root.appendChild(card('Phases', 'Where the slow frames\' time went, per phase of the frame (docs/records.md, frames: events, update — tick callbacks and animations —, layout — measure and allocate —, paint, present).',
+      h('div', { class: 'wf-legend' }, PHASES.map((p, i) => h('span', {}, h('span', { class: 'swatch', style: { background: COLORS[i] } }), p))),
+      phased.map((w) => {
+        const slow = !!w.slow_phases_ms;
+        const ph = w.slow_phases_ms || w.phases_ms;
+        const key = slow ? 'slow_phases_ms' : 'phases_ms';
+        const total = PHASES.reduce((s, p) => s + ph[p], 0) || 1;
+        let left = 0;
+        const track = h('div', { class: 'wf-track' });
+        PHASES.forEach((p, i) => {
+          const width = 100 * ph[p] / total;
+          if (width > 0) track.appendChild(h('div', { class: 'wf-seg', dataset: { phase: p, ms: String(ph[p]) }, title: w.window + ' ' + p + ': ' + ph[p].toFixed(1) + ' ms (' + width.toFixed(1) + ' %)', style: { left: left + '%', width: width + '%', background: COLORS[i] } }));
+          left += width;
+        });
+        const top = PHASES.reduce((a, p) => (ph[p] > ph[a] ? p : a), PHASES[0]);
+        return h('div', { class: 'wf-row', dataset: { window: w.window } }, h('div', { class: 'wf-label' }, w.window), track,
+          h('div', { class: 'wf-total' }, num(ph[top], 'ms', f.url, base(w).concat(key, top)), ' ' + top + (slow ? ' (slow frames)' : '')));
+      })));
+    phases.id = 'frames-phases';
+  }
 }

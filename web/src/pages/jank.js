@@ -1,6 +1,7 @@
 // Jank and hangs by fingerprint: count, durations, pages and versions;
 // one group's stack (in-app frames highlighted, with file:line); every
-// stuck stack of the app merged into one flame graph.
+// stuck stack of the app merged into one flame graph — a jank's profile
+// (its samples) where it has one, else its one stack.
 
 import { h, card, table, message } from '../dom.js';
 import { num, fmtTimeNs } from '../format.js';
@@ -41,7 +42,7 @@ export async function render(root, ctx) {
       f.in_app ? h('span', { class: 'chip in-app' }, 'in app') : null))) : message('info', 'No stack was captured for this group.')));
 
   const box = h('div', { class: 'flame', id: 'jank-flame' });
-  root.appendChild(card('All stuck stacks', 'Every captured stack of the range merged into one call tree (outermost frame at the bottom); width: time stuck. Click a frame to zoom.',
+  root.appendChild(card('All stuck stacks', 'Every jank of the range merged into one call tree (outermost frame at the bottom): a jank sampled while it was stuck adds each sampled stack for its samples × the interval, one without samples its one stack for its whole duration; width: time stuck. Click a frame to zoom.',
     flameLegend('ms stuck', true), box));
   if (j.data.flame_truncated) box.parentNode.appendChild(message('info', 'The call tree holds its first 20 000 frames.'));
   flame(box, j.data.flame, { unit: 'ms', countLabel: 'stalls' });
