@@ -330,6 +330,14 @@ int64_t mainloop_wait_end(void);
 void mainloop_set_jank_ns(int64_t ns);
 /* Iterations lost because the watchdog did not take them in time. */
 uint64_t mainloop_lost(void);
+/* Watchdog thread: sleeps while the main thread waits, until the loop's
+ * next iteration begins (the main thread wakes it as it leaves the wait:
+ * one system call, only after such a sleep), mainloop_wake_watcher, or
+ * until_ns (CLOCK_MONOTONIC). Returns at once when an iteration is running
+ * or *cancel is set. */
+void mainloop_sleep_while_waiting(int64_t until_ns, _Atomic bool *cancel);
+/* Any thread: ends that sleep (set *cancel first). */
+void mainloop_wake_watcher(void);
 
 /* ---- stack.c ---- */
 #define STACK_MAX_FRAMES 64

@@ -28,15 +28,31 @@
  *   loop_wait_leave(t0, t)    busy_since = t: the next iteration begins;
  *                             a wait longer than WAITED_NS was idle time
  *
- * Hot path: two vDSO clock reads (the sources'), two relaxed/release
- * stores and one compare per iteration; no lock, no allocation, no system
- * call (bench/agent/loop.c measures it).
+ * Hot path: two vDSO clock reads (the sources'), two stores (one of them
+ * sequentially consistent) and two loads per iteration; no lock, no
+ * allocation, and no system call but one futex wake when the watchdog slept
+ * through a long wait (bench/agent/loop.c measures it).
+ *
+ * The watchdog's sleep while the loop waits: it sets `watcher_asleep`, then
+ * reads busy_since; leaving a wait stores busy_since, then reads
+ * `watcher_asleep` — both sequentially consistent, so either the watchdog
+ * sees the iteration and does not sleep, or the main thread sees the
+ * sleeper and wakes it.
  *
  * `ring` is single-producer (the main thread) single-consumer (the watchdog
  * thread): head is written by the producer only, tail by the consumer only.
  * A full ring drops the newest span and counts it (mainloop_lost).
  */
 #include "agent.h"
+
+#include <pacer/base/clock.h>
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+
+#include <errno.h>
+#include <time.h>
+#include <unistd.h>
 
 #define WAITED_NS 500000 /* a wait this long waited: the loop was idle */
 #define RING 64 /* spans ≥ jank_ms; the watchdog drains it several times a second */
@@ -48,6 +64,16 @@ static _Atomic int64_t jank_ns = (int64_t)PACER_DEFAULT_JANK_MS * 1000000;
 static loop_span ring[RING];
 static _Atomic uint64_t head, tail, lost;
 static _Atomic bool glib_mode;
+static _Atomic int watcher_asleep; /* 1: the watchdog sleeps until the next iteration */
+
+static void wake_watcher(void)
+{
+    if (atomic_exchange(&watcher_asleep, 0)) {
+        int saved = errno; /* the app reads its wait's errno next */
+        syscall(SYS_futex, &watcher_asleep, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+        errno = saved;
+    }
+}
 
 static void keep(int64_t start, int64_t end)
 {
@@ -73,7 +99,9 @@ void loop_wait_leave(int64_t entered, int64_t t)
     if (t - entered > WAITED_NS)
         wait_end = t;
     atomic_fetch_add_explicit(&iterations, 1, memory_order_relaxed);
-    atomic_store_explicit(&busy_since, t, memory_order_release);
+    atomic_store_explicit(&busy_since, t, memory_order_seq_cst);
+    if (atomic_load_explicit(&watcher_asleep, memory_order_seq_cst))
+        wake_watcher();
 }
 
 void loop_present_boundary(int64_t t)
@@ -127,4 +155,22 @@ void mainloop_set_jank_ns(int64_t ns)
 uint64_t mainloop_lost(void)
 {
     return atomic_load_explicit(&lost, memory_order_relaxed);
+}
+
+void mainloop_sleep_while_waiting(int64_t until_ns, _Atomic bool *cancel)
+{
+    atomic_store_explicit(&watcher_asleep, 1, memory_order_seq_cst);
+    int64_t left = until_ns - mono_ns();
+    if (atomic_load_explicit(&busy_since, memory_order_seq_cst) || atomic_load(cancel) || left <= 0) {
+        atomic_store(&watcher_asleep, 0);
+        return;
+    }
+    struct timespec rel = {.tv_sec = left / 1000000000, .tv_nsec = left % 1000000000};
+    syscall(SYS_futex, &watcher_asleep, FUTEX_WAIT_PRIVATE, 1, &rel, NULL, 0);
+    atomic_store(&watcher_asleep, 0);
+}
+
+void mainloop_wake_watcher(void)
+{
+    wake_watcher();
 }

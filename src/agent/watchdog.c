@@ -18,10 +18,14 @@
  *      it ends; the samples go with its record, or are forgotten when it
  *      ended below jank_ms;
  *   5. sleep until the running iteration would reach jank_ms or its next
- *      sample, or half the threshold (10..250 ms; at most a quarter of the
- *      profile threshold) when the loop is idle. An iteration is seen
+ *      sample, or half the threshold (10..250 ms; at most half the profile
+ *      threshold) when the loop is idle. An iteration is seen
  *      busy at least once before it reaches the threshold, so its stack is
- *      taken within a few ms of it.
+ *      taken within a few ms of it. Once the loop has waited through
+ *      rounds for QUIET_NS (no iteration began), the thread instead sleeps
+ *      until the next iteration begins — the main thread wakes it as it
+ *      leaves that wait — or the next config read: an idle app pays no
+ *      periodic wakes but one a second.
  *
  * The record waits for the iteration's end so that it carries the whole
  * duration; an iteration still stuck at exit is written by watchdog_stop
@@ -42,12 +46,14 @@
 #include <time.h>
 
 #define CAPTURE_TIMEOUT_MS 200
+#define QUIET_NS 200000000LL /* the loop waited this long: sleep until it iterates */
 
 static pthread_t thread;
 static bool started;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond;
 static bool stopping;
+static _Atomic bool stop_sleeping; /* stopping, for the sleep outside mu */
 
 static int64_t jank_ns = (int64_t)PACER_DEFAULT_JANK_MS * 1000000;
 static int64_t hang_ns = (int64_t)PACER_DEFAULT_HANG_MS * 1000000;
@@ -107,6 +113,8 @@ static void *run(void *arg)
     (void)arg;
     int64_t next_config = 0;
     uint64_t lost_said = 0;
+    uint64_t seen_iterations = 0;
+    int64_t quiet_since = mono_ns(); /* no iteration began since */
     pthread_mutex_lock(&mu);
     while (!stopping) {
         pthread_mutex_unlock(&mu);
@@ -138,14 +146,23 @@ static void *run(void *arg)
         now = mono_ns();
         int64_t idle = jank_ns / 2;
         int64_t after = profile_after_ns();
-        if (after > 0 && idle > after / 4)
-            idle = after / 4; /* an iteration is seen in time to be profiled from `after` */
+        if (after > 0 && idle > after / 2)
+            idle = after / 2; /* an iteration is seen before `after`, then sampled from it on time */
         idle = idle < 10000000 ? 10000000 : idle > 250000000 ? 250000000 : idle;
         int64_t wake = now + idle;
         if (b && b != captured_start && b + jank_ns < wake)
             wake = b + jank_ns;
         if (profile_wake < wake)
             wake = profile_wake;
+        uint64_t it = loop_iterations();
+        if (b || it != seen_iterations) {
+            seen_iterations = it;
+            quiet_since = now;
+        } else if (now - quiet_since >= QUIET_NS && profile_wake == INT64_MAX && !profile_pending()) {
+            mainloop_sleep_while_waiting(next_config, &stop_sleeping);
+            pthread_mutex_lock(&mu);
+            continue;
+        }
         pthread_mutex_lock(&mu);
         while (!stopping && cond_wait_until(&cond, &mu, wake) != ETIMEDOUT)
             ;
@@ -177,6 +194,8 @@ void watchdog_stop(void)
     stopping = true;
     pthread_cond_broadcast(&cond);
     pthread_mutex_unlock(&mu);
+    atomic_store(&stop_sleeping, true);
+    mainloop_wake_watcher();
     struct timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
     deadline.tv_sec += 1;
