@@ -12,8 +12,9 @@ figures.
               thread's own figure is no measure here: it busy-waits for
               wall time, so its CPU time is its scheduling
   idle        bench-stall idle 5000 (no jank): the watchdog's CPU time per
-              second with profiles off and on (it wakes every 25 ms instead
-              of 250 ms to see an iteration in time), the main thread's
+              second with profiles off and on (it looks every 50 ms
+              instead of 250 ms while the loop iterates, to see an
+              iteration in time), the main thread's
               per iteration without the agent and with it
   frames      bench-frames 300 (a GTK 4 window animating 300 frames) on a
               private Xvfb: the main thread's CPU time per frame without

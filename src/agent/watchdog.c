@@ -18,8 +18,8 @@
  *      it ends; the samples go with its record, or are forgotten when it
  *      ended below jank_ms;
  *   5. sleep until the running iteration would reach jank_ms or its next
- *      sample, or half the threshold (10..250 ms; at most half the profile
- *      threshold) when the loop is idle. An iteration is seen
+ *      sample, or half the threshold (10..250 ms; at most three quarters of
+ *      the profile threshold) when the loop is idle. An iteration is seen
  *      busy at least once before it reaches the threshold, so its stack is
  *      taken within a few ms of it. Once the loop has waited through
  *      rounds for QUIET_NS (no iteration began), the thread instead sleeps
@@ -146,8 +146,8 @@ static void *run(void *arg)
         now = mono_ns();
         int64_t idle = jank_ns / 2;
         int64_t after = profile_after_ns();
-        if (after > 0 && idle > after / 2)
-            idle = after / 2; /* an iteration is seen before `after`, then sampled from it on time */
+        if (after > 0 && idle > after * 3 / 4)
+            idle = after * 3 / 4; /* an iteration is seen before `after`, then sampled from it on time */
         idle = idle < 10000000 ? 10000000 : idle > 250000000 ? 250000000 : idle;
         int64_t wake = now + idle;
         if (b && b != captured_start && b + jank_ns < wake)
