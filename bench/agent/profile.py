@@ -12,7 +12,7 @@ figures.
               thread's own figure is no measure here: it busy-waits for
               wall time, so its CPU time is its scheduling
   idle        bench-stall idle 5000 (no jank): the watchdog's CPU time per
-              second with profiles off and on (it looks every 50 ms
+              second with profiles off and on (it looks every 75 ms
               instead of 250 ms while the loop iterates, to see an
               iteration in time), the main thread's
               per iteration without the agent and with it
