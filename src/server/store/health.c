@@ -227,6 +227,19 @@ static enum store_fault check_room(health_state *h, char *note, size_t size)
     return e == EROFS ? STORE_READ_ONLY : STORE_IO;
 }
 
+/* A write failed for a full disk: what is free beside the database and
+ * what a batch needs, so that the first answer already says how far off
+ * the room is (statvfs only: nothing to reserve on a full disk). */
+static void full_note(health_state *h, char *note, size_t size)
+{
+    *note = 0;
+    struct statvfs v;
+    if (!h->path || statvfs(h->path, &v) != 0)
+        return;
+    snprintf(note, size, "%.1f MiB free beside the database, a batch needs %.1f MiB",
+             mib((int64_t)v.f_bavail * (int64_t)v.f_frsize), mib(health_room_needed(h)));
+}
+
 /* Called with the lock: the writes fail with f. */
 static void note_failing(health_state *h, enum store_fault f, const char *reason)
 {
@@ -255,6 +268,8 @@ void health_write(health_state *h, const store_error *err, enum health_txn what,
     char reason[320] = "", note[160] = "";
     if (err)
         describe(err, f, sys, reason, sizeof reason);
+    if (err && f == STORE_DISK_FULL)
+        full_note(h, note, sizeof note);
     pthread_mutex_lock(&h->lock);
     bool failing = h->fault != STORE_OK;
     pthread_mutex_unlock(&h->lock);
@@ -307,6 +322,8 @@ void health_write(health_state *h, const store_error *err, enum health_txn what,
     h->stats.transaction_failures++;
     h->stats.failures[f]++;
     note_failing(h, f, reason);
+    if (*note)
+        snprintf(h->note, sizeof h->note, "%s", note);
     h->streak++;
     pthread_mutex_unlock(&h->lock);
 }
