@@ -42,6 +42,16 @@ JANK_STACKS = {
 }
 
 
+# the widget types that took longest in each generated window's slow
+# frames (pacer run --frames=detail): type, phase, share of the slow frames' time
+SLOW_WIDGETS = {
+    "ShopHomeWindow": [("GtkListView", "layout", 0.40), ("GtkFlowBox", "layout", 0.15), ("GtkPicture", "paint", 0.10),
+                       ("GtkLabel", "paint", 0.05)],
+    "ShopCartWindow": [("GtkColumnView", "paint", 0.45), ("GtkLabel", "paint", 0.15), ("GtkImage", "paint", 0.10),
+                       ("GtkBox", "layout", 0.05)],
+}
+
+
 # the slow frames' time per phase of each generated window
 PHASE_SHARES = {
     "ShopHomeWindow": {"events": 0.02, "update": 0.08, "layout": 0.70, "paint": 0.17, "present": 0.03},
@@ -200,6 +210,15 @@ class Gen:
                                                         "attributes": dims}))
                 points.append(("phases_ms." + ph, {"timeUnixNano": str(t), "asDouble": round(slow_ms * sh + frames * 2.0 * sh, 3),
                                                    "attributes": dims}))
+            # and the widget types that took longest in them, a gauge per
+            # number of each element (docs/otlp-mapping.md)
+            for i, (wtype, ph, sh) in enumerate(SLOW_WIDGETS[window] if slow_n else []):
+                el = dims + [attr("pacer.slow_widgets.index", i), attr("pacer.slow_widgets.type", wtype),
+                             attr("pacer.slow_widgets.phase", ph)]
+                points.append(("slow_widgets.ms", {"timeUnixNano": str(t), "asDouble": round(slow_ms * sh, 3),
+                                                   "attributes": el}))
+                points.append(("slow_widgets.calls", {"timeUnixNano": str(t), "asInt": str(slow_n * (i + 3)),
+                                                      "attributes": el}))
         return sid, spans, logs, points
 
     def batches(self):

@@ -30,6 +30,7 @@ with a critical, a major and a minor issue shows one of each.
 Also, without a browser: the security headers, the login limiter, a
 session ended by a new admin token (SIGHUP), Secure cookies under TLS."""
 import decimal
+import re
 import http.server
 import json
 import os
@@ -57,6 +58,8 @@ WEB_DIR = os.environ.get("PACER_WEB_DIR", "build/web")
 SHOTS = os.environ.get("WEB_SHOTS", "build/tests/web/screenshots")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 DRIVER = os.path.join(ROOT, "web", "test", "drive.mjs")
+# the generated jank group whose records carry profiles (dashdata.py)
+PROFILED_FP = "0b93d4c8e2f7a615"
 PAGES = ["overview", "pages", "startup", "requests", "jank", "frames", "issues", "config", "traces"]
 
 
@@ -178,8 +181,14 @@ class Browser(unittest.TestCase):
         now = int(time.time()) // 60 * 60
         cls.frm, cls.to = now - 8 * 86400, now + 120
         # a generated week: versions 1.0 and 1.1
+        cls.profiled = []  # the generated janks with a profile: (kind, profile)
         for endpoint, body in dashdata.Gen(app="shop", end_s=now - 600).batches():
             d.ingest(endpoint, body)
+            for rl in body.get("resourceLogs", []):
+                for lr in rl["scopeLogs"][0]["logRecords"]:
+                    rec = json.loads(lr["body"]["stringValue"])
+                    if rec.get("fingerprint") == PROFILED_FP:
+                        cls.profiled.append((rec["kind"], rec["profile"]))
         cls.graded = graded_issues(d)
         # the demo app itself, version "demo", with its main-loop jank
         with Xvfb() as x, ApiServer({"/api/config": 200, "/api/list": 300, "/api/test1": 300}) as api:
@@ -222,11 +231,23 @@ class Browser(unittest.TestCase):
             time.sleep(0.5)
         if {fp: got.get(fp) for fp in cls.graded} != cls.graded:
             raise AssertionError("the graded issues were not filed as expected within 60 s: %s" % got)
+        # the generated jank issue whose occurrences have profiles
+        cls.profiled_issue = None
+        for _ in range(120):
+            got = [i for i in d.query("/api/v1/issues?app=shop&kind=jank&limit=100")["issues"]
+                   if i.get("fingerprint") == PROFILED_FP]
+            if got:
+                cls.profiled_issue = got[0]
+                break
+            time.sleep(0.5)
+        if not cls.profiled_issue:
+            raise AssertionError("no jank issue of %s was filed within 60 s" % PROFILED_FP)
         cls.attacker = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Attacker)
         threading.Thread(target=cls.attacker.serve_forever, daemon=True).start()
         query = "app=shop&from=%d&to=%d" % (cls.frm, cls.to)
         visits = [{"name": p, "page": p, "query": query} for p in PAGES]
         visits.insert(5, {"name": "jank-demo", "page": "jank", "query": query + "&version=demo"})
+        visits.append({"name": "issue-profiled", "page": "issues", "query": query + "&issue=" + cls.profiled_issue["id"]})
         visits.insert(1, {"name": "overview-graded", "page": "overview",
                           "query": "app=other&from=%d&to=%d" % (cls.frm, cls.to)})
         cfg = {"base": d.base, "token": ADMIN, "pages": visits, "shots": os.path.abspath(SHOTS),
@@ -352,6 +373,59 @@ class Browser(unittest.TestCase):
         widest = lambda w: max(rows[w]["segs"], key=lambda x: float(x["width"].rstrip("%")))["phase"]  # noqa: E731
         self.assertEqual(widest("ShopCartWindow"), "paint")
         self.assertEqual(widest("ShopHomeWindow"), "layout")
+
+    def test_frames_page_shows_the_slowest_widget_types(self):
+        page = self.out["pages"]["frames"]
+        href = "/api/v1/frames?app=shop&from=%d&to=%d" % (self.frm, self.to)
+        answer = {w["window"]: w for w in self.d.query(href)["windows"]}
+        boxes = {b["window"]: b for b in page["widgets"]}
+        # a table under the phase bar of each window whose records named
+        # widget types (the generated ones), and of no other
+        self.assertEqual(set(boxes), {w for w, a in answer.items() if "slow_widgets" in a})
+        self.assertEqual(set(boxes), set(dashdata.SLOW_WIDGETS))
+        for window, box in boxes.items():
+            self.assertEqual(box["after"], window)
+            self.assertEqual([(r["type"], r["phase"]) for r in box["rows"]],
+                             [(x["type"], x["phase"]) for x in answer[window]["slow_widgets"]])
+            # the generated types, longest first
+            self.assertEqual([(r["type"], r["phase"]) for r in box["rows"]],
+                             [(t, ph) for t, ph, _ in dashdata.SLOW_WIDGETS[window]])
+
+    def test_issue_page_shows_its_occurrences_merged_flame_graph(self):
+        issue = self.profiled_issue
+        page = self.out["pages"]["issue-profiled"]
+        frames = {f["name"]: f["label"] for f in page["issue_flame"]}
+        # the jank page's merge of this fingerprint's janks (its endpoint, filtered)
+        answer = self.d.query("/api/v1/jank?app=shop&fingerprint=%s&kind=jank" % PROFILED_FP)
+        want = {}
+
+        def walk(n):
+            want[n["name"]] = n
+            for c in n.get("children", []):
+                walk(c)
+        walk(answer["flame"])
+        self.assertEqual(set(frames), set(want))
+        # the generated profiles: samples × 10 ms per function, every jank of the issue's kind
+        truth = {}
+        for kind, profile in self.profiled:
+            if kind == issue["kind"]:
+                for line in profile.split("\n"):
+                    stack, _, n = line.rpartition(" ")
+                    for f in set(stack.split(";")):
+                        truth[f] = truth.get(f, 0) + 10.0 * int(n)
+        janks = sum(1 for k, _ in self.profiled if k == issue["kind"])
+        self.assertEqual(answer["records"], janks)
+        self.assertIn("shop_parse_catalog", frames)  # a function only the samples show
+        for name, ms in truth.items():
+            # the label: "NAME[ — where]: VALUE ms (PCT %), N stalls"
+            m = re.match(r"^(.+?)(?: — .*)?: ([\d,.]+) ms \(([\d,.]+) %\), (\d+) stalls", frames[name])
+            self.assertIsNotNone(m, frames[name])
+            self.assertAlmostEqual(float(m.group(2).replace(",", "")), ms, delta=0.0005, msg=name)
+            self.assertEqual(want[name]["value"], ms)
+        root = re.match(r"^all: ([\d,.]+) ms .*, (\d+) stalls", frames["all"])
+        self.assertEqual((float(root.group(1).replace(",", "")), int(root.group(2))),
+                         (truth["main"], janks))
+        self.assertTrue(page["issue_flame_title"].startswith("Where its %d occurrences" % janks), page["issue_flame_title"])
 
     def test_config_edit_with_an_error_shows_its_line(self):
         c = self.out["pages"]["config"]

@@ -88,11 +88,20 @@ try {
         return (await r.json()).issues.map((i) => i.severity);
       }, visit.query);
     }
+    if (visit.page === 'issues') {
+      current.issue_flame = await page.$$eval('#issue-flame g.frame', (e) => e.map((x) => ({ name: x.getAttribute('name'), label: (x.querySelector('title') || {}).textContent })));
+      current.issue_flame_title = await page.$$eval('#issue-flame', (e) => (e.length ? e[0].closest('section, .card').querySelector('h2').textContent : null));
+    }
     if (name === 'pages') current.charts = await page.$$eval('.uplot', (e) => e.length);
     if (visit.page === 'frames') {
       current.phases = await page.$$eval('#frames-phases .wf-row', (rows) => rows.map((r) => ({
         window: r.dataset.window,
         segs: Array.from(r.querySelectorAll('.wf-seg')).map((x) => ({ phase: x.dataset.phase, ms: x.dataset.ms, width: x.style.width })),
+      })));
+      current.widgets = await page.$$eval('#frames-phases .frames-widgets', (boxes) => boxes.map((b) => ({
+        window: b.dataset.window,
+        after: b.previousElementSibling ? b.previousElementSibling.dataset.window : null,
+        rows: Array.from(b.querySelectorAll('tbody tr')).map((r) => ({ type: r.dataset.type, phase: r.dataset.phase, cells: Array.from(r.cells).map((c) => c.textContent) })),
       })));
     }
     if (name === 'startup') current.segments = await page.$$eval('#wf-session .wf-seg', (e) => e.map((x) => ({ phase: x.dataset.phase, at: x.dataset.at })));

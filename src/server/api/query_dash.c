@@ -14,12 +14,16 @@
  *                      with their API list, phases, classes, trace id
  *   /api/v1/request_stats   per method and URL pattern: count, errors,
  *                      bytes, classes
- *   /api/v1/jank       jank and hang records grouped by fingerprint, with
- *                      the longest one's stack, and every stack merged
- *                      into one call tree (a flame graph's data)
- *   /api/v1/frames     per window: frames, slow, frozen, dropped, Matrix's
- *                      levels, the time per frame phase (all frames, slow
- *                      frames) when the records had phases
+ *   /api/v1/jank       fingerprint, kind: jank and hang records (of that
+ *                      fingerprint, of that kind) grouped by fingerprint,
+ *                      with the longest one's stack, and every stack or
+ *                      profile merged into one call tree (a flame graph's
+ *                      data)
+ *   /api/v1/frames     widgets: per window: frames, slow, frozen, dropped,
+ *                      Matrix's levels, the time per frame phase (all
+ *                      frames, slow frames) when the records had phases,
+ *                      the `widgets` widget types (and phase) that took
+ *                      longest in slow frames when the records named them
  *
  * The last four read single rows, bounded (SCAN_MAX of the range, newest
  * first: "truncated": true says older ones were not looked at).
@@ -426,6 +430,7 @@ typedef struct fnode {
 } fnode;
 
 typedef struct jank_acc {
+    const char *fingerprint, *kind; /* only the records of these, or NULL: all */
     strmap groups; /* fingerprint → jgroup */
     uint64_t records;
     fnode root;
@@ -608,6 +613,8 @@ static void on_jank(void *ctx, const store_log_row *row)
     }
     if (dash_parse_jank(text, row->body_len, j) < 0)
         goto done; /* not a jank record pacer wrote: left out */
+    if ((a->fingerprint && !same_str(a->fingerprint, j->fingerprint)) || (a->kind && !same_str(a->kind, j->kind)))
+        goto done; /* another group's */
     double ms = j->duration_ms;
     a->records++;
     jgroup *g = group_of(a, j->fingerprint ? j->fingerprint : "");
@@ -722,11 +729,21 @@ static void flame_free(fnode *n)
 
 static void jank(const api_ctx *d, const http_request *rq, http_response *rs)
 {
-    static const char *const own[] = {NULL};
+    static const char *const own[] = {"fingerprint", "kind", NULL};
     common c;
     if (common_params(rq, rs, own, &c) < 0)
         return;
     jank_acc a = {.root = {.line = -1}};
+    char err[256];
+    if (params_str(rq->query, "fingerprint", 64, &a.fingerprint, err, sizeof err) < 0 ||
+        params_str(rq->query, "kind", 16, &a.kind, err, sizeof err) < 0) {
+        http_error(rs, 400, "%s", err);
+        return;
+    }
+    if (a.kind && strcmp(a.kind, "jank") != 0 && strcmp(a.kind, "hang") != 0) {
+        http_error(rs, 400, "kind: not a kind of jank record (expected jank or hang)");
+        return;
+    }
     bool truncated = false;
     int r = store_dash_logs_of_type(d->store, c.app, c.version, "jank", c.from, c.to, SCAN_MAX, on_jank, &a, &truncated);
     if (r == 0 && a.oom)
@@ -798,20 +815,50 @@ static const char *const frame_metrics[] = {
 #define FIRST_PHASE 9 /* phases_ms, then slow_phases_ms: 5 each */
 #define MAX_WINDOWS 256
 
+typedef struct widget_sum {
+    const char *type, *phase; /* the key's copies in frames_acc.widget_keys */
+    double ms, calls;
+    uint64_t records; /* the slow_widgets.ms points: one per record that named it */
+} widget_sum;
+
 typedef struct window_sums {
     char *window;
     double v[N_FRAME_METRICS];
     uint64_t points[N_FRAME_METRICS];
     uint64_t records;
+    widget_sum *widgets; /* the widget types its records named in slow frames */
+    size_t n_widgets, cap_widgets;
 } window_sums;
 
 typedef struct frames_acc {
     window_sums w[MAX_WINDOWS];
     size_t n;
+    strmap widget_keys; /* window NUL type NUL phase → index + 1 into its window's widgets */
     bool oom, more;
 } frames_acc;
 
-static void on_sum(void *ctx, const char *name, const char *group, double sum, uint64_t points)
+/* The window named `window`, added when new; NULL past MAX_WINDOWS (more)
+ * or out of memory. */
+static window_sums *window_of(frames_acc *a, const char *window)
+{
+    size_t i = 0;
+    while (i < a->n && strcmp(a->w[i].window, window) != 0)
+        i++;
+    if (i == a->n) {
+        if (a->n == MAX_WINDOWS) {
+            a->more = true;
+            return NULL;
+        }
+        if (!(a->w[i].window = strdup(window))) {
+            a->oom = true;
+            return NULL;
+        }
+        a->n++;
+    }
+    return &a->w[i];
+}
+
+static void on_sum(void *ctx, const char *name, const char *const *groups, double sum, uint64_t points)
 {
     frames_acc *a = ctx;
     size_t m = 0;
@@ -819,24 +866,68 @@ static void on_sum(void *ctx, const char *name, const char *group, double sum, u
         m++;
     if (!frame_metrics[m])
         return;
-    size_t i = 0;
-    while (i < a->n && strcmp(a->w[i].window, group) != 0)
-        i++;
-    if (i == a->n) {
-        if (a->n == MAX_WINDOWS) {
-            a->more = true;
-            return;
-        }
-        if (!(a->w[i].window = strdup(group))) {
-            a->oom = true;
-            return;
-        }
-        a->n++;
-    }
-    a->w[i].v[m] += sum;
-    a->w[i].points[m] += points;
+    window_sums *w = window_of(a, groups[0]);
+    if (!w)
+        return;
+    w->v[m] += sum;
+    w->points[m] += points;
     if (m == 0)
-        a->w[i].records += points; /* one frames point per record */
+        w->records += points; /* one frames point per record */
+}
+
+/* A slow_widgets element's sums: groups are the window, the widget's type
+ * and its phase. */
+static void on_widget(void *ctx, const char *name, const char *const *groups, double sum, uint64_t points)
+{
+    frames_acc *a = ctx;
+    bool ms = strcmp(name, "pacer.frames.slow_widgets.ms") == 0;
+    if (!*groups[1] || a->oom)
+        return; /* an element without a type names no widget */
+    window_sums *w = window_of(a, groups[0]);
+    if (!w)
+        return;
+    char key[3 * 1024];
+    size_t len = strmap_key(key, sizeof key, groups, 3);
+    if (!len)
+        return; /* names longer than any GType's */
+    const char *copy;
+    void **slot = strmap_put(&a->widget_keys, key, len, &copy);
+    if (!slot) {
+        a->oom = true;
+        return;
+    }
+    if (!*slot) {
+        if (w->n_widgets == w->cap_widgets) {
+            size_t cap = w->cap_widgets ? 2 * w->cap_widgets : 16;
+            widget_sum *more = realloc(w->widgets, cap * sizeof *more);
+            if (!more) {
+                a->oom = true;
+                return;
+            }
+            w->widgets = more;
+            w->cap_widgets = cap;
+        }
+        /* the key's parts, each ending with a NUL: window, type, phase */
+        const char *type = copy + strlen(copy) + 1;
+        w->widgets[w->n_widgets] = (widget_sum){.type = type, .phase = type + strlen(type) + 1};
+        *slot = (void *)(uintptr_t)++w->n_widgets;
+    }
+    widget_sum *x = &w->widgets[(uintptr_t)*slot - 1];
+    if (ms) {
+        x->ms += sum;
+        x->records += points;
+    } else {
+        x->calls += sum;
+    }
+}
+
+static int cmp_widget(const void *x, const void *y)
+{
+    const widget_sum *a = x, *b = y;
+    if (a->ms != b->ms)
+        return a->ms < b->ms ? 1 : -1; /* the longest first */
+    int c = strcmp(a->type, b->type);
+    return c ? c : strcmp(a->phase, b->phase);
 }
 
 static int cmp_window(const void *x, const void *y)
@@ -844,20 +935,33 @@ static int cmp_window(const void *x, const void *y)
     return strcmp(((const window_sums *)x)->window, ((const window_sums *)y)->window);
 }
 
+static const char *const widget_metrics[] = {"pacer.frames.slow_widgets.ms", "pacer.frames.slow_widgets.calls", NULL};
+
 static void frames(const api_ctx *d, const http_request *rq, http_response *rs)
 {
-    static const char *const own[] = {NULL};
+    static const char *const own[] = {"widgets", NULL};
     common c;
     if (common_params(rq, rs, own, &c) < 0)
         return;
+    int64_t top = 10;
+    char err[256];
+    if (params_int(rq->query, "widgets", 0, 100, &top, err, sizeof err) < 0) {
+        http_error(rs, 400, "%s", err);
+        return;
+    }
     frames_acc *a = calloc(1, sizeof *a);
     if (!a) {
         http_error(rs, 503, "out of memory");
         return;
     }
-    bool truncated = false;
-    int r = store_dash_metric_sums(d->store, c.app, c.version, frame_metrics, "pacer.window", c.from, c.to, SCAN_MAX,
-                              on_sum, a, &truncated);
+    bool truncated = false, wtruncated = false;
+    static const char *const by_window[] = {"pacer.window", NULL};
+    static const char *const by_widget[] = {"pacer.window", "pacer.slow_widgets.type", "pacer.slow_widgets.phase", NULL};
+    int r = store_dash_metric_sums(d->store, c.app, c.version, frame_metrics, by_window, c.from, c.to, SCAN_MAX,
+                                   on_sum, a, &truncated);
+    if (r == 0 && top > 0)
+        r = store_dash_metric_sums(d->store, c.app, c.version, widget_metrics, by_widget, c.from, c.to, SCAN_MAX,
+                                   on_widget, a, &wtruncated);
     if (r == 0 && a->oom)
         r = -ENOMEM;
     qsort(a->w, a->n, sizeof a->w[0], cmp_window);
@@ -870,7 +974,7 @@ static void frames(const api_ctx *d, const http_request *rq, http_response *rs)
     static const char *const keys[] = {"frames", "slow", "frozen", "dropped_frames"};
     static const char *const levels[] = {"best", "normal", "middle", "high", "frozen"};
     for (size_t i = 0; i < a->n; i++) {
-        const window_sums *w = &a->w[i];
+        window_sums *w = &a->w[i];
         jbuf_open(&b, '{');
         jbuf_kv_str(&b, "window", w->window);
         jbuf_kv_u64(&b, "records", w->records);
@@ -898,13 +1002,35 @@ static void frames(const api_ctx *d, const http_request *rq, http_response *rs)
                 jbuf_kv_double(&b, phases[k], round(w->v[first + k] * 1000) / 1000);
             jbuf_close(&b, '}');
         }
+        /* the widget types that took longest in slow frames (records
+         * written with --frames=detail), summed per type and phase */
+        if (w->n_widgets) {
+            qsort(w->widgets, w->n_widgets, sizeof w->widgets[0], cmp_widget);
+            jbuf_key(&b, "slow_widgets");
+            jbuf_open(&b, '[');
+            for (size_t k = 0; k < w->n_widgets && k < (size_t)top; k++) {
+                const widget_sum *x = &w->widgets[k];
+                jbuf_open(&b, '{');
+                jbuf_kv_str(&b, "type", x->type);
+                jbuf_kv_str(&b, "phase", x->phase);
+                jbuf_kv_double(&b, "ms", round(x->ms * 1000) / 1000);
+                jbuf_kv_u64(&b, "calls", (uint64_t)llround(x->calls));
+                jbuf_kv_u64(&b, "records", x->records);
+                jbuf_close(&b, '}');
+            }
+            jbuf_close(&b, ']');
+            jbuf_kv_u64(&b, "slow_widget_types", w->n_widgets);
+        }
         jbuf_close(&b, '}');
     }
     jbuf_close(&b, ']');
-    jbuf_kv_bool(&b, "truncated", truncated || a->more);
+    jbuf_kv_bool(&b, "truncated", truncated || wtruncated || a->more);
     jbuf_close(&b, '}');
-    for (size_t i = 0; i < a->n; i++)
+    for (size_t i = 0; i < a->n; i++) {
         free(a->w[i].window);
+        free(a->w[i].widgets);
+    }
+    strmap_free(&a->widget_keys, NULL);
     free(a);
     api_answer(rs, &b, r, "the store could not be read");
 }

@@ -298,19 +298,20 @@ int store_dash_logs_of_type(store *st, const char *app, const char *version, con
     return store_ops(st)->newest(st, &nq, log_offer, &lr, ret_truncated);
 }
 
-/* ---- metric sums per attribute ---- */
+/* ---- metric sums per attribute values ---- */
 
 typedef struct sum_group {
-    const char *g; /* NULL: points without the attribute */
+    const char *g[STORE_DASH_MAX_ATTRS]; /* NULL: points without the attribute */
     double sum;
     bool any;      /* a value was summed */
     uint64_t points;
 } sum_group;
 
 typedef struct sums_read {
-    const char *attr;
+    const char *const *attrs;
+    size_t n_attrs;
     int c_int, c_value, c_attrs;
-    strmap groups; /* the attribute's value ("" and a byte: none) → sum_group */
+    strmap groups; /* the attributes' values (each "" and a byte: none) → sum_group */
 } sums_read;
 
 static void on_first(void *ctx, const char *s, size_t n)
@@ -322,6 +323,14 @@ static void on_first(void *ctx, const char *s, size_t n)
     }
 }
 
+static void sum_group_free(void *p)
+{
+    sum_group *x = p;
+    for (size_t i = 0; i < STORE_DASH_MAX_ATTRS; i++)
+        free((char *)x->g[i]);
+    free(x);
+}
+
 static int sum_offer(void *ctx, const store_row *row, int64_t place)
 {
     (void)place;
@@ -329,42 +338,83 @@ static int sum_offer(void *ctx, const store_row *row, int64_t place)
     const store_value *iv = &row->cols[sr->c_int], *dv = &row->cols[sr->c_value], *av = &row->cols[sr->c_attrs];
     double v = iv->type == SV_INT ? (double)iv->i : dv->type == SV_REAL ? dv->d : dv->type == SV_INT ? (double)dv->i
                                                                                                      : NAN;
-    char *g = NULL;
-    if (av->type == SV_TEXT)
-        store_attrs_strings(av->p, av->n, sr->attr, true, on_first, &g);
-    bool none = !g;
-    /* a point without the attribute is not one with an empty value: a
-     * NUL byte alone as its key */
-    const char *copy;
-    void **slot = none ? strmap_put(&sr->groups, "", 1, &copy) : strmap_put(&sr->groups, g, strlen(g), &copy);
-    free(g);
-    if (!slot || (!*slot && !(*slot = calloc(1, sizeof(sum_group)))))
-        return -ENOMEM;
+    /* the key: each attribute's value then a NUL, and a byte saying
+     * whether the point had it — a point without the attribute is not
+     * one with an empty value */
+    char *g[STORE_DASH_MAX_ATTRS] = {NULL};
+    size_t len = 0;
+    for (size_t i = 0; i < sr->n_attrs; i++) {
+        if (av->type == SV_TEXT)
+            store_attrs_strings(av->p, av->n, sr->attrs[i], true, on_first, &g[i]);
+        len += (g[i] ? strlen(g[i]) : 0) + 2;
+    }
+    int r = -ENOMEM;
+    char *key = malloc(len + 1);
+    if (!key)
+        goto out;
+    size_t at = 0;
+    for (size_t i = 0; i < sr->n_attrs; i++) {
+        size_t n = g[i] ? strlen(g[i]) : 0;
+        memcpy(key + at, g[i] ? g[i] : "", n);
+        at += n;
+        key[at++] = 0;
+        key[at++] = g[i] ? 1 : 2;
+    }
+    void **slot = strmap_put(&sr->groups, key, at, NULL);
+    free(key);
+    if (!slot)
+        goto out;
+    if (!*slot) {
+        if (!(*slot = calloc(1, sizeof(sum_group))))
+            goto out;
+        sum_group *x = *slot;
+        for (size_t i = 0; i < sr->n_attrs; i++) {
+            x->g[i] = g[i]; /* the group's own */
+            g[i] = NULL;
+        }
+    }
     sum_group *x = *slot;
-    x->g = none ? NULL : copy;
     if (!isnan(v)) {
         x->sum += v; /* in the order of the points, newest first, which a sum of doubles depends on */
         x->any = true;
     }
     x->points++;
-    return 0;
+    r = 0;
+out:
+    for (size_t i = 0; i < sr->n_attrs; i++)
+        free(g[i]);
+    return r;
 }
 
 static int cmp_sums(const void *x, const void *y)
 {
     const sum_group *a = *(const sum_group *const *)x, *b = *(const sum_group *const *)y;
-    if (!a->g || !b->g)
-        return (a->g != NULL) - (b->g != NULL);
-    return strcmp(a->g, b->g);
+    for (size_t i = 0; i < STORE_DASH_MAX_ATTRS; i++) {
+        if (!a->g[i] || !b->g[i]) {
+            if ((a->g[i] != NULL) != (b->g[i] != NULL))
+                return (a->g[i] != NULL) - (b->g[i] != NULL);
+            continue;
+        }
+        int c = strcmp(a->g[i], b->g[i]);
+        if (c)
+            return c;
+    }
+    return 0;
 }
 
 int store_dash_metric_sums(store *st, const char *app, const char *version, const char *const *names,
-                           const char *attr, int64_t from_ns, int64_t to_ns, size_t scan_max,
-                           void (*cb)(void *ctx, const char *name, const char *group, double sum, uint64_t points),
+                           const char *const *attrs, int64_t from_ns, int64_t to_ns, size_t scan_max,
+                           void (*cb)(void *ctx, const char *name, const char *const *groups, double sum,
+                                      uint64_t points),
                            void *ctx, bool *ret_truncated)
 {
     enum store_table t = TABLE_METRIC_POINTS;
     *ret_truncated = false;
+    size_t n_attrs = 0;
+    while (attrs[n_attrs])
+        n_attrs++;
+    if (n_attrs == 0 || n_attrs > STORE_DASH_MAX_ATTRS)
+        return -EINVAL;
     int c_int = col_of(t, "int_value"), c_value = col_of(t, "value"), c_attrs = col_of(t, "attributes");
     if (c_int < 0 || c_value < 0 || c_attrs < 0)
         return -EINVAL;
@@ -372,7 +422,7 @@ int store_dash_metric_sums(store *st, const char *app, const char *version, cons
     want[c_int] = want[c_value] = want[c_attrs] = true;
     int r = 0;
     for (size_t k = 0; names[k] && r == 0; k++) {
-        sums_read sr = {attr, c_int, c_value, c_attrs, {0}};
+        sums_read sr = {attrs, n_attrs, c_int, c_value, c_attrs, {0}};
         store_newest_query nq = {.table = t, .app = app, .from_ns = from_ns, .to_ns = to_ns, .name = names[k],
                                  .version = version, .scan_max = scan_max, .want = want};
         bool truncated = false;
@@ -387,12 +437,15 @@ int store_dash_metric_sums(store *st, const char *app, const char *version, cons
             while (strmap_next(&sr.groups, &pos, &s))
                 sorted[n++] = s->value;
             qsort(sorted, n, sizeof *sorted, cmp_sums);
-            for (size_t i = 0; i < n; i++)
-                cb(ctx, names[k], sorted[i]->g ? sorted[i]->g : "", sorted[i]->any ? sorted[i]->sum : 0,
-                   sorted[i]->points);
+            for (size_t i = 0; i < n; i++) {
+                const char *groups[STORE_DASH_MAX_ATTRS];
+                for (size_t a = 0; a < n_attrs; a++)
+                    groups[a] = sorted[i]->g[a] ? sorted[i]->g[a] : "";
+                cb(ctx, names[k], groups, sorted[i]->any ? sorted[i]->sum : 0, sorted[i]->points);
+            }
         }
         free(sorted);
-        strmap_free(&sr.groups, free);
+        strmap_free(&sr.groups, sum_group_free);
     }
     return r;
 }

@@ -51,13 +51,18 @@ int store_dash_logs_of_type(store *st, const char *app, const char *version, con
                             int64_t to_ns, size_t scan_max, void (*cb)(void *ctx, const store_log_row *row),
                             void *ctx, bool *ret_truncated);
 
+#define STORE_DASH_MAX_ATTRS 4
+
 /* For each metric of the NULL-terminated names: the sum of the values of
  * its newest scan_max points in [from, to) (of the version), grouped by
- * the first string value of attribute attr, sorted by it ("" for points
- * without it, first), with the number of points. */
+ * the first string values of the attributes attrs (NULL-terminated, 1 to
+ * STORE_DASH_MAX_ATTRS), sorted by them in order (a point without an
+ * attribute, whose group gives "" for it, before one with any value),
+ * with the number of points. */
 int store_dash_metric_sums(store *st, const char *app, const char *version, const char *const *names,
-                           const char *attr, int64_t from_ns, int64_t to_ns, size_t scan_max,
-                           void (*cb)(void *ctx, const char *name, const char *group, double sum, uint64_t points),
+                           const char *const *attrs, int64_t from_ns, int64_t to_ns, size_t scan_max,
+                           void (*cb)(void *ctx, const char *name, const char *const *groups, double sum,
+                                      uint64_t points),
                            void *ctx, bool *ret_truncated);
 
 /* The query plan of each statement the backend runs for them (as

@@ -1,11 +1,14 @@
 // Issues: the ranked list the analysis layer files (GET /api/v1/issues),
-// with filters, one issue's evidence (GET /api/v1/issues/{id}), and resolve /
-// reopen (PATCH /api/v1/issues/{id} {"status": …}).
+// with filters, one issue's evidence (GET /api/v1/issues/{id}) — for a jank
+// or hang, the flame graph of its occurrences' profiles merged, as the Jank
+// page draws it (GET /api/v1/jank of its fingerprint and kind) —, and
+// resolve / reopen (PATCH /api/v1/issues/{id} {"status": …}).
 
 import { h, card, table, message } from '../dom.js';
 import { num } from '../format.js';
 import { send } from '../api.js';
 import { query, optional, sevClass } from './common.js';
+import { appendFlame } from './jank.js';
 
 // each filter and the list of its values in pacerd's schema (GET /api/v1/schema)
 const FILTERS = [['status', 'statuses'], ['kind', 'kinds'], ['severity', 'severities']];
@@ -70,4 +73,13 @@ export async function render(root, ctx) {
     h('p', {}, button), status,
     h('h3', {}, 'Evidence'),
     h('pre', { class: 'evidence', id: 'issue-evidence' }, JSON.stringify(i.evidence, null, 2))));
+  if ((i.kind === 'jank' || i.kind === 'hang') && i.fingerprint) {
+    // every occurrence the store still holds, whatever the page's range and version
+    const j = await query(ctx, '/api/v1/jank', { app: i.app, version: undefined, from: undefined, to: undefined, fingerprint: i.fingerprint, kind: i.kind });
+    if (j.data.records) {
+      appendFlame(root, j.data, 'issue-flame', 'Where its ' + j.data.records + ' occurrences were stuck',
+        'The ' + i.kind + ' records of fingerprint ' + i.fingerprint);
+      root.lastChild.appendChild(h('p', {}, h('a', { href: ctx.link('jank', { fp: i.fingerprint }) }, 'This fingerprint on the Jank page')));
+    }
+  }
 }

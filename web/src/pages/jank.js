@@ -41,9 +41,16 @@ export async function render(root, ctx) {
       h('span', { class: 'mod' }, ' ' + (f.module || '')),
       f.in_app ? h('span', { class: 'chip in-app' }, 'in app') : null))) : message('info', 'No stack was captured for this group.')));
 
-  const box = h('div', { class: 'flame', id: 'jank-flame' });
-  root.appendChild(card('All stuck stacks', 'Every jank of the range merged into one call tree (outermost frame at the bottom): a jank sampled while it was stuck adds each sampled stack for its samples × the interval, one without samples its one stack for its whole duration; width: time stuck. Click a frame to zoom.',
+  appendFlame(root, j.data, 'jank-flame', 'All stuck stacks', 'Every jank of the range');
+}
+
+// The merged call tree of a /api/v1/jank answer (its janks' profiles, or
+// stacks) as a flame graph in a card appended to root; `which` says
+// whose janks it merges.
+export function appendFlame(root, answer, id, title, which) {
+  const box = h('div', { class: 'flame', id });
+  root.appendChild(card(title, which + ' merged into one call tree (outermost frame at the bottom): a jank sampled while it was stuck adds each sampled stack for its samples × the interval, one without samples its one stack for its whole duration; width: time stuck. Click a frame to zoom.',
     flameLegend('ms stuck', true), box));
-  if (j.data.flame_truncated) box.parentNode.appendChild(message('info', 'The call tree holds its first 20 000 frames.'));
-  flame(box, j.data.flame, { unit: 'ms', countLabel: 'stalls' });
+  if (answer.flame_truncated) box.parentNode.appendChild(message('info', 'The call tree holds its first 20 000 frames.'));
+  flame(box, answer.flame, { unit: 'ms', countLabel: 'stalls' });
 }
