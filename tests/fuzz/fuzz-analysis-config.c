@@ -6,9 +6,13 @@
  * reason" and the settings back at their defaults; every accepted setting
  * is within its documented range; version lists hold no empty name and no
  * repeat. The same bytes read as an issue's details either fail cleanly or
- * write JSON that reads back to the same details. */
+ * write JSON that reads back to the same details. Read as a jank's profile
+ * (src/server/profile_frames.c), each line that reads charges a count of
+ * 1 to 10^9 to a frame of its own, the leaf its last; the details count
+ * no more names than they hold. */
 #include "analysis/analysis_config.h"
 #include "analysis/issue_details.h"
+#include "analysis/profile_frames.h"
 
 #include <errno.h>
 #include <math.h>
@@ -47,13 +51,46 @@ static void details_round_trip(const uint8_t *data, size_t size)
         jbuf_init(&b);
         issue_details_json(&d, &b);
         if (b.failed || issue_details_parse(b.data, &back) != 0 || back.n_pages != d.n_pages ||
-            back.n_statuses != d.n_statuses || !back.example != !d.example ||
+            back.n_statuses != d.n_statuses || back.n_profile_top != d.n_profile_top ||
+            back.n_profile_leaves != d.n_profile_leaves || !back.example != !d.example ||
             (d.example && strcmp(back.example, d.example) != 0))
             abort();
         jbuf_free(&b);
     }
     issue_details_free(&d);
     issue_details_free(&back);
+    free(text);
+}
+
+static void profile_lines(const uint8_t *data, size_t size)
+{
+    char *text = malloc(size + 1);
+    if (!text)
+        return;
+    memcpy(text, data, size);
+    text[size] = 0;
+    static const profile_frames_hint hints[] = {{"app", 3, "/usr/bin/app", true}, {"poll", 4, "libc.so.6", false}};
+    for (const char *line = text; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        profile_frames_line pl;
+        if (profile_frames_read(line, len, hints, 2, &pl)) {
+            if (pl.count < 1 || pl.count > 1000000000 || !pl.frame_len || !pl.leaf_len || pl.frame < line ||
+                pl.frame + pl.frame_len > pl.leaf + pl.leaf_len || pl.leaf + pl.leaf_len > line + len ||
+                memchr(pl.frame, ';', pl.frame_len) || memchr(pl.leaf, ';', pl.leaf_len))
+                abort();
+        }
+        line = end ? end + 1 : line + len;
+    }
+    iss_details d = {0};
+    issue_details_profile(&d, text, hints, 2);
+    issue_details_profile(&d, text, NULL, 0);
+    if (d.n_profile_top > ISS_MAX_COUNTERS + 1 || d.n_profile_leaves > ISS_MAX_COUNTERS + 1)
+        abort();
+    for (size_t i = 0; i < d.n_profile_top; i++)
+        if (d.profile_top[i].n <= 0)
+            abort();
+    issue_details_free(&d);
     free(text);
 }
 
@@ -76,5 +113,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     }
     details_round_trip(data, size);
+    profile_lines(data, size);
     return 0;
 }

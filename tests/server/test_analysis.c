@@ -6,6 +6,7 @@
 #include "ingest/clean.h"
 #include "analysis/issue_details.h"
 #include "analysis/issue_json.h"
+#include "analysis/profile_frames.h"
 #include "analysis/regress.h"
 
 #include <pacer/base/utf8.h>
@@ -310,30 +311,145 @@ static void test_details_round_trip(void **state)
     jbuf_free(&b);
 }
 
-/* Jank profiles: each folded line's count goes to its top frame; the
- * occurrences' profiles add up, through a round trip and a merge; lines
- * that do not read as folded stacks count for nothing. */
+/* A profile as the agent wrote it for tests/agent/jank-app --stall mixed
+ * (half asleep in usleep, half busy reading the clock), and the frames of
+ * its jank's stack (function cut at '.' or '@', module, in_app). */
+static const char real_profile[] =
+    "_start;__libc_start_main;__libc_start_call_main;main;g_application_run;g_main_context_iteration;"
+    "libglib-2.0.so.0.7400.6+0x54a17;g_main_context_dispatch;libglib-2.0.so.0.7400.6+0x55179;one_stall;"
+    "jank_app_stall_mixed;jank_app_mixed_sleep;usleep;__nanosleep;clock_nanosleep 60\n"
+    "_start;__libc_start_main;__libc_start_call_main;main;g_application_run;g_main_context_iteration;"
+    "libglib-2.0.so.0.7400.6+0x54a17;g_main_context_dispatch;libglib-2.0.so.0.7400.6+0x55179;one_stall;"
+    "jank_app_stall_mixed;jank_app_mixed_busy;jank_app_busy_work;g_get_monotonic_time;clock_gettime;"
+    "__vdso_clock_gettime 42\n"
+    "_start;__libc_start_main;__libc_start_call_main;main;g_application_run;g_main_context_iteration;"
+    "libglib-2.0.so.0.7400.6+0x54a17;g_main_context_dispatch;libglib-2.0.so.0.7400.6+0x55179;one_stall;"
+    "jank_app_stall_mixed;jank_app_mixed_busy;jank_app_busy_work;g_get_monotonic_time 3\n"
+    "_start;__libc_start_main;__libc_start_call_main;main;g_application_run;g_main_context_iteration;"
+    "libglib-2.0.so.0.7400.6+0x54a17;g_main_context_dispatch;libglib-2.0.so.0.7400.6+0x55179;one_stall;"
+    "jank_app_stall_mixed;jank_app_mixed_busy;jank_app_busy_work;g_get_monotonic_time;[plt] 2\n"
+    "_start;__libc_start_main;__libc_start_call_main;main;g_application_run;g_main_context_iteration;"
+    "libglib-2.0.so.0.7400.6+0x5498d;monitored_poll;__poll 1\n"
+    "_start;__libc_start_main;__libc_start_call_main;main;g_application_run;g_main_context_iteration;"
+    "libglib-2.0.so.0.7400.6+0x54a17;g_main_context_dispatch;libglib-2.0.so.0.7400.6+0x55179;one_stall;"
+    "jank_app_stall_mixed;jank_app_mixed_busy;jank_app_busy_work;[plt] 1\n"
+    "_start;__libc_start_main;__libc_start_call_main;main;g_application_run;g_main_context_iteration;"
+    "libglib-2.0.so.0.7400.6+0x54a17;g_main_context_dispatch;libglib-2.0.so.0.7400.6+0x55179;one_stall;"
+    "jank_app_stall_mixed;jank_app_mixed_busy;jank_app_busy_work;g_get_monotonic_time;clock_gettime 1";
+
+#define HINT(f, m, a) {f, sizeof f - 1, m, a}
+static const profile_frames_hint real_stack[] = {
+    HINT("clock_nanosleep", "libc.so.6", false), HINT("__nanosleep", "libc.so.6", false),
+    HINT("usleep", "libc.so.6", false), HINT("jank_app_mixed_sleep", "jank-app", true),
+    HINT("jank_app_stall_mixed", "jank-app", true), HINT("one_stall", "jank-app", true),
+    HINT("g_main_context_dispatch", "libglib-2.0.so.0.7400.6", false),
+    HINT("g_main_context_iteration", "libglib-2.0.so.0.7400.6", false),
+    HINT("g_application_run", "libgio-2.0.so.0.7400.6", false), HINT("main", "jank-app", true),
+    HINT("__libc_start_call_main", "libc.so.6", false), HINT("__libc_start_main", "libc.so.6", false),
+    HINT("_start", "jank-app", true),
+};
+#define N_REAL_STACK (sizeof real_stack / sizeof real_stack[0])
+
+/* The frame a line is charged to: the innermost outside the system and
+ * toolkit libraries, by the stack's modules, a MODULE+0x frame's, or the
+ * name; the leaf when there is none; lines that are not folded stacks
+ * read as nothing. */
+static void test_profile_frames(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *line;
+        bool hints;
+        const char *frame, *leaf;
+        int64_t count;
+    } cases[] = {
+        /* the stack says usleep is libc's, jank_app_mixed_sleep the app's */
+        {"main;one_stall;jank_app_mixed_sleep;usleep;__nanosleep;clock_nanosleep 60", true, "jank_app_mixed_sleep",
+         "clock_nanosleep", 60},
+        /* the agent's poll hook and GLib's unnamed frames are not the app: main is */
+        {"_start;main;g_application_run;g_main_context_iteration;libglib-2.0.so.0.7400.6+0x5498d;monitored_poll;__poll 1",
+         true, "main", "__poll", 1},
+        /* without a stack: by name (GLib's g_, the C library's calls), [plt], the vDSO */
+        {"main;jank_app_busy_work;g_get_monotonic_time;clock_gettime;__vdso_clock_gettime 42", false,
+         "jank_app_busy_work", "__vdso_clock_gettime", 42},
+        {"main;shop_load;g_file_load_contents;read 7", false, "shop_load", "read", 7},
+        {"main;worker;[plt] 2", false, "worker", "[plt]", 2},
+        /* an app function named in its own right at the top */
+        {"main;shop_parse_catalog 9", false, "shop_parse_catalog", "shop_parse_catalog", 9},
+        /* MODULE+0xOFFSET: the module says; a bare address says nothing */
+        {"main;shop-app+0x1a2b;libQt6Core.so.6+0x99;0x7f00aa 4", false, "shop-app+0x1a2b", "0x7f00aa", 4},
+        {"_start;__libc_start_main;libgtk-4.so.1+0x10;_ZN16QCoreApplication4execEv;poll 5", false, "poll", "poll", 5},
+        /* a library the app brought (not a system or toolkit one) counts as its */
+        {"main;libsoup-3.0.so.0+0x40;poll 3", false, "libsoup-3.0.so.0+0x40", "poll", 3},
+        {"main;pthread_cond_wait;__futex_abstimed_wait_common 8", false, "main", "__futex_abstimed_wait_common", 8},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        profile_frames_line pl;
+        assert_true(profile_frames_read(cases[i].line, strlen(cases[i].line), cases[i].hints ? real_stack : NULL,
+                                        cases[i].hints ? N_REAL_STACK : 0, &pl));
+        char frame[128], leaf[128];
+        snprintf(frame, sizeof frame, "%.*s", (int)pl.frame_len, pl.frame);
+        snprintf(leaf, sizeof leaf, "%.*s", (int)pl.leaf_len, pl.leaf);
+        assert_string_equal(frame, cases[i].frame);
+        assert_string_equal(leaf, cases[i].leaf);
+        assert_int_equal(pl.count, cases[i].count);
+    }
+    /* the stack overrides the name: an app's own g_ function, a libc call in a module the app ships */
+    static const profile_frames_hint own[] = {HINT("g_app_refresh", "/opt/shop/bin/shop", true),
+                                              HINT("read", "/opt/shop/lib/libshopio.so", false)};
+    profile_frames_line pl;
+    assert_true(profile_frames_read("main;g_app_refresh;g_list_sort 5", 32, own, 2, &pl));
+    assert_int_equal(pl.frame_len, strlen("g_app_refresh"));
+    assert_true(profile_frames_read("main;g_list_sort;read 5", 23, own, 2, &pl));
+    assert_int_equal(pl.frame_len, 4); /* read */
+    assert_true(profile_frames_system_module("/usr/lib/x86_64-linux-gnu/libglib-2.0.so.0", 42));
+    assert_true(profile_frames_system_module("ld-linux-x86-64.so.2", 20));
+    assert_false(profile_frames_system_module("/usr/bin/shop", 13));
+    static const char *const bad[] = {"", "main", "main;f", "main;f x", "main;f -3", "main;f 1e3", " 5", "main;f 0",
+                                      "main;f 1000000001", "main;f 99999999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_false(profile_frames_read(bad[i], strlen(bad[i]), NULL, 0, &pl));
+    assert_false(profile_frames_read("main; 5", 7, NULL, 0, &pl)); /* an empty leaf */
+}
+
+/* Jank profiles in an issue's evidence: each folded line's count goes to
+ * the frame it is charged to (profile_top), and to "FRAME → LEAF" when the
+ * leaf is another (profile_leaves); the occurrences' profiles add up,
+ * through a round trip and a merge; lines that do not read as folded
+ * stacks count for nothing. */
 static void test_details_profiles(void **state)
 {
     (void)state;
     iss_details d = {0}, back = {0}, more = {0};
-    issue_details_profile(&d, "main;app_wait;poll 400\nmain;app_wait;app_parse 150\nmain;app_idle;poll 50");
-    issue_details_profile(&d, "main;app_wait;app_parse 100\nnot a line\nmain;y -3\nmain;z 1e3\n");
-    assert_int_equal(d.n_profile_top, 2);
-    assert_string_equal(d.profile_top[0].name, "poll");
-    assert_int_equal(d.profile_top[0].n, 450);
-    assert_string_equal(d.profile_top[1].name, "app_parse");
-    assert_int_equal(d.profile_top[1].n, 250);
+    issue_details_profile(&d, real_profile, real_stack, N_REAL_STACK);
+    issue_details_profile(&d, "main;app_wait;app_parse 100\nnot a line\nmain;y -3\nmain;z 1e3\n", NULL, 0);
+    assert_int_equal(d.n_profile_top, 4);
+    assert_string_equal(d.profile_top[0].name, "jank_app_mixed_sleep");
+    assert_int_equal(d.profile_top[0].n, 60);
+    assert_string_equal(d.profile_top[1].name, "jank_app_busy_work");
+    assert_int_equal(d.profile_top[1].n, 49);
+    assert_string_equal(d.profile_top[2].name, "main");
+    assert_int_equal(d.profile_top[2].n, 1);
+    assert_string_equal(d.profile_top[3].name, "app_parse");
+    assert_int_equal(d.profile_top[3].n, 100);
     jbuf b;
     jbuf_init(&b);
     issue_details_json(&d, &b);
-    assert_non_null(strstr(b.data, "\"profile_top\":{\"poll\":450,\"app_parse\":250}"));
+    assert_non_null(strstr(b.data, "\"profile_top\":{\"jank_app_mixed_sleep\":60,\"jank_app_busy_work\":49,\"main\":1,"
+                                   "\"app_parse\":100}"));
+    assert_non_null(strstr(b.data, "\"profile_leaves\":{\"jank_app_mixed_sleep → clock_nanosleep\":60,"
+                                   "\"jank_app_busy_work → __vdso_clock_gettime\":42,"
+                                   "\"jank_app_busy_work → g_get_monotonic_time\":3,"
+                                   "\"jank_app_busy_work → [plt]\":3,\"main → __poll\":1,"
+                                   "\"jank_app_busy_work → clock_gettime\":1}"));
     assert_int_equal(issue_details_parse(b.data, &back), 0);
-    issue_details_profile(&more, "main;poll 50");
+    issue_details_profile(&more, "main;one_stall;jank_app_mixed_sleep;usleep 40", real_stack, N_REAL_STACK);
     issue_details_merge(&back, &more);
-    assert_int_equal(back.n_profile_top, 2);
-    assert_int_equal(back.profile_top[0].n, 500);
-    assert_int_equal(back.profile_top[1].n, 250);
+    assert_int_equal(back.n_profile_top, 4);
+    assert_int_equal(back.profile_top[0].n, 100);
+    assert_int_equal(back.n_profile_leaves, 7);
+    assert_string_equal(back.profile_leaves[6].name, "jank_app_mixed_sleep → usleep");
+    assert_int_equal(back.profile_leaves[6].n, 40);
     issue_details_free(&d);
     issue_details_free(&back);
     issue_details_free(&more);
@@ -408,6 +524,7 @@ int main(void)
         cmocka_unit_test(test_a_slower_page_is_found_and_only_it),
         cmocka_unit_test(test_too_few_or_too_small),
         cmocka_unit_test(test_details_round_trip),
+        cmocka_unit_test(test_profile_frames),
         cmocka_unit_test(test_details_profiles),
         cmocka_unit_test(test_details_long_names),
         cmocka_unit_test(test_read_strings_cut_on_a_character),

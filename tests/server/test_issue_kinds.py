@@ -22,10 +22,10 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from pacerd_harness import ADMIN, BACKEND, Pacerd, attr, scrape  # noqa: E402
-from receiver import Webhook  # noqa: E402
+from receiver import GitHubFake, Webhook  # noqa: E402
 
 NOW = time.time_ns() - 3600 * 10**9  # an hour ago: inside the allowed clock skew either way
-APPS = ["kinds", "grades", "life", "clean", "hooks", "api", "late"] + ["null%d" % i for i in range(20)] + ["shifted"]
+APPS = ["kinds", "grades", "life", "clean", "hooks", "api", "late", "tracker"] + ["null%d" % i for i in range(20)] + ["shifted"]
 KEYS = {app: "%s-%016x" % (app, random.getrandbits(64)) for app in APPS}
 
 
@@ -280,17 +280,93 @@ class Kinds(Base):
         hang = got[("hang", "v2:00000000000000aa")]
         self.assertEqual(hang["fingerprint"], "00000000000000aa")
         self.assertIn("app_wait", hang["title"])
-        # its profile: the functions at the top of the stack, by samples
+        # its profile: the app's innermost frames, by samples, each with
+        # the leaf it was in most (poll, in the C library), not poll itself
         ex = hang["evidence"]["example"]
         self.assertEqual(ex["profile_samples"], 600)
-        self.assertEqual(ex["profile_top"], [{"function": "poll", "samples": 450},
-                                             {"function": "app_parse", "samples": 150}])
+        self.assertEqual(ex["profile_top"], [{"function": "app_wait", "samples": 400, "leaf": "poll", "leaf_samples": 400},
+                                             {"function": "app_parse", "samples": 150},
+                                             {"function": "app_idle", "samples": 50, "leaf": "poll", "leaf_samples": 50}])
         self.assertEqual(ex["profile"], HANG_PROFILE)
-        # the occurrences' profiles merged (one here): samples per top frame
-        self.assertEqual(hang["evidence"]["profile_top"], {"poll": 450, "app_parse": 150})
+        # the occurrences' profiles merged (one here): samples per frame charged, and per frame → leaf
+        self.assertEqual(hang["evidence"]["profile_top"], {"app_wait": 400, "app_parse": 150, "app_idle": 50})
+        self.assertEqual(hang["evidence"]["profile_leaves"], {"app_wait → poll": 400, "app_idle → poll": 50})
         self.assertNotIn("fingerprint", got[("jank", "nostack:NoStackWindow")])
         for i in got.values():
             self.assertEqual((i["status"], i["first_version"], i["last_version"]), ("new", v, v))
+
+
+# A profile as the agent wrote it for tests/agent/jank-app --stall mixed
+# (half asleep in usleep, half busy reading the clock), and its jank's stack
+_LOOP = ("_start;__libc_start_main;__libc_start_call_main;main;g_application_run;g_main_context_iteration;"
+         "libglib-2.0.so.0.7400.6+0x54a17;g_main_context_dispatch;libglib-2.0.so.0.7400.6+0x55179;one_stall;"
+         "jank_app_stall_mixed;")
+REAL_PROFILE = "\n".join([
+    _LOOP + "jank_app_mixed_sleep;usleep;__nanosleep;clock_nanosleep 60",
+    _LOOP + "jank_app_mixed_busy;jank_app_busy_work;g_get_monotonic_time;clock_gettime;__vdso_clock_gettime 42",
+    _LOOP + "jank_app_mixed_busy;jank_app_busy_work;g_get_monotonic_time 3",
+    _LOOP + "jank_app_mixed_busy;jank_app_busy_work;g_get_monotonic_time;[plt] 2",
+    "_start;__libc_start_main;__libc_start_call_main;main;g_application_run;g_main_context_iteration;"
+    "libglib-2.0.so.0.7400.6+0x5498d;monitored_poll;__poll 1",
+    _LOOP + "jank_app_mixed_busy;jank_app_busy_work;[plt] 1",
+    _LOOP + "jank_app_mixed_busy;jank_app_busy_work;g_get_monotonic_time;clock_gettime 1"])
+REAL_STACK = [{"function": f, "module": m, "in_app": a} for f, m, a in [
+    ("clock_nanosleep@GLIBC_2.2.5", "libc.so.6", False), ("__nanosleep", "libc.so.6", False),
+    ("usleep", "libc.so.6", False), ("jank_app_mixed_sleep", "jank-app", True),
+    ("jank_app_stall_mixed", "jank-app", True), ("one_stall", "jank-app", True),
+    ("0x7f7658db9179", "libglib-2.0.so.0.7400.6", False), ("g_main_context_dispatch", "libglib-2.0.so.0.7400.6", False),
+    ("0x7f7658db8a17", "libglib-2.0.so.0.7400.6", False), ("g_main_context_iteration", "libglib-2.0.so.0.7400.6", False),
+    ("g_application_run", "libgio-2.0.so.0.7400.6", False), ("main", "jank-app", True),
+    ("__libc_start_call_main", "libc.so.6", False), ("__libc_start_main@@GLIBC_2.34", "libc.so.6", False),
+    ("_start", "jank-app", True)]]
+
+
+class TrackerProfile(Base):
+    """A jank with a real profile: the evidence and the tracker's Markdown
+    name the app's innermost frames (jank_app_mixed_sleep, not the C
+    library's clock_nanosleep), each with the leaf it waited in."""
+
+    @classmethod
+    def setUpClass(cls):
+        token = "ghp_" + "%032x" % random.getrandbits(128)
+        cls.github = GitHubFake(token)
+        cls.gtmp = tempfile.TemporaryDirectory()
+        token_file = os.path.join(cls.gtmp.name, "github-token")
+        with open(token_file, "w") as f:
+            f.write(token + "\n")
+        cls.extra = ("--github-issues", cls.github.url, "--github-token-file", token_file)
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        cls.github.close()
+        cls.gtmp.cleanup()
+
+    def test_profile_names_the_apps_frames(self):
+        rec = log_record({"type": "jank", "kind": "jank", "duration_ms": 1210.0, "page": "JankWindow",
+                          "stack_status": "captured", "stack_method": "perf", "fingerprint": "5151515151515151",
+                          "fingerprint_version": 2, "stack": REAL_STACK, "profile_samples": 110,
+                          "profile_interval_ms": 10.0, "profile": REAL_PROFILE}, NOW)
+        self.post("tracker", "/v1/logs", logs_body("tracker", "1.0", "t1", [rec]))
+        self.settle()
+        issue = self.by_key("tracker")[("jank", "v2:5151515151515151")]
+        e = issue["evidence"]
+        self.assertEqual(e["profile_top"], {"jank_app_mixed_sleep": 60, "jank_app_busy_work": 49, "main": 1})
+        self.assertEqual(e["profile_leaves"]["jank_app_busy_work → __vdso_clock_gettime"], 42)
+        self.assertEqual(e["example"]["profile_top"][:2], [
+            {"function": "jank_app_mixed_sleep", "samples": 60, "leaf": "clock_nanosleep", "leaf_samples": 60},
+            {"function": "jank_app_busy_work", "samples": 49, "leaf": "__vdso_clock_gettime", "leaf_samples": 42}])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not self.github.issues:
+            time.sleep(0.05)
+        self.assertEqual(self.github.violations, [])
+        body = [g for g in self.github.issues.values() if issue["id"] in g["body"]][0]["body"]
+        line = [x for x in body.splitlines() if x.startswith("**Profile**")]
+        self.assertEqual(line, ["**Profile** (110 samples of the stack while it was stuck, all occurrences): where "
+                                "the app was, its innermost frame outside the system and toolkit libraries: "
+                                "`jank_app_mixed_sleep` → `clock_nanosleep` (60, 55 %), "
+                                "`jank_app_busy_work` → `__vdso_clock_gettime` (49, 45 %), `main` → `__poll` (1, 1 %)"])
 
 
 # records sealed into blocks as they come: SQLite's (ClickHouse has no blocks)

@@ -285,7 +285,7 @@ static void on_occ(void *ctx, const occ *o)
     if (o->status)
         issue_details_count(d->det.statuses, &d->det.n_statuses, o->status, o->count);
     if (o->profile)
-        issue_details_profile(&d->det, o->profile);
+        issue_details_profile(&d->det, o->profile, o->profile_hints, o->n_profile_hints);
     for (int k = 0; k < 5; k++)
         d->det.levels[k] += o->levels[k];
     d->det.bytes += o->bytes;

@@ -475,52 +475,80 @@ static void stack_json(jbuf *b, const pacer_record *r, unsigned field_index, con
 #define PROFILE_TOP 5
 #define PROFILE_EXAMPLE_MAX (16 * 1024)
 
-/* The last byte c in p[0..n), or NULL. */
-static const char *last_of(const char *p, char c, size_t n)
+#define PROFILE_HINTS 64    /* frames of a jank's stack looked up for its profile's */
+#define PROFILE_NAMES 64    /* distinct frames (and frame → leaf pairs) of one profile counted */
+
+typedef struct prof_count {
+    char name[128];
+    char leaf[128]; /* pairs: the leaf under name */
+    int64_t n;
+} prof_count;
+
+/* Adds n to (name, leaf) in list (*n_list of at most PROFILE_NAMES);
+ * leaf NULL for a frame's own count. */
+static void prof_add(prof_count *list, size_t *n_list, const char *name, size_t len, const char *leaf,
+                     size_t leaf_len, int64_t n)
 {
-    while (n-- > 0)
-        if (p[n] == c)
-            return p + n;
-    return NULL;
+    char nm[128], lf[128] = "";
+    utf8_copy(nm, sizeof nm, name, len);
+    if (leaf)
+        utf8_copy(lf, sizeof lf, leaf, leaf_len);
+    size_t k = 0;
+    while (k < *n_list && (strcmp(list[k].name, nm) != 0 || strcmp(list[k].leaf, lf) != 0))
+        k++;
+    if (k == *n_list) {
+        if (*n_list == PROFILE_NAMES)
+            return;
+        memcpy(list[k].name, nm, sizeof nm);
+        memcpy(list[k].leaf, lf, sizeof lf);
+        list[k].n = 0;
+        (*n_list)++;
+    }
+    list[k].n += n;
+}
+
+/* The jank's stack as hints for its profile's frames (profile_frames.h):
+ * each named frame's function cut at '.' or '@', as the profile's are. */
+static size_t profile_hints(const pacer_record *rec, profile_frames_hint *out)
+{
+    size_t n = 0;
+    for (const pacer_record *f = pacer_record_child(rec, PACER_JANK_STACK); f && n < PROFILE_HINTS;
+         f = pacer_record_next(f)) {
+        const char *fn = pacer_record_str(f, PACER_STACK_FUNCTION);
+        if (!fn || !*fn || (fn[0] == '0' && fn[1] == 'x'))
+            continue;
+        out[n++] = (profile_frames_hint){.function = fn,
+                                         .len = strcspn(fn, ".@"),
+                                         .module = pacer_record_str(f, PACER_STACK_MODULE),
+                                         .in_app = pacer_record_has(f, PACER_STACK_IN_APP) &&
+                                                   pacer_record_int(f, PACER_STACK_IN_APP)};
+    }
+    return n;
 }
 
 /* The profile of a jank (folded stacks, "f;g;h COUNT" per line): its
- * samples, the functions that had the most samples at the top of the
- * stack (profile_top), and the lines themselves, whole lines up to
- * PROFILE_EXAMPLE_MAX (profile), into the example. */
-static void profile_json(jbuf *b, const pacer_record *rec)
+ * samples, the frames its lines are charged to with the most samples
+ * (profile_top: the innermost frame of each line not in a system or
+ * toolkit library, profile_frames.h; with the leaf most of them ended in
+ * when that is another frame), and the lines themselves, whole lines up
+ * to PROFILE_EXAMPLE_MAX (profile), into the example. */
+static void profile_json(jbuf *b, const pacer_record *rec, const profile_frames_hint *hints, size_t n_hints)
 {
     const char *text = pacer_record_str(rec, PACER_JANK_PROFILE);
     if (!text || !*text)
         return;
     if (pacer_record_has(rec, PACER_JANK_PROFILE_SAMPLES))
         jbuf_kv_i64(b, "profile_samples", pacer_record_int(rec, PACER_JANK_PROFILE_SAMPLES));
-    struct {
-        char name[128];
-        int64_t n;
-    } top[64];
-    size_t n_top = 0, cut = 0;
+    prof_count top[PROFILE_NAMES], pairs[PROFILE_NAMES];
+    size_t n_top = 0, n_pairs = 0, cut = 0;
     for (const char *line = text; *line;) {
         const char *end = strchr(line, '\n');
         size_t len = end ? (size_t)(end - line) : strlen(line);
-        const char *sp = last_of(line, ' ', len);
-        if (sp) {
-            int64_t count = strtoll(sp + 1, NULL, 10);
-            const char *leaf = last_of(line, ';', (size_t)(sp - line));
-            leaf = leaf ? leaf + 1 : line;
-            size_t ll = (size_t)(sp - leaf);
-            char name[128];
-            utf8_copy(name, sizeof name, leaf, ll);
-            size_t k = 0;
-            while (k < n_top && strcmp(top[k].name, name) != 0)
-                k++;
-            if (k == n_top && n_top < sizeof top / sizeof top[0]) {
-                snprintf(top[k].name, sizeof top[k].name, "%s", name);
-                top[k].n = 0;
-                n_top++;
-            }
-            if (k < n_top && count > 0)
-                top[k].n += count;
+        profile_frames_line pl;
+        if (profile_frames_read(line, len, hints, n_hints, &pl)) {
+            prof_add(top, &n_top, pl.frame, pl.frame_len, NULL, 0, pl.count);
+            if (pl.leaf != pl.frame)
+                prof_add(pairs, &n_pairs, pl.frame, pl.frame_len, pl.leaf, pl.leaf_len, pl.count);
         }
         size_t upto = (size_t)(line - text) + len;
         if (upto <= PROFILE_EXAMPLE_MAX)
@@ -539,6 +567,15 @@ static void profile_json(jbuf *b, const pacer_record *rec)
         jbuf_open(b, '{');
         jbuf_kv_str(b, "function", top[best].name);
         jbuf_kv_i64(b, "samples", top[best].n);
+        /* where it was when sampled, most often, when not in itself */
+        size_t leaf = n_pairs;
+        for (size_t k = 0; k < n_pairs; k++)
+            if (strcmp(pairs[k].name, top[best].name) == 0 && (leaf == n_pairs || pairs[k].n > pairs[leaf].n))
+                leaf = k;
+        if (leaf < n_pairs) {
+            jbuf_kv_str(b, "leaf", pairs[leaf].leaf);
+            jbuf_kv_i64(b, "leaf_samples", pairs[leaf].n);
+        }
         jbuf_close(b, '}');
         top[best].n = -top[best].n; /* shown */
     }
@@ -588,8 +625,12 @@ static void jank_row(detector *d, const store_mark_row *r, const pacer_record *r
         jbuf_kv_str(&b, "function", fn);
     if (mod)
         jbuf_kv_str(&b, "module", mod);
-    profile_json(&b, rec);
+    profile_frames_hint hints[PROFILE_HINTS];
+    size_t n_hints = profile_hints(rec, hints);
+    profile_json(&b, rec, hints, n_hints);
     o.profile = pacer_record_str(rec, PACER_JANK_PROFILE);
+    o.profile_hints = hints;
+    o.n_profile_hints = n_hints;
     o.example_value = ms;
     emit_with(d, &o, &b);
 }

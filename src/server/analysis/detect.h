@@ -32,6 +32,7 @@
 #define PACER_SERVER_DETECT_H
 
 #include "analysis_config.h"
+#include "profile_frames.h"
 #include "store/store.h"
 
 #include <stdbool.h>
@@ -53,6 +54,8 @@ typedef struct occ {
     int64_t levels[5];
     double bytes;
     const char *profile;     /* a jank's folded stacks: merged into the profile_top, or NULL */
+    const profile_frames_hint *profile_hints; /* its stack's frames, for where each profile frame was */
+    size_t n_profile_hints;
     const char *example;     /* JSON object, or NULL */
     double example_value;
 } occ;

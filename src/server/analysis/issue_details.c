@@ -55,24 +55,30 @@ void issue_details_example(iss_details *d, const char *json, double value)
     d->example_value = value;
 }
 
-void issue_details_profile(iss_details *d, const char *folded)
+void issue_details_leaf_key(char *buf, size_t size, const char *frame, size_t frame_len, const char *leaf,
+                            size_t leaf_len)
+{
+    char f[ISS_MAX_NAME], l[ISS_MAX_NAME];
+    utf8_copy(f, sizeof f, frame, frame_len);
+    utf8_copy(l, sizeof l, leaf, leaf_len);
+    char joined[2 * ISS_MAX_NAME + 8];
+    int n = snprintf(joined, sizeof joined, "%s → %s", f, l);
+    utf8_copy(buf, size, joined, n < 0 ? 0 : (size_t)n);
+}
+
+void issue_details_profile(iss_details *d, const char *folded, const profile_frames_hint *hints, size_t n_hints)
 {
     for (const char *line = folded; line && *line;) {
         const char *end = strchr(line, '\n');
         size_t len = end ? (size_t)(end - line) : strlen(line);
-        size_t sp = len;
-        while (sp > 0 && line[sp - 1] != ' ')
-            sp--;
-        if (sp > 1) {
-            char *tail;
-            long long count = strtoll(line + sp, &tail, 10);
-            size_t leaf = sp - 1;
-            while (leaf > 0 && line[leaf - 1] != ';')
-                leaf--;
-            if (tail == line + len && count > 0 && count <= 1000000000 && leaf < sp - 1) {
-                char name[ISS_MAX_NAME];
-                utf8_copy(name, sizeof name, line + leaf, sp - 1 - leaf);
-                issue_details_count(d->profile_top, &d->n_profile_top, name, count);
+        profile_frames_line pl;
+        if (profile_frames_read(line, len, hints, n_hints, &pl)) {
+            char name[ISS_MAX_NAME];
+            utf8_copy(name, sizeof name, pl.frame, pl.frame_len);
+            issue_details_count(d->profile_top, &d->n_profile_top, name, pl.count);
+            if (pl.leaf != pl.frame) {
+                issue_details_leaf_key(name, sizeof name, pl.frame, pl.frame_len, pl.leaf, pl.leaf_len);
+                issue_details_count(d->profile_leaves, &d->n_profile_leaves, name, pl.count);
             }
         }
         line = end ? end + 1 : line + len;
@@ -90,6 +96,9 @@ void issue_details_merge(iss_details *dst, const iss_details *src)
     dst->bytes += src->bytes;
     for (size_t i = 0; i < src->n_profile_top; i++)
         issue_details_count(dst->profile_top, &dst->n_profile_top, src->profile_top[i].name, src->profile_top[i].n);
+    for (size_t i = 0; i < src->n_profile_leaves; i++)
+        issue_details_count(dst->profile_leaves, &dst->n_profile_leaves, src->profile_leaves[i].name,
+                            src->profile_leaves[i].n);
     issue_details_example(dst, src->example, src->example_value);
 }
 
@@ -128,6 +137,7 @@ void issue_details_members(const iss_details *d, jbuf *b)
     if (d->bytes > 0)
         jbuf_kv_double(b, "bytes", d->bytes);
     counters_json(b, "profile_top", d->profile_top, d->n_profile_top);
+    counters_json(b, "profile_leaves", d->profile_leaves, d->n_profile_leaves);
     if (d->example) {
         jbuf_key(b, "example");
         jbuf_raw(b, d->example, strlen(d->example));
@@ -179,6 +189,8 @@ int issue_details_parse(const char *text, iss_details *d)
             ok = read_counters(&r, d->statuses, &d->n_statuses);
         } else if (kl == 11 && memcmp(k, "profile_top", 11) == 0) {
             ok = read_counters(&r, d->profile_top, &d->n_profile_top);
+        } else if (kl == 14 && memcmp(k, "profile_leaves", 14) == 0) {
+            ok = read_counters(&r, d->profile_leaves, &d->n_profile_leaves);
         } else if (kl == 6 && memcmp(k, "levels", 6) == 0) {
             ok = jread_enter_object(&r);
             int lm;

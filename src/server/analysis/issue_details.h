@@ -6,9 +6,12 @@
  *   statuses   per outcome of a failed request ("500", "transport failure")
  *   levels     frames per Matrix level (best, normal, middle, high, frozen)
  *   bytes      bytes leaked (native leaks), summed
- *   profile_top  jank and hang: the functions at the top of the stack in
- *              the profiles of all occurrences, merged, with their samples
+ *   profile_top  jank and hang: the profiles of all occurrences merged,
+ *              samples per frame each line is charged to (the innermost
+ *              frame not in a system or toolkit library, profile_frames.h)
  *              (at most ISS_MAX_COUNTERS names; the rest under "(other)")
+ *   profile_leaves  the same samples of the lines whose leaf is another
+ *              frame, per "FRAME → LEAF": where the app's frame waited
  *   example    the representative occurrence (the one with the largest
  *              value: the longest jank, the slowest load …), a JSON object
  *              the detector wrote, and its value
@@ -18,6 +21,8 @@
  */
 #ifndef PACER_SERVER_ISSUE_DETAILS_H
 #define PACER_SERVER_ISSUE_DETAILS_H
+
+#include "profile_frames.h"
 
 #include <pacer/base/json.h>
 
@@ -42,6 +47,8 @@ typedef struct iss_details {
     double bytes;
     iss_counter profile_top[ISS_MAX_COUNTERS + 1];
     size_t n_profile_top;
+    iss_counter profile_leaves[ISS_MAX_COUNTERS + 1];
+    size_t n_profile_leaves;
     char *example;        /* JSON object text, or NULL */
     double example_value; /* its value; the largest wins */
 } iss_details;
@@ -51,10 +58,17 @@ void issue_details_free(iss_details *d);
 /* Adds n to name in the list (a new name past the limit goes to "(other)"). */
 void issue_details_count(iss_counter *list, size_t *n_list, const char *name, int64_t n);
 
-/* A jank's profile (folded stacks, "f;g;h COUNT" per line): each line's
- * COUNT added to its top frame h in profile_top. Lines that do not read
+/* A jank's profile (folded stacks, "f;g;h COUNT" per line) with its
+ * stack's frames (hints, profile_frames.h): each line's COUNT added in
+ * profile_top to the frame it is charged to, and in profile_leaves to
+ * "FRAME → LEAF" when its leaf is another frame. Lines that do not read
  * so are left out. */
-void issue_details_profile(iss_details *d, const char *folded);
+void issue_details_profile(iss_details *d, const char *folded, const profile_frames_hint *hints, size_t n_hints);
+
+/* The name of "FRAME → LEAF" into buf (size bytes, cut on a character
+ * boundary). */
+void issue_details_leaf_key(char *buf, size_t size, const char *frame, size_t frame_len, const char *leaf,
+                            size_t leaf_len);
 
 /* Merges src into dst (the example of the larger value wins; it is copied). */
 void issue_details_merge(iss_details *dst, const iss_details *src);

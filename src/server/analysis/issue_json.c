@@ -527,24 +527,40 @@ int issue_json_markdown(sqlite3 *db, const ana_config *cfg, const iss_issue *i, 
     md_stack(b, det.example);
     md_phase(b, det.example);
     if (det.n_profile_top) {
-        /* the occurrences' profiles merged: the functions most often at
-         * the top of the stack, most first */
+        /* the occurrences' profiles merged: the frames their samples are
+         * charged to (the app's innermost, profile_frames.h), most first,
+         * each with the leaf most of them were in when that is another */
         int64_t all = 0;
         bool shown[ISS_MAX_COUNTERS + 1] = {false};
         for (size_t k = 0; k < det.n_profile_top; k++)
             all += det.profile_top[k].n;
-        jbuf_printf(b, "\n**Profile** (%lld samples of the stack while it was stuck, all occurrences): most at "
-                       "the top of the stack: ", (long long)all);
+        jbuf_printf(b, "\n**Profile** (%lld samples of the stack while it was stuck, all occurrences): where the "
+                       "app was, its innermost frame outside the system and toolkit libraries: ",
+                    (long long)all);
         for (size_t n = 0; n < 5 && n < det.n_profile_top; n++) {
             size_t best = det.n_profile_top;
             for (size_t k = 0; k < det.n_profile_top; k++)
                 if (!shown[k] && (best == det.n_profile_top || det.profile_top[k].n > det.profile_top[best].n))
                     best = k;
             shown[best] = true;
+            const iss_counter *top = &det.profile_top[best];
             jbuf_printf(b, "%s`", n ? ", " : "");
-            md_text(b, det.profile_top[best].name);
-            jbuf_printf(b, "` (%lld, %.0f %%)", (long long)det.profile_top[best].n,
-                        all ? 100.0 * (double)det.profile_top[best].n / (double)all : 0.0);
+            md_text(b, top->name);
+            jbuf_puts(b, "`");
+            /* its leaf: the "FRAME → LEAF" with the most samples */
+            char prefix[ISS_MAX_NAME];
+            issue_details_leaf_key(prefix, sizeof prefix, top->name, strlen(top->name), "", 0);
+            size_t pl = strlen(prefix), leaf = det.n_profile_leaves;
+            for (size_t k = 0; k < det.n_profile_leaves; k++)
+                if (strncmp(det.profile_leaves[k].name, prefix, pl) == 0 &&
+                    (leaf == det.n_profile_leaves || det.profile_leaves[k].n > det.profile_leaves[leaf].n))
+                    leaf = k;
+            if (leaf < det.n_profile_leaves) {
+                jbuf_puts(b, " → `");
+                md_text(b, det.profile_leaves[leaf].name + pl);
+                jbuf_puts(b, "`");
+            }
+            jbuf_printf(b, " (%lld, %.0f %%)", (long long)top->n, all ? 100.0 * (double)top->n / (double)all : 0.0);
         }
         jbuf_raw(b, "\n", 1);
     }
