@@ -243,7 +243,8 @@ int store_dash_request_stats(store *st, const char *app, const char *version, in
         const strmap_slot *s;
         while (strmap_next(&rr.groups, &pos, &s))
             sorted[n++] = s->value;
-        qsort(sorted, n, sizeof *sorted, cmp_stats);
+        if (n) /* sorted is NULL without groups */
+            qsort(sorted, n, sizeof *sorted, cmp_stats);
         for (size_t i = 0; i < n; i++)
             cb(ctx, sorted[i]);
     }
@@ -436,7 +437,8 @@ int store_dash_metric_sums(store *st, const char *app, const char *version, cons
             const strmap_slot *s;
             while (strmap_next(&sr.groups, &pos, &s))
                 sorted[n++] = s->value;
-            qsort(sorted, n, sizeof *sorted, cmp_sums);
+            if (n) /* sorted is NULL without groups */
+                qsort(sorted, n, sizeof *sorted, cmp_sums);
             for (size_t i = 0; i < n; i++) {
                 const char *groups[STORE_DASH_MAX_ATTRS];
                 for (size_t a = 0; a < n_attrs; a++)
