@@ -69,6 +69,14 @@ typedef struct agent_adapter {
      * the display's lock held). The adapter tells its windows' draws. */
     void (*frame_queued)(int kind, uint64_t handle);
     void (*frame_presented)(int kind, uint64_t handle, int64_t t);
+    /* For an adapter that times some of its windows' frames itself
+     * without ADAPTER_FRAMES (Qt Quick windows, from their scene graph's
+     * signals; may be NULL): asked at a top-level surface's first frame
+     * presented, on the thread that presented it, the display's lock
+     * held. True: the adapter counts that surface's frames and the
+     * display counts none of them (the frame is still told to
+     * frame_presented, and may still be the process's first). */
+    bool (*frames_timed)(int kind, uint64_t handle);
 } agent_adapter;
 
 /* The adapters built into the agent, in the order agent.c notices them. */

@@ -9,7 +9,8 @@
  *        first and main frame when no toolkit adapter's page drew first;
  *   frames records              per top-level surface (frames.c grades
  *        and writes them), unless the adapter in force times its windows'
- *        frames itself (ADAPTER_FRAMES);
+ *        frames itself (ADAPTER_FRAMES) or that surface's (frames_timed,
+ *        asked at its first frame: a Qt Quick window's scene graph);
  *   main-loop iterations        in a program whose loop is not GLib's, a
  *        frame presented on the main thread ends an iteration, as a wait
  *        does (loop.c): a loop that renders continuously and never waits
@@ -89,6 +90,7 @@ typedef struct surface {
     uint64_t number;      /* the records' instance, in order of appearance */
     bool toplevel;
     bool outer_owned;
+    bool adapter_timed;   /* the adapter counts its frames (frames_timed) */
     const char *name;     /* interned */
     frame_stats *stats;
     int64_t created;      /* when it became a top-level */
@@ -348,9 +350,14 @@ void display_output_refresh(surface_kind family, uint64_t output, int64_t refres
  * then to t. Lock held; returns whether it was the process's first. */
 static bool count(surface *s, display_source source, int64_t t, int64_t busy, int64_t queued)
 {
-    if (!s->stats && counts_frames()) {
-        s->stats = frames_new(s->name, s->number, source_names[source]);
-        frames_begin_at(s->stats, s->created ? s->created : t);
+    if (!s->stats && !s->adapter_timed && counts_frames()) {
+        const agent_adapter *a = agent_adapter_in_force();
+        if (a && a->frames_timed && a->frames_timed(s->kind, s->handle)) {
+            s->adapter_timed = true;
+        } else {
+            s->stats = frames_new(s->name, s->number, source_names[source]);
+            frames_begin_at(s->stats, s->created ? s->created : t);
+        }
     }
     if (s->stats) {
         /* an EGL or Vulkan surface whose window is not known: the

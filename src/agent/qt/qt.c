@@ -75,6 +75,48 @@ static void host_note(const char *key, const char *text)
     agent_note_once(key, "%s", text);
 }
 
+_Static_assert((int)PACER_QT_PHASE_EVENTS == (int)FRAME_EVENTS && (int)PACER_QT_PHASE_UPDATE == (int)FRAME_UPDATE &&
+                   (int)PACER_QT_PHASE_LAYOUT == (int)FRAME_LAYOUT && (int)PACER_QT_PHASE_PAINT == (int)FRAME_PAINT &&
+                   (int)PACER_QT_PHASE_PRESENT == (int)FRAME_PRESENT && (int)PACER_QT_N_PHASES == (int)FRAME_N_PHASES,
+               "the adapter's phases are the records'");
+
+static void *host_frames_open(const char *window, uint64_t instance, int64_t since)
+{
+    frame_stats *f = frames_new(window, instance, "scene_graph");
+    frames_begin_at(f, since);
+    return f;
+}
+
+static void host_frames_add(void *series, const pacer_qt_frame *f)
+{
+    frame_info fi = {.start = f->start, .end = f->end, .refresh_ns = f->refresh_ns, .refresh_from = "screen",
+                     .has_phases = true};
+    for (int i = 0; i < FRAME_N_PHASES; i++)
+        fi.phases[i] = f->phases[i];
+    agent_in_hook++;
+    frames_add_info(series, &fi);
+    agent_in_hook--;
+}
+
+static int64_t host_frames_since(void *series)
+{
+    return frames_since(series);
+}
+
+static void host_frames_flush(void *series)
+{
+    agent_in_hook++;
+    frames_emit(series, true);
+    agent_in_hook--;
+}
+
+static void host_frames_close(void *series)
+{
+    agent_in_hook++;
+    frames_free(series);
+    agent_in_hook--;
+}
+
 /* The directory the agent was loaded from, with a trailing '/'. */
 static bool agent_dir(char *buf, size_t size)
 {
@@ -106,6 +148,12 @@ static int attach(int major, const char **ret_missing)
         .net_epoch = host_net_epoch,
         .note = host_note,
         .lib_loaded = agent_lib_loaded,
+        .frames_open = host_frames_open,
+        .frames_add = host_frames_add,
+        .frames_since = host_frames_since,
+        .frames_flush = host_frames_flush,
+        .frames_close = host_frames_close,
+        .loop_wait_end = mainloop_wait_end,
     };
     pacer_qt_host h = host;
     h.major = major;
@@ -161,6 +209,17 @@ static void stop(void)
         ops.stop();
 }
 
+static void flush(void)
+{
+    if (ops.flush)
+        ops.flush();
+}
+
+static bool frames_timed(int kind, uint64_t handle)
+{
+    return ops.frames_timed && ops.frames_timed(kind, handle);
+}
+
 static const char *visible_page(void)
 {
     return ops.visible_page ? ops.visible_page() : NULL;
@@ -186,9 +245,11 @@ const agent_adapter agent_adapter_qt6 = {
     .attach = attach6,
     .install = install,
     .stop = stop,
+    .flush = flush,
     .visible_page = visible_page,
     .frame_queued = frame_queued,
     .frame_presented = frame_presented,
+    .frames_timed = frames_timed,
 };
 
 const agent_adapter agent_adapter_qt5 = {
@@ -199,7 +260,9 @@ const agent_adapter agent_adapter_qt5 = {
     .attach = attach5,
     .install = install,
     .stop = stop,
+    .flush = flush,
     .visible_page = visible_page,
     .frame_queued = frame_queued,
     .frame_presented = frame_presented,
+    .frames_timed = frames_timed,
 };

@@ -32,6 +32,7 @@
 #include <QtCore/QEvent>
 #include <QtCore/QMetaObject>
 #include <QtCore/QMetaProperty>
+#include <QtCore/QMetaType>
 #include <QtCore/QVariant>
 
 #include <atomic>
@@ -39,6 +40,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -84,6 +86,8 @@ bool widgets_tried, network_tried;
 
 } // namespace
 
+struct QuickFrames;
+
 struct Page {
     uint64_t id;
     const char *cls;
@@ -97,6 +101,7 @@ struct Page {
     bool frame_pending;
     uint64_t paint_epoch;
     bool quick;         /* a Qt Quick window, or an item page in one */
+    std::shared_ptr<QuickFrames> frames; /* a Qt Quick window's */
 };
 
 namespace {
@@ -282,6 +287,7 @@ void on_add(QObject *obj)
 }
 
 Page *last_quick_window; /* main thread: the Qt Quick window made last */
+void quick_window_gone(Page *w);
 
 void page_gone(Page *p, int64_t t)
 {
@@ -304,6 +310,8 @@ void page_gone(Page *p, int64_t t)
         painting = nullptr;
     if (p->qwindow)
         qwindows.erase(p->qwindow);
+    if (p->frames)
+        quick_window_gone(p);
     const char *v = p->cls;
     visible_now.compare_exchange_strong(v, nullptr);
     delete p;
@@ -368,6 +376,7 @@ Page *window_of_paint(QObject *obj)
 }
 
 void quick_frame(Page *w);
+void quick_polish_begins(Page *w);
 
 /* On the application: sees every event of the main thread's objects. */
 class Filter : public QObject {
@@ -414,8 +423,10 @@ class Filter : public QObject {
             if (w)
                 painting = w;
         }
-        if (w && w->quick && type != QEvent::Paint)
+        if (w && w->quick && type != QEvent::Paint) {
+            quick_polish_begins(w);
             quick_frame(w);
+        }
     }
 };
 
@@ -547,6 +558,330 @@ class Watch : public QObject {
     std::function<void()> fn_;
 };
 
+/* ---- Qt Quick windows' frames, from their scene graph ----
+ *
+ * Each QQuickWindow's render loop tells the steps of its frames by the
+ * window's own signals, found by name (no QtQuick header or link):
+ *
+ *   polish   the window's UpdateRequest or Expose (GUI thread; the event
+ *            filter sees it before the window does) → afterAnimating,
+ *            emitted right after the items' updatePolish() (GUI thread);
+ *   begin    beforeFrameBegin (Qt 6) → the next step: the render
+ *            hardware interface waits for a buffer to draw into;
+ *   sync     beforeSynchronizing → afterSynchronizing: the items'
+ *            updatePaintNode(), the GUI thread blocked meanwhile;
+ *   render   beforeRendering → afterRendering;
+ *   swap     afterRendering → frameSwapped: the buffer handed to the
+ *            display (Qt 6's endFrame, Qt 5's swapBuffers).
+ *
+ * The threaded render loop emits all but polish's on its render thread
+ * (the slots are direct connections and take only the window's lock),
+ * the basic loop all on the GUI thread. A frame ends at frameSwapped and
+ * begins at its first step (its polish), or when it was due: one refresh
+ * after the window's previous frame when the window animates (its last
+ * two frames a refresh or two apart) and the main loop did not wait
+ * between then and the polish, as for GTK's frame clock. Frames never
+ * overlap (the threaded loop polishes the next frame while the render
+ * thread swaps this one): a frame begins no earlier than the previous
+ * one ended, in the step under way then. The records' phases: polish →
+ * layout, sync → update, render → paint, begin and swap → present, the
+ * rest (the loop holding the frame back, the hand-over to the render
+ * thread) → events; they add up to the frame.
+ *
+ * One source per window: the display asks, at a top-level surface's first
+ * frame, whether the adapter times it (frames_timed). The adapter says yes
+ * when the thread presenting it is inside a Qt Quick window's frame (a
+ * step began and frameSwapped has not come): the window is bound to the
+ * surface, its frames are the adapter's from then on (that first frame
+ * included) and the display counts none of that surface's. A window never
+ * bound (the software backend presents from the main loop's next
+ * flush, outside its frame) stays the display's. */
+
+enum Mark { M_POLISH, M_ANIMATED, M_FRAME_BEGIN, M_SYNC, M_SYNCED, M_RENDER, M_RENDERED, N_MARKS };
+/* The phase that begins at each mark. */
+const int mark_phase[N_MARKS] = {PACER_QT_PHASE_LAYOUT,  PACER_QT_PHASE_EVENTS, PACER_QT_PHASE_PRESENT,
+                                 PACER_QT_PHASE_UPDATE,  PACER_QT_PHASE_EVENTS, PACER_QT_PHASE_PAINT,
+                                 PACER_QT_PHASE_PRESENT};
+
+} // namespace
+
+struct QuickFrames {
+    std::mutex m;
+    const char *name;
+    uint64_t instance;
+    int64_t refresh_ns;    /* the window's screen's, 0: not known */
+    void *series;          /* once bound to a surface (frames_timed) */
+    bool gone;
+    /* the GUI thread's polish, taken by the next sync */
+    int64_t gui_polish, gui_animated, gui_wait_end;
+    /* the frame under way */
+    int64_t marks[N_MARKS];
+    int64_t wait_end;      /* the main loop's last wait end when its polish began */
+    int64_t prev_end, prev_gap;
+};
+
+namespace {
+
+std::mutex qmu; /* the windows' timers; lock order: mu, qmu, a timer's m */
+std::vector<std::shared_ptr<QuickFrames>> quick_timers;
+/* The window whose frame this thread is making (its render thread's, or
+ * the GUI thread's in the basic loop). */
+thread_local std::shared_ptr<QuickFrames> rendering_here;
+
+/* A frame ended at `end`: its phases from its marks. q->m held. */
+void quick_frame_done(QuickFrames *q, int64_t end)
+{
+    int64_t *m = q->marks;
+    int64_t first = 0;
+    for (int i = 0; i < N_MARKS; i++)
+        if (m[i] && (!first || m[i] < first))
+            first = m[i];
+    int64_t start = first ? first : end;
+    if (q->prev_end && q->prev_gap && q->prev_gap <= 2 * (q->refresh_ns ? q->refresh_ns : 16666667)) {
+        int64_t due = q->prev_end + (q->refresh_ns ? q->refresh_ns : 16666667);
+        if (due < start && q->wait_end <= due)
+            start = due; /* late because the main loop was busy */
+    }
+    if (start < q->prev_end)
+        start = q->prev_end;
+    int64_t since = the_host->frames_since(q->series);
+    if (start < since)
+        start = since;
+    if (start > end)
+        start = end;
+    /* The step under way at start: the latest mark not after it. */
+    int phase = PACER_QT_PHASE_EVENTS;
+    int64_t at = 0;
+    for (int i = 0; i < N_MARKS; i++)
+        if (m[i] && m[i] <= start && m[i] >= at)
+            at = m[i], phase = mark_phase[i];
+    /* The later marks in time order (ties in the steps' order). */
+    int order[N_MARKS], n = 0;
+    for (int i = 0; i < N_MARKS; i++) {
+        if (!m[i] || m[i] <= start || m[i] > end)
+            continue;
+        int k = n++;
+        while (k > 0 && m[order[k - 1]] > m[i]) {
+            order[k] = order[k - 1];
+            k--;
+        }
+        order[k] = i;
+    }
+    pacer_qt_frame f{};
+    f.start = start;
+    f.end = end;
+    f.refresh_ns = q->refresh_ns;
+    int64_t t = start;
+    for (int k = 0; k < n; k++) {
+        f.phases[phase] += m[order[k]] - t;
+        t = m[order[k]];
+        phase = mark_phase[order[k]];
+    }
+    f.phases[phase] += end - t;
+    the_host->frames_add(q->series, &f);
+    q->prev_gap = q->prev_end ? end - q->prev_end : 0;
+    q->prev_end = end;
+}
+
+/* The window's signals, by the index of each slot. */
+enum QuickSignal { S_ANIMATED, S_FRAME_BEGIN, S_SYNC, S_SYNCED, S_RENDER, S_RENDERED, S_SWAPPED, N_SIGNALS };
+const char *const quick_signals[N_SIGNALS] = {"afterAnimating()",      "beforeFrameBegin()", "beforeSynchronizing()",
+                                              "afterSynchronizing()",  "beforeRendering()",  "afterRendering()",
+                                              "frameSwapped()"};
+
+void quick_signal(const std::shared_ptr<QuickFrames> &q, int which)
+{
+    int64_t now = the_host->now_ns();
+    std::lock_guard<std::mutex> g(q->m);
+    if (q->gone)
+        return;
+    switch (which) {
+    case S_ANIMATED:
+        q->gui_animated = now;
+        return;
+    case S_FRAME_BEGIN:
+        q->marks[M_FRAME_BEGIN] = now;
+        break;
+    case S_SYNC:
+        /* the GUI thread's polish is this frame's (it waits for the sync) */
+        if (q->gui_polish || q->gui_animated) {
+            q->marks[M_POLISH] = q->gui_polish;
+            q->marks[M_ANIMATED] = q->gui_animated;
+            q->wait_end = q->gui_wait_end;
+            q->gui_polish = q->gui_animated = 0;
+        }
+        q->marks[M_SYNC] = now;
+        break;
+    case S_SYNCED:
+        q->marks[M_SYNCED] = now;
+        return;
+    case S_RENDER:
+        q->marks[M_RENDER] = now;
+        break;
+    case S_RENDERED:
+        q->marks[M_RENDERED] = now;
+        return;
+    case S_SWAPPED:
+        if (q->series)
+            quick_frame_done(q.get(), now);
+        for (int64_t &t : q->marks)
+            t = 0;
+        q->wait_end = 0;
+        if (rendering_here == q)
+            rendering_here.reset();
+        return;
+    }
+    if (rendering_here != q)
+        rendering_here = q;
+}
+
+/* Receives a Qt Quick window's signals: qt_metacall is the slot of each
+ * (no moc needed). Lives as long as the window. */
+class QuickWatch : public QObject {
+  public:
+    QuickWatch(QObject *window, std::shared_ptr<QuickFrames> q) : q_(std::move(q))
+    {
+        const QMetaObject *mo = window->metaObject();
+        for (int i = 0; i < N_SIGNALS; i++) {
+            int index = mo->indexOfSignal(quick_signals[i]);
+            if (index >= 0) /* Qt 5 has no beforeFrameBegin */
+                QMetaObject::connect(window, index, this, QObject::staticMetaObject.methodCount() + i,
+                                     Qt::DirectConnection);
+        }
+        QObject::connect(window, &QObject::destroyed, this, [this]() { deleteLater(); });
+    }
+    int qt_metacall(QMetaObject::Call c, int id, void **args) override
+    {
+        id = QObject::qt_metacall(c, id, args);
+        if (id < 0 || c != QMetaObject::InvokeMetaMethod)
+            return id;
+        if (id < N_SIGNALS && !stopped.load(std::memory_order_relaxed))
+            QTA_GUARD(quick_signal(q_, id));
+        return -1;
+    }
+
+  private:
+    std::shared_ptr<QuickFrames> q_;
+};
+
+/* An object-valued property, NULL when absent or of a type Qt cannot
+ * read yet (Qt 5 registers QScreen* only when asked: reading it would
+ * print a warning on the program's stderr). */
+QObject *object_property(const QObject *obj, const char *name)
+{
+    const QMetaObject *mo = obj->metaObject();
+    int i = mo->indexOfProperty(name);
+    if (i < 0 || mo->property(i).userType() == QMetaType::UnknownType)
+        return nullptr;
+    return mo->property(i).read(obj).value<QObject *>();
+}
+
+/* The refresh interval of a window's screen (its QScreen's refreshRate,
+ * what Qt Quick's animations run at), 0 when not known. */
+int64_t screen_refresh_ns(QObject *window)
+{
+    QObject *screen = object_property(window, "screen");
+    if (!screen && QCoreApplication::instance())
+        screen = object_property(QCoreApplication::instance(), "primaryScreen");
+    double hz = screen ? screen->property("refreshRate").toDouble() : 0;
+    return hz >= 1 && hz <= 1000 ? (int64_t)(1e9 / hz) : 0;
+}
+
+void quick_frames_new(Page *p, QObject *window)
+{
+    auto q = std::make_shared<QuickFrames>();
+    q->name = p->cls;
+    q->instance = p->id;
+    q->refresh_ns = screen_refresh_ns(window);
+    {
+        std::lock_guard<std::mutex> g(qmu);
+        quick_timers.push_back(q);
+    }
+    {
+        std::lock_guard<std::mutex> g(mu);
+        p->frames = q;
+    }
+    new QuickWatch(window, q);
+}
+
+/* A frame of a Qt Quick window may begin: its polish (GUI thread). */
+void quick_polish_begins(Page *w)
+{
+    std::shared_ptr<QuickFrames> q;
+    {
+        std::lock_guard<std::mutex> g(mu);
+        q = w->frames;
+    }
+    if (!q)
+        return;
+    int64_t now = the_host->now_ns(), wait_end = the_host->loop_wait_end();
+    std::lock_guard<std::mutex> g(q->m);
+    q->gui_polish = now;
+    q->gui_animated = 0;
+    q->gui_wait_end = wait_end;
+}
+
+/* A Qt Quick window was destroyed (mu held): its last record. */
+void quick_window_gone(Page *w)
+{
+    std::shared_ptr<QuickFrames> q = std::move(w->frames);
+    {
+        std::lock_guard<std::mutex> g(qmu);
+        for (size_t i = 0; i < quick_timers.size(); i++)
+            if (quick_timers[i] == q) {
+                quick_timers[i] = quick_timers.back();
+                quick_timers.pop_back();
+                break;
+            }
+    }
+    std::lock_guard<std::mutex> g(q->m);
+    q->gone = true;
+    if (q->series)
+        the_host->frames_close(q->series);
+    q->series = nullptr;
+}
+
+/* The display asks whether a surface's frames are the adapter's: they
+ * are when this thread is making a Qt Quick window's frame. */
+bool frames_timed(int kind, uint64_t handle)
+{
+    (void)kind;
+    (void)handle;
+    if (stopped.load(std::memory_order_relaxed))
+        return false;
+    bool mine = false;
+    QTA_GUARD({
+        QuickFrames *q = rendering_here.get();
+        if (q) {
+            std::lock_guard<std::mutex> g(q->m);
+            if (!q->gone) {
+                if (!q->series) {
+                    int64_t first = 0;
+                    for (int64_t t : q->marks)
+                        if (t && (!first || t < first))
+                            first = t;
+                    q->series = the_host->frames_open(q->name, q->instance, first ? first : the_host->now_ns());
+                }
+                mine = q->series != nullptr;
+            }
+        }
+    });
+    return mine;
+}
+
+/* At exit: every Qt Quick window's frames since its last record. */
+void flush_frames()
+{
+    QTA_GUARD({
+        std::lock_guard<std::mutex> g(qmu);
+        for (auto &q : quick_timers) {
+            std::lock_guard<std::mutex> h(q->m);
+            if (q->series)
+                the_host->frames_flush(q->series);
+        }
+    });
+}
+
 int notify_of(const QObject *obj, const char *property)
 {
     const QMetaObject *mo = obj->metaObject();
@@ -583,6 +918,7 @@ void quick_resolve(QObject *obj, const char *cls, int64_t t)
         }
         window_set_qwindow(p, obj);
         last_quick_window = p;
+        quick_frames_new(p, obj);
         return;
     }
     int current = notify_of(obj, "currentItem");
@@ -763,6 +1099,8 @@ extern "C" QTA_API int pacer_qt_adapter_init(const pacer_qt_host *h, pacer_qt_op
         ops->frame_presented = frame_presented;
         ops->visible_page = visible_page;
         ops->stop = stop;
+        ops->frames_timed = frames_timed;
+        ops->flush = flush_frames;
         return 0;
     } catch (...) {
         *why = "memory";

@@ -43,6 +43,25 @@ typedef struct pacer_qt_request {
     int64_t end_ns;
 } pacer_qt_request;
 
+/* One frame the adapter timed itself (a Qt Quick window's, from its scene
+ * graph's signals), for its window's `frames` records: from start to end
+ * (CLOCK_MONOTONIC ns), never overlapping the window's previous frame nor
+ * before the series' span began (frames_since); its phases add up to
+ * end − start, indexed by PACER_QT_PHASE_*. */
+enum {
+    PACER_QT_PHASE_EVENTS,
+    PACER_QT_PHASE_UPDATE,
+    PACER_QT_PHASE_LAYOUT,
+    PACER_QT_PHASE_PAINT,
+    PACER_QT_PHASE_PRESENT,
+    PACER_QT_N_PHASES
+};
+typedef struct pacer_qt_frame {
+    int64_t start, end;
+    int64_t refresh_ns; /* 0: not known (60 Hz) */
+    int64_t phases[PACER_QT_N_PHASES];
+} pacer_qt_frame;
+
 typedef struct pacer_qt_host {
     uint32_t version, size;
     int major;                  /* the Qt major the agent found: 5 or 6 */
@@ -64,6 +83,20 @@ typedef struct pacer_qt_host {
     void (*note)(const char *key, const char *text);
     /* Whether a library of that soname is loaded (no file opened). */
     bool (*lib_loaded)(const char *soname);
+    /* A window's frames timed by the adapter: a series of `frames`
+     * records (source "scene_graph") named `window`, whose span begins at
+     * `since`; NULL on ENOMEM. A series is used by one thread at a time
+     * (the adapter's lock): frames_add counts one frame (a record is
+     * written every frames interval), frames_since is when the current
+     * record's span began, frames_flush writes what is pending (at exit),
+     * frames_close writes it and frees the series. */
+    void *(*frames_open)(const char *window, uint64_t instance, int64_t since);
+    void (*frames_add)(void *series, const pacer_qt_frame *f);
+    int64_t (*frames_since)(void *series);
+    void (*frames_flush)(void *series);
+    void (*frames_close)(void *series);
+    /* When the main loop's last wait ended (0: none yet). Any thread. */
+    int64_t (*loop_wait_end)(void);
 } pacer_qt_host;
 
 /* What the adapter gives back. Every function may be NULL. */
@@ -80,6 +113,14 @@ typedef struct pacer_qt_ops {
     const char *(*visible_page)(void);
     /* At exit: report nothing more. */
     void (*stop)(void);
+    /* Whether the adapter times that top-level surface's frames itself
+     * (adapter.h's frames_timed): the thread presenting it is rendering
+     * one of its Qt Quick windows. The display's lock is held: no Qt
+     * call. */
+    bool (*frames_timed)(int kind, uint64_t handle);
+    /* At exit, after stop: write the frames counted since the last
+     * records. */
+    void (*flush)(void);
 } pacer_qt_ops;
 
 /* Exported by libpacer-qt{5,6}.so. Installs the adapter in QtCore's hook

@@ -1,0 +1,128 @@
+/* quick-phases-app: a Qt Quick program with one slow item, for the Qt
+ * adapter's frame phases (test_qt_quick_phases.py). Built against Qt 6
+ * (quick-phases-app6) and Qt 5 (quick-phases-app5); no QML, no moc, no
+ * pacer code.
+ *
+ *   --slow polish   the item's updatePolish() takes --work-ms (default 40)
+ *                   of CPU per call (the GUI thread's polish step)
+ *   --slow sync     its updatePaintNode() takes --work-ms per call (the
+ *                   scene graph's sync, on the render thread when the
+ *                   render loop is threaded)
+ *   --run-ms N      how long each frame asks for the next (default 1500);
+ *                   then the app quits
+ *
+ * Every swapped frame asks for the next: polish() and update() on the
+ * item. The window is a plain QQuickWindow. At exit it prints
+ * "calls POLISH SYNC OFF_GUI" (how many times updatePolish() and
+ * updatePaintNode() ran, and how many of the latter ran on another thread
+ * than the GUI thread's) and exits 0.
+ */
+#include <QtCore/QThread>
+#include <QtCore/QTimer>
+#include <QtGui/QColor>
+#include <QtGui/QGuiApplication>
+#include <QtQuick/QQuickItem>
+#include <QtQuick/QQuickWindow>
+#include <QtQuick/QSGSimpleRectNode>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+static bool slow_polish;
+static int work_ms = 40, run_ms = 1500;
+static std::atomic<int> polish_calls, sync_calls, sync_off_gui;
+
+static int64_t now_ns()
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Spends `ms` of CPU in a loop: at least ms, to the nanosecond. */
+static void busy(int ms)
+{
+    int64_t end = now_ns() + (int64_t)ms * 1000000;
+    volatile unsigned x = 0;
+    while (now_ns() < end)
+        x = x + 1;
+}
+
+class SlowItem : public QQuickItem {
+  public:
+    SlowItem()
+    {
+        setFlag(ItemHasContents, true);
+    }
+
+  protected:
+    void updatePolish() override
+    {
+        polish_calls++;
+        if (slow_polish)
+            busy(work_ms);
+    }
+    QSGNode *updatePaintNode(QSGNode *old, UpdatePaintNodeData *) override
+    {
+        sync_calls++;
+        if (QThread::currentThread() != QCoreApplication::instance()->thread())
+            sync_off_gui++; /* the threaded render loop's render thread */
+        if (!slow_polish)
+            busy(work_ms);
+        auto *node = static_cast<QSGSimpleRectNode *>(old);
+        if (!node)
+            node = new QSGSimpleRectNode;
+        node->setRect(boundingRect());
+        node->setColor(QColor::fromHsv((int)(sync_calls % 360), 200, 200));
+        return node;
+    }
+};
+
+int main(int argc, char **argv)
+{
+    const char *slow = "polish";
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--slow") && i + 1 < argc)
+            slow = argv[++i];
+        else if (!strcmp(argv[i], "--work-ms") && i + 1 < argc)
+            work_ms = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--run-ms") && i + 1 < argc)
+            run_ms = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: quick-phases-app [--slow polish|sync] [--work-ms N] [--run-ms N]\n");
+            return 2;
+        }
+    }
+    if (strcmp(slow, "polish") != 0 && strcmp(slow, "sync") != 0) {
+        fprintf(stderr, "quick-phases-app: --slow wants polish or sync, not '%s'\n", slow);
+        return 2;
+    }
+    slow_polish = !strcmp(slow, "polish");
+
+    QGuiApplication app(argc, argv);
+    QQuickWindow window;
+    window.resize(240, 160);
+    SlowItem *item = new SlowItem;
+    item->setParentItem(window.contentItem());
+    item->setSize(QSizeF(240, 160));
+
+    bool running = true;
+    QObject::connect(&window, &QQuickWindow::frameSwapped, item, [item, &running]() {
+        if (running) {
+            item->polish();
+            item->update();
+        }
+    });
+    QTimer::singleShot(run_ms, &app, [&running, &app]() {
+        running = false;
+        QTimer::singleShot(200, &app, &QGuiApplication::quit);
+    });
+    item->polish();
+    window.show();
+    int rc = app.exec();
+    printf("calls %d %d %d\n", polish_calls.load(), sync_calls.load(), sync_off_gui.load());
+    return rc;
+}
