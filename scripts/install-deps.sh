@@ -35,12 +35,13 @@ packages=(
   # an app that loads GTK at run time (PyGObject)
   python3-gi gir1.2-gtk-4.0
   # the Qt demo apps (examples/qt) and their tests (tests/qt): Qt 6 and Qt 5
-  # Widgets to build qt-shop against (C++), Qt Quick's headers; Qt 6's qml
-  # runtime with the QML modules qml-shop imports (QtQuick, Controls'
-  # StackView, Window; Templates, Layouts and WorkerScript, which Controls'
-  # styles import); Mesa's software OpenGL that Qt Quick renders with; Qt's
-  # Wayland platform plugins; PyQt6; kcalc, a Qt app nobody here wrote
-  g++ qt6-base-dev qtbase5-dev qt6-declarative-dev
+  # Widgets to build qt-shop against (C++), Qt 6's and Qt 5's Quick headers
+  # (tests/qt/quick-phases-app); Qt 6's qml runtime with the QML modules
+  # qml-shop imports (QtQuick, Controls' StackView, Window; Templates,
+  # Layouts and WorkerScript, which Controls' styles import); Mesa's
+  # software OpenGL that Qt Quick renders with; Qt's Wayland platform
+  # plugins; PyQt6; kcalc, a Qt app nobody here wrote
+  g++ qt6-base-dev qtbase5-dev qt6-declarative-dev qtdeclarative5-dev
   qml-qt6 qml6-module-qtquick qml6-module-qtquick-controls qml6-module-qtquick-window
   qml6-module-qtquick-templates qml6-module-qtquick-layouts qml6-module-qtqml-workerscript
   libgl1-mesa-dri qt6-wayland qtwayland5 python3-pyqt6 kcalc

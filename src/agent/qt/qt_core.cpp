@@ -607,6 +607,7 @@ const int mark_phase[N_MARKS] = {PACER_QT_PHASE_LAYOUT,  PACER_QT_PHASE_EVENTS, 
 
 struct QuickFrames {
     std::mutex m;
+    Page *page;            /* its window (mu): until gone */
     const char *name;
     uint64_t instance;
     int64_t refresh_ns;    /* the window's screen's, 0: not known */
@@ -790,6 +791,7 @@ int64_t screen_refresh_ns(QObject *window)
 void quick_frames_new(Page *p, QObject *window)
 {
     auto q = std::make_shared<QuickFrames>();
+    q->page = p;
     q->name = p->cls;
     q->instance = p->id;
     q->refresh_ns = screen_refresh_ns(window);
@@ -842,18 +844,19 @@ void quick_window_gone(Page *w)
 }
 
 /* The display asks whether a surface's frames are the adapter's: they
- * are when this thread is making a Qt Quick window's frame. */
+ * are when this thread is making a Qt Quick window's frame. The surface
+ * is that window's from then on, for its page draws too (frame_presented
+ * follows): several Qt Quick windows each draw on their own. */
 bool frames_timed(int kind, uint64_t handle)
 {
-    (void)kind;
-    (void)handle;
     if (stopped.load(std::memory_order_relaxed))
         return false;
     bool mine = false;
     QTA_GUARD({
         QuickFrames *q = rendering_here.get();
         if (q) {
-            std::lock_guard<std::mutex> g(q->m);
+            std::lock_guard<std::mutex> g(mu);
+            std::lock_guard<std::mutex> h(q->m);
             if (!q->gone) {
                 if (!q->series) {
                     int64_t first = 0;
@@ -863,6 +866,7 @@ bool frames_timed(int kind, uint64_t handle)
                     q->series = the_host->frames_open(q->name, q->instance, first ? first : the_host->now_ns());
                 }
                 mine = q->series != nullptr;
+                surfaces[surface_key(kind, handle)] = q->page;
             }
         }
     });
