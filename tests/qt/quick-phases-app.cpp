@@ -10,9 +10,10 @@
  *                   render loop is threaded)
  *   --run-ms N      how long each frame asks for the next (default 1500);
  *                   then the app quits
+ *   --windows N     that many windows, each with its slow item (default 1)
  *
  * Every swapped frame asks for the next: polish() and update() on the
- * item. The window is a plain QQuickWindow. At exit it prints
+ * item. The windows are plain QQuickWindows. At exit it prints
  * "calls POLISH SYNC OFF_GUI" (how many times updatePolish() and
  * updatePaintNode() ran, and how many of the latter ran on another thread
  * than the GUI thread's) and exits 0.
@@ -26,13 +27,15 @@
 #include <QtQuick/QSGSimpleRectNode>
 
 #include <atomic>
+#include <memory>
+#include <vector>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 
 static bool slow_polish;
-static int work_ms = 40, run_ms = 1500;
+static int work_ms = 40, run_ms = 1500, windows = 1;
 static std::atomic<int> polish_calls, sync_calls, sync_off_gui;
 
 static int64_t now_ns()
@@ -91,8 +94,10 @@ int main(int argc, char **argv)
             work_ms = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--run-ms") && i + 1 < argc)
             run_ms = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--windows") && i + 1 < argc)
+            windows = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: quick-phases-app [--slow polish|sync] [--work-ms N] [--run-ms N]\n");
+            fprintf(stderr, "usage: quick-phases-app [--slow polish|sync] [--work-ms N] [--run-ms N] [--windows N]\n");
             return 2;
         }
     }
@@ -103,26 +108,32 @@ int main(int argc, char **argv)
     slow_polish = !strcmp(slow, "polish");
 
     QGuiApplication app(argc, argv);
-    QQuickWindow window;
-    window.resize(240, 160);
-    SlowItem *item = new SlowItem;
-    item->setParentItem(window.contentItem());
-    item->setSize(QSizeF(240, 160));
-
     bool running = true;
-    QObject::connect(&window, &QQuickWindow::frameSwapped, item, [item, &running]() {
-        if (running) {
-            item->polish();
-            item->update();
-        }
-    });
+    std::vector<std::unique_ptr<QQuickWindow>> shown;
+    for (int i = 0; i < windows; i++) {
+        QQuickWindow *window = new QQuickWindow;
+        shown.emplace_back(window);
+        window->setTitle(QStringLiteral("quick-phases-app %1").arg(i + 1));
+        window->setPosition(20 + 260 * i, 20);
+        window->resize(240, 160);
+        SlowItem *item = new SlowItem;
+        item->setParentItem(window->contentItem());
+        item->setSize(QSizeF(240, 160));
+        QObject::connect(window, &QQuickWindow::frameSwapped, item, [item, &running]() {
+            if (running) {
+                item->polish();
+                item->update();
+            }
+        });
+        item->polish();
+        window->show();
+    }
     QTimer::singleShot(run_ms, &app, [&running, &app]() {
         running = false;
         QTimer::singleShot(200, &app, &QGuiApplication::quit);
     });
-    item->polish();
-    window.show();
     int rc = app.exec();
+    shown.clear();
     printf("calls %d %d %d\n", polish_calls.load(), sync_calls.load(), sync_off_gui.load());
     return rc;
 }

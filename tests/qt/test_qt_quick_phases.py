@@ -20,7 +20,7 @@ path writes none for its surface (the app has no other window). A frame's
 phases add up to it: Σ phases_ms within the span and at least the slow
 frames' refresh intervals; slow_phases_ms never above phases_ms. The
 start-up still gets its first frame from the display (the window's page
-draws on it). The 60 % bound leaves the rest to what a frame does besides
+draws on it). Two windows at once: each its own series and its own draws. The 60 % bound leaves the rest to what a frame does besides
 the slow item on a shared 2-core machine; measured here: > 95 %.
 """
 import os
@@ -52,7 +52,7 @@ class Base(unittest.TestCase):
     def tearDownClass(cls):
         cls.display.__exit__(None, None, None)
 
-    def run_app(self, major, slow, loop):
+    def run_app(self, major, slow, loop, args=()):
         app = APPS[major]
         need(app, "quick-phases-app%s" % major)
         work = tempfile.mkdtemp(prefix="pacer-qt-test-")
@@ -65,7 +65,7 @@ class Base(unittest.TestCase):
             # freed memory filled by meson's MALLOC_PERTURB_ the queue's
             # lock reads as held and the app hangs, pacer or not.
             env.pop("MALLOC_PERTURB_", None)
-        p = subprocess.run([PACER, "run", "--out", out, "--", app, "--slow", slow, "--work-ms", str(WORK_MS)],
+        p = subprocess.run([PACER, "run", "--out", out, "--", app, "--slow", slow, "--work-ms", str(WORK_MS)] + list(args),
                            env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace",
                            timeout=90)
         what = "Qt %s, %s, %s loop, %s: %s" % (major, self.kind, loop, slow, p.stderr)
@@ -130,6 +130,24 @@ class X11(Base):
         for loop in ("basic", "threaded"):
             for slow in ("polish", "sync"):
                 self.check("5", slow, loop)
+
+
+    def test_two_windows_each_their_own(self):
+        # each window's frames and draws are its own: two series, no
+        # display-path one, both windows drawn
+        for loop in ("basic", "threaded"):
+            records, calls, what = self.run_app("6", "sync", loop, ["--windows", "2", "--run-ms", "800"])
+            frames = of_type(records, "frames")
+            self.assertEqual({(f["window"], f["source"]) for f in frames}, {("QQuickWindow", "scene_graph")},
+                             (what, frames))
+            self.assertEqual(len({f["instance"] for f in frames}), 2, (what, frames))
+            pages = of_type(records, "page", page="QQuickWindow")
+            self.assertEqual(len(pages), 2, (what, pages))
+            for p in pages:
+                self.assertIsNotNone(p.get("initial_draw_ms"), (what, pages))
+            # both windows' syncs, each counted in its own window's frames
+            self.assertGreaterEqual(sum(f["phases_ms"]["update"] for f in frames), 0.9 * calls["sync"] * WORK_MS,
+                                    (what, calls, frames))
 
 
 class Wayland(Base):
