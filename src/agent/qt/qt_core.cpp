@@ -36,6 +36,7 @@
 #include <QtCore/QVariant>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <dlfcn.h>
@@ -43,6 +44,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -287,6 +289,9 @@ void on_add(QObject *obj)
 }
 
 Page *last_quick_window; /* main thread: the Qt Quick window made last */
+/* The Qt Quick window whose frame this thread is making (a render
+ * thread's, or the GUI thread's in the basic render loop). */
+thread_local std::shared_ptr<QuickFrames> rendering_here;
 void quick_window_gone(Page *w);
 
 void page_gone(Page *p, int64_t t)
@@ -423,6 +428,11 @@ class Filter : public QObject {
             if (w)
                 painting = w;
         }
+        /* The GUI thread paints another window: a Qt Quick frame it was
+         * making without swapping (Qt 5's basic loop tells no end then)
+         * is over, so that window's surface is not taken for it. */
+        if (rendering_here && !(w && w->frames == rendering_here))
+            rendering_here.reset();
         if (w && w->quick && type != QEvent::Paint) {
             quick_polish_begins(w);
             quick_frame(w);
@@ -625,9 +635,6 @@ namespace {
 
 std::mutex qmu; /* the windows' timers; lock order: mu, qmu, a timer's m */
 std::vector<std::shared_ptr<QuickFrames>> quick_timers;
-/* The window whose frame this thread is making (its render thread's, or
- * the GUI thread's in the basic loop). */
-thread_local std::shared_ptr<QuickFrames> rendering_here;
 
 /* A frame ended at `end`: its phases from its marks. q->m held. */
 void quick_frame_done(QuickFrames *q, int64_t end)
@@ -685,10 +692,10 @@ void quick_frame_done(QuickFrames *q, int64_t end)
 }
 
 /* The window's signals, by the index of each slot. */
-enum QuickSignal { S_ANIMATED, S_FRAME_BEGIN, S_SYNC, S_SYNCED, S_RENDER, S_RENDERED, S_SWAPPED, N_SIGNALS };
-const char *const quick_signals[N_SIGNALS] = {"afterAnimating()",      "beforeFrameBegin()", "beforeSynchronizing()",
-                                              "afterSynchronizing()",  "beforeRendering()",  "afterRendering()",
-                                              "frameSwapped()"};
+enum QuickSignal { S_ANIMATED, S_FRAME_BEGIN, S_SYNC, S_SYNCED, S_RENDER, S_RENDERED, S_SWAPPED, S_FRAME_END, N_SIGNALS };
+const char *const quick_signals[N_SIGNALS] = {"afterAnimating()",     "beforeFrameBegin()", "beforeSynchronizing()",
+                                              "afterSynchronizing()", "beforeRendering()",  "afterRendering()",
+                                              "frameSwapped()",       "afterFrameEnd()"};
 
 void quick_signal(const std::shared_ptr<QuickFrames> &q, int which)
 {
@@ -728,6 +735,12 @@ void quick_signal(const std::shared_ptr<QuickFrames> &q, int which)
         for (int64_t &t : q->marks)
             t = 0;
         q->wait_end = 0;
+        if (rendering_here == q)
+            rendering_here.reset();
+        return;
+    case S_FRAME_END:
+        /* Qt 6: the frame is over, swapped or not (nothing changed, the
+         * buffer could not be had) */
         if (rendering_here == q)
             rendering_here.reset();
         return;
@@ -873,14 +886,23 @@ bool frames_timed(int kind, uint64_t handle)
     return mine;
 }
 
-/* At exit: every Qt Quick window's frames since its last record. */
+/* At exit: every Qt Quick window's frames since its last record. A lock
+ * held by a thread that a signal stopped for good (the exit sequence's
+ * caller) is given up on after 50 ms: that window's last frames are lost,
+ * never the exit. */
 void flush_frames()
 {
     QTA_GUARD({
-        std::lock_guard<std::mutex> g(qmu);
+        std::unique_lock<std::mutex> g(qmu, std::defer_lock);
+        for (int i = 0; i < 50 && !g.try_lock(); i++)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        if (!g.owns_lock())
+            return;
         for (auto &q : quick_timers) {
-            std::lock_guard<std::mutex> h(q->m);
-            if (q->series)
+            std::unique_lock<std::mutex> h(q->m, std::defer_lock);
+            for (int i = 0; i < 50 && !h.try_lock(); i++)
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            if (h.owns_lock() && q->series)
                 the_host->frames_flush(q->series);
         }
     });
