@@ -168,6 +168,13 @@ class Base(unittest.TestCase):
             self.assertEqual(n["classes"], [])
             if major == 5:
                 self.assertIsNone(n["connect_ms"])  # Qt 5 tells no connection phases
+        # Qt Widgets windows' frames are the display path's (an image
+        # upload on X11, a commit on Wayland), with its two phases
+        frames = of_type(records, "frames")
+        self.assertTrue(frames)
+        for f in frames:
+            self.assertEqual(f["source"], "x11_image" if self.kind == "x11" else "wayland", f)
+            self.assertEqual({p for p, ms in f["phases_ms"].items() if ms > 0} - {"paint", "present"}, set(), f)
         assert_documented(self, records, ["page", "startup", "net", "frames"])
 
 
