@@ -30,6 +30,7 @@ benchmarks=(
   "agent-display|agent: ns of CPU time per frame and per main-loop iteration in a program without a toolkit adapter, display and wait hooks vs none|bench/agent/display.py $dir"
   "agent-cpu|agent: its threads' share of the process's CPU time over a scripted 60 s session, gtk4-widget-factory, gtk3-widget-factory, the Qt 6 demo shop and kcalc (Qt 5)|bench/agent/cpu.py $dir"
   "agent-qt-objects|agent: ns of CPU time per QObject made and destroyed, with the Qt adapter vs without the agent (a PyQt6 script)|bench/agent/qt_objects.py $dir"
+  "agent-qt-frames|agent: ns of CPU time per Qt Quick frame for the Qt adapter's scene-graph timing, with vs without the agent|bench/agent/quick_frames.py $dir"
   "agent-leaks|agent: native leak tracking vs the plain program vs heaptrack, same program|bench/leaks/heap.py $dir"
   "agent-refs|agent: ns per g_object_ref/unref pair, plain vs the agent vs --leaks=refs|bench/agent/refs.py $dir"
   "agent-profile|agent: CPU per profile sample of a long iteration, idle cost with profiles on vs off, CPU per frame with phases and --frames=detail|bench/agent/profile.py $dir"
