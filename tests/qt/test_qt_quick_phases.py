@@ -12,7 +12,8 @@ tests/qt/quick-phases-app.cpp, whose one item is slow in a known step:
 Each under both render loops (QSG_RENDER_LOOP=basic: every step on the GUI
 thread; threaded: sync and render on the render thread, which the app
 confirms by counting the syncs made off its GUI thread), with Qt 6 and Qt
-5, on a private Xvfb; Qt 6 on a private headless weston too.
+5, on a private Xvfb; Qt 6 on a private headless weston too, and with the
+software backend (QT_QUICK_BACKEND=software: no OpenGL).
 
 One source per window: the window's frames records are the adapter's
 (`source` "scene_graph", named by the window's class), and the display
@@ -52,12 +53,12 @@ class Base(unittest.TestCase):
     def tearDownClass(cls):
         cls.display.__exit__(None, None, None)
 
-    def run_app(self, major, slow, loop, args=()):
+    def run_app(self, major, slow, loop, args=(), env_extra=None):
         app = APPS[major]
         need(app, "quick-phases-app%s" % major)
         work = tempfile.mkdtemp(prefix="pacer-qt-test-")
         out = os.path.join(work, "records.jsonl")
-        env = self.display.app_env({"QSG_RENDER_LOOP": loop})
+        env = self.display.app_env(dict({"QSG_RENDER_LOOP": loop}, **(env_extra or {})))
         env.pop("WAYLAND_DEBUG", None)
         if self.kind == "wayland":
             # Qt 6.4's Wayland client destroys an event queue after its
@@ -80,8 +81,8 @@ class Base(unittest.TestCase):
             self.assertEqual(off_gui, 0, what)
         return read_jsonl(out), {"polish": polish, "sync": sync}, what
 
-    def check(self, major, slow, loop):
-        records, calls, what = self.run_app(major, slow, loop)
+    def check(self, major, slow, loop, env_extra=None):
+        records, calls, what = self.run_app(major, slow, loop, env_extra=env_extra)
         frames = of_type(records, "frames")
         self.assertTrue(frames, what)
         # one source: the scene graph's, for its one window
@@ -125,6 +126,11 @@ class X11(Base):
     def test_qt6_slow_sync_lands_in_update(self):
         for loop in ("basic", "threaded"):
             self.check("6", "sync", loop)
+
+    def test_qt6_software_backend(self):
+        # no OpenGL: the backing store is flushed inside the frame, the
+        # frames are still the scene graph's alone
+        self.check("6", "polish", "basic", env_extra={"QT_QUICK_BACKEND": "software"})
 
     def test_qt5(self):
         for loop in ("basic", "threaded"):

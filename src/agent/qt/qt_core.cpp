@@ -603,9 +603,10 @@ class Watch : public QObject {
  * when the thread presenting it is inside a Qt Quick window's frame (a
  * step began and frameSwapped has not come): the window is bound to the
  * surface, its frames are the adapter's from then on (that first frame
- * included) and the display counts none of that surface's. A window never
- * bound (the software backend presents from the main loop's next
- * flush, outside its frame) stays the display's. */
+ * included) and the display counts none of that surface's. The OpenGL
+ * backends swap inside the frame, the software backend flushes its
+ * backing store there too; a window whose frames reached the display
+ * outside its frame would never be bound, and stay the display's. */
 
 enum Mark { M_POLISH, M_ANIMATED, M_FRAME_BEGIN, M_SYNC, M_SYNCED, M_RENDER, M_RENDERED, N_MARKS };
 /* The phase that begins at each mark. */
