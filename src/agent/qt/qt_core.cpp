@@ -646,7 +646,9 @@ void quick_frame_done(QuickFrames *q, int64_t end)
         if (m[i] && (!first || m[i] < first))
             first = m[i];
     int64_t start = first ? first : end;
-    if (q->prev_end && q->prev_gap && q->prev_gap <= 2 * (q->refresh_ns ? q->refresh_ns : 16666667)) {
+    /* (a frame the GUI thread polished: one the render thread made alone
+     * was not held back by the main loop) */
+    if (m[M_POLISH] && q->prev_end && q->prev_gap && q->prev_gap <= 2 * (q->refresh_ns ? q->refresh_ns : 16666667)) {
         int64_t due = q->prev_end + (q->refresh_ns ? q->refresh_ns : 16666667);
         if (due < start && q->wait_end <= due)
             start = due; /* late because the main loop was busy */
