@@ -13,7 +13,9 @@ Each under both render loops (QSG_RENDER_LOOP=basic: every step on the GUI
 thread; threaded: sync and render on the render thread, which the app
 confirms by counting the syncs made off its GUI thread), with Qt 6 and Qt
 5, on a private Xvfb; Qt 6 on a private headless weston too, and with the
-software backend (QT_QUICK_BACKEND=software: no OpenGL).
+software backend (QT_QUICK_BACKEND=software: no OpenGL). A QQuickWidget's
+offscreen window (tests/qt/quick-widget-app.cpp) takes no surface: its
+widget window's frames stay the display path's.
 
 One source per window: the window's frames records are the adapter's
 (`source` "scene_graph", named by the window's class), and the display
@@ -36,6 +38,7 @@ from qtlib import Display, need  # noqa: E402
 from agentlib import PACER, assert_documented, assert_frames_invariants, of_type, read_jsonl  # noqa: E402
 
 APPS = {"6": os.environ.get("QUICK_PHASES_APP6", ""), "5": os.environ.get("QUICK_PHASES_APP5", "")}
+WIDGET_APPS = {"6": os.environ.get("QUICK_WIDGET_APP6", ""), "5": os.environ.get("QUICK_WIDGET_APP5", "")}
 PHASES = ["events", "update", "layout", "paint", "present"]
 WORK_MS = 40
 # the step each mode slows, and the records' phase it maps to
@@ -131,6 +134,27 @@ class X11(Base):
         # no OpenGL: the backing store is flushed inside the frame, the
         # frames are still the scene graph's alone
         self.check("6", "polish", "basic", env_extra={"QT_QUICK_BACKEND": "software"})
+
+    def test_quick_widget_stays_the_display_s(self):
+        # A QQuickWidget renders through an offscreen QQuickWindow, never
+        # shown, whose signals come as its scene renders: the frames that
+        # reach the display are the widget window's, and stay the display
+        # path's (one series, none of the scene graph's).
+        for major in ("6", "5"):
+            app = WIDGET_APPS[major]
+            need(app, "quick-widget-app%s" % major)
+            work = tempfile.mkdtemp(prefix="pacer-qt-test-")
+            out = os.path.join(work, "records.jsonl")
+            p = subprocess.run([PACER, "run", "--out", out, "--", app, "--work-ms", str(WORK_MS)],
+                               env=self.display.app_env(), stdin=subprocess.DEVNULL, capture_output=True,
+                               text=True, errors="replace", timeout=90)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            m = re.search(r"^calls (\d+)$", p.stdout, re.M)
+            self.assertTrue(m and int(m.group(1)) >= 5, p.stdout)
+            frames = of_type(read_jsonl(out), "frames")
+            self.assertTrue(frames, p.stderr)
+            self.assertEqual({f["window"] for f in frames}, {os.path.basename(app)}, frames)
+            self.assertNotIn("scene_graph", {f["source"] for f in frames}, frames)
 
     def test_qt5(self):
         for loop in ("basic", "threaded"):

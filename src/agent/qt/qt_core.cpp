@@ -860,7 +860,7 @@ void quick_window_gone(Page *w)
 }
 
 /* The display asks whether a surface's frames are the adapter's: they
- * are when this thread is making a Qt Quick window's frame. The surface
+ * are when this thread is making a shown Qt Quick window's frame. The surface
  * is that window's from then on, for its page draws too (frame_presented
  * follows): several Qt Quick windows each draw on their own. */
 bool frames_timed(int kind, uint64_t handle)
@@ -873,7 +873,10 @@ bool frames_timed(int kind, uint64_t handle)
         if (q) {
             std::lock_guard<std::mutex> g(mu);
             std::lock_guard<std::mutex> h(q->m);
-            if (!q->gone) {
+            /* a window shown on screen: one that renders for a
+             * QQuickWidget or a QQuickRenderControl is never shown, and
+             * the surface presented then is another window's */
+            if (!q->gone && q->page->visible) {
                 if (!q->series) {
                     int64_t first = 0;
                     for (int64_t t : q->marks)
