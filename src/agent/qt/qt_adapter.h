@@ -7,7 +7,8 @@
  *                            (objects added and removed, the application's
  *                            start), class names resolved at the next turn
  *                            of the event loop, the event filter on the
- *                            application, pages and their draws;
+ *                            application, pages and their draws, Qt
+ *                            Quick windows' frames from their scene graph;
  *   libpacer-qtN-widgets.so  QtGui + QtWidgets (qt_widgets.cpp): which
  *                            widgets are windows and pages, QStackedWidget
  *                            (and QTabWidget's) current page;

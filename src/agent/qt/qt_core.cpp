@@ -25,6 +25,10 @@
  * the window and its visible pages draw. As in the GTK adapters, a page
  * reports its first draw and then one draw per request end in the process
  * (the host's epoch): the initial draw and the final draw.
+ *
+ * Frames: a Qt Quick window's are timed here from its scene graph's
+ * signals, with their phases (below), and the display counts none of
+ * them; other windows' frames are the display's.
  */
 #include "qt_adapter.h"
 
