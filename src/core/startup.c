@@ -195,11 +195,3 @@ bool startup_is_outlier(const startup *s)
     int64_t v;
     return startup_cold_ns(s, PHASE_APP_CREATED, &v) && v > STARTUP_OUTLIER_NS;
 }
-
-const char *startup_phase_name(startup_phase phase)
-{
-    static const char *const names[N_PHASES] = {
-        "launch", "agent_init", "main", "app_created", "first_frame", "main_frame", "full_display",
-    };
-    return phase < N_PHASES ? names[phase] : "unknown";
-}

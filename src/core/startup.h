@@ -96,6 +96,4 @@ bool startup_on_finish(startup *s, bool *ret_handoff);
 bool startup_cold_ns(const startup *s, startup_phase phase, int64_t *ret);
 bool startup_is_outlier(const startup *s);
 
-const char *startup_phase_name(startup_phase phase);
-
 #endif
