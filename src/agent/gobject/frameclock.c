@@ -22,6 +22,26 @@
  *
  * A listener holds a reference to its clock while listening, so the clock
  * (and its hub) outlives every listener. Main thread only.
+ *
+ * A window's frames (clock_frames, for the adapters' window_frames.c; frames.c
+ * grades and writes them): a frame is a cycle of the window's clock that
+ * drew the window (what "drew" means is the adapter's: GTK 3's "draw", GTK
+ * 4's GdkSurface::render; a cycle that found nothing to draw is no frame),
+ * from before-paint (begin) to after-paint (end). Its duration is end −
+ * begin, except when the busy main loop held it back: while the window
+ * animates (the previous cycle ran its update phase, i.e. tick callbacks
+ * asked for the next frame) the next frame is due one refresh interval
+ * after the previous one began; if the main loop did not wait in poll
+ * since that moment (mainloop_wait_end), the frame was late because the
+ * loop was busy, and its duration counts from when it was due — Matrix's
+ * "frame cost from the vsync" — but never from before the previous cycle
+ * ended (or the record's span began): frames never overlap, so the delays
+ * add up to at most the span and the dropped frames to at most span /
+ * refresh. A window that stopped animating and starts again later waited
+ * in between, so no false delay is counted. A frame's phases come from the
+ * cycle's marks (frameclock_phases). The refresh interval is the one
+ * gdk_frame_clock_get_refresh_info() reports (the output's, as GDK knows
+ * it), else 60 Hz. Cost: three listener calls per frame, no allocation.
  */
 #include "gobj.h"
 
@@ -211,4 +231,122 @@ bool frameclock_phases(const int64_t *marks, int64_t start, int64_t end, int64_t
         next = b;
     }
     return true;
+}
+
+/* ---- a window's frames ---- */
+
+static clock_frames *all_frames;
+
+static void frames_before_paint(clock_listener *l, int64_t now)
+{
+    clock_frames *f = (clock_frames *)l;
+    f->begin = now;
+    f->in_frame = true;
+    f->update = false;
+    f->rendered = false;
+    if (f->cycle_begins)
+        f->cycle_begins();
+}
+
+static void frames_update(clock_listener *l)
+{
+    ((clock_frames *)l)->update = true;
+}
+
+static void frames_after_paint(clock_listener *l, GObject *clock, int64_t end)
+{
+    clock_frames *f = (clock_frames *)l;
+    if (!f->in_frame)
+        return;
+    f->in_frame = false;
+    if (f->draws_watched && !f->rendered) {
+        /* nothing drawn: no frame; it still took its time on the clock */
+        f->prev_begin = f->begin;
+        f->prev_update = f->update;
+        f->prev_end = end;
+        return;
+    }
+    gint64 refresh_us = 0, presentation_us = 0;
+    gobj_gtk.gdk_frame_clock_get_refresh_info(clock, gobj_gtk.gdk_frame_clock_get_frame_time(clock), &refresh_us,
+                                              &presentation_us);
+    int64_t refresh = refresh_us > 0 ? (int64_t)refresh_us * 1000 : 0;
+    int64_t due_refresh = refresh ? refresh : 16666667;
+
+    int64_t start = f->begin;
+    if (f->prev_update && f->prev_begin) {
+        int64_t due = f->prev_begin + due_refresh;
+        if (due < start && mainloop_wait_end() <= due)
+            start = due; /* late because the loop was busy */
+    }
+    /* never before the previous cycle ended, nor before this record's span */
+    if (start < f->prev_end)
+        start = f->prev_end;
+    if (start < frames_since(f->stats))
+        start = frames_since(f->stats);
+    f->prev_begin = f->begin;
+    f->prev_update = f->update;
+    f->prev_end = end;
+    frame_info fi = {.start = start, .end = end, .refresh_ns = refresh, .refresh_from = "frame_clock"};
+    fi.has_phases = frameclock_phases(frameclock_marks(clock), start, end, fi.phases);
+    if (f->widgets)
+        fi.widgets = f->widgets(&fi.n_widgets);
+    frames_add_info(f->stats, &fi);
+}
+
+void *frameclock_frames_new(size_t size, const char *class_name, uint64_t instance)
+{
+    clock_frames *f = calloc(1, size);
+    if (!f)
+        return NULL;
+    f->stats = frames_new(class_name, instance, FRAMES_SOURCE_FRAME_CLOCK);
+    if (!f->stats) {
+        free(f);
+        return NULL;
+    }
+    f->listener.before_paint = frames_before_paint;
+    f->listener.update = frames_update;
+    f->listener.after_paint = frames_after_paint;
+    f->next = all_frames;
+    all_frames = f;
+    return f;
+}
+
+bool frameclock_frames_map(clock_frames *f, GObject *clock)
+{
+    if (f->listener.clock || !frameclock_listen(&f->listener, clock))
+        return false;
+    frames_begin(f->stats);
+    f->in_frame = false;
+    f->prev_begin = f->prev_end = 0;
+    return true;
+}
+
+void frameclock_frames_unmap(clock_frames *f)
+{
+    if (!f)
+        return;
+    frameclock_unlisten(&f->listener);
+    if (f->unmapped)
+        f->unmapped(f);
+    frames_emit(f->stats, true);
+}
+
+void frameclock_frames_free(clock_frames *f)
+{
+    if (!f)
+        return;
+    frameclock_frames_unmap(f);
+    for (clock_frames **it = &all_frames; *it; it = &(*it)->next)
+        if (*it == f) {
+            *it = f->next;
+            break;
+        }
+    frames_free(f->stats);
+    free(f);
+}
+
+void frameclock_frames_flush_all(void)
+{
+    for (clock_frames *f = all_frames; f; f = f->next)
+        frames_emit(f->stats, true);
 }

@@ -1,14 +1,15 @@
 /* What the GObject toolkit adapters (gtk4/, gtk3/) share: the functions of
  * GLib, GObject and GIO, and the parts built on them alone.
  *
- *   gobj_api.c    the table of GLib/GObject/GIO functions below;
+ *   gobj_api.c    the tables of GLib/GObject/GIO functions and of the GTK
+ *                 and GDK functions GTK 3 and GTK 4 share, below;
  *   types.c       construction seen from the type system: GtkWidget's and
  *                 GApplication's instance_init run a trampoline first;
  *   app.c         "application created" (GApplication activate) and the
  *                 handoff to a running instance;
  *   frameclock.c  one subscription per GdkFrameClock (GTK 3 and 4 share its
  *                 signals), shared by everything that follows a window's
- *                 frames;
+ *                 frames; a window's `frames` records timed by its clock;
  *   leaks.c       GObject leaks: a destroyed page's objects watched until
  *                 the grace period ends (what a page owns: the adapter's
  *                 walk);
@@ -84,11 +85,6 @@ typedef struct gobj_table {
 
 extern gobj_table gobj_fn;
 
-/* Fills gobj_fn. Returns true when every function was found; otherwise
- * the table is left as it was and *ret_missing names the first missing
- * function. Any thread (an adapter's attach). */
-bool gobj_api_load(const char **ret_missing);
-
 #ifndef GOBJ_API_TABLE_ONLY
 /* GLib's own macros of these two (a fast path, a typed result) call the
  * function by name: they give way to the table. */
@@ -130,6 +126,33 @@ bool gobj_api_load(const char **ret_missing);
 #define g_application_get_is_remote (*gobj_fn.g_application_get_is_remote)
 #define g_application_get_is_registered (*gobj_fn.g_application_get_is_registered)
 #endif
+
+/* The GTK and GDK functions GTK 3 and GTK 4 both have, by one name and
+ * signature but for their instance types (GObject * here: gobject/ sees no
+ * GTK header), which the shared parts below call: X(library, name, return
+ * type, parameters), the library the adapter's GTK or GDK one. Found by
+ * name when the adapter attaches, into `gobj_gtk`, and called through it
+ * (gobj_gtk.name(…)): the adapter's own table holds the same names. */
+enum { GOBJ_GTK, GOBJ_GDK };
+#define GOBJ_GTK_FUNCTIONS(X)                                               \
+    X(GOBJ_GDK, gdk_frame_clock_get_frame_time, gint64, (GObject *clock)) \
+    X(GOBJ_GDK, gdk_frame_clock_get_refresh_info, void,                    \
+      (GObject *clock, gint64 base_time, gint64 *refresh_interval, gint64 *presentation_time))
+
+typedef struct gobj_gtk_table {
+#define GOBJ_GTK_SLOT(lib, name, ret, params) ret(*name) params;
+    GOBJ_GTK_FUNCTIONS(GOBJ_GTK_SLOT)
+#undef GOBJ_GTK_SLOT
+} gobj_gtk_table;
+
+extern gobj_gtk_table gobj_gtk;
+
+/* Fills gobj_fn, and gobj_gtk from the adapter's libraries (`gdk_lib` may
+ * be `gtk_lib`: GTK 4's GDK is inside it). Returns true when every
+ * function was found; otherwise the tables are left as they were and
+ * *ret_missing names the first missing function. Once they are filled,
+ * returns true at once. Any thread (an adapter's attach). */
+bool gobj_api_load(const char *gtk_lib, const char *gdk_lib, const char **ret_missing);
 
 /* ---- types.c ---- */
 
@@ -182,6 +205,42 @@ void frameclock_mark(GObject *clock, int mark);
  * Before the cycle's before-paint is `events` (the frame was due, the
  * loop held it back); before-paint and update are `update`. */
 bool frameclock_phases(const int64_t *marks, int64_t start, int64_t end, int64_t phases[FRAME_N_PHASES]);
+
+/* A window's `frames` records (DESIGN §3.3), timed by its frame clock while
+ * it is mapped: the cycles and their grading, which the adapters'
+ * window_frames.c share. An adapter embeds one in its window's state and
+ * says which cycles drew the window. Main thread. */
+typedef struct clock_frames clock_frames;
+struct clock_frames {
+    clock_listener listener; /* first: the callbacks get it */
+    /* the adapter's (the three functions may be NULL): */
+    bool draws_watched; /* a cycle is a frame only when it set `rendered`;
+                           false: every cycle is one */
+    bool rendered;      /* the window drew in the cycle in progress */
+    void (*cycle_begins)(void);                          /* at before-paint */
+    void (*unmapped)(clock_frames *f);                   /* stop watching draws */
+    const frame_widget_time *(*widgets)(size_t *ret_n); /* the frame's widget types' times */
+    /* frameclock.c's: */
+    frame_stats *stats;
+    int64_t begin, prev_begin, prev_end;
+    bool in_frame, update, prev_update;
+    clock_frames *next;
+};
+/* A window's frames in the adapter's state of `size` bytes, which begins
+ * with the clock_frames (zeroed: the adapter fills its fields before
+ * frameclock_frames_map); its records carry `class_name` (interned) and
+ * `instance` (the window's page id). NULL on ENOMEM. */
+void *frameclock_frames_new(size_t size, const char *class_name, uint64_t instance);
+/* The window was mapped: counting starts on its `clock`. True when it
+ * started now; false when it counts already or `clock` is NULL. */
+bool frameclock_frames_map(clock_frames *f, GObject *clock);
+/* The window was unmapped: its final record. Accepts NULL. */
+void frameclock_frames_unmap(clock_frames *f);
+/* Writes what is pending and frees the adapter's state (unmapped first).
+ * Accepts NULL. */
+void frameclock_frames_free(clock_frames *f);
+/* At exit: the frames since their last record, of every window. */
+void frameclock_frames_flush_all(void);
 
 /* ---- calls.c ---- */
 /* What the GTK adapter in force does with the app's calls. */

@@ -1,6 +1,7 @@
 /* The GTK 3 adapter (adapter.h, gtk3.h).
  *
- *   attach   GLib's, GTK 3's and GDK 3's functions are found; GtkWidget's
+ *   attach   GLib's, GTK 3's and GDK 3's functions are found (those GTK 4
+ *            shares by name into gobject/'s table too); GtkWidget's
  *            construction is watched (gobject/types.c) and handed to
  *            pages.c; the GTK calls shared with GTK 4 (gobject/calls.c)
  *            and GObject leaks (gobject/leaks.c) get this adapter's side.
@@ -21,7 +22,7 @@ static const gobj_gtk_calls calls = {
 
 static int gtk3_attach(const char **ret_missing)
 {
-    if (!gobj_api_load(ret_missing) || !gtk3_api_load(ret_missing))
+    if (!gobj_api_load(GTK3_LIB, GDK3_LIB, ret_missing) || !gtk3_api_load(ret_missing))
         return -ENOENT;
     gobj_types_watch_widgets(gtk3_pages_on_construct);
     gobj_calls_set(&calls);
@@ -40,7 +41,7 @@ static void gtk3_install(void)
 
 static void gtk3_flush(void)
 {
-    gtk3_frames_flush_all();
+    frameclock_frames_flush_all();
     soup2_flush();
     soup3_flush();
 }

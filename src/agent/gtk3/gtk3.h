@@ -44,8 +44,6 @@
     X(GTK3_LIB, gtk_stack_get_visible_child)        \
     X(GTK3_LIB, gtk_stack_get_visible_child_name)   \
     X(GTK3_LIB, gtk_container_forall)               \
-    X(GDK3_LIB, gdk_frame_clock_get_refresh_info)   \
-    X(GDK3_LIB, gdk_frame_clock_get_frame_time)     \
     X(AGENT_LIBGLIB, g_list_free)
 
 typedef struct gtk3_table {
@@ -77,8 +75,6 @@ bool gtk3_api_load(const char **ret_missing);
 #define gtk_stack_get_visible_child (*gtk3_fn.gtk_stack_get_visible_child)
 #define gtk_stack_get_visible_child_name (*gtk3_fn.gtk_stack_get_visible_child_name)
 #define gtk_container_forall (*gtk3_fn.gtk_container_forall)
-#define gdk_frame_clock_get_refresh_info (*gtk3_fn.gdk_frame_clock_get_refresh_info)
-#define gdk_frame_clock_get_frame_time (*gtk3_fn.gdk_frame_clock_get_frame_time)
 #define g_list_free (*gtk3_fn.g_list_free)
 #endif
 
@@ -93,17 +89,13 @@ void gtk3_pages_on_stack_add(GObject *stack, GObject *child, const char *name);
 const char *gtk3_pages_visible(void);
 
 /* ---- window_frames.c ---- */
-typedef struct window_frames window_frames;
-/* Counts the frames of a window while it is mapped; its records carry
- * `class_name` and `instance` (the window's page id). NULL on ENOMEM. */
-window_frames *gtk3_frames_new(const char *class_name, uint64_t instance);
-/* The window was mapped (start counting) or unmapped (its final record). */
-void gtk3_frames_on_map(window_frames *f, GtkWidget *window);
-void gtk3_frames_on_unmap(window_frames *f);
-/* Writes what is pending and frees. Accepts NULL. */
-void gtk3_frames_free(window_frames *f);
-/* At exit: the frames since their last record, of every window. */
-void gtk3_frames_flush_all(void);
+/* Counts the frames of a window while it is mapped (gobject/frameclock.c's
+ * clock_frames: unmapped and freed by frameclock_frames_unmap and
+ * frameclock_frames_free); its records carry `class_name` and `instance`
+ * (the window's page id). NULL on ENOMEM. */
+clock_frames *gtk3_frames_new(const char *class_name, uint64_t instance);
+/* The window was mapped: counting starts. Accepts NULL. */
+void gtk3_frames_on_map(clock_frames *f, GtkWidget *window);
 
 /* A window destroyed (pages.c) carries this qdata: GTK 3 keeps it in the
  * toplevel list until it is finalized. */

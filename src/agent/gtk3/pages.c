@@ -75,7 +75,7 @@ typedef struct page {
     bool visible; /* visible child of its container (pages) */
     uint64_t drawn_epoch;
     uint64_t paint_epoch;
-    window_frames *frames;  /* windows */
+    clock_frames *frames;   /* windows */
     gulong draw_id;         /* its "draw" handler, while mapped */
     GObject *container; /* weak pointer: stack or notebook */
     gulong container_id;
@@ -196,7 +196,7 @@ static void on_unmap(GtkWidget *w, gpointer data)
     page *pg = data;
     frameclock_unlisten(&pg->listener);
     draw_disconnect(pg);
-    gtk3_frames_on_unmap(pg->frames);
+    frameclock_frames_unmap(pg->frames);
 }
 
 /* ---- destroy ---- */
@@ -357,7 +357,7 @@ static void page_free(gpointer data)
 {
     page *pg = data;
     frameclock_unlisten(&pg->listener);
-    gtk3_frames_free(pg->frames);
+    frameclock_frames_free(pg->frames);
     container_disconnect(pg);
     free(pg);
 }

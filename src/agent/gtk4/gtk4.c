@@ -1,6 +1,7 @@
 /* The GTK 4 adapter (adapter.h, gtk4.h).
  *
- *   attach   GLib's and GTK 4's functions are found; GtkWidget's
+ *   attach   GLib's and GTK 4's functions are found (those GTK 3 shares
+ *            by name into gobject/'s table too); GtkWidget's
  *            construction is watched (gobject/types.c) and handed to
  *            pages.c; the GTK calls shared with GTK 3 (gobject/calls.c)
  *            and GObject leaks (gobject/leaks.c) get this adapter's side.
@@ -28,7 +29,7 @@ static void on_construct(GTypeInstance *instance, GType type)
 
 static int gtk4_attach(const char **ret_missing)
 {
-    if (!gobj_api_load(ret_missing) || !gtk4_api_load(ret_missing))
+    if (!gobj_api_load(GTK4_LIB, GTK4_LIB, ret_missing) || !gtk4_api_load(ret_missing))
         return -ENOENT;
     gobj_types_watch_widgets(on_construct);
     gobj_calls_set(&calls);
@@ -47,7 +48,7 @@ static void gtk4_install(void)
 
 static void gtk4_flush(void)
 {
-    gtk4_frames_flush_all();
+    frameclock_frames_flush_all();
     soup2_flush();
     soup3_flush();
 }

@@ -40,8 +40,6 @@
     X(GTK4_LIB, gdk_surface_get_type)                \
     X(GTK4_LIB, gdk_surface_get_frame_clock)         \
     X(GTK4_LIB, gdk_toplevel_get_type)               \
-    X(GTK4_LIB, gdk_frame_clock_get_refresh_info)    \
-    X(GTK4_LIB, gdk_frame_clock_get_frame_time)      \
     X(GTK4_LIB, gtk_stack_get_visible_child)         \
     X(GTK4_LIB, gtk_stack_get_visible_child_name)    \
     X(GTK4_LIB, gtk_widget_get_first_child)          \
@@ -82,8 +80,6 @@ bool gtk4_api_load(const char **ret_missing);
 #define gdk_surface_get_type (*gtk4_fn.gdk_surface_get_type)
 #define gdk_surface_get_frame_clock (*gtk4_fn.gdk_surface_get_frame_clock)
 #define gdk_toplevel_get_type (*gtk4_fn.gdk_toplevel_get_type)
-#define gdk_frame_clock_get_refresh_info (*gtk4_fn.gdk_frame_clock_get_refresh_info)
-#define gdk_frame_clock_get_frame_time (*gtk4_fn.gdk_frame_clock_get_frame_time)
 #define gtk_stack_get_visible_child (*gtk4_fn.gtk_stack_get_visible_child)
 #define gtk_stack_get_visible_child_name (*gtk4_fn.gtk_stack_get_visible_child_name)
 #define gtk_widget_get_first_child (*gtk4_fn.gtk_widget_get_first_child)
@@ -109,17 +105,13 @@ void gtk4_pages_on_stack_add(GObject *stack, GObject *child, const char *name);
 const char *gtk4_pages_visible(void);
 
 /* ---- window_frames.c ---- */
-typedef struct window_frames window_frames;
-/* Counts the frames of a window while it is mapped; its records carry
- * `class_name` and `instance` (the window's page id). NULL on ENOMEM. */
-window_frames *gtk4_frames_new(const char *class_name, uint64_t instance);
-/* The window was mapped (start counting) or unmapped (its final record). */
-void gtk4_frames_on_map(window_frames *f, GtkWidget *window);
-void gtk4_frames_on_unmap(window_frames *f);
-/* Writes what is pending and frees. Accepts NULL. */
-void gtk4_frames_free(window_frames *f);
-/* At exit: the frames since their last record, of every window. */
-void gtk4_frames_flush_all(void);
+/* Counts the frames of a window while it is mapped (gobject/frameclock.c's
+ * clock_frames: unmapped and freed by frameclock_frames_unmap and
+ * frameclock_frames_free); its records carry `class_name` and `instance`
+ * (the window's page id). NULL on ENOMEM. */
+clock_frames *gtk4_frames_new(const char *class_name, uint64_t instance);
+/* The window was mapped: counting starts. Accepts NULL. */
+void gtk4_frames_on_map(clock_frames *f, GtkWidget *window);
 
 /* ---- widget_times.c: --frames=detail ---- */
 /* A widget of `type` is being constructed: its classes' layout and paint

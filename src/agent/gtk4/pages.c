@@ -68,7 +68,7 @@ typedef struct page {
     bool in_toplevels;
     uint64_t drawn_epoch;
     uint64_t paint_epoch;
-    window_frames *frames;  /* windows */
+    clock_frames *frames;   /* windows */
     GObject *container; /* weak pointer: stack or notebook */
     gulong container_id;
     struct page *next_window;
@@ -149,7 +149,7 @@ static void on_unmap(GtkWidget *w, gpointer data)
 {
     page *pg = data;
     frameclock_unlisten(&pg->listener);
-    gtk4_frames_on_unmap(pg->frames);
+    frameclock_frames_unmap(pg->frames);
 }
 
 /* ---- destroy ---- */
@@ -310,7 +310,7 @@ static void page_free(gpointer data)
 {
     page *pg = data;
     frameclock_unlisten(&pg->listener);
-    gtk4_frames_free(pg->frames);
+    frameclock_frames_free(pg->frames);
     container_disconnect(pg);
     for (page **it = &windows; *it; it = &(*it)->next_window) {
         if (*it == pg) {

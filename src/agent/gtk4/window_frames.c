@@ -1,28 +1,15 @@
 /* `frames` records of GTK 4 windows (DESIGN §3.3), timed by each toplevel
- * window's frame clock while it is mapped; frames.c grades and writes them.
+ * window's frame clock while it is mapped: the cycles and their grading are
+ * gobject/frameclock.c's (clock_frames, shared with the GTK 3 adapter);
+ * frames.c grades and writes them.
  *
- * A frame: a cycle of the window's GdkFrameClock that rendered its surface
- * (GdkSurface::render was emitted in it: a cycle that found nothing to
- * draw is no frame), from before-paint (begin) to after-paint (end). Its
- * duration is end − begin, except when the busy main loop held it back:
- * while the window animates (the previous cycle ran its update phase, i.e.
- * tick callbacks asked for the next frame) the next frame is due one
- * refresh interval after the previous one began; if the main loop did not
- * wait in poll since that moment (mainloop_wait_end), the frame was late
- * because the loop was busy, and its duration counts from when it was due —
- * Matrix's "frame cost from the vsync" — but never from before the previous
- * cycle ended (or the record's span began): frames never overlap, so the
- * delays add up to at most the span and the dropped frames to at most
- * span / refresh. A window that stopped animating and starts again later
- * waited in between, so no false delay is counted.
- *
- * A frame's phases (frames.c sums them): from the clock's phase marks
+ * What is GTK 4's: a cycle drew the window when it rendered its surface
+ * (GdkSurface::render was emitted in it: a cycle that found nothing to draw
+ * is no frame). A frame's phases come from the clock's phase marks
  * (gobject/frameclock.c, frameclock_phases), layout beginning when the
- * toplevel computes its size if that comes first (on_compute_size); with --frames=detail, the widget
- * types' own layout and paint times in it (widget_times.c).
- *
- * The refresh interval is the one gdk_frame_clock_get_refresh_info()
- * reports (the output's, as GDK knows it), else 60 Hz.
+ * toplevel computes its size if that comes first (on_compute_size); with
+ * --frames=detail, the widget types' own layout and paint times in it
+ * (widget_times.c).
  *
  * The window's frame clock is followed through gobject/frameclock.c
  * (shared with the window's page). Cost: three listener calls per frame on
@@ -30,30 +17,10 @@
  */
 #include "gtk4.h"
 
-#include <pacer/base/clock.h>
-
-#include <stdlib.h>
-
-struct window_frames {
-    clock_listener listener; /* first: the callbacks get it */
-    frame_stats *stats;
-    int64_t begin, prev_begin, prev_end;
-    bool in_frame, update, prev_update, rendered;
+typedef struct window_frames {
+    clock_frames frames; /* first */
     GdkSurface *surface; /* while mapped: where render is watched */
-    window_frames *next;
-};
-
-static window_frames *all;
-
-static void on_before_paint(clock_listener *l, int64_t now)
-{
-    window_frames *f = (window_frames *)l;
-    f->begin = now;
-    f->in_frame = true;
-    f->update = false;
-    f->rendered = false;
-    gtk4_widget_times_reset();
-}
+} window_frames;
 
 /* GdkSurface::render of every surface (an emission hook: it runs whatever
  * the handlers return): the cycle of the window it belongs to drew. */
@@ -64,7 +31,7 @@ static gboolean on_render(GSignalInvocationHint *hint, guint n, const GValue *pa
     GObject *surface = n > 0 ? g_value_get_object(&params[0]) : NULL;
     window_frames *f = surface ? g_object_get_qdata(surface, surface_quark) : NULL;
     if (f)
-        f->rendered = true;
+        f->frames.rendered = true;
     return TRUE; /* keep the hook */
 }
 
@@ -108,114 +75,38 @@ static void watch_compute_size(void)
                                         "before layout counts as update");
 }
 
-static void on_update(clock_listener *l)
+static void on_unmapped(clock_frames *cf)
 {
-    ((window_frames *)l)->update = true;
-}
-
-static void on_after_paint(clock_listener *l, GObject *clock, int64_t end)
-{
-    window_frames *f = (window_frames *)l;
-    if (!f->in_frame)
-        return;
-    f->in_frame = false;
-    if (f->surface && !f->rendered) {
-        /* nothing drawn: no frame; it still took its time on the clock */
-        f->prev_begin = f->begin;
-        f->prev_update = f->update;
-        f->prev_end = end;
-        return;
-    }
-    GdkFrameClock *fc = (GdkFrameClock *)clock;
-    gint64 refresh_us = 0, presentation_us = 0;
-    gdk_frame_clock_get_refresh_info(fc, gdk_frame_clock_get_frame_time(fc), &refresh_us, &presentation_us);
-    int64_t refresh = refresh_us > 0 ? (int64_t)refresh_us * 1000 : 0;
-    int64_t due_refresh = refresh ? refresh : 16666667;
-
-    int64_t start = f->begin;
-    if (f->prev_update && f->prev_begin) {
-        int64_t due = f->prev_begin + due_refresh;
-        if (due < start && mainloop_wait_end() <= due)
-            start = due; /* late because the loop was busy */
-    }
-    /* never before the previous cycle ended, nor before this record's span */
-    if (start < f->prev_end)
-        start = f->prev_end;
-    if (start < frames_since(f->stats))
-        start = frames_since(f->stats);
-    f->prev_begin = f->begin;
-    f->prev_update = f->update;
-    f->prev_end = end;
-    frame_info fi = {.start = start, .end = end, .refresh_ns = refresh, .refresh_from = "frame_clock"};
-    fi.has_phases = frameclock_phases(frameclock_marks(clock), start, end, fi.phases);
-    fi.widgets = gtk4_widget_times(&fi.n_widgets);
-    frames_add_info(f->stats, &fi);
-}
-
-window_frames *gtk4_frames_new(const char *class_name, uint64_t instance)
-{
-    window_frames *f = calloc(1, sizeof(*f));
-    if (!f)
-        return NULL;
-    f->stats = frames_new(class_name, instance, FRAMES_SOURCE_FRAME_CLOCK);
-    if (!f->stats) {
-        free(f);
-        return NULL;
-    }
-    f->listener.before_paint = on_before_paint;
-    f->listener.update = on_update;
-    f->listener.after_paint = on_after_paint;
-    f->next = all;
-    all = f;
-    return f;
-}
-
-void gtk4_frames_on_map(window_frames *f, GtkWidget *window)
-{
-    if (!f || f->listener.clock)
-        return;
-    if (frameclock_listen(&f->listener, (GObject *)gtk_widget_get_frame_clock(window))) {
-        watch_compute_size();
-        frames_begin(f->stats);
-        f->in_frame = false;
-        f->prev_begin = f->prev_end = 0;
-        GdkSurface *surface = watch_renders() ? gtk_native_get_surface(GTK_NATIVE(window)) : NULL;
-        if (surface) {
-            f->surface = g_object_ref(surface);
-            g_object_set_qdata((GObject *)surface, surface_quark, f);
-        }
-    }
-}
-
-void gtk4_frames_on_unmap(window_frames *f)
-{
-    if (!f)
-        return;
-    frameclock_unlisten(&f->listener);
+    window_frames *f = (window_frames *)cf;
     if (f->surface) {
         g_object_set_qdata((GObject *)f->surface, surface_quark, NULL);
         g_object_unref(f->surface);
         f->surface = NULL;
     }
-    frames_emit(f->stats, true);
+    f->frames.draws_watched = false;
 }
 
-void gtk4_frames_free(window_frames *f)
+clock_frames *gtk4_frames_new(const char *class_name, uint64_t instance)
 {
+    window_frames *f = frameclock_frames_new(sizeof(*f), class_name, instance);
     if (!f)
-        return;
-    gtk4_frames_on_unmap(f);
-    for (window_frames **it = &all; *it; it = &(*it)->next)
-        if (*it == f) {
-            *it = f->next;
-            break;
-        }
-    frames_free(f->stats);
-    free(f);
+        return NULL;
+    f->frames.cycle_begins = gtk4_widget_times_reset;
+    f->frames.widgets = gtk4_widget_times;
+    f->frames.unmapped = on_unmapped;
+    return &f->frames;
 }
 
-void gtk4_frames_flush_all(void)
+void gtk4_frames_on_map(clock_frames *cf, GtkWidget *window)
 {
-    for (window_frames *f = all; f; f = f->next)
-        frames_emit(f->stats, true);
+    window_frames *f = (window_frames *)cf;
+    if (f && frameclock_frames_map(cf, (GObject *)gtk_widget_get_frame_clock(window))) {
+        watch_compute_size();
+        GdkSurface *surface = watch_renders() ? gtk_native_get_surface(GTK_NATIVE(window)) : NULL;
+        if (surface) {
+            f->surface = g_object_ref(surface);
+            g_object_set_qdata((GObject *)surface, surface_quark, f);
+        }
+        f->frames.draws_watched = surface != NULL;
+    }
 }
