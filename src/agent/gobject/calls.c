@@ -2,7 +2,7 @@
  * (GTK's own calls are bound inside libgtk and never come here; the
  * adapters' signal handlers cover them). The agent can export each name
  * once: the hook calls the real function of whichever GTK is loaded and
- * hands the call to the adapter in force (gobj_calls_set).
+ * hands the call to the pages of the adapter in force (pages.c).
  *
  *   gtk_stack_add_named, gtk_stack_add_titled   a stack page added with a
  *       name, which the config may name as a page
@@ -13,20 +13,12 @@
  */
 #include "gobj.h"
 
-static _Atomic(const gobj_gtk_calls *) calls;
-
-void gobj_calls_set(const gobj_gtk_calls *c)
-{
-    atomic_store(&calls, c);
-}
-
 static void stack_add(void *stack, void *child, const char *name)
 {
-    const gobj_gtk_calls *c = atomic_load(&calls);
-    if (!c || agent_in_hook || !agent_active() || !agent_on_main_thread())
+    if (agent_in_hook || !agent_active() || !agent_on_main_thread())
         return;
     agent_in_hook++;
-    c->stack_add(stack, child, name);
+    gobj_pages_on_stack_add(stack, child, name);
     agent_in_hook--;
 }
 

@@ -10,14 +10,17 @@
  *   frameclock.c  one subscription per GdkFrameClock (GTK 3 and 4 share its
  *                 signals), shared by everything that follows a window's
  *                 frames; a window's `frames` records timed by its clock;
+ *   pages.c       page life cycle: a page's state and events, its draws,
+ *                 its selection in a stack or notebook, which widgets are
+ *                 pages (the adapter's hooks do what is its own);
  *   leaks.c       GObject leaks: a destroyed page's objects watched until
  *                 the grace period ends (what a page owns: the adapter's
  *                 walk);
  *   known.c       leaks of toolkits and libraries no app can avoid;
  *   refs.c        --leaks=refs: who holds a leaked object;
  *   calls.c       GTK calls GTK 3 and GTK 4 share by name, made by the
- *                 application (gtk_stack_add_named …), handed to the GTK
- *                 adapter in force;
+ *                 application (gtk_stack_add_named …), handed to pages.c
+ *                 once an adapter is in force;
  *   soup3.c       libsoup-3.0 requests (built with libsoup-3.0's headers);
  *   soup2.c       libsoup-2.4 requests (built with libsoup-2.4's headers).
  *
@@ -134,9 +137,17 @@ extern gobj_table gobj_fn;
  * name when the adapter attaches, into `gobj_gtk`, and called through it
  * (gobj_gtk.name(…)): the adapter's own table holds the same names. */
 enum { GOBJ_GTK, GOBJ_GDK };
-#define GOBJ_GTK_FUNCTIONS(X)                                               \
-    X(GOBJ_GDK, gdk_frame_clock_get_frame_time, gint64, (GObject *clock)) \
-    X(GOBJ_GDK, gdk_frame_clock_get_refresh_info, void,                    \
+#define GOBJ_GTK_FUNCTIONS(X)                                                          \
+    X(GOBJ_GTK, gtk_widget_get_mapped, gboolean, (GObject *widget))                  \
+    X(GOBJ_GTK, gtk_widget_get_frame_clock, GObject *, (GObject *widget))            \
+    X(GOBJ_GTK, gtk_widget_get_parent, GObject *, (GObject *widget))                 \
+    X(GOBJ_GTK, gtk_window_get_type, GType, (void))                                  \
+    X(GOBJ_GTK, gtk_notebook_get_type, GType, (void))                                \
+    X(GOBJ_GTK, gtk_stack_get_type, GType, (void))                                   \
+    X(GOBJ_GTK, gtk_stack_get_visible_child, GObject *, (GObject *stack))            \
+    X(GOBJ_GTK, gtk_stack_get_visible_child_name, const char *, (GObject *stack))    \
+    X(GOBJ_GDK, gdk_frame_clock_get_frame_time, gint64, (GObject *clock))            \
+    X(GOBJ_GDK, gdk_frame_clock_get_refresh_info, void,                               \
       (GObject *clock, gint64 base_time, gint64 *refresh_interval, gint64 *presentation_time))
 
 typedef struct gobj_gtk_table {
@@ -242,13 +253,72 @@ void frameclock_frames_free(clock_frames *f);
 /* At exit: the frames since their last record, of every window. */
 void frameclock_frames_flush_all(void);
 
-/* ---- calls.c ---- */
-/* What the GTK adapter in force does with the app's calls. */
-typedef struct gobj_gtk_calls {
-    void (*stack_add)(GObject *stack, GObject *child, const char *name);
-} gobj_gtk_calls;
+/* ---- pages.c ---- */
+/* A page: a window (kind "window") or a stack / notebook page (kind "page")
+ * tracked from its creation; the adapter's page begins with one. */
+typedef struct gobj_page gobj_page;
+struct gobj_page {
+    clock_listener listener; /* first: the clock callbacks get it */
+    GObject *obj; /* not a reference: the page lives as long as obj */
+    uint64_t id;
+    const char *class_name;    /* interned: lives as long as the process */
+    const char *visible_child; /* windows: class of their visible page, or NULL */
+    bool window;
+    bool view_created;
+    bool destroyed;
+    bool shown; /* mapped once: page_show sent */
+    bool drawn;
+    bool painted;
+    bool visible; /* visible child of its container (pages) */
+    uint64_t drawn_epoch;
+    uint64_t paint_epoch;
+    clock_frames *frames; /* windows */
+    GObject *container;   /* weak pointer: stack or notebook */
+    gulong container_id;
+};
+/* What is the adapter's in its pages (any function may be NULL). */
+typedef struct gobj_page_hooks {
+    size_t page_size; /* the adapter's page, which begins with a gobj_page */
+    /* a draw waits for the frame's hand-over when the display library
+     * still holds the frame at after-paint (GTK 3, gobject/pages.c) */
+    bool defer_draws;
+    /* a page is tracked (its create event sent, map / unmap / destroy
+     * connected): a window's frames are the adapter's to make */
+    void (*tracked)(gobj_page *pg);
+    /* mapped (after its show event, listening to `widget`'s clock);
+     * unmapped (before its frames' final record) */
+    void (*mapped)(gobj_page *pg, GObject *widget);
+    void (*unmapped)(gobj_page *pg);
+    /* destroyed (before its destroy event); freed with its object */
+    void (*gone)(gobj_page *pg);
+    void (*freed)(gobj_page *pg);
+} gobj_page_hooks;
 /* Set by the adapter's attach. */
-void gobj_calls_set(const gobj_gtk_calls *calls);
+void gobj_pages_set_hooks(const gobj_page_hooks *hooks);
+/* A new widget instance starts its construction (the adapter's
+ * gobj_construct_fn begins here): a stack is watched for configured page
+ * names; true when the widget is a page for the config in force — a window
+ * (*ret_window), or a type the config names. */
+bool gobj_pages_construct(GTypeInstance *instance, GType type, bool *ret_window);
+/* Tracks `obj` as a page of `class_name` (its create event), unless it is
+ * one already. */
+void gobj_pages_track(GObject *obj, const char *class_name, bool window);
+/* The page of `obj`, or NULL. */
+gobj_page *gobj_page_of(gpointer obj);
+/* The page painted in the frame-clock cycle in progress (its draw at
+ * after-paint). */
+void gobj_page_painted(gobj_page *pg);
+/* The page's widget `w` was mapped (its show, its draws from now on). */
+void gobj_pages_on_map(GObject *w, gobj_page *pg);
+/* The page's view was created; the page is gone (its destroy event). */
+void gobj_pages_view_created(gobj_page *pg);
+void gobj_pages_gone(gobj_page *pg);
+/* A stack page added with a name by the app (calls.c); nothing before an
+ * adapter set its hooks. */
+void gobj_pages_on_stack_add(GObject *stack, GObject *child, const char *name);
+/* The class of the page visible now (the visible stack page of the window
+ * that painted last, or that window), or NULL. Any thread. */
+const char *gobj_pages_visible(void);
 
 /* ---- leaks.c ---- */
 /* What a page owns and whether an object is back in use: the toolkit's

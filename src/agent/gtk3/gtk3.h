@@ -30,10 +30,7 @@
 #define GTK3_FUNCTIONS(X)                           \
     X(GTK3_LIB, gtk_widget_get_type)                \
     X(GTK3_LIB, gtk_window_get_type)                \
-    X(GTK3_LIB, gtk_notebook_get_type)              \
-    X(GTK3_LIB, gtk_stack_get_type)                 \
     X(GTK3_LIB, gtk_container_get_type)             \
-    X(GTK3_LIB, gtk_widget_get_mapped)              \
     X(GTK3_LIB, gtk_widget_get_frame_clock)         \
     X(GTK3_LIB, gtk_widget_get_parent)              \
     X(GTK3_LIB, gtk_widget_get_toplevel)            \
@@ -41,8 +38,6 @@
     X(GTK3_LIB, gtk_bin_get_child)                  \
     X(GTK3_LIB, gtk_window_get_window_type)         \
     X(GTK3_LIB, gtk_window_list_toplevels)          \
-    X(GTK3_LIB, gtk_stack_get_visible_child)        \
-    X(GTK3_LIB, gtk_stack_get_visible_child_name)   \
     X(GTK3_LIB, gtk_container_forall)               \
     X(AGENT_LIBGLIB, g_list_free)
 
@@ -61,10 +56,7 @@ bool gtk3_api_load(const char **ret_missing);
 #ifndef GTK3_API_TABLE_ONLY
 #define gtk_widget_get_type (*gtk3_fn.gtk_widget_get_type)
 #define gtk_window_get_type (*gtk3_fn.gtk_window_get_type)
-#define gtk_notebook_get_type (*gtk3_fn.gtk_notebook_get_type)
-#define gtk_stack_get_type (*gtk3_fn.gtk_stack_get_type)
 #define gtk_container_get_type (*gtk3_fn.gtk_container_get_type)
-#define gtk_widget_get_mapped (*gtk3_fn.gtk_widget_get_mapped)
 #define gtk_widget_get_frame_clock (*gtk3_fn.gtk_widget_get_frame_clock)
 #define gtk_widget_get_parent (*gtk3_fn.gtk_widget_get_parent)
 #define gtk_widget_get_toplevel (*gtk3_fn.gtk_widget_get_toplevel)
@@ -72,8 +64,6 @@ bool gtk3_api_load(const char **ret_missing);
 #define gtk_bin_get_child (*gtk3_fn.gtk_bin_get_child)
 #define gtk_window_get_window_type (*gtk3_fn.gtk_window_get_window_type)
 #define gtk_window_list_toplevels (*gtk3_fn.gtk_window_list_toplevels)
-#define gtk_stack_get_visible_child (*gtk3_fn.gtk_stack_get_visible_child)
-#define gtk_stack_get_visible_child_name (*gtk3_fn.gtk_stack_get_visible_child_name)
 #define gtk_container_forall (*gtk3_fn.gtk_container_forall)
 #define g_list_free (*gtk3_fn.g_list_free)
 #endif
@@ -82,11 +72,8 @@ bool gtk3_api_load(const char **ret_missing);
 /* A new widget instance starts its construction (GtkWidget's instance_init,
  * before the subclasses' inits): is it a page? (gobj_construct_fn) */
 void gtk3_pages_on_construct(GTypeInstance *instance, GType type);
-/* A stack page added with a name by the app (gobject/calls.c). */
-void gtk3_pages_on_stack_add(GObject *stack, GObject *child, const char *name);
-/* The class of the page visible now (the visible stack page of the window
- * that painted last, or that window), or NULL. Any thread. */
-const char *gtk3_pages_visible(void);
+/* GTK 3's side of gobject/pages.c. */
+extern const gobj_page_hooks gtk3_page_hooks;
 
 /* ---- window_frames.c ---- */
 /* Counts the frames of a window while it is mapped (gobject/frameclock.c's

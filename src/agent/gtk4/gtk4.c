@@ -3,8 +3,9 @@
  *   attach   GLib's and GTK 4's functions are found (those GTK 3 shares
  *            by name into gobject/'s table too); GtkWidget's
  *            construction is watched (gobject/types.c) and handed to
- *            pages.c; the GTK calls shared with GTK 3 (gobject/calls.c)
- *            and GObject leaks (gobject/leaks.c) get this adapter's side.
+ *            pages.c; the page life cycle shared with GTK 3
+ *            (gobject/pages.c; the app's gtk_stack_add_named reaches it
+ *            through gobject/calls.c) and GObject leaks (gobject/leaks.c) get this adapter's side.
  *   install  the application-created mark, libsoup (whichever is
  *            loaded), --leaks=refs' stack store.
  *   flush    the frames of every window since its last record, failed
@@ -14,10 +15,6 @@
 #include "adapter.h"
 
 #include <errno.h>
-
-static const gobj_gtk_calls calls = {
-    .stack_add = gtk4_pages_on_stack_add,
-};
 
 /* A widget's construction: its type's layout and paint timed
  * (--frames=detail), then is it a page. */
@@ -31,8 +28,8 @@ static int gtk4_attach(const char **ret_missing)
 {
     if (!gobj_api_load(GTK4_LIB, GTK4_LIB, ret_missing) || !gtk4_api_load(ret_missing))
         return -ENOENT;
+    gobj_pages_set_hooks(&gtk4_page_hooks);
     gobj_types_watch_widgets(on_construct);
-    gobj_calls_set(&calls);
     gobj_leaks_set_walk(&gtk4_leak_walk);
     gobj_types_check();
     return 0;
@@ -61,5 +58,5 @@ const agent_adapter agent_adapter_gtk4 = {
     .attach = gtk4_attach,
     .install = gtk4_install,
     .flush = gtk4_flush,
-    .visible_page = gtk4_pages_visible,
+    .visible_page = gobj_pages_visible,
 };

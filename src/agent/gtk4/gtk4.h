@@ -27,10 +27,6 @@
 
 #define GTK4_FUNCTIONS(X)                            \
     X(GTK4_LIB, gtk_widget_get_type)                 \
-    X(GTK4_LIB, gtk_window_get_type)                 \
-    X(GTK4_LIB, gtk_notebook_get_type)               \
-    X(GTK4_LIB, gtk_stack_get_type)                  \
-    X(GTK4_LIB, gtk_widget_get_mapped)               \
     X(GTK4_LIB, gtk_widget_get_frame_clock)          \
     X(GTK4_LIB, gtk_widget_get_parent)               \
     X(GTK4_LIB, gtk_widget_get_root)                 \
@@ -40,8 +36,6 @@
     X(GTK4_LIB, gdk_surface_get_type)                \
     X(GTK4_LIB, gdk_surface_get_frame_clock)         \
     X(GTK4_LIB, gdk_toplevel_get_type)               \
-    X(GTK4_LIB, gtk_stack_get_visible_child)         \
-    X(GTK4_LIB, gtk_stack_get_visible_child_name)    \
     X(GTK4_LIB, gtk_widget_get_first_child)          \
     X(GTK4_LIB, gtk_widget_get_next_sibling)         \
     X(GTK4_LIB, gtk_widget_observe_controllers)      \
@@ -67,10 +61,6 @@ bool gtk4_api_load(const char **ret_missing);
 
 #ifndef GTK4_API_TABLE_ONLY
 #define gtk_widget_get_type (*gtk4_fn.gtk_widget_get_type)
-#define gtk_window_get_type (*gtk4_fn.gtk_window_get_type)
-#define gtk_notebook_get_type (*gtk4_fn.gtk_notebook_get_type)
-#define gtk_stack_get_type (*gtk4_fn.gtk_stack_get_type)
-#define gtk_widget_get_mapped (*gtk4_fn.gtk_widget_get_mapped)
 #define gtk_widget_get_frame_clock (*gtk4_fn.gtk_widget_get_frame_clock)
 #define gtk_widget_get_parent (*gtk4_fn.gtk_widget_get_parent)
 #define gtk_widget_get_root (*gtk4_fn.gtk_widget_get_root)
@@ -80,8 +70,6 @@ bool gtk4_api_load(const char **ret_missing);
 #define gdk_surface_get_type (*gtk4_fn.gdk_surface_get_type)
 #define gdk_surface_get_frame_clock (*gtk4_fn.gdk_surface_get_frame_clock)
 #define gdk_toplevel_get_type (*gtk4_fn.gdk_toplevel_get_type)
-#define gtk_stack_get_visible_child (*gtk4_fn.gtk_stack_get_visible_child)
-#define gtk_stack_get_visible_child_name (*gtk4_fn.gtk_stack_get_visible_child_name)
 #define gtk_widget_get_first_child (*gtk4_fn.gtk_widget_get_first_child)
 #define gtk_widget_get_next_sibling (*gtk4_fn.gtk_widget_get_next_sibling)
 #define gtk_widget_observe_controllers (*gtk4_fn.gtk_widget_observe_controllers)
@@ -98,11 +86,8 @@ bool gtk4_api_load(const char **ret_missing);
 /* A new widget instance starts its construction (GtkWidget's instance_init,
  * before the subclasses' inits): is it a page? (gobj_construct_fn) */
 void gtk4_pages_on_construct(GTypeInstance *instance, GType type);
-/* A stack page added with a name by the app (calls.c). */
-void gtk4_pages_on_stack_add(GObject *stack, GObject *child, const char *name);
-/* The class of the page visible now (the visible stack page of the window
- * that painted last, or that window), or NULL. Any thread. */
-const char *gtk4_pages_visible(void);
+/* GTK 4's side of gobject/pages.c. */
+extern const gobj_page_hooks gtk4_page_hooks;
 
 /* ---- window_frames.c ---- */
 /* Counts the frames of a window while it is mapped (gobject/frameclock.c's
