@@ -35,6 +35,8 @@
  * title label is kept in a global when it closes, the leak the agent
  * reports).
  */
+#include "shop-common.h"
+
 #include <curl/curl.h>
 #include <gtk/gtk.h>
 #include <libsoup/soup.h>
@@ -43,33 +45,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Beside shop-common.h's options (`shop`), this app's own. */
 static struct {
-    const char *api;
-    guint splash_ms, lazy_ms, linger_ms, jank_ms, quit_ms;
-    gboolean auto_exit, log_requests, close_home, leak;
-} opt = {"http://127.0.0.1:8080", 400, 1500, 800, 0, 2000, FALSE, FALSE, FALSE, FALSE};
+    guint quit_ms;
+    gboolean close_home, leak;
+} opt = {2000, FALSE, FALSE};
 
 static GtkWidget *kept_label; /* --leak */
 
 static GtkApplication *app;
 static SoupSession *session;
 
-static void log_request(const char *path, gint64 start_us, gint64 end_us)
+static const char *message_path(GObject *msg)
 {
-    if (opt.log_requests)
-        fprintf(stderr, "shop-app-gtk3: request %s %" G_GINT64_FORMAT " %" G_GINT64_FORMAT "\n", path, start_us,
-                end_us);
-}
-
-static void on_message_finished(SoupMessage *msg, gpointer start)
-{
-    log_request(soup_uri_get_path(soup_message_get_uri(msg)), *(gint64 *)start, g_get_monotonic_time());
-}
-
-static void free_start(gpointer start, GClosure *closure)
-{
-    (void)closure;
-    g_free(start);
+    return soup_uri_get_path(soup_message_get_uri(SOUP_MESSAGE(msg)));
 }
 
 /* A GET of url whose start and end --log-requests reports; made just
@@ -77,17 +66,8 @@ static void free_start(gpointer start, GClosure *closure)
 static SoupMessage *api_message(const char *url)
 {
     SoupMessage *msg = soup_message_new("GET", url);
-    if (opt.log_requests) {
-        gint64 *start = g_new(gint64, 1);
-        *start = g_get_monotonic_time();
-        g_signal_connect_data(msg, "finished", G_CALLBACK(on_message_finished), start, free_start, 0);
-    }
+    shop_log_message(G_OBJECT(msg), message_path);
     return msg;
-}
-
-static char *api_url(const char *path)
-{
-    return g_strconcat(opt.api, path, NULL);
 }
 
 static void home_step_done(GtkWidget *any_child);
@@ -105,70 +85,12 @@ struct _ShopMerchantPage {
 
 G_DEFINE_TYPE(ShopMerchantPage, shop_merchant_page, GTK_TYPE_BOX)
 
-static size_t curl_sink(char *data, size_t size, size_t n, void *user)
-{
-    g_string_append_len(user, data, (gssize)(size * n));
-    return size * n;
-}
-
-/* Runs on a GTask worker thread: the whole transfer, easy or multi. */
-static void merchant_fetch(GTask *task, gpointer source, gpointer data, GCancellable *cancel)
-{
-    gboolean use_multi = GPOINTER_TO_INT(data);
-    GString *body = g_string_new(NULL);
-    char *url = api_url("/api/test1");
-    CURL *h = curl_easy_init();
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, curl_sink);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    CURLcode rc = CURLE_OK;
-    gint64 start_us = g_get_monotonic_time();
-    if (!use_multi) {
-        rc = curl_easy_perform(h);
-    } else {
-        CURLM *m = curl_multi_init();
-        curl_multi_add_handle(m, h);
-        int running = 1;
-        while (running) {
-            curl_multi_perform(m, &running);
-            if (running)
-                curl_multi_poll(m, NULL, 0, 1000, NULL);
-        }
-        int left;
-        CURLMsg *msg;
-        while ((msg = curl_multi_info_read(m, &left)))
-            if (msg->msg == CURLMSG_DONE)
-                rc = msg->data.result;
-        curl_multi_remove_handle(m, h);
-        curl_multi_cleanup(m);
-    }
-    log_request("/api/test1", start_us, g_get_monotonic_time());
-    curl_easy_cleanup(h);
-    g_free(url);
-    if (rc != CURLE_OK) {
-        g_string_free(body, TRUE);
-        g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_FAILED, "%s", curl_easy_strerror(rc));
-        return;
-    }
-    g_task_return_pointer(task, g_string_free(body, FALSE), g_free);
-}
-
 static void merchant_loaded(GObject *source, GAsyncResult *res, gpointer user)
 {
     ShopMerchantPage *self = SHOP_MERCHANT_PAGE(source);
     GError *error = NULL;
     char *body = g_task_propagate_pointer(G_TASK(res), &error);
-    const char *name = body ? strstr(body, "\"merchant\":\"") : NULL;
-    char *text;
-    if (name) {
-        name += strlen("\"merchant\":\"");
-        text = g_strdup_printf("%.*s — open now", (int)strcspn(name, "\""), name);
-    } else {
-        text = g_strdup_printf("failed: %s", error ? error->message : "bad answer");
-        if (error)
-            g_printerr("shop-app-gtk3: request failed: %s\n", error->message);
-    }
+    char *text = shop_merchant_text(body, error);
     gtk_label_set_text(GTK_LABEL(self->label), text);
     g_free(text);
     g_free(body);
@@ -194,7 +116,7 @@ static GtkWidget *shop_merchant_page_new(gboolean use_multi)
     self->use_multi = use_multi;
     GTask *task = g_task_new(self, NULL, merchant_loaded, NULL);
     g_task_set_task_data(task, GINT_TO_POINTER(use_multi), NULL);
-    g_task_run_in_thread(task, merchant_fetch);
+    g_task_run_in_thread(task, shop_merchant_fetch);
     g_object_unref(task);
     return GTK_WIDGET(self);
 }
@@ -231,7 +153,7 @@ static void on_recommend(GtkButton *button, gpointer user)
 {
     char label[64];
     snprintf(label, sizeof(label), "Recommendations (%.0f)",
-             shop_compute_recommendations(opt.jank_ms ? opt.jank_ms : 1000));
+             shop_compute_recommendations(shop.jank_ms ? shop.jank_ms : 1000));
     gtk_button_set_label(button, label);
 }
 
@@ -242,64 +164,28 @@ static void home_step_done(GtkWidget *any_child)
         return;
     ShopHomeWindow *self = SHOP_HOME_WINDOW(top);
     if (--self->steps_left == 0) {
-        if (opt.jank_ms)
+        if (shop.jank_ms)
             gtk_button_clicked(GTK_BUTTON(self->recommend)); /* as by the user */
         finish_run(self);
     }
 }
 
-static void list_fill(ShopHomeWindow *self, const char *json)
+static void list_add(gpointer list, const char *name)
 {
-    int n = 0;
-    for (const char *p = json; (p = strstr(p, "\"name\":\"")); n++) {
-        p += strlen("\"name\":\"");
-        char *name = g_strndup(p, strcspn(p, "\""));
-        gtk_container_add(GTK_CONTAINER(self->list), gtk_label_new(name));
-        g_free(name);
-    }
-    if (n == 0)
-        gtk_container_add(GTK_CONTAINER(self->list), gtk_label_new("no items"));
-    gtk_widget_show_all(self->list);
+    gtk_container_add(GTK_CONTAINER(list), gtk_label_new(name));
 }
 
-typedef struct {
-    ShopHomeWindow *self;
-    GInputStream *stream;
-    GByteArray *buf;
-    guint8 chunk[4096];
-} list_read;
-
-static void list_read_more(list_read *lr);
-
-static void list_chunk(GObject *src, GAsyncResult *res, gpointer user)
+/* /api/list read to its end (or failed). */
+static void list_read(GObject *owner, const char *body, GError *error)
 {
-    list_read *lr = user;
-    GError *error = NULL;
-    gssize n = g_input_stream_read_finish(G_INPUT_STREAM(src), res, &error);
-    if (n > 0) {
-        g_byte_array_append(lr->buf, lr->chunk, (guint)n);
-        list_read_more(lr);
-        return;
-    }
-    if (n == 0) {
-        g_byte_array_append(lr->buf, (const guint8 *)"", 1);
-        list_fill(lr->self, (const char *)lr->buf->data);
-        home_step_done(GTK_WIDGET(lr->self));
+    ShopHomeWindow *self = SHOP_HOME_WINDOW(owner);
+    if (body) {
+        shop_list_fill(body, list_add, self->list);
+        gtk_widget_show_all(self->list);
+        home_step_done(GTK_WIDGET(self));
     } else if (!g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
-        home_step_done(GTK_WIDGET(lr->self));
+        home_step_done(GTK_WIDGET(self));
     }
-    g_clear_error(&error);
-    g_input_stream_close(lr->stream, NULL, NULL);
-    g_object_unref(lr->stream);
-    g_byte_array_unref(lr->buf);
-    g_object_unref(lr->self);
-    g_free(lr);
-}
-
-static void list_read_more(list_read *lr)
-{
-    g_input_stream_read_async(lr->stream, lr->chunk, sizeof(lr->chunk), G_PRIORITY_DEFAULT, lr->self->cancel,
-                              list_chunk, lr);
 }
 
 static void list_sent(GObject *src, GAsyncResult *res, gpointer user)
@@ -316,11 +202,7 @@ static void list_sent(GObject *src, GAsyncResult *res, gpointer user)
         g_object_unref(self);
         return;
     }
-    list_read *lr = g_new0(list_read, 1);
-    lr->self = self; /* keeps the reference taken for the send */
-    lr->stream = stream;
-    lr->buf = g_byte_array_new();
-    list_read_more(lr);
+    shop_read_all(stream, &self->cancel, G_OBJECT(self), list_read); /* the reference taken for the send */
 }
 
 /* libsoup-2.4's queue callback: /api/config answered (or failed). */
@@ -331,19 +213,17 @@ static void config_loaded(SoupSession *s, SoupMessage *msg, gpointer user)
         g_object_unref(self);
         return;
     }
-    const char *t = msg->response_body->data ? strstr(msg->response_body->data, "\"title\":\"") : NULL;
-    if (SOUP_STATUS_IS_SUCCESSFUL(msg->status_code) && t) {
-        t += strlen("\"title\":\"");
-        char *title = g_strndup(t, strcspn(t, "\""));
+    char *title = shop_answer_field(msg->response_body->data, -1, "title");
+    if (SOUP_STATUS_IS_SUCCESSFUL(msg->status_code) && title) {
         gtk_label_set_text(GTK_LABEL(self->title), title);
-        g_free(title);
     } else {
         gtk_label_set_text(GTK_LABEL(self->title), msg->reason_phrase);
         if (!SOUP_STATUS_IS_SUCCESSFUL(msg->status_code))
             g_printerr("shop-app-gtk3: request failed: %s\n", msg->reason_phrase);
     }
+    g_free(title);
     /* Second request, streamed: GET /api/list. */
-    char *url = api_url("/api/list");
+    char *url = shop_api_url("/api/list");
     SoupMessage *list = api_message(url);
     soup_session_send_async(session, list, self->cancel, list_sent, self); /* our reference goes on */
     g_object_unref(list);
@@ -391,12 +271,12 @@ static void shop_home_window_init(ShopHomeWindow *self)
     gtk_widget_show_all(box);
 
     /* The page starts its first request while it is still being built. */
-    char *url = api_url("/api/config");
+    char *url = shop_api_url("/api/config");
     SoupMessage *msg = api_message(url);
     soup_session_queue_message(session, msg, config_loaded, g_object_ref(self)); /* takes msg */
     g_free(url);
 
-    self->lazy_source = g_timeout_add(opt.lazy_ms, show_lazy_page, self);
+    self->lazy_source = g_timeout_add(shop.lazy_ms, show_lazy_page, self);
 }
 
 static void shop_home_window_dispose(GObject *object)
@@ -471,51 +351,29 @@ static gboolean leave(gpointer user)
 
 static void finish_run(ShopHomeWindow *home)
 {
-    if (opt.auto_exit)
-        g_timeout_add(opt.linger_ms, leave, home);
+    if (shop.auto_exit)
+        g_timeout_add(shop.linger_ms, leave, home);
 }
 
 static void on_activate(GApplication *application)
 {
     GtkWindow *splash = g_object_new(SHOP_TYPE_SPLASH_WINDOW, "application", application, NULL);
     gtk_window_present(splash);
-    g_timeout_add(opt.splash_ms, splash_done, splash);
-}
-
-static guint parse_ms(const char *s, const char *name)
-{
-    char *end;
-    unsigned long v = strtoul(s, &end, 10);
-    if (*end || v > 600000) {
-        fprintf(stderr, "shop-app-gtk3: bad %s '%s'\n", name, s);
-        exit(2);
-    }
-    return (guint)v;
+    g_timeout_add(shop.splash_ms, splash_done, splash);
 }
 
 int main(int argc, char **argv)
 {
+    shop.prog = "shop-app-gtk3";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--api") == 0 && v)
-            opt.api = argv[++i];
-        else if (strcmp(a, "--splash-ms") == 0 && v)
-            opt.splash_ms = parse_ms(argv[++i], a);
-        else if (strcmp(a, "--lazy-ms") == 0 && v)
-            opt.lazy_ms = parse_ms(argv[++i], a);
-        else if (strcmp(a, "--linger-ms") == 0 && v)
-            opt.linger_ms = parse_ms(argv[++i], a);
-        else if (strcmp(a, "--jank-ms") == 0 && v)
-            opt.jank_ms = parse_ms(argv[++i], a);
-        else if (strcmp(a, "--quit-ms") == 0 && v)
-            opt.quit_ms = parse_ms(argv[++i], a);
+        if (shop_option(argc, argv, &i))
+            continue;
+        if (strcmp(a, "--quit-ms") == 0 && v)
+            opt.quit_ms = shop_parse_ms(argv[++i], a);
         else if (strcmp(a, "--leak") == 0)
             opt.leak = TRUE;
-        else if (strcmp(a, "--auto-exit") == 0)
-            opt.auto_exit = TRUE;
-        else if (strcmp(a, "--log-requests") == 0)
-            opt.log_requests = TRUE;
         else if (strcmp(a, "--close-home") == 0)
             opt.close_home = TRUE;
         else {

@@ -44,6 +44,8 @@
  * as a slow synchronous init would) at activation, before the first window
  * is created: a slower build of the same app, for `pacer bench`'s test. Its
  * cold_ms and first_screen_ms grow by N; no page's own figures change. */
+#include "shop-common.h"
+
 #include <curl/curl.h>
 #include <gtk/gtk.h>
 #include <libsoup/soup.h>
@@ -53,41 +55,22 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Beside shop-common.h's options (`shop`), this app's own. */
 static struct {
-    const char *api;
-    guint splash_ms;
-    guint lazy_ms;
-    guint linger_ms;
-    gboolean auto_exit;
     gboolean exit_hard;
     gboolean warm;
     gboolean sync_config;
     gboolean children;
     gboolean first_frame_exit;
-    guint jank_ms;
-    gboolean log_requests;
-} opt = {"http://127.0.0.1:8080", 400, 1500, 800, FALSE, FALSE, FALSE, FALSE, FALSE, FALSE, 0, FALSE};
+} opt;
 
 static GtkApplication *app;
 static SoupSession *session;
 static int homes_opened;
 
-/* --log-requests: one line per request, on the app's own clock. */
-static void log_request(const char *path, gint64 start_us, gint64 end_us)
+static const char *message_path(GObject *msg)
 {
-    if (opt.log_requests)
-        fprintf(stderr, "shop-app: request %s %" G_GINT64_FORMAT " %" G_GINT64_FORMAT "\n", path, start_us, end_us);
-}
-
-static void on_message_finished(SoupMessage *msg, gpointer start)
-{
-    log_request(g_uri_get_path(soup_message_get_uri(msg)), *(gint64 *)start, g_get_monotonic_time());
-}
-
-static void free_start(gpointer start, GClosure *closure)
-{
-    (void)closure;
-    g_free(start);
+    return g_uri_get_path(soup_message_get_uri(SOUP_MESSAGE(msg)));
 }
 
 /* A GET of URL whose start and end --log-requests reports; made just
@@ -95,17 +78,8 @@ static void free_start(gpointer start, GClosure *closure)
 static SoupMessage *api_message(const char *url)
 {
     SoupMessage *msg = soup_message_new("GET", url);
-    if (opt.log_requests) {
-        gint64 *start = g_new(gint64, 1);
-        *start = g_get_monotonic_time();
-        g_signal_connect_data(msg, "finished", G_CALLBACK(on_message_finished), start, free_start, 0);
-    }
+    shop_log_message(G_OBJECT(msg), message_path);
     return msg;
-}
-
-static char *api_url(const char *path)
-{
-    return g_strconcat(opt.api, path, NULL);
 }
 
 /* ---- ShopMerchantPage: a stack page that loads /api/test1 with libcurl ---- */
@@ -122,55 +96,6 @@ struct _ShopMerchantPage {
 
 G_DEFINE_TYPE(ShopMerchantPage, shop_merchant_page, GTK_TYPE_BOX)
 
-static size_t curl_sink(char *data, size_t size, size_t n, void *user)
-{
-    g_string_append_len(user, data, (gssize)(size * n));
-    return size * n;
-}
-
-/* Runs on a GTask worker thread: the whole transfer, easy or multi. */
-static void merchant_fetch(GTask *task, gpointer source, gpointer data, GCancellable *cancel)
-{
-    gboolean use_multi = GPOINTER_TO_INT(data);
-    GString *body = g_string_new(NULL);
-    char *url = api_url("/api/test1");
-    CURL *h = curl_easy_init();
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, curl_sink);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    CURLcode rc = CURLE_OK;
-    gint64 start_us = g_get_monotonic_time();
-    if (!use_multi) {
-        rc = curl_easy_perform(h);
-    } else {
-        CURLM *m = curl_multi_init();
-        curl_multi_add_handle(m, h);
-        int running = 1;
-        while (running) {
-            curl_multi_perform(m, &running);
-            if (running)
-                curl_multi_poll(m, NULL, 0, 1000, NULL);
-        }
-        int left;
-        CURLMsg *msg;
-        while ((msg = curl_multi_info_read(m, &left)))
-            if (msg->msg == CURLMSG_DONE)
-                rc = msg->data.result;
-        curl_multi_remove_handle(m, h);
-        curl_multi_cleanup(m);
-    }
-    log_request("/api/test1", start_us, g_get_monotonic_time());
-    curl_easy_cleanup(h);
-    g_free(url);
-    if (rc != CURLE_OK) {
-        g_string_free(body, TRUE);
-        g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_FAILED, "%s", curl_easy_strerror(rc));
-        return;
-    }
-    g_task_return_pointer(task, g_string_free(body, FALSE), g_free);
-}
-
 static void home_step_done(GtkWidget *any_child);
 
 static void merchant_loaded(GObject *source, GAsyncResult *res, gpointer user)
@@ -178,16 +103,7 @@ static void merchant_loaded(GObject *source, GAsyncResult *res, gpointer user)
     ShopMerchantPage *self = SHOP_MERCHANT_PAGE(source);
     GError *error = NULL;
     char *body = g_task_propagate_pointer(G_TASK(res), &error);
-    char *text;
-    const char *name = body ? strstr(body, "\"merchant\":\"") : NULL;
-    if (name) {
-        name += strlen("\"merchant\":\"");
-        text = g_strdup_printf("%.*s — open now", (int)strcspn(name, "\""), name);
-    } else {
-        text = g_strdup_printf("failed: %s", error ? error->message : "bad answer");
-        if (error)
-            g_printerr("shop-app: request failed: %s\n", error->message);
-    }
+    char *text = shop_merchant_text(body, error);
     gtk_label_set_text(GTK_LABEL(self->label), text);
     self->loaded = TRUE;
     g_free(text);
@@ -200,7 +116,7 @@ static void shop_merchant_page_start(ShopMerchantPage *self)
 {
     GTask *task = g_task_new(self, NULL, merchant_loaded, NULL);
     g_task_set_task_data(task, GINT_TO_POINTER(self->use_multi), NULL);
-    g_task_run_in_thread(task, merchant_fetch);
+    g_task_run_in_thread(task, shop_merchant_fetch);
     g_object_unref(task);
 }
 
@@ -259,7 +175,7 @@ static __attribute__((noinline)) double shop_compute_recommendations(guint ms)
 
 static void on_recommend(GtkButton *button, gpointer user)
 {
-    guint ms = opt.jank_ms ? opt.jank_ms : 1000;
+    guint ms = shop.jank_ms ? shop.jank_ms : 1000;
     double score = shop_compute_recommendations(ms);
     char label[64];
     snprintf(label, sizeof(label), "Recommendations (%.0f)", score);
@@ -273,64 +189,28 @@ static void home_step_done(GtkWidget *any_child)
         return;
     ShopHomeWindow *self = SHOP_HOME_WINDOW(root);
     if (--self->steps_left == 0) {
-        if (opt.jank_ms)
+        if (shop.jank_ms)
             gtk_widget_activate(self->recommend); /* "clicked", as by the user */
         finish_run();
     }
 }
 
-static void list_fill(ShopHomeWindow *self, const char *json)
+static void list_add(gpointer list, const char *name)
 {
-    int n = 0;
-    for (const char *p = json; (p = strstr(p, "\"name\":\"")); n++) {
-        p += strlen("\"name\":\"");
-        char *name = g_strndup(p, strcspn(p, "\""));
-        gtk_list_box_append(GTK_LIST_BOX(self->list), gtk_label_new(name));
-        g_free(name);
-    }
-    if (n == 0)
-        gtk_list_box_append(GTK_LIST_BOX(self->list), gtk_label_new("no items"));
+    gtk_list_box_append(GTK_LIST_BOX(list), gtk_label_new(name));
 }
 
-typedef struct {
-    ShopHomeWindow *self;
-    GInputStream *stream;
-    GByteArray *buf;
-    guint8 chunk[4096];
-} list_read;
-
-static void list_read_more(list_read *lr);
-
-static void list_chunk(GObject *src, GAsyncResult *res, gpointer user)
+/* /api/list read to its end (or failed). */
+static void list_read(GObject *owner, const char *body, GError *error)
 {
-    list_read *lr = user;
-    GError *error = NULL;
-    gssize n = g_input_stream_read_finish(G_INPUT_STREAM(src), res, &error);
-    if (n > 0) {
-        g_byte_array_append(lr->buf, lr->chunk, (guint)n);
-        list_read_more(lr);
-        return;
-    }
-    if (n == 0) {
-        g_byte_array_append(lr->buf, (const guint8 *)"", 1);
-        list_fill(lr->self, (const char *)lr->buf->data);
-        home_step_done(GTK_WIDGET(lr->self));
+    ShopHomeWindow *self = SHOP_HOME_WINDOW(owner);
+    if (body) {
+        shop_list_fill(body, list_add, self->list);
+        home_step_done(GTK_WIDGET(self));
     } else if (!g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
-        gtk_list_box_append(GTK_LIST_BOX(lr->self->list), gtk_label_new(error->message));
-        home_step_done(GTK_WIDGET(lr->self));
+        gtk_list_box_append(GTK_LIST_BOX(self->list), gtk_label_new(error->message));
+        home_step_done(GTK_WIDGET(self));
     }
-    g_clear_error(&error);
-    g_input_stream_close(lr->stream, NULL, NULL);
-    g_object_unref(lr->stream);
-    g_byte_array_unref(lr->buf);
-    g_object_unref(lr->self);
-    g_free(lr);
-}
-
-static void list_read_more(list_read *lr)
-{
-    g_input_stream_read_async(lr->stream, lr->chunk, sizeof(lr->chunk), G_PRIORITY_DEFAULT,
-                              lr->self->cancel, list_chunk, lr);
 }
 
 static void list_sent(GObject *src, GAsyncResult *res, gpointer user)
@@ -348,20 +228,14 @@ static void list_sent(GObject *src, GAsyncResult *res, gpointer user)
         g_object_unref(self);
         return;
     }
-    list_read *lr = g_new0(list_read, 1);
-    lr->self = self; /* keeps the reference taken for the send */
-    lr->stream = stream;
-    lr->buf = g_byte_array_new();
-    list_read_more(lr);
+    shop_read_all(stream, &self->cancel, G_OBJECT(self), list_read); /* the reference taken for the send */
 }
 
 static void config_apply(ShopHomeWindow *self, GBytes *body, GError *error)
 {
     const char *data = body ? g_bytes_get_data(body, NULL) : NULL;
-    const char *t = data ? g_strstr_len(data, (gssize)g_bytes_get_size(body), "\"title\":\"") : NULL;
-    if (t) {
-        t += strlen("\"title\":\"");
-        char *title = g_strndup(t, strcspn(t, "\""));
+    char *title = data ? shop_answer_field(data, (gssize)g_bytes_get_size(body), "title") : NULL;
+    if (title) {
         gtk_label_set_text(GTK_LABEL(self->title), title);
         g_free(title);
     } else {
@@ -370,7 +244,7 @@ static void config_apply(ShopHomeWindow *self, GBytes *body, GError *error)
             g_printerr("shop-app: request failed: %s\n", error->message);
     }
     /* Second request, streamed: GET /api/list. */
-    char *url = api_url("/api/list");
+    char *url = shop_api_url("/api/list");
     SoupMessage *msg = api_message(url);
     soup_session_send_async(session, msg, G_PRIORITY_DEFAULT, self->cancel, list_sent, g_object_ref(self));
     g_object_unref(msg);
@@ -430,7 +304,7 @@ static void shop_home_window_init(ShopHomeWindow *self)
     gtk_window_set_child(GTK_WINDOW(self), box);
 
     /* The page starts its first request while it is still being built. */
-    char *url = api_url("/api/config");
+    char *url = shop_api_url("/api/config");
     SoupMessage *msg = api_message(url);
     if (opt.sync_config) {
         GError *error = NULL;
@@ -446,7 +320,7 @@ static void shop_home_window_init(ShopHomeWindow *self)
     g_object_unref(msg);
     g_free(url);
 
-    self->lazy_source = g_timeout_add(opt.lazy_ms, show_lazy_page, self);
+    self->lazy_source = g_timeout_add(shop.lazy_ms, show_lazy_page, self);
 }
 
 static void shop_home_window_dispose(GObject *object)
@@ -531,8 +405,8 @@ static gboolean leave(gpointer user)
 
 static void finish_run(void)
 {
-    if (opt.auto_exit)
-        g_timeout_add(opt.linger_ms, leave, NULL);
+    if (shop.auto_exit)
+        g_timeout_add(shop.linger_ms, leave, NULL);
 }
 
 /* Children an instrumented app may have: a plain fork that exits through
@@ -555,7 +429,7 @@ static void spawn_children(void)
     char *self = g_file_read_link("/proc/self/exe", NULL);
     if (!self)
         return;
-    char *argv[] = {self, "--api", (char *)opt.api, "--splash-ms", "0", "--lazy-ms", "100",
+    char *argv[] = {self, "--api", (char *)shop.api, "--splash-ms", "0", "--lazy-ms", "100",
                     "--linger-ms", "100", "--auto-exit", NULL};
     GError *error = NULL;
     if (!g_spawn_async(NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, NULL, &error)) {
@@ -597,36 +471,18 @@ static void on_activate(GApplication *application)
         spawn_children();
     GtkWindow *splash = g_object_new(SHOP_TYPE_SPLASH_WINDOW, "application", application, NULL);
     gtk_window_present(splash);
-    g_timeout_add(opt.splash_ms, splash_done, splash);
-}
-
-static guint parse_ms(const char *s, const char *name)
-{
-    char *end;
-    unsigned long v = strtoul(s, &end, 10);
-    if (*end || v > 600000) {
-        fprintf(stderr, "shop-app: bad %s '%s'\n", name, s);
-        exit(2);
-    }
-    return (guint)v;
+    g_timeout_add(shop.splash_ms, splash_done, splash);
 }
 
 int main(int argc, char **argv)
 {
+    shop.prog = "shop-app";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--api") == 0 && v)
-            opt.api = argv[++i];
-        else if (strcmp(a, "--splash-ms") == 0 && v)
-            opt.splash_ms = parse_ms(argv[++i], a);
-        else if (strcmp(a, "--lazy-ms") == 0 && v)
-            opt.lazy_ms = parse_ms(argv[++i], a);
-        else if (strcmp(a, "--linger-ms") == 0 && v)
-            opt.linger_ms = parse_ms(argv[++i], a);
-        else if (strcmp(a, "--auto-exit") == 0)
-            opt.auto_exit = TRUE;
-        else if (strcmp(a, "--exit-mode") == 0 && v) {
+        if (shop_option(argc, argv, &i))
+            continue;
+        if (strcmp(a, "--exit-mode") == 0 && v) {
             const char *m = argv[++i];
             if (strcmp(m, "exit") != 0 && strcmp(m, "quit") != 0) {
                 fprintf(stderr, "shop-app: --exit-mode takes quit or exit\n");
@@ -641,10 +497,6 @@ int main(int argc, char **argv)
             opt.children = TRUE;
         else if (strcmp(a, "--first-frame-exit") == 0)
             opt.first_frame_exit = TRUE;
-        else if (strcmp(a, "--jank-ms") == 0 && v)
-            opt.jank_ms = parse_ms(argv[++i], a);
-        else if (strcmp(a, "--log-requests") == 0)
-            opt.log_requests = TRUE;
         else {
             fprintf(stderr,
                     "usage: shop-app [--api URL] [--splash-ms N] [--lazy-ms N] [--linger-ms N]\n"
@@ -655,7 +507,7 @@ int main(int argc, char **argv)
     }
     const char *delay = getenv("SHOP_STARTUP_DELAY_MS");
     if (delay && *delay)
-        startup_delay_ms = parse_ms(delay, "SHOP_STARTUP_DELAY_MS");
+        startup_delay_ms = shop_parse_ms(delay, "SHOP_STARTUP_DELAY_MS");
     curl_global_init(CURL_GLOBAL_DEFAULT);
     session = soup_session_new();
     app = gtk_application_new("org.pacer.Shop", G_APPLICATION_NON_UNIQUE);
