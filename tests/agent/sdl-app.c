@@ -91,7 +91,7 @@ int main(int argc, char **argv)
         if (now_ms() - first >= run_ms)
             running = 0;
     }
-    printf("stalled ms=%.1f\nframes=%u\n", stalled, frames);
+    printf("stalled ms=%.6f\nframes=%u\n", stalled, frames);
     SDL_DestroyRenderer(ren);
     SDL_DestroyWindow(win);
     SDL_Quit();

@@ -263,7 +263,7 @@ int main(int argc, char **argv)
         if (first && now_ms() - first >= run_ms)
             break;
     }
-    printf("stalled ms=%.1f\nframes=%u\n", stalled, frames);
+    printf("stalled ms=%.6f\nframes=%u\n", stalled, frames);
     if (output)
         printf("output refresh_mhz=%d listener=%s\n", output_refresh_mhz,
                wl_proxy_get_listener((struct wl_proxy *)output) == (const void *)&output_listener ? "own" : "other");
