@@ -272,6 +272,51 @@ static bool u32_of(const pf *f, uint32_t *ret)
     return true;
 }
 
+/* The readers of the fields many messages share. Each takes the field at f,
+ * checks its wire type and stores it at *out; a bad value sets *why to what
+ * (the field's name and why). False only when decoding stops: a wrong wire
+ * type or d->o.oom. */
+
+/* A time in ns (fixed64) within the signed 64-bit range. */
+static bool time_field(pdec *d, const pf *f, int64_t *out, const char *what, const char **why)
+{
+    if (!want(d, f, WT_I64))
+        return false;
+    if (!time_of(f, out))
+        otlp_out_why(why, what);
+    return true;
+}
+
+/* A count (varint) within 32 bits. */
+static bool u32_field(pdec *d, const pf *f, uint32_t *out, const char *what, const char **why)
+{
+    if (!want(d, f, WT_VARINT))
+        return false;
+    if (!u32_of(f, out))
+        otlp_out_why(why, what);
+    return true;
+}
+
+/* A string that may be empty: an empty one leaves *out as it was. */
+static bool text_field(pdec *d, const pf *f, const char **out, const char *what, const char **why)
+{
+    if (!want(d, f, WT_LEN))
+        return false;
+    return !(f->len && !(*out = string_of(d, f, what, why)) && d->o.oom);
+}
+
+/* A name: at most OTLP_MAX_NAME bytes; an empty one is "". */
+static bool name_field(pdec *d, const pf *f, const char **out, const char **why)
+{
+    if (!want(d, f, WT_LEN))
+        return false;
+    if (f->len > OTLP_MAX_NAME)
+        otlp_out_why(why, "name: longer than 1024 bytes");
+    else if (!(*out = string_of(d, f, "name: invalid UTF-8 or a NUL", why)) && d->o.oom)
+        return false;
+    return true;
+}
+
 static bool check_list(pdec *d, otlp_value_type type, msg m, int depth, const char **why);
 
 /* An AnyValue. copy: strings copied into the pool (attribute values);
@@ -469,25 +514,17 @@ static bool parse_event(pdec *d, msg m, size_t index, sub_why *sw)
     while ((r = next(d, &m, &f)) > 0) {
         switch (f.num) {
         case 1:
-            if (!want(d, &f, WT_I64))
+            if (!time_field(d, &f, &ev.time_ns, "timeUnixNano: past the signed 64-bit range", &why))
                 return false;
-            if (!time_of(&f, &ev.time_ns))
-                otlp_out_why(&why, "timeUnixNano: past the signed 64-bit range");
             break;
         case 2:
-            if (!want(d, &f, WT_LEN))
-                return false;
-            if (f.len > OTLP_MAX_NAME)
-                otlp_out_why(&why, "name: longer than 1024 bytes");
-            else if (!(ev.name = string_of(d, &f, "name: invalid UTF-8 or a NUL", &why)) && d->o.oom)
+            if (!name_field(d, &f, &ev.name, &why))
                 return false;
             break;
         case 3: break;
         case 4:
-            if (!want(d, &f, WT_VARINT))
+            if (!u32_field(d, &f, &ev.dropped_attributes, "droppedAttributesCount: past 32 bits", &why))
                 return false;
-            if (!u32_of(&f, &ev.dropped_attributes))
-                otlp_out_why(&why, "droppedAttributesCount: past 32 bits");
             break;
         default: ignored(d, "span event", &f); break;
         }
@@ -528,17 +565,13 @@ static bool parse_link(pdec *d, msg m, size_t index, sub_why *sw)
                 has_span = id_of(&f, ln.span_id, 8);
             break;
         case 3:
-            if (!want(d, &f, WT_LEN))
-                return false;
-            if (f.len && !(ln.trace_state = string_of(d, &f, "traceState: invalid UTF-8 or a NUL", &why)) && d->o.oom)
+            if (!text_field(d, &f, &ln.trace_state, "traceState: invalid UTF-8 or a NUL", &why))
                 return false;
             break;
         case 4: break;
         case 5:
-            if (!want(d, &f, WT_VARINT))
+            if (!u32_field(d, &f, &ln.dropped_attributes, "droppedAttributesCount: past 32 bits", &why))
                 return false;
-            if (!u32_of(&f, &ln.dropped_attributes))
-                otlp_out_why(&why, "droppedAttributesCount: past 32 bits");
             break;
         case 6:
             if (!want(d, &f, WT_I32))
@@ -619,18 +652,12 @@ static bool parse_span(pdec *d, msg m, where w, size_t k)
                 otlp_out_why(&why, "parentSpanId: expected 8 bytes");
             break;
         case 3:
+            if (!text_field(d, &f, &s.trace_state, "traceState: invalid UTF-8 or a NUL", &why))
+                return false;
+            break;
         case 5:
-            if (!want(d, &f, WT_LEN))
+            if (!name_field(d, &f, &s.name, &why))
                 return false;
-            if (f.num == 5 && f.len > OTLP_MAX_NAME) {
-                otlp_out_why(&why, "name: longer than 1024 bytes");
-            } else if (f.num == 5) {
-                if (!(s.name = string_of(d, &f, "name: invalid UTF-8 or a NUL", &why)) && d->o.oom)
-                    return false;
-            } else if (f.len && !(s.trace_state = string_of(d, &f, "traceState: invalid UTF-8 or a NUL", &why)) &&
-                       d->o.oom) {
-                return false;
-            }
             break;
         case 6:
             if (!want(d, &f, WT_VARINT))
@@ -641,21 +668,20 @@ static bool parse_span(pdec *d, msg m, where w, size_t k)
                 s.kind = (int)f.v;
             break;
         case 7:
-        case 8:
-            if (!want(d, &f, WT_I64))
+            if (!time_field(d, &f, &s.start_ns, "startTimeUnixNano: past the signed 64-bit range", &why))
                 return false;
-            if (!time_of(&f, f.num == 7 ? &s.start_ns : &s.end_ns))
-                otlp_out_why(&why, f.num == 7 ? "startTimeUnixNano: past the signed 64-bit range"
-                                           : "endTimeUnixNano: past the signed 64-bit range");
+            break;
+        case 8:
+            if (!time_field(d, &f, &s.end_ns, "endTimeUnixNano: past the signed 64-bit range", &why))
+                return false;
             break;
         case 9: break;
         case 10:
         case 12:
         case 14:
-            if (!want(d, &f, WT_VARINT))
+            if (!u32_field(d, &f, f.num == 10 ? &s.dropped_attributes : f.num == 12 ? &s.dropped_events : &s.dropped_links,
+                           "dropped…Count: past 32 bits", &why))
                 return false;
-            if (!u32_of(&f, f.num == 10 ? &s.dropped_attributes : f.num == 12 ? &s.dropped_events : &s.dropped_links))
-                otlp_out_why(&why, "dropped…Count: past 32 bits");
             break;
         case 11:
             if (!want(d, &f, WT_LEN) || !parse_event(d, sub(&f), n_ev++, &sw))
@@ -718,10 +744,8 @@ static bool parse_log(pdec *d, msg m, where w, size_t k)
         switch (f.num) {
         case 1:
         case 11:
-            if (!want(d, &f, WT_I64))
+            if (!time_field(d, &f, f.num == 1 ? &t : &o, "timeUnixNano: past the signed 64-bit range", &why))
                 return false;
-            if (!time_of(&f, f.num == 1 ? &t : &o))
-                otlp_out_why(&why, "timeUnixNano: past the signed 64-bit range");
             break;
         case 2:
             if (!want(d, &f, WT_VARINT))
@@ -749,10 +773,8 @@ static bool parse_log(pdec *d, msg m, where w, size_t k)
             break;
         case 6: break;
         case 7:
-            if (!want(d, &f, WT_VARINT))
+            if (!u32_field(d, &f, &l.dropped_attributes, "droppedAttributesCount: past 32 bits", &why))
                 return false;
-            if (!u32_of(&f, &l.dropped_attributes))
-                otlp_out_why(&why, "droppedAttributesCount: past 32 bits");
             break;
         case 8:
             if (!want(d, &f, WT_I32))
@@ -889,10 +911,8 @@ static bool parse_exemplar(pdec *d, msg m, size_t index, sub_why *sw)
     while ((r = next(d, &m, &f)) > 0) {
         switch (f.num) {
         case 2:
-            if (!want(d, &f, WT_I64))
+            if (!time_field(d, &f, &e.time_ns, "timeUnixNano: past the signed 64-bit range", &why))
                 return false;
-            if (!time_of(&f, &e.time_ns))
-                otlp_out_why(&why, "timeUnixNano: past the signed 64-bit range");
             break;
         case 3:
         case 6:
@@ -1000,15 +1020,12 @@ static bool parse_point(pdec *d, msg m, int kind, where w, size_t k, size_t inde
         if (n == pl->attrs)
             continue;
         if (n == 2 || n == 3) { /* start_time_unix_nano, time_unix_nano */
-            if (!want(d, &f, WT_I64))
+            int64_t *at = n == 2 ? &p.start_ns : &p.time_ns;
+            if (!time_field(d, &f, at, "timeUnixNano: past the signed 64-bit range", &why))
                 goto broken;
-            if (!time_of(&f, n == 2 ? &p.start_ns : &p.time_ns))
-                otlp_out_why(&why, "timeUnixNano: past the signed 64-bit range");
         } else if (n == pl->flags) {
-            if (!want(d, &f, WT_VARINT))
+            if (!u32_field(d, &f, &p.flags, "flags: past 32 bits", &why))
                 goto broken;
-            if (!u32_of(&f, &p.flags))
-                otlp_out_why(&why, "flags: past 32 bits");
         } else if (pl->exemplars && n == pl->exemplars) {
             if (!want(d, &f, WT_LEN) || !parse_exemplar(d, sub(&f), n_ex++, &sw))
                 goto broken;
@@ -1233,10 +1250,8 @@ static bool parse_scope_msg(pdec *d, msg m, otlp_scope *sc, const char **why)
                 return false;
             *(f.num == 1 ? &sc->name : &sc->version) = s;
         } else if (f.num == 4) {
-            if (!want(d, &f, WT_VARINT))
+            if (!u32_field(d, &f, &sc->dropped_attributes, "scope.droppedAttributesCount: past 32 bits", why))
                 return false;
-            if (!u32_of(&f, &sc->dropped_attributes))
-                otlp_out_why(why, "scope.droppedAttributesCount: past 32 bits");
         } else if (f.num != 3) {
             ignored(d, "scope", &f);
         }
@@ -1262,9 +1277,7 @@ static bool parse_scope(pdec *d, const signal *sg, msg m, size_t i, size_t j, si
                 return false;
             ++*count;
         } else if (f.num == 3) {
-            if (!want(d, &f, WT_LEN))
-                return false;
-            if (f.len && !(sc.schema_url = string_of(d, &f, "schemaUrl: invalid UTF-8 or a NUL", &why)) && d->o.oom)
+            if (!text_field(d, &f, &sc.schema_url, "schemaUrl: invalid UTF-8 or a NUL", &why))
                 return false;
         } else {
             ignored(d, "scope entry", &f);
@@ -1292,10 +1305,8 @@ static bool parse_resource_msg(pdec *d, msg m, otlp_resource *rs, const char **w
     int r;
     while ((r = next(d, &m, &f)) > 0) {
         if (f.num == 2) {
-            if (!want(d, &f, WT_VARINT))
+            if (!u32_field(d, &f, &rs->dropped_attributes, "resource.droppedAttributesCount: past 32 bits", why))
                 return false;
-            if (!u32_of(&f, &rs->dropped_attributes))
-                otlp_out_why(why, "resource.droppedAttributesCount: past 32 bits");
         } else if (f.num != 1) {
             ignored(d, "resource", &f);
         }
@@ -1335,9 +1346,7 @@ static bool parse_entry(pdec *d, const signal *sg, msg m, size_t i)
             if (!want(d, &f, WT_LEN) || !parse_scope(d, sg, sub(&f), i, j++, &count))
                 return false;
         } else if (f.num == 3) {
-            if (!want(d, &f, WT_LEN))
-                return false;
-            if (f.len && !(rs.schema_url = string_of(d, &f, "schemaUrl: invalid UTF-8 or a NUL", &why)) && d->o.oom)
+            if (!text_field(d, &f, &rs.schema_url, "schemaUrl: invalid UTF-8 or a NUL", &why))
                 return false;
         } else {
             ignored(d, "resource entry", &f);
