@@ -470,6 +470,9 @@ typedef struct field {
     size_t len, off; /* off: of its jv in the struct read into */
 } field;
 #define FIELD(type, name, member) {name, sizeof name - 1, offsetof(type, member)}
+/* A field under both of the names OTLP/JSON accepts: the lowerCamelCase
+ * one and the proto field's own. */
+#define FIELD2(type, camel, snake, member) FIELD(type, camel, member), FIELD(type, snake, member)
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Reads the member `key` (the reader at its value) into ctx: 1 read, 0 not
@@ -1038,12 +1041,21 @@ typedef struct sub_in {
     size_t index; /* of the first invalid one */
 } sub_in;
 
+/* Notes that element index is invalid, for bad: only the first one counts. */
+static void sub_note(sub_in *l, const char *bad, size_t index)
+{
+    if (!l->why) {
+        l->why = bad;
+        l->index = index;
+    }
+}
+
 static bool span_event(decoder *d, void *ctx, size_t index)
 {
     static const field fields[] = {
-        FIELD(event_in, "timeUnixNano", time), FIELD(event_in, "time_unix_nano", time),
+        FIELD2(event_in, "timeUnixNano", "time_unix_nano", time),
         FIELD(event_in, "name", name),
-        FIELD(event_in, "droppedAttributesCount", dropped), FIELD(event_in, "dropped_attributes_count", dropped),
+        FIELD2(event_in, "droppedAttributesCount", "dropped_attributes_count", dropped),
     };
     static const object_kind kind = {fields, N_OF(fields), event_member, "span event"};
     sub_in *l = ctx;
@@ -1066,10 +1078,7 @@ static bool span_event(decoder *d, void *ctx, size_t index)
     else
         bad = in.attrs_why;
     if (bad) {
-        if (!l->why) {
-            l->why = bad;
-            l->index = index;
-        }
+        sub_note(l, bad, index);
         return true;
     }
     out->name = in.name.t ? in.name.s : "";
@@ -1095,10 +1104,10 @@ static int link_member(decoder *d, void *ctx, const char *key, size_t kl)
 static bool span_link(decoder *d, void *ctx, size_t index)
 {
     static const field fields[] = {
-        FIELD(link_in, "traceId", trace), FIELD(link_in, "trace_id", trace),
-        FIELD(link_in, "spanId", span), FIELD(link_in, "span_id", span),
-        FIELD(link_in, "traceState", state), FIELD(link_in, "trace_state", state),
-        FIELD(link_in, "droppedAttributesCount", dropped), FIELD(link_in, "dropped_attributes_count", dropped),
+        FIELD2(link_in, "traceId", "trace_id", trace),
+        FIELD2(link_in, "spanId", "span_id", span),
+        FIELD2(link_in, "traceState", "trace_state", state),
+        FIELD2(link_in, "droppedAttributesCount", "dropped_attributes_count", dropped),
         FIELD(link_in, "flags", flags),
     };
     static const object_kind kind = {fields, N_OF(fields), link_member, "span link"};
@@ -1124,10 +1133,7 @@ static bool span_link(decoder *d, void *ctx, size_t index)
     else
         bad = in.attrs_why;
     if (bad) {
-        if (!l->why) {
-            l->why = bad;
-            l->index = index;
-        }
+        sub_note(l, bad, index);
         return true;
     }
     out->trace_state = in.state.t && in.state.len ? in.state.s : NULL;
@@ -1178,19 +1184,18 @@ static int span_member(decoder *d, void *ctx, const char *key, size_t kl)
 static bool parse_span(decoder *d, size_t i, size_t j, size_t k)
 {
     static const field fields[] = {
-        FIELD(span_in, "traceId", trace), FIELD(span_in, "trace_id", trace),
-        FIELD(span_in, "spanId", span), FIELD(span_in, "span_id", span),
-        FIELD(span_in, "parentSpanId", parent), FIELD(span_in, "parent_span_id", parent),
+        FIELD2(span_in, "traceId", "trace_id", trace),
+        FIELD2(span_in, "spanId", "span_id", span),
+        FIELD2(span_in, "parentSpanId", "parent_span_id", parent),
         FIELD(span_in, "name", name),
         FIELD(span_in, "kind", kind),
-        FIELD(span_in, "startTimeUnixNano", start), FIELD(span_in, "start_time_unix_nano", start),
-        FIELD(span_in, "endTimeUnixNano", end), FIELD(span_in, "end_time_unix_nano", end),
-        FIELD(span_in, "traceState", state), FIELD(span_in, "trace_state", state),
+        FIELD2(span_in, "startTimeUnixNano", "start_time_unix_nano", start),
+        FIELD2(span_in, "endTimeUnixNano", "end_time_unix_nano", end),
+        FIELD2(span_in, "traceState", "trace_state", state),
         FIELD(span_in, "flags", flags),
-        FIELD(span_in, "droppedAttributesCount", dropped_attrs),
-        FIELD(span_in, "dropped_attributes_count", dropped_attrs),
-        FIELD(span_in, "droppedEventsCount", dropped_events), FIELD(span_in, "dropped_events_count", dropped_events),
-        FIELD(span_in, "droppedLinksCount", dropped_links), FIELD(span_in, "dropped_links_count", dropped_links),
+        FIELD2(span_in, "droppedAttributesCount", "dropped_attributes_count", dropped_attrs),
+        FIELD2(span_in, "droppedEventsCount", "dropped_events_count", dropped_events),
+        FIELD2(span_in, "droppedLinksCount", "dropped_links_count", dropped_links),
     };
     static const object_kind kind = {fields, N_OF(fields), span_member, "span"};
     otlp_batch *b = d->o.b;
@@ -1291,15 +1296,15 @@ static int log_member(decoder *d, void *ctx, const char *key, size_t kl)
 static bool parse_log(decoder *d, size_t i, size_t j, size_t k)
 {
     static const field fields[] = {
-        FIELD(log_in, "timeUnixNano", time), FIELD(log_in, "time_unix_nano", time),
-        FIELD(log_in, "observedTimeUnixNano", observed), FIELD(log_in, "observed_time_unix_nano", observed),
-        FIELD(log_in, "severityNumber", severity), FIELD(log_in, "severity_number", severity),
-        FIELD(log_in, "severityText", text), FIELD(log_in, "severity_text", text),
-        FIELD(log_in, "eventName", event_name), FIELD(log_in, "event_name", event_name),
-        FIELD(log_in, "droppedAttributesCount", dropped), FIELD(log_in, "dropped_attributes_count", dropped),
+        FIELD2(log_in, "timeUnixNano", "time_unix_nano", time),
+        FIELD2(log_in, "observedTimeUnixNano", "observed_time_unix_nano", observed),
+        FIELD2(log_in, "severityNumber", "severity_number", severity),
+        FIELD2(log_in, "severityText", "severity_text", text),
+        FIELD2(log_in, "eventName", "event_name", event_name),
+        FIELD2(log_in, "droppedAttributesCount", "dropped_attributes_count", dropped),
         FIELD(log_in, "flags", flags),
-        FIELD(log_in, "traceId", trace), FIELD(log_in, "trace_id", trace),
-        FIELD(log_in, "spanId", span), FIELD(log_in, "span_id", span),
+        FIELD2(log_in, "traceId", "trace_id", trace),
+        FIELD2(log_in, "spanId", "span_id", span),
     };
     static const object_kind kind = {fields, N_OF(fields), log_member, "log record"};
     log_in in = {0};
@@ -1493,11 +1498,11 @@ static int exemplar_member(decoder *d, void *ctx, const char *key, size_t kl)
 static bool point_exemplar(decoder *d, void *ctx, size_t index)
 {
     static const field fields[] = {
-        FIELD(exemplar_in, "timeUnixNano", time), FIELD(exemplar_in, "time_unix_nano", time),
-        FIELD(exemplar_in, "asDouble", as_double), FIELD(exemplar_in, "as_double", as_double),
-        FIELD(exemplar_in, "asInt", as_int), FIELD(exemplar_in, "as_int", as_int),
-        FIELD(exemplar_in, "traceId", trace), FIELD(exemplar_in, "trace_id", trace),
-        FIELD(exemplar_in, "spanId", span), FIELD(exemplar_in, "span_id", span),
+        FIELD2(exemplar_in, "timeUnixNano", "time_unix_nano", time),
+        FIELD2(exemplar_in, "asDouble", "as_double", as_double),
+        FIELD2(exemplar_in, "asInt", "as_int", as_int),
+        FIELD2(exemplar_in, "traceId", "trace_id", trace),
+        FIELD2(exemplar_in, "spanId", "span_id", span),
     };
     static const object_kind kind = {fields, N_OF(fields), exemplar_member, "exemplar"};
     sub_in *l = ctx;
@@ -1522,10 +1527,7 @@ static bool point_exemplar(decoder *d, void *ctx, size_t index)
     else
         bad = in.attrs_why;
     if (bad) {
-        if (!l->why) {
-            l->why = bad;
-            l->index = index;
-        }
+        sub_note(l, bad, index);
         return true;
     }
     otlp_batch *b = d->o.b;
@@ -1578,18 +1580,18 @@ static int point_member(decoder *d, void *ctx, const char *key, size_t kl)
 static bool parse_point(decoder *d, size_t kind, size_t i, size_t j, size_t k, size_t m)
 {
     static const field fields[] = {
-        FIELD(point_in, "timeUnixNano", time), FIELD(point_in, "time_unix_nano", time),
-        FIELD(point_in, "startTimeUnixNano", start), FIELD(point_in, "start_time_unix_nano", start),
+        FIELD2(point_in, "timeUnixNano", "time_unix_nano", time),
+        FIELD2(point_in, "startTimeUnixNano", "start_time_unix_nano", start),
         FIELD(point_in, "flags", flags),
         FIELD(point_in, "count", count),
         FIELD(point_in, "sum", sum),
         FIELD(point_in, "min", min),
         FIELD(point_in, "max", max),
-        FIELD(point_in, "asDouble", as_double), FIELD(point_in, "as_double", as_double),
-        FIELD(point_in, "asInt", as_int), FIELD(point_in, "as_int", as_int),
+        FIELD2(point_in, "asDouble", "as_double", as_double),
+        FIELD2(point_in, "asInt", "as_int", as_int),
         FIELD(point_in, "scale", scale),
-        FIELD(point_in, "zeroCount", zero_count), FIELD(point_in, "zero_count", zero_count),
-        FIELD(point_in, "zeroThreshold", zero_threshold), FIELD(point_in, "zero_threshold", zero_threshold),
+        FIELD2(point_in, "zeroCount", "zero_count", zero_count),
+        FIELD2(point_in, "zeroThreshold", "zero_threshold", zero_threshold),
     };
     static const object_kind point = {fields, N_OF(fields), point_member, "data point"};
     otlp_batch *b = d->o.b;
@@ -1724,9 +1726,8 @@ static int metric_data_member(decoder *d, void *ctx, const char *key, size_t kl)
 static int metric_member(decoder *d, void *ctx, const char *key, size_t kl)
 {
     static const field data_fields[] = {
-        FIELD(metric_in, "aggregationTemporality", temporality),
-        FIELD(metric_in, "aggregation_temporality", temporality),
-        FIELD(metric_in, "isMonotonic", monotonic), FIELD(metric_in, "is_monotonic", monotonic),
+        FIELD2(metric_in, "aggregationTemporality", "aggregation_temporality", temporality),
+        FIELD2(metric_in, "isMonotonic", "is_monotonic", monotonic),
     };
     static const object_kind data = {data_fields, N_OF(data_fields), metric_data_member, "metric's data"};
     metric_in *in = ctx;
@@ -1860,7 +1861,7 @@ static int scope_member(decoder *d, void *ctx, const char *key, size_t kl)
 {
     static const field scope_fields[] = {
         FIELD(scope_in, "name", name), FIELD(scope_in, "version", version),
-        FIELD(scope_in, "droppedAttributesCount", dropped), FIELD(scope_in, "dropped_attributes_count", dropped),
+        FIELD2(scope_in, "droppedAttributesCount", "dropped_attributes_count", dropped),
     };
     static const object_kind scope = {scope_fields, N_OF(scope_fields), scope_attrs_member, "scope"};
     scope_in *in = ctx;
@@ -1953,7 +1954,7 @@ static bool entry_scope(decoder *d, void *ctx, size_t index)
 static int entry_member(decoder *d, void *ctx, const char *key, size_t kl)
 {
     static const field resource_fields[] = {
-        FIELD(entry_in, "droppedAttributesCount", dropped), FIELD(entry_in, "dropped_attributes_count", dropped),
+        FIELD2(entry_in, "droppedAttributesCount", "dropped_attributes_count", dropped),
     };
     static const object_kind resource = {resource_fields, N_OF(resource_fields), resource_member, "resource"};
     entry_in *in = ctx;
