@@ -18,71 +18,19 @@
  * updatePaintNode() ran, and how many of the latter ran on another thread
  * than the GUI thread's) and exits 0.
  */
-#include <QtCore/QThread>
-#include <QtCore/QTimer>
-#include <QtGui/QColor>
-#include <QtGui/QGuiApplication>
-#include <QtQuick/QQuickItem>
-#include <QtQuick/QQuickWindow>
-#include <QtQuick/QSGSimpleRectNode>
+#include "slow-item.h"
 
-#include <atomic>
-#include <memory>
-#include <vector>
+#include <QtCore/QTimer>
+#include <QtGui/QGuiApplication>
+#include <QtQuick/QQuickWindow>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
+#include <memory>
+#include <vector>
 
-static bool slow_polish;
 static int work_ms = 40, run_ms = 1500, windows = 1;
-static std::atomic<int> polish_calls, sync_calls, sync_off_gui;
-
-static int64_t now_ns()
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* Spends `ms` of CPU in a loop: at least ms, to the nanosecond. */
-static void busy(int ms)
-{
-    int64_t end = now_ns() + (int64_t)ms * 1000000;
-    volatile unsigned x = 0;
-    while (now_ns() < end)
-        x = x + 1;
-}
-
-class SlowItem : public QQuickItem {
-  public:
-    SlowItem()
-    {
-        setFlag(ItemHasContents, true);
-    }
-
-  protected:
-    void updatePolish() override
-    {
-        polish_calls++;
-        if (slow_polish)
-            busy(work_ms);
-    }
-    QSGNode *updatePaintNode(QSGNode *old, UpdatePaintNodeData *) override
-    {
-        sync_calls++;
-        if (QThread::currentThread() != QCoreApplication::instance()->thread())
-            sync_off_gui++; /* the threaded render loop's render thread */
-        if (!slow_polish)
-            busy(work_ms);
-        auto *node = static_cast<QSGSimpleRectNode *>(old);
-        if (!node)
-            node = new QSGSimpleRectNode;
-        node->setRect(boundingRect());
-        node->setColor(QColor::fromHsv((int)(sync_calls % 360), 200, 200));
-        return node;
-    }
-};
 
 int main(int argc, char **argv)
 {
@@ -105,7 +53,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "quick-phases-app: --slow wants polish or sync, not '%s'\n", slow);
         return 2;
     }
-    slow_polish = !strcmp(slow, "polish");
+    SlowItem::Step step = !strcmp(slow, "polish") ? SlowItem::Polish : SlowItem::Sync;
 
     QGuiApplication app(argc, argv);
     bool running = true;
@@ -116,7 +64,7 @@ int main(int argc, char **argv)
         window->setTitle(QStringLiteral("quick-phases-app %1").arg(i + 1));
         window->setPosition(20 + 260 * i, 20);
         window->resize(240, 160);
-        SlowItem *item = new SlowItem;
+        SlowItem *item = new SlowItem(step, work_ms);
         item->setParentItem(window->contentItem());
         item->setSize(QSizeF(240, 160));
         QObject::connect(window, &QQuickWindow::frameSwapped, item, [item, &running]() {
@@ -134,6 +82,6 @@ int main(int argc, char **argv)
     });
     int rc = app.exec();
     shown.clear();
-    printf("calls %d %d %d\n", polish_calls.load(), sync_calls.load(), sync_off_gui.load());
+    printf("calls %d %d %d\n", SlowItem::polish_calls.load(), SlowItem::sync_calls.load(), SlowItem::sync_off_gui.load());
     return rc;
 }

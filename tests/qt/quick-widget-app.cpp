@@ -8,11 +8,10 @@
  * against Qt 6 (quick-widget-app6) and Qt 5 (quick-widget-app5); no QML,
  * no moc, no pacer code.
  */
+#include "slow-item.h"
+
 #include <QtCore/QTimer>
-#include <QtGui/QColor>
-#include <QtQuick/QQuickItem>
 #include <QtQuick/QQuickWindow>
-#include <QtQuick/QSGSimpleRectNode>
 #include <QtQuickWidgets/QQuickWidget>
 #include <QtWidgets/QApplication>
 #include <QtWidgets/QVBoxLayout>
@@ -21,45 +20,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 
-static int work_ms = 40, run_ms = 1000, sync_calls;
-
-static int64_t now_ns()
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void busy(int ms)
-{
-    int64_t end = now_ns() + (int64_t)ms * 1000000;
-    volatile unsigned x = 0;
-    while (now_ns() < end)
-        x = x + 1;
-}
-
-class SlowItem : public QQuickItem {
-  public:
-    SlowItem()
-    {
-        setFlag(ItemHasContents, true);
-    }
-
-  protected:
-    QSGNode *updatePaintNode(QSGNode *old, UpdatePaintNodeData *) override
-    {
-        sync_calls++;
-        busy(work_ms);
-        auto *node = static_cast<QSGSimpleRectNode *>(old);
-        if (!node)
-            node = new QSGSimpleRectNode;
-        node->setRect(boundingRect());
-        node->setColor(QColor::fromHsv(sync_calls % 360, 200, 200));
-        return node;
-    }
-};
+static int work_ms = 40, run_ms = 1000;
 
 int main(int argc, char **argv)
 {
@@ -80,7 +42,7 @@ int main(int argc, char **argv)
     QQuickWidget *quick = new QQuickWidget;
     quick->setResizeMode(QQuickWidget::SizeRootObjectToView);
     layout->addWidget(quick);
-    SlowItem *item = new SlowItem;
+    SlowItem *item = new SlowItem(SlowItem::Sync, work_ms);
     item->setParentItem(quick->quickWindow()->contentItem());
     item->setSize(QSizeF(200, 120));
 
@@ -93,6 +55,6 @@ int main(int argc, char **argv)
     });
     window.show();
     int rc = app.exec();
-    printf("calls %d\n", sync_calls);
+    printf("calls %d\n", SlowItem::sync_calls.load());
     return rc;
 }
