@@ -18,6 +18,8 @@
  * tag are a list of their own. Any other indented line is shown as it is. */
 #include "commands.h"
 
+#include <pacer/base/roff.h>
+
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,56 +61,9 @@ static line *split_lines(const char *text, size_t *ret_n)
     return lines;
 }
 
-/* Writes n bytes of text as roff: a backslash, a minus (an option's dash
- * must stay one), quotes and characters beyond ASCII as escapes; a '.' that
- * starts an output line cannot start a request. */
-static void put_text(FILE *out, const char *s, size_t n, bool line_start)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '.' && line_start)
-            fputs("\\&.", out);
-        else if (c == '\\')
-            fputs("\\e", out);
-        else if (c == '-')
-            fputs("\\-", out);
-        else if (c == '\'')
-            fputs("\\(aq", out);
-        else if (c == '`')
-            fputs("\\(ga", out);
-        else if (c == '"')
-            fputs("\\(dq", out);
-        else if (c < 0x80)
-            fputc(c, out);
-        else {
-            /* UTF-8: the code point as \[uXXXX] */
-            int more = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : c >= 0xc0 ? 1 : -1;
-            unsigned long cp = more == 3 ? c & 0x07u : more == 2 ? c & 0x0fu : c & 0x1fu;
-            if (more < 0 || i + (size_t)more >= n) {
-                fputc('?', out);
-                continue;
-            }
-            bool ok = true;
-            for (int k = 1; k <= more; k++) {
-                unsigned char d = (unsigned char)s[i + (size_t)k];
-                if ((d & 0xc0) != 0x80)
-                    ok = false;
-                cp = cp << 6 | (d & 0x3fu);
-            }
-            if (!ok) {
-                fputc('?', out);
-                continue;
-            }
-            fprintf(out, "\\[u%04lX]", cp);
-            i += (size_t)more;
-        }
-        line_start = false;
-    }
-}
-
 static void put_line(FILE *out, const char *s, size_t n)
 {
-    put_text(out, s, n, true);
+    roff_text(out, s, n, true);
     fputc('\n', out);
 }
 
@@ -140,12 +95,12 @@ static void put_term(FILE *out, const char *s, size_t n)
         if (eq) {
             size_t k = (size_t)(eq - s) + 1;
             fputs("\\fB", out);
-            put_text(out, s + i, k - i, first);
+            roff_text(out, s + i, k - i, first);
             fputs("\\fI", out);
-            put_text(out, s + k, j - k, false);
+            roff_text(out, s + k, j - k, false);
         } else {
             fputs(is_metavar(s + i, j - i) ? "\\fI" : "\\fB", out);
-            put_text(out, s + i, j - i, first);
+            roff_text(out, s + i, j - i, first);
         }
         fputs("\\fR", out);
         first = false;
@@ -239,10 +194,10 @@ static void put_page(FILE *out, const char *name, const char *summary, const cha
         title[k] = name[k] >= 'a' && name[k] <= 'z' ? (char)(name[k] - 'a' + 'A') : name[k];
     title[k] = '\0';
     fputs(".TH ", out);
-    put_text(out, title, strlen(title), false);
+    roff_text(out, title, strlen(title), false);
     fprintf(out, " 1 \"\" \"pacer %s\" \"pacer manual\"\n", version);
     fputs(".nh\n.ad l\n.SH NAME\n", out);
-    put_text(out, name, strlen(name), true);
+    roff_text(out, name, strlen(name), true);
     fputs(" \\- ", out);
     size_t slen = strlen(summary);
     if (slen && summary[slen - 1] == '.')
@@ -284,7 +239,7 @@ static void put_page(FILE *out, const char *name, const char *summary, const cha
             if (j == i + 1 && l->len <= 40 && l->s[l->len - 1] == ':' && j < n && lines[j].len &&
                 lines[j].indent > 0) {
                 fputs(".SS \"", out);
-                put_text(out, l->s, l->len, false);
+                roff_text(out, l->s, l->len, false);
                 fputs("\"\n", out);
             } else {
                 fputs(".PP\n", out);
@@ -304,7 +259,7 @@ static void put_page(FILE *out, const char *name, const char *summary, const cha
     if (strcmp(name, "pacer") == 0) {
         for (size_t c = 0; c < cli_n_commands; c++) {
             fputs(".BR pacer\\-", out);
-            put_text(out, cli_commands[c]->name, strlen(cli_commands[c]->name), false);
+            roff_text(out, cli_commands[c]->name, strlen(cli_commands[c]->name), false);
             fputs(c + 1 < cli_n_commands ? " (1),\n" : " (1)\n", out);
         }
     } else {
@@ -312,7 +267,7 @@ static void put_page(FILE *out, const char *name, const char *summary, const cha
     }
     fputs(".PP\nrecords.md (the records), events.md (the events), agent.md (what pacer run measures) and "
           "trace.md (pacer trace), in ", out);
-    put_text(out, docdir, strlen(docdir), false);
+    roff_text(out, docdir, strlen(docdir), false);
     fputs(".\n", out);
 }
 

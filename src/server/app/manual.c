@@ -16,42 +16,17 @@
  * with the help. */
 #include "options.h"
 
+#include <pacer/base/roff.h>
+
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Text as roff: a backslash, a minus (an option's dash must stay one),
- * quotes as escapes, characters beyond ASCII as \[uXXXX]; a '.' or '\''
- * that starts a line cannot start a request. */
+/* Text as roff, starting a line (roff_text). */
 static void put(FILE *out, const char *s)
 {
-    bool line_start = true;
-    for (size_t i = 0; s[i]; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if ((c == '.' || c == '\'') && line_start)
-            fputs("\\&", out);
-        line_start = c == '\n';
-        if (c == '\\')
-            fputs("\\e", out);
-        else if (c == '-')
-            fputs("\\-", out);
-        else if (c == '\'')
-            fputs("\\(aq", out);
-        else if (c == '`')
-            fputs("\\(ga", out);
-        else if (c == '"')
-            fputs("\\(dq", out);
-        else if (c < 0x80)
-            fputc(c, out);
-        else {
-            int more = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : c >= 0xc0 ? 1 : 0;
-            unsigned long cp = more == 3 ? c & 0x07u : more == 2 ? c & 0x0fu : c & 0x1fu;
-            for (int k = 1; k <= more && s[i + 1]; k++)
-                cp = cp << 6 | ((unsigned char)s[++i] & 0x3fu);
-            fprintf(out, "\\[u%04lX]", cp);
-        }
-    }
+    roff_text(out, s, strlen(s), true);
 }
 
 static FILE *open_out(const char *path)
