@@ -381,18 +381,28 @@ static void md_text(jbuf *b, const char *s)
     }
 }
 
-/* The frames of a stack (a JSON array in the example) as lines of a code block. */
-static void md_stack(jbuf *b, const char *example)
+/* A reader over a copy of the example (the reader writes into its text):
+ * the copy, for the caller to free, or NULL without an example or memory. */
+static char *read_example(const char *example, jread *r)
 {
     if (!example)
-        return;
+        return NULL;
     size_t len = strlen(example);
     char *buf = malloc(len + 1);
     if (!buf)
-        return;
+        return NULL;
     memcpy(buf, example, len + 1);
+    jread_init(r, buf, len, NULL, 0);
+    return buf;
+}
+
+/* The frames of a stack (a JSON array in the example) as lines of a code block. */
+static void md_stack(jbuf *b, const char *example)
+{
     jread r;
-    jread_init(&r, buf, len, NULL, 0);
+    char *buf = read_example(example, &r);
+    if (!buf)
+        return;
     const char *k;
     size_t kl;
     bool any = false;
@@ -446,15 +456,10 @@ static void md_stack(jbuf *b, const char *example)
 /* A frozen window's dominant phase, from the example. */
 static void md_phase(jbuf *b, const char *example)
 {
-    if (!example)
-        return;
-    size_t len = strlen(example);
-    char *buf = malloc(len + 1);
+    jread r;
+    char *buf = read_example(example, &r);
     if (!buf)
         return;
-    memcpy(buf, example, len + 1);
-    jread r;
-    jread_init(&r, buf, len, NULL, 0);
     const char *k;
     size_t kl;
     if (jread_enter_object(&r))
