@@ -19,29 +19,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "app-clock.h"
+
 static int slow_layout, work_ms = 40, run_ms = 1500;
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t now_ms(void)
-{
-    return now_ns() / 1000000;
-}
-
-/* Spends `ms` in a loop: at least ms, to the nanosecond (a whole
- * millisecond's clock would end up to 1 ms early). */
-static void busy(int ms)
-{
-    int64_t end = now_ns() + (int64_t)ms * 1000000;
-    volatile unsigned x = 0;
-    while (now_ns() < end)
-        x++;
-}
 
 #define PHASES_TYPE_SLOW_WIDGET (phases_slow_widget_get_type())
 G_DECLARE_FINAL_TYPE(PhasesSlowWidget, phases_slow_widget, PHASES, SLOW_WIDGET, GtkWidget)

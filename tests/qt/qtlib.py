@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "agent"))
 from agentlib import ApiServer, Weston, Xvfb, require_in_test  # noqa: E402,F401
@@ -96,12 +97,16 @@ class Display:
 
 
 class App:
-    """One run of a Qt app. Its stderr (with Wayland, also the protocol log)
-    is read line by line as it comes; lines of the app's own clock are kept."""
+    """One run of a Qt app. Its stderr (with Wayland, also the protocol log,
+    unless protocol_log is False) is read line by line as it comes; lines of
+    the app's own clock are kept."""
 
-    def __init__(self, display, cmd, extra_env=None):
+    def __init__(self, display, cmd, extra_env=None, protocol_log=True):
         self.display = display
-        self.proc = subprocess.Popen(cmd, env=display.app_env(extra_env), stdin=subprocess.DEVNULL,
+        env = display.app_env(extra_env)
+        if not protocol_log:
+            env.pop("WAYLAND_DEBUG", None)
+        self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                      errors="replace", preexec_fn=default_dispositions)
         self.lines = []
@@ -188,3 +193,19 @@ def wayland_shown(lines):
         if m and m.group(1) in attached:
             shown.add(title_of[m.group(1)])
     return shown
+
+
+class DisplayCase(unittest.TestCase):
+    """Tests sharing one display of the class's `kind` ("x11" or
+    "wayland") and the demo API server with DELAYS, for the whole class."""
+    kind = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.display = Display(cls.kind).__enter__()
+        cls.server = ApiServer(DELAYS).__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.__exit__(None, None, None)
+        cls.display.__exit__(None, None, None)

@@ -9,25 +9,9 @@
 #include <QtQuick/QQuickItem>
 #include <QtQuick/QSGSimpleRectNode>
 
+#include "../agent/app-clock.h"
+
 #include <atomic>
-#include <cstdint>
-#include <ctime>
-
-static inline int64_t now_ns()
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* Spends `ms` of CPU in a loop: at least ms, to the nanosecond. */
-static inline void busy(int ms)
-{
-    int64_t end = now_ns() + (int64_t)ms * 1000000;
-    volatile unsigned x = 0;
-    while (now_ns() < end)
-        x = x + 1;
-}
 
 /* Its updatePolish() (the GUI thread's polish step) or its
  * updatePaintNode() (the scene graph's sync, on the render thread when

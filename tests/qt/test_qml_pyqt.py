@@ -10,7 +10,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from qtlib import (DELAYS, PYQT_SHOP, QML_RUNTIME, QML_SHOP, US, ApiServer, App, Display,  # noqa: E402
+from qtlib import (DELAYS, PYQT_SHOP, QML_RUNTIME, QML_SHOP, US, App, DisplayCase,  # noqa: E402
                    clock_log, need, require_in_test, wayland_shown)
 
 LAZY_MS = 1500
@@ -24,18 +24,8 @@ def pyqt6_importable():
     return p.returncode == 0
 
 
-class Base(unittest.TestCase):
-    kind = None
-
-    @classmethod
-    def setUpClass(cls):
-        cls.display = Display(cls.kind).__enter__()
-        cls.server = ApiServer(DELAYS).__enter__()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.__exit__(None, None, None)
-        cls.display.__exit__(None, None, None)
+class Base(DisplayCase):
+    pass
 
     def run_app(self, cmd, name, title, exit_code):
         """Runs to its --auto-exit; checks the window was seen from outside

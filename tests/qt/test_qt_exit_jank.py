@@ -16,14 +16,13 @@ measured is written: the cold start and the home window's page.
 import os
 import re
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from qtlib import DELAYS, QT_SHOP6, QT_SHOP5, ApiServer, Display, clock_log, default_dispositions, need  # noqa: E402
+from qtlib import DELAYS, QT_SHOP6, QT_SHOP5, ApiServer, App, Display, clock_log, need  # noqa: E402
 from agentlib import PACER, of_type, read_jsonl  # noqa: E402
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "qt", "qt-shop.xml")
@@ -31,7 +30,7 @@ QUICK = ["--splash-ms", "0", "--lazy-ms", "100", "--linger-ms", "100"]
 US = 1000
 
 
-class Run:
+class Run(App):
     """qt-shop under `pacer run`, its stderr read as it comes."""
 
     def __init__(self, display, server, binary, *args, env=None):
@@ -39,12 +38,7 @@ class Run:
         self.out = os.path.join(self.work, "records.jsonl")
         cmd = [PACER, "run", "--out", self.out, "--config", CONFIG, "--", binary, "--api", server.base,
                "--log-requests"] + QUICK + list(args)
-        e = display.app_env(env)
-        e.pop("WAYLAND_DEBUG", None)
-        self.proc = subprocess.Popen(cmd, env=e, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True, errors="replace",
-                                     preexec_fn=default_dispositions)
-        self.lines = []
+        super().__init__(display, cmd, env, protocol_log=False)
 
     def wait_ready(self):
         for line in self.proc.stderr:
@@ -52,16 +46,6 @@ class Run:
             if line.startswith("qt-shop: ready "):
                 return True
         return False
-
-    def finish(self, timeout=60):
-        _, rest = self.proc.communicate(timeout=timeout)
-        self.lines += rest.splitlines()
-        return self.proc.returncode
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.communicate()
 
     def records(self):
         return read_jsonl(self.out)

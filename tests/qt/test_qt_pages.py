@@ -9,7 +9,6 @@ And what the adapter maps: a GTK app maps no part of it; a program that
 loaded only QtCore (a PyQt script importing QtCore alone) maps its core,
 not the widgets or network parts.
 """
-import json
 import os
 import re
 import socket
@@ -20,7 +19,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from qtlib import DELAYS, QT_SHOP5, QT_SHOP6, Display, ApiServer, clock_log, need  # noqa: E402
+from qtlib import DELAYS, QT_SHOP5, QT_SHOP6, DisplayCase, clock_log, need  # noqa: E402
 from agentlib import PACER, SHOP_APP, assert_documented, of_type, read_jsonl, require_in_test  # noqa: E402
 
 SPLASH_MS = 400
@@ -45,18 +44,8 @@ def pacer_run(display, cmd, config=None, extra_env=None, timeout=90):
     return p.returncode, read_jsonl(out), read_jsonl(raw), p.stderr.splitlines()
 
 
-class Base(unittest.TestCase):
-    kind = None
-
-    @classmethod
-    def setUpClass(cls):
-        cls.display = Display(cls.kind).__enter__()
-        cls.server = ApiServer(DELAYS).__enter__()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.__exit__(None, None, None)
-        cls.display.__exit__(None, None, None)
+class Base(DisplayCase):
+    pass
 
     def run_shop(self, binary, env=None):
         need(binary, "qt-shop")

@@ -20,7 +20,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from qtlib import (DELAYS, QT_SHOP5, QT_SHOP6, US, XCLOSE, ApiServer, App, Display, clock_log,  # noqa: E402
+from qtlib import (DELAYS, QT_SHOP5, QT_SHOP6, US, XCLOSE, App, DisplayCase, clock_log,  # noqa: E402
                    need, wayland_shown)
 
 SPLASH_MS = 400
@@ -37,18 +37,8 @@ def title_re(binary):
     return "^" + title(binary).replace("(", r"\(").replace(")", r"\)") + "$"
 
 
-class Base(unittest.TestCase):
-    kind = None
-
-    @classmethod
-    def setUpClass(cls):
-        cls.display = Display(cls.kind).__enter__()
-        cls.server = ApiServer(DELAYS).__enter__()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.__exit__(None, None, None)
-        cls.display.__exit__(None, None, None)
+class Base(DisplayCase):
+    pass
 
     def start(self, binary, *args, env=None):
         app = App(self.display, [binary, "--api", self.server.base, "--log-requests"] + list(args), env)
