@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import unittest
 
 PACER = os.environ["PACER"]
 SHOP_APP = os.environ["SHOP_APP"]
@@ -73,6 +74,18 @@ class Xvfb:
             self.proc.wait(10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+
+
+class XvfbCase(unittest.TestCase):
+    """Tests sharing one private Xvfb (cls.x) for the whole class."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.x = Xvfb().__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.x.__exit__(None, None, None)
 
 
 def require_in_test(ok, why):

@@ -16,7 +16,7 @@ import tempfile
 import time
 import unittest
 
-from agentlib import APP_ENV, PACER, Xvfb, of_type, read_jsonl
+from agentlib import APP_ENV, PACER, XvfbCase, of_type, read_jsonl
 
 JANK_APP = os.environ["JANK_APP"]
 
@@ -30,15 +30,7 @@ def default_dispositions():
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-class ExitSignals(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.x = Xvfb().__enter__()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.x.__exit__(None, None, None)
-
+class ExitSignals(XvfbCase):
     def start(self, args, under_pacer, out=None):
         env = dict(os.environ, DISPLAY=self.x.display, **APP_ENV)
         env.pop("WAYLAND_DISPLAY", None)

@@ -22,21 +22,13 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from agentlib import APP_ENV, PACER, Xvfb, assert_frames_invariants, of_type, read_jsonl, skip_unless  # noqa: E402
+from agentlib import APP_ENV, PACER, XvfbCase, assert_frames_invariants, of_type, read_jsonl, skip_unless  # noqa: E402
 
 RUN_S = float(os.environ.get("PACER_FOREIGN_RUN_S", "40"))
 BARE_RUN_S = 3
 
 
-class ForeignApps(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.x = Xvfb().__enter__()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.x.__exit__(None, None, None)
-
+class ForeignApps(XvfbCase):
     def end_with_sigterm(self, argv, env, cwd, run_s, err):
         p = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err)
         deadline = time.monotonic() + run_s

@@ -25,7 +25,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from agentlib import Xvfb, assert_documented, assert_frames_invariants, of_type, pacer_run  # noqa: E402
+from agentlib import XvfbCase, assert_documented, assert_frames_invariants, of_type, pacer_run  # noqa: E402
 
 PHASES_APP = os.environ["PHASES_APP"]
 PHASES_APP_GTK3 = os.environ["PHASES_APP_GTK3"]
@@ -34,15 +34,7 @@ PHASES = ["events", "update", "layout", "paint", "present"]
 WORK_MS = 40
 
 
-class FramePhases(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.x = Xvfb().__enter__()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.x.__exit__(None, None, None)
-
+class FramePhases(XvfbCase):
     def run_app(self, program, args, run_args=()):
         rc, records, _, err = pacer_run(self.x.display, program, args, run_args=run_args, timeout=90)
         self.assertEqual(rc, 0, err)

@@ -30,7 +30,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from agentlib import APP_ENV, SHOP_APP, ApiServer, Xvfb, assert_documented, assert_frames_invariants, of_type, pacer_run  # noqa: E402,E501
+from agentlib import APP_ENV, SHOP_APP, ApiServer, XvfbCase, assert_documented, assert_frames_invariants, of_type, pacer_run  # noqa: E402,E501
 
 JANK_APP = os.environ["JANK_APP"]
 SHOP_SOURCE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "shop-app.c")
@@ -59,15 +59,7 @@ def write_config(jank_ms, hang_ms=5000):
     return path
 
 
-class Base(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.x = Xvfb().__enter__()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.x.__exit__(None, None, None)
-
+class Base(XvfbCase):
     def run_ok(self, program, args, config=None, timeout=90):
         rc, records, events, err = pacer_run(self.x.display, program, args, config=config, timeout=timeout)
         self.assertEqual(rc, 0, err)

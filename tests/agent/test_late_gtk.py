@@ -16,7 +16,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from agentlib import APP_ENV, PACER, Xvfb, assert_frames_invariants, of_type, read_jsonl, skip_unless  # noqa: E402
+from agentlib import APP_ENV, PACER, XvfbCase, assert_frames_invariants, of_type, read_jsonl, skip_unless  # noqa: E402
 
 PYTHON = "/usr/bin/python3"  # Debian's, where python3-gi lives
 APP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pygobject-app.py")
@@ -31,15 +31,7 @@ def has_gtk4_gi():
     return subprocess.run([PYTHON, "-c", probe], capture_output=True, env=dict(os.environ, DISPLAY="")).returncode == 0
 
 
-class LateGtk(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.x = Xvfb().__enter__()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.x.__exit__(None, None, None)
-
+class LateGtk(XvfbCase):
     def test_pygobject_app_is_measured(self):
         work = tempfile.mkdtemp(prefix="pacer-late-")
         out = os.path.join(work, "records.jsonl")

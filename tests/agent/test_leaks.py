@@ -23,7 +23,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from agentlib import APP_ENV, PACER, Xvfb, assert_documented, of_type, pacer_run, read_jsonl, skip_unless  # noqa: E402
+from agentlib import APP_ENV, PACER, Xvfb, XvfbCase, assert_documented, of_type, pacer_run, read_jsonl, skip_unless  # noqa: E402
 
 LEAK_APP = os.environ["LEAK_APP"]
 XCLOSE = os.environ["XCLOSE"]
@@ -41,15 +41,7 @@ def functions(stack):
     return [f["function"] for f in stack]
 
 
-class ObjectLeaks(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.x = Xvfb().__enter__()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.x.__exit__(None, None, None)
-
+class ObjectLeaks(XvfbCase):
     def run_app(self, args, leaks=None, extra_config=""):
         tmp = tempfile.mkdtemp(prefix="pacer-leaks-")
         cmd_args = list(args)
