@@ -41,7 +41,7 @@ packages=(
   # Layouts and WorkerScript, which Controls' styles import); Mesa's
   # software OpenGL that Qt Quick renders with; Qt's Wayland platform
   # plugins; PyQt6; kcalc, a Qt app nobody here wrote
-  g++ qt6-base-dev qtbase5-dev qt6-declarative-dev qtdeclarative5-dev
+  g++ qt6-base-dev qtbase5-dev qt6-declarative-dev qt6-declarative-dev-tools qtdeclarative5-dev
   qml-qt6 qml6-module-qtquick qml6-module-qtquick-controls qml6-module-qtquick-window
   qml6-module-qtquick-templates qml6-module-qtquick-layouts qml6-module-qtqml-workerscript
   libgl1-mesa-dri qt6-wayland qtwayland5 python3-pyqt6 kcalc

@@ -34,6 +34,9 @@ QML_SHOP = os.environ.get("QML_SHOP", "")
 PYQT_SHOP = os.environ.get("PYQT_SHOP", "")
 KCALC = os.environ.get("KCALC", "") or shutil.which("kcalc") or ""
 XCLOSE = os.environ.get("XCLOSE", "")
+# Qt 6's easing curve editor (qt6-declarative-dev-tools): a Qt Widgets
+# window beside a QQuickView, a Qt Quick window that is a QWindow only.
+QMLEASING = "/usr/lib/qt6/bin/qmleasing"
 
 # Distinct delays: a request counted under the wrong path fails its bound.
 DELAYS = {"/api/config": 200, "/api/list": 300, "/api/test1": 400}

@@ -8,7 +8,10 @@ app's own clock (test_qt_pages.py's tolerances):
   pyqt-shop  a PyQt6 script: QtCore arrives by dlopen after the agent's
              constructor (Python's import), the pages are Python classes;
   kcalc      a KDE app (Qt 5) nobody here wrote: its window is the main
-             page of its start-up, without a config.
+             page of its start-up, without a config;
+  qmleasing  Qt 6's easing curve editor, nobody here wrote it either: a
+             QApplication whose main window shows a QQuickView beside it
+             (a Qt Quick window that is no widget), ended by SIGTERM.
 """
 import os
 import re
@@ -20,9 +23,9 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from qtlib import (DELAYS, KCALC, PYQT_SHOP, QML_RUNTIME, QML_SHOP, ApiServer, Display, clock_log,  # noqa: E402
+from qtlib import (DELAYS, KCALC, PYQT_SHOP, QMLEASING, QML_RUNTIME, QML_SHOP, ApiServer, Display, clock_log,  # noqa: E402
                    default_dispositions, need)
-from agentlib import PACER, assert_documented, of_type, read_jsonl, require_in_test  # noqa: E402
+from agentlib import PACER, assert_documented, assert_frames_invariants, of_type, read_jsonl, require_in_test  # noqa: E402
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "qt")
 LAZY_MS = 1500
@@ -164,6 +167,47 @@ class X11(unittest.TestCase):
         self.assertEqual((k["kind"], k["status"], k["main"]), ("window", "complete", True), k)
         self.assertGreater(k["initial_draw_ms"], 0)
         self.assertAlmostEqual(s["first_screen_ms"], s["cold_ms"], delta=0.01)
+
+    def run_until_shown_then_term(self, cmd, window_class):
+        """Runs cmd under `pacer run` until xdotool sees a window of that
+        class, then SIGTERM; (exit status, records, stderr)."""
+        work = tempfile.mkdtemp(prefix="pacer-qt-test-")
+        out = os.path.join(work, "records.jsonl")
+        p = subprocess.Popen([PACER, "run", "--out", out, "--"] + cmd, env=self.display.app_env(),
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             errors="replace", preexec_fn=default_dispositions)
+        try:
+            deadline = time.monotonic() + 30
+            while not self.display.x11_windows("--class", window_class) and time.monotonic() < deadline:
+                self.assertIsNone(p.poll(), "%s ended before it showed a window" % cmd[0])
+                time.sleep(0.1)
+            time.sleep(0.5)
+            p.send_signal(signal.SIGTERM)
+            _, err = p.communicate(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+        return p.returncode, read_jsonl(out), err
+
+    def test_qmleasing(self):
+        need(QMLEASING, "qmleasing")
+        rc, records, err = self.run_until_shown_then_term([QMLEASING], "^qmleasing$")
+        self.assertEqual(rc, -signal.SIGTERM, err)
+        (s,) = of_type(records, "startup", kind="cold")
+        self.assertEqual((s["toolkit"], s["main_page"]), ("qt6", "MainWindow"), s)
+        # the Qt Quick window: a page of its own, its frames from its scene graph
+        (v,) = of_type(records, "page", page="QQuickView")
+        self.assertEqual((v["kind"], v["status"]), ("window", "complete"), v)
+        (f,) = of_type(records, "frames", window="QQuickView")
+        self.assertEqual(f["source"], "scene_graph", f)
+        self.assertGreaterEqual(f["frames"], 1, f)
+        assert_frames_invariants(self, f)
+        # a frame's phases add up to it: the longest frame is in the sum, and the sum in the frames
+        phases = sum(f["phases_ms"].values())
+        self.assertGreaterEqual(phases, f["max_frame_ms"] - 0.01, f)
+        self.assertLessEqual(phases, f["frames"] * f["max_frame_ms"] + 0.01, f)
+        assert_documented(self, records, ["startup", "page", "frames"])
 
 
 if __name__ == "__main__":

@@ -421,8 +421,11 @@ class Filter : public QObject {
                 p->shown = true;
                 submit(PACER_EV_PAGE_SHOW, p, the_host->now_ns());
             }
-            if (widgets)
-                widgets->shown(obj, p); /* its window, its QWindow */
+            /* a widget's window and QWindow; a Qt Quick window shown in
+             * a widgets app (a QQuickView beside QApplication) is a
+             * QWindow, no widget */
+            if (widgets && obj->isWidgetType())
+                widgets->shown(obj, p);
             return;
         }
         Page *w;
