@@ -544,6 +544,9 @@ void display_outer_end(surface_kind kind, uint64_t handle, int64_t t)
     bool first = false;
     if (s && s->toplevel) {
         clear_pending(s); /* what the driver queued inside is this frame */
+        const agent_adapter *a = agent_adapter_in_force();
+        if (a && a->frame_queued && main_thread)
+            a->frame_queued(kind, handle); /* which window this frame is: a GL-composited one too */
         first = count(s, outer.source, t, busy, outer.began);
     }
     unlock();

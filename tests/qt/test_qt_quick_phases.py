@@ -15,7 +15,8 @@ confirms by counting the syncs made off its GUI thread), with Qt 6 and Qt
 5, on a private Xvfb; Qt 6 on a private headless weston too, and with the
 software backend (QT_QUICK_BACKEND=software: no OpenGL). A QQuickWidget's
 offscreen window (tests/qt/quick-widget-app.cpp) takes no surface: its
-widget window's frames stay the display path's.
+widget window's frames stay the display path's, and those GL swaps are
+its page's draws (initial draw, first screen), on Xvfb and weston.
 
 One source per window: the window's frames records are the adapter's
 (`source` "scene_graph", named by the window's class), and the display
@@ -118,6 +119,41 @@ class Base(unittest.TestCase):
         return records
 
 
+    def check_quick_widget(self, majors):
+        """A QQuickWidget renders through an offscreen QQuickWindow, never
+        shown, whose signals come as its scene renders: the frames that
+        reach the display are the widget window's, and stay the display
+        path's (one series, none of the scene graph's). They are GL swaps
+        of a window composited with a GL texture, and they are still its
+        page's draws: the window's initial draw and the start-up's first
+        screen."""
+        for major in majors:
+            app = WIDGET_APPS[major]
+            need(app, "quick-widget-app%s" % major)
+            work = tempfile.mkdtemp(prefix="pacer-qt-test-")
+            out = os.path.join(work, "records.jsonl")
+            p = subprocess.run([PACER, "run", "--out", out, "--", app, "--work-ms", str(WORK_MS)],
+                               env=self.display.app_env(), stdin=subprocess.DEVNULL, capture_output=True,
+                               text=True, errors="replace", timeout=90)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            m = re.search(r"^calls (\d+)$", p.stdout, re.M)
+            self.assertTrue(m and int(m.group(1)) >= 5, p.stdout)
+            records = read_jsonl(out)
+            frames = of_type(records, "frames")
+            self.assertTrue(frames, p.stderr)
+            self.assertEqual({f["window"] for f in frames}, {os.path.basename(app)}, frames)
+            self.assertNotIn("scene_graph", {f["source"] for f in frames}, frames)
+            pages = of_type(records, "page", page="QWidget")
+            self.assertEqual(len(pages), 1, records)
+            self.assertEqual(pages[0]["status"], "complete", pages)
+            self.assertGreater(pages[0]["initial_draw_ms"], 0, pages)
+            startup = of_type(records, "startup")
+            self.assertEqual(len(startup), 1, records)
+            self.assertEqual((startup[0].get("main_page"), startup[0].get("frame_source")), ("QWidget", "page"),
+                             startup)
+            self.assertGreaterEqual(startup[0]["first_screen_ms"], pages[0]["initial_draw_ms"], records)
+
+
 class X11(Base):
     kind = "x11"
 
@@ -130,31 +166,13 @@ class X11(Base):
         for loop in ("basic", "threaded"):
             self.check("6", "sync", loop)
 
+    def test_quick_widget_stays_the_display_s(self):
+        self.check_quick_widget(("6", "5"))
+
     def test_qt6_software_backend(self):
         # no OpenGL: the backing store is flushed inside the frame, the
         # frames are still the scene graph's alone
         self.check("6", "polish", "basic", env_extra={"QT_QUICK_BACKEND": "software"})
-
-    def test_quick_widget_stays_the_display_s(self):
-        # A QQuickWidget renders through an offscreen QQuickWindow, never
-        # shown, whose signals come as its scene renders: the frames that
-        # reach the display are the widget window's, and stay the display
-        # path's (one series, none of the scene graph's).
-        for major in ("6", "5"):
-            app = WIDGET_APPS[major]
-            need(app, "quick-widget-app%s" % major)
-            work = tempfile.mkdtemp(prefix="pacer-qt-test-")
-            out = os.path.join(work, "records.jsonl")
-            p = subprocess.run([PACER, "run", "--out", out, "--", app, "--work-ms", str(WORK_MS)],
-                               env=self.display.app_env(), stdin=subprocess.DEVNULL, capture_output=True,
-                               text=True, errors="replace", timeout=90)
-            self.assertEqual(p.returncode, 0, p.stderr)
-            m = re.search(r"^calls (\d+)$", p.stdout, re.M)
-            self.assertTrue(m and int(m.group(1)) >= 5, p.stdout)
-            frames = of_type(read_jsonl(out), "frames")
-            self.assertTrue(frames, p.stderr)
-            self.assertEqual({f["window"] for f in frames}, {os.path.basename(app)}, frames)
-            self.assertNotIn("scene_graph", {f["source"] for f in frames}, frames)
 
     def test_qt5(self):
         for loop in ("basic", "threaded"):
@@ -186,6 +204,9 @@ class Wayland(Base):
     def test_qt6(self):
         self.check("6", "polish", "threaded")
         self.check("6", "sync", "basic")
+
+    def test_quick_widget_stays_the_display_s(self):
+        self.check_quick_widget(("6",))
 
 
 if __name__ == "__main__":
