@@ -545,7 +545,7 @@ void display_outer_end(surface_kind kind, uint64_t handle, int64_t t)
     if (s && s->toplevel) {
         clear_pending(s); /* what the driver queued inside is this frame */
         const agent_adapter *a = agent_adapter_in_force();
-        if (a && a->frame_queued && main_thread)
+        if (a && a->frame_queued && main_thread && !s->adapter_timed)
             a->frame_queued(kind, handle); /* which window this frame is: a GL-composited one too */
         first = count(s, outer.source, t, busy, outer.began);
     }
