@@ -81,6 +81,7 @@ _Atomic uint64_t agent_net_epoch;
 _Atomic int agent_state = DORMANT;
 static _Atomic bool waiting; /* dormant until a toolkit or a display library is loaded */
 static pid_t owner_pid;
+static char measured_name[256]; /* the records' "app", for the run summary */
 static bool quiet;
 static _Atomic bool exiting; /* at exit: pending records are still taken */
 static const char *unmeasured; /* why this process is not measured, for the run summary */
@@ -377,7 +378,8 @@ static void summary_measured(void)
     char what[160];
     what_measured(what, sizeof(what));
     char msg[1024];
-    int n = snprintf(msg, sizeof(msg), "pacer: %s (pid %ld), %s; %llu record%s", program_invocation_short_name,
+    const char *name = measured_name[0] ? measured_name : program_invocation_short_name;
+    int n = snprintf(msg, sizeof(msg), "pacer: %s (pid %ld), %s; %llu record%s", name,
                      (long)getpid(), what, (unsigned long long)st.records, st.records == 1 ? "" : "s");
     if (out && n > 0 && (size_t)n < sizeof(msg))
         n += snprintf(msg + n, sizeof(msg) - (size_t)n, " written to %s", out);
@@ -523,6 +525,7 @@ static bool agent_activate(int64_t main_ns)
         .spool_path = env_nonempty("PACER_SPOOL"),
         .live_deadlines = true,
     };
+    snprintf(measured_name, sizeof(measured_name), "%s", opts.app_name);
     char *err = NULL;
     int rc = pacer_init(&opts, &err);
     if (rc == -EINVAL && config_path) {

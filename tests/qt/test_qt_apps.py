@@ -120,6 +120,9 @@ class X11(unittest.TestCase):
              "--log-requests"], config=os.path.join(EXAMPLES, "pyqt-shop.xml"))
         self.assertEqual(rc, 0, err)
         self.assertEqual({r["app"] for r in records}, {"pyqt-shop"})  # named after the script
+        # … and so is it in the run's last line, not python3
+        self.assertRegex(err, r"(?m)^pacer: pyqt-shop \(pid \d+\), Qt 6: pages, frames, requests; %d records "
+                         r"written to " % len(records))
         log = clock_log(err.splitlines(), "pyqt-shop")
         req = log["request"]  # CLOCK_MONOTONIC us
         pages = self.pages(records)
