@@ -145,25 +145,8 @@ class X11(unittest.TestCase):
 
     def test_kcalc(self):
         need(KCALC, "kcalc")
-        work = tempfile.mkdtemp(prefix="pacer-qt-test-")
-        out = os.path.join(work, "records.jsonl")
-        p = subprocess.Popen([PACER, "run", "--out", out, "--", KCALC], env=self.display.app_env(),
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                             errors="replace", preexec_fn=default_dispositions)
-        try:
-            deadline = time.monotonic() + 30
-            while not self.display.x11_windows("--class", "^kcalc$") and time.monotonic() < deadline:
-                self.assertIsNone(p.poll(), "kcalc ended before it showed a window")
-                time.sleep(0.1)
-            time.sleep(0.5)
-            p.send_signal(signal.SIGTERM)
-            _, err = p.communicate(timeout=30)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.communicate()
-        self.assertEqual(p.returncode, -signal.SIGTERM, err)
-        records = read_jsonl(out)
+        rc, records, err = self.run_until_shown_then_term([KCALC], "^kcalc$")
+        self.assertEqual(rc, -signal.SIGTERM, err)
         (s,) = of_type(records, "startup", kind="cold")
         self.assertEqual((s["toolkit"], s["main_page"], s["frame_source"]), ("qt5", "KCalculator", "page"), s)
         (k,) = of_type(records, "page", page="KCalculator")
